@@ -1,0 +1,10 @@
+module github.com/tickgate/tickgate
+
+go 1.26.8
+
+require (
+	github.com/robfig/cron/v3 v3.0.1
+	github.com/stretchr/testify v1.12.1
+)
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -1,0 +1,244 @@
+// Package devstack starts the local, Docker-free stack: a throwaway PostgreSQL cluster from
+// the machine's PostgreSQL binaries and the Temporal dev server built from the pinned CLI
+// module in tools/temporal. `tickgate dev` and the test harnesses both use it.
+package devstack
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Postgres is one throwaway cluster: its data directory, port and the binaries that run it.
+type Postgres struct {
+	BinDir  string
+	DataDir string
+	Port    int
+	// Log receives progress lines; nil discards them.
+	Log func(format string, args ...any)
+}
+
+// URL is the connection string of database db in the cluster (trust auth, loopback only).
+func (p *Postgres) URL(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", p.Port, db)
+}
+
+func (p *Postgres) logf(format string, args ...any) {
+	if p.Log != nil {
+		p.Log(format, args...)
+	}
+}
+
+// FindPostgresBinDir locates initdb/pg_ctl: pg_config --bindir first, then the newest
+// version under Debian's /usr/lib/postgresql. With install set and running as root, it
+// installs Debian's postgresql package when no binaries are found.
+func FindPostgresBinDir(install bool) (string, error) {
+	if dir := findPostgresBinDir(); dir != "" {
+		return dir, nil
+	}
+	if !install {
+		return "", errors.New("postgresql server binaries (initdb, pg_ctl) not found; install Debian's postgresql package")
+	}
+	if os.Geteuid() != 0 {
+		return "", errors.New("postgresql server binaries not found and not root: run `apt-get install -y postgresql`")
+	}
+	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "postgresql"}} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("apt-get %s: %w\n%s", strings.Join(args, " "), err, tail(out))
+		}
+	}
+	if dir := findPostgresBinDir(); dir != "" {
+		return dir, nil
+	}
+	return "", errors.New("postgresql installed but initdb still not found")
+}
+
+func findPostgresBinDir() string {
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		dir := strings.TrimSpace(string(out))
+		if fileExists(filepath.Join(dir, "initdb")) && fileExists(filepath.Join(dir, "pg_ctl")) {
+			return dir
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool { return versionOf(matches[i]) > versionOf(matches[j]) })
+	for _, m := range matches {
+		if fileExists(filepath.Join(filepath.Dir(m), "pg_ctl")) {
+			return filepath.Dir(m)
+		}
+	}
+	return ""
+}
+
+func versionOf(initdbPath string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdbPath))))
+	return v
+}
+
+// ClusterDir returns dir itself when the cluster's service user can use it, and otherwise a
+// directory under /tmp named after dir: PostgreSQL refuses to run as root, so as root the
+// cluster runs as the `postgres` user, which cannot enter a checkout under /root.
+func ClusterDir(dir string) string {
+	if os.Geteuid() != 0 {
+		return dir
+	}
+	// `test -x` stats the parent, which fails unless every ancestor is searchable too.
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err == nil {
+		if exec.Command("runuser", "-u", "postgres", "--", "test", "-x", parent).Run() == nil {
+			return dir
+		}
+	}
+	sum := sha1.Sum([]byte(dir))
+	return filepath.Join(os.TempDir(), "tickgate-pg-"+hex.EncodeToString(sum[:6]), filepath.Base(dir))
+}
+
+// Running reports whether a postmaster answers for this data directory.
+func (p *Postgres) Running() bool {
+	pid, err := os.ReadFile(filepath.Join(p.DataDir, "postmaster.pid"))
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(string(pid), "\n")
+	if len(lines) < 4 {
+		return false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(lines[0]))
+	if err != nil || !processAlive(n) {
+		return false
+	}
+	return portOpen(p.Port)
+}
+
+// Start creates the cluster when missing and starts it unless it already runs. The server
+// keeps running after this process exits; Stop ends it.
+func (p *Postgres) Start(ctx context.Context) error {
+	if p.Running() {
+		p.logf("postgres: reusing cluster %s on :%d", p.DataDir, p.Port)
+		return nil
+	}
+	if portOpen(p.Port) {
+		return fmt.Errorf("postgres: port %d is taken by another process", p.Port)
+	}
+	if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
+		return fmt.Errorf("postgres: create data dir: %w", err)
+	}
+	if err := p.chownToServiceUser(); err != nil {
+		return err
+	}
+	if !fileExists(filepath.Join(p.DataDir, "PG_VERSION")) {
+		p.logf("postgres: initdb %s", p.DataDir)
+		out, err := p.run(ctx, filepath.Join(p.BinDir, "initdb"), "-D", p.DataDir, "-U", "postgres",
+			"--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync")
+		if err != nil {
+			return fmt.Errorf("postgres: initdb: %w\n%s", err, tail(out))
+		}
+	}
+	_ = os.Remove(filepath.Join(p.DataDir, "postmaster.pid")) // stale after a kill -9 or reboot
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300 "+
+		"-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB",
+		p.Port, p.DataDir)
+	logFile := filepath.Join(p.DataDir, "server.log")
+	p.logf("postgres: starting on 127.0.0.1:%d (log %s)", p.Port, logFile)
+	out, err := p.run(ctx, filepath.Join(p.BinDir, "pg_ctl"), "-D", p.DataDir, "-l", logFile, "-o", opts, "-w", "-t", "60", "start")
+	if err != nil {
+		logTail, _ := os.ReadFile(logFile)
+		return fmt.Errorf("postgres: pg_ctl start: %w\n%s\n%s", err, tail(out), tail(logTail))
+	}
+	return nil
+}
+
+// Stop shuts the cluster down quickly; data stays for the next Start.
+func (p *Postgres) Stop() error {
+	if !fileExists(filepath.Join(p.DataDir, "postmaster.pid")) {
+		return nil
+	}
+	out, err := p.run(context.Background(), filepath.Join(p.BinDir, "pg_ctl"), "-D", p.DataDir, "-m", "fast", "-w", "stop")
+	if err != nil {
+		return fmt.Errorf("postgres: pg_ctl stop: %w\n%s", err, tail(out))
+	}
+	return nil
+}
+
+// run executes a server binary, as the postgres user when we are root.
+func (p *Postgres) run(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	var cmd *exec.Cmd
+	if os.Geteuid() == 0 {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", bin}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, bin, args...)
+	}
+	cmd.Dir = "/"
+	return cmd.CombinedOutput()
+}
+
+func (p *Postgres) chownToServiceUser() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("postgres: running as root needs the postgres user (from Debian's postgresql package): %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(p.DataDir, uid, gid); err != nil {
+		return fmt.Errorf("postgres: chown data dir: %w", err)
+	}
+	return nil
+}
+
+func processAlive(pid int) bool {
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return proc.Signal(syscallZero) == nil
+}
+
+func portOpen(port int) bool {
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 300*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
+
+// WaitPort waits until something listens on 127.0.0.1:port.
+func WaitPort(ctx context.Context, port int) error {
+	for !portOpen(port) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for port %d: %w", port, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func tail(b []byte) string {
+	const max = 4000
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}

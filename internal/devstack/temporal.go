@@ -1,0 +1,170 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// TemporalCLIModule is the pinned CLI whose `server start-dev` is our local Temporal
+// (server 1.29.1, UI 2.42.1). Later versions do not build from the module proxy.
+const TemporalCLIModule = "github.com/temporalio/cli/cmd/temporal"
+
+// SearchAttributes are tickgate's custom search attributes; every workflow sets
+// TickgateKind, and the engine-specific one names its subject.
+var SearchAttributes = []string{"TickgateKind", "TickgateSchedule", "TickgateRollout", "TickgatePC", "TickgateTask"}
+
+// RepoRoot finds the checkout's root (the directory holding tickgate's go.mod), starting
+// from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("getwd: %w", err)
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/tickgate/tickgate\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the tickgate checkout (no go.mod of github.com/tickgate/tickgate above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+// TemporalBinary returns .dev/bin/temporal under root, building it from the tools/temporal
+// module when missing (about three minutes cold; cached afterwards). A file lock keeps two
+// concurrent callers (parallel test packages) from building twice.
+func TemporalBinary(ctx context.Context, root string, logf func(string, ...any)) (string, error) {
+	bin := filepath.Join(root, ".dev", "bin", "temporal")
+	if fileExists(bin) {
+		return bin, nil
+	}
+	unlock, err := LockFile(filepath.Join(root, ".dev", "temporal-build.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if fileExists(bin) {
+		return bin, nil
+	}
+	if logf != nil {
+		logf("temporal: building %s (pinned in tools/temporal; first time only)", TemporalCLIModule)
+	}
+	tmp := bin + ".tmp"
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, TemporalCLIModule)
+	cmd.Dir = filepath.Join(root, "tools", "temporal")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("temporal: build CLI: %w\n%s", err, tail(out))
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", fmt.Errorf("temporal: install binary: %w", err)
+	}
+	return bin, nil
+}
+
+// LockFile takes an exclusive flock on path, creating it, and returns the release func.
+func LockFile(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("lock dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("flock %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+// Temporal is a dev server process with its Web UI.
+type Temporal struct {
+	Bin     string
+	DBFile  string // sqlite file; data survives restarts
+	Port    int
+	UIPort  int
+	LogFile string
+	cmd     *exec.Cmd
+	done    chan error
+}
+
+// Address is the frontend's host:port.
+func (t *Temporal) Address() string { return fmt.Sprintf("127.0.0.1:%d", t.Port) }
+
+// Args are the start-dev arguments, search attributes included.
+func (t *Temporal) Args() []string {
+	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", fmt.Sprint(t.Port),
+		"--ui-port", fmt.Sprint(t.UIPort), "--db-filename", t.DBFile, "--log-level", "warn"}
+	for _, sa := range SearchAttributes {
+		args = append(args, "--search-attribute", sa+"=Keyword")
+	}
+	return args
+}
+
+// Start runs the server as a child process and waits until its frontend port answers.
+func (t *Temporal) Start(ctx context.Context) error {
+	if portOpen(t.Port) {
+		return fmt.Errorf("temporal: port %d is already taken", t.Port)
+	}
+	if err := os.MkdirAll(filepath.Dir(t.DBFile), 0o755); err != nil {
+		return fmt.Errorf("temporal: data dir: %w", err)
+	}
+	t.cmd = exec.Command(t.Bin, t.Args()...)
+	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if t.LogFile != "" {
+		f, err := os.OpenFile(t.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("temporal: log file: %w", err)
+		}
+		t.cmd.Stdout, t.cmd.Stderr = f, f
+	}
+	if err := t.cmd.Start(); err != nil {
+		return fmt.Errorf("temporal: start: %w", err)
+	}
+	t.done = make(chan error, 1)
+	go func() { t.done <- t.cmd.Wait() }()
+	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for !portOpen(t.Port) || !portOpen(t.UIPort) {
+		select {
+		case err := <-t.done:
+			return fmt.Errorf("temporal: exited during start-up (see %s): %v", t.LogFile, err)
+		case <-waitCtx.Done():
+			_ = t.Stop()
+			return fmt.Errorf("temporal: not listening on :%d after 60s: %w", t.Port, waitCtx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Done is closed-by-value when the server process exits.
+func (t *Temporal) Done() <-chan error { return t.done }
+
+// Stop ends the server (SIGTERM, then SIGKILL after 10s).
+func (t *Temporal) Stop() error {
+	if t.cmd == nil || t.cmd.Process == nil {
+		return nil
+	}
+	_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-t.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+		<-t.done
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+// Package schedulespec parses schedule specs (cron with a time zone, or an anchored
+// interval) and computes their fire times. It is pure: the API validates with it, the
+// schedule workflow computes ticks with it, and both agree.
+package schedulespec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// FieldError names the offending field of a bad spec, for a problem+json answer.
+type FieldError struct {
+	Field  string
+	Detail string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Detail }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Spec is a schedule's timing, as stored and as sent over the API.
+type Spec struct {
+	Cron     string     `json:"cron,omitempty"`
+	Interval *Interval  `json:"interval,omitempty"`
+	Timezone string     `json:"timezone,omitempty"`
+	StartAt  *time.Time `json:"start_at,omitempty"`
+	EndAt    *time.Time `json:"end_at,omitempty"`
+	Jitter   Duration   `json:"jitter,omitempty"`
+}
+
+// Interval is `{"every": 5, "unit": "MINUTES"}` or a Go duration string ("90s").
+type Interval struct {
+	Every int64  `json:"every"`
+	Unit  string `json:"unit"`
+}
+
+var unitDurations = map[string]time.Duration{
+	"SECONDS": time.Second, "MINUTES": time.Minute, "HOURS": time.Hour, "DAYS": 24 * time.Hour,
+}
+
+// Duration is the interval's length.
+func (i Interval) Duration() time.Duration {
+	return time.Duration(i.Every) * unitDurations[i.Unit]
+}
+
+// UnmarshalJSON accepts both the object form and a Go duration string.
+func (i *Interval) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fieldErr("spec.interval", "not a duration: %q", s)
+		}
+		if d <= 0 {
+			return fieldErr("spec.interval", "must be positive, got %s", s)
+		}
+		if d%time.Second != 0 {
+			return fieldErr("spec.interval", "must be a whole number of seconds, got %s", s)
+		}
+		*i = Interval{Every: int64(d / time.Second), Unit: "SECONDS"}
+		return nil
+	}
+	type plain Interval
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fieldErr("spec.interval", "want {\"every\": n, \"unit\": \"SECONDS|MINUTES|HOURS|DAYS\"} or a duration string")
+	}
+	*i = Interval(p)
+	return nil
+}
+
+// Duration is a time.Duration that reads and writes Go duration strings in JSON.
+type Duration time.Duration
+
+// MarshalJSON writes "90s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads "90s" (or a number of nanoseconds).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return errors.New("want a duration string such as \"90s\"")
+		}
+		*d = Duration(n)
+		return nil
+	}
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("not a duration: %q", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// Compiled is a validated spec ready to compute fire times.
+type Compiled struct {
+	Spec     Spec
+	location *time.Location
+	cron     cron.Schedule
+	every    time.Duration
+}
+
+// Location is the zone cron fields are read in.
+func (c *Compiled) Location() *time.Location { return c.location }
+
+// Normalize validates s, fills defaults (UTC; interval anchored at now truncated to the
+// second when start_at is absent) and returns the compiled form. Errors are *FieldError.
+func Normalize(s Spec, now time.Time) (*Compiled, error) {
+	hasCron, hasInterval := strings.TrimSpace(s.Cron) != "", s.Interval != nil
+	switch {
+	case hasCron && hasInterval:
+		return nil, fieldErr("spec", "give either cron or interval, not both")
+	case !hasCron && !hasInterval:
+		return nil, fieldErr("spec", "give cron or interval")
+	}
+	if s.Jitter < 0 {
+		return nil, fieldErr("spec.jitter", "must not be negative")
+	}
+	if s.StartAt != nil {
+		t := s.StartAt.UTC()
+		s.StartAt = &t
+	}
+	if s.EndAt != nil {
+		t := s.EndAt.UTC()
+		s.EndAt = &t
+		if s.StartAt != nil && !t.After(*s.StartAt) {
+			return nil, fieldErr("spec.end_at", "must be after start_at")
+		}
+	}
+	c := &Compiled{}
+	if hasCron {
+		s.Cron = strings.TrimSpace(s.Cron)
+		if strings.HasPrefix(s.Cron, "CRON_TZ=") || strings.HasPrefix(s.Cron, "TZ=") {
+			prefix, rest, _ := strings.Cut(s.Cron, " ")
+			_, zone, _ := strings.Cut(prefix, "=")
+			if s.Timezone != "" && s.Timezone != zone {
+				return nil, fieldErr("spec.timezone", "%q disagrees with the cron's %s", s.Timezone, prefix)
+			}
+			s.Timezone, s.Cron = zone, strings.TrimSpace(rest)
+		}
+		if s.Timezone == "" {
+			s.Timezone = "UTC"
+		}
+		loc, err := time.LoadLocation(s.Timezone)
+		if err != nil {
+			return nil, fieldErr("spec.timezone", "unknown time zone %q", s.Timezone)
+		}
+		sched, err := parser.Parse(s.Cron)
+		if err != nil {
+			return nil, fieldErr("spec.cron", "cannot parse %q: %v", s.Cron, err)
+		}
+		c.location, c.cron = loc, sched
+	} else {
+		if s.Interval.Every <= 0 {
+			return nil, fieldErr("spec.interval.every", "must be positive, got %d", s.Interval.Every)
+		}
+		unit, ok := unitDurations[strings.ToUpper(s.Interval.Unit)]
+		if !ok {
+			return nil, fieldErr("spec.interval.unit", "must be SECONDS, MINUTES, HOURS or DAYS, got %q", s.Interval.Unit)
+		}
+		s.Interval.Unit = strings.ToUpper(s.Interval.Unit)
+		if s.Interval.Every > int64((100*365*24*time.Hour)/unit) {
+			return nil, fieldErr("spec.interval.every", "longer than 100 years")
+		}
+		if s.Timezone == "" {
+			s.Timezone = "UTC"
+		}
+		loc, err := time.LoadLocation(s.Timezone)
+		if err != nil {
+			return nil, fieldErr("spec.timezone", "unknown time zone %q", s.Timezone)
+		}
+		c.location = loc
+		c.every = s.Interval.Duration()
+		if s.StartAt == nil {
+			t := now.UTC().Truncate(time.Second)
+			s.StartAt = &t
+		}
+	}
+	if time.Duration(s.Jitter) > 0 && c.every > 0 && time.Duration(s.Jitter) >= c.every {
+		return nil, fieldErr("spec.jitter", "must be shorter than the interval")
+	}
+	c.Spec = s
+	return c, nil
+}
+
+// Next is the first nominal tick strictly after t, or the zero time when the spec has
+// ended (end_at) or never fires again.
+func (c *Compiled) Next(t time.Time) time.Time {
+	var next time.Time
+	if c.every > 0 {
+		start := *c.Spec.StartAt
+		if t.Before(start) {
+			next = start
+		} else {
+			// tick n = start + n·every: computed from the anchor, never from the last fire.
+			n := t.Sub(start)/c.every + 1
+			next = start.Add(n * c.every)
+		}
+	} else {
+		from := t
+		if c.Spec.StartAt != nil && from.Before(*c.Spec.StartAt) {
+			from = c.Spec.StartAt.Add(-time.Nanosecond)
+		}
+		next = nextCron(c.cron, from, c.location)
+	}
+	if next.IsZero() || (c.Spec.EndAt != nil && next.After(*c.Spec.EndAt)) {
+		return time.Time{}
+	}
+	return next.UTC()
+}
+
+// NextN lists up to n nominal ticks after t.
+func (c *Compiled) NextN(t time.Time, n int) []time.Time {
+	out := make([]time.Time, 0, n)
+	for len(out) < n {
+		t = c.Next(t)
+		if t.IsZero() {
+			break
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// JitterFor is the deterministic delay of one tick: a hash of (schedule, nominal time)
+// scaled into [0, jitter), so replays and other workers compute the same delay.
+func (c *Compiled) JitterFor(schedule string, tick time.Time) time.Duration {
+	j := time.Duration(c.Spec.Jitter)
+	if j <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(schedule))
+	_, _ = h.Write([]byte(tick.UTC().Format(time.RFC3339Nano)))
+	return time.Duration(h.Sum64() % uint64(j))
+}
