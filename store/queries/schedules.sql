@@ -1,0 +1,70 @@
+-- name: InsertSchedule :one
+INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at)
+VALUES (@name, @spec, @action, @overlap, @catchup_window_ms, @skip_if_successful, @paused, @pause_note, @next_run_at)
+RETURNING *;
+
+-- name: GetScheduleByName :one
+SELECT * FROM schedules WHERE name = @name;
+
+-- name: GetScheduleByID :one
+SELECT * FROM schedules WHERE id = @id;
+
+-- name: LockScheduleByID :one
+SELECT * FROM schedules WHERE id = @id FOR NO KEY UPDATE;
+
+-- name: ListSchedules :many
+SELECT * FROM schedules WHERE name > @after_name ORDER BY name LIMIT @max_rows;
+
+-- name: ListAllScheduleNames :many
+SELECT id, name FROM schedules ORDER BY id;
+
+-- name: DeleteSchedule :one
+DELETE FROM schedules WHERE name = @name RETURNING id;
+
+-- name: SetSchedulePaused :one
+UPDATE schedules
+SET paused = @paused, pause_note = @pause_note, version = version + 1, updated_at = now(),
+    next_run_at = CASE WHEN @paused::boolean THEN NULL ELSE next_run_at END
+WHERE id = @id
+RETURNING *;
+
+-- name: SetScheduleNextRunAt :exec
+UPDATE schedules SET next_run_at = @next_run_at, updated_at = now() WHERE id = @id;
+
+-- name: UpdateScheduleAfterFire :exec
+UPDATE schedules
+SET next_run_at   = @next_run_at,
+    last_run_at   = COALESCE(@last_run_at, last_run_at),
+    fired_count   = fired_count + @fired,
+    skipped_count = skipped_count + @skipped,
+    missed_count  = missed_count + @missed,
+    updated_at    = now()
+WHERE id = @id;
+
+-- name: InsertScheduleRun :one
+-- S1: a second insert of the same idempotency key inserts nothing and returns no row.
+INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at)
+VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @idempotency_key, @workflow_id, @finished_at)
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING *;
+
+-- name: GetScheduleRunByKey :one
+SELECT * FROM schedule_runs WHERE idempotency_key = @idempotency_key;
+
+-- name: FinishScheduleRun :one
+UPDATE schedule_runs
+SET status = @status, error = @error, finished_at = now()
+WHERE id = @id AND status = 'RUNNING'
+RETURNING *;
+
+-- name: ListScheduleRuns :many
+SELECT * FROM schedule_runs
+WHERE schedule_id = @schedule_id AND (@before_id::bigint = 0 OR id < @before_id::bigint)
+ORDER BY id DESC
+LIMIT @max_rows;
+
+-- name: ListRunningScheduleRuns :many
+SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'RUNNING' ORDER BY id;
+
+-- name: CountScheduleRuns :one
+SELECT count(*) FROM schedule_runs WHERE schedule_id = @schedule_id;

@@ -1,0 +1,256 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tickgate/tickgate/store/dbgen"
+)
+
+// Schedule is a schedules row.
+type Schedule = dbgen.Schedule
+
+// ScheduleRun is a schedule_runs row.
+type ScheduleRun = dbgen.ScheduleRun
+
+// Run statuses.
+const (
+	RunRunning    = "RUNNING"
+	RunSucceeded  = "SUCCEEDED"
+	RunFailed     = "FAILED"
+	RunCanceled   = "CANCELED"
+	RunTerminated = "TERMINATED"
+	RunSkipped    = "SKIPPED"
+	RunMissed     = "MISSED"
+)
+
+// Triggers of a run.
+const (
+	TriggerScheduled = "scheduled"
+	TriggerCatchup   = "catchup"
+	TriggerManual    = "manual"
+	TriggerBackfill  = "backfill"
+)
+
+// NewSchedule is what CreateSchedule inserts.
+type NewSchedule = dbgen.InsertScheduleParams
+
+// CreateSchedule inserts a schedule; a taken name is ErrConflict.
+func (s *Store) CreateSchedule(ctx context.Context, p NewSchedule) (Schedule, error) {
+	row, err := s.Q.InsertSchedule(ctx, p)
+	if err != nil {
+		return Schedule{}, fmt.Errorf("insert schedule %q: %w", p.Name, mapErr(err))
+	}
+	return row, nil
+}
+
+// GetSchedule reads a schedule by name.
+func (s *Store) GetSchedule(ctx context.Context, name string) (Schedule, error) {
+	row, err := s.Q.GetScheduleByName(ctx, name)
+	if err != nil {
+		return Schedule{}, fmt.Errorf("get schedule %q: %w", name, mapErr(err))
+	}
+	return row, nil
+}
+
+// GetScheduleByID reads a schedule by id.
+func (s *Store) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
+	row, err := s.Q.GetScheduleByID(ctx, id)
+	if err != nil {
+		return Schedule{}, fmt.Errorf("get schedule %d: %w", id, mapErr(err))
+	}
+	return row, nil
+}
+
+// ListSchedules pages through schedules by name.
+func (s *Store) ListSchedules(ctx context.Context, afterName string, limit int) ([]Schedule, error) {
+	rows, err := s.Q.ListSchedules(ctx, dbgen.ListSchedulesParams{AfterName: afterName, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list schedules: %w", mapErr(err))
+	}
+	return rows, nil
+}
+
+// DeleteSchedule removes a schedule and (by cascade) its runs; it returns the schedule's id.
+func (s *Store) DeleteSchedule(ctx context.Context, name string) (int64, error) {
+	id, err := s.Q.DeleteSchedule(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("delete schedule %q: %w", name, mapErr(err))
+	}
+	return id, nil
+}
+
+// SetPaused mirrors a pause or resume decided by the schedule's workflow.
+func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note string) (Schedule, error) {
+	row, err := s.Q.SetSchedulePaused(ctx, dbgen.SetSchedulePausedParams{ID: id, Paused: paused, PauseNote: note})
+	if err != nil {
+		return Schedule{}, fmt.Errorf("set schedule %d paused=%v: %w", id, paused, mapErr(err))
+	}
+	return row, nil
+}
+
+// SetNextRunAt mirrors the workflow's next planned fire.
+func (s *Store) SetNextRunAt(ctx context.Context, id int64, next *time.Time) error {
+	if err := s.Q.SetScheduleNextRunAt(ctx, dbgen.SetScheduleNextRunAtParams{ID: id, NextRunAt: next}); err != nil {
+		return fmt.Errorf("set next_run_at of schedule %d: %w", id, mapErr(err))
+	}
+	return nil
+}
+
+// Event is an event_store row to append with a fire.
+type Event struct {
+	Topic string
+	Type  string
+	Data  json.RawMessage
+}
+
+// Fire is one tick's outcome to record: a fired run (with its event) or a tick that was
+// SKIPPED or MISSED with its reason.
+type Fire struct {
+	ScheduleID     int64
+	ScheduledAt    time.Time
+	FiredAt        time.Time // zero for SKIPPED / MISSED
+	Trigger        string
+	Status         string
+	Reason         string
+	IdempotencyKey string
+	WorkflowID     string
+	Event          *Event     // appended with its outbox message when the run fired
+	NextRunAt      *time.Time // the schedule's next planned fire after this one
+}
+
+// RecordFire commits a tick in one transaction: the schedule_runs row, its event and outbox
+// message, and the schedule's next_run_at, last_run_at and counters. The idempotency key
+// makes it safe to retry: a key already recorded changes nothing and returns the existing
+// run with created=false (invariant S1). A deleted schedule is ErrNotFound.
+func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, created bool, err error) {
+	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		sched, err := q.LockScheduleByID(ctx, f.ScheduleID)
+		if err != nil {
+			return fmt.Errorf("lock schedule %d: %w", f.ScheduleID, mapErr(err))
+		}
+		params := dbgen.InsertScheduleRunParams{
+			ScheduleID: f.ScheduleID, ScheduledAt: f.ScheduledAt.UTC(), Trigger: f.Trigger,
+			Status: f.Status, Reason: f.Reason, IdempotencyKey: f.IdempotencyKey, WorkflowID: f.WorkflowID,
+		}
+		fired := f.Status != RunSkipped && f.Status != RunMissed
+		if fired {
+			firedAt := f.FiredAt.UTC()
+			params.FiredAt = &firedAt
+		}
+		if f.Status != RunRunning {
+			now := time.Now().UTC()
+			if fired {
+				now = f.FiredAt.UTC()
+			}
+			params.FinishedAt = &now
+		}
+		run, err = q.InsertScheduleRun(ctx, params)
+		if err != nil {
+			if mapErr(err) != ErrNotFound {
+				return fmt.Errorf("insert run %s: %w", f.IdempotencyKey, mapErr(err))
+			}
+			// Recorded before (a retried activity, a duplicate signal): return that run.
+			run, err = q.GetScheduleRunByKey(ctx, f.IdempotencyKey)
+			if err != nil {
+				return fmt.Errorf("read run %s: %w", f.IdempotencyKey, mapErr(err))
+			}
+			return nil
+		}
+		created = true
+		upd := dbgen.UpdateScheduleAfterFireParams{ID: f.ScheduleID, NextRunAt: f.NextRunAt}
+		switch {
+		case fired:
+			upd.LastRunAt, upd.Fired = params.FiredAt, 1
+		case f.Status == RunSkipped:
+			upd.Skipped = 1
+		default:
+			upd.Missed = 1
+		}
+		if fired && f.Event != nil {
+			data := f.Event.Data
+			if len(data) == 0 {
+				data = json.RawMessage(`{}`)
+			}
+			ev, err := q.InsertEvent(ctx, dbgen.InsertEventParams{
+				Topic: f.Event.Topic, Type: f.Event.Type, AggregateID: sched.Name, Data: data, ScheduleRunID: &run.ID,
+			})
+			if err != nil {
+				return fmt.Errorf("insert event of run %d: %w", run.ID, mapErr(err))
+			}
+			if err := q.InsertOutboxMessage(ctx, dbgen.InsertOutboxMessageParams{EventID: ev.ID, Topic: ev.Topic}); err != nil {
+				return fmt.Errorf("insert outbox message of event %d: %w", ev.ID, mapErr(err))
+			}
+		}
+		if err := q.UpdateScheduleAfterFire(ctx, upd); err != nil {
+			return fmt.Errorf("update schedule %d after fire: %w", f.ScheduleID, mapErr(err))
+		}
+		return nil
+	})
+	return run, created, err
+}
+
+// FinishRun sets a RUNNING run's final status; finishing a run twice changes nothing.
+func (s *Store) FinishRun(ctx context.Context, runID int64, status, errText string) error {
+	_, err := s.Q.FinishScheduleRun(ctx, dbgen.FinishScheduleRunParams{ID: runID, Status: status, Error: errText})
+	if err != nil && mapErr(err) != ErrNotFound {
+		return fmt.Errorf("finish run %d: %w", runID, mapErr(err))
+	}
+	return nil
+}
+
+// ListRuns pages through a schedule's runs, newest first; beforeID 0 starts at the newest.
+func (s *Store) ListRuns(ctx context.Context, scheduleID, beforeID int64, limit int) ([]ScheduleRun, error) {
+	rows, err := s.Q.ListScheduleRuns(ctx, dbgen.ListScheduleRunsParams{ScheduleID: scheduleID, BeforeID: beforeID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list runs of schedule %d: %w", scheduleID, mapErr(err))
+	}
+	return rows, nil
+}
+
+// RunningRuns lists a schedule's runs still RUNNING.
+func (s *Store) RunningRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
+	rows, err := s.Q.ListRunningScheduleRuns(ctx, scheduleID)
+	if err != nil {
+		return nil, fmt.Errorf("list running runs of schedule %d: %w", scheduleID, mapErr(err))
+	}
+	return rows, nil
+}
+
+// FeedEvent is one entry of the outbox consumer feed.
+type FeedEvent = dbgen.ListOutboxEventsRow
+
+// EventFeed reads outbox events after the event afterEventID (0 from the start), in
+// commit-safe order, optionally for one topic.
+func (s *Store) EventFeed(ctx context.Context, afterEventID int64, topic string, limit int) ([]FeedEvent, error) {
+	var afterTx int64
+	if afterEventID > 0 {
+		pos, err := s.Q.OutboxPosition(ctx, afterEventID)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", afterEventID, mapErr(err))
+		}
+		afterTx = pos.Tx
+	}
+	rows, err := s.Q.ListOutboxEvents(ctx, dbgen.ListOutboxEventsParams{
+		AfterTx: afterTx, AfterEventID: afterEventID, Topic: topic, MaxRows: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read event feed: %w", mapErr(err))
+	}
+	return rows, nil
+}
+
+// TickKey is the idempotency key of a schedule's nominal tick, shared by scheduled,
+// catch-up and backfill fires so that the same tick is never recorded twice.
+func TickKey(scheduleID int64, tick time.Time) string {
+	return fmt.Sprintf("%d@%s", scheduleID, tick.UTC().Format(time.RFC3339Nano))
+}
+
+// ManualKey is the idempotency key of a manual trigger, unique per trigger request.
+func ManualKey(scheduleID int64, requestID string) string {
+	return fmt.Sprintf("%d@manual/%s", scheduleID, requestID)
+}

@@ -1,0 +1,140 @@
+// Package store is tickgate's repository layer: a pgxpool plus the sqlc-typed queries of
+// store/queries, and the multi-statement transactions the engines need.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/tickgate/tickgate/migrations"
+	"github.com/tickgate/tickgate/store/dbgen"
+)
+
+// ErrNotFound is what every lookup of a missing row returns (pgx.ErrNoRows mapped once).
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned when a unique constraint rejects a row (a duplicate name, say).
+var ErrConflict = errors.New("already exists")
+
+// ErrStale is returned when an optimistic version check fails.
+var ErrStale = errors.New("stale version")
+
+// Store wraps the pool and the generated queries.
+type Store struct {
+	Pool *pgxpool.Pool
+	Q    *dbgen.Queries
+}
+
+// New wraps an existing pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{Pool: pool, Q: dbgen.New(pool)}
+}
+
+// Open connects to databaseURL, retrying with backoff until ctx ends, so a worker started
+// before PostgreSQL is up waits for it instead of exiting.
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if cfg.MaxConns < 16 {
+		cfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create pool: %w", err)
+	}
+	backoff := 200 * time.Millisecond
+	for {
+		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = pool.Ping(pingCtx)
+		cancel()
+		if err == nil {
+			return New(pool), nil
+		}
+		select {
+		case <-ctx.Done():
+			pool.Close()
+			return nil, fmt.Errorf("connect to postgres: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.Pool.Close() }
+
+// Migrate applies the embedded migrations; running it again is a no-op. A session-level
+// advisory lock serialises concurrent starters (a worker and an API starting together).
+func Migrate(ctx context.Context, databaseURL string) error {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	return migrateDB(ctx, db)
+}
+
+func migrateDB(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: connect: %w", err)
+	}
+	defer conn.Close()
+	const lockKey = 0x7469636b67617465 // "tickgate"
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", lockKey) //nolint:errcheck
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: up: %w", err)
+	}
+	return nil
+}
+
+// InTx runs fn in one transaction, committing when it returns nil.
+func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx, q *dbgen.Queries) error) error {
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		return fn(tx, s.Q.WithTx(tx))
+	})
+}
+
+// mapErr turns driver errors into the store's sentinel errors.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+	}
+	return err
+}
+
+// IsUnavailable reports whether err means the database could not be reached (as opposed to
+// a query it rejected), so callers can retry.
+func IsUnavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return false
+	}
+	return err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict)
+}
