@@ -1,0 +1,54 @@
+# tickgate — `make dev` runs the whole stack locally, `make test` runs every test.
+# Both install and build what they need (PostgreSQL server package, the pinned Temporal CLI).
+
+GO        ?= go
+DEV       := .dev
+BIN       := $(DEV)/bin
+TEMPORAL  := $(BIN)/temporal
+SQLC      := $(BIN)/sqlc
+TICKGATE  := bin/tickgate
+TEST_FLAGS ?= -race -count=1 -timeout 45m
+
+.PHONY: all build dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules clean
+
+all: build
+
+build:
+	$(GO) build -o $(TICKGATE) ./cmd/tickgate
+
+# The Temporal dev server + Web UI, from the pinned CLI in its own module (tools/temporal).
+$(TEMPORAL): tools/temporal/go.mod tools/temporal/go.sum
+	@mkdir -p $(BIN)
+	cd tools/temporal && $(GO) build -o ../../$(TEMPORAL).tmp github.com/temporalio/cli/cmd/temporal
+	mv $(TEMPORAL).tmp $(TEMPORAL)
+
+$(SQLC): tools/sqlc/go.mod tools/sqlc/go.sum
+	@mkdir -p $(BIN)
+	cd tools/sqlc && $(GO) build -o ../../$(SQLC) github.com/sqlc-dev/sqlc/cmd/sqlc
+
+tools: $(TEMPORAL) postgres
+
+# PostgreSQL server binaries: Debian's package when they are missing.
+postgres:
+	@scripts/ensure-postgres.sh
+
+dev: build $(TEMPORAL) postgres
+	$(TICKGATE) dev
+
+test: tools
+	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" && exit 1)
+	$(GO) vet ./...
+	$(GO) test $(TEST_FLAGS) ./...
+
+lint:
+	gofmt -l . | (! grep .)
+	$(GO) vet ./...
+
+# Regenerate store/dbgen from store/queries/*.sql and migrations/*.sql.
+generate: $(SQLC)
+	$(SQLC) generate
+
+bench: bench-schedules bench-rollouts bench-devices
+
+clean:
+	rm -rf bin

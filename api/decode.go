@@ -1,0 +1,140 @@
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// MaxBodyBytes caps every request body (1 MiB).
+const MaxBodyBytes = 1 << 20
+
+// Decode reads the JSON body into dst strictly: unknown fields, wrong types, trailing data
+// and oversized bodies are 4xx problems naming the field. An empty body decodes as {} when
+// allowEmpty is set.
+func Decode(c echo.Context, dst any, allowEmpty bool) error {
+	req := c.Request()
+	if ct := req.Header.Get(echo.HeaderContentType); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return NewProblem(http.StatusUnsupportedMediaType, "", "send application/json, not %q", ct)
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
+	if err != nil {
+		return BadRequest("", "read body: %v", err)
+	}
+	if len(body) > MaxBodyBytes {
+		return NewProblem(http.StatusRequestEntityTooLarge, "", "body larger than %d bytes", MaxBodyBytes)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if allowEmpty {
+			body = []byte("{}")
+		} else {
+			return BadRequest("", "request body is required")
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeProblem(err)
+	}
+	if dec.More() {
+		return BadRequest("", "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+type fieldError interface {
+	error
+	FieldName() string
+}
+
+func decodeProblem(err error) *Problem {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	var fe fieldError
+	switch {
+	case errors.As(err, &typeErr):
+		return BadRequest(typeErr.Field, "wrong type: got JSON %s, want %s", typeErr.Value, typeErr.Type)
+	case errors.As(err, &syntaxErr):
+		return BadRequest("", "malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
+	case errors.As(err, &fe):
+		return BadRequest(fe.FieldName(), "%v", fe)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return BadRequest(name, "unknown field %q", name)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return BadRequest("", "malformed JSON: unexpected end of input")
+	}
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	return BadRequest("", "invalid JSON: %v", err)
+}
+
+// Page is the common list answer.
+type Page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// Limit reads ?limit= (default 50, 1..500).
+func Limit(c echo.Context) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return 50, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 500 {
+		return 0, BadRequest("limit", "must be an integer from 1 to 500, got %q", v)
+	}
+	return n, nil
+}
+
+// EncodeCursor makes an opaque cursor from a position string.
+func EncodeCursor(pos string) string {
+	if pos == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(pos))
+}
+
+// DecodeCursor reads ?cursor= back into its position string ("" when absent).
+func DecodeCursor(c echo.Context) (string, error) {
+	v := c.QueryParam("cursor")
+	if v == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return "", BadRequest("cursor", "not a cursor from next_cursor")
+	}
+	return string(b), nil
+}
+
+// CursorInt reads a cursor holding an integer position (0 when absent).
+func CursorInt(c echo.Context) (int64, error) {
+	pos, err := DecodeCursor(c)
+	if err != nil || pos == "" {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(pos, 10, 64)
+	if err != nil {
+		return 0, BadRequest("cursor", "not a cursor from next_cursor")
+	}
+	return n, nil
+}
+
+// IntCursor encodes an integer position.
+func IntCursor(n int64) string { return EncodeCursor(fmt.Sprint(n)) }

@@ -1,0 +1,107 @@
+// Package config reads tickgate's settings from the environment (DESIGN.md §Configuration).
+package config
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// Config is every setting a tickgate process reads.
+type Config struct {
+	DatabaseURL       string
+	TemporalAddress   string
+	TemporalNamespace string
+	TaskQueue         string
+	HTTPAddr          string
+	DeviceTimeout     time.Duration
+	DeviceMaxAttempts int
+	// Remote clusters (Temporal Cloud): mTLS files or an API key.
+	TemporalTLSCert string
+	TemporalTLSKey  string
+	TemporalAPIKey  string
+}
+
+// FromEnv reads the environment, applying DESIGN.md's defaults.
+func FromEnv() (Config, error) {
+	c := Config{
+		DatabaseURL:       os.Getenv("DATABASE_URL"),
+		TemporalAddress:   getenv("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		TemporalNamespace: getenv("TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:         getenv("TICKGATE_TASK_QUEUE", "tickgate"),
+		HTTPAddr:          getenv("TICKGATE_HTTP_ADDR", "127.0.0.1:8080"),
+		DeviceTimeout:     20 * time.Minute,
+		DeviceMaxAttempts: 3,
+		TemporalTLSCert:   os.Getenv("TEMPORAL_TLS_CERT"),
+		TemporalTLSKey:    os.Getenv("TEMPORAL_TLS_KEY"),
+		TemporalAPIKey:    os.Getenv("TEMPORAL_API_KEY"),
+	}
+	if v := os.Getenv("TICKGATE_DEVICE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("TICKGATE_DEVICE_TIMEOUT: want a positive duration such as 20m, got %q", v)
+		}
+		c.DeviceTimeout = d
+	}
+	if v := os.Getenv("TICKGATE_DEVICE_MAX_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("TICKGATE_DEVICE_MAX_ATTEMPTS: want a positive integer, got %q", v)
+		}
+		c.DeviceMaxAttempts = n
+	}
+	return c, nil
+}
+
+func getenv(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// ClientOptions are the Temporal client options for this configuration.
+func (c Config) ClientOptions() (client.Options, error) {
+	opts := client.Options{HostPort: c.TemporalAddress, Namespace: c.TemporalNamespace}
+	if c.TemporalTLSCert != "" || c.TemporalTLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
+		if err != nil {
+			return opts, fmt.Errorf("load TEMPORAL_TLS_CERT/KEY: %w", err)
+		}
+		opts.ConnectionOptions.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if c.TemporalAPIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(c.TemporalAPIKey)
+		if opts.ConnectionOptions.TLS == nil {
+			opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
+	return opts, nil
+}
+
+// DialTemporal connects to Temporal, retrying with backoff until ctx ends, so a process
+// started before the server is reachable waits for it.
+func (c Config) DialTemporal(ctx context.Context) (client.Client, error) {
+	opts, err := c.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	backoff := 200 * time.Millisecond
+	for {
+		cl, err := client.DialContext(ctx, opts)
+		if err == nil {
+			return cl, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to temporal at %s: %w (last error: %v)", c.TemporalAddress, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}

@@ -1,0 +1,57 @@
+// Package worker wires tickgate's workflows and activities onto a Temporal worker.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/store"
+)
+
+// Deps are what the engines' activities need.
+type Deps struct {
+	Config   config.Config
+	Store    *store.Store
+	Temporal client.Client
+}
+
+// New creates a worker on cfg.TaskQueue with every engine registered.
+func New(d Deps) (sdkworker.Worker, error) {
+	w := sdkworker.New(d.Temporal, d.Config.TaskQueue, sdkworker.Options{})
+	if err := Register(w, d); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Register registers every workflow and activity of the three engines on r.
+func Register(r sdkworker.Registry, d Deps) error {
+	if d.Store == nil {
+		return fmt.Errorf("worker: no store")
+	}
+	registerSchedules(r, d)
+	registerRollouts(r, d)
+	registerDevices(r, d)
+	return nil
+}
+
+// StartSingletons makes sure the cluster-wide singleton workflows run (started with fixed
+// ids, so a second worker's attempt is a no-op: workflow-id uniqueness is the election).
+func StartSingletons(ctx context.Context, d Deps) error {
+	var errs []error
+	for _, start := range singletons {
+		if err := start(ctx, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// singletons are added by the engines (the schedule reconciler, the rollout promoter, the
+// device dispatcher).
+var singletons []func(ctx context.Context, d Deps) error
