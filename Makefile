@@ -52,3 +52,14 @@ bench: bench-schedules bench-rollouts bench-devices
 
 clean:
 	rm -rf bin
+
+# Benchmarks: programs under bench/ that run on the local stack and print a Markdown table
+# ending with one `RESULT key=value …` line. Not tests.
+bench-schedules: tools
+	$(GO) run ./bench/schedules
+
+bench-rollouts: tools
+	$(GO) run ./bench/rollouts
+
+bench-devices: tools
+	$(GO) run ./bench/devices

@@ -4,6 +4,7 @@ package config
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -25,6 +26,9 @@ type Config struct {
 	TemporalTLSCert string
 	TemporalTLSKey  string
 	TemporalAPIKey  string
+	// SQLTargets maps a rollout's target database name to the DSN the sql executor uses
+	// (TICKGATE_SQL_TARGETS, a JSON object). DSNs never leave the worker.
+	SQLTargets map[string]string
 }
 
 // FromEnv reads the environment, applying DESIGN.md's defaults.
@@ -54,6 +58,11 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("TICKGATE_DEVICE_MAX_ATTEMPTS: want a positive integer, got %q", v)
 		}
 		c.DeviceMaxAttempts = n
+	}
+	if v := os.Getenv("TICKGATE_SQL_TARGETS"); v != "" {
+		if err := json.Unmarshal([]byte(v), &c.SQLTargets); err != nil {
+			return c, fmt.Errorf("TICKGATE_SQL_TARGETS: want a JSON object {\"database\": \"dsn\"}: %w", err)
+		}
 	}
 	return c, nil
 }
