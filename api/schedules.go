@@ -1,6 +1,492 @@
 package api
 
-import "github.com/labstack/echo/v4"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/starter"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
+)
 
 // registerSchedules mounts /schedules (DESIGN.md §1).
-func (s *Server) registerSchedules(g *echo.Group) {}
+func (s *Server) registerSchedules(g *echo.Group) {
+	g.POST("/schedules", s.createSchedule)
+	g.GET("/schedules", s.listSchedules)
+	g.GET("/schedules/:name", s.getSchedule)
+	g.DELETE("/schedules/:name", s.deleteSchedule)
+	g.GET("/schedules/:name/runs", s.listScheduleRuns)
+	g.POST("/schedules/:name/pause", s.pauseSchedule)
+	g.POST("/schedules/:name/resume", s.resumeSchedule)
+	g.POST("/schedules/:name/trigger", s.triggerSchedule)
+}
+
+// SchedulePolicies are a schedule's policies as sent over the API.
+type SchedulePolicies struct {
+	Overlap          string                `json:"overlap"`
+	CatchupWindow    schedulespec.Duration `json:"catchup_window"`
+	SkipIfSuccessful bool                  `json:"skip_if_successful"`
+}
+
+// ScheduleAction is what a fire does.
+type ScheduleAction struct {
+	Kind         string          `json:"kind"`
+	Topic        string          `json:"topic,omitempty"`
+	Type         string          `json:"type,omitempty"`
+	Data         json.RawMessage `json:"data,omitempty"`
+	WorkflowType string          `json:"workflow_type,omitempty"`
+	TaskQueue    string          `json:"task_queue,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+}
+
+// CreateScheduleRequest is the body of POST /schedules.
+type CreateScheduleRequest struct {
+	Name     string            `json:"name"`
+	Spec     schedulespec.Spec `json:"spec"`
+	Action   ScheduleAction    `json:"action"`
+	Policies *SchedulePolicies `json:"policies,omitempty"`
+	Paused   bool              `json:"paused"`
+	Note     string            `json:"note,omitempty"`
+}
+
+// ScheduleView is a schedule as the API answers it.
+type ScheduleView struct {
+	Name      string            `json:"name"`
+	Spec      schedulespec.Spec `json:"spec"`
+	Action    ScheduleAction    `json:"action"`
+	Policies  SchedulePolicies  `json:"policies"`
+	Paused    bool              `json:"paused"`
+	Note      string            `json:"note"`
+	Version   int64             `json:"version"`
+	NextRunAt *time.Time        `json:"next_run_at"`
+	LastRunAt *time.Time        `json:"last_run_at"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	// Only on GET /schedules/{name}:
+	NextFireTimes []time.Time      `json:"next_fire_times,omitempty"`
+	RecentRuns    []RunView        `json:"recent_runs,omitempty"`
+	RunningRuns   []RunView        `json:"running_runs,omitempty"`
+	Counters      *ScheduleCounter `json:"counters,omitempty"`
+	WorkflowID    string           `json:"workflow_id"`
+}
+
+// ScheduleCounter counts a schedule's ticks by outcome.
+type ScheduleCounter struct {
+	Fired   int64 `json:"fired"`
+	Skipped int64 `json:"skipped"`
+	Missed  int64 `json:"missed"`
+}
+
+// RunView is a schedule run as the API answers it.
+type RunView struct {
+	ID          int64      `json:"id"`
+	ScheduledAt time.Time  `json:"scheduled_at"`
+	FiredAt     *time.Time `json:"fired_at"`
+	Trigger     string     `json:"trigger"`
+	Status      string     `json:"status"`
+	Reason      string     `json:"reason"`
+	WorkflowID  string     `json:"workflow_id,omitempty"`
+	Error       string     `json:"error,omitempty"`
+	FinishedAt  *time.Time `json:"finished_at"`
+}
+
+var (
+	scheduleNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	overlaps       = map[string]bool{"skip": true, "buffer_one": true, "buffer_all": true, "cancel_other": true, "terminate_other": true, "allow_all": true}
+)
+
+func validOverlap(field, v string) error {
+	if !overlaps[v] {
+		return BadRequest(field, "must be one of skip, buffer_one, buffer_all, cancel_other, terminate_other, allow_all; got %q", v)
+	}
+	return nil
+}
+
+// validate checks a create request and returns its normalized spec and policies.
+func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compiled, SchedulePolicies, error) {
+	pol := SchedulePolicies{Overlap: "skip"}
+	if !scheduleNameRE.MatchString(req.Name) {
+		return nil, pol, BadRequest("name", "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	spec, err := schedulespec.Normalize(req.Spec, now)
+	if err != nil {
+		var fe *schedulespec.FieldError
+		if errors.As(err, &fe) {
+			return nil, pol, BadRequest(fe.Field, "%s", fe.Detail)
+		}
+		return nil, pol, BadRequest("spec", "%v", err)
+	}
+	if err := req.Action.validate(); err != nil {
+		return nil, pol, err
+	}
+	if req.Policies != nil {
+		pol = *req.Policies
+		if pol.Overlap == "" {
+			pol.Overlap = "skip"
+		}
+		if err := validOverlap("policies.overlap", pol.Overlap); err != nil {
+			return nil, pol, err
+		}
+		if pol.CatchupWindow < 0 {
+			return nil, pol, BadRequest("policies.catchup_window", "must not be negative")
+		}
+	}
+	return spec, pol, nil
+}
+
+func (act *ScheduleAction) validate() error {
+	switch act.Kind {
+	case "event":
+		if act.Topic == "" {
+			act.Topic = "schedules"
+		}
+		if act.Type == "" {
+			act.Type = "schedule.fired"
+		}
+		if act.WorkflowType != "" || act.TaskQueue != "" || len(act.Input) > 0 {
+			return BadRequest("action", "an event action takes topic, type and data only")
+		}
+	case "workflow":
+		if act.WorkflowType == "" {
+			return BadRequest("action.workflow_type", "is required for a workflow action")
+		}
+		if act.TaskQueue == "" {
+			return BadRequest("action.task_queue", "is required for a workflow action")
+		}
+		if act.Topic != "" || act.Type != "" || len(act.Data) > 0 {
+			return BadRequest("action", "a workflow action takes workflow_type, task_queue and input only")
+		}
+	case "":
+		return BadRequest("action.kind", "is required: event or workflow")
+	default:
+		return BadRequest("action.kind", "must be event or workflow, got %q", act.Kind)
+	}
+	return nil
+}
+
+func (s *Server) createSchedule(c echo.Context) error {
+	var req CreateScheduleRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	now := s.Now().UTC()
+	spec, pol, err := req.validate(now)
+	if err != nil {
+		return err
+	}
+	specJSON, _ := json.Marshal(spec.Spec)
+	actionJSON, _ := json.Marshal(req.Action)
+	var next *time.Time
+	if !req.Paused {
+		if n := spec.Next(now); !n.IsZero() {
+			next = &n
+		}
+	}
+	ctx := c.Request().Context()
+	row, err := s.Store.CreateSchedule(ctx, store.NewSchedule{
+		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
+		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
+		Paused: req.Paused, PauseNote: req.Note, NextRunAt: next,
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return Conflict("name", "a schedule named %q already exists", req.Name)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.Starter.StartSchedule(ctx, row.ID, row.Name, scheduleSummary(spec.Spec, pol)); err != nil {
+		// Without its workflow the schedule would never fire: undo, and say so.
+		if _, delErr := s.Store.DeleteSchedule(context.WithoutCancel(ctx), row.Name); delErr != nil {
+			s.Logf("api: undo schedule %s after failed start: %v", row.Name, delErr)
+		}
+		return NewProblem(http.StatusServiceUnavailable, "", "could not start the schedule's workflow: %v", err)
+	}
+	return c.JSON(http.StatusCreated, scheduleView(row))
+}
+
+func scheduleSummary(spec schedulespec.Spec, pol SchedulePolicies) string {
+	timing := spec.Cron + " " + spec.Timezone
+	if spec.Interval != nil {
+		timing = fmt.Sprintf("every %s from %s", spec.Interval.Duration(), spec.StartAt.Format(time.RFC3339))
+	}
+	return fmt.Sprintf("%s · overlap %s · catch-up %s", timing, pol.Overlap, time.Duration(pol.CatchupWindow))
+}
+
+func scheduleView(row store.Schedule) ScheduleView {
+	v := ScheduleView{
+		Name: row.Name, Paused: row.Paused, Note: row.PauseNote, Version: row.Version,
+		NextRunAt: utcPtr(row.NextRunAt), LastRunAt: utcPtr(row.LastRunAt), CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
+		Policies: SchedulePolicies{
+			Overlap: row.Overlap, CatchupWindow: schedulespec.Duration(time.Duration(row.CatchupWindowMs) * time.Millisecond),
+			SkipIfSuccessful: row.SkipIfSuccessful,
+		},
+		WorkflowID: workflows.ScheduleWorkflowID(row.Name),
+	}
+	_ = json.Unmarshal(row.Spec, &v.Spec)
+	_ = json.Unmarshal(row.Action, &v.Action)
+	return v
+}
+
+func runView(r store.ScheduleRun) RunView {
+	return RunView{
+		ID: r.ID, ScheduledAt: r.ScheduledAt.UTC(), FiredAt: utcPtr(r.FiredAt), Trigger: r.Trigger, Status: r.Status,
+		Reason: r.Reason, WorkflowID: r.WorkflowID, Error: r.Error, FinishedAt: utcPtr(r.FinishedAt),
+	}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func (s *Server) listSchedules(c echo.Context) error {
+	limit, err := Limit(c)
+	if err != nil {
+		return err
+	}
+	after, err := DecodeCursor(c)
+	if err != nil {
+		return err
+	}
+	rows, err := s.Store.ListSchedules(c.Request().Context(), after, limit+1)
+	if err != nil {
+		return err
+	}
+	page := Page[ScheduleView]{Items: []ScheduleView{}}
+	for i, r := range rows {
+		if i == limit {
+			page.NextCursor = EncodeCursor(rows[limit-1].Name)
+			break
+		}
+		page.Items = append(page.Items, scheduleView(r))
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (s *Server) scheduleByName(c echo.Context) (store.Schedule, error) {
+	name := c.Param("name")
+	row, err := s.Store.GetSchedule(c.Request().Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		return row, NotFound("no schedule named %q", name)
+	}
+	return row, err
+}
+
+func (s *Server) getSchedule(c echo.Context) error {
+	row, err := s.scheduleByName(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	v := scheduleView(row)
+	v.Counters = &ScheduleCounter{Fired: row.FiredCount, Skipped: row.SkippedCount, Missed: row.MissedCount}
+	if !row.Paused {
+		def, err := activities.DefinitionFromRow(row)
+		if err == nil {
+			if spec, err := schedulespec.Normalize(def.Spec, row.CreatedAt); err == nil {
+				from := s.Now().UTC()
+				if row.NextRunAt != nil && row.NextRunAt.Before(from) {
+					from = row.NextRunAt.Add(-time.Nanosecond)
+				}
+				v.NextFireTimes = spec.NextN(from, 10)
+			}
+		}
+	}
+	recent, err := s.Store.ListRuns(ctx, row.ID, 0, 10)
+	if err != nil {
+		return err
+	}
+	v.RecentRuns = []RunView{}
+	for _, r := range recent {
+		v.RecentRuns = append(v.RecentRuns, runView(r))
+	}
+	running, err := s.Store.RunningRuns(ctx, row.ID)
+	if err != nil {
+		return err
+	}
+	v.RunningRuns = []RunView{}
+	for _, r := range running {
+		v.RunningRuns = append(v.RunningRuns, runView(r))
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) deleteSchedule(c echo.Context) error {
+	name := c.Param("name")
+	ctx := c.Request().Context()
+	if _, err := s.Store.DeleteSchedule(ctx, name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return NotFound("no schedule named %q", name)
+		}
+		return err
+	}
+	// The row is gone, so no fire can commit any more (RecordFire locks the row); stopping
+	// the workflow is cleanup, and the reconciler retries it if this fails.
+	if err := s.Starter.StopSchedule(ctx, name); err != nil {
+		s.Logf("api: stop workflow of deleted schedule %s: %v", name, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) listScheduleRuns(c echo.Context) error {
+	row, err := s.scheduleByName(c)
+	if err != nil {
+		return err
+	}
+	limit, err := Limit(c)
+	if err != nil {
+		return err
+	}
+	before, err := CursorInt(c)
+	if err != nil {
+		return err
+	}
+	runs, err := s.Store.ListRuns(c.Request().Context(), row.ID, before, limit+1)
+	if err != nil {
+		return err
+	}
+	page := Page[RunView]{Items: []RunView{}}
+	for i, r := range runs {
+		if i == limit {
+			page.NextCursor = IntCursor(runs[limit-1].ID)
+			break
+		}
+		page.Items = append(page.Items, runView(r))
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+// scheduleCommandError maps a failed workflow command to a problem.
+func (s *Server) scheduleCommandError(name string, err error) error {
+	if errors.Is(err, starter.ErrNoWorkflow) {
+		return NewProblem(http.StatusServiceUnavailable, "", "the workflow of schedule %q is not running; the reconciler restarts it within a minute", name)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return NewProblem(http.StatusServiceUnavailable, "", "the workflow of schedule %q did not answer in time (is a worker running?)", name)
+	}
+	return err
+}
+
+// PauseScheduleRequest is the body of POST /schedules/{name}/pause.
+type PauseScheduleRequest struct {
+	Note string `json:"note"`
+}
+
+func (s *Server) pauseSchedule(c echo.Context) error {
+	row, err := s.scheduleByName(c)
+	if err != nil {
+		return err
+	}
+	var req PauseScheduleRequest
+	if err := Decode(c, &req, true); err != nil {
+		return err
+	}
+	if len(req.Note) > 1000 {
+		return BadRequest("note", "at most 1000 characters")
+	}
+	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.Name, req.Note); err != nil {
+		return s.scheduleCommandError(row.Name, err)
+	}
+	return s.answerSchedule(c, row.Name)
+}
+
+func (s *Server) resumeSchedule(c echo.Context) error {
+	row, err := s.scheduleByName(c)
+	if err != nil {
+		return err
+	}
+	var req struct{}
+	if err := Decode(c, &req, true); err != nil {
+		return err
+	}
+	if _, err := s.Starter.ResumeSchedule(c.Request().Context(), row.Name); err != nil {
+		return s.scheduleCommandError(row.Name, err)
+	}
+	return s.answerSchedule(c, row.Name)
+}
+
+func (s *Server) answerSchedule(c echo.Context, name string) error {
+	row, err := s.Store.GetSchedule(c.Request().Context(), name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, scheduleView(row))
+}
+
+// TriggerScheduleRequest is the body of POST /schedules/{name}/trigger.
+type TriggerScheduleRequest struct {
+	Overlap string          `json:"overlap,omitempty"`
+	Input   json.RawMessage `json:"input,omitempty"`
+}
+
+// TriggerView answers a trigger.
+type TriggerView struct {
+	Run    *RunView `json:"run,omitempty"`
+	Status string   `json:"status"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+func (s *Server) triggerSchedule(c echo.Context) error {
+	row, err := s.scheduleByName(c)
+	if err != nil {
+		return err
+	}
+	var req TriggerScheduleRequest
+	if err := Decode(c, &req, true); err != nil {
+		return err
+	}
+	if req.Overlap != "" {
+		if err := validOverlap("overlap", req.Overlap); err != nil {
+			return err
+		}
+	}
+	if len(req.Input) > 0 {
+		var act ScheduleAction
+		_ = json.Unmarshal(row.Action, &act)
+		if act.Kind != "workflow" {
+			return BadRequest("input", "only a workflow action takes an input")
+		}
+	}
+	// The Idempotency-Key makes a retried trigger return the first run instead of firing twice.
+	requestID := c.Request().Header.Get("Idempotency-Key")
+	if requestID == "" {
+		requestID = randomID()
+	} else if len(requestID) > 200 {
+		return BadRequest("Idempotency-Key", "at most 200 characters")
+	}
+	res, err := s.Starter.TriggerSchedule(c.Request().Context(), row.Name, workflows.TriggerRequest{
+		RequestID: requestID, Overlap: req.Overlap, Input: req.Input,
+	})
+	if err != nil {
+		return s.scheduleCommandError(row.Name, err)
+	}
+	out := TriggerView{Status: res.Status, Reason: res.Reason}
+	if res.RunID != 0 {
+		runs, err := s.Store.ListRuns(c.Request().Context(), row.ID, res.RunID+1, 1)
+		if err == nil && len(runs) == 1 && runs[0].ID == res.RunID {
+			v := runView(runs[0])
+			out.Run = &v
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func randomID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,305 @@
+// Package activities holds one activities struct per engine; each struct's fields are the
+// activity's dependencies, and every method is one activity.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/store"
+)
+
+// ErrScheduleGone is the application error type an activity returns when the schedule's row
+// no longer exists: the workflow stops instead of retrying.
+const ErrScheduleGone = "ScheduleGone"
+
+// ScheduleActivities are the schedule engine's side effects: Postgres writes and starting or
+// watching the runs of a workflow action.
+type ScheduleActivities struct {
+	Store    *store.Store
+	Temporal client.Client
+}
+
+// Action is what a fire does: append an event, or start a workflow.
+type Action struct {
+	Kind         string          `json:"kind"`
+	Topic        string          `json:"topic,omitempty"`
+	Type         string          `json:"type,omitempty"`
+	Data         json.RawMessage `json:"data,omitempty"`
+	WorkflowType string          `json:"workflow_type,omitempty"`
+	TaskQueue    string          `json:"task_queue,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+}
+
+// ScheduleDefinition is a schedule as its workflow needs it.
+type ScheduleDefinition struct {
+	ID               int64
+	Name             string
+	Spec             schedulespec.Spec
+	Action           Action
+	Overlap          string
+	CatchupWindow    time.Duration
+	SkipIfSuccessful bool
+	Paused           bool
+	PauseNote        string
+	Version          int64
+	CreatedAt        time.Time
+	LastRunAt        *time.Time
+}
+
+// DefinitionFromRow decodes a schedules row.
+func DefinitionFromRow(row store.Schedule) (ScheduleDefinition, error) {
+	d := ScheduleDefinition{
+		ID: row.ID, Name: row.Name, Overlap: row.Overlap, CatchupWindow: time.Duration(row.CatchupWindowMs) * time.Millisecond,
+		SkipIfSuccessful: row.SkipIfSuccessful, Paused: row.Paused, PauseNote: row.PauseNote, Version: row.Version,
+		CreatedAt: row.CreatedAt.UTC(), LastRunAt: row.LastRunAt,
+	}
+	if err := json.Unmarshal(row.Spec, &d.Spec); err != nil {
+		return d, fmt.Errorf("decode spec of schedule %q: %w", row.Name, err)
+	}
+	if err := json.Unmarshal(row.Action, &d.Action); err != nil {
+		return d, fmt.Errorf("decode action of schedule %q: %w", row.Name, err)
+	}
+	return d, nil
+}
+
+func gone(err error, id int64) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("schedule %d no longer exists", id), ErrScheduleGone, err)
+	}
+	return err
+}
+
+// LoadSchedule reads the schedule's current definition.
+func (a *ScheduleActivities) LoadSchedule(ctx context.Context, id int64) (ScheduleDefinition, error) {
+	row, err := a.Store.GetScheduleByID(ctx, id)
+	if err != nil {
+		return ScheduleDefinition{}, gone(err, id)
+	}
+	return DefinitionFromRow(row)
+}
+
+// TickRecord is one tick's outcome for RecordTick.
+type TickRecord struct {
+	ScheduleID     int64
+	ScheduledAt    time.Time
+	FiredAt        time.Time
+	Trigger        string
+	Status         string
+	Reason         string
+	IdempotencyKey string
+	WorkflowID     string
+	Event          *store.Event
+	NextRunAt      *time.Time
+}
+
+// RunRecord is the recorded run.
+type RunRecord struct {
+	ID          int64
+	Status      string
+	ScheduledAt time.Time
+	WorkflowID  string
+	Created     bool
+}
+
+// RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
+// transaction. Retrying it after it committed returns the same run (S1).
+func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunRecord, error) {
+	run, created, err := a.Store.RecordFire(ctx, store.Fire{
+		ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt, FiredAt: r.FiredAt, Trigger: r.Trigger, Status: r.Status,
+		Reason: r.Reason, IdempotencyKey: r.IdempotencyKey, WorkflowID: r.WorkflowID, Event: r.Event, NextRunAt: r.NextRunAt,
+	})
+	if err != nil {
+		return RunRecord{}, gone(err, r.ScheduleID)
+	}
+	return RunRecord{ID: run.ID, Status: run.Status, ScheduledAt: run.ScheduledAt.UTC(), WorkflowID: run.WorkflowID, Created: created}, nil
+}
+
+// MissedTicks records ticks that fell outside the catch-up window, one MISSED row each.
+type MissedTicks struct {
+	ScheduleID int64
+	Ticks      []time.Time
+	Reason     string
+	NextRunAt  *time.Time
+}
+
+// RecordMissed records every missed tick (idempotently, like RecordTick).
+func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (int, error) {
+	n := 0
+	for i, tick := range m.Ticks {
+		f := store.Fire{ScheduleID: m.ScheduleID, ScheduledAt: tick, Trigger: store.TriggerScheduled, Status: store.RunMissed,
+			Reason: m.Reason, IdempotencyKey: store.TickKey(m.ScheduleID, tick)}
+		if i == len(m.Ticks)-1 {
+			f.NextRunAt = m.NextRunAt
+		}
+		_, created, err := a.Store.RecordFire(ctx, f)
+		if err != nil {
+			return n, gone(err, m.ScheduleID)
+		}
+		if created {
+			n++
+		}
+		activity.RecordHeartbeat(ctx, i)
+	}
+	return n, nil
+}
+
+// PausedState is a pause or resume to mirror in Postgres.
+type PausedState struct {
+	ScheduleID int64
+	Paused     bool
+	Note       string
+	NextRunAt  *time.Time
+}
+
+// MirrorPaused writes the workflow's paused state (and next fire) to the schedule row.
+func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) error {
+	if _, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note); err != nil {
+		return gone(err, p.ScheduleID)
+	}
+	if !p.Paused {
+		return gone(a.Store.SetNextRunAt(ctx, p.ScheduleID, p.NextRunAt), p.ScheduleID)
+	}
+	return nil
+}
+
+// NextRun is the next planned fire to mirror.
+type NextRun struct {
+	ScheduleID int64
+	NextRunAt  *time.Time
+}
+
+// MirrorNextRun writes next_run_at.
+func (a *ScheduleActivities) MirrorNextRun(ctx context.Context, n NextRun) error {
+	return gone(a.Store.SetNextRunAt(ctx, n.ScheduleID, n.NextRunAt), n.ScheduleID)
+}
+
+// StartRun is a run of a workflow action to start.
+type StartRun struct {
+	WorkflowID   string
+	WorkflowType string
+	TaskQueue    string
+	Input        json.RawMessage
+	Schedule     string
+}
+
+// StartRunWorkflow starts the target workflow of a run. The id is derived from the tick, and
+// an already running or finished execution with that id is reused, never started twice.
+func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (string, error) {
+	var args []any
+	if len(r.Input) > 0 && string(r.Input) != "null" {
+		var input any
+		if err := json.Unmarshal(r.Input, &input); err != nil {
+			return "", temporal.NewNonRetryableApplicationError("input is not JSON", "BadInput", err)
+		}
+		args = append(args, input)
+	}
+	run, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: r.WorkflowID, TaskQueue: r.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		StaticSummary:            "run of schedule " + r.Schedule,
+	}, r.WorkflowType, args...)
+	if err != nil {
+		var already *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &already) {
+			return already.RunId, nil // it ran before this retry: the run exists, do not start it again
+		}
+		return "", fmt.Errorf("start %s as %s: %w", r.WorkflowType, r.WorkflowID, err)
+	}
+	return run.GetRunID(), nil
+}
+
+// AwaitRunWorkflow waits for a run's workflow to close and returns the run's final status
+// (SUCCEEDED, FAILED, CANCELED, TERMINATED). It heartbeats, so a worker crash hands the wait
+// to another worker.
+func (a *ScheduleActivities) AwaitRunWorkflow(ctx context.Context, workflowID string) (RunOutcome, error) {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	err := a.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, nil)
+	if ctx.Err() != nil {
+		return RunOutcome{}, ctx.Err()
+	}
+	return outcomeOf(err), nil
+}
+
+// RunOutcome is how a run's workflow ended.
+type RunOutcome struct {
+	Status string
+	Error  string
+}
+
+func outcomeOf(err error) RunOutcome {
+	if err == nil {
+		return RunOutcome{Status: store.RunSucceeded}
+	}
+	var canceled *temporal.CanceledError
+	var terminated *temporal.TerminatedError
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &canceled):
+		return RunOutcome{Status: store.RunCanceled, Error: err.Error()}
+	case errors.As(err, &terminated):
+		return RunOutcome{Status: store.RunTerminated, Error: err.Error()}
+	case errors.As(err, &notFound):
+		return RunOutcome{Status: store.RunFailed, Error: "run workflow not found: " + err.Error()}
+	}
+	return RunOutcome{Status: store.RunFailed, Error: err.Error()}
+}
+
+// FinishedRun is a run's final status to record.
+type FinishedRun struct {
+	RunID  int64
+	Status string
+	Error  string
+}
+
+// FinishRun records a run's final status (a no-op when already final).
+func (a *ScheduleActivities) FinishRun(ctx context.Context, f FinishedRun) error {
+	return a.Store.FinishRun(ctx, f.RunID, f.Status, f.Error)
+}
+
+// StopRun cancels or terminates a running run's workflow (overlap cancel_other /
+// terminate_other).
+type StopRun struct {
+	WorkflowID string
+	Terminate  bool
+	Reason     string
+}
+
+// StopRunWorkflow cancels or terminates the run's workflow; one already closed is fine.
+func (a *ScheduleActivities) StopRunWorkflow(ctx context.Context, s StopRun) error {
+	var err error
+	if s.Terminate {
+		err = a.Temporal.TerminateWorkflow(ctx, s.WorkflowID, "", s.Reason)
+	} else {
+		err = a.Temporal.CancelWorkflow(ctx, s.WorkflowID, "")
+	}
+	var notFound *serviceerror.NotFound
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("stop run workflow %s: %w", s.WorkflowID, err)
+	}
+	return nil
+}

@@ -1,0 +1,712 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/store"
+)
+
+// ScheduleWorkflowType is the registered name of the schedule workflow.
+const ScheduleWorkflowType = "ScheduleWorkflow"
+
+// Signal and update names of ScheduleWorkflow. Other services may send them as signals
+// (fire and forget) or updates (answered); both reach the same handler, and the result is
+// mirrored in Postgres.
+const (
+	SchedulePause   = "pause"   // payload PauseRequest
+	ScheduleResume  = "resume"  // no payload
+	ScheduleTrigger = "trigger" // payload TriggerRequest; the update answers TriggerResult
+	ScheduleRefresh = "refresh" // no payload: the definition changed in Postgres, reload it
+	// ScheduleDescribe is the query answering ScheduleDescription.
+	ScheduleDescribe = "describe"
+)
+
+// ScheduleWorkflowID is the one workflow id of a schedule.
+func ScheduleWorkflowID(name string) string { return "schedule/" + name }
+
+// ScheduleInput starts (or continues) a schedule's workflow.
+type ScheduleInput struct {
+	ScheduleID int64
+	Name       string
+	// Carry is the state handed over by continue-as-new; nil on the first run.
+	Carry *ScheduleCarry `json:",omitempty"`
+}
+
+// ScheduleCarry is the state a schedule keeps across continue-as-new.
+type ScheduleCarry struct {
+	Watermark     time.Time // the newest nominal tick already processed
+	Paused        bool
+	Note          string
+	Running       []RunningRun
+	Buffer        []BufferedTick
+	LastSuccessAt time.Time
+}
+
+// RunningRun is a run of a workflow action that has not finished.
+type RunningRun struct {
+	RunID       int64
+	WorkflowID  string
+	ScheduledAt time.Time
+}
+
+// BufferedTick is a tick waiting for running runs to finish (overlap buffer_one/buffer_all,
+// cancel_other).
+type BufferedTick struct {
+	Tick      time.Time
+	Trigger   string
+	Key       string
+	Input     json.RawMessage `json:",omitempty"`
+	FiredFrom string          // "" for a tick; the manual request id otherwise
+}
+
+// PauseRequest pauses a schedule with an operator's note.
+type PauseRequest struct {
+	Note string `json:"note"`
+}
+
+// TriggerRequest fires a schedule now. RequestID makes a retried trigger idempotent (the
+// API sets it; a signal without one gets a fresh id); Overlap overrides the schedule's
+// policy for this run; Input overrides the workflow action's input.
+type TriggerRequest struct {
+	RequestID string          `json:"request_id,omitempty"`
+	Overlap   string          `json:"overlap,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+}
+
+// TriggerResult is the run a trigger recorded.
+type TriggerResult struct {
+	RunID       int64     `json:"run_id"`
+	Status      string    `json:"status"`
+	Reason      string    `json:"reason,omitempty"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+}
+
+// ScheduleDescription answers the describe query.
+type ScheduleDescription struct {
+	Name       string       `json:"name"`
+	Paused     bool         `json:"paused"`
+	Note       string       `json:"note,omitempty"`
+	Watermark  time.Time    `json:"watermark"`
+	NextFireAt *time.Time   `json:"next_fire_at,omitempty"`
+	Running    []RunningRun `json:"running"`
+	Buffered   int          `json:"buffered"`
+	Version    int64        `json:"version"`
+}
+
+// Scheduling constants.
+const (
+	// onTimeTolerance is how late a tick may be processed and still count as on time
+	// (timer and worker latency), whatever the catch-up window.
+	onTimeTolerance = 10 * time.Second
+	// maxTicksPerRound bounds the ticks handled between two waits, so a long outage is
+	// worked through in slices and the workflow stays responsive.
+	maxTicksPerRound = 500
+	// maxBuffer caps buffered ticks (as Temporal Schedules do); beyond it ticks are SKIPPED.
+	maxBuffer = 1000
+	// continueAsNewAfter bounds history even if the server never suggests continue-as-new.
+	continueAsNewAfter = 2000
+)
+
+var a *activities.ScheduleActivities
+
+// scheduleWorkflow is one schedule's runtime state; its workflow is the single writer.
+type scheduleWorkflow struct {
+	in       ScheduleInput
+	def      activities.ScheduleDefinition
+	spec     *schedulespec.Compiled
+	carry    ScheduleCarry
+	dirty    bool // a handler changed something the loop must look at
+	reload   bool
+	inFlight int // signals being handled (they are not counted by AllHandlersFinished)
+	mirrored *time.Time // next_run_at last written to Postgres
+	next     *time.Time // next nominal tick, for describe
+	events   int        // history growth proxy
+}
+
+// ScheduleWorkflow fires one schedule's ticks exactly once each: it sleeps on a durable
+// timer until the next tick, records every fire through one Postgres transaction, and
+// answers pause / resume / trigger / refresh from the API and other services.
+func ScheduleWorkflow(ctx workflow.Context, in ScheduleInput) error {
+	w := &scheduleWorkflow{in: in}
+	if in.Carry != nil {
+		w.carry = *in.Carry
+	}
+	if err := w.setup(ctx); err != nil {
+		return err
+	}
+	return w.run(ctx)
+}
+
+func activityCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrScheduleGone},
+		},
+	})
+}
+
+// setup registers the query, update and signal handlers.
+func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, ScheduleDescribe, func() (ScheduleDescription, error) {
+		return w.describe(), nil
+	}); err != nil {
+		return fmt.Errorf("register describe: %w", err)
+	}
+	updates := map[string]any{
+		SchedulePause: func(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
+			return w.pause(ctx, req)
+		},
+		ScheduleResume: func(ctx workflow.Context) (ScheduleDescription, error) {
+			return w.resume(ctx)
+		},
+		ScheduleTrigger: func(ctx workflow.Context, req TriggerRequest) (TriggerResult, error) {
+			return w.trigger(ctx, req)
+		},
+		ScheduleRefresh: func(ctx workflow.Context) (ScheduleDescription, error) {
+			w.reload, w.dirty = true, true
+			return w.describe(), nil
+		},
+	}
+	for _, name := range []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh} {
+		if err := workflow.SetUpdateHandler(ctx, name, updates[name]); err != nil {
+			return fmt.Errorf("register update %s: %w", name, err)
+		}
+	}
+	// Signals from other services reach the same handlers.
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		pauseCh := workflow.GetSignalChannel(ctx, SchedulePause)
+		resumeCh := workflow.GetSignalChannel(ctx, ScheduleResume)
+		triggerCh := workflow.GetSignalChannel(ctx, ScheduleTrigger)
+		refreshCh := workflow.GetSignalChannel(ctx, ScheduleRefresh)
+		for {
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) {
+				w.inFlight++
+				defer func() { w.inFlight-- }()
+				var req PauseRequest
+				c.Receive(ctx, &req)
+				_, _ = w.pause(ctx, req)
+			})
+			sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
+				w.inFlight++
+				defer func() { w.inFlight-- }()
+				c.Receive(ctx, nil)
+				_, _ = w.resume(ctx)
+			})
+			sel.AddReceive(triggerCh, func(c workflow.ReceiveChannel, _ bool) {
+				w.inFlight++
+				defer func() { w.inFlight-- }()
+				var req TriggerRequest
+				c.Receive(ctx, &req)
+				if _, err := w.trigger(ctx, req); err != nil {
+					workflow.GetLogger(ctx).Warn("trigger signal failed", "error", err)
+				}
+			})
+			sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) {
+				c.Receive(ctx, nil)
+				w.reload, w.dirty = true, true
+			})
+			sel.Select(ctx)
+		}
+	})
+	return nil
+}
+
+// run is the schedule's loop: process due ticks, then sleep until the next one or until
+// a handler wakes it.
+func (w *scheduleWorkflow) run(ctx workflow.Context) error {
+	if err := w.load(ctx); err != nil {
+		return w.stopIfGone(err)
+	}
+	if w.in.Carry == nil {
+		// A new schedule counts ticks from its creation, and takes its paused flag from the row.
+		w.carry.Watermark = w.def.CreatedAt
+		w.carry.Paused, w.carry.Note = w.def.Paused, w.def.PauseNote
+	}
+	for _, r := range w.carry.Running {
+		w.watch(ctx, r)
+	}
+	for {
+		// Cleared before reading state: a handler that runs while this iteration waits on an
+		// activity sets it again, and the wait below then returns at once.
+		w.dirty = false
+		if w.reload {
+			w.reload = false
+			if err := w.load(ctx); err != nil {
+				return w.stopIfGone(err)
+			}
+		}
+		if err := w.drainBuffer(ctx); err != nil {
+			return w.stopIfGone(err)
+		}
+		if !w.carry.Paused {
+			more, err := w.processDue(ctx)
+			if err != nil {
+				return w.stopIfGone(err)
+			}
+			if more {
+				continue // a long outage: keep working through it before sleeping
+			}
+		}
+		next := w.nextTick(ctx)
+		if err := w.mirrorNext(ctx, next); err != nil {
+			return w.stopIfGone(err)
+		}
+		if w.shouldContinueAsNew(ctx) {
+			return w.continueAsNew(ctx)
+		}
+		w.events++
+		if next == nil {
+			workflow.SetCurrentDetails(ctx, w.details(nil))
+			if err := workflow.Await(ctx, func() bool { return w.dirty }); err != nil {
+				return err
+			}
+			continue
+		}
+		fireAt := next.Add(w.spec.JitterFor(w.def.Name, *next))
+		workflow.SetCurrentDetails(ctx, w.details(&fireAt))
+		wait := fireAt.Sub(workflow.Now(ctx))
+		if wait > 0 {
+			_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+				Timeout:      wait,
+				TimerOptions: workflow.TimerOptions{Summary: "next fire at " + fireAt.UTC().Format(time.RFC3339)},
+			}, func() bool { return w.dirty })
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (w *scheduleWorkflow) stopIfGone(err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == activities.ErrScheduleGone {
+		return nil // the schedule was deleted: nothing left to fire
+	}
+	return err
+}
+
+func (w *scheduleWorkflow) load(ctx workflow.Context) error {
+	var def activities.ScheduleDefinition
+	if err := workflow.ExecuteActivity(activityCtx(ctx), a.LoadSchedule, w.in.ScheduleID).Get(ctx, &def); err != nil {
+		return err
+	}
+	spec, err := schedulespec.Normalize(def.Spec, def.CreatedAt)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError("stored spec is invalid: "+err.Error(), "BadSpec", err)
+	}
+	w.def, w.spec = def, spec
+	return nil
+}
+
+// nextTick computes the first tick after the watermark. It runs as a side effect so that a
+// later change to time zone data or the cron library cannot change a replayed history.
+func (w *scheduleWorkflow) nextTick(ctx workflow.Context) *time.Time {
+	if w.carry.Paused {
+		w.next = nil
+		return nil
+	}
+	var next time.Time
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		return w.spec.Next(w.carry.Watermark)
+	}).Get(&next)
+	if next.IsZero() {
+		w.next = nil
+		return nil
+	}
+	w.next = &next
+	return &next
+}
+
+// dueTicks lists the ticks in (watermark, now], at most maxTicksPerRound, as a side effect.
+func (w *scheduleWorkflow) dueTicks(ctx workflow.Context, now time.Time) []time.Time {
+	var ticks []time.Time
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		var out []time.Time
+		t := w.carry.Watermark
+		for len(out) < maxTicksPerRound {
+			n := w.spec.Next(t)
+			if n.IsZero() || n.Add(w.spec.JitterFor(w.def.Name, n)).After(now) {
+				break
+			}
+			out = append(out, n)
+			t = n
+		}
+		return out
+	}).Get(&ticks)
+	return ticks
+}
+
+// processDue handles every due tick in time order: on time → fire; late but inside the
+// catch-up window → fire as catchup; older → MISSED. It reports whether more remain.
+func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
+	now := workflow.Now(ctx)
+	ticks := w.dueTicks(ctx, now)
+	if len(ticks) == 0 {
+		return false, nil
+	}
+	var missed []time.Time
+	for _, tick := range ticks {
+		late := now.Sub(tick.Add(w.spec.JitterFor(w.def.Name, tick)))
+		switch {
+		case late <= onTimeTolerance:
+			if err := w.flushMissed(ctx, &missed); err != nil {
+				return false, err
+			}
+			if _, err := w.fire(ctx, tick, store.TriggerScheduled, store.TickKey(w.def.ID, tick), "", nil, ""); err != nil {
+				return false, err
+			}
+		case late <= w.def.CatchupWindow:
+			if err := w.flushMissed(ctx, &missed); err != nil {
+				return false, err
+			}
+			if _, err := w.fire(ctx, tick, store.TriggerCatchup, store.TickKey(w.def.ID, tick), "", nil, ""); err != nil {
+				return false, err
+			}
+		default:
+			missed = append(missed, tick)
+			w.carry.Watermark = tick
+		}
+	}
+	if err := w.flushMissed(ctx, &missed); err != nil {
+		return false, err
+	}
+	return len(ticks) == maxTicksPerRound, nil
+}
+
+func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time) error {
+	if len(*missed) == 0 {
+		return nil
+	}
+	reason := fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", w.def.CatchupWindow)
+	next := w.nextAfterWatermark()
+	err := workflow.ExecuteActivity(activityCtx(ctx), a.RecordMissed, activities.MissedTicks{
+		ScheduleID: w.def.ID, Ticks: *missed, Reason: reason, NextRunAt: next,
+	}).Get(ctx, nil)
+	*missed = nil
+	if err == nil {
+		w.mirrored = next
+	}
+	return err
+}
+
+// nextAfterWatermark is the tick after the watermark, to mirror as next_run_at. It is only
+// ever an activity's argument (never a decision), so it needs no side effect.
+func (w *scheduleWorkflow) nextAfterWatermark() *time.Time {
+	n := w.spec.Next(w.carry.Watermark)
+	if n.IsZero() {
+		return nil
+	}
+	return &n
+}
+
+// fire decides what one tick does under the overlap and skip_if_successful policies and
+// records it. overlap "" means the schedule's policy.
+func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, key, overlap string, input json.RawMessage, requestID string) (TriggerResult, error) {
+	if trigger != store.TriggerManual && tick.After(w.carry.Watermark) {
+		w.carry.Watermark = tick
+	}
+	if overlap == "" {
+		overlap = w.def.Overlap
+	}
+	if trigger != store.TriggerManual && w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() {
+		prev := w.previousTick(ctx, tick)
+		if !w.carry.LastSuccessAt.Before(prev) {
+			return w.record(ctx, tick, trigger, key, store.RunSkipped,
+				fmt.Sprintf("skip_if_successful: a run already succeeded at %s", w.carry.LastSuccessAt.UTC().Format(time.RFC3339)), "")
+		}
+	}
+	if len(w.carry.Running) > 0 && w.def.Action.Kind == "workflow" {
+		switch overlap {
+		case "skip":
+			return w.record(ctx, tick, trigger, key, store.RunSkipped,
+				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
+		case "buffer_one", "buffer_all", "cancel_other":
+			limit := maxBuffer
+			if overlap == "buffer_one" {
+				limit = 1
+			}
+			if len(w.carry.Buffer) >= limit {
+				return w.record(ctx, tick, trigger, key, store.RunSkipped,
+					fmt.Sprintf("overlap %s: buffer full (%d)", overlap, limit), "")
+			}
+			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, FiredFrom: requestID})
+			if overlap == "cancel_other" {
+				w.stopRunning(ctx, false)
+			}
+			return TriggerResult{Status: "BUFFERED", ScheduledAt: tick}, nil
+		case "terminate_other":
+			w.stopRunning(ctx, true)
+		}
+	}
+	return w.start(ctx, tick, trigger, key, input)
+}
+
+// previousTick is the nominal tick before tick (for skip_if_successful).
+func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) time.Time {
+	var prev time.Time
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		// Walk forward from a point well before tick; specs are forward-only.
+		p := time.Time{}
+		t := tick.Add(-400 * 24 * time.Hour)
+		for i := 0; i < 100000; i++ {
+			n := w.spec.Next(t)
+			if n.IsZero() || !n.Before(tick) {
+				break
+			}
+			p, t = n, n
+		}
+		return p
+	}).Get(&prev)
+	return prev
+}
+
+func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger, key, status, reason, workflowID string) (TriggerResult, error) {
+	rec := activities.TickRecord{
+		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
+		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,
+	}
+	if trigger != store.TriggerManual && !w.carry.Paused {
+		// The same transaction moves next_run_at past this tick.
+		rec.NextRunAt = w.nextAfterWatermark()
+	}
+	if status != store.RunSkipped && status != store.RunMissed {
+		rec.FiredAt = workflow.Now(ctx)
+		rec.Event = w.eventFor(tick, trigger, rec.FiredAt)
+	}
+	var run activities.RunRecord
+	if err := workflow.ExecuteActivity(activityCtx(ctx), a.RecordTick, rec).Get(ctx, &run); err != nil {
+		return TriggerResult{}, err
+	}
+	w.mirrored = rec.NextRunAt
+	return TriggerResult{RunID: run.ID, Status: run.Status, Reason: reason, ScheduledAt: run.ScheduledAt}, nil
+}
+
+// eventFor is the event appended with a fire: the action's own topic/type/data for an event
+// action, a schedule.fired event for a workflow action.
+func (w *scheduleWorkflow) eventFor(tick time.Time, trigger string, firedAt time.Time) *store.Event {
+	act := w.def.Action
+	if act.Kind == "event" {
+		return &store.Event{Topic: act.Topic, Type: act.Type, Data: act.Data}
+	}
+	data, _ := json.Marshal(map[string]any{
+		"schedule": w.def.Name, "scheduled_at": tick.UTC(), "fired_at": firedAt.UTC(), "trigger": trigger,
+		"workflow_type": act.WorkflowType,
+	})
+	return &store.Event{Topic: "schedules", Type: "schedule.fired", Data: data}
+}
+
+// start records a fired run and performs its action.
+func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, key string, input json.RawMessage) (TriggerResult, error) {
+	if w.def.Action.Kind != "workflow" {
+		res, err := w.record(ctx, tick, trigger, key, store.RunSucceeded, "", "")
+		if err == nil {
+			w.carry.LastSuccessAt = workflow.Now(ctx)
+		}
+		return res, err
+	}
+	workflowID := fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
+	res, err := w.record(ctx, tick, trigger, key, store.RunRunning, "", workflowID)
+	if err != nil || res.Status != store.RunRunning {
+		return res, err // recorded before with a final status: nothing to start
+	}
+	if input == nil {
+		input = w.def.Action.Input
+	}
+	err = workflow.ExecuteActivity(activityCtx(ctx), a.StartRunWorkflow, activities.StartRun{
+		WorkflowID: workflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
+		Input: input, Schedule: w.def.Name,
+	}).Get(ctx, nil)
+	if err != nil {
+		_ = workflow.ExecuteActivity(activityCtx(ctx), a.FinishRun, activities.FinishedRun{
+			RunID: res.RunID, Status: store.RunFailed, Error: "start run workflow: " + err.Error(),
+		}).Get(ctx, nil)
+		return TriggerResult{RunID: res.RunID, Status: store.RunFailed, ScheduledAt: tick}, nil
+	}
+	r := RunningRun{RunID: res.RunID, WorkflowID: workflowID, ScheduledAt: tick}
+	w.carry.Running = append(w.carry.Running, r)
+	w.watch(ctx, r)
+	return res, nil
+}
+
+func keySuffix(key string) string {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '@' {
+			return key[i+1:]
+		}
+	}
+	return key
+}
+
+// watch waits for a run's workflow to close, records its outcome and frees its place.
+func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 365 * 24 * time.Hour,
+			HeartbeatTimeout:    30 * time.Second,
+			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+			Summary:             "await run " + r.WorkflowID,
+		})
+		var out activities.RunOutcome
+		if err := workflow.ExecuteActivity(actx, a.AwaitRunWorkflow, r.WorkflowID).Get(ctx, &out); err != nil {
+			out = activities.RunOutcome{Status: store.RunFailed, Error: err.Error()}
+		}
+		_ = workflow.ExecuteActivity(activityCtx(ctx), a.FinishRun, activities.FinishedRun{
+			RunID: r.RunID, Status: out.Status, Error: out.Error,
+		}).Get(ctx, nil)
+		for i, x := range w.carry.Running {
+			if x.RunID == r.RunID {
+				w.carry.Running = append(w.carry.Running[:i], w.carry.Running[i+1:]...)
+				break
+			}
+		}
+		if out.Status == store.RunSucceeded {
+			w.carry.LastSuccessAt = workflow.Now(ctx)
+		}
+		w.dirty = true
+	})
+}
+
+// drainBuffer starts buffered ticks once nothing is running.
+func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
+	for len(w.carry.Buffer) > 0 && len(w.carry.Running) == 0 {
+		b := w.carry.Buffer[0]
+		w.carry.Buffer = w.carry.Buffer[1:]
+		if _, err := w.start(ctx, b.Tick, b.Trigger, b.Key, b.Input); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *scheduleWorkflow) stopRunning(ctx workflow.Context, terminate bool) {
+	for _, r := range w.carry.Running {
+		_ = workflow.ExecuteActivity(activityCtx(ctx), a.StopRunWorkflow, activities.StopRun{
+			WorkflowID: r.WorkflowID, Terminate: terminate, Reason: "overlap policy of schedule " + w.def.Name,
+		}).Get(ctx, nil)
+	}
+}
+
+// mirrorNext writes next_run_at when it changed.
+func (w *scheduleWorkflow) mirrorNext(ctx workflow.Context, next *time.Time) error {
+	if timesEqual(next, w.mirrored) {
+		return nil
+	}
+	if err := workflow.ExecuteActivity(activityCtx(ctx), a.MirrorNextRun, activities.NextRun{ScheduleID: w.def.ID, NextRunAt: next}).Get(ctx, nil); err != nil {
+		return err
+	}
+	w.mirrored = next
+	return nil
+}
+
+func timesEqual(x, y *time.Time) bool {
+	if x == nil || y == nil {
+		return x == nil && y == nil
+	}
+	return x.Equal(*y)
+}
+
+func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
+	if err := workflow.ExecuteActivity(activityCtx(ctx), a.MirrorPaused, activities.PausedState{
+		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note,
+	}).Get(ctx, nil); err != nil {
+		return ScheduleDescription{}, err
+	}
+	w.carry.Paused, w.carry.Note, w.mirrored = true, req.Note, nil
+	w.dirty = true
+	return w.describe(), nil
+}
+
+func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, error) {
+	if !w.carry.Paused {
+		return w.describe(), nil
+	}
+	// The paused time is not caught up: ticks count again from now.
+	now := workflow.Now(ctx)
+	var next time.Time
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return w.spec.Next(now) }).Get(&next)
+	var nextPtr *time.Time
+	if !next.IsZero() {
+		nextPtr = &next
+	}
+	if err := workflow.ExecuteActivity(activityCtx(ctx), a.MirrorPaused, activities.PausedState{
+		ScheduleID: w.in.ScheduleID, Paused: false, NextRunAt: nextPtr,
+	}).Get(ctx, nil); err != nil {
+		return ScheduleDescription{}, err
+	}
+	if now.After(w.carry.Watermark) {
+		w.carry.Watermark = now
+	}
+	w.carry.Paused, w.carry.Note, w.mirrored = false, "", nextPtr
+	w.dirty = true
+	return w.describe(), nil
+}
+
+func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (TriggerResult, error) {
+	if w.spec == nil {
+		if err := workflow.Await(ctx, func() bool { return w.spec != nil }); err != nil {
+			return TriggerResult{}, err
+		}
+	}
+	if req.RequestID == "" {
+		_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+			return fmt.Sprintf("signal-%d", time.Now().UnixNano())
+		}).Get(&req.RequestID)
+	}
+	now := workflow.Now(ctx)
+	res, err := w.fire(ctx, now, store.TriggerManual, store.ManualKey(w.def.ID, req.RequestID), req.Overlap, req.Input, req.RequestID)
+	w.dirty = true
+	return res, err
+}
+
+func (w *scheduleWorkflow) describe() ScheduleDescription {
+	return ScheduleDescription{
+		Name: w.in.Name, Paused: w.carry.Paused, Note: w.carry.Note, Watermark: w.carry.Watermark,
+		NextFireAt: w.next, Running: append([]RunningRun{}, w.carry.Running...), Buffered: len(w.carry.Buffer),
+		Version: w.def.Version,
+	}
+}
+
+func (w *scheduleWorkflow) details(fireAt *time.Time) string {
+	switch {
+	case w.carry.Paused:
+		return fmt.Sprintf("**paused** %s", w.carry.Note)
+	case fireAt == nil:
+		return "no further ticks (end_at reached)"
+	}
+	return fmt.Sprintf("next fire at %s · running %d · buffered %d", fireAt.UTC().Format(time.RFC3339), len(w.carry.Running), len(w.carry.Buffer))
+}
+
+func (w *scheduleWorkflow) shouldContinueAsNew(ctx workflow.Context) bool {
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.events >= continueAsNewAfter
+}
+
+// continueAsNew hands the watermark, buffer and running runs to a fresh run, after the
+// in-flight handlers finish and no signal is left unread.
+func (w *scheduleWorkflow) continueAsNew(ctx workflow.Context) error {
+	signalsRead := func() bool {
+		for _, name := range []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh} {
+			if workflow.GetSignalChannel(ctx, name).Len() > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if err := workflow.Await(ctx, func() bool {
+		return workflow.AllHandlersFinished(ctx) && w.inFlight == 0 && signalsRead()
+	}); err != nil {
+		return err
+	}
+	carry := w.carry
+	return workflow.NewContinueAsNewError(ctx, ScheduleWorkflowType, ScheduleInput{ScheduleID: w.in.ScheduleID, Name: w.in.Name, Carry: &carry})
+}
