@@ -11,6 +11,16 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type Device struct {
+	ID        int64
+	PcID      int64
+	Serial    string
+	Status    string
+	Error     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type EventStore struct {
 	ID            int64
 	Topic         string
@@ -28,6 +38,31 @@ type OutboxMessage struct {
 	TxID        pgtype.Uint64
 	PublishedAt *time.Time
 	CreatedAt   time.Time
+}
+
+type Pc struct {
+	ID             int64
+	Name           string
+	DeviceCapacity int32
+	CreatedAt      time.Time
+}
+
+type PcDeviceSummary struct {
+	PcID           int64
+	PcName         string
+	DeviceCapacity int32
+	Eligible       int64
+	Running        int64
+	Target         int64
+}
+
+type Rollout struct {
+	ID            int64
+	Name          string
+	ParallelLimit int32
+	Status        string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 type Schedule struct {
@@ -63,4 +98,66 @@ type ScheduleRun struct {
 	Error          string
 	FinishedAt     *time.Time
 	CreatedAt      time.Time
+}
+
+type Task struct {
+	ID                 int64
+	Payload            json.RawMessage
+	TargetCount        *int32
+	AbortMinExecuted   *int32
+	AbortFailedPercent pgtype.Float8
+	Status             string
+	Error              string
+	MaxAttempts        int32
+	DeviceTimeoutMs    int64
+	CreatedAt          time.Time
+	StartedAt          *time.Time
+	FinishedAt         *time.Time
+}
+
+type TaskDevice struct {
+	ID          int64
+	TaskID      int64
+	DeviceID    int64
+	PcID        int64
+	Status      string
+	Attempt     int32
+	MaxAttempts int32
+	Error       string
+	CreatedAt   time.Time
+	SentAt      *time.Time
+	AckedAt     *time.Time
+	CompletedAt *time.Time
+	TimeoutAt   *time.Time
+}
+
+type TaskDeviceEvent struct {
+	ID           int64
+	TaskDeviceID int64
+	Attempt      int32
+	Type         string
+	Detail       string
+	CreatedAt    time.Time
+}
+
+type TaskRun struct {
+	ID           int64
+	RolloutID    int64
+	Database     string
+	Type         string
+	Version      string
+	VersionKey   string
+	RunAt        *time.Time
+	Executor     string
+	Payload      json.RawMessage
+	Status       string
+	WaitingCause []byte
+	Attempt      int32
+	Error        string
+	Output       []byte
+	PromotedAt   *time.Time
+	StartedAt    *time.Time
+	FinishedAt   *time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
