@@ -1,0 +1,385 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tickgate/tickgate/store/dbgen"
+)
+
+// Rollout is a rollouts row.
+type Rollout = dbgen.Rollout
+
+// TaskRun is a task_runs row.
+type TaskRun = dbgen.TaskRun
+
+// Task run statuses (DESIGN.md §2).
+const (
+	TaskNotStarted = "NOT_STARTED"
+	TaskPending    = "PENDING"
+	TaskAvailable  = "AVAILABLE"
+	TaskRunning    = "RUNNING"
+	TaskDone       = "DONE"
+	TaskFailed     = "FAILED"
+	TaskCanceled   = "CANCELED"
+	TaskSkipped    = "SKIPPED"
+)
+
+// TaskStatuses lists every task status in display order.
+var TaskStatuses = []string{TaskNotStarted, TaskPending, TaskAvailable, TaskRunning, TaskDone, TaskFailed, TaskCanceled, TaskSkipped}
+
+// Rollout statuses as stored (the API derives DONE / FAILED from the task counts).
+const (
+	RolloutRunning  = "RUNNING"
+	RolloutPaused   = "PAUSED"
+	RolloutCanceled = "CANCELED"
+)
+
+// ErrTaskState is returned when an operation does not apply to a row's current status
+// (retrying a DONE task, pausing a canceled rollout); the API answers 409.
+var ErrTaskState = errors.New("not allowed in the current status")
+
+// promotionLockKey is the transaction-level advisory lock every promotion round holds, and
+// that every change adding PENDING work takes too, so rounds never interleave with each
+// other or with a new blocker (R1–R3 hold with any number of promoters).
+const promotionLockKey int64 = 0x726f6c6c6f7574 // "rollout"
+
+// NewTask is one task of a rollout to create; VersionKey comes from internal/version.
+type NewTask struct {
+	Database   string          `json:"database"`
+	Type       string          `json:"type"`
+	Version    string          `json:"version"`
+	VersionKey string          `json:"version_key"`
+	RunAt      *time.Time      `json:"run_at,omitempty"`
+	Executor   string          `json:"executor"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+}
+
+// CreateRollout inserts a rollout and all its tasks (PENDING) in one transaction.
+func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit int32, tasks []NewTask) (Rollout, error) {
+	body, err := json.Marshal(tasks)
+	if err != nil {
+		return Rollout{}, fmt.Errorf("encode tasks: %w", err)
+	}
+	var r Rollout
+	err = s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
+		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
+			return err
+		}
+		var err error
+		r, err = q.InsertRollout(ctx, dbgen.InsertRolloutParams{Name: name, ParallelLimit: parallelLimit, Status: RolloutRunning})
+		if err != nil {
+			return err
+		}
+		n, err := q.InsertTaskRuns(ctx, dbgen.InsertTaskRunsParams{RolloutID: r.ID, Status: TaskPending, Tasks: body})
+		if err != nil {
+			return err
+		}
+		if n != int64(len(tasks)) {
+			return fmt.Errorf("inserted %d task runs, want %d", n, len(tasks))
+		}
+		return nil
+	})
+	if err != nil {
+		return Rollout{}, fmt.Errorf("create rollout %q: %w", name, mapErr(err))
+	}
+	return r, nil
+}
+
+// GetRollout reads a rollout.
+func (s *Store) GetRollout(ctx context.Context, id int64) (Rollout, error) {
+	r, err := s.Q.GetRollout(ctx, id)
+	if err != nil {
+		return Rollout{}, fmt.Errorf("get rollout %d: %w", id, mapErr(err))
+	}
+	return r, nil
+}
+
+// ListRollouts pages through rollouts by id.
+func (s *Store) ListRollouts(ctx context.Context, afterID int64, limit int) ([]Rollout, error) {
+	rows, err := s.Q.ListRollouts(ctx, dbgen.ListRolloutsParams{AfterID: afterID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list rollouts: %w", mapErr(err))
+	}
+	return rows, nil
+}
+
+// RolloutCounts returns the number of tasks per status (every status present, 0 if none).
+func (s *Store) RolloutCounts(ctx context.Context, id int64) (map[string]int64, error) {
+	rows, err := s.Q.RolloutCounts(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("count tasks of rollout %d: %w", id, mapErr(err))
+	}
+	counts := make(map[string]int64, len(TaskStatuses))
+	for _, st := range TaskStatuses {
+		counts[st] = 0
+	}
+	for _, r := range rows {
+		counts[r.Status] = r.N
+	}
+	return counts, nil
+}
+
+// ListTaskRuns pages through a rollout's tasks by id, optionally filtered by status.
+func (s *Store) ListTaskRuns(ctx context.Context, rolloutID, afterID int64, statuses []string, limit int) ([]TaskRun, error) {
+	if statuses == nil {
+		statuses = []string{}
+	}
+	rows, err := s.Q.ListTaskRuns(ctx, dbgen.ListTaskRunsParams{RolloutID: rolloutID, AfterID: afterID, Statuses: statuses, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks of rollout %d: %w", rolloutID, mapErr(err))
+	}
+	return rows, nil
+}
+
+// GetTaskRun reads a task run.
+func (s *Store) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
+	t, err := s.Q.GetTaskRun(ctx, id)
+	if err != nil {
+		return TaskRun{}, fmt.Errorf("get task run %d: %w", id, mapErr(err))
+	}
+	return t, nil
+}
+
+// Promotion is the result of one promotion round.
+type Promotion struct {
+	// Promoted are the tasks moved PENDING → AVAILABLE.
+	Promoted []dbgen.PromoteTasksRow
+	// RolloutIDs are the distinct rollouts promoted into, ascending.
+	RolloutIDs []int64
+	// NextRunAt is the earliest future run_at of a PENDING task (nil if none).
+	NextRunAt *time.Time
+	// CausesWritten is how many PENDING tasks got a new waiting cause.
+	CausesWritten int64
+}
+
+// PromoteRound applies the four gates to every PENDING task at once: one transaction, a
+// fixed four statements whatever the number of tasks (lock, promote, waiting causes, next
+// run_at).
+func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
+	var p Promotion
+	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
+		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		rows, err := q.PromoteTasks(ctx)
+		if err != nil {
+			return fmt.Errorf("promote: %w", err)
+		}
+		p.Promoted = rows
+		seen := map[int64]bool{}
+		for _, r := range rows {
+			if !seen[r.RolloutID] {
+				seen[r.RolloutID] = true
+				p.RolloutIDs = append(p.RolloutIDs, r.RolloutID)
+			}
+		}
+		sortInt64s(p.RolloutIDs)
+		if p.CausesWritten, err = q.WriteWaitingCauses(ctx); err != nil {
+			return fmt.Errorf("waiting causes: %w", err)
+		}
+		next, err := q.NextRunAt(ctx)
+		if err != nil {
+			return fmt.Errorf("next run_at: %w", err)
+		}
+		if len(next) > 0 {
+			p.NextRunAt = next[0]
+		}
+		return nil
+	})
+	if err != nil {
+		return Promotion{}, fmt.Errorf("promotion round: %w", mapErr(err))
+	}
+	return p, nil
+}
+
+func sortInt64s(xs []int64) {
+	for i := 1; i < len(xs); i++ {
+		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
+			xs[j], xs[j-1] = xs[j-1], xs[j]
+		}
+	}
+}
+
+// ClaimTasks moves up to max AVAILABLE tasks of a running rollout to RUNNING; each row goes
+// to exactly one caller however many claim at once (R4).
+func (s *Store) ClaimTasks(ctx context.Context, rolloutID int64, max int) ([]TaskRun, error) {
+	rows, err := s.Q.ClaimTasks(ctx, dbgen.ClaimTasksParams{RolloutID: rolloutID, MaxRows: int32(max)})
+	if err != nil {
+		return nil, fmt.Errorf("claim tasks of rollout %d: %w", rolloutID, mapErr(err))
+	}
+	return rows, nil
+}
+
+// FinishTask moves a RUNNING task claimed as attempt to DONE, FAILED or CANCELED. It
+// reports false when the task is no longer that RUNNING attempt (already finished,
+// canceled, or claimed again): the result is then ignored.
+func (s *Store) FinishTask(ctx context.Context, id int64, attempt int32, status, errMsg string, output json.RawMessage) (TaskRun, bool, error) {
+	t, err := s.Q.FinishTask(ctx, dbgen.FinishTaskParams{ID: id, Attempt: attempt, Status: status, Error: errMsg, Output: []byte(output)})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return TaskRun{}, false, nil
+	}
+	if err != nil {
+		return TaskRun{}, false, fmt.Errorf("finish task %d as %s: %w", id, status, mapErr(err))
+	}
+	return t, true, nil
+}
+
+// RunningTasks lists a rollout's RUNNING tasks.
+func (s *Store) RunningTasks(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
+	rows, err := s.Q.RunningTasks(ctx, rolloutID)
+	if err != nil {
+		return nil, fmt.Errorf("running tasks of rollout %d: %w", rolloutID, mapErr(err))
+	}
+	return rows, nil
+}
+
+// CountUnfinished counts a rollout's tasks not yet in a terminal status.
+func (s *Store) CountUnfinished(ctx context.Context, rolloutID int64) (int64, error) {
+	n, err := s.Q.CountUnfinished(ctx, rolloutID)
+	if err != nil {
+		return 0, fmt.Errorf("count unfinished tasks of rollout %d: %w", rolloutID, mapErr(err))
+	}
+	return n, nil
+}
+
+// SetRolloutStatus moves a rollout to status if it is in one of from; otherwise
+// ErrTaskState (or ErrNotFound).
+func (s *Store) SetRolloutStatus(ctx context.Context, id int64, status string, from ...string) (Rollout, error) {
+	r, err := s.Q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: status, FromStatuses: from})
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur, gerr := s.GetRollout(ctx, id)
+		if gerr != nil {
+			return Rollout{}, gerr
+		}
+		return Rollout{}, fmt.Errorf("rollout %d is %s: %w", id, cur.Status, ErrTaskState)
+	}
+	if err != nil {
+		return Rollout{}, fmt.Errorf("set rollout %d %s: %w", id, status, mapErr(err))
+	}
+	return r, nil
+}
+
+// CancelRollout marks the rollout CANCELED and cancels its tasks that have not started
+// (RUNNING ones are stopped by the rollout's workflow); it returns the canceled task ids.
+func (s *Store) CancelRollout(ctx context.Context, id int64) (Rollout, []int64, error) {
+	var r Rollout
+	var ids []int64
+	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		r, err = q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: RolloutCanceled, FromStatuses: []string{RolloutRunning, RolloutPaused}})
+		if errors.Is(err, pgx.ErrNoRows) {
+			cur, gerr := q.GetRollout(ctx, id)
+			if gerr != nil {
+				return gerr
+			}
+			return fmt.Errorf("rollout %d is %s: %w", id, cur.Status, ErrTaskState)
+		}
+		if err != nil {
+			return err
+		}
+		ids, err = q.CancelRolloutTasks(ctx, id)
+		return err
+	})
+	if err != nil {
+		return Rollout{}, nil, fmt.Errorf("cancel rollout %d: %w", id, mapErr(err))
+	}
+	return r, ids, nil
+}
+
+// RetryTask puts a FAILED or CANCELED task of a live rollout back to PENDING (under the
+// promotion lock: it may become a version blocker).
+func (s *Store) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
+	var t TaskRun
+	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
+		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
+			return err
+		}
+		cur, err := q.GetTaskRun(ctx, id)
+		if err != nil {
+			return err
+		}
+		r, err := q.GetRollout(ctx, cur.RolloutID)
+		if err != nil {
+			return err
+		}
+		if r.Status == RolloutCanceled {
+			return fmt.Errorf("rollout %d is CANCELED: %w", r.ID, ErrTaskState)
+		}
+		t, err = q.RetryTask(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("task run %d is %s, only FAILED or CANCELED tasks can be retried: %w", id, cur.Status, ErrTaskState)
+		}
+		return err
+	})
+	if err != nil {
+		return TaskRun{}, fmt.Errorf("retry task run %d: %w", id, mapErr(err))
+	}
+	return t, nil
+}
+
+// SkipTask marks a task that is not running SKIPPED (it then no longer blocks the version gate).
+func (s *Store) SkipTask(ctx context.Context, id int64) (TaskRun, error) {
+	return s.taskTransition(ctx, id, "skip", s.Q.SkipTask)
+}
+
+// CancelTask cancels a task that has not started (RUNNING tasks are canceled through the
+// rollout's workflow).
+func (s *Store) CancelTask(ctx context.Context, id int64) (TaskRun, error) {
+	return s.taskTransition(ctx, id, "cancel", s.Q.CancelTask)
+}
+
+func (s *Store) taskTransition(ctx context.Context, id int64, verb string, fn func(context.Context, int64) (TaskRun, error)) (TaskRun, error) {
+	t, err := fn(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur, gerr := s.GetTaskRun(ctx, id)
+		if gerr != nil {
+			return TaskRun{}, gerr
+		}
+		return TaskRun{}, fmt.Errorf("%s task run %d: it is %s: %w", verb, id, cur.Status, ErrTaskState)
+	}
+	if err != nil {
+		return TaskRun{}, fmt.Errorf("%s task run %d: %w", verb, id, mapErr(err))
+	}
+	return t, nil
+}
+
+// CheckRolloutInvariants reads the task runs once (one snapshot) and describes every breach
+// of R1–R3 it finds (none: an empty slice). Tests and benchmarks sample it while rollouts run.
+//   - R1: a database with an AVAILABLE/RUNNING DDL or SDL task has no other active task.
+//   - R2: no active task has a smaller-version PENDING/AVAILABLE/RUNNING task on its database.
+//   - R3: per rollout, AVAILABLE + RUNNING ≤ parallel_limit.
+func (s *Store) CheckRolloutInvariants(ctx context.Context) ([]string, error) {
+	const q = `
+WITH live AS (
+    SELECT id, rollout_id, database, type, version, version_key, status FROM task_runs
+    WHERE status IN ('PENDING', 'AVAILABLE', 'RUNNING')
+)
+SELECT 'R1: database ' || database || ' has ' || count(*) || ' active tasks, one of them DDL/SDL'
+FROM live WHERE status IN ('AVAILABLE', 'RUNNING')
+GROUP BY database HAVING bool_or(type IN ('DDL', 'SDL')) AND count(*) > 1
+UNION ALL
+SELECT 'R2: task ' || a.id || ' (version ' || a.version || ') is ' || a.status || ' while task ' || b.id ||
+       ' (version ' || b.version || ') is ' || b.status || ' on database ' || a.database
+FROM live a JOIN live b ON b.database = a.database AND b.version_key < a.version_key
+WHERE a.status IN ('AVAILABLE', 'RUNNING')
+UNION ALL
+SELECT 'R3: rollout ' || r.id || ' has ' || count(*) || ' active tasks, limit ' || r.parallel_limit
+FROM live l JOIN rollouts r ON r.id = l.rollout_id
+WHERE l.status IN ('AVAILABLE', 'RUNNING')
+GROUP BY r.id, r.parallel_limit HAVING count(*) > r.parallel_limit`
+	rows, err := s.Pool.Query(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("check rollout invariants: %w", err)
+	}
+	breaches, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("check rollout invariants: %w", err)
+	}
+	return breaches, nil
+}
