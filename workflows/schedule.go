@@ -125,7 +125,7 @@ type scheduleWorkflow struct {
 	carry    ScheduleCarry
 	dirty    bool // a handler changed something the loop must look at
 	reload   bool
-	inFlight int // signals being handled (they are not counted by AllHandlersFinished)
+	inFlight int        // signals being handled (they are not counted by AllHandlersFinished)
 	mirrored *time.Time // next_run_at last written to Postgres
 	next     *time.Time // next nominal tick, for describe
 	events   int        // history growth proxy

@@ -132,7 +132,7 @@ func (s *ScheduleWorkflowSuite) TestIntervalTicksStayAnchoredAtStartAt() {
 	start := s.t0.Add(7 * time.Second)
 	in := s.createSchedule("anchored", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, s.t0, nil)
 	// A slow fire activity must not push later ticks: tick n is start_at + n·interval.
-	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).After(3*time.Second).Return(s.acts.RecordTick)
+	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).After(3 * time.Second).Return(s.acts.RecordTick)
 	s.stopAt(4 * time.Minute)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 	runs := s.runs("anchored")
