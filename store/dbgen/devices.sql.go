@@ -392,6 +392,30 @@ func (q *Queries) GetPCByName(ctx context.Context, name string) (Pc, error) {
 	return i, err
 }
 
+const getRunningDevTask = `-- name: GetRunningDevTask :one
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE status = 'running'
+`
+
+func (q *Queries) GetRunningDevTask(ctx context.Context) (Task, error) {
+	row := q.db.QueryRow(ctx, getRunningDevTask)
+	var i Task
+	err := row.Scan(
+		&i.ID,
+		&i.Payload,
+		&i.TargetCount,
+		&i.AbortMinExecuted,
+		&i.AbortFailedPercent,
+		&i.Status,
+		&i.Error,
+		&i.MaxAttempts,
+		&i.DeviceTimeoutMs,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
 const getTaskDeviceView = `-- name: GetTaskDeviceView :one
 SELECT td.id, td.task_id, td.device_id, td.pc_id, td.status, td.attempt, td.max_attempts, td.error,
        td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,

@@ -234,3 +234,6 @@ SELECT id, attempt FROM task_devices
 WHERE status IN ('SENT', 'ACKED') AND timeout_at < @before::timestamptz
 ORDER BY timeout_at
 LIMIT 200;
+
+-- name: GetRunningDevTask :one
+SELECT * FROM tasks WHERE status = 'running';

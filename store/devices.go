@@ -1,0 +1,677 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/tickgate/tickgate/store/dbgen"
+)
+
+// Device dispatch rows (DESIGN.md §3).
+type (
+	PC              = dbgen.Pc
+	Device          = dbgen.Device
+	DevTask         = dbgen.Task
+	TaskDevice      = dbgen.TaskDevice
+	TaskDeviceView  = dbgen.GetTaskDeviceViewRow
+	TaskDeviceEvent = dbgen.TaskDeviceEvent
+	PCSummary       = dbgen.PcDeviceSummary
+	ClaimedCommand  = dbgen.ClaimTaskDevicesRow
+)
+
+// task_device statuses. The first four hold one of the PC's slots; the last three are final.
+const (
+	TDCreated        = "CREATED"
+	TDSent           = "SENT"
+	TDAcked          = "ACKED"
+	TDRetryScheduled = "RETRY_SCHEDULED"
+	TDSucceeded      = "SUCCEEDED"
+	TDFailedFinal    = "FAILED_FINAL"
+	TDCancelled      = "CANCELLED"
+)
+
+// task_device_events types beyond the statuses above.
+const (
+	EvFailed     = "FAILED"
+	EvTimeout    = "TIMEOUT"
+	EvLateResult = "LATE_RESULT"
+)
+
+// Device and task statuses.
+const (
+	DeviceOnline  = "online"
+	DeviceBusy    = "busy"
+	DeviceOffline = "offline"
+	DeviceError   = "error"
+
+	DevTaskPending   = "pending"
+	DevTaskRunning   = "running"
+	DevTaskSuccess   = "success"
+	DevTaskFailed    = "failed"
+	DevTaskCancelled = "cancelled"
+)
+
+// TDFinal reports whether a task_device status is final.
+func TDFinal(status string) bool {
+	return status == TDSucceeded || status == TDFailedFinal || status == TDCancelled
+}
+
+// ErrNotInFlight is returned when an ack or result names an attempt that is no longer out
+// on the device (it timed out, was cancelled, or a newer attempt was sent): HTTP 409.
+var ErrNotInFlight = errors.New("attempt is not in flight")
+
+// CreatePC inserts a PC; a taken name is ErrConflict.
+func (s *Store) CreatePC(ctx context.Context, name string, capacity int32) (PC, error) {
+	pc, err := s.Q.InsertPC(ctx, dbgen.InsertPCParams{Name: name, DeviceCapacity: capacity})
+	if err != nil {
+		return PC{}, fmt.Errorf("insert pc %q: %w", name, mapErr(err))
+	}
+	return pc, nil
+}
+
+// GetPC reads a PC by name.
+func (s *Store) GetPC(ctx context.Context, name string) (PC, error) {
+	pc, err := s.Q.GetPCByName(ctx, name)
+	if err != nil {
+		return PC{}, fmt.Errorf("get pc %q: %w", name, mapErr(err))
+	}
+	return pc, nil
+}
+
+// PCDetail is a PC with its slots and devices.
+type PCDetail struct {
+	PC      PC
+	Slots   PCSummary
+	Devices []Device
+}
+
+// GetPCDetail reads a PC with its slot summary and devices.
+func (s *Store) GetPCDetail(ctx context.Context, name string) (PCDetail, error) {
+	pc, err := s.GetPC(ctx, name)
+	if err != nil {
+		return PCDetail{}, err
+	}
+	sum, err := s.Q.PCSummary(ctx, pc.ID)
+	if err != nil {
+		return PCDetail{}, fmt.Errorf("slots of pc %q: %w", name, mapErr(err))
+	}
+	devs, err := s.Q.ListDevicesOfPC(ctx, pc.ID)
+	if err != nil {
+		return PCDetail{}, fmt.Errorf("devices of pc %q: %w", name, mapErr(err))
+	}
+	return PCDetail{PC: pc, Slots: sum, Devices: devs}, nil
+}
+
+// ListPCs pages through PCs by id.
+func (s *Store) ListPCs(ctx context.Context, afterID int64, limit int) ([]PC, error) {
+	rows, err := s.Q.ListPCs(ctx, dbgen.ListPCsParams{AfterID: afterID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list pcs: %w", mapErr(err))
+	}
+	return rows, nil
+}
+
+// PCSummaries returns every PC's slots (eligible, running, target).
+func (s *Store) PCSummaries(ctx context.Context) ([]PCSummary, error) {
+	rows, err := s.Q.PCSummaries(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pc summaries: %w", mapErr(err))
+	}
+	return rows, nil
+}
+
+// CreateDevice adds a device to a PC and, in the same transaction, fills the PC's free
+// slots, so the new device takes work at once.
+func (s *Store) CreateDevice(ctx context.Context, pcName, serial string) (Device, []int64, error) {
+	var dev Device
+	var ids []int64
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		pc, err := q.GetPCByName(ctx, pcName)
+		if err != nil {
+			return fmt.Errorf("pc %q: %w", pcName, mapErr(err))
+		}
+		dev, err = q.InsertDevice(ctx, dbgen.InsertDeviceParams{PcID: pc.ID, Serial: serial})
+		if err != nil {
+			return fmt.Errorf("insert device %q: %w", serial, mapErr(err))
+		}
+		ids, err = refillPC(ctx, q, pc.ID)
+		return err
+	})
+	return dev, ids, err
+}
+
+// GetDevice reads a device by serial.
+func (s *Store) GetDevice(ctx context.Context, serial string) (Device, error) {
+	d, err := s.Q.GetDeviceBySerial(ctx, serial)
+	if err != nil {
+		return Device{}, fmt.Errorf("get device %q: %w", serial, mapErr(err))
+	}
+	return d, nil
+}
+
+// SetDeviceStatus sets a device's status (an operator resetting it from error, taking it
+// offline…) and applies it to the PC's slots in the same transaction: executions holding
+// a slot on a device that left the eligible set are cancelled, free slots are refilled.
+func (s *Store) SetDeviceStatus(ctx context.Context, serial, status, errText string) (Device, []int64, error) {
+	var dev Device
+	var ids []int64
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		dev, err = q.SetDeviceStatus(ctx, dbgen.SetDeviceStatusParams{Status: status, Error: errText, Serial: serial})
+		if err != nil {
+			return fmt.Errorf("set device %q %s: %w", serial, status, mapErr(err))
+		}
+		ids, err = refillPC(ctx, q, dev.PcID)
+		return err
+	})
+	return dev, ids, err
+}
+
+// NewDevTask is what CreateTask inserts.
+type NewDevTask struct {
+	Payload            json.RawMessage
+	TargetCount        *int32
+	AbortMinExecuted   *int32
+	AbortFailedPercent *float64
+}
+
+// CreateDevTask queues a task (pending); the dispatcher activates it when it is the oldest.
+func (s *Store) CreateDevTask(ctx context.Context, t NewDevTask) (DevTask, error) {
+	p := dbgen.InsertDevTaskParams{Payload: t.Payload, TargetCount: t.TargetCount, AbortMinExecuted: t.AbortMinExecuted}
+	if len(p.Payload) == 0 {
+		p.Payload = json.RawMessage(`{}`)
+	}
+	if t.AbortFailedPercent != nil {
+		p.AbortFailedPercent = pgtype.Float8{Float64: *t.AbortFailedPercent, Valid: true}
+	}
+	row, err := s.Q.InsertDevTask(ctx, p)
+	if err != nil {
+		return DevTask{}, fmt.Errorf("insert task: %w", mapErr(err))
+	}
+	return row, nil
+}
+
+// GetDevTask reads a task.
+func (s *Store) GetDevTask(ctx context.Context, id int64) (DevTask, error) {
+	t, err := s.Q.GetDevTask(ctx, id)
+	if err != nil {
+		return DevTask{}, fmt.Errorf("get task %d: %w", id, mapErr(err))
+	}
+	return t, nil
+}
+
+// ListDevTasks pages through tasks by id.
+func (s *Store) ListDevTasks(ctx context.Context, afterID int64, limit int) ([]DevTask, error) {
+	rows, err := s.Q.ListDevTasks(ctx, dbgen.ListDevTasksParams{AfterID: afterID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", mapErr(err))
+	}
+	return rows, nil
+}
+
+// TaskDevices pages through a task's executions by id.
+func (s *Store) TaskDevices(ctx context.Context, taskID, afterID int64, limit int) ([]TaskDeviceView, error) {
+	rows, err := s.Q.ListTaskDevicesOfTask(ctx, dbgen.ListTaskDevicesOfTaskParams{TaskID: taskID, AfterID: afterID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("executions of task %d: %w", taskID, mapErr(err))
+	}
+	out := make([]TaskDeviceView, len(rows))
+	for i, r := range rows {
+		out[i] = TaskDeviceView(r)
+	}
+	return out, nil
+}
+
+// DevTaskCounts are a task's executions by outcome.
+type DevTaskCounts = dbgen.DevTaskExecutionCountsRow
+
+// DevTaskCounts counts a task's executions.
+func (s *Store) DevTaskCounts(ctx context.Context, taskID int64) (DevTaskCounts, error) {
+	c, err := s.Q.DevTaskExecutionCounts(ctx, taskID)
+	if err != nil {
+		return DevTaskCounts{}, fmt.Errorf("count executions of task %d: %w", taskID, mapErr(err))
+	}
+	return c, nil
+}
+
+// CancelDevTask cancels a pending or running task and every execution of it still holding a
+// slot (sent or not); results arriving for them later are answered 409. A finished task is
+// ErrConflict.
+func (s *Store) CancelDevTask(ctx context.Context, id int64) (DevTask, error) {
+	var t DevTask
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		cur, err := q.GetDevTask(ctx, id)
+		if err != nil {
+			return fmt.Errorf("task %d: %w", id, mapErr(err))
+		}
+		if cur.Status != DevTaskPending && cur.Status != DevTaskRunning {
+			return fmt.Errorf("%w: task %d is already %s", ErrConflict, id, cur.Status)
+		}
+		// task_devices first, then the task row: the lock order of every other path.
+		if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
+			Reason: "task cancelled", TaskID: id, Statuses: []string{TDCreated, TDSent, TDAcked, TDRetryScheduled},
+		}); err != nil {
+			return fmt.Errorf("cancel executions of task %d: %w", id, mapErr(err))
+		}
+		t, err = q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: id, Status: DevTaskCancelled, Error: "cancelled by operator"})
+		if err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("%w: task %d finished meanwhile", ErrConflict, id)
+			}
+			return fmt.Errorf("cancel task %d: %w", id, mapErr(err))
+		}
+		return nil
+	})
+	return t, err
+}
+
+// GetTaskDevice reads one execution with its device serial and PC name.
+func (s *Store) GetTaskDevice(ctx context.Context, id int64) (TaskDeviceView, error) {
+	td, err := s.Q.GetTaskDeviceView(ctx, id)
+	if err != nil {
+		return TaskDeviceView{}, fmt.Errorf("get task_device %d: %w", id, mapErr(err))
+	}
+	return td, nil
+}
+
+// TaskDeviceEvents lists an execution's attempt history (ErrNotFound for an unknown id).
+func (s *Store) TaskDeviceEvents(ctx context.Context, id int64) ([]TaskDeviceEvent, error) {
+	if _, err := s.GetTaskDevice(ctx, id); err != nil {
+		return nil, err
+	}
+	evs, err := s.Q.ListTaskDeviceEvents(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("events of task_device %d: %w", id, mapErr(err))
+	}
+	return evs, nil
+}
+
+// Claim hands a PC's agent up to max of its waiting commands and marks them SENT (their
+// deadline starts now). Concurrent claims of one PC never return the same command.
+func (s *Store) Claim(ctx context.Context, pcName string, max int) (PC, []ClaimedCommand, error) {
+	pc, err := s.GetPC(ctx, pcName)
+	if err != nil {
+		return PC{}, nil, err
+	}
+	rows, err := s.Q.ClaimTaskDevices(ctx, dbgen.ClaimTaskDevicesParams{PcID: pc.ID, MaxRows: int32(max)})
+	if err != nil {
+		return pc, nil, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
+	}
+	return pc, rows, nil
+}
+
+// Ack records the agent's acknowledgement of a sent command. Acking twice is a no-op; an
+// attempt that is not in flight is ErrNotInFlight.
+func (s *Store) Ack(ctx context.Context, id int64, attempt *int32) (TaskDevice, error) {
+	var td TaskDevice
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		td, err = q.LockTaskDevice(ctx, id)
+		if err != nil {
+			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
+		}
+		if attempt != nil && *attempt != td.Attempt {
+			return fmt.Errorf("%w: task_device %d is at attempt %d, not %d", ErrNotInFlight, id, td.Attempt, *attempt)
+		}
+		switch td.Status {
+		case TDAcked:
+			return nil
+		case TDSent:
+		default:
+			return fmt.Errorf("%w: task_device %d is %s", ErrNotInFlight, id, td.Status)
+		}
+		if err := q.AckTaskDevice(ctx, id); err != nil {
+			return fmt.Errorf("ack task_device %d: %w", id, mapErr(err))
+		}
+		td.Status = TDAcked
+		return event(ctx, q, id, td.Attempt, TDAcked, "")
+	})
+	return td, err
+}
+
+// Result is an agent's report of one attempt.
+type Result struct {
+	Succeeded bool
+	Error     string
+	// NotRetryable sends a failure straight to FAILED_FINAL.
+	NotRetryable bool
+	// Attempt, when given, must be the attempt in flight.
+	Attempt *int32
+}
+
+// Outcome is what recording a result or a timeout did.
+type Outcome struct {
+	TaskDeviceID int64
+	TaskID       int64
+	PCID         int64
+	Status       string // the execution's status afterwards
+	Attempt      int32  // its attempt afterwards (the next one when RETRY_SCHEDULED)
+	Refilled     []int64
+	// CheckTask is set when the task may have no work left (or was aborted): the dispatcher
+	// should re-check it.
+	CheckTask bool
+	Aborted   bool
+	// Stale is set when the attempt was no longer in flight and nothing changed.
+	Stale bool
+}
+
+// ReportResult records an agent's result in one transaction: the execution's new state,
+// its events, the device turning error on a final failure, the PC's freed slot refilled at
+// once, and the task's abort rule. A result for an attempt that is no longer in flight (it
+// timed out, was cancelled) is recorded as a LATE_RESULT event and returns ErrNotInFlight.
+func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, error) {
+	var out Outcome
+	var late error
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		td, err := q.LockTaskDevice(ctx, id)
+		if err != nil {
+			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
+		}
+		inFlight := (td.Status == TDSent || td.Status == TDAcked) && (r.Attempt == nil || *r.Attempt == td.Attempt)
+		if !inFlight {
+			attempt := td.Attempt
+			if r.Attempt != nil && *r.Attempt > 0 && *r.Attempt <= td.MaxAttempts {
+				attempt = *r.Attempt
+			}
+			verdict := "succeeded"
+			if !r.Succeeded {
+				verdict = "failed: " + r.Error
+			}
+			detail := fmt.Sprintf("result %s for attempt %d arrived while the execution was %s at attempt %d", verdict, attempt, td.Status, td.Attempt)
+			late = fmt.Errorf("%w: %s", ErrNotInFlight, detail)
+			out = Outcome{TaskDeviceID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
+			return event(ctx, q, id, attempt, EvLateResult, detail)
+		}
+		out, err = finishAttempt(ctx, q, td, !r.Succeeded, r.Error, !r.NotRetryable, EvFailed)
+		return err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, late
+}
+
+// TimeoutAttempt times out attempt of execution id if it is still in flight (a conditional
+// update: a result and a timeout racing have exactly one winner). Otherwise it changes
+// nothing and returns the current state with Stale set.
+func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Outcome, error) {
+	var out Outcome
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		td, err := q.LockTaskDevice(ctx, id)
+		if err != nil {
+			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
+		}
+		if (td.Status != TDSent && td.Status != TDAcked) || td.Attempt != attempt {
+			out = Outcome{TaskDeviceID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
+			return nil
+		}
+		msg := "Task device timeout: no result"
+		if td.SentAt != nil && td.TimeoutAt != nil {
+			msg = fmt.Sprintf("Task device timeout: exceeded %s after SENT", td.TimeoutAt.Sub(*td.SentAt))
+		}
+		out, err = finishAttempt(ctx, q, td, true, msg, true, EvTimeout)
+		return err
+	})
+	return out, err
+}
+
+// finishAttempt applies the outcome of the in-flight attempt of td (locked by the caller).
+func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed bool, errText string, retryable bool, failEvent string) (Outcome, error) {
+	out := Outcome{TaskDeviceID: td.ID, TaskID: td.TaskID, PCID: td.PcID, Attempt: td.Attempt}
+	if !failed {
+		if err := q.SucceedTaskDevice(ctx, td.ID); err != nil {
+			return out, fmt.Errorf("succeed task_device %d: %w", td.ID, mapErr(err))
+		}
+		if err := event(ctx, q, td.ID, td.Attempt, TDSucceeded, ""); err != nil {
+			return out, err
+		}
+		out.Status = TDSucceeded
+	} else {
+		if err := event(ctx, q, td.ID, td.Attempt, failEvent, errText); err != nil {
+			return out, err
+		}
+		if retryable && td.Attempt < td.MaxAttempts {
+			if err := q.RetryTaskDevice(ctx, dbgen.RetryTaskDeviceParams{ID: td.ID, Error: errText}); err != nil {
+				return out, fmt.Errorf("retry task_device %d: %w", td.ID, mapErr(err))
+			}
+			out.Status, out.Attempt = TDRetryScheduled, td.Attempt+1
+			// The slot stays held: the next attempt runs on the same device.
+			return out, event(ctx, q, td.ID, td.Attempt+1, TDRetryScheduled, errText)
+		}
+		if err := q.FailFinalTaskDevice(ctx, dbgen.FailFinalTaskDeviceParams{ID: td.ID, Error: errText}); err != nil {
+			return out, fmt.Errorf("fail task_device %d: %w", td.ID, mapErr(err))
+		}
+		detail := errText
+		if !retryable {
+			detail = "not retryable: " + errText
+		}
+		if err := event(ctx, q, td.ID, td.Attempt, TDFailedFinal, detail); err != nil {
+			return out, err
+		}
+		// D3: the device leaves the eligible set until an operator resets it.
+		if err := q.SetDeviceErrorByID(ctx, dbgen.SetDeviceErrorByIDParams{
+			ID: td.DeviceID, Error: fmt.Sprintf("task_device %d failed after attempt %d: %s", td.ID, td.Attempt, errText),
+		}); err != nil {
+			return out, fmt.Errorf("set device %d error: %w", td.DeviceID, mapErr(err))
+		}
+		out.Status = TDFailedFinal
+	}
+	// The slot is free: refill it now, in this transaction (D2).
+	ids, err := refillPC(ctx, q, td.PcID)
+	if err != nil {
+		return out, err
+	}
+	out.Refilled = ids
+	task, err := q.GetDevTask(ctx, td.TaskID)
+	if err != nil {
+		return out, fmt.Errorf("task %d: %w", td.TaskID, mapErr(err))
+	}
+	if task.Status != DevTaskRunning || (task.AbortMinExecuted == nil && len(ids) > 0) {
+		return out, nil
+	}
+	// Either the abort rule may apply or this PC found no more work: take the task lock so
+	// that of several executions finishing at once the last one sees all the others.
+	task, err = q.LockDevTask(ctx, td.TaskID)
+	if err != nil {
+		return out, fmt.Errorf("lock task %d: %w", td.TaskID, mapErr(err))
+	}
+	if task.Status != DevTaskRunning {
+		return out, nil
+	}
+	counts, err := q.DevTaskExecutionCounts(ctx, task.ID)
+	if err != nil {
+		return out, fmt.Errorf("count executions of task %d: %w", task.ID, mapErr(err))
+	}
+	if task.AbortMinExecuted != nil && task.AbortFailedPercent.Valid {
+		executed := counts.Succeeded + counts.Failed
+		if executed >= int64(*task.AbortMinExecuted) && float64(counts.Failed)*100 > task.AbortFailedPercent.Float64*float64(executed) {
+			reason := fmt.Sprintf("aborted: %d of %d executions failed (abort rule: more than %g%% of at least %d)",
+				counts.Failed, executed, task.AbortFailedPercent.Float64, *task.AbortMinExecuted)
+			// Executions not yet sent are cancelled; those in flight may finish.
+			if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
+				Reason: "task " + reason, TaskID: task.ID, Statuses: []string{TDCreated, TDRetryScheduled},
+			}); err != nil {
+				return out, fmt.Errorf("cancel unsent executions of task %d: %w", task.ID, mapErr(err))
+			}
+			if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: task.ID, Status: DevTaskFailed, Error: reason}); err != nil {
+				return out, fmt.Errorf("abort task %d: %w", task.ID, mapErr(err))
+			}
+			out.Aborted, out.CheckTask = true, true
+			return out, nil
+		}
+	}
+	if counts.Active == 0 {
+		out.CheckTask = true
+	}
+	return out, nil
+}
+
+func event(ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ, detail string) error {
+	if err := q.InsertTaskDeviceEvent(ctx, dbgen.InsertTaskDeviceEventParams{TaskDeviceID: id, Attempt: attempt, Type: typ, Detail: detail}); err != nil {
+		return fmt.Errorf("record %s event of task_device %d: %w", typ, id, mapErr(err))
+	}
+	return nil
+}
+
+// refillPC is the one place slots are filled (D2): under the PC's row lock it cancels
+// executions on devices that left the eligible set, then inserts one task_device per free
+// slot (target - running) of the running task. With a target_count the task row is locked
+// too, so PCs refilling at once never exceed it.
+func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64) ([]int64, error) {
+	if _, err := q.LockPC(ctx, pcID); err != nil {
+		return nil, fmt.Errorf("lock pc %d: %w", pcID, mapErr(err))
+	}
+	if _, err := q.CancelIneligibleOfPC(ctx, pcID); err != nil {
+		return nil, fmt.Errorf("cancel ineligible executions of pc %d: %w", pcID, mapErr(err))
+	}
+	task, err := q.GetRunningDevTask(ctx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("running task: %w", mapErr(err))
+	}
+	if task.TargetCount != nil {
+		if _, err := q.LockDevTask(ctx, task.ID); err != nil {
+			return nil, fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
+		}
+	}
+	ids, err := q.RefillPC(ctx, pcID)
+	if err != nil {
+		return nil, fmt.Errorf("refill pc %d: %w", pcID, mapErr(err))
+	}
+	return ids, nil
+}
+
+// RefillPC fills a PC's free slots in its own transaction and returns the new executions.
+func (s *Store) RefillPC(ctx context.Context, pcID int64) ([]int64, error) {
+	var ids []int64
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		ids, err = refillPC(ctx, q, pcID)
+		return err
+	})
+	return ids, err
+}
+
+// RefillAll fills every PC's free slots (one transaction per PC) and returns how many
+// executions it created.
+func (s *Store) RefillAll(ctx context.Context) (int, error) {
+	pcs, err := s.Q.ListAllPCs(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list pcs: %w", mapErr(err))
+	}
+	n := 0
+	for _, pc := range pcs {
+		ids, err := s.RefillPC(ctx, pc.ID)
+		if err != nil {
+			return n, err
+		}
+		n += len(ids)
+	}
+	return n, nil
+}
+
+// Advanced is what one dispatcher step did.
+type Advanced struct {
+	ActiveTaskID int64   // the running task afterwards (0: none)
+	Finished     []int64 // tasks it finished (all executions final, nothing left to run)
+	Activated    []int64 // tasks it made active
+}
+
+// Advance keeps the single active task (D1): it finishes the running task once all its
+// executions are final and no eligible device is left for it (success when none failed),
+// then activates the oldest pending task, copying the worker's attempt limit and device
+// timeout onto it. One advisory lock serialises concurrent callers.
+func (s *Store) Advance(ctx context.Context, maxAttempts int, deviceTimeout time.Duration) (Advanced, error) {
+	var res Advanced
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		res = Advanced{}
+		if err := q.DispatcherLock(ctx); err != nil {
+			return fmt.Errorf("dispatcher lock: %w", mapErr(err))
+		}
+		for i := 0; i < 1000; i++ {
+			t, err := q.LockRunningDevTask(ctx)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
+				return fmt.Errorf("running task: %w", mapErr(err))
+			default:
+				done, status, msg, err := taskDone(ctx, q, t)
+				if err != nil {
+					return err
+				}
+				if !done {
+					res.ActiveTaskID = t.ID
+					return nil
+				}
+				if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: t.ID, Status: status, Error: msg}); err != nil {
+					return fmt.Errorf("finish task %d: %w", t.ID, mapErr(err))
+				}
+				res.Finished = append(res.Finished, t.ID)
+			}
+			next, err := q.ActivateNextDevTask(ctx, dbgen.ActivateNextDevTaskParams{
+				MaxAttempts: int32(maxAttempts), DeviceTimeoutMs: max(deviceTimeout.Milliseconds(), 1),
+			})
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("activate next task: %w", mapErr(err))
+			}
+			res.Activated = append(res.Activated, next.ID)
+		}
+		return nil
+	})
+	return res, err
+}
+
+func taskDone(ctx context.Context, q *dbgen.Queries, t DevTask) (done bool, status, msg string, err error) {
+	c, err := q.DevTaskExecutionCounts(ctx, t.ID)
+	if err != nil {
+		return false, "", "", fmt.Errorf("count executions of task %d: %w", t.ID, mapErr(err))
+	}
+	if c.Active > 0 {
+		return false, "", "", nil
+	}
+	if t.TargetCount == nil || c.Created < int64(*t.TargetCount) {
+		more, err := q.DevTaskHasUnrunDevice(ctx, t.ID)
+		if err != nil {
+			return false, "", "", fmt.Errorf("devices left for task %d: %w", t.ID, mapErr(err))
+		}
+		if more {
+			return false, "", "", nil
+		}
+	}
+	if c.Failed > 0 {
+		return true, DevTaskFailed, fmt.Sprintf("%d of %d executions failed", c.Failed, c.Succeeded+c.Failed), nil
+	}
+	return true, DevTaskSuccess, "", nil
+}
+
+// SweepOverdue times out in-flight executions whose deadline passed more than grace ago:
+// the safety net for a slot workflow that was never started (an API crash between the
+// claim and its signal). The slot workflows normally time them out on the dot.
+func (s *Store) SweepOverdue(ctx context.Context, grace time.Duration) ([]Outcome, error) {
+	rows, err := s.Q.OverdueInFlight(ctx, time.Now().Add(-grace))
+	if err != nil {
+		return nil, fmt.Errorf("overdue executions: %w", mapErr(err))
+	}
+	var outs []Outcome
+	for _, r := range rows {
+		o, err := s.TimeoutAttempt(ctx, r.ID, r.Attempt)
+		if err != nil {
+			return outs, err
+		}
+		if !o.Stale {
+			outs = append(outs, o)
+		}
+	}
+	return outs, nil
+}

@@ -1,0 +1,351 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/internal/testenv"
+	"github.com/tickgate/tickgate/store"
+)
+
+// devFarm creates a PC with n devices and returns its name.
+func devFarm(t *testing.T, st *store.Store, name string, capacity int32, n int) store.PC {
+	t.Helper()
+	ctx := context.Background()
+	pc, err := st.CreatePC(ctx, name, capacity)
+	require.NoError(t, err)
+	for i := 0; i < n; i++ {
+		_, _, err := st.CreateDevice(ctx, name, fmt.Sprintf("%s-d%02d", name, i))
+		require.NoError(t, err)
+	}
+	return pc
+}
+
+// activate queues a task, makes it active and fills every PC's slots.
+func activate(t *testing.T, st *store.Store, nt store.NewDevTask) store.DevTask {
+	t.Helper()
+	ctx := context.Background()
+	task, err := st.CreateDevTask(ctx, nt)
+	require.NoError(t, err)
+	adv, err := st.Advance(ctx, 3, 20*time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, task.ID, adv.ActiveTaskID)
+	_, err = st.RefillAll(ctx)
+	require.NoError(t, err)
+	return task
+}
+
+func slots(t *testing.T, st *store.Store, pc string) store.PCSummary {
+	t.Helper()
+	d, err := st.GetPCDetail(context.Background(), pc)
+	require.NoError(t, err)
+	return d.Slots
+}
+
+func eventTypes(t *testing.T, st *store.Store, id int64) []string {
+	t.Helper()
+	evs, err := st.TaskDeviceEvents(context.Background(), id)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range evs {
+		out = append(out, fmt.Sprintf("%s#%d", e.Type, e.Attempt))
+	}
+	return out
+}
+
+func TestDevicesRefillCreatesOnePerFreedSlot(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 3, 5)
+	task := activate(t, st, store.NewDevTask{})
+
+	s := slots(t, st, "pc1")
+	require.Equal(t, store.PCSummary{PcID: s.PcID, PcName: "pc1", DeviceCapacity: 3, Eligible: 5, Running: 3, Target: 3}, s)
+	// A second refill finds no free slot: no fan-out.
+	ids, err := st.RefillAll(ctx)
+	require.NoError(t, err)
+	require.Zero(t, ids)
+
+	_, cmds, err := st.Claim(ctx, "pc1", 10)
+	require.NoError(t, err)
+	require.Len(t, cmds, 3)
+	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
+	require.NoError(t, err)
+	require.Equal(t, store.TDSucceeded, out.Status)
+	require.Len(t, out.Refilled, 1, "one freed slot, one new execution")
+	require.Equal(t, int64(3), slots(t, st, "pc1").Running)
+
+	out, err = st.ReportResult(ctx, cmds[1].ID, store.Result{Succeeded: true})
+	require.NoError(t, err)
+	require.Len(t, out.Refilled, 1)
+	// All five devices have an execution now; the next freed slot has nothing to refill.
+	out, err = st.ReportResult(ctx, cmds[2].ID, store.Result{Succeeded: true})
+	require.NoError(t, err)
+	require.Empty(t, out.Refilled)
+	require.Equal(t, int64(2), slots(t, st, "pc1").Running)
+
+	tds, err := st.TaskDevices(ctx, task.ID, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, tds, 5, "each device once")
+}
+
+func TestDevicesClaimRaceTwoAgentsSamePC(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 20, 20)
+	activate(t, st, store.NewDevTask{})
+
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	var wg sync.WaitGroup
+	for agent := 0; agent < 2; agent++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				_, cmds, err := st.Claim(ctx, "pc1", 3)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, c := range cmds {
+					seen[c.ID]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, seen, 20, "every command handed out")
+	for id, n := range seen {
+		require.Equal(t, 1, n, "command %d handed to two agents", id)
+	}
+	_, cmds, err := st.Claim(ctx, "pc1", 20)
+	require.NoError(t, err)
+	require.Empty(t, cmds)
+}
+
+func TestDevicesRetriesThenFailedFinalDeviceError(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 1, 2)
+	activate(t, st, store.NewDevTask{})
+
+	var id int64
+	for attempt := int32(1); attempt <= 3; attempt++ {
+		_, cmds, err := st.Claim(ctx, "pc1", 5)
+		require.NoError(t, err)
+		require.Len(t, cmds, 1)
+		require.Equal(t, attempt, cmds[0].Attempt)
+		if id == 0 {
+			id = cmds[0].ID
+		}
+		require.Equal(t, id, cmds[0].ID, "a retry runs again on the same device")
+		out, err := st.ReportResult(ctx, id, store.Result{Error: "boom", Attempt: &attempt})
+		require.NoError(t, err)
+		if attempt < 3 {
+			require.Equal(t, store.TDRetryScheduled, out.Status)
+			require.Equal(t, attempt+1, out.Attempt)
+			require.Empty(t, out.Refilled, "a retry keeps its slot")
+		} else {
+			require.Equal(t, store.TDFailedFinal, out.Status)
+			require.Len(t, out.Refilled, 1, "the slot goes to the PC's other device")
+		}
+	}
+	td, err := st.GetTaskDevice(ctx, id)
+	require.NoError(t, err)
+	dev, err := st.GetDevice(ctx, td.DeviceSerial)
+	require.NoError(t, err)
+	require.Equal(t, store.DeviceError, dev.Status)
+	require.Equal(t, []string{"CREATED#1", "SENT#1", "FAILED#1", "RETRY_SCHEDULED#2", "SENT#2", "FAILED#2",
+		"RETRY_SCHEDULED#3", "SENT#3", "FAILED#3", "FAILED_FINAL#3"}, eventTypes(t, st, id))
+	s := slots(t, st, "pc1")
+	require.Equal(t, int64(1), s.Eligible)
+	require.Equal(t, int64(1), s.Target)
+}
+
+func TestDevicesNotRetryableGoesFinal(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 5, 1)
+	activate(t, st, store.NewDevTask{})
+	_, cmds, err := st.Claim(ctx, "pc1", 5)
+	require.NoError(t, err)
+	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Error: "unsupported model", NotRetryable: true})
+	require.NoError(t, err)
+	require.Equal(t, store.TDFailedFinal, out.Status)
+	require.True(t, out.CheckTask)
+	require.Equal(t, []string{"CREATED#1", "SENT#1", "FAILED#1", "FAILED_FINAL#1"}, eventTypes(t, st, cmds[0].ID))
+}
+
+func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 5, 1)
+	activate(t, st, store.NewDevTask{})
+	_, cmds, err := st.Claim(ctx, "pc1", 5)
+	require.NoError(t, err)
+	require.Equal(t, 20*time.Minute, cmds[0].TimeoutAt.Sub(*cmds[0].SentAt), "deadline is 20 minutes after SENT")
+	id := cmds[0].ID
+
+	out, err := st.TimeoutAttempt(ctx, id, 1)
+	require.NoError(t, err)
+	require.Equal(t, store.TDRetryScheduled, out.Status)
+	// The timeout of the same attempt again is a no-op (one winner).
+	again, err := st.TimeoutAttempt(ctx, id, 1)
+	require.NoError(t, err)
+	require.True(t, again.Stale)
+
+	one := int32(1)
+	_, err = st.ReportResult(ctx, id, store.Result{Succeeded: true, Attempt: &one})
+	require.ErrorIs(t, err, store.ErrNotInFlight)
+	require.Equal(t, []string{"CREATED#1", "SENT#1", "TIMEOUT#1", "RETRY_SCHEDULED#2", "LATE_RESULT#1"}, eventTypes(t, st, id))
+	td, err := st.GetTaskDevice(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.TDRetryScheduled, td.Status)
+
+	// A result that wins the race makes the timeout a no-op.
+	_, cmds, err = st.Claim(ctx, "pc1", 5)
+	require.NoError(t, err)
+	require.Equal(t, int32(2), cmds[0].Attempt)
+	_, err = st.ReportResult(ctx, id, store.Result{Succeeded: true})
+	require.NoError(t, err)
+	out, err = st.TimeoutAttempt(ctx, id, 2)
+	require.NoError(t, err)
+	require.True(t, out.Stale)
+	require.Equal(t, store.TDSucceeded, out.Status)
+}
+
+func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 5, 2)
+	t1 := activate(t, st, store.NewDevTask{Payload: json.RawMessage(`{"n":1}`)})
+	t2, err := st.CreateDevTask(ctx, store.NewDevTask{Payload: json.RawMessage(`{"n":2}`)})
+	require.NoError(t, err)
+
+	// D1 in the database itself: a second running row is rejected.
+	_, err = st.Pool.Exec(ctx, "UPDATE tasks SET status = 'running', started_at = now() WHERE id = $1", t2.ID)
+	require.Error(t, err)
+
+	adv, err := st.Advance(ctx, 3, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, t1.ID, adv.ActiveTaskID, "the first task stays active while it has work")
+	_, cmds, err := st.Claim(ctx, "pc1", 5)
+	require.NoError(t, err)
+	require.Len(t, cmds, 2)
+	_, err = st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
+	require.NoError(t, err)
+	adv, err = st.Advance(ctx, 3, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, t1.ID, adv.ActiveTaskID, "one execution still in flight")
+	out, err := st.ReportResult(ctx, cmds[1].ID, store.Result{Succeeded: true})
+	require.NoError(t, err)
+	require.True(t, out.CheckTask)
+	adv, err = st.Advance(ctx, 3, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{t1.ID}, adv.Finished)
+	require.Equal(t, []int64{t2.ID}, adv.Activated)
+	got, err := st.GetDevTask(ctx, t1.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.DevTaskSuccess, got.Status)
+}
+
+func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 3, 3)
+	activate(t, st, store.NewDevTask{})
+	_, cmds, err := st.Claim(ctx, "pc1", 5)
+	require.NoError(t, err)
+	require.Len(t, cmds, 3)
+
+	// An operator takes a device with a command out offline: its execution is cancelled and
+	// the target shrinks with it.
+	_, _, err = st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, store.DeviceOffline, "")
+	require.NoError(t, err)
+	s := slots(t, st, "pc1")
+	require.Equal(t, int64(2), s.Target)
+	require.Equal(t, int64(2), s.Running)
+	_, err = st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
+	require.ErrorIs(t, err, store.ErrNotInFlight)
+
+	// A final failure turns the device error: target 1.
+	_, err = st.ReportResult(ctx, cmds[1].ID, store.Result{Error: "dead", NotRetryable: true})
+	require.NoError(t, err)
+	s = slots(t, st, "pc1")
+	require.Equal(t, int64(1), s.Target)
+	require.Equal(t, int64(1), s.Running)
+
+	// Reset: both devices come back and get the task at once (the offline one had its
+	// execution cancelled, so it still owes one run).
+	_, ids, err := st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, store.DeviceOnline, "")
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	s = slots(t, st, "pc1")
+	require.Equal(t, int64(2), s.Target)
+	require.Equal(t, int64(2), s.Running)
+}
+
+func TestDevicesTargetCountAndAbortRule(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pcA", 2, 4)
+	devFarm(t, st, "pcB", 2, 4)
+	n := int32(3)
+	task := activate(t, st, store.NewDevTask{TargetCount: &n})
+	tds, err := st.TaskDevices(ctx, task.ID, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, tds, 3, "target_count caps the executions")
+
+	// Abort: at least 2 executed and more than 50% failed.
+	min, pct := int32(2), 50.0
+	devFarm(t, st, "pcC", 4, 4)
+	_, err = st.CancelDevTask(ctx, task.ID)
+	require.NoError(t, err)
+	ab, err := st.CreateDevTask(ctx, store.NewDevTask{AbortMinExecuted: &min, AbortFailedPercent: &pct})
+	require.NoError(t, err)
+	adv, err := st.Advance(ctx, 3, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, ab.ID, adv.ActiveTaskID)
+	_, err = st.RefillAll(ctx)
+	require.NoError(t, err)
+	_, cmds, err := st.Claim(ctx, "pcC", 2)
+	require.NoError(t, err)
+	require.Len(t, cmds, 2)
+	_, err = st.ReportResult(ctx, cmds[0].ID, store.Result{Error: "x", NotRetryable: true})
+	require.NoError(t, err)
+	out, err := st.ReportResult(ctx, cmds[1].ID, store.Result{Error: "x", NotRetryable: true})
+	require.NoError(t, err)
+	require.True(t, out.Aborted)
+	got, err := st.GetDevTask(ctx, ab.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.DevTaskFailed, got.Status)
+	all, err := st.TaskDevices(ctx, ab.ID, 0, 100)
+	require.NoError(t, err)
+	var statuses []string
+	for _, td := range all {
+		statuses = append(statuses, td.PcName+":"+td.Status)
+	}
+	sort.Strings(statuses)
+	// pcC's two unsent executions are cancelled; pcA/pcB's (unsent too) as well.
+	for _, s := range statuses {
+		require.Contains(t, []string{"pcC:FAILED_FINAL", "pcA:CANCELLED", "pcB:CANCELLED", "pcC:CANCELLED"}, s)
+	}
+}
