@@ -1,6 +1,30 @@
 package worker
 
-import sdkworker "go.temporal.io/sdk/worker"
+import (
+	"context"
+
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/starter"
+	"github.com/tickgate/tickgate/workflows"
+)
 
 // registerRollouts registers the rollout engine (DESIGN.md §2).
-func registerRollouts(r sdkworker.Registry, d Deps) {}
+func registerRollouts(r sdkworker.Registry, d Deps) {
+	r.RegisterWorkflowWithOptions(workflows.RolloutWorkflow, workflow.RegisterOptions{Name: workflows.RolloutWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.PromoterWorkflow, workflow.RegisterOptions{Name: workflows.PromoterWorkflowType})
+	r.RegisterActivity(&activities.RolloutActivities{
+		Store:      d.Store,
+		Waker:      &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
+		SQLTargets: d.Config.SQLTargets,
+	})
+}
+
+func init() {
+	// The promoter singleton: SignalWithStart makes a second worker's start a no-op kick.
+	singletons = append(singletons, func(ctx context.Context, d Deps) error {
+		return (&starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue}).KickPromoter(ctx)
+	})
+}

@@ -1,0 +1,174 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tickgate/tickgate/store"
+)
+
+// RolloutWaker wakes rollout workflows and the promoter (starter.Starter implements it; the
+// interface keeps activities free of an import of the workflows package).
+type RolloutWaker interface {
+	// WakeRollouts tells each rollout's workflow that tasks were promoted into it, starting
+	// the workflow if it is not running.
+	WakeRollouts(ctx context.Context, rolloutIDs []int64) error
+	// KickPromoter asks the promoter for a round, starting it if it is not running.
+	KickPromoter(ctx context.Context) error
+}
+
+// RolloutActivities are the rollout engine's side effects: the promotion round, claims,
+// executors and finishing tasks in Postgres.
+type RolloutActivities struct {
+	Store *store.Store
+	Waker RolloutWaker
+	// SQLTargets maps a target database name to the DSN the sql executor uses.
+	SQLTargets map[string]string
+	// HTTPClient is used by the http executor (http.DefaultClient when nil).
+	HTTPClient *http.Client
+}
+
+// PromoteResult is what one promotion round did.
+type PromoteResult struct {
+	Promoted   int
+	RolloutIDs []int64
+	// NextRunAt is the earliest future run_at of a PENDING task, for the promoter's timer.
+	NextRunAt *time.Time
+	Duration  time.Duration
+}
+
+// PromoteRollouts runs one set-based promotion round and wakes the rollouts it promoted into.
+func (a *RolloutActivities) PromoteRollouts(ctx context.Context) (PromoteResult, error) {
+	start := time.Now()
+	p, err := a.Store.PromoteRound(ctx)
+	if err != nil {
+		return PromoteResult{}, err
+	}
+	res := PromoteResult{Promoted: len(p.Promoted), RolloutIDs: p.RolloutIDs, NextRunAt: p.NextRunAt, Duration: time.Since(start)}
+	if len(p.RolloutIDs) > 0 && a.Waker != nil {
+		if err := a.Waker.WakeRollouts(ctx, p.RolloutIDs); err != nil {
+			// The tasks are AVAILABLE in Postgres; the rollouts' safety poll claims them anyway.
+			activity.GetLogger(ctx).Warn("wake rollouts", "rollouts", p.RolloutIDs, "error", err)
+		}
+	}
+	return res, nil
+}
+
+// KickRolloutPromoter asks the promoter for a round (used by a rollout workflow when signalling the
+// promoter directly failed because it was not running).
+func (a *RolloutActivities) KickRolloutPromoter(ctx context.Context) error {
+	return a.Waker.KickPromoter(ctx)
+}
+
+// ClaimedTask is a RUNNING task handed to its rollout's workflow.
+type ClaimedTask struct {
+	ID        int64
+	RolloutID int64
+	Attempt   int32 // the claim number: finishing requires it to still match
+	Database  string
+	Type      string
+	Version   string
+	Executor  string
+	Payload   json.RawMessage
+}
+
+// ClaimInput asks for a rollout's AVAILABLE tasks.
+type ClaimInput struct {
+	RolloutID int64
+	Max       int
+	// Adopt also returns the rollout's RUNNING tasks: set on a workflow run's first claim,
+	// when nothing of this rollout can be in flight (one workflow per rollout), so RUNNING
+	// rows are orphans of a terminated run and are run again.
+	Adopt bool
+}
+
+// ClaimResult is what a claim got and the state of the rollout.
+type ClaimResult struct {
+	Tasks         []ClaimedTask
+	RolloutStatus string
+	// Unfinished counts the rollout's tasks not yet terminal after the claim.
+	Unfinished int64
+}
+
+// ClaimRolloutTasks claims (AVAILABLE → RUNNING) up to Max tasks of the rollout.
+func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput) (ClaimResult, error) {
+	r, err := a.Store.GetRollout(ctx, in.RolloutID)
+	if errors.Is(err, store.ErrNotFound) {
+		return ClaimResult{RolloutStatus: store.RolloutCanceled}, nil
+	}
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	var res ClaimResult
+	res.RolloutStatus = r.Status
+	if in.Adopt {
+		running, err := a.Store.RunningTasks(ctx, in.RolloutID)
+		if err != nil {
+			return ClaimResult{}, err
+		}
+		for _, t := range running {
+			res.Tasks = append(res.Tasks, claimedFrom(t))
+		}
+	}
+	rows, err := a.Store.ClaimTasks(ctx, in.RolloutID, max(in.Max, 1))
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	for _, t := range rows {
+		res.Tasks = append(res.Tasks, claimedFrom(t))
+	}
+	if res.Unfinished, err = a.Store.CountUnfinished(ctx, in.RolloutID); err != nil {
+		return ClaimResult{}, err
+	}
+	return res, nil
+}
+
+func claimedFrom(t store.TaskRun) ClaimedTask {
+	return ClaimedTask{ID: t.ID, RolloutID: t.RolloutID, Attempt: t.Attempt, Database: t.Database, Type: t.Type,
+		Version: t.Version, Executor: t.Executor, Payload: t.Payload}
+}
+
+// RunRolloutTask executes a claimed task with its executor and, on success, marks it DONE. An
+// error is retried by Temporal (a killed worker's attempt times out and runs again); a
+// non-retryable one (bad payload, a failed SQL statement, an HTTP 4xx) fails at once, and
+// the workflow then marks the task FAILED.
+func (a *RolloutActivities) RunRolloutTask(ctx context.Context, t ClaimedTask) (bool, error) {
+	out, err := a.execute(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	_, ok, err := a.Store.FinishTask(ctx, t.ID, t.Attempt, store.TaskDone, "", out)
+	if err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
+// FinishInput finishes a task with a status decided by the workflow (FAILED after the
+// executor's last attempt, CANCELED, or an external result).
+type FinishInput struct {
+	TaskID  int64
+	Attempt int32
+	Status  string
+	Error   string
+	Output  json.RawMessage
+}
+
+// FinishRolloutTask mirrors a task's final status in Postgres; false when the task was no longer
+// that RUNNING attempt.
+func (a *RolloutActivities) FinishRolloutTask(ctx context.Context, in FinishInput) (bool, error) {
+	switch in.Status {
+	case store.TaskDone, store.TaskFailed, store.TaskCanceled:
+	default:
+		return false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cannot finish a task as %q", in.Status), "BadStatus", nil)
+	}
+	_, ok, err := a.Store.FinishTask(ctx, in.TaskID, in.Attempt, in.Status, in.Error, in.Output)
+	return ok, err
+}

@@ -1,0 +1,52 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+)
+
+// promoterMaxRounds: the promoter continues as new after this many rounds.
+var promoterMaxRounds = 500
+
+// PromoterWorkflow is the singleton (id PromoterWorkflowID) that applies the promotion gates
+// across all rollouts. It runs a round when kicked (a task finished, tasks added, a rollout
+// resumed), when the earliest future run_at comes (a durable timer), and on a slow safety
+// poll; kicks that arrive during a round are coalesced into the next one. Correctness does
+// not depend on it being single: every round is atomic in SQL.
+func PromoterWorkflow(ctx workflow.Context) error {
+	kick := workflow.GetSignalChannel(ctx, SignalKick)
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
+		Summary:             "promotion round",
+	})
+	for round := 1; ; round++ {
+		for kick.ReceiveAsync(nil) {
+		}
+		var res activities.PromoteResult
+		if err := workflow.ExecuteActivity(actx, rolloutActs.PromoteRollouts).Get(ctx, &res); err != nil {
+			return err
+		}
+		info := workflow.GetInfo(ctx)
+		if round >= promoterMaxRounds || info.GetContinueAsNewSuggested() {
+			return workflow.NewContinueAsNewError(ctx, PromoterWorkflowType)
+		}
+		wait, summary := PromoterSafetyPoll, "safety poll"
+		if res.NextRunAt != nil {
+			if d := res.NextRunAt.Sub(workflow.Now(ctx)); d < wait {
+				wait, summary = max(d, time.Millisecond), "earliest run_at "+res.NextRunAt.UTC().Format(time.RFC3339)
+			}
+		}
+		tctx, cancel := workflow.WithCancel(ctx)
+		timer := workflow.NewTimerWithOptions(tctx, wait, workflow.TimerOptions{Summary: summary})
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(timer, func(workflow.Future) {})
+		sel.AddReceive(kick, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		sel.Select(ctx)
+		cancel()
+	}
+}
