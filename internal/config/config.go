@@ -6,11 +6,13 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 )
 
 // Config is every setting a tickgate process reads.
@@ -76,7 +78,11 @@ func getenv(key, def string) string {
 
 // ClientOptions are the Temporal client options for this configuration.
 func (c Config) ClientOptions() (client.Options, error) {
-	opts := client.Options{HostPort: c.TemporalAddress, Namespace: c.TemporalNamespace}
+	opts := client.Options{
+		HostPort: c.TemporalAddress, Namespace: c.TemporalNamespace,
+		// The SDK's default logger prints at debug level; slog's default is info.
+		Logger: log.NewStructuredLogger(slog.Default()),
+	}
 	if c.TemporalTLSCert != "" || c.TemporalTLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)
 		if err != nil {

@@ -250,3 +250,6 @@ func (c *Compiled) JitterFor(schedule string, tick time.Time) time.Duration {
 	_, _ = h.Write([]byte(tick.UTC().Format(time.RFC3339Nano)))
 	return time.Duration(h.Sum64() % uint64(j))
 }
+
+// FieldName lets the API's decoder name the field of a spec error raised while decoding.
+func (e *FieldError) FieldName() string { return e.Field }
