@@ -112,7 +112,7 @@ const (
 	// maxBuffer caps buffered ticks (as Temporal Schedules do); beyond it ticks are SKIPPED.
 	maxBuffer = 1000
 	// continueAsNewAfter bounds history even if the server never suggests continue-as-new.
-	continueAsNewAfter = 2000
+	continueAsNewAfter = 500
 )
 
 var a *activities.ScheduleActivities
