@@ -19,7 +19,7 @@ const ScheduleReconcilerID = "schedule-reconciler"
 // reconcileEvery is how often rows and workflows are compared.
 const reconcileEvery = time.Minute
 
-var ra *activities.ReconcileActivities
+var reconcileActs *activities.ReconcileActivities
 
 // ScheduleReconcilerWorkflow makes sure every schedule row has its running workflow and no
 // workflow outlives its row, then sleeps; it continues as new every 100 rounds.
@@ -30,7 +30,7 @@ func ScheduleReconcilerWorkflow(ctx workflow.Context) error {
 	})
 	for round := 0; round < 100; round++ {
 		var res activities.ReconcileResult
-		if err := workflow.ExecuteActivity(actx, ra.ReconcileSchedules).Get(ctx, &res); err != nil {
+		if err := workflow.ExecuteActivity(actx, reconcileActs.ReconcileSchedules).Get(ctx, &res); err != nil {
 			workflow.GetLogger(ctx).Warn("reconcile round failed", "error", err)
 		}
 		workflow.SetCurrentDetails(ctx, "last round: started "+itoa(res.Started)+", stopped "+itoa(res.Stopped)+" of "+itoa(res.Schedules)+" schedules")

@@ -115,7 +115,7 @@ const (
 	continueAsNewAfter = 500
 )
 
-var a *activities.ScheduleActivities
+var scheduleActs *activities.ScheduleActivities
 
 // scheduleWorkflow is one schedule's runtime state; its workflow is the single writer.
 type scheduleWorkflow struct {
@@ -298,7 +298,7 @@ func (w *scheduleWorkflow) stopIfGone(err error) error {
 
 func (w *scheduleWorkflow) load(ctx workflow.Context) error {
 	var def activities.ScheduleDefinition
-	if err := workflow.ExecuteActivity(activityCtx(ctx), a.LoadSchedule, w.in.ScheduleID).Get(ctx, &def); err != nil {
+	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.LoadSchedule, w.in.ScheduleID).Get(ctx, &def); err != nil {
 		return err
 	}
 	spec, err := schedulespec.Normalize(def.Spec, def.CreatedAt)
@@ -390,7 +390,7 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 	}
 	reason := fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", w.def.CatchupWindow)
 	next := w.nextAfterWatermark()
-	err := workflow.ExecuteActivity(activityCtx(ctx), a.RecordMissed, activities.MissedTicks{
+	err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
 		ScheduleID: w.def.ID, Ticks: *missed, Reason: reason, NextRunAt: next,
 	}).Get(ctx, nil)
 	*missed = nil
@@ -485,7 +485,7 @@ func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger,
 		rec.Event = w.eventFor(tick, trigger, rec.FiredAt)
 	}
 	var run activities.RunRecord
-	if err := workflow.ExecuteActivity(activityCtx(ctx), a.RecordTick, rec).Get(ctx, &run); err != nil {
+	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.RecordTick, rec).Get(ctx, &run); err != nil {
 		return TriggerResult{}, err
 	}
 	w.mirrored = rec.NextRunAt
@@ -523,12 +523,12 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, 
 	if input == nil {
 		input = w.def.Action.Input
 	}
-	err = workflow.ExecuteActivity(activityCtx(ctx), a.StartRunWorkflow, activities.StartRun{
+	err = workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
 		WorkflowID: workflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
 		Input: input, Schedule: w.def.Name,
 	}).Get(ctx, nil)
 	if err != nil {
-		_ = workflow.ExecuteActivity(activityCtx(ctx), a.FinishRun, activities.FinishedRun{
+		_ = workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
 			RunID: res.RunID, Status: store.RunFailed, Error: "start run workflow: " + err.Error(),
 		}).Get(ctx, nil)
 		return TriggerResult{RunID: res.RunID, Status: store.RunFailed, ScheduledAt: tick}, nil
@@ -558,10 +558,10 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 			Summary:             "await run " + r.WorkflowID,
 		})
 		var out activities.RunOutcome
-		if err := workflow.ExecuteActivity(actx, a.AwaitRunWorkflow, r.WorkflowID).Get(ctx, &out); err != nil {
+		if err := workflow.ExecuteActivity(actx, scheduleActs.AwaitRunWorkflow, r.WorkflowID).Get(ctx, &out); err != nil {
 			out = activities.RunOutcome{Status: store.RunFailed, Error: err.Error()}
 		}
-		_ = workflow.ExecuteActivity(activityCtx(ctx), a.FinishRun, activities.FinishedRun{
+		_ = workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
 			RunID: r.RunID, Status: out.Status, Error: out.Error,
 		}).Get(ctx, nil)
 		for i, x := range w.carry.Running {
@@ -591,7 +591,7 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 
 func (w *scheduleWorkflow) stopRunning(ctx workflow.Context, terminate bool) {
 	for _, r := range w.carry.Running {
-		_ = workflow.ExecuteActivity(activityCtx(ctx), a.StopRunWorkflow, activities.StopRun{
+		_ = workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.StopRunWorkflow, activities.StopRun{
 			WorkflowID: r.WorkflowID, Terminate: terminate, Reason: "overlap policy of schedule " + w.def.Name,
 		}).Get(ctx, nil)
 	}
@@ -602,7 +602,7 @@ func (w *scheduleWorkflow) mirrorNext(ctx workflow.Context, next *time.Time) err
 	if timesEqual(next, w.mirrored) {
 		return nil
 	}
-	if err := workflow.ExecuteActivity(activityCtx(ctx), a.MirrorNextRun, activities.NextRun{ScheduleID: w.def.ID, NextRunAt: next}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{ScheduleID: w.def.ID, NextRunAt: next}).Get(ctx, nil); err != nil {
 		return err
 	}
 	w.mirrored = next
@@ -617,7 +617,7 @@ func timesEqual(x, y *time.Time) bool {
 }
 
 func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
-	if err := workflow.ExecuteActivity(activityCtx(ctx), a.MirrorPaused, activities.PausedState{
+	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
 		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note,
 	}).Get(ctx, nil); err != nil {
 		return ScheduleDescription{}, err
@@ -639,7 +639,7 @@ func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, er
 	if !next.IsZero() {
 		nextPtr = &next
 	}
-	if err := workflow.ExecuteActivity(activityCtx(ctx), a.MirrorPaused, activities.PausedState{
+	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
 		ScheduleID: w.in.ScheduleID, Paused: false, NextRunAt: nextPtr,
 	}).Get(ctx, nil); err != nil {
 		return ScheduleDescription{}, err
