@@ -1,0 +1,160 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tickgate/tickgate/store"
+)
+
+// ErrDeviceGone is the non-retryable error type of a device activity whose row (PC,
+// task_device) no longer exists: the workflow that called it ends.
+const ErrDeviceGone = "DeviceGone"
+
+// DeviceActivities are the device dispatch engine's SQL steps (DESIGN.md §3). The worker's
+// configuration (attempts, device timeout) is copied onto a task when it is activated.
+type DeviceActivities struct {
+	Store         *store.Store
+	MaxAttempts   int
+	DeviceTimeout time.Duration
+	// SweepGrace is how long past its deadline an in-flight execution may stay before the
+	// dispatcher's safety sweep times it out itself (its slot workflow normally does it on
+	// the dot). Default 1 minute.
+	SweepGrace time.Duration
+}
+
+// AdvanceResult is what the dispatcher's step did.
+type AdvanceResult struct {
+	ActiveTaskID int64
+	Finished     []int64
+	Activated    []int64
+	// Refilled is how many executions were created for a newly activated task.
+	Refilled int
+}
+
+// Advance finishes the active task when it is done, activates the oldest pending one (D1)
+// and, when a task was activated, fills every PC's slots with it.
+func (a *DeviceActivities) Advance(ctx context.Context) (AdvanceResult, error) {
+	attempts := a.MaxAttempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	timeout := a.DeviceTimeout
+	if timeout <= 0 {
+		timeout = 20 * time.Minute
+	}
+	adv, err := a.Store.Advance(ctx, attempts, timeout)
+	if err != nil {
+		return AdvanceResult{}, err
+	}
+	res := AdvanceResult{ActiveTaskID: adv.ActiveTaskID, Finished: adv.Finished, Activated: adv.Activated}
+	if len(adv.Activated) > 0 && adv.ActiveTaskID != 0 {
+		n, err := a.Store.RefillAll(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Refilled = n
+	}
+	return res, nil
+}
+
+// SweepResult is what a safety sweep did.
+type SweepResult struct {
+	TimedOut  int
+	Refilled  int
+	CheckTask bool
+}
+
+// Sweep is the dispatcher's safety net: it times out in-flight executions well past their
+// deadline (a slot workflow that never started) and fills every PC's free slots.
+func (a *DeviceActivities) Sweep(ctx context.Context) (SweepResult, error) {
+	grace := a.SweepGrace
+	if grace <= 0 {
+		grace = time.Minute
+	}
+	outs, err := a.Store.SweepOverdue(ctx, grace)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	res := SweepResult{TimedOut: len(outs)}
+	for _, o := range outs {
+		res.CheckTask = res.CheckTask || o.CheckTask
+	}
+	res.Refilled, err = a.Store.RefillAll(ctx)
+	return res, err
+}
+
+// RefillPC fills the free slots of one PC and returns how many executions it created.
+func (a *DeviceActivities) RefillPC(ctx context.Context, pcName string) (int, error) {
+	pc, err := a.Store.GetPC(ctx, pcName)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pc %q is gone", pcName), ErrDeviceGone, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	ids, err := a.Store.RefillPC(ctx, pc.ID)
+	return len(ids), err
+}
+
+// SlotState is an execution's state as its slot workflow sees it.
+type SlotState struct {
+	Status    string
+	Attempt   int32
+	SentAt    *time.Time
+	TimeoutAt *time.Time
+	// CheckTask asks the dispatcher to re-check the task (see store.Outcome).
+	CheckTask bool
+	// Stale: the timeout found the attempt already resolved and changed nothing.
+	Stale bool
+}
+
+// Final reports whether the execution is over.
+func (s SlotState) Final() bool { return store.TDFinal(s.Status) }
+
+// InFlight reports whether an attempt is out on the device.
+func (s SlotState) InFlight() bool { return s.Status == store.TDSent || s.Status == store.TDAcked }
+
+// TimeoutInput names the attempt whose deadline passed.
+type TimeoutInput struct {
+	TaskDeviceID int64
+	Attempt      int32
+}
+
+// TimeoutAttempt marks the attempt TIMEOUT if it is still in flight — then RETRY_SCHEDULED
+// or FAILED_FINAL (device error, slot refilled) — and otherwise changes nothing: SQL
+// decides the race between the agent's result and the timer.
+func (a *DeviceActivities) TimeoutAttempt(ctx context.Context, in TimeoutInput) (SlotState, error) {
+	out, err := a.Store.TimeoutAttempt(ctx, in.TaskDeviceID, in.Attempt)
+	if errors.Is(err, store.ErrNotFound) {
+		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("task_device %d is gone", in.TaskDeviceID), ErrDeviceGone, err)
+	}
+	if err != nil {
+		return SlotState{}, err
+	}
+	st := SlotState{Status: out.Status, Attempt: out.Attempt, CheckTask: out.CheckTask, Stale: out.Stale}
+	if out.Stale && (out.Status == store.TDSent || out.Status == store.TDAcked) {
+		// A newer attempt is out: hand its deadline to the workflow.
+		return a.GetSlotState(ctx, in.TaskDeviceID)
+	}
+	return st, nil
+}
+
+// GetSlotState reads an execution's state.
+func (a *DeviceActivities) GetSlotState(ctx context.Context, id int64) (SlotState, error) {
+	td, err := a.Store.GetTaskDevice(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("task_device %d is gone", id), ErrDeviceGone, err)
+	}
+	if err != nil {
+		return SlotState{}, err
+	}
+	return SlotState{Status: td.Status, Attempt: td.Attempt, SentAt: td.SentAt, TimeoutAt: td.TimeoutAt}, nil
+}
+
+// IsFinalStatus reports whether a task_device status is final (for workflows).
+func IsFinalStatus(status string) bool { return store.TDFinal(status) }

@@ -1,0 +1,107 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tickgate/tickgate/workflows"
+)
+
+// deviceScope scopes the device engine's workflow ids by task queue (see workflows.DeviceScope).
+func (s *Starter) deviceScope() string { return workflows.DeviceScope(s.TaskQueue) }
+
+// DispatcherID is the device dispatcher's workflow id on this starter's task queue.
+func (s *Starter) DispatcherID() string { return workflows.DispatcherWorkflowID(s.deviceScope()) }
+
+func (s *Starter) dispatcherOptions() client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                    s.DispatcherID(),
+		TaskQueue:             s.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KindKey.ValueSet(workflows.KindDispatcher)),
+		StaticSummary:         "keeps the single active device task and fills the PCs' slots with it",
+	}
+}
+
+// StartDispatcher makes sure the singleton dispatcher runs (a running one is kept).
+func (s *Starter) StartDispatcher(ctx context.Context) error {
+	opts := s.dispatcherOptions()
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	if _, err := s.Client.ExecuteWorkflow(ctx, opts, workflows.DispatcherWorkflow, workflows.DispatcherInput{}); err != nil {
+		return fmt.Errorf("start device dispatcher: %w", err)
+	}
+	return nil
+}
+
+// CheckDispatcher nudges the dispatcher (starting it if needed) to re-check the active task.
+func (s *Starter) CheckDispatcher(ctx context.Context) error {
+	_, err := s.Client.SignalWithStartWorkflow(ctx, s.DispatcherID(), workflows.SignalDispatcherCheck, nil,
+		s.dispatcherOptions(), workflows.DispatcherWorkflow, workflows.DispatcherInput{})
+	if err != nil {
+		return fmt.Errorf("nudge device dispatcher: %w", err)
+	}
+	return nil
+}
+
+// RefillPC signals a PC's workflow (starting it if needed) to fill its free slots.
+func (s *Starter) RefillPC(ctx context.Context, pc string) error {
+	id := workflows.PCWorkflowID(s.deviceScope(), pc)
+	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCRefill, nil, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             s.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KindKey.ValueSet(workflows.KindPC), workflows.PCKey.ValueSet(pc)),
+		StaticSummary:         "keeps PC " + pc + "'s device slots full",
+	}, workflows.PCWorkflow, workflows.PCInput{PC: pc})
+	if err != nil {
+		return fmt.Errorf("signal pc %q workflow: %w", pc, err)
+	}
+	return nil
+}
+
+// SlotRef names one task_device execution.
+type SlotRef struct {
+	TaskDeviceID int64
+	TaskID       int64
+	PC           string
+	Device       string
+}
+
+// SlotSent tells the execution's slot workflow (starting it if needed) that an attempt was
+// sent: its durable timer starts from the attempt's deadline.
+func (s *Starter) SlotSent(ctx context.Context, ref SlotRef, sig workflows.SlotSent) error {
+	id := workflows.SlotWorkflowID(s.deviceScope(), ref.TaskDeviceID)
+	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalSlotSent, sig, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             s.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KindKey.ValueSet(workflows.KindDeviceSlot),
+			workflows.PCKey.ValueSet(ref.PC), workflows.TaskKey.ValueSet(strconv.FormatInt(ref.TaskID, 10))),
+		StaticSummary: fmt.Sprintf("task %d on device %s (PC %s)", ref.TaskID, ref.Device, ref.PC),
+	}, workflows.DeviceSlotWorkflow, workflows.SlotInput{
+		TaskDeviceID: ref.TaskDeviceID, TaskID: ref.TaskID, PC: ref.PC, DispatcherID: s.DispatcherID(),
+	})
+	if err != nil {
+		return fmt.Errorf("signal slot workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// SlotResult tells the execution's slot workflow that a result was recorded; a workflow
+// that is not running (already final, never started) is not an error.
+func (s *Starter) SlotResult(ctx context.Context, taskDeviceID int64, sig workflows.SlotResult) error {
+	id := workflows.SlotWorkflowID(s.deviceScope(), taskDeviceID)
+	err := s.Client.SignalWorkflow(ctx, id, "", workflows.SignalSlotResult, sig)
+	var notFound *serviceerror.NotFound
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("signal slot workflow %s: %w", id, err)
+	}
+	return nil
+}

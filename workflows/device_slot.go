@@ -1,0 +1,277 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+)
+
+// Device dispatch workflow ids, signal names and payloads (DESIGN.md §3).
+const (
+	// DispatcherWorkflowName is the dispatcher's id in the default scope.
+	DispatcherWorkflowName = "device-dispatcher"
+	// SignalDispatcherCheck asks the dispatcher to re-check the active task now.
+	SignalDispatcherCheck = "check"
+	// SignalPCRefill asks a PC workflow to fill its free slots now.
+	SignalPCRefill = "refill"
+	// SignalSlotSent tells a slot workflow an attempt was sent (claimed by the agent).
+	SignalSlotSent = "sent"
+	// SignalSlotResult tells a slot workflow the API recorded the agent's result.
+	SignalSlotResult = "result"
+	// DefaultTaskQueue is the task queue whose device workflow ids carry no scope prefix.
+	DefaultTaskQueue = "tickgate"
+)
+
+// DeviceScope is the prefix of the device engine's workflow ids for a task queue: none on
+// the default queue, "<queue>:" otherwise, so several tickgate stacks (tests, say) can
+// share one Temporal namespace without their singleton dispatchers colliding.
+func DeviceScope(taskQueue string) string {
+	if taskQueue == "" || taskQueue == DefaultTaskQueue {
+		return ""
+	}
+	return taskQueue + ":"
+}
+
+// DispatcherWorkflowID is the singleton dispatcher's id.
+func DispatcherWorkflowID(scope string) string { return scope + DispatcherWorkflowName }
+
+// PCWorkflowID is the id of the workflow keeping a PC's slots full.
+func PCWorkflowID(scope, pc string) string { return scope + "pc/" + pc }
+
+// SlotWorkflowID is the id of one task_device execution's workflow.
+func SlotWorkflowID(scope string, taskDeviceID int64) string {
+	return fmt.Sprintf("%stask-device/%d", scope, taskDeviceID)
+}
+
+// SlotSent is the payload of SignalSlotSent: the attempt out on the device and its
+// deadline (sent_at + TICKGATE_DEVICE_TIMEOUT, from SQL).
+type SlotSent struct {
+	Attempt   int32
+	SentAt    time.Time
+	TimeoutAt time.Time
+}
+
+// SlotResult is the payload of SignalSlotResult: the execution's status after the API
+// recorded a result for Attempt (RETRY_SCHEDULED, SUCCEEDED, FAILED_FINAL).
+type SlotResult struct {
+	Attempt int32
+	Status  string
+}
+
+// SlotInput starts a slot workflow.
+type SlotInput struct {
+	TaskDeviceID int64
+	TaskID       int64
+	PC           string
+	// DispatcherID is the dispatcher to nudge when the task may be done.
+	DispatcherID string
+	// Poll is how often a slot waiting for its next send re-reads its state (a cancelled
+	// execution ends its workflow this way). Default 5 minutes.
+	Poll time.Duration
+}
+
+// SlotOutcome is how a slot workflow ended.
+type SlotOutcome struct {
+	Status   string
+	Attempt  int32
+	TimedOut int // attempts this workflow timed out
+}
+
+var deviceActs *activities.DeviceActivities
+
+func deviceActivityCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrDeviceGone},
+		},
+	})
+}
+
+func isDeviceGone(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == activities.ErrDeviceGone
+}
+
+// DeviceSlotWorkflow follows one task_device execution: for each attempt sent to the
+// device, a durable timer set to the attempt's deadline (20 minutes after SENT, not after
+// CREATED) races the agent's result. The timer firing runs TimeoutAttempt, whose
+// conditional update in SQL decides the race; a result recorded by the API arrives as a
+// signal and cancels the timer. The workflow ends when the execution is final.
+func DeviceSlotWorkflow(ctx workflow.Context, in SlotInput) (SlotOutcome, error) {
+	if in.Poll <= 0 {
+		in.Poll = 5 * time.Minute
+	}
+	s := &slot{in: in, sentCh: workflow.GetSignalChannel(ctx, SignalSlotSent), resCh: workflow.GetSignalChannel(ctx, SignalSlotResult)}
+	return s.run(ctx)
+}
+
+type slot struct {
+	in       SlotInput
+	sentCh   workflow.ReceiveChannel
+	resCh    workflow.ReceiveChannel
+	cur      *SlotSent // the attempt in flight, nil while waiting for a send
+	resolved int32     // the highest attempt known to be resolved
+	out      SlotOutcome
+}
+
+func (s *slot) run(ctx workflow.Context) (SlotOutcome, error) {
+	for {
+		var done bool
+		var err error
+		if s.cur == nil {
+			done, err = s.waitForSend(ctx)
+		} else {
+			done, err = s.waitForResult(ctx)
+		}
+		if err != nil {
+			if isDeviceGone(err) {
+				s.out.Status = "GONE"
+				return s.out, nil
+			}
+			return s.out, err
+		}
+		if done {
+			return s.out, nil
+		}
+	}
+}
+
+// onSent accepts a send of a newer attempt than any resolved one.
+func (s *slot) onSent(sig SlotSent) {
+	if sig.Attempt > s.resolved && (s.cur == nil || sig.Attempt > s.cur.Attempt) {
+		s.cur = &sig
+	}
+}
+
+// onResult applies a result the API recorded; it reports whether the execution is final.
+func (s *slot) onResult(r SlotResult) bool {
+	if r.Attempt > s.resolved {
+		s.resolved = r.Attempt
+	}
+	if s.cur != nil && s.cur.Attempt <= r.Attempt {
+		s.cur = nil
+	}
+	if activities.IsFinalStatus(r.Status) {
+		s.out.Status, s.out.Attempt = r.Status, r.Attempt
+		return true
+	}
+	return false
+}
+
+// onState applies a state read from SQL; it reports whether the execution is final.
+func (s *slot) onState(st activities.SlotState) bool {
+	if st.Final() {
+		s.out.Status, s.out.Attempt = st.Status, st.Attempt
+		return true
+	}
+	if st.InFlight() && st.TimeoutAt != nil && st.Attempt > s.resolved {
+		sent := SlotSent{Attempt: st.Attempt, TimeoutAt: *st.TimeoutAt}
+		if st.SentAt != nil {
+			sent.SentAt = *st.SentAt
+		}
+		s.onSent(sent)
+	}
+	return false
+}
+
+func (s *slot) waitForSend(ctx workflow.Context) (bool, error) {
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimerWithOptions(tctx, s.in.Poll, workflow.TimerOptions{Summary: "re-check while waiting for the next send"})
+	polled := false
+	final := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(s.sentCh, func(c workflow.ReceiveChannel, _ bool) {
+		var sig SlotSent
+		c.Receive(ctx, &sig)
+		s.onSent(sig)
+	})
+	sel.AddReceive(s.resCh, func(c workflow.ReceiveChannel, _ bool) {
+		var r SlotResult
+		c.Receive(ctx, &r)
+		final = s.onResult(r)
+	})
+	sel.AddFuture(timer, func(f workflow.Future) { polled = f.Get(ctx, nil) == nil })
+	sel.Select(ctx)
+	if final {
+		return true, nil
+	}
+	if polled {
+		var st activities.SlotState
+		if err := workflow.ExecuteActivity(deviceActivityCtx(ctx), deviceActs.GetSlotState, s.in.TaskDeviceID).Get(ctx, &st); err != nil {
+			return false, err
+		}
+		return s.onState(st), nil
+	}
+	return false, nil
+}
+
+func (s *slot) waitForResult(ctx workflow.Context) (bool, error) {
+	cur := *s.cur
+	wait := cur.TimeoutAt.Sub(workflow.Now(ctx))
+	if wait < 0 {
+		wait = 0
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimerWithOptions(tctx, wait, workflow.TimerOptions{
+		Summary: fmt.Sprintf("attempt %d deadline %s", cur.Attempt, cur.TimeoutAt.UTC().Format(time.RFC3339)),
+	})
+	fired := false
+	final := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(s.sentCh, func(c workflow.ReceiveChannel, _ bool) {
+		var sig SlotSent
+		c.Receive(ctx, &sig)
+		s.onSent(sig)
+	})
+	sel.AddReceive(s.resCh, func(c workflow.ReceiveChannel, _ bool) {
+		var r SlotResult
+		c.Receive(ctx, &r)
+		final = s.onResult(r)
+	})
+	sel.AddFuture(timer, func(f workflow.Future) { fired = f.Get(ctx, nil) == nil })
+	sel.Select(ctx)
+	if final || !fired {
+		return final, nil
+	}
+	var st activities.SlotState
+	err := workflow.ExecuteActivity(deviceActivityCtx(ctx), deviceActs.TimeoutAttempt,
+		activities.TimeoutInput{TaskDeviceID: s.in.TaskDeviceID, Attempt: cur.Attempt}).Get(ctx, &st)
+	if err != nil {
+		return false, err
+	}
+	if !st.Stale {
+		s.out.TimedOut++
+	}
+	if cur.Attempt > s.resolved {
+		s.resolved = cur.Attempt
+	}
+	if s.cur != nil && s.cur.Attempt == cur.Attempt {
+		s.cur = nil
+	}
+	if st.CheckTask {
+		nudgeDispatcher(ctx, s.in.DispatcherID)
+	}
+	return s.onState(st), nil
+}
+
+// nudgeDispatcher asks the dispatcher to re-check the active task; a dispatcher that is
+// not running is started by the next API call or worker, and its safety poll re-checks.
+func nudgeDispatcher(ctx workflow.Context, dispatcherID string) {
+	if dispatcherID == "" {
+		return
+	}
+	err := workflow.SignalExternalWorkflow(ctx, dispatcherID, "", SignalDispatcherCheck, nil).Get(ctx, nil)
+	if err != nil && !strings.Contains(err.Error(), "not found") {
+		workflow.GetLogger(ctx).Warn("nudge dispatcher", "error", err)
+	}
+}
