@@ -25,6 +25,8 @@ type Postgres struct {
 	BinDir  string
 	DataDir string
 	Port    int
+	// FindFreePort moves to the next free port when Port is taken by someone else.
+	FindFreePort bool
 	// Log receives progress lines; nil discards them.
 	Log func(format string, args ...any)
 }
@@ -106,7 +108,8 @@ func ClusterDir(dir string) string {
 	return filepath.Join(os.TempDir(), "tickgate-pg-"+hex.EncodeToString(sum[:6]), filepath.Base(dir))
 }
 
-// Running reports whether a postmaster answers for this data directory.
+// Running reports whether a postmaster answers for this data directory; if so, Port is set
+// to the port it listens on (from its postmaster.pid).
 func (p *Postgres) Running() bool {
 	pid, err := os.ReadFile(filepath.Join(p.DataDir, "postmaster.pid"))
 	if err != nil {
@@ -120,7 +123,12 @@ func (p *Postgres) Running() bool {
 	if err != nil || !processAlive(n) {
 		return false
 	}
-	return portOpen(p.Port)
+	port, err := strconv.Atoi(strings.TrimSpace(lines[3]))
+	if err != nil || !portOpen(port) {
+		return false
+	}
+	p.Port = port
+	return true
 }
 
 // Start creates the cluster when missing and starts it unless it already runs. The server
@@ -129,6 +137,11 @@ func (p *Postgres) Start(ctx context.Context) error {
 	if p.Running() {
 		p.logf("postgres: reusing cluster %s on :%d", p.DataDir, p.Port)
 		return nil
+	}
+	if p.FindFreePort {
+		for i := 0; i < 50 && portOpen(p.Port); i++ {
+			p.Port++
+		}
 	}
 	if portOpen(p.Port) {
 		return fmt.Errorf("postgres: port %d is taken by another process", p.Port)
