@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,6 +170,10 @@ func (a *RolloutActivities) FinishRolloutTask(ctx context.Context, in FinishInpu
 	default:
 		return false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cannot finish a task as %q", in.Status), "BadStatus", nil)
 	}
-	_, ok, err := a.Store.FinishTask(ctx, in.TaskID, in.Attempt, in.Status, in.Error, in.Output)
+	out := in.Output
+	if string(bytes.TrimSpace(out)) == "null" {
+		out = nil
+	}
+	_, ok, err := a.Store.FinishTask(ctx, in.TaskID, in.Attempt, in.Status, in.Error, out)
 	return ok, err
 }

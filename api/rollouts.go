@@ -1,6 +1,539 @@
 package api
 
-import "github.com/labstack/echo/v4"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/internal/version"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
+)
+
+// MaxRolloutTasks caps the tasks of one rollout (the 1 MiB body limit binds first for
+// large payloads).
+const MaxRolloutTasks = 10000
 
 // registerRollouts mounts /rollouts and /task-runs (DESIGN.md §2).
-func (s *Server) registerRollouts(g *echo.Group) {}
+func (s *Server) registerRollouts(g *echo.Group) {
+	g.POST("/rollouts", s.createRollout)
+	g.GET("/rollouts", s.listRollouts)
+	g.GET("/rollouts/:id", s.getRollout)
+	g.GET("/rollouts/:id/tasks", s.listRolloutTasks)
+	g.POST("/rollouts/:id/pause", s.pauseRollout)
+	g.POST("/rollouts/:id/resume", s.resumeRollout)
+	g.POST("/rollouts/:id/cancel", s.cancelRollout)
+	g.GET("/task-runs/:id", s.getTaskRun)
+	g.POST("/task-runs/:id/retry", s.retryTaskRun)
+	g.POST("/task-runs/:id/skip", s.skipTaskRun)
+	g.POST("/task-runs/:id/cancel", s.cancelTaskRun)
+	g.POST("/task-runs/:id/result", s.taskRunResult)
+}
+
+// RolloutRequest is the body of POST /rollouts.
+type RolloutRequest struct {
+	Name          string        `json:"name"`
+	ParallelLimit *int          `json:"parallel_limit"`
+	Tasks         []TaskRequest `json:"tasks"`
+}
+
+// TaskRequest is one task of a new rollout.
+type TaskRequest struct {
+	Database string          `json:"database"`
+	Type     string          `json:"type"`
+	Version  string          `json:"version"`
+	RunAt    *string         `json:"run_at,omitempty"`
+	Executor string          `json:"executor"`
+	Payload  json.RawMessage `json:"payload,omitempty"`
+}
+
+// RolloutView is a rollout as the API shows it.
+type RolloutView struct {
+	ID            int64            `json:"id"`
+	Name          string           `json:"name"`
+	ParallelLimit int32            `json:"parallel_limit"`
+	Status        string           `json:"status"`
+	Counts        map[string]int64 `json:"counts"`
+	Progress      Progress         `json:"progress"`
+	CreatedAt     time.Time        `json:"created_at"`
+	UpdatedAt     time.Time        `json:"updated_at"`
+}
+
+// Progress is how far a rollout is: finished counts DONE, SKIPPED, FAILED and CANCELED tasks.
+type Progress struct {
+	Total    int64   `json:"total"`
+	Finished int64   `json:"finished"`
+	Percent  float64 `json:"percent"`
+}
+
+// TaskRunView is a task run as the API shows it (a sql task's DSN is worker configuration
+// and never appears here).
+type TaskRunView struct {
+	ID           int64           `json:"id"`
+	RolloutID    int64           `json:"rollout_id"`
+	Database     string          `json:"database"`
+	Type         string          `json:"type"`
+	Version      string          `json:"version"`
+	Status       string          `json:"status"`
+	WaitingCause json.RawMessage `json:"waiting_cause"`
+	RunAt        *time.Time      `json:"run_at"`
+	Executor     string          `json:"executor"`
+	Payload      json.RawMessage `json:"payload"`
+	Attempt      int32           `json:"attempt"`
+	Error        string          `json:"error"`
+	Output       json.RawMessage `json:"output"`
+	StartedAt    *time.Time      `json:"started_at"`
+	FinishedAt   *time.Time      `json:"finished_at"`
+	CreatedAt    time.Time       `json:"created_at"`
+}
+
+var taskTypes = map[string]bool{"DDL": true, "SDL": true, "DML": true, "OTHER": true}
+
+func validateRollout(req *RolloutRequest) ([]store.NewTask, error) {
+	req.Name = strings.TrimSpace(req.Name)
+	if req.Name == "" || len(req.Name) > 200 {
+		return nil, BadRequest("name", "is required, at most 200 characters")
+	}
+	if req.ParallelLimit == nil {
+		return nil, BadRequest("parallel_limit", "is required (a positive integer)")
+	}
+	if *req.ParallelLimit <= 0 || *req.ParallelLimit > 100000 {
+		return nil, BadRequest("parallel_limit", "must be from 1 to 100000, got %d", *req.ParallelLimit)
+	}
+	if len(req.Tasks) == 0 {
+		return nil, BadRequest("tasks", "at least one task is required")
+	}
+	if len(req.Tasks) > MaxRolloutTasks {
+		return nil, BadRequest("tasks", "at most %d tasks per rollout, got %d", MaxRolloutTasks, len(req.Tasks))
+	}
+	out := make([]store.NewTask, 0, len(req.Tasks))
+	for i, t := range req.Tasks {
+		f := func(name string) string { return fmt.Sprintf("tasks[%d].%s", i, name) }
+		if strings.TrimSpace(t.Database) == "" || len(t.Database) > 200 {
+			return nil, BadRequest(f("database"), "is required, at most 200 characters")
+		}
+		if !taskTypes[t.Type] {
+			return nil, BadRequest(f("type"), "must be DDL, SDL, DML or OTHER, got %q", t.Type)
+		}
+		key, err := version.Parse(t.Version)
+		if err != nil {
+			return nil, BadRequest(f("version"), "%v", err)
+		}
+		nt := store.NewTask{Database: t.Database, Type: t.Type, Version: t.Version, VersionKey: key, Executor: t.Executor}
+		if t.RunAt != nil {
+			at, err := time.Parse(time.RFC3339Nano, *t.RunAt)
+			if err != nil {
+				return nil, BadRequest(f("run_at"), "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", *t.RunAt)
+			}
+			at = at.UTC()
+			nt.RunAt = &at
+		}
+		payload := bytes.TrimSpace(t.Payload)
+		if len(payload) == 0 || string(payload) == "null" {
+			payload = []byte("{}")
+		}
+		if payload[0] != '{' {
+			return nil, BadRequest(f("payload"), "must be a JSON object")
+		}
+		if err := activities.ValidatePayload(t.Executor, payload); err != nil {
+			var pe *activities.PayloadError
+			if errors.As(err, &pe) {
+				field := f("payload")
+				if pe.Field != "" {
+					field += "." + pe.Field
+				}
+				return nil, BadRequest(field, "%s", pe.Msg)
+			}
+			return nil, BadRequest(f("executor"), "%v", err)
+		}
+		nt.Payload = json.RawMessage(payload)
+		out = append(out, nt)
+	}
+	return out, nil
+}
+
+func (s *Server) createRollout(c echo.Context) error {
+	var req RolloutRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	tasks, err := validateRollout(&req)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	r, err := s.Store.CreateRollout(ctx, req.Name, int32(*req.ParallelLimit), tasks)
+	if err != nil {
+		return err
+	}
+	// The rows are the truth: if Temporal is unreachable now, the promoter's next round
+	// (its safety poll, or a worker's start) wakes the rollout.
+	if err := s.Starter.StartRollout(ctx, r.ID); err != nil {
+		s.Logf("rollouts: %v", err)
+	}
+	s.kickPromoter(ctx)
+	view, err := s.rolloutView(ctx, r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, view)
+}
+
+func (s *Server) kickPromoter(ctx context.Context) {
+	if err := s.Starter.KickPromoter(ctx); err != nil {
+		s.Logf("rollouts: %v", err)
+	}
+}
+
+func (s *Server) rolloutView(ctx context.Context, r store.Rollout) (RolloutView, error) {
+	counts, err := s.Store.RolloutCounts(ctx, r.ID)
+	if err != nil {
+		return RolloutView{}, err
+	}
+	v := RolloutView{ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, Status: r.Status, Counts: counts,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	for st, n := range counts {
+		v.Progress.Total += n
+		switch st {
+		case store.TaskDone, store.TaskSkipped, store.TaskFailed, store.TaskCanceled:
+			v.Progress.Finished += n
+		}
+	}
+	if v.Progress.Total > 0 {
+		v.Progress.Percent = float64(int64(10000*v.Progress.Finished/v.Progress.Total)) / 100
+	}
+	if r.Status == store.RolloutRunning && v.Progress.Finished == v.Progress.Total {
+		v.Status = "DONE"
+		if counts[store.TaskFailed] > 0 {
+			v.Status = "FAILED"
+		}
+	}
+	return v, nil
+}
+
+func taskRunView(t store.TaskRun) TaskRunView {
+	utc := func(p *time.Time) *time.Time {
+		if p == nil {
+			return nil
+		}
+		u := p.UTC()
+		return &u
+	}
+	raw := func(b []byte) json.RawMessage {
+		if len(b) == 0 {
+			return json.RawMessage("null")
+		}
+		return json.RawMessage(b)
+	}
+	return TaskRunView{
+		ID: t.ID, RolloutID: t.RolloutID, Database: t.Database, Type: t.Type, Version: t.Version, Status: t.Status,
+		WaitingCause: raw(t.WaitingCause), RunAt: utc(t.RunAt), Executor: t.Executor, Payload: raw(t.Payload),
+		Attempt: t.Attempt, Error: t.Error, Output: raw(t.Output), StartedAt: utc(t.StartedAt),
+		FinishedAt: utc(t.FinishedAt), CreatedAt: t.CreatedAt.UTC(),
+	}
+}
+
+// pathID reads :id; anything but a positive integer is an unknown id (404).
+func pathID(c echo.Context, what string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, NotFound("no %s %q", what, c.Param("id"))
+	}
+	return id, nil
+}
+
+// rolloutErr maps the store's state error to 409.
+func rolloutErr(err error) error {
+	if errors.Is(err, store.ErrTaskState) {
+		return Conflict("status", "%v", err)
+	}
+	return err
+}
+
+func (s *Server) getRollout(c echo.Context) error {
+	id, err := pathID(c, "rollout")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	r, err := s.Store.GetRollout(ctx, id)
+	if err != nil {
+		return err
+	}
+	v, err := s.rolloutView(ctx, r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) listRollouts(c echo.Context) error {
+	limit, err := Limit(c)
+	if err != nil {
+		return err
+	}
+	after, err := CursorInt(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	rows, err := s.Store.ListRollouts(ctx, after, limit)
+	if err != nil {
+		return err
+	}
+	page := Page[RolloutView]{Items: []RolloutView{}}
+	for _, r := range rows {
+		v, err := s.rolloutView(ctx, r)
+		if err != nil {
+			return err
+		}
+		page.Items = append(page.Items, v)
+	}
+	if len(rows) == limit {
+		page.NextCursor = IntCursor(rows[len(rows)-1].ID)
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (s *Server) listRolloutTasks(c echo.Context) error {
+	id, err := pathID(c, "rollout")
+	if err != nil {
+		return err
+	}
+	limit, err := Limit(c)
+	if err != nil {
+		return err
+	}
+	after, err := CursorInt(c)
+	if err != nil {
+		return err
+	}
+	var statuses []string
+	for _, v := range c.QueryParams()["status"] {
+		for _, st := range strings.Split(v, ",") {
+			st = strings.ToUpper(strings.TrimSpace(st))
+			if st == "" {
+				continue
+			}
+			ok := false
+			for _, known := range store.TaskStatuses {
+				ok = ok || st == known
+			}
+			if !ok {
+				return BadRequest("status", "unknown status %q (want one of %s)", st, strings.Join(store.TaskStatuses, ", "))
+			}
+			statuses = append(statuses, st)
+		}
+	}
+	ctx := c.Request().Context()
+	if _, err := s.Store.GetRollout(ctx, id); err != nil {
+		return err
+	}
+	rows, err := s.Store.ListTaskRuns(ctx, id, after, statuses, limit)
+	if err != nil {
+		return err
+	}
+	page := Page[TaskRunView]{Items: make([]TaskRunView, 0, len(rows))}
+	for _, t := range rows {
+		page.Items = append(page.Items, taskRunView(t))
+	}
+	if len(rows) == limit {
+		page.NextCursor = IntCursor(rows[len(rows)-1].ID)
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+// emptyBody accepts an empty body or {} on action POSTs.
+func emptyBody(c echo.Context) error {
+	var req struct{}
+	return Decode(c, &req, true)
+}
+
+func (s *Server) pauseRollout(c echo.Context) error {
+	return s.setRolloutStatus(c, store.RolloutPaused, store.RolloutRunning)
+}
+
+func (s *Server) resumeRollout(c echo.Context) error {
+	return s.setRolloutStatus(c, store.RolloutRunning, store.RolloutPaused)
+}
+
+func (s *Server) setRolloutStatus(c echo.Context, to, from string) error {
+	id, err := pathID(c, "rollout")
+	if err != nil {
+		return err
+	}
+	if err := emptyBody(c); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	r, err := s.Store.SetRolloutStatus(ctx, id, to, from)
+	if err != nil {
+		return rolloutErr(err)
+	}
+	if to == store.RolloutRunning {
+		// AVAILABLE tasks left from before the pause are claimed at once.
+		if err := s.Starter.WakeRollouts(ctx, []int64{id}); err != nil {
+			s.Logf("rollouts: %v", err)
+		}
+	}
+	s.kickPromoter(ctx) // new waiting causes ("rollout_paused"), or promotion after a resume
+	v, err := s.rolloutView(ctx, r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) cancelRollout(c echo.Context) error {
+	id, err := pathID(c, "rollout")
+	if err != nil {
+		return err
+	}
+	if err := emptyBody(c); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	r, _, err := s.Store.CancelRollout(ctx, id)
+	if err != nil {
+		return rolloutErr(err)
+	}
+	if err := s.Starter.StopRollout(ctx, id); err != nil {
+		s.Logf("rollouts: %v", err)
+	}
+	s.kickPromoter(ctx)
+	v, err := s.rolloutView(ctx, r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) getTaskRun(c echo.Context) error {
+	id, err := pathID(c, "task run")
+	if err != nil {
+		return err
+	}
+	t, err := s.Store.GetTaskRun(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, taskRunView(t))
+}
+
+func (s *Server) retryTaskRun(c echo.Context) error {
+	id, err := pathID(c, "task run")
+	if err != nil {
+		return err
+	}
+	if err := emptyBody(c); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	t, err := s.Store.RetryTask(ctx, id)
+	if err != nil {
+		return rolloutErr(err)
+	}
+	// The rollout's workflow may have ended with its last task: make sure it runs.
+	if err := s.Starter.WakeRollouts(ctx, []int64{t.RolloutID}); err != nil {
+		s.Logf("rollouts: %v", err)
+	}
+	s.kickPromoter(ctx)
+	return c.JSON(http.StatusOK, taskRunView(t))
+}
+
+func (s *Server) skipTaskRun(c echo.Context) error {
+	id, err := pathID(c, "task run")
+	if err != nil {
+		return err
+	}
+	if err := emptyBody(c); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	t, err := s.Store.SkipTask(ctx, id)
+	if err != nil {
+		return rolloutErr(err)
+	}
+	s.kickPromoter(ctx) // a skipped task no longer blocks the version gate
+	return c.JSON(http.StatusOK, taskRunView(t))
+}
+
+func (s *Server) cancelTaskRun(c echo.Context) error {
+	id, err := pathID(c, "task run")
+	if err != nil {
+		return err
+	}
+	if err := emptyBody(c); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	t, err := s.Store.CancelTask(ctx, id)
+	if errors.Is(err, store.ErrTaskState) {
+		cur, gerr := s.Store.GetTaskRun(ctx, id)
+		if gerr != nil {
+			return gerr
+		}
+		if cur.Status != store.TaskRunning {
+			return rolloutErr(err)
+		}
+		// A RUNNING task is canceled by its workflow (the executor is stopped first).
+		if err := s.Starter.CancelRunningTask(ctx, cur.RolloutID, id); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusAccepted, taskRunView(cur))
+	}
+	if err != nil {
+		return rolloutErr(err)
+	}
+	s.kickPromoter(ctx)
+	return c.JSON(http.StatusOK, taskRunView(t))
+}
+
+// TaskResultRequest is the body of POST /task-runs/{id}/result.
+type TaskResultRequest struct {
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+func (s *Server) taskRunResult(c echo.Context) error {
+	id, err := pathID(c, "task run")
+	if err != nil {
+		return err
+	}
+	var req TaskResultRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	if req.Status != store.TaskDone && req.Status != store.TaskFailed {
+		return BadRequest("status", "must be DONE or FAILED, got %q", req.Status)
+	}
+	if len(req.Error) > 10000 {
+		return BadRequest("error", "at most 10000 characters")
+	}
+	ctx := c.Request().Context()
+	t, err := s.Store.GetTaskRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	if t.Executor != activities.ExecutorExternal {
+		return Conflict("executor", "task run %d uses the %s executor; only external tasks take a reported result", id, t.Executor)
+	}
+	if t.Status != store.TaskRunning && t.Status != store.TaskAvailable {
+		return Conflict("status", "task run %d is %s; a result is taken only while it is AVAILABLE or RUNNING", id, t.Status)
+	}
+	res := workflows.TaskResult{TaskID: id, Status: req.Status, Output: req.Output, Error: req.Error}
+	if err := s.Starter.SendTaskResult(ctx, t.RolloutID, res); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, taskRunView(t))
+}

@@ -1,0 +1,280 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
+)
+
+var acts *activities.RolloutActivities
+
+type RolloutWorkflowSuite struct {
+	suite.Suite
+	testsuite.WorkflowTestSuite
+	env *testsuite.TestWorkflowEnvironment
+	// mu guards what the mocks record: activities run on their own goroutines.
+	mu sync.Mutex
+	// kicks counts the signals the rollout workflow sent the promoter.
+	kicks int
+}
+
+func (s *RolloutWorkflowSuite) locked(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
+}
+
+func TestRolloutWorkflowSuite(t *testing.T) { suite.Run(t, new(RolloutWorkflowSuite)) }
+
+func (s *RolloutWorkflowSuite) SetupTest() {
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.RegisterWorkflowWithOptions(workflows.RolloutWorkflow, workflow.RegisterOptions{Name: workflows.RolloutWorkflowType})
+	s.env.RegisterWorkflowWithOptions(workflows.PromoterWorkflow, workflow.RegisterOptions{Name: workflows.PromoterWorkflowType})
+	s.env.RegisterActivity(acts)
+	s.kicks = 0
+	s.env.OnSignalExternalWorkflow(mock.Anything, workflows.PromoterWorkflowID, "", workflows.SignalKick, mock.Anything).
+		Return(func(_, _, _, _ string, _ any) error { s.locked(func() { s.kicks++ }); return nil }).Maybe()
+}
+
+func (s *RolloutWorkflowSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
+
+// claims scripts ClaimRolloutTasks: each call answers the next result, the last one repeats.
+func (s *RolloutWorkflowSuite) claims(results ...activities.ClaimResult) *int {
+	calls := 0
+	s.env.OnActivity(acts.ClaimRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.Equal(int64(7), in.RolloutID)
+			s.Equal(calls == 0, in.Adopt, "only a run's first claim adopts RUNNING orphans")
+			res := results[min(calls, len(results)-1)]
+			calls++
+			return res, nil
+		})
+	return &calls
+}
+
+func running(n int64) activities.ClaimResult {
+	return activities.ClaimResult{RolloutStatus: store.RolloutRunning, Unfinished: n}
+}
+
+func task(id int64, executor string) activities.ClaimedTask {
+	return activities.ClaimedTask{ID: id, RolloutID: 7, Attempt: 1, Database: "db1", Type: "DDL", Version: "1", Executor: executor, Payload: json.RawMessage(`{}`)}
+}
+
+// An external task finishes when its result signal arrives; the workflow then ends.
+func (s *RolloutWorkflowSuite) TestExternalResult() {
+	first := running(1)
+	first.Tasks = []activities.ClaimedTask{task(11, activities.ExecutorExternal)}
+	s.claims(first, running(0))
+	var finished []activities.FinishInput
+	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FinishInput) (bool, error) {
+			finished = append(finished, in)
+			return true, nil
+		}).Once()
+	s.env.RegisterDelayedCallback(func() {
+		s.locked(func() { s.Empty(finished, "nothing finishes before the result arrives") })
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskResult{TaskID: 11, Status: "DONE", Output: json.RawMessage(`{"ok":true}`)})
+	}, 3*time.Hour)
+
+	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
+	s.True(s.env.IsWorkflowCompleted())
+	s.NoError(s.env.GetWorkflowError())
+	s.Require().Len(finished, 1)
+	s.Equal(int64(11), finished[0].TaskID)
+	s.Equal(store.TaskDone, finished[0].Status)
+	s.JSONEq(`{"ok":true}`, string(finished[0].Output))
+	s.GreaterOrEqual(s.kicks, 1, "the promoter hears of the finished task")
+}
+
+// A result that arrives before the task is claimed is applied when it is.
+func (s *RolloutWorkflowSuite) TestExternalResultBeforeClaim() {
+	withTask := running(1)
+	withTask.Tasks = []activities.ClaimedTask{task(12, activities.ExecutorExternal)}
+	s.claims(running(1), withTask, running(0))
+	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool {
+		return in.TaskID == 12 && in.Attempt == 1 && in.Status == store.TaskFailed && in.Error == "migration refused"
+	})).Return(true, nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskResult{TaskID: 12, Status: "FAILED", Error: "migration refused"})
+	}, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(workflows.SignalPromoted, nil) }, 2*time.Minute)
+	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
+	s.NoError(s.env.GetWorkflowError())
+}
+
+// A failing executor is retried by Temporal (TaskMaxAttempts), then the task is FAILED.
+func (s *RolloutWorkflowSuite) TestExecutorRetriedThenFailed() {
+	first := running(1)
+	first.Tasks = []activities.ClaimedTask{task(21, activities.ExecutorHTTP)}
+	s.claims(first, running(0))
+	attempts := 0
+	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.ClaimedTask) (bool, error) {
+			attempts++
+			return false, errors.New("503 from target")
+		})
+	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool {
+		return in.TaskID == 21 && in.Status == store.TaskFailed && in.Error != ""
+	})).Return(true, nil).Once()
+	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
+	s.NoError(s.env.GetWorkflowError())
+	s.Equal(int(workflows.TaskMaxAttempts), attempts)
+}
+
+// A transient failure is retried and the task succeeds (RunRolloutTask marks it DONE itself).
+func (s *RolloutWorkflowSuite) TestExecutorRetriedThenDone() {
+	first := running(1)
+	first.Tasks = []activities.ClaimedTask{task(22, activities.ExecutorNoop)}
+	s.claims(first, running(0))
+	attempts := 0
+	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.ClaimedTask) (bool, error) {
+			attempts++
+			if attempts == 1 {
+				return false, temporal.NewApplicationError("worker lost", "Transient")
+			}
+			return true, nil
+		})
+	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
+	s.NoError(s.env.GetWorkflowError())
+	s.Equal(2, attempts)
+}
+
+// Canceling the rollout cancels its running activity and marks the task CANCELED.
+func (s *RolloutWorkflowSuite) TestCancelStopsRunningTasks() {
+	first := running(2)
+	first.Tasks = []activities.ClaimedTask{task(31, activities.ExecutorNoop), task(32, activities.ExecutorExternal)}
+	s.claims(first, running(2))
+	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, _ activities.ClaimedTask) (bool, error) {
+			// A long task: the operator cancels the rollout while it runs, which ends it.
+			s.env.SignalWorkflow(workflows.SignalCancelRollout, nil)
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(10 * time.Second):
+				return false, errors.New("the activity was not canceled")
+			}
+		})
+	var canceled []int64
+	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FinishInput) (bool, error) {
+			s.Equal(store.TaskCanceled, in.Status)
+			s.locked(func() { canceled = append(canceled, in.TaskID) })
+			return true, nil
+		})
+	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
+	s.True(s.env.IsWorkflowCompleted())
+	s.NoError(s.env.GetWorkflowError())
+	s.ElementsMatch([]int64{31, 32}, canceled)
+}
+
+// While the rollout is paused nothing is claimed; the workflow waits (polling slowly), and
+// after the resume's wake-up it runs the task and ends.
+func (s *RolloutWorkflowSuite) TestPausedThenResumed() {
+	paused := activities.ClaimResult{RolloutStatus: store.RolloutPaused, Unfinished: 1}
+	resumed := running(1)
+	resumed.Tasks = []activities.ClaimedTask{task(41, activities.ExecutorNoop)}
+	calls := s.claims(paused, paused, paused, paused, resumed, running(0))
+	ran := time.Time{}
+	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.ClaimedTask) (bool, error) {
+			s.locked(func() { ran = s.env.Now() })
+			return true, nil
+		}).Once()
+	start := s.env.Now()
+	// Safety polls at 30 s, 60 s and 90 s find it still paused; the resume wakes it at 100 s.
+	s.env.RegisterDelayedCallback(func() {
+		s.locked(func() { s.Equal(4, *calls) })
+		s.env.SignalWorkflow(workflows.SignalPromoted, nil)
+	}, 100*time.Second)
+	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
+	s.NoError(s.env.GetWorkflowError())
+	s.Equal(6, *calls)
+	s.Equal(100*time.Second, ran.Sub(start).Round(time.Second), "the task ran when the resume woke the workflow")
+}
+
+// Orphaned RUNNING tasks adopted at start (a previous run was terminated) are run again.
+func (s *RolloutWorkflowSuite) TestAdoptsOrphans() {
+	first := running(1)
+	first.Tasks = []activities.ClaimedTask{task(51, activities.ExecutorSQL)}
+	s.claims(first, running(0))
+	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, task(51, activities.ExecutorSQL)).Return(true, nil).Once()
+	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
+	s.NoError(s.env.GetWorkflowError())
+}
+
+type PromoterSuite struct {
+	suite.Suite
+	testsuite.WorkflowTestSuite
+	env *testsuite.TestWorkflowEnvironment
+}
+
+func TestPromoterSuite(t *testing.T) { suite.Run(t, new(PromoterSuite)) }
+
+func (s *PromoterSuite) SetupTest() {
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.RegisterWorkflowWithOptions(workflows.PromoterWorkflow, workflow.RegisterOptions{Name: workflows.PromoterWorkflowType})
+	s.env.RegisterActivity(acts)
+}
+
+// A task with run_at 20 minutes ahead is promoted by the durable timer at that time, not by
+// a fixed loop: the rounds run at start, at the run_at, and on the safety poll after that.
+func (s *PromoterSuite) TestRunAtTimer() {
+	start := s.env.Now()
+	runAt := start.Add(20*time.Minute + 10*time.Second)
+	var rounds []time.Duration
+	s.env.OnActivity(acts.PromoteRollouts, mock.Anything).Return(
+		func(context.Context) (activities.PromoteResult, error) {
+			now := s.env.Now()
+			rounds = append(rounds, now.Sub(start))
+			if now.Before(runAt) {
+				return activities.PromoteResult{NextRunAt: &runAt}, nil
+			}
+			return activities.PromoteResult{Promoted: 1, RolloutIDs: []int64{7}}, nil
+		})
+	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, 21*time.Minute)
+	s.env.ExecuteWorkflow(workflows.PromoterWorkflow)
+	// Safety polls every 30 s until the timer fires exactly at run_at (20m10s, between two
+	// polls); the task is promoted by that round, then the polls continue.
+	var want []time.Duration
+	for d := time.Duration(0); d <= 20*time.Minute; d += 30 * time.Second {
+		want = append(want, d)
+	}
+	want = append(want, 20*time.Minute+10*time.Second, 20*time.Minute+40*time.Second)
+	got := make([]time.Duration, len(rounds))
+	for i, r := range rounds {
+		got[i] = r.Round(time.Second)
+	}
+	s.Equal(want, got)
+}
+
+// A kick runs a round at once; without kicks the safety poll runs one every 30 s.
+func (s *PromoterSuite) TestKickAndSafetyPoll() {
+	start := s.env.Now()
+	var rounds []time.Duration
+	s.env.OnActivity(acts.PromoteRollouts, mock.Anything).Return(
+		func(context.Context) (activities.PromoteResult, error) {
+			rounds = append(rounds, s.env.Now().Sub(start).Round(time.Second))
+			return activities.PromoteResult{}, nil
+		})
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(workflows.SignalKick, nil) }, 10*time.Second)
+	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, 45*time.Second)
+	s.env.ExecuteWorkflow(workflows.PromoterWorkflow)
+	s.Equal([]time.Duration{0, 10 * time.Second, 40 * time.Second}, rounds)
+}
