@@ -254,3 +254,34 @@ func TickKey(scheduleID int64, tick time.Time) string {
 func ManualKey(scheduleID int64, requestID string) string {
 	return fmt.Sprintf("%d@manual/%s", scheduleID, requestID)
 }
+
+// ScheduleChange is a new definition for UpdateSchedule.
+type ScheduleChange struct {
+	Name             string
+	ExpectedVersion  int64 // 0: no check
+	Spec             json.RawMessage
+	Action           json.RawMessage
+	Overlap          string
+	CatchupWindowMs  int64
+	SkipIfSuccessful bool
+}
+
+// UpdateSchedule replaces a schedule's definition if its version still is the expected
+// one: ErrStale when another change came first, ErrNotFound when there is no such schedule.
+func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule, error) {
+	row, err := s.Q.UpdateScheduleDefinition(ctx, dbgen.UpdateScheduleDefinitionParams{
+		Name: c.Name, ExpectedVersion: c.ExpectedVersion, Spec: c.Spec, Action: c.Action, Overlap: c.Overlap,
+		CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful,
+	})
+	if err == nil {
+		return row, nil
+	}
+	if mapErr(err) != ErrNotFound {
+		return Schedule{}, fmt.Errorf("update schedule %q: %w", c.Name, mapErr(err))
+	}
+	current, getErr := s.GetSchedule(ctx, c.Name)
+	if getErr != nil {
+		return Schedule{}, getErr
+	}
+	return Schedule{}, fmt.Errorf("update schedule %q: version %d expected, %d current: %w", c.Name, c.ExpectedVersion, current.Version, ErrStale)
+}

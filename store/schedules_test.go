@@ -194,3 +194,60 @@ func eventually(t *testing.T, st *store.Store, n int) []store.FeedEvent {
 	}, 10*time.Second, 20*time.Millisecond)
 	return feed
 }
+
+func TestUpdateScheduleIsOptimistic(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	s := newSchedule(t, st, "opt")
+	change := store.ScheduleChange{Name: "opt", ExpectedVersion: s.Version, Spec: json.RawMessage(`{"cron":"*/5 * * * *"}`),
+		Action: s.Action, Overlap: "allow_all"}
+	updated, err := st.UpdateSchedule(ctx, change)
+	require.NoError(t, err)
+	require.Equal(t, s.Version+1, updated.Version)
+	require.Equal(t, "allow_all", updated.Overlap)
+	// A second writer that read the old version loses, and changes nothing.
+	change.Overlap = "skip"
+	_, err = st.UpdateSchedule(ctx, change)
+	require.ErrorIs(t, err, store.ErrStale)
+	got, err := st.GetSchedule(ctx, "opt")
+	require.NoError(t, err)
+	require.Equal(t, "allow_all", got.Overlap)
+	change.Name = "missing"
+	_, err = st.UpdateSchedule(ctx, change)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestBackfillRunsAMissedTickButNeverRepeatsARun(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	s := newSchedule(t, st, "bf")
+	missedTick := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	_, created, err := st.RecordFire(ctx, store.Fire{ScheduleID: s.ID, ScheduledAt: missedTick, Trigger: store.TriggerScheduled,
+		Status: store.RunMissed, Reason: "outage", IdempotencyKey: store.TickKey(s.ID, missedTick)})
+	require.NoError(t, err)
+	require.True(t, created)
+	ranTick := missedTick.Add(time.Minute)
+	_, _, err = st.RecordFire(ctx, fireAt(s, ranTick))
+	require.NoError(t, err)
+
+	backfill := func(tick time.Time) (store.ScheduleRun, bool) {
+		f := fireAt(s, tick)
+		f.Trigger = store.TriggerBackfill
+		run, created, err := st.RecordFire(ctx, f)
+		require.NoError(t, err)
+		return run, created
+	}
+	run, created := backfill(missedTick)
+	require.True(t, created, "the missed tick runs now")
+	require.Equal(t, store.TriggerBackfill, run.Trigger)
+	require.Equal(t, store.RunSucceeded, run.Status)
+	_, created = backfill(ranTick)
+	require.False(t, created, "a tick that ran is not run again")
+	_, created = backfill(missedTick)
+	require.False(t, created, "nor is the backfilled one")
+	var runs int
+	require.NoError(t, st.Pool.QueryRow(ctx, "SELECT count(*) FROM schedule_runs").Scan(&runs))
+	require.Equal(t, 2, runs)
+}

@@ -204,7 +204,10 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 const insertScheduleRun = `-- name: InsertScheduleRun :one
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-ON CONFLICT (idempotency_key) DO NOTHING
+ON CONFLICT (idempotency_key) DO UPDATE
+SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
+    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
+WHERE schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL
 RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at
 `
 
@@ -221,6 +224,8 @@ type InsertScheduleRunParams struct {
 }
 
 // S1: a second insert of the same idempotency key inserts nothing and returns no row.
+// The one exception: a backfill may run a tick that was only recorded MISSED (it never
+// ran), turning that row into the run.
 func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunParams) (ScheduleRun, error) {
 	row := q.db.QueryRow(ctx, insertScheduleRun,
 		arg.ScheduleID,
@@ -522,4 +527,57 @@ func (q *Queries) UpdateScheduleAfterFire(ctx context.Context, arg UpdateSchedul
 		arg.ID,
 	)
 	return err
+}
+
+const updateScheduleDefinition = `-- name: UpdateScheduleDefinition :one
+UPDATE schedules
+SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
+    skip_if_successful = $5, version = version + 1, updated_at = now()
+WHERE name = $6 AND ($7::bigint = 0 OR version = $7::bigint)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at
+`
+
+type UpdateScheduleDefinitionParams struct {
+	Spec             json.RawMessage
+	Action           json.RawMessage
+	Overlap          string
+	CatchupWindowMs  int64
+	SkipIfSuccessful bool
+	Name             string
+	ExpectedVersion  int64
+}
+
+// Optimistic: the row changes only when its version is the one the caller read
+// (expected_version 0 skips the check).
+func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateScheduleDefinitionParams) (Schedule, error) {
+	row := q.db.QueryRow(ctx, updateScheduleDefinition,
+		arg.Spec,
+		arg.Action,
+		arg.Overlap,
+		arg.CatchupWindowMs,
+		arg.SkipIfSuccessful,
+		arg.Name,
+		arg.ExpectedVersion,
+	)
+	var i Schedule
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Spec,
+		&i.Action,
+		&i.Overlap,
+		&i.CatchupWindowMs,
+		&i.SkipIfSuccessful,
+		&i.Paused,
+		&i.PauseNote,
+		&i.Version,
+		&i.NextRunAt,
+		&i.LastRunAt,
+		&i.FiredCount,
+		&i.SkippedCount,
+		&i.MissedCount,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }

@@ -43,9 +43,14 @@ WHERE id = @id;
 
 -- name: InsertScheduleRun :one
 -- S1: a second insert of the same idempotency key inserts nothing and returns no row.
+-- The one exception: a backfill may run a tick that was only recorded MISSED (it never
+-- ran), turning that row into the run.
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at)
 VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @idempotency_key, @workflow_id, @finished_at)
-ON CONFLICT (idempotency_key) DO NOTHING
+ON CONFLICT (idempotency_key) DO UPDATE
+SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
+    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
+WHERE schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL
 RETURNING *;
 
 -- name: GetScheduleRunByKey :one
@@ -68,3 +73,12 @@ SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'RUNNI
 
 -- name: CountScheduleRuns :one
 SELECT count(*) FROM schedule_runs WHERE schedule_id = @schedule_id;
+
+-- name: UpdateScheduleDefinition :one
+-- Optimistic: the row changes only when its version is the one the caller read
+-- (expected_version 0 skips the check).
+UPDATE schedules
+SET spec = @spec, action = @action, overlap = @overlap, catchup_window_ms = @catchup_window_ms,
+    skip_if_successful = @skip_if_successful, version = version + 1, updated_at = now()
+WHERE name = @name AND (@expected_version::bigint = 0 OR version = @expected_version::bigint)
+RETURNING *;
