@@ -11,6 +11,17 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type ApiToken struct {
+	ID        int64
+	Role      string
+	Pc        *string
+	Note      string
+	TokenHash []byte
+	Prefix    string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
 type Device struct {
 	ID        int64
 	PcID      int64
@@ -29,6 +40,18 @@ type EventStore struct {
 	Data          json.RawMessage
 	ScheduleRunID *int64
 	CreatedAt     time.Time
+}
+
+type IdempotencyKey struct {
+	TokenID     int64
+	Key         string
+	Method      string
+	Path        string
+	RequestHash []byte
+	Status      int32
+	ContentType string
+	Body        []byte
+	CreatedAt   time.Time
 }
 
 type OutboxMessage struct {
