@@ -60,9 +60,9 @@ func (s *Starter) WakeRollouts(ctx context.Context, rolloutIDs []int64) error {
 
 // KickPromoter asks the promoter singleton for a round, starting it if needed.
 func (s *Starter) KickPromoter(ctx context.Context) error {
-	_, err := s.Client.SignalWithStartWorkflow(ctx, workflows.PromoterWorkflowID, workflows.SignalKick, nil,
+	_, err := s.Client.SignalWithStartWorkflow(ctx, workflows.PromoterWorkflowID(s.TaskQueue), workflows.SignalKick, nil,
 		client.StartWorkflowOptions{
-			ID:                    workflows.PromoterWorkflowID,
+			ID:                    workflows.PromoterWorkflowID(s.TaskQueue),
 			TaskQueue:             s.TaskQueue,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			TypedSearchAttributes: temporal.NewSearchAttributes(

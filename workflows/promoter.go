@@ -12,7 +12,7 @@ import (
 // promoterMaxRounds: the promoter continues as new after this many rounds.
 var promoterMaxRounds = 500
 
-// PromoterWorkflow is the singleton (id PromoterWorkflowID) that applies the promotion gates
+// PromoterWorkflow is the singleton (id PromoterWorkflowID(task queue)) that applies the promotion gates
 // across all rollouts. It runs a round when kicked (a task finished, tasks added, a rollout
 // resumed), when the earliest future run_at comes (a durable timer), and on a slow safety
 // poll; kicks that arrive during a round are coalesced into the next one. Correctness does

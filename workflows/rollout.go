@@ -21,8 +21,15 @@ const (
 	PromoterWorkflowType = "RolloutPromoterWorkflow"
 )
 
-// PromoterWorkflowID is the promoter singleton's fixed id.
-const PromoterWorkflowID = "rollout-promoter"
+// PromoterWorkflowID is the promoter singleton's fixed id for the deployment that runs on
+// taskQueue: "rollout-promoter" on the default queue ("tickgate"), "rollout-promoter/<queue>"
+// otherwise, so stacks sharing a Temporal namespace (tests, staging) keep their own promoter.
+func PromoterWorkflowID(taskQueue string) string {
+	if taskQueue == "" || taskQueue == "tickgate" {
+		return "rollout-promoter"
+	}
+	return "rollout-promoter/" + taskQueue
+}
 
 // RolloutWorkflowID is the one workflow id of a rollout.
 func RolloutWorkflowID(rolloutID int64) string { return "rollout/" + strconv.FormatInt(rolloutID, 10) }
@@ -325,7 +332,7 @@ func (r *rolloutRun) stop(ctx workflow.Context) error {
 
 // kickPromoter signals the promoter; if it is not running, an activity starts it.
 func (r *rolloutRun) kickPromoter(ctx workflow.Context) {
-	err := workflow.SignalExternalWorkflow(ctx, PromoterWorkflowID, "", SignalKick, nil).Get(ctx, nil)
+	err := workflow.SignalExternalWorkflow(ctx, PromoterWorkflowID(workflow.GetInfo(ctx).TaskQueueName), "", SignalKick, nil).Get(ctx, nil)
 	if err == nil {
 		return
 	}

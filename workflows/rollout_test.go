@@ -45,7 +45,7 @@ func (s *RolloutWorkflowSuite) SetupTest() {
 	s.env.RegisterWorkflowWithOptions(workflows.PromoterWorkflow, workflow.RegisterOptions{Name: workflows.PromoterWorkflowType})
 	s.env.RegisterActivity(acts)
 	s.kicks = 0
-	s.env.OnSignalExternalWorkflow(mock.Anything, workflows.PromoterWorkflowID, "", workflows.SignalKick, mock.Anything).
+	s.env.OnSignalExternalWorkflow(mock.Anything, workflows.PromoterWorkflowID("default-test-taskqueue"), "", workflows.SignalKick, mock.Anything).
 		Return(func(_, _, _, _ string, _ any) error { s.locked(func() { s.kicks++ }); return nil }).Maybe()
 }
 
