@@ -1,0 +1,242 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/internal/agentsim"
+	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/teststack"
+)
+
+type taskDeviceEventsPage struct {
+	Items []api.TaskDeviceEventView `json:"items"`
+}
+
+func taskDeviceEventTypes(t *testing.T, st *teststack.Stack, id int64) []string {
+	t.Helper()
+	var page taskDeviceEventsPage
+	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/task-devices/%d/events", id), nil, http.StatusOK, &page)
+	var out []string
+	for _, e := range page.Items {
+		out = append(out, fmt.Sprintf("%s#%d", e.Type, e.Attempt))
+	}
+	return out
+}
+
+// TestDevicesEndToEndWithAgentSim runs a PC with 25 devices and capacity 20 through the
+// HTTP API with the simulated agent: never more than 20 commands are out, every device runs
+// the task exactly once, and the failed first attempts of five devices are retried.
+func TestDevicesEndToEndWithAgentSim(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var pc api.PCView
+	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "rack-1"}, http.StatusCreated, &pc)
+	require.Equal(t, int32(20), pc.DeviceCapacity, "capacity defaults to 20")
+	for i := 0; i < 25; i++ {
+		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-1", "serial": fmt.Sprintf("dev-%02d", i)}, http.StatusCreated, nil)
+	}
+	var task api.DevTaskView
+	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash", "build": 42}}, http.StatusCreated, &task)
+
+	var mu sync.Mutex
+	out, maxOut := 0, 0
+	fleet := agentsim.Start(ctx, agentsim.Options{
+		BaseURL: st.URL + "/api/v1", PCs: []string{"rack-1"}, Max: 25, Latency: 30 * time.Millisecond, Jitter: 20 * time.Millisecond, Ack: true,
+		// The first attempt on dev-00…dev-04 fails (retryable); everything else succeeds.
+		Decide: func(c agentsim.Command) agentsim.Outcome {
+			if c.Attempt == 1 && c.Device < "dev-05" {
+				return agentsim.Fail
+			}
+			return agentsim.Succeed
+		},
+		OnClaimed: func(c agentsim.Command, _ time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			out++
+			maxOut = max(maxOut, out)
+		},
+		// Counted down before the result is posted: the server can only hand out the slot's
+		// next command after that result commits, so this count bounds the server's.
+		OnAnswering: func(agentsim.Command, agentsim.Outcome, time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			out--
+		},
+		Logf: t.Logf,
+	})
+	defer fleet.Wait()
+	defer cancel()
+
+	// Meanwhile the PC's slots never exceed the target in SQL either.
+	var slotViolations []string
+	var samples int
+	watcher := make(chan struct{})
+	go func() {
+		defer close(watcher)
+		for ctx.Err() == nil {
+			var v api.PCView
+			code, body := st.Do(t, http.MethodGet, "/api/v1/pcs/rack-1", nil)
+			if code == http.StatusOK && json.Unmarshal(body, &v) == nil && v.Slots != nil {
+				mu.Lock()
+				samples++
+				if v.Slots.Running > v.Slots.Target {
+					slotViolations = append(slotViolations, fmt.Sprintf("%+v", *v.Slots))
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+
+	var got api.DevTaskView
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", task.ID), nil, http.StatusOK, &got)
+		return got.Status != "pending" && got.Status != "running"
+	}, 90*time.Second, 100*time.Millisecond, "task never finished: %+v", fleet.Stats.String())
+	cancel()
+	<-watcher
+
+	require.Equal(t, "success", got.Status, "stats: %s", fleet.Stats.String())
+	require.Len(t, got.Devices, 25)
+	seen := map[string]bool{}
+	for _, td := range got.Devices {
+		require.False(t, seen[td.Device], "device %s ran twice", td.Device)
+		seen[td.Device] = true
+		require.Equal(t, "SUCCEEDED", td.Status)
+		require.Equal(t, "rack-1", td.PC)
+		if td.Device < "dev-05" {
+			require.Equal(t, int32(2), td.Attempt, "device %s was retried", td.Device)
+			require.Equal(t, []string{"CREATED#1", "SENT#1", "ACKED#1", "FAILED#1", "RETRY_SCHEDULED#2", "SENT#2", "ACKED#2", "SUCCEEDED#2"},
+				taskDeviceEventTypes(t, st, td.ID))
+		} else {
+			require.Equal(t, int32(1), td.Attempt)
+		}
+	}
+	mu.Lock()
+	require.Equal(t, 20, maxOut, "the agent had exactly 20 commands out at the peak")
+	require.Empty(t, slotViolations)
+	require.NotZero(t, samples)
+	mu.Unlock()
+	require.Zero(t, fleet.Stats.Errors.Load())
+
+	var detail api.PCView
+	st.JSON(t, http.MethodGet, "/api/v1/pcs/rack-1", nil, http.StatusOK, &detail)
+	require.Equal(t, api.PCSlots{Eligible: 25, Running: 0, Target: 20}, *detail.Slots)
+	require.Len(t, detail.Devices, 25)
+}
+
+// TestDevicesTimeoutOnRealServerAndLateResult uses a 1-second device timeout: a claimed
+// command nobody answers times out through its slot workflow's timer, is retried, and a
+// result for the timed-out attempt is answered 409 and recorded. Cancelling the task
+// activates the next one at once.
+func TestDevicesTimeoutOnRealServerAndLateResult(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) { c.DeviceTimeout = time.Second }})
+	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "solo", "device_capacity": 1}, http.StatusCreated, nil)
+	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "solo", "serial": "only-one"}, http.StatusCreated, nil)
+	var t1, t2 api.DevTaskView
+	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 1}}, http.StatusCreated, &t1)
+	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 2}}, http.StatusCreated, &t2)
+
+	var claim struct {
+		Items []api.TaskDeviceDTO `json:"items"`
+	}
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodPost, "/api/v1/agent/pcs/solo/claim", map[string]any{"max": 5}, http.StatusOK, &claim)
+		return len(claim.Items) == 1
+	}, 30*time.Second, 50*time.Millisecond)
+	cmd := claim.Items[0]
+	require.Equal(t, t1.ID, cmd.TaskID)
+	require.JSONEq(t, `{"n":1}`, string(cmd.Payload))
+	require.Equal(t, time.Second, cmd.TimeoutAt.Sub(*cmd.SentAt))
+
+	require.Eventually(t, func() bool {
+		ev := taskDeviceEventTypes(t, st, cmd.ID)
+		return len(ev) >= 4 && ev[2] == "TIMEOUT#1" && ev[3] == "RETRY_SCHEDULED#2"
+	}, 30*time.Second, 50*time.Millisecond)
+
+	code, body := st.Do(t, http.MethodPost, fmt.Sprintf("/api/v1/agent/task-devices/%d/result", cmd.ID), map[string]any{"status": "succeeded", "attempt": 1})
+	require.Equal(t, http.StatusConflict, code, "%s", body)
+	require.Contains(t, string(body), "attempt")
+	ev := taskDeviceEventTypes(t, st, cmd.ID)
+	require.Equal(t, "LATE_RESULT#1", ev[len(ev)-1])
+
+	var got api.DevTaskView
+	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t2.ID), nil, http.StatusOK, &got)
+	require.Equal(t, "pending", got.Status, "D1: the second task waits")
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", t1.ID), nil, http.StatusOK, &got)
+	require.Equal(t, "cancelled", got.Status)
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t2.ID), nil, http.StatusOK, &got)
+		return got.Status == "running" && len(got.Devices) == 1
+	}, 30*time.Second, 50*time.Millisecond)
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", t1.ID), nil, http.StatusConflict, nil)
+}
+
+// TestDevicesBadInput: bad requests get a 4xx problem naming the field and change nothing.
+func TestDevicesBadInput(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "p1"}, http.StatusCreated, nil)
+	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "p1", "serial": "s1"}, http.StatusCreated, nil)
+	cases := []struct {
+		method, path string
+		body         any
+		status       int
+		field        string
+	}{
+		{"POST", "/api/v1/pcs", map[string]any{"name": "bad name"}, 400, "name"},
+		{"POST", "/api/v1/pcs", map[string]any{"name": "p2", "device_capacity": 0}, 400, "device_capacity"},
+		{"POST", "/api/v1/pcs", map[string]any{"name": "p2", "capacity": 5}, 400, "capacity"},
+		{"POST", "/api/v1/pcs", map[string]any{"name": "p1"}, 409, "name"},
+		{"POST", "/api/v1/devices", map[string]any{"pc": "nope", "serial": "s2"}, 404, "pc"},
+		{"POST", "/api/v1/devices", map[string]any{"pc": "p1", "serial": "s1"}, 409, "serial"},
+		{"PATCH", "/api/v1/devices/s1", map[string]any{"status": "broken"}, 400, "status"},
+		{"PATCH", "/api/v1/devices/missing", map[string]any{"status": "online"}, 404, ""},
+		{"POST", "/api/v1/tasks", map[string]any{"payload": map[string]any{}, "target_count": 0}, 400, "target_count"},
+		{"POST", "/api/v1/tasks", map[string]any{"abort": map[string]any{"min_executed": 1, "failed_percent": 150}}, 400, "abort.failed_percent"},
+		{"POST", "/api/v1/tasks", `{"payload": {`, 400, ""},
+		{"GET", "/api/v1/tasks/abc", nil, 400, "id"},
+		{"GET", "/api/v1/tasks/999", nil, 404, ""},
+		{"GET", "/api/v1/task-devices/999/events", nil, 404, ""},
+		{"POST", "/api/v1/agent/pcs/p1/claim", map[string]any{"max": 0}, 400, "max"},
+		{"POST", "/api/v1/agent/pcs/nope/claim", map[string]any{"max": 1}, 404, ""},
+		{"POST", "/api/v1/agent/task-devices/1/result", map[string]any{"status": "done"}, 400, "status"},
+		{"POST", "/api/v1/agent/task-devices/999/result", map[string]any{"status": "succeeded"}, 404, ""},
+	}
+	for _, c := range cases {
+		code, body := st.Do(t, c.method, c.path, c.body)
+		require.Equal(t, c.status, code, "%s %s: %s", c.method, c.path, body)
+		require.Contains(t, string(body), `"status":`)
+		if c.field != "" {
+			require.Contains(t, string(body), `"field":"`+c.field+`"`, "%s %s: %s", c.method, c.path, body)
+		}
+	}
+	var tasks struct {
+		Items []api.DevTaskView `json:"items"`
+	}
+	st.JSON(t, http.MethodGet, "/api/v1/tasks", nil, http.StatusOK, &tasks)
+	require.Empty(t, tasks.Items, "no bad request created a task")
+	var pcs struct {
+		Items []api.PCView `json:"items"`
+	}
+	st.JSON(t, http.MethodGet, "/api/v1/pcs", nil, http.StatusOK, &pcs)
+	require.Len(t, pcs.Items, 1)
+	require.True(t, strings.HasPrefix(pcs.Items[0].Name, "p1"))
+}

@@ -1,0 +1,268 @@
+// Package agentsim simulates the PC agents of tickgate's device dispatch engine (DESIGN.md
+// §3) over the HTTP API: one loop per PC claims its commands, waits a latency, and then
+// acks and reports succeeded, failed, failed-not-retryable, or never answers. `tickgate
+// agent-sim`, the end-to-end test and the benchmark all use it.
+package agentsim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Command is one claimed command (a task_device attempt).
+type Command struct {
+	ID      int64           `json:"id"`
+	TaskID  int64           `json:"task_id"`
+	Device  string          `json:"device"`
+	PC      string          `json:"pc"`
+	Attempt int32           `json:"attempt"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Outcome is how the simulated agent answers a command.
+type Outcome int
+
+// Outcomes.
+const (
+	Succeed  Outcome = iota
+	Fail             // a retryable failure
+	Fatal            // a failure reported as not retryable
+	NoAnswer         // never answer: the attempt times out
+)
+
+// Options configure a fleet.
+type Options struct {
+	// BaseURL is the API base, e.g. http://127.0.0.1:8080/api/v1.
+	BaseURL string
+	PCs     []string
+	// Max is how many commands one claim asks for (default 20).
+	Max int
+	// Latency (plus up to Jitter) is how long a device takes to answer.
+	Latency time.Duration
+	Jitter  time.Duration
+	// FailRate, FatalRate and NoAnswerRate are fractions of the attempts (the rest succeed).
+	FailRate, FatalRate, NoAnswerRate float64
+	// Poll is the wait after a claim that returned nothing (default 25ms); a result posted
+	// by the PC's devices wakes the loop at once.
+	Poll time.Duration
+	// Ack sends an ack before each result.
+	Ack bool
+	// Decide, when set, chooses each outcome instead of the rates.
+	Decide func(Command) Outcome
+	// OnClaimed and OnAnswering observe the fleet (tests and benchmarks): a command was
+	// handed out; a command is about to be answered (called before the result is posted).
+	OnClaimed   func(Command, time.Time)
+	OnAnswering func(Command, Outcome, time.Time)
+	// OnAnswered is called after the result was posted, with the HTTP status.
+	OnAnswered func(Command, Outcome, int, time.Time)
+	HTTPClient *http.Client
+	Logf       func(string, ...any)
+}
+
+// Stats count what the fleet did.
+type Stats struct {
+	Claimed, Succeeded, Failed, Fatal, NoAnswer, Conflicts, Errors atomic.Int64
+}
+
+func (s *Stats) String() string {
+	return fmt.Sprintf("claimed=%d succeeded=%d failed=%d fatal=%d no_answer=%d conflicts=%d errors=%d",
+		s.Claimed.Load(), s.Succeeded.Load(), s.Failed.Load(), s.Fatal.Load(), s.NoAnswer.Load(), s.Conflicts.Load(), s.Errors.Load())
+}
+
+// Fleet is a running set of simulated agents.
+type Fleet struct {
+	opts  Options
+	Stats Stats
+	wg    sync.WaitGroup
+}
+
+// Start runs one agent loop per PC until ctx ends; Wait waits for them.
+func Start(ctx context.Context, opts Options) *Fleet {
+	if opts.Max <= 0 {
+		opts.Max = 20
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 25 * time.Millisecond
+	}
+	if opts.HTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 1024
+		opts.HTTPClient = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
+	f := &Fleet{opts: opts}
+	for _, pc := range opts.PCs {
+		f.wg.Add(1)
+		go f.agent(ctx, pc)
+	}
+	return f
+}
+
+// Wait blocks until every agent loop and in-flight answer has stopped.
+func (f *Fleet) Wait() { f.wg.Wait() }
+
+func (f *Fleet) agent(ctx context.Context, pc string) {
+	defer f.wg.Done()
+	wake := make(chan struct{}, 1)
+	for ctx.Err() == nil {
+		cmds, err := f.claim(ctx, pc)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.Stats.Errors.Add(1)
+				f.opts.Logf("agentsim: pc %s: claim: %v", pc, err)
+			}
+		}
+		now := time.Now()
+		for _, cmd := range cmds {
+			f.Stats.Claimed.Add(1)
+			if f.opts.OnClaimed != nil {
+				f.opts.OnClaimed(cmd, now)
+			}
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				f.answer(ctx, cmd)
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}()
+		}
+		if len(cmds) > 0 {
+			continue // claim again at once: more may be waiting
+		}
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-time.After(f.opts.Poll):
+		}
+	}
+}
+
+func (f *Fleet) decide(cmd Command) Outcome {
+	if f.opts.Decide != nil {
+		return f.opts.Decide(cmd)
+	}
+	r := rand.Float64()
+	switch {
+	case r < f.opts.NoAnswerRate:
+		return NoAnswer
+	case r < f.opts.NoAnswerRate+f.opts.FatalRate:
+		return Fatal
+	case r < f.opts.NoAnswerRate+f.opts.FatalRate+f.opts.FailRate:
+		return Fail
+	}
+	return Succeed
+}
+
+func (f *Fleet) answer(ctx context.Context, cmd Command) {
+	delay := f.opts.Latency
+	if f.opts.Jitter > 0 {
+		delay += rand.N(f.opts.Jitter)
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(delay):
+	}
+	out := f.decide(cmd)
+	if f.opts.OnAnswering != nil {
+		f.opts.OnAnswering(cmd, out, time.Now())
+	}
+	if out == NoAnswer {
+		f.Stats.NoAnswer.Add(1)
+		return
+	}
+	if f.opts.Ack {
+		if _, err := f.post(ctx, fmt.Sprintf("/agent/task-devices/%d/ack", cmd.ID), map[string]any{"attempt": cmd.Attempt}, nil); err != nil && ctx.Err() == nil {
+			f.Stats.Errors.Add(1)
+		}
+	}
+	body := map[string]any{"status": "succeeded", "attempt": cmd.Attempt}
+	switch out {
+	case Fail:
+		body = map[string]any{"status": "failed", "error": "simulated failure", "attempt": cmd.Attempt}
+	case Fatal:
+		body = map[string]any{"status": "failed", "error": "simulated fatal failure", "retryable": false, "attempt": cmd.Attempt}
+	}
+	code, err := f.post(ctx, fmt.Sprintf("/agent/task-devices/%d/result", cmd.ID), body, nil)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			f.Stats.Errors.Add(1)
+			f.opts.Logf("agentsim: result of %d: %v", cmd.ID, err)
+		}
+	case code == http.StatusConflict:
+		f.Stats.Conflicts.Add(1)
+	case out == Succeed:
+		f.Stats.Succeeded.Add(1)
+	case out == Fail:
+		f.Stats.Failed.Add(1)
+	case out == Fatal:
+		f.Stats.Fatal.Add(1)
+	}
+	if f.opts.OnAnswered != nil {
+		f.opts.OnAnswered(cmd, out, code, time.Now())
+	}
+}
+
+func (f *Fleet) claim(ctx context.Context, pc string) ([]Command, error) {
+	var page struct {
+		Items []Command `json:"items"`
+	}
+	code, err := f.post(ctx, "/agent/pcs/"+pc+"/claim", map[string]any{"max": f.opts.Max}, &page)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("claim answered %d", code)
+	}
+	return page.Items, nil
+}
+
+// post sends a JSON body and decodes a 2xx answer into out; it returns the status. A
+// status other than 2xx or 409 is an error.
+func (f *Fleet) post(ctx context.Context, path string, body, out any) (int, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.opts.BaseURL+path, bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.opts.HTTPClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if resp.StatusCode/100 != 2 {
+		if resp.StatusCode == http.StatusConflict {
+			return resp.StatusCode, nil
+		}
+		return resp.StatusCode, fmt.Errorf("POST %s answered %d: %s", path, resp.StatusCode, bytes.TrimSpace(data))
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode %s: %w", path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
