@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tickgate/tickgate/internal/agentsim"
+)
+
+func init() {
+	register("agent-sim", "simulate PC agents: claim device commands, answer after a latency with failure / no-answer rates", runAgentSim)
+}
+
+func runAgentSim(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("agent-sim", flag.ContinueOnError)
+	server := fs.String("server", "http://127.0.0.1:8080", "tickgate API address")
+	pcs := fs.String("pcs", "", "comma-separated PC names to run agents for (default: every PC the API lists)")
+	max := fs.Int("max", 20, "commands asked for per claim")
+	latency := fs.Duration("latency", 200*time.Millisecond, "how long a device takes to answer")
+	jitter := fs.Duration("jitter", 0, "extra random latency, up to this much")
+	failRate := fs.Float64("fail-rate", 0, "fraction of attempts reported failed (retryable)")
+	fatalRate := fs.Float64("fatal-rate", 0, "fraction of attempts reported failed and not retryable")
+	noAnswer := fs.Float64("no-answer-rate", 0, "fraction of attempts never answered (they time out)")
+	ack := fs.Bool("ack", true, "ack each command before its result")
+	every := fs.Duration("report", 5*time.Second, "how often to print the counters (0: never)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for name, r := range map[string]float64{"fail-rate": *failRate, "fatal-rate": *fatalRate, "no-answer-rate": *noAnswer} {
+		if r < 0 || r > 1 {
+			return fmt.Errorf("-%s: want a fraction from 0 to 1, got %g", name, r)
+		}
+	}
+	if *failRate+*fatalRate+*noAnswer > 1 {
+		return fmt.Errorf("-fail-rate + -fatal-rate + -no-answer-rate must not exceed 1")
+	}
+	if *max < 1 {
+		return fmt.Errorf("-max: want at least 1, got %d", *max)
+	}
+	base := strings.TrimRight(*server, "/") + "/api/v1"
+	names := splitNonEmpty(*pcs)
+	if len(names) == 0 {
+		var err error
+		if names, err = listPCNames(ctx, base); err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			return fmt.Errorf("no PCs: create some with POST /api/v1/pcs or pass -pcs")
+		}
+	}
+	log.Printf("agent-sim: %d PCs (%s), latency %s, fail %.2f, fatal %.2f, no answer %.2f", len(names), strings.Join(names, ","), *latency, *failRate, *fatalRate, *noAnswer)
+	fleet := agentsim.Start(ctx, agentsim.Options{
+		BaseURL: base, PCs: names, Max: *max, Latency: *latency, Jitter: *jitter,
+		FailRate: *failRate, FatalRate: *fatalRate, NoAnswerRate: *noAnswer, Ack: *ack, Logf: log.Printf,
+	})
+	if *every > 0 {
+		go func() {
+			t := time.NewTicker(*every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					log.Printf("agent-sim: %s", fleet.Stats.String())
+				}
+			}
+		}()
+	}
+	<-ctx.Done()
+	fleet.Wait()
+	log.Printf("agent-sim: stopped: %s", fleet.Stats.String())
+	return nil
+}
+
+func splitNonEmpty(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// listPCNames pages through GET /pcs.
+func listPCNames(ctx context.Context, base string) ([]string, error) {
+	var names []string
+	cursor := ""
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/pcs?limit=500&cursor="+cursor, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("list pcs: %w", err)
+		}
+		var page struct {
+			Items []struct {
+				Name string `json:"name"`
+			} `json:"items"`
+			NextCursor string `json:"next_cursor"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("list pcs: %w", err)
+		}
+		for _, p := range page.Items {
+			names = append(names, p.Name)
+		}
+		if page.NextCursor == "" {
+			return names, nil
+		}
+		cursor = page.NextCursor
+	}
+}
