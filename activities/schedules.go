@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tickgate/tickgate/internal/metrics"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 )
@@ -122,6 +123,9 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	if err != nil {
 		return RunRecord{}, gone(err, r.ScheduleID)
 	}
+	if created {
+		observeTick(r.Status, r.Trigger, r.ScheduledAt, r.FiredAt)
+	}
 	return RunRecord{ID: run.ID, Status: run.Status, ScheduledAt: run.ScheduledAt.UTC(), WorkflowID: run.WorkflowID, Created: created}, nil
 }
 
@@ -148,6 +152,7 @@ func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (i
 		}
 		if created {
 			n++
+			observeTick(store.RunMissed, store.TriggerScheduled, tick, time.Time{})
 		}
 		activity.RecordHeartbeat(ctx, i)
 	}
@@ -302,4 +307,16 @@ func (a *ScheduleActivities) StopRunWorkflow(ctx context.Context, s StopRun) err
 		return fmt.Errorf("stop run workflow %s: %w", s.WorkflowID, err)
 	}
 	return nil
+}
+
+func observeTick(status, trigger string, scheduledAt, firedAt time.Time) {
+	switch status {
+	case store.RunSkipped:
+		metrics.Ticks.WithLabelValues("skipped", trigger).Inc()
+	case store.RunMissed:
+		metrics.Ticks.WithLabelValues("missed", trigger).Inc()
+	default:
+		metrics.Ticks.WithLabelValues("fired", trigger).Inc()
+		metrics.FireLateness.WithLabelValues(trigger).Observe(firedAt.Sub(scheduledAt).Seconds())
+	}
 }

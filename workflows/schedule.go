@@ -25,6 +25,11 @@ const (
 	ScheduleResume  = "resume"  // no payload
 	ScheduleTrigger = "trigger" // payload TriggerRequest; the update answers TriggerResult
 	ScheduleRefresh = "refresh" // no payload: the definition changed in Postgres, reload it
+	// ScheduleReschedule moves the next fire; payload RescheduleRequest.
+	ScheduleReschedule = "reschedule"
+	// ScheduleBackfill fires every tick of a past range once; payload BackfillRequest, the
+	// update answers BackfillResult.
+	ScheduleBackfill = "backfill"
 	// ScheduleDescribe is the query answering ScheduleDescription.
 	ScheduleDescribe = "describe"
 )
@@ -48,6 +53,36 @@ type ScheduleCarry struct {
 	Running       []RunningRun
 	Buffer        []BufferedTick
 	LastSuccessAt time.Time
+	// Rescheduled replaces the next natural tick when set (reschedule).
+	Rescheduled *time.Time `json:",omitempty"`
+	// Backfills are the ranges still to fire, oldest request first.
+	Backfills []Backfill `json:",omitempty"`
+}
+
+// Backfill is a range of ticks still to fire: those after Done up to End.
+type Backfill struct {
+	Done    time.Time
+	End     time.Time
+	Overlap string
+}
+
+// RescheduleRequest sets the schedule's next fire time. Natural ticks before it are
+// recorded SKIPPED with the reason; ticks after it follow the spec again.
+type RescheduleRequest struct {
+	NextRunAt time.Time `json:"next_run_at"`
+}
+
+// BackfillRequest fires every tick in [Start, End] once, in order, subject to the overlap
+// policy (Overlap overrides it). Ticks that already ran are not run again.
+type BackfillRequest struct {
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Overlap string    `json:"overlap,omitempty"`
+}
+
+// BackfillResult says how many ticks the range holds.
+type BackfillResult struct {
+	Ticks int `json:"ticks"`
 }
 
 // RunningRun is a run of a workflow action that has not finished.
@@ -87,6 +122,8 @@ type TriggerResult struct {
 	Status      string    `json:"status"`
 	Reason      string    `json:"reason,omitempty"`
 	ScheduledAt time.Time `json:"scheduled_at"`
+	// existed marks a tick recorded before (a retry, or a backfill of a tick that ran).
+	existed bool
 }
 
 // ScheduleDescription answers the describe query.
@@ -98,6 +135,7 @@ type ScheduleDescription struct {
 	NextFireAt *time.Time   `json:"next_fire_at,omitempty"`
 	Running    []RunningRun `json:"running"`
 	Buffered   int          `json:"buffered"`
+	Backfills  int          `json:"backfills"`
 	Version    int64        `json:"version"`
 }
 
@@ -111,6 +149,11 @@ const (
 	maxTicksPerRound = 500
 	// maxBuffer caps buffered ticks (as Temporal Schedules do); beyond it ticks are SKIPPED.
 	maxBuffer = 1000
+	// backfillPerRound is how many backfill ticks are fired between two looks at new ticks
+	// and handlers, as Temporal Schedules do.
+	backfillPerRound = 10
+	// maxBackfillTicks bounds one backfill request.
+	maxBackfillTicks = 10000
 	// continueAsNewAfter bounds history even if the server never suggests continue-as-new.
 	continueAsNewAfter = 500
 )
@@ -176,9 +219,36 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 			w.reload, w.dirty = true, true
 			return w.describe(), nil
 		},
+		ScheduleReschedule: func(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
+			return w.reschedule(ctx, req)
+		},
+		ScheduleBackfill: func(ctx workflow.Context, req BackfillRequest) (BackfillResult, error) {
+			return w.backfill(ctx, req)
+		},
 	}
-	for _, name := range []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh} {
-		if err := workflow.SetUpdateHandler(ctx, name, updates[name]); err != nil {
+	validators := map[string]any{
+		ScheduleReschedule: func(ctx workflow.Context, req RescheduleRequest) error {
+			if req.NextRunAt.IsZero() {
+				return errors.New("next_run_at is required")
+			}
+			if w.carry.Paused {
+				return errors.New("the schedule is paused: resume it first")
+			}
+			return nil
+		},
+		ScheduleBackfill: func(ctx workflow.Context, req BackfillRequest) error {
+			if req.Start.IsZero() || req.End.IsZero() || req.End.Before(req.Start) {
+				return errors.New("want start <= end")
+			}
+			return nil
+		},
+	}
+	for _, name := range []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh, ScheduleReschedule, ScheduleBackfill} {
+		opts := workflow.UpdateHandlerOptions{}
+		if v, ok := validators[name]; ok {
+			opts.Validator = v
+		}
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, name, updates[name], opts); err != nil {
 			return fmt.Errorf("register update %s: %w", name, err)
 		}
 	}
@@ -188,6 +258,8 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 		resumeCh := workflow.GetSignalChannel(ctx, ScheduleResume)
 		triggerCh := workflow.GetSignalChannel(ctx, ScheduleTrigger)
 		refreshCh := workflow.GetSignalChannel(ctx, ScheduleRefresh)
+		rescheduleCh := workflow.GetSignalChannel(ctx, ScheduleReschedule)
+		backfillCh := workflow.GetSignalChannel(ctx, ScheduleBackfill)
 		for {
 			sel := workflow.NewSelector(ctx)
 			sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) {
@@ -215,6 +287,22 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 			sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(ctx, nil)
 				w.reload, w.dirty = true, true
+			})
+			sel.AddReceive(rescheduleCh, func(c workflow.ReceiveChannel, _ bool) {
+				var req RescheduleRequest
+				c.Receive(ctx, &req)
+				if req.NextRunAt.IsZero() || w.carry.Paused {
+					workflow.GetLogger(ctx).Warn("reschedule signal ignored", "next_run_at", req.NextRunAt, "paused", w.carry.Paused)
+					return
+				}
+				_, _ = w.reschedule(ctx, req)
+			})
+			sel.AddReceive(backfillCh, func(c workflow.ReceiveChannel, _ bool) {
+				var req BackfillRequest
+				c.Receive(ctx, &req)
+				if _, err := w.backfill(ctx, req); err != nil {
+					workflow.GetLogger(ctx).Warn("backfill signal ignored", "error", err)
+				}
 			})
 			sel.Select(ctx)
 		}
@@ -249,13 +337,18 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 		if err := w.drainBuffer(ctx); err != nil {
 			return w.stopIfGone(err)
 		}
+		if !w.carry.Paused && len(w.carry.Backfills) > 0 {
+			if err := w.processBackfill(ctx); err != nil {
+				return w.stopIfGone(err)
+			}
+		}
 		if !w.carry.Paused {
 			more, err := w.processDue(ctx)
 			if err != nil {
 				return w.stopIfGone(err)
 			}
-			if more {
-				continue // a long outage: keep working through it before sleeping
+			if more || len(w.carry.Backfills) > 0 {
+				continue // a long outage or a backfill: keep working through it before sleeping
 			}
 		}
 		next := w.nextTick(ctx)
@@ -316,6 +409,11 @@ func (w *scheduleWorkflow) nextTick(ctx workflow.Context) *time.Time {
 		w.next = nil
 		return nil
 	}
+	if w.carry.Rescheduled != nil {
+		next := *w.carry.Rescheduled
+		w.next = &next
+		return &next
+	}
 	var next time.Time
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
 		return w.spec.Next(w.carry.Watermark)
@@ -351,6 +449,9 @@ func (w *scheduleWorkflow) dueTicks(ctx workflow.Context, now time.Time) []time.
 // catch-up window → fire as catchup; older → MISSED. It reports whether more remain.
 func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	now := workflow.Now(ctx)
+	if w.carry.Rescheduled != nil {
+		return false, w.processRescheduled(ctx, now)
+	}
 	ticks := w.dueTicks(ctx, now)
 	if len(ticks) == 0 {
 		return false, nil
@@ -413,13 +514,13 @@ func (w *scheduleWorkflow) nextAfterWatermark() *time.Time {
 // fire decides what one tick does under the overlap and skip_if_successful policies and
 // records it. overlap "" means the schedule's policy.
 func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, key, overlap string, input json.RawMessage, requestID string) (TriggerResult, error) {
-	if trigger != store.TriggerManual && tick.After(w.carry.Watermark) {
+	if (trigger == store.TriggerScheduled || trigger == store.TriggerCatchup) && tick.After(w.carry.Watermark) {
 		w.carry.Watermark = tick
 	}
 	if overlap == "" {
 		overlap = w.def.Overlap
 	}
-	if trigger != store.TriggerManual && w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() {
+	if (trigger == store.TriggerScheduled || trigger == store.TriggerCatchup) && w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() {
 		prev := w.previousTick(ctx, tick)
 		if !w.carry.LastSuccessAt.Before(prev) {
 			return w.record(ctx, tick, trigger, key, store.RunSkipped,
@@ -452,6 +553,56 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, k
 	return w.start(ctx, tick, trigger, key, input)
 }
 
+// processRescheduled fires the rescheduled tick once it is due; natural ticks it replaced
+// are recorded SKIPPED with the reason, so none is silently lost (S2).
+func (w *scheduleWorkflow) processRescheduled(ctx workflow.Context, now time.Time) error {
+	at := *w.carry.Rescheduled
+	if at.After(now) {
+		return nil
+	}
+	var replaced []time.Time
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		var out []time.Time
+		for t := w.spec.Next(w.carry.Watermark); !t.IsZero() && t.Before(at) && len(out) < maxTicksPerRound; t = w.spec.Next(t) {
+			out = append(out, t)
+		}
+		return out
+	}).Get(&replaced)
+	reason := "rescheduled: the next fire was moved to " + at.UTC().Format(time.RFC3339)
+	for _, tick := range replaced {
+		w.carry.Watermark = tick
+		if _, err := w.record(ctx, tick, store.TriggerScheduled, store.TickKey(w.def.ID, tick), store.RunSkipped, reason, ""); err != nil {
+			return err
+		}
+	}
+	w.carry.Rescheduled = nil
+	_, err := w.fire(ctx, at, store.TriggerScheduled, store.TickKey(w.def.ID, at), "", nil, "")
+	return err
+}
+
+// processBackfill fires the next few ticks of the oldest backfill request.
+func (w *scheduleWorkflow) processBackfill(ctx workflow.Context) error {
+	b := &w.carry.Backfills[0]
+	var ticks []time.Time
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		var out []time.Time
+		for t := w.spec.Next(b.Done); !t.IsZero() && !t.After(b.End) && len(out) < backfillPerRound; t = w.spec.Next(t) {
+			out = append(out, t)
+		}
+		return out
+	}).Get(&ticks)
+	for _, tick := range ticks {
+		if _, err := w.fire(ctx, tick, store.TriggerBackfill, store.TickKey(w.def.ID, tick), b.Overlap, nil, ""); err != nil {
+			return err
+		}
+		b.Done = tick
+	}
+	if len(ticks) < backfillPerRound {
+		w.carry.Backfills = w.carry.Backfills[1:]
+	}
+	return nil
+}
+
 // previousTick is the nominal tick before tick (for skip_if_successful).
 func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) time.Time {
 	var prev time.Time
@@ -476,7 +627,7 @@ func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger,
 		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
 		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,
 	}
-	if trigger != store.TriggerManual && !w.carry.Paused {
+	if (trigger == store.TriggerScheduled || trigger == store.TriggerCatchup) && !w.carry.Paused {
 		// The same transaction moves next_run_at past this tick.
 		rec.NextRunAt = w.nextAfterWatermark()
 	}
@@ -489,7 +640,7 @@ func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger,
 		return TriggerResult{}, err
 	}
 	w.mirrored = rec.NextRunAt
-	return TriggerResult{RunID: run.ID, Status: run.Status, Reason: reason, ScheduledAt: run.ScheduledAt}, nil
+	return TriggerResult{RunID: run.ID, Status: run.Status, Reason: reason, ScheduledAt: run.ScheduledAt, existed: !run.Created}, nil
 }
 
 // eventFor is the event appended with a fire: the action's own topic/type/data for an event
@@ -510,15 +661,15 @@ func (w *scheduleWorkflow) eventFor(tick time.Time, trigger string, firedAt time
 func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, key string, input json.RawMessage) (TriggerResult, error) {
 	if w.def.Action.Kind != "workflow" {
 		res, err := w.record(ctx, tick, trigger, key, store.RunSucceeded, "", "")
-		if err == nil {
+		if err == nil && !res.existed {
 			w.carry.LastSuccessAt = workflow.Now(ctx)
 		}
 		return res, err
 	}
 	workflowID := fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
 	res, err := w.record(ctx, tick, trigger, key, store.RunRunning, "", workflowID)
-	if err != nil || res.Status != store.RunRunning {
-		return res, err // recorded before with a final status: nothing to start
+	if err != nil || res.existed {
+		return res, err // recorded before: it was started (and is watched) then, not again now
 	}
 	if input == nil {
 		input = w.def.Action.Input
@@ -622,7 +773,8 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 	}).Get(ctx, nil); err != nil {
 		return ScheduleDescription{}, err
 	}
-	w.carry.Paused, w.carry.Note, w.mirrored = true, req.Note, nil
+	// Pausing drops a pending reschedule: a paused schedule catches nothing up.
+	w.carry.Paused, w.carry.Note, w.mirrored, w.carry.Rescheduled = true, req.Note, nil, nil
 	w.dirty = true
 	return w.describe(), nil
 }
@@ -669,11 +821,48 @@ func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (Tr
 	return res, err
 }
 
+func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
+	at := req.NextRunAt.UTC()
+	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{
+		ScheduleID: w.in.ScheduleID, NextRunAt: &at,
+	}).Get(ctx, nil); err != nil {
+		return ScheduleDescription{}, err
+	}
+	w.carry.Rescheduled, w.mirrored, w.next = &at, &at, &at
+	w.dirty = true
+	return w.describe(), nil
+}
+
+func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (BackfillResult, error) {
+	if w.spec == nil {
+		if err := workflow.Await(ctx, func() bool { return w.spec != nil }); err != nil {
+			return BackfillResult{}, err
+		}
+	}
+	start, end := req.Start.UTC(), req.End.UTC()
+	var n int
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		count := 0
+		for t := w.spec.Next(start.Add(-time.Nanosecond)); !t.IsZero() && !t.After(end) && count <= maxBackfillTicks; t = w.spec.Next(t) {
+			count++
+		}
+		return count
+	}).Get(&n)
+	if n > maxBackfillTicks {
+		return BackfillResult{}, temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", maxBackfillTicks), "BackfillTooLarge")
+	}
+	if n > 0 {
+		w.carry.Backfills = append(w.carry.Backfills, Backfill{Done: start.Add(-time.Nanosecond), End: end, Overlap: req.Overlap})
+		w.dirty = true
+	}
+	return BackfillResult{Ticks: n}, nil
+}
+
 func (w *scheduleWorkflow) describe() ScheduleDescription {
 	return ScheduleDescription{
 		Name: w.in.Name, Paused: w.carry.Paused, Note: w.carry.Note, Watermark: w.carry.Watermark,
 		NextFireAt: w.next, Running: append([]RunningRun{}, w.carry.Running...), Buffered: len(w.carry.Buffer),
-		Version: w.def.Version,
+		Backfills: len(w.carry.Backfills), Version: w.def.Version,
 	}
 }
 
@@ -695,7 +884,7 @@ func (w *scheduleWorkflow) shouldContinueAsNew(ctx workflow.Context) bool {
 // in-flight handlers finish and no signal is left unread.
 func (w *scheduleWorkflow) continueAsNew(ctx workflow.Context) error {
 	signalsRead := func() bool {
-		for _, name := range []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh} {
+		for _, name := range []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh, ScheduleReschedule, ScheduleBackfill} {
 			if workflow.GetSignalChannel(ctx, name).Len() > 0 {
 				return false
 			}
