@@ -1,0 +1,320 @@
+// Command devices benchmarks the device dispatch engine (`make bench-devices`): 50 PCs × 25
+// devices (capacity 20), simulated agents answering after 50 ms, 8 tasks × 1,250 devices =
+// 10,000 device executions, end to end through the HTTP API, one worker and a Temporal dev
+// server. It measures slot utilisation (running ÷ target, sampled), refill latency (slot
+// freed → next command claimable) and executions per second. It starts its own PostgreSQL
+// cluster and Temporal dev server, prints a Markdown table and ends with a `RESULT …` line.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/internal/agentsim"
+	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/starter"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/worker"
+)
+
+var (
+	flagPCs        = flag.Int("pcs", 50, "PCs")
+	flagDevices    = flag.Int("devices", 25, "devices per PC")
+	flagCapacity   = flag.Int("capacity", 20, "device_capacity of each PC")
+	flagExecutions = flag.Int("executions", 10000, "device executions (rounded up to whole tasks)")
+	flagLatency    = flag.Duration("latency", 50*time.Millisecond, "simulated agent answer latency")
+	flagFailRate   = flag.Float64("fail-rate", 0, "fraction of attempts the agents report failed (retryable)")
+	flagSample     = flag.Duration("sample", 50*time.Millisecond, "utilisation sampling interval")
+	flagTimeout    = flag.Duration("timeout", 15*time.Minute, "give up after this long")
+)
+
+func main() {
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+	if err := run(context.Background()); err != nil {
+		log.Fatalf("bench-devices: %v", err)
+	}
+}
+
+type row struct{ name, value string }
+
+func run(ctx context.Context) error {
+	root, err := devstack.RepoRoot()
+	if err != nil {
+		return err
+	}
+	bin, err := devstack.FindPostgresBinDir(true)
+	if err != nil {
+		return err
+	}
+	pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(root, ".dev", "bench-devices", "pg")),
+		Port: 55470, FindFreePort: true, Log: log.Printf}
+	if err := pg.Start(ctx); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer pg.Stop() //nolint:errcheck
+
+	tbin, err := devstack.TemporalBinary(ctx, root, log.Printf)
+	if err != nil {
+		return err
+	}
+	var extra []string
+	for _, sa := range devstack.SearchAttributes {
+		extra = append(extra, "--search-attribute", sa+"=Keyword")
+	}
+	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath: tbin, LogLevel: "error", ClientOptions: &client.Options{Namespace: "default"}, ExtraArgs: extra,
+	})
+	if err != nil {
+		return fmt.Errorf("temporal dev server: %w", err)
+	}
+	defer dev.Stop() //nolint:errcheck
+
+	dbURL, err := freshDatabase(ctx, pg, "bench_devices")
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, dbURL+"&pool_max_conns=48")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfg := config.Config{DatabaseURL: dbURL, TemporalAddress: dev.FrontendHostPort(), TemporalNamespace: "default",
+		TaskQueue: "tickgate", DeviceTimeout: 20 * time.Minute, DeviceMaxAttempts: 3}
+	tc, err := cfg.DialTemporal(ctx)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	if err := worker.StartSingletons(ctx, worker.Deps{Config: cfg, Store: st, Temporal: tc}); err != nil {
+		return err
+	}
+	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue},
+		Logf: func(f string, a ...any) { log.Printf("api: "+f, a...) }}))
+	defer srv.Close()
+	base := srv.URL + "/api/v1"
+	hc := &http.Client{Timeout: 30 * time.Second}
+
+	// The farm, through the API.
+	var pcs []string
+	for p := 0; p < *flagPCs; p++ {
+		name := fmt.Sprintf("pc-%02d", p)
+		pcs = append(pcs, name)
+		if err := post(hc, base+"/pcs", fmt.Sprintf(`{"name":%q,"device_capacity":%d}`, name, *flagCapacity)); err != nil {
+			return err
+		}
+		for d := 0; d < *flagDevices; d++ {
+			if err := post(hc, base+"/devices", fmt.Sprintf(`{"pc":%q,"serial":"%s-dev-%02d"}`, name, name, d)); err != nil {
+				return err
+			}
+		}
+	}
+	perTask := *flagPCs * *flagDevices
+	tasks := (*flagExecutions + perTask - 1) / perTask
+	log.Printf("farm: %d PCs × %d devices (capacity %d); %d tasks × %d devices", *flagPCs, *flagDevices, *flagCapacity, tasks, perTask)
+
+	// Refill latency: the agent posts a result (the slot is freed when the server gets it)
+	// and the next command of that slot is claimable once the result's transaction commits,
+	// which happens before the answer: the result round trip bounds it from above.
+	var mu sync.Mutex
+	var refill []time.Duration
+	sentAt := map[int64]time.Time{}
+	runCtx, cancel := context.WithTimeout(ctx, *flagTimeout)
+	defer cancel()
+	fleet := agentsim.Start(runCtx, agentsim.Options{
+		BaseURL: base, PCs: pcs, Max: *flagCapacity, Latency: *flagLatency, FailRate: *flagFailRate,
+		OnAnswering: func(c agentsim.Command, _ agentsim.Outcome, at time.Time) {
+			mu.Lock()
+			sentAt[c.ID*8+int64(c.Attempt)] = at
+			mu.Unlock()
+		},
+		OnAnswered: func(c agentsim.Command, _ agentsim.Outcome, code int, at time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			if code == http.StatusOK {
+				refill = append(refill, at.Sub(sentAt[c.ID*8+int64(c.Attempt)]))
+			}
+			delete(sentAt, c.ID*8+int64(c.Attempt))
+		},
+		Logf: log.Printf,
+	})
+
+	start := time.Now()
+	for i := 0; i < tasks; i++ {
+		if err := post(hc, base+"/tasks", fmt.Sprintf(`{"payload":{"bench":%d}}`, i)); err != nil {
+			return err
+		}
+	}
+
+	// Sample the slots until every task is final.
+	var samples, overTarget int
+	var sumRunning, sumTarget, sumDemand float64
+	var done bool
+	for !done {
+		select {
+		case <-runCtx.Done():
+			return fmt.Errorf("timed out after %s: %s", *flagTimeout, fleet.Stats.String())
+		case <-time.After(*flagSample):
+		}
+		s, err := sample(ctx, st)
+		if err != nil {
+			return err
+		}
+		if s.open == 0 {
+			done = true
+			break
+		}
+		samples++
+		overTarget += s.over
+		sumRunning += float64(s.running)
+		sumTarget += float64(s.target)
+		sumDemand += float64(s.demand)
+	}
+	elapsed := time.Since(start)
+	cancel()
+	fleet.Wait()
+
+	var executions, succeeded, attempts int64
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'SUCCEEDED'), coalesce(sum(attempt), 0) FROM task_devices`).
+		Scan(&executions, &succeeded, &attempts); err != nil {
+		return err
+	}
+	var finalTasks int64
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('success', 'failed')`).Scan(&finalTasks); err != nil {
+		return err
+	}
+	mu.Lock()
+	slices.Sort(refill)
+	p50, p99 := pct(refill, 50), pct(refill, 99)
+	nRefill := len(refill)
+	mu.Unlock()
+
+	util := sumRunning / max(sumDemand, 1)
+	utilRaw := sumRunning / max(sumTarget, 1)
+	eps := float64(executions) / elapsed.Seconds()
+	rows := []row{
+		{"farm", fmt.Sprintf("%d PCs × %d devices, capacity %d (target 20 per PC)", *flagPCs, *flagDevices, *flagCapacity)},
+		{"workload", fmt.Sprintf("%d tasks × %d devices; agents answer after %s, fail rate %.2f", tasks, perTask, *flagLatency, *flagFailRate)},
+		{"device executions", fmt.Sprintf("%d (%d succeeded, %d attempts), %d tasks final", executions, succeeded, attempts, finalTasks)},
+		{"wall time", elapsed.Round(time.Millisecond).String()},
+		{"executions per second", fmt.Sprintf("%.1f", eps)},
+		{"slot utilisation (running ÷ target, target capped by the active task's devices left)", fmt.Sprintf("%.3f over %d samples", util, samples)},
+		{"slot utilisation, raw (running ÷ min(capacity, eligible), incl. task drain and switch)", fmt.Sprintf("%.3f", utilRaw)},
+		{"refill latency p50 / p99 (result sent → refilled slot committed, upper bound)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(p50), ms(p99), nRefill)},
+		{"samples with running > target (D2)", fmt.Sprintf("%d", overTarget)},
+		{"agent fleet", fleet.Stats.String()},
+	}
+	fmt.Println()
+	fmt.Println("| figure | value |")
+	fmt.Println("| --- | --- |")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s |\n", r.name, r.value)
+	}
+	fmt.Println()
+	fmt.Printf("RESULT utilisation=%.3f utilisation_raw=%.3f refill_p50_ms=%.1f refill_p99_ms=%.1f executions_per_s=%.1f d2_violations=%d\n",
+		util, utilRaw, ms(p50), ms(p99), eps, overTarget)
+	return nil
+}
+
+type slotSample struct {
+	open, running, target, demand, over int
+}
+
+// sample reads every PC's slots: running, target = min(capacity, eligible), and the
+// demand-limited target min(target, running + eligible devices the active task has not
+// run on yet) — what the engine can fill at that moment.
+func sample(ctx context.Context, st *store.Store) (slotSample, error) {
+	var s slotSample
+	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('pending', 'running')`).Scan(&s.open); err != nil {
+		return s, err
+	}
+	rows, err := st.Pool.Query(ctx, `
+		WITH t AS (SELECT id FROM tasks WHERE status = 'running')
+		SELECT s.running, s.target,
+		       (SELECT count(*) FROM devices d
+		        WHERE d.pc_id = s.pc_id AND d.status IN ('online', 'busy')
+		          AND EXISTS (SELECT 1 FROM t)
+		          AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN t ON x.task_id = t.id
+		                          WHERE x.device_id = d.id AND x.status <> 'CANCELLED')) AS unrun
+		FROM pc_device_summary s`)
+	if err != nil {
+		return s, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var running, target, unrun int
+		if err := rows.Scan(&running, &target, &unrun); err != nil {
+			return s, err
+		}
+		s.running += running
+		s.target += target
+		s.demand += min(target, running+unrun)
+		if running > target {
+			s.over++
+		}
+	}
+	return s, rows.Err()
+}
+
+func post(hc *http.Client, url, body string) error {
+	resp, err := hc.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s answered %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+func freshDatabase(ctx context.Context, pg *devstack.Postgres, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", err
+	}
+	if err := store.Migrate(ctx, pg.URL(name)); err != nil {
+		return "", err
+	}
+	return pg.URL(name), nil
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	return sorted[min(max(i-1, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
