@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -30,6 +32,9 @@ func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules/:name/pause", s.pauseSchedule)
 	g.POST("/schedules/:name/resume", s.resumeSchedule)
 	g.POST("/schedules/:name/trigger", s.triggerSchedule)
+	g.PATCH("/schedules/:name", s.updateSchedule)
+	g.POST("/schedules/:name/reschedule", s.rescheduleSchedule)
+	g.POST("/schedules/:name/backfill", s.backfillSchedule)
 }
 
 // SchedulePolicies are a schedule's policies as sent over the API.
@@ -291,6 +296,7 @@ func (s *Server) getSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	c.Response().Header().Set("ETag", etag(row.Version))
 	ctx := c.Request().Context()
 	v := scheduleView(row)
 	v.Counters = &ScheduleCounter{Fired: row.FiredCount, Skipped: row.SkippedCount, Missed: row.MissedCount}
@@ -424,7 +430,157 @@ func (s *Server) answerSchedule(c echo.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	c.Response().Header().Set("ETag", etag(row.Version))
 	return c.JSON(http.StatusOK, scheduleView(row))
+}
+
+func etag(version int64) string { return fmt.Sprintf(`"%d"`, version) }
+
+// UpdateScheduleRequest is the body of PATCH /schedules/{name}: the parts to replace.
+// Version (or an If-Match header with the ETag) makes the change optimistic: a stale one
+// is answered 412 and changes nothing.
+type UpdateScheduleRequest struct {
+	Spec     *schedulespec.Spec `json:"spec,omitempty"`
+	Action   *ScheduleAction    `json:"action,omitempty"`
+	Policies *SchedulePolicies  `json:"policies,omitempty"`
+	Version  int64              `json:"version,omitempty"`
+}
+
+func (s *Server) updateSchedule(c echo.Context) error {
+	row, err := s.scheduleByName(c)
+	if err != nil {
+		return err
+	}
+	var req UpdateScheduleRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	expected := req.Version
+	if req.Version < 0 {
+		return BadRequest("version", "must be positive")
+	}
+	if m := c.Request().Header.Get("If-Match"); m != "" && m != "*" {
+		v, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(m, "W/"), `"`), 10, 64)
+		if err != nil || v <= 0 {
+			return BadRequest("If-Match", "want the schedule's ETag, such as \"3\"")
+		}
+		if expected != 0 && expected != v {
+			return BadRequest("version", "disagrees with If-Match")
+		}
+		expected = v
+	}
+	// Start from the stored definition and replace what the request carries.
+	cur := scheduleView(row)
+	create := CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies}
+	if req.Spec != nil {
+		create.Spec = *req.Spec
+	}
+	if req.Action != nil {
+		create.Action = *req.Action
+	}
+	if req.Policies != nil {
+		create.Policies = req.Policies
+	}
+	spec, pol, err := create.validate(s.Now().UTC())
+	if err != nil {
+		return err
+	}
+	specJSON, _ := json.Marshal(spec.Spec)
+	actionJSON, _ := json.Marshal(create.Action)
+	ctx := c.Request().Context()
+	updated, err := s.Store.UpdateSchedule(ctx, store.ScheduleChange{
+		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
+		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
+	})
+	if errors.Is(err, store.ErrStale) {
+		return NewProblem(http.StatusPreconditionFailed, "version", "the schedule changed since version %d; read it again and retry", expected)
+	}
+	if err != nil {
+		return err
+	}
+	// The workflow reloads the definition and recomputes its next fire; runs in flight go on.
+	if err := s.Starter.RefreshSchedule(ctx, row.Name); err != nil {
+		s.Logf("api: refresh workflow of schedule %s: %v", row.Name, err)
+	}
+	c.Response().Header().Set("ETag", etag(updated.Version))
+	return c.JSON(http.StatusOK, scheduleView(updated))
+}
+
+// RescheduleRequest is the body of POST /schedules/{name}/reschedule.
+type RescheduleRequest struct {
+	NextRunAt *time.Time `json:"next_run_at"`
+}
+
+func (s *Server) rescheduleSchedule(c echo.Context) error {
+	row, err := s.scheduleByName(c)
+	if err != nil {
+		return err
+	}
+	var req RescheduleRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	if req.NextRunAt == nil || req.NextRunAt.IsZero() {
+		return BadRequest("next_run_at", "is required (RFC 3339)")
+	}
+	if row.Paused {
+		return Conflict("paused", "schedule %q is paused: resume it before rescheduling", row.Name)
+	}
+	if req.NextRunAt.Before(s.Now().Add(-time.Minute)) {
+		return BadRequest("next_run_at", "is in the past; use trigger to fire now or backfill for past ticks")
+	}
+	if _, err := s.Starter.RescheduleSchedule(c.Request().Context(), row.Name, req.NextRunAt.UTC()); err != nil {
+		return s.scheduleCommandError(row.Name, err)
+	}
+	return s.answerSchedule(c, row.Name)
+}
+
+// BackfillRequest is the body of POST /schedules/{name}/backfill.
+type BackfillRequest struct {
+	Start   *time.Time `json:"start"`
+	End     *time.Time `json:"end"`
+	Overlap string     `json:"overlap,omitempty"`
+}
+
+// BackfillView answers a backfill.
+type BackfillView struct {
+	Ticks int `json:"ticks"`
+}
+
+func (s *Server) backfillSchedule(c echo.Context) error {
+	row, err := s.scheduleByName(c)
+	if err != nil {
+		return err
+	}
+	var req BackfillRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	switch {
+	case req.Start == nil:
+		return BadRequest("start", "is required (RFC 3339)")
+	case req.End == nil:
+		return BadRequest("end", "is required (RFC 3339)")
+	case req.End.Before(*req.Start):
+		return BadRequest("end", "must not be before start")
+	case req.End.After(s.Now()):
+		return BadRequest("end", "must not be in the future: backfill fills past ticks")
+	}
+	if req.Overlap != "" {
+		if err := validOverlap("overlap", req.Overlap); err != nil {
+			return err
+		}
+	}
+	res, err := s.Starter.BackfillSchedule(c.Request().Context(), row.Name, workflows.BackfillRequest{
+		Start: req.Start.UTC(), End: req.End.UTC(), Overlap: req.Overlap,
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "BackfillTooLarge") || strings.Contains(err.Error(), "more than") {
+			return BadRequest("end", "the range holds too many ticks (at most 10000 per backfill)")
+		}
+		return s.scheduleCommandError(row.Name, err)
+	}
+	return c.JSON(http.StatusAccepted, BackfillView{Ticks: res.Ticks})
 }
 
 // TriggerScheduleRequest is the body of POST /schedules/{name}/trigger.

@@ -148,3 +148,17 @@ func (s *Starter) ListRunningScheduleNames(ctx context.Context) ([]string, error
 		}
 	}
 }
+
+// RescheduleSchedule moves the schedule's next fire.
+func (s *Starter) RescheduleSchedule(ctx context.Context, name string, at time.Time) (workflows.ScheduleDescription, error) {
+	var d workflows.ScheduleDescription
+	err := s.updateSchedule(ctx, name, workflows.ScheduleReschedule, &d, workflows.RescheduleRequest{NextRunAt: at})
+	return d, err
+}
+
+// BackfillSchedule queues a backfill of a past range.
+func (s *Starter) BackfillSchedule(ctx context.Context, name string, req workflows.BackfillRequest) (workflows.BackfillResult, error) {
+	var r workflows.BackfillResult
+	err := s.updateSchedule(ctx, name, workflows.ScheduleBackfill, &r, req)
+	return r, err
+}

@@ -52,7 +52,13 @@ type ScheduleCarry struct {
 	Note          string
 	Running       []RunningRun
 	Buffer        []BufferedTick
+	// LastSuccessAt is the nominal time of the newest run that succeeded (a manual run's
+	// nominal time is when it was triggered); skip_if_successful compares it to the
+	// previous tick.
 	LastSuccessAt time.Time
+	// ContinueAsNewAfter overrides how many loop iterations a run makes before it continues
+	// as new (0: the default); for tests and tuning.
+	ContinueAsNewAfter int `json:",omitempty"`
 	// Rescheduled replaces the next natural tick when set (reschedule).
 	Rescheduled *time.Time `json:",omitempty"`
 	// Backfills are the ranges still to fire, oldest request first.
@@ -330,8 +336,23 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 		w.dirty = false
 		if w.reload {
 			w.reload = false
+			// Ticks already due under the old definition are handled under it first.
+			if !w.carry.Paused {
+				if _, err := w.processDue(ctx); err != nil {
+					return w.stopIfGone(err)
+				}
+			}
+			oldSpec := w.spec.Spec
 			if err := w.load(ctx); err != nil {
 				return w.stopIfGone(err)
+			}
+			if !specsEqual(oldSpec, w.spec.Spec) {
+				// A changed spec counts ticks from the change on: ticks the new spec puts in
+				// the past were never due under the old one.
+				if now := workflow.Now(ctx); now.After(w.carry.Watermark) {
+					w.carry.Watermark = now
+				}
+				w.carry.Rescheduled = nil
 			}
 		}
 		if err := w.drainBuffer(ctx); err != nil {
@@ -379,6 +400,12 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 			}
 		}
 	}
+}
+
+func specsEqual(x, y schedulespec.Spec) bool {
+	bx, _ := json.Marshal(x)
+	by, _ := json.Marshal(y)
+	return string(bx) == string(by)
 }
 
 func (w *scheduleWorkflow) stopIfGone(err error) error {
@@ -522,7 +549,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, k
 	}
 	if (trigger == store.TriggerScheduled || trigger == store.TriggerCatchup) && w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() {
 		prev := w.previousTick(ctx, tick)
-		if !w.carry.LastSuccessAt.Before(prev) {
+		if w.carry.LastSuccessAt.After(prev) {
 			return w.record(ctx, tick, trigger, key, store.RunSkipped,
 				fmt.Sprintf("skip_if_successful: a run already succeeded at %s", w.carry.LastSuccessAt.UTC().Format(time.RFC3339)), "")
 		}
@@ -662,7 +689,7 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, 
 	if w.def.Action.Kind != "workflow" {
 		res, err := w.record(ctx, tick, trigger, key, store.RunSucceeded, "", "")
 		if err == nil && !res.existed {
-			w.carry.LastSuccessAt = workflow.Now(ctx)
+			w.succeeded(tick)
 		}
 		return res, err
 	}
@@ -722,10 +749,16 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 			}
 		}
 		if out.Status == store.RunSucceeded {
-			w.carry.LastSuccessAt = workflow.Now(ctx)
+			w.succeeded(r.ScheduledAt)
 		}
 		w.dirty = true
 	})
+}
+
+func (w *scheduleWorkflow) succeeded(nominal time.Time) {
+	if nominal.After(w.carry.LastSuccessAt) {
+		w.carry.LastSuccessAt = nominal
+	}
 }
 
 // drainBuffer starts buffered ticks once nothing is running.
@@ -877,7 +910,11 @@ func (w *scheduleWorkflow) details(fireAt *time.Time) string {
 }
 
 func (w *scheduleWorkflow) shouldContinueAsNew(ctx workflow.Context) bool {
-	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.events >= continueAsNewAfter
+	limit := continueAsNewAfter
+	if w.carry.ContinueAsNewAfter > 0 {
+		limit = w.carry.ContinueAsNewAfter
+	}
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.events >= limit
 }
 
 // continueAsNew hands the watermark, buffer and running runs to a fresh run, after the
