@@ -1,0 +1,324 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
+)
+
+// fakeTargets stands in for the target workflows of a workflow action: each run "lasts"
+// runFor on the workflow clock, and ends CANCELED or TERMINATED if the schedule stopped it.
+type fakeTargets struct {
+	mu      sync.Mutex
+	started []string
+	stopped map[string]string
+}
+
+func (s *ScheduleWorkflowSuite) mockTargets(runFor time.Duration) *fakeTargets {
+	f := &fakeTargets{stopped: map[string]string{}}
+	s.env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return(func(_ context.Context, r activities.StartRun) (string, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.started = append(f.started, r.WorkflowID)
+		return "run-of-" + r.WorkflowID, nil
+	})
+	s.env.OnActivity(s.acts.AwaitRunWorkflow, mock.Anything, mock.Anything).After(runFor).Return(func(_ context.Context, id string) (activities.RunOutcome, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		switch f.stopped[id] {
+		case "terminate":
+			return activities.RunOutcome{Status: store.RunTerminated, Error: "terminated"}, nil
+		case "cancel":
+			return activities.RunOutcome{Status: store.RunCanceled, Error: "canceled"}, nil
+		}
+		return activities.RunOutcome{Status: store.RunSucceeded}, nil
+	})
+	s.env.OnActivity(s.acts.StopRunWorkflow, mock.Anything, mock.Anything).Return(func(_ context.Context, r activities.StopRun) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if r.Terminate {
+			f.stopped[r.WorkflowID] = "terminate"
+		} else {
+			f.stopped[r.WorkflowID] = "cancel"
+		}
+		return nil
+	})
+	return f
+}
+
+func workflowAction(p *store.NewSchedule) {
+	p.Action = json.RawMessage(`{"kind":"workflow","workflow_type":"Report","task_queue":"reports","input":{"x":1}}`)
+}
+
+func withOverlap(overlap string) func(*store.NewSchedule) {
+	return func(p *store.NewSchedule) {
+		workflowAction(p)
+		p.Overlap = overlap
+	}
+}
+
+// outcomes maps each run's offset from t0 to its status (and trigger when not scheduled).
+func (s *ScheduleWorkflowSuite) outcomes(name string) map[time.Duration]string {
+	out := map[time.Duration]string{}
+	for _, r := range s.runs(name) {
+		v := r.Status
+		if r.Trigger != store.TriggerScheduled {
+			v += "/" + r.Trigger
+		}
+		out[r.ScheduledAt.Sub(s.t0)] = v
+	}
+	return out
+}
+
+func (s *ScheduleWorkflowSuite) minuteTicks(name string, mutate func(*store.NewSchedule)) workflows.ScheduleInput {
+	start := s.t0
+	return s.createSchedule(name, schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, s.t0, mutate)
+}
+
+const minute = time.Minute
+
+func (s *ScheduleWorkflowSuite) TestOverlapSkipRecordsTicksThatCameWhileARunRan() {
+	in := s.minuteTicks("skip", withOverlap("skip"))
+	s.mockTargets(100 * time.Second)
+	s.stopAt(5*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{
+		1 * minute: "SUCCEEDED", 2 * minute: "SKIPPED", 3 * minute: "SUCCEEDED", 4 * minute: "SKIPPED", 5 * minute: "RUNNING",
+	}, s.outcomes("skip"))
+	for _, r := range s.runs("skip") {
+		if r.Status == store.RunSkipped {
+			s.Contains(r.Reason, "still running")
+		}
+	}
+}
+
+func (s *ScheduleWorkflowSuite) TestOverlapBufferOneRunsOneAfterwardsAndSkipsBeyond() {
+	in := s.minuteTicks("buffer-one", withOverlap("buffer_one"))
+	s.mockTargets(100 * time.Second)
+	s.stopAt(5*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	// 1m runs to 2m40; 2m waits and runs 2m40-4m20; 3m waits; 4m finds the buffer full;
+	// 3m runs from 4m20; 5m waits in the buffer (no row yet).
+	s.Equal(map[time.Duration]string{
+		1 * minute: "SUCCEEDED", 2 * minute: "SUCCEEDED", 3 * minute: "RUNNING", 4 * minute: "SKIPPED",
+	}, s.outcomes("buffer-one"))
+}
+
+func (s *ScheduleWorkflowSuite) TestOverlapBufferAllRunsEveryTickInOrder() {
+	in := s.minuteTicks("buffer-all", withOverlap("buffer_all"))
+	targets := s.mockTargets(100 * time.Second)
+	s.stopAt(6*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{
+		1 * minute: "SUCCEEDED", 2 * minute: "SUCCEEDED", 3 * minute: "SUCCEEDED", 4 * minute: "RUNNING",
+	}, s.outcomes("buffer-all"))
+	s.Equal([]string{"schedule/buffer-all/run/2026-03-01T12:01:00Z", "schedule/buffer-all/run/2026-03-01T12:02:00Z",
+		"schedule/buffer-all/run/2026-03-01T12:03:00Z", "schedule/buffer-all/run/2026-03-01T12:04:00Z"}, targets.started)
+}
+
+func (s *ScheduleWorkflowSuite) TestOverlapAllowAllStartsEveryTick() {
+	in := s.minuteTicks("allow-all", withOverlap("allow_all"))
+	s.mockTargets(150 * time.Second)
+	s.stopAt(4*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{
+		1 * minute: "SUCCEEDED", 2 * minute: "RUNNING", 3 * minute: "RUNNING", 4 * minute: "RUNNING",
+	}, s.outcomes("allow-all"))
+}
+
+func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCancelsTheRunThenStarts() {
+	in := s.minuteTicks("cancel-other", withOverlap("cancel_other"))
+	targets := s.mockTargets(100 * time.Second)
+	s.stopAt(3*minute + 30*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{1 * minute: "CANCELED", 2 * minute: "RUNNING"}, s.outcomes("cancel-other"))
+	s.Equal("cancel", targets.stopped["schedule/cancel-other/run/2026-03-01T12:01:00Z"])
+}
+
+func (s *ScheduleWorkflowSuite) TestOverlapTerminateOtherTerminatesAndStartsAtOnce() {
+	in := s.minuteTicks("terminate-other", withOverlap("terminate_other"))
+	targets := s.mockTargets(100 * time.Second)
+	s.stopAt(2*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	runs := s.runs("terminate-other")
+	s.Require().Len(runs, 2)
+	s.Equal(s.t0.Add(2*minute), runs[1].FiredAt.UTC(), "the new run starts at its tick, not after the old one ends")
+	s.Equal("terminate", targets.stopped["schedule/terminate-other/run/2026-03-01T12:01:00Z"])
+}
+
+func (s *ScheduleWorkflowSuite) TestTriggerOverridesOverlapPolicy() {
+	in := s.minuteTicks("override", withOverlap("skip"))
+	s.mockTargets(100 * time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleTrigger, workflows.TriggerRequest{RequestID: "r", Overlap: "allow_all", Input: json.RawMessage(`{"x":2}`)},
+			func(r any, err error) { s.NoError(err) })
+	}, 90*time.Second)
+	s.stopAt(100 * time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	out := s.outcomes("override")
+	s.Equal("RUNNING/manual", out[90*time.Second], "allow_all for this trigger starts it beside the running one")
+}
+
+func (s *ScheduleWorkflowSuite) TestSkipIfSuccessfulSkipsTheTickAfterAManualRun() {
+	in := s.minuteTicks("skip-if-ok", func(p *store.NewSchedule) { p.SkipIfSuccessful = true })
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleTrigger, workflows.TriggerRequest{RequestID: "early"}, func(r any, err error) { s.NoError(err) })
+	}, 90*time.Second)
+	s.stopAt(4*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{
+		1 * minute: "SUCCEEDED", 90 * time.Second: "SUCCEEDED/manual", 2 * minute: "SKIPPED", 3 * minute: "SUCCEEDED", 4 * minute: "SUCCEEDED",
+	}, s.outcomes("skip-if-ok"))
+}
+
+func (s *ScheduleWorkflowSuite) TestSpringForwardInNewYorkFiresOnce() {
+	ny, _ := time.LoadLocation("America/New_York")
+	start := time.Date(2026, 3, 7, 12, 0, 0, 0, ny)
+	s.env.SetStartTime(start)
+	in := s.createSchedule("ny-spring", schedulespec.Spec{Cron: "30 2 * * *", Timezone: "America/New_York"}, start, nil)
+	s.stopAt(3 * 24 * time.Hour)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	var got []time.Time
+	for _, r := range s.runs("ny-spring") {
+		got = append(got, r.ScheduledAt.UTC())
+	}
+	s.Equal([]time.Time{
+		time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC),  // 02:30 does not exist: once, at 03:00 EDT
+		time.Date(2026, 3, 9, 2, 30, 0, 0, ny).UTC(), // then 02:30 EDT as usual
+		time.Date(2026, 3, 10, 2, 30, 0, 0, ny).UTC(),
+	}, got)
+}
+
+func (s *ScheduleWorkflowSuite) TestFallBackInBerlinFiresOnce() {
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	start := time.Date(2026, 10, 24, 12, 0, 0, 0, berlin)
+	s.env.SetStartTime(start)
+	in := s.createSchedule("berlin-fall", schedulespec.Spec{Cron: "*/30 2 * * *", Timezone: "Europe/Berlin"}, start, nil)
+	s.stopAt(2 * 24 * time.Hour)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	var got []time.Time
+	for _, r := range s.runs("berlin-fall") {
+		got = append(got, r.ScheduledAt.UTC())
+	}
+	// 2026-10-25 02:00-02:59 happens twice in Berlin (CEST, then CET): 02:00 and 02:30 fire
+	// at their first occurrence only.
+	s.Equal([]time.Time{
+		time.Date(2026, 10, 25, 0, 0, 0, 0, time.UTC), time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC),
+		time.Date(2026, 10, 26, 1, 0, 0, 0, time.UTC), time.Date(2026, 10, 26, 1, 30, 0, 0, time.UTC),
+	}, got)
+}
+
+func (s *ScheduleWorkflowSuite) TestUpdateWhileARunIsInFlight() {
+	start := s.t0
+	in := s.createSchedule("live-update", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, withOverlap("skip"))
+	s.mockTargets(100 * time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		// PATCH: the row changes (as the API does), then the workflow is told to reload.
+		_, err := s.store.UpdateSchedule(context.Background(), store.ScheduleChange{
+			Name: "live-update", Spec: json.RawMessage(`{"interval":{"every":25,"unit":"SECONDS"},"start_at":"2026-03-01T12:00:00Z","timezone":"UTC"}`),
+			Action: json.RawMessage(`{"kind":"workflow","workflow_type":"Report","task_queue":"reports"}`), Overlap: "skip",
+		})
+		s.NoError(err)
+		s.update(workflows.ScheduleRefresh, nil, func(r any, err error) { s.NoError(err) })
+	}, 32*time.Second)
+	s.stopAt(2*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	out := s.outcomes("live-update")
+	s.Equal("SUCCEEDED", out[10*time.Second], "the run in flight finished normally")
+	s.Equal("SKIPPED", out[20*time.Second])
+	s.Equal("SKIPPED", out[30*time.Second])
+	// After the change at 32s the 25-second grid applies: 50s, 75s, 100s (skipped while the
+	// first run ends at 110s), then 125s runs.
+	s.Equal("SKIPPED", out[50*time.Second])
+	s.Equal("SKIPPED", out[100*time.Second])
+	s.Equal("RUNNING", out[125*time.Second])
+	_, old := out[40*time.Second]
+	s.False(old, "the old 10-second grid no longer applies")
+}
+
+func (s *ScheduleWorkflowSuite) TestBackfillOverlappingTicksThatRanRunsEachTickOnce() {
+	start := s.t0.Add(-10 * minute)
+	in := s.createSchedule("backfill", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, s.t0, nil)
+	var result workflows.BackfillResult
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleBackfill, workflows.BackfillRequest{Start: s.t0.Add(-10 * minute), End: s.t0.Add(2 * minute)},
+			func(r any, err error) {
+				s.NoError(err)
+				result = r.(workflows.BackfillResult)
+			})
+	}, 3*minute+30*time.Second)
+	s.stopAt(5*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(13, result.Ticks)
+	out := s.outcomes("backfill")
+	for m := -10; m <= 0; m++ {
+		s.Equal("SUCCEEDED/backfill", out[time.Duration(m)*minute], "tick %dm", m)
+	}
+	for m := 1; m <= 5; m++ {
+		s.Equal("SUCCEEDED", out[time.Duration(m)*minute], "tick %dm ran once, as scheduled", m)
+	}
+	s.Len(s.runs("backfill"), 16)
+}
+
+func (s *ScheduleWorkflowSuite) TestRescheduleMovesTheNextFireAndRecordsReplacedTicks() {
+	in := s.minuteTicks("reschedule", nil)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleReschedule, workflows.RescheduleRequest{NextRunAt: s.t0.Add(150 * time.Second)},
+			func(r any, err error) { s.NoError(err) })
+	}, 10*time.Second)
+	s.stopAt(3*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{
+		1 * minute: "SKIPPED", 2 * minute: "SKIPPED", 150 * time.Second: "SUCCEEDED", 3 * minute: "SUCCEEDED",
+	}, s.outcomes("reschedule"))
+}
+
+func (s *ScheduleWorkflowSuite) TestContinueAsNewKeepsWatermarkAndPause() {
+	start := s.t0
+	in := s.createSchedule("long-life", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
+	in.Carry = &workflows.ScheduleCarry{Watermark: s.t0, ContinueAsNewAfter: 4, LastSuccessAt: s.t0}
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "kept"}, func(r any, err error) { s.NoError(err) })
+	}, 35*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	var can *workflow.ContinueAsNewError
+	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "%v", s.env.GetWorkflowError())
+	var next workflows.ScheduleInput
+	s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	s.Require().NotNil(next.Carry)
+	s.Equal(in.ScheduleID, next.ScheduleID)
+	s.True(next.Carry.Paused, "the pause carries over")
+	s.Equal("kept", next.Carry.Note)
+	s.Equal(s.t0.Add(30*time.Second), next.Carry.Watermark, "the watermark carries over")
+	s.Len(s.runs("long-life"), 3)
+
+	// The next run resumes from the carried state without firing any tick again.
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.ScheduleWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleWorkflowType})
+	env.RegisterActivity(s.acts)
+	env.SetStartTime(s.t0.Add(36 * time.Second))
+	next.Carry.ContinueAsNewAfter = 1000
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.ScheduleResume, nil)
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 40*time.Second)
+	env.ExecuteWorkflow(workflows.ScheduleWorkflowType, next)
+	var got []time.Duration
+	for _, r := range s.runs("long-life") {
+		got = append(got, r.ScheduledAt.Sub(s.t0))
+	}
+	// 10-30s before; paused 36-46s (40s is neither fired nor caught up); 50s-70s after resume.
+	s.Equal([]time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 50 * time.Second, 60 * time.Second, 70 * time.Second}, got)
+}
