@@ -38,16 +38,23 @@ func New(s *Server) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = ErrorHandler(s.Logf)
 	e.Use(middleware.Recover())
+	e.Use(observeHTTP)
 	e.Use(middleware.BodyLimit("1M"))
+	e.Use(s.authenticate(e.Routes))
+	e.Use(s.idempotency)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	s.registerMetrics(e)
+	s.registerDashboard(e)
 
 	g := e.Group("/api/v1")
 	s.registerSchedules(g)
 	s.registerEvents(g)
 	s.registerRollouts(g)
 	s.registerDevices(g)
+	s.registerTokens(g)
+	s.registerOpenAPI(g)
 	return e
 }
 

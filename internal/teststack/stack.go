@@ -26,8 +26,11 @@ type Stack struct {
 	Store    *store.Store
 	Temporal client.Client
 	Config   config.Config
-	// Headers are sent with every request made through Do (an Authorization header, say).
+	// Headers are sent with every request made through Do: by default the admin token's
+	// Authorization header.
 	Headers map[string]string
+	// AdminToken is the admin API token the stack created for itself.
+	AdminToken string
 }
 
 // Options adjust the stack's configuration before it starts.
@@ -69,5 +72,32 @@ func Start(t *testing.T, opts Options) *Stack {
 		Store: st, Temporal: tc, Starter: &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}, Logf: t.Logf,
 	}))
 	t.Cleanup(srv.Close)
-	return &Stack{URL: srv.URL, Store: st, Temporal: tc, Config: cfg}
+	stack := &Stack{URL: srv.URL, Store: st, Temporal: tc, Config: cfg}
+	stack.AdminToken = stack.NewToken(t, store.RoleAdmin, "")
+	stack.Headers = map[string]string{"Authorization": "Bearer " + stack.AdminToken}
+	return stack
+}
+
+// NewToken creates an API token of role (pc names an agent's PC) straight in the database.
+func (s *Stack) NewToken(t testing.TB, role, pc string) string {
+	t.Helper()
+	_, token, err := s.Store.CreateToken(context.Background(), store.NewToken{Role: role, PC: pc, Note: "teststack"})
+	require.NoError(t, err)
+	return token
+}
+
+// As returns a copy of the stack whose requests carry token instead of the admin's (an
+// empty token sends no Authorization header).
+func (s *Stack) As(token string) *Stack {
+	c := *s
+	c.Headers = map[string]string{}
+	for k, v := range s.Headers {
+		if k != "Authorization" {
+			c.Headers[k] = v
+		}
+	}
+	if token != "" {
+		c.Headers["Authorization"] = "Bearer " + token
+	}
+	return &c
 }

@@ -1,0 +1,370 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tickgate/tickgate/store"
+)
+
+// Permission is what a route requires of the caller's token.
+type Permission int
+
+// Permissions, from least to most guarded. Agent permissions are scoped: the token's PC
+// must own the PC or task_device the route names.
+const (
+	PermPublic          Permission = iota + 1 // no token (health checks, the dashboard's static files)
+	PermRead                                  // viewer, operator, admin
+	PermWrite                                 // operator, admin: create and change
+	PermAdmin                                 // admin only: tokens
+	PermAgentPC                               // an agent of PC :name, or admin
+	PermAgentTaskDevice                       // an agent of the PC running task_device :id, or admin
+)
+
+func (p Permission) String() string {
+	switch p {
+	case PermPublic:
+		return "public"
+	case PermRead:
+		return "read"
+	case PermWrite:
+		return "write"
+	case PermAdmin:
+		return "admin"
+	case PermAgentPC, PermAgentTaskDevice:
+		return "agent"
+	}
+	return "unknown"
+}
+
+// RoutePermissions maps "METHOD path" (Echo's route path, c.Path()) to the permission the
+// route needs. A registered route missing here is refused to everyone (default deny); a
+// test checks that every route of the application is listed.
+var RoutePermissions = map[string]Permission{
+	"GET /healthz":             PermPublic,
+	"GET /readyz":              PermPublic,
+	"GET /":                    PermPublic,
+	"GET /ui/*":                PermPublic,
+	"GET /metrics":             PermRead,
+	"GET /api/v1/openapi.yaml": PermRead,
+
+	"POST /api/v1/schedules":                     PermWrite,
+	"GET /api/v1/schedules":                      PermRead,
+	"GET /api/v1/schedules/:name":                PermRead,
+	"PATCH /api/v1/schedules/:name":              PermWrite,
+	"DELETE /api/v1/schedules/:name":             PermWrite,
+	"GET /api/v1/schedules/:name/runs":           PermRead,
+	"POST /api/v1/schedules/:name/pause":         PermWrite,
+	"POST /api/v1/schedules/:name/resume":        PermWrite,
+	"POST /api/v1/schedules/:name/trigger":       PermWrite,
+	"POST /api/v1/schedules/:name/reschedule":    PermWrite,
+	"POST /api/v1/schedules/:name/backfill":      PermWrite,
+	"GET /api/v1/events":                         PermRead,
+	"POST /api/v1/rollouts":                      PermWrite,
+	"GET /api/v1/rollouts":                       PermRead,
+	"GET /api/v1/rollouts/:id":                   PermRead,
+	"GET /api/v1/rollouts/:id/tasks":             PermRead,
+	"POST /api/v1/rollouts/:id/pause":            PermWrite,
+	"POST /api/v1/rollouts/:id/resume":           PermWrite,
+	"POST /api/v1/rollouts/:id/cancel":           PermWrite,
+	"GET /api/v1/task-runs/:id":                  PermRead,
+	"POST /api/v1/task-runs/:id/retry":           PermWrite,
+	"POST /api/v1/task-runs/:id/skip":            PermWrite,
+	"POST /api/v1/task-runs/:id/cancel":          PermWrite,
+	"POST /api/v1/task-runs/:id/result":          PermWrite,
+	"POST /api/v1/pcs":                           PermWrite,
+	"GET /api/v1/pcs":                            PermRead,
+	"GET /api/v1/pcs/:name":                      PermRead,
+	"GET /api/v1/devices":                        PermRead,
+	"POST /api/v1/devices":                       PermWrite,
+	"GET /api/v1/devices/:serial":                PermRead,
+	"PATCH /api/v1/devices/:serial":              PermWrite,
+	"POST /api/v1/tasks":                         PermWrite,
+	"GET /api/v1/tasks":                          PermRead,
+	"GET /api/v1/tasks/:id":                      PermRead,
+	"GET /api/v1/tasks/:id/devices":              PermRead,
+	"POST /api/v1/tasks/:id/cancel":              PermWrite,
+	"GET /api/v1/task-devices/:id":               PermRead,
+	"GET /api/v1/task-devices/:id/events":        PermRead,
+	"POST /api/v1/agent/pcs/:name/claim":         PermAgentPC,
+	"POST /api/v1/agent/task-devices/:id/ack":    PermAgentTaskDevice,
+	"POST /api/v1/agent/task-devices/:id/result": PermAgentTaskDevice,
+	"POST /api/v1/tokens":                        PermAdmin,
+	"GET /api/v1/tokens":                         PermAdmin,
+	"DELETE /api/v1/tokens/:id":                  PermAdmin,
+}
+
+// Principal is the authenticated caller.
+type Principal struct {
+	TokenID int64
+	Role    string
+	PC      string // agent tokens only
+}
+
+const principalKey = "tickgate.principal"
+
+// PrincipalOf returns the caller of an authenticated request (nil on public routes).
+func PrincipalOf(c echo.Context) *Principal {
+	p, _ := c.Get(principalKey).(*Principal)
+	return p
+}
+
+// roleGrants says which plain permissions a role has; agent permissions are checked apart.
+func roleGrants(role string, p Permission) bool {
+	switch role {
+	case store.RoleAdmin:
+		return true
+	case store.RoleOperator:
+		return p == PermRead || p == PermWrite
+	case store.RoleViewer:
+		return p == PermRead
+	}
+	return false
+}
+
+// authenticate is the middleware that enforces RoutePermissions. It runs after routing, so
+// c.Path() is the matched route; a request that matched no route goes on to Echo's 404/405
+// once a valid token is shown.
+func (s *Server) authenticate(routes func() []*echo.Route) echo.MiddlewareFunc {
+	var once sync.Once
+	var registered map[string]bool
+	isRoute := func(key string) bool {
+		once.Do(func() {
+			registered = map[string]bool{}
+			for _, r := range routes() {
+				registered[r.Method+" "+r.Path] = true
+			}
+		})
+		return registered[key]
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			method := c.Request().Method
+			if method == http.MethodHead {
+				method = http.MethodGet
+			}
+			key := method + " " + c.Path()
+			perm, known := RoutePermissions[key]
+			if known && perm == PermPublic {
+				return next(c)
+			}
+			p, err := s.principal(c)
+			if err != nil {
+				return err
+			}
+			c.Set(principalKey, p)
+			if !known {
+				if isRoute(key) {
+					return NewProblem(http.StatusForbidden, "", "route %s has no permission rule: refused", key)
+				}
+				return next(c) // no such route: Echo answers 404 or 405
+			}
+			if err := s.authorize(c, p, perm); err != nil {
+				return err
+			}
+			return next(c)
+		}
+	}
+}
+
+// principal reads and checks the bearer token.
+func (s *Server) principal(c echo.Context) (*Principal, error) {
+	h := c.Request().Header.Get(echo.HeaderAuthorization)
+	scheme, token, ok := strings.Cut(h, " ")
+	if h == "" {
+		return nil, unauthorized(c, "an Authorization: Bearer token is required")
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return nil, unauthorized(c, "the Authorization header must be \"Bearer <token>\"")
+	}
+	row, err := s.Store.Authenticate(c.Request().Context(), strings.TrimSpace(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, unauthorized(c, "unknown or revoked token")
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &Principal{TokenID: row.ID, Role: row.Role}
+	if row.Pc != nil {
+		p.PC = *row.Pc
+	}
+	return p, nil
+}
+
+func unauthorized(c echo.Context, detail string) *Problem {
+	c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="tickgate"`)
+	return NewProblem(http.StatusUnauthorized, "Authorization", "%s", detail)
+}
+
+func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error {
+	switch perm {
+	case PermAgentPC:
+		if p.Role == store.RoleAdmin {
+			return nil
+		}
+		if p.Role != store.RoleAgent {
+			return forbidden(p, perm)
+		}
+		if c.Param("name") != p.PC {
+			return NewProblem(http.StatusForbidden, "name", "this agent token belongs to PC %q, not %q", p.PC, c.Param("name"))
+		}
+		return nil
+	case PermAgentTaskDevice:
+		if p.Role == store.RoleAdmin {
+			return nil
+		}
+		if p.Role != store.RoleAgent {
+			return forbidden(p, perm)
+		}
+		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+		if err != nil || id <= 0 {
+			return BadRequest("id", "must be a positive integer, got %q", c.Param("id"))
+		}
+		pc, err := s.Store.TaskDevicePC(c.Request().Context(), id)
+		if errors.Is(err, store.ErrNotFound) {
+			return NotFound("no task_device %d", id)
+		}
+		if err != nil {
+			return err
+		}
+		if pc != p.PC {
+			return NewProblem(http.StatusForbidden, "id", "task_device %d runs on another PC than this agent's (%q)", id, p.PC)
+		}
+		return nil
+	}
+	if !roleGrants(p.Role, perm) {
+		return forbidden(p, perm)
+	}
+	return nil
+}
+
+func forbidden(p *Principal, perm Permission) *Problem {
+	return NewProblem(http.StatusForbidden, "", "a %s token may not do this (needs %s)", p.Role, perm)
+}
+
+// --- /tokens ---------------------------------------------------------------------------
+
+func (s *Server) registerTokens(g *echo.Group) {
+	g.POST("/tokens", s.createToken)
+	g.GET("/tokens", s.listTokens)
+	g.DELETE("/tokens/:id", s.revokeToken)
+}
+
+// TokenRequest is the body of POST /tokens.
+type TokenRequest struct {
+	Role string `json:"role"`
+	PC   string `json:"pc,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+// TokenView is a token as listed: never the token itself.
+type TokenView struct {
+	ID        int64      `json:"id"`
+	Role      string     `json:"role"`
+	PC        string     `json:"pc,omitempty"`
+	Note      string     `json:"note,omitempty"`
+	Prefix    string     `json:"prefix"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// CreatedToken is the answer to POST /tokens: the only time the token is shown.
+type CreatedToken struct {
+	TokenView
+	Token string `json:"token"`
+}
+
+func tokenView(t store.Token) TokenView {
+	v := TokenView{ID: t.ID, Role: t.Role, Note: t.Note, Prefix: t.Prefix, CreatedAt: t.CreatedAt.UTC(), RevokedAt: t.RevokedAt}
+	if t.Pc != nil {
+		v.PC = *t.Pc
+	}
+	if v.RevokedAt != nil {
+		u := v.RevokedAt.UTC()
+		v.RevokedAt = &u
+	}
+	return v
+}
+
+var pcNameOK = func(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i, r := range s {
+		alnum := (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+		if !alnum && (i == 0 || (r != '.' && r != '_' && r != '-')) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) createToken(c echo.Context) error {
+	var req TokenRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	if !store.ValidRole(req.Role) {
+		return BadRequest("role", "must be admin, operator, viewer or agent, got %q", req.Role)
+	}
+	if req.Role == store.RoleAgent && !pcNameOK(req.PC) {
+		return BadRequest("pc", "an agent token needs the name of its PC, got %q", req.PC)
+	}
+	if req.Role != store.RoleAgent && req.PC != "" {
+		return BadRequest("pc", "only an agent token is bound to a PC")
+	}
+	if len(req.Note) > 200 {
+		return BadRequest("note", "at most 200 characters")
+	}
+	row, token, err := s.Store.CreateToken(c.Request().Context(), store.NewToken{Role: req.Role, PC: req.PC, Note: req.Note})
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusCreated, CreatedToken{TokenView: tokenView(row), Token: token})
+}
+
+func (s *Server) listTokens(c echo.Context) error {
+	limit, err := Limit(c)
+	if err != nil {
+		return err
+	}
+	after, err := CursorInt(c)
+	if err != nil {
+		return err
+	}
+	rows, err := s.Store.ListTokens(c.Request().Context(), after, limit+1)
+	if err != nil {
+		return err
+	}
+	page := Page[TokenView]{Items: []TokenView{}}
+	for i, r := range rows {
+		if i == limit {
+			page.NextCursor = IntCursor(rows[limit-1].ID)
+			break
+		}
+		page.Items = append(page.Items, tokenView(r))
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (s *Server) revokeToken(c echo.Context) error {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return BadRequest("id", "must be a positive integer, got %q", c.Param("id"))
+	}
+	row, err := s.Store.RevokeToken(c.Request().Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return NotFound("no token %d", id)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, tokenView(row))
+}

@@ -1,0 +1,110 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tickgate/tickgate/store"
+)
+
+// IdempotencyHeader is the request header that makes a POST safe to retry.
+const IdempotencyHeader = "Idempotency-Key"
+
+// ReplayedHeader marks an answer that is the stored first response to an earlier request.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// idempotency makes a POST carrying Idempotency-Key run once per (token, key, path): the
+// first answer (2xx or 4xx) is stored and returned again for the same request; a request
+// with the same key but another body is refused (422), and one arriving while the first is
+// still running gets 409. A 5xx answer is forgotten, so the client may retry.
+func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		key := req.Header.Get(IdempotencyHeader)
+		if req.Method != http.MethodPost || key == "" {
+			return next(c)
+		}
+		p := PrincipalOf(c)
+		if p == nil {
+			return next(c)
+		}
+		if len(key) > 255 {
+			return BadRequest(IdempotencyHeader, "at most 255 characters")
+		}
+		if c.Path() == "/api/v1/tokens" {
+			return BadRequest(IdempotencyHeader, "not accepted on POST /tokens: a token is shown once and never stored")
+		}
+		body, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
+		if err != nil {
+			return BadRequest("", "read body: %v", err)
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		sum := sha256.Sum256(body)
+		k := store.IdempotencyKey{TokenID: p.TokenID, Key: key, Method: req.Method, Path: req.URL.Path}
+		ctx := req.Context()
+		stored, err := s.Store.BeginIdempotent(ctx, k, sum[:])
+		switch {
+		case errors.Is(err, store.ErrInFlight):
+			return Conflict(IdempotencyHeader, "%v", err)
+		case errors.Is(err, store.ErrKeyReused):
+			return NewProblem(http.StatusUnprocessableEntity, IdempotencyHeader, "%v", err)
+		case err != nil:
+			return err
+		case stored != nil:
+			c.Response().Header().Set(ReplayedHeader, "true")
+			if stored.ContentType != "" {
+				c.Response().Header().Set(echo.HeaderContentType, stored.ContentType)
+			}
+			c.Response().WriteHeader(stored.Status)
+			_, err := c.Response().Write(stored.Body)
+			return err
+		}
+
+		rec := &recorder{ResponseWriter: c.Response().Writer}
+		c.Response().Writer = rec
+		if err := next(c); err != nil {
+			c.Error(err) // render now, so the problem document is what gets stored
+		}
+		c.Response().Writer = rec.ResponseWriter
+		// Store even when the client has gone away.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		status := c.Response().Status
+		if status >= 500 || status < 200 {
+			if err := s.Store.ReleaseIdempotent(sctx, k); err != nil {
+				s.Logf("api: %v", err)
+			}
+			return nil
+		}
+		if err := s.Store.FinishIdempotent(sctx, k, store.StoredResponse{
+			Status: status, ContentType: c.Response().Header().Get(echo.HeaderContentType), Body: rec.body.Bytes(),
+		}); err != nil {
+			s.Logf("api: %v", err)
+		}
+		return nil
+	}
+}
+
+// recorder copies what a handler writes.
+type recorder struct {
+	http.ResponseWriter
+	body bytes.Buffer
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.body.Write(b)
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,145 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// LatenessBuckets are the fire-lateness histogram's upper bounds in seconds.
+var LatenessBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// RefillBuckets are the refill-latency histogram's upper bounds in seconds.
+var RefillBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+var (
+	descLateness = prometheus.NewDesc("tickgate_schedule_fire_lateness_seconds",
+		"Lateness of scheduled and catch-up fires (fired_at - scheduled_at), from schedule_runs.", nil, nil)
+	descScheduleRuns = prometheus.NewDesc("tickgate_schedule_runs",
+		"Schedule runs by status (SKIPPED and MISSED included).", []string{"status"}, nil)
+	descTaskRuns = prometheus.NewDesc("tickgate_task_runs",
+		"Rollout task runs by status.", []string{"status"}, nil)
+	descDeviceTasks = prometheus.NewDesc("tickgate_device_tasks",
+		"Device tasks by status.", []string{"status"}, nil)
+	descSlotsBusy = prometheus.NewDesc("tickgate_device_slots_busy",
+		"Device slots in use per PC (task_devices holding a slot).", []string{"pc"}, nil)
+	descSlotsTarget = prometheus.NewDesc("tickgate_device_slots_target",
+		"Device slots a PC should keep busy: min(capacity, eligible devices).", []string{"pc"}, nil)
+	descRefill = prometheus.NewDesc("tickgate_device_refill_latency_seconds",
+		"Time from a PC's slot freeing to the next task_device created on it (last 1000 refills).", nil, nil)
+	descScrapeErrors = prometheus.NewDesc("tickgate_metrics_sql_errors",
+		"1 when a SQL query of this scrape failed.", []string{"query"}, nil)
+)
+
+// SQLCollector reads the engines' figures from PostgreSQL at scrape time.
+type SQLCollector struct {
+	Pool    *pgxpool.Pool
+	Timeout time.Duration
+}
+
+// Describe implements prometheus.Collector.
+func (c *SQLCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLateness, descScheduleRuns, descTaskRuns, descDeviceTasks,
+		descSlotsBusy, descSlotsTarget, descRefill, descScrapeErrors} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *SQLCollector) Collect(ch chan<- prometheus.Metric) {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	report := func(query string, err error) {
+		v := 0.0
+		if err != nil {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descScrapeErrors, prometheus.GaugeValue, v, query)
+	}
+	report("lateness", c.histogram(ctx, ch, descLateness, LatenessBuckets,
+		`SELECT extract(epoch FROM fired_at - scheduled_at)::float8 FROM schedule_runs
+		 WHERE fired_at IS NOT NULL AND trigger IN ('scheduled', 'catchup')`))
+	report("refill", c.histogram(ctx, ch, descRefill, RefillBuckets,
+		`SELECT extract(epoch FROM td.created_at - f.freed)::float8
+		 FROM (SELECT * FROM task_devices ORDER BY id DESC LIMIT 1000) td
+		 CROSS JOIN LATERAL (SELECT max(p.completed_at) AS freed FROM task_devices p
+		                     WHERE p.pc_id = td.pc_id AND p.id < td.id
+		                       AND p.completed_at <= td.created_at
+		                       AND p.completed_at > td.created_at - interval '5 minutes') f
+		 WHERE f.freed IS NOT NULL`))
+	report("schedule_runs", c.counts(ctx, ch, descScheduleRuns, `SELECT status, count(*) FROM schedule_runs GROUP BY status`))
+	report("task_runs", c.counts(ctx, ch, descTaskRuns, `SELECT status, count(*) FROM task_runs GROUP BY status`))
+	report("tasks", c.counts(ctx, ch, descDeviceTasks, `SELECT status, count(*) FROM tasks GROUP BY status`))
+	report("slots", c.slots(ctx, ch))
+}
+
+func (c *SQLCollector) counts(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, query string) error {
+	rows, err := c.Pool.Query(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var label string
+		var n int64
+		if err := rows.Scan(&label, &n); err != nil {
+			return err
+		}
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n), label)
+	}
+	return rows.Err()
+}
+
+func (c *SQLCollector) slots(ctx context.Context, ch chan<- prometheus.Metric) error {
+	rows, err := c.Pool.Query(ctx, `SELECT pc_name, running, target FROM pc_device_summary`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pc string
+		var running, target int64
+		if err := rows.Scan(&pc, &running, &target); err != nil {
+			return err
+		}
+		ch <- prometheus.MustNewConstMetric(descSlotsBusy, prometheus.GaugeValue, float64(running), pc)
+		ch <- prometheus.MustNewConstMetric(descSlotsTarget, prometheus.GaugeValue, float64(target), pc)
+	}
+	return rows.Err()
+}
+
+// histogram buckets one column of seconds in SQL and emits it as a Prometheus histogram.
+func (c *SQLCollector) histogram(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, bounds []float64, values string) error {
+	q := fmt.Sprintf(`SELECT count(*), COALESCE(sum(GREATEST(v, 0)), 0)::float8,
+		ARRAY[%s]::bigint[] FROM (%s) AS s(v)`, bucketExprs(bounds), values)
+	var count int64
+	var sum float64
+	var perBucket []int64
+	if err := c.Pool.QueryRow(ctx, q).Scan(&count, &sum, &perBucket); err != nil {
+		return err
+	}
+	buckets := make(map[float64]uint64, len(bounds))
+	for i, b := range bounds {
+		buckets[b] = uint64(perBucket[i])
+	}
+	ch <- prometheus.MustNewConstHistogram(desc, uint64(count), sum, buckets)
+	return nil
+}
+
+func bucketExprs(bounds []float64) string {
+	s := ""
+	for i, b := range bounds {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("count(*) FILTER (WHERE v <= %g)", b)
+	}
+	return s
+}
