@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -521,7 +522,7 @@ func (s *Server) agentClaim(c echo.Context) error {
 		ctx, cancel := devBG()
 		defer cancel()
 		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
+		sem := make(chan struct{}, 32)
 		for _, cmd := range cmds {
 			wg.Add(1)
 			sem <- struct{}{}
@@ -617,15 +618,24 @@ func (s *Server) agentResult(c echo.Context) error {
 		}
 		return err
 	}
+	// The result is committed (and the freed slot refilled): tell the slot workflow, which
+	// cancels its timer, and nudge the dispatcher when the task may be done — after the
+	// answer, so the agent never waits on Temporal. A lost signal costs nothing but a later
+	// wake-up: the workflow's timer finds the attempt resolved in SQL and ends.
 	if s.Starter != nil {
-		ctx, cancel := devBG()
-		defer cancel()
-		if err := s.Starter.SlotResult(ctx, id, workflows.SlotResult{Attempt: resolvedAttempt(out), Status: out.Status}); err != nil {
-			s.Logf("devices: %v", err)
-		}
-		if out.CheckTask {
-			s.nudgeDispatcher()
-		}
+		sig := workflows.SlotResult{Attempt: resolvedAttempt(out), Status: out.Status}
+		go func() {
+			ctx, cancel := devBG()
+			defer cancel()
+			if err := s.Starter.SlotResult(ctx, id, sig); err != nil {
+				log.Printf("devices: %v", err)
+			}
+			if out.CheckTask {
+				if err := s.Starter.CheckDispatcher(ctx); err != nil {
+					log.Printf("devices: %v", err)
+				}
+			}
+		}()
 	}
 	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
 	if err != nil {

@@ -75,7 +75,8 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 			defer mu.Unlock()
 			out--
 		},
-		Logf: t.Logf,
+		Logf:  t.Logf,
+		Token: strings.TrimPrefix(st.Headers["Authorization"], "Bearer "),
 	})
 	defer fleet.Wait()
 	defer cancel()

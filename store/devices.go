@@ -140,7 +140,7 @@ func (s *Store) CreateDevice(ctx context.Context, pcName, serial string) (Device
 		if err != nil {
 			return fmt.Errorf("insert device %q: %w", serial, mapErr(err))
 		}
-		ids, err = refillPC(ctx, q, pc.ID)
+		ids, err = refillPC(ctx, q, pc.ID, false)
 		return err
 	})
 	return dev, ids, err
@@ -167,7 +167,7 @@ func (s *Store) SetDeviceStatus(ctx context.Context, serial, status, errText str
 		if err != nil {
 			return fmt.Errorf("set device %q %s: %w", serial, status, mapErr(err))
 		}
-		ids, err = refillPC(ctx, q, dev.PcID)
+		ids, err = refillPC(ctx, q, dev.PcID, true)
 		return err
 	})
 	return dev, ids, err
@@ -462,16 +462,18 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		}
 		out.Status = TDFailedFinal
 	}
-	// The slot is free: refill it now, in this transaction (D2).
-	ids, err := refillPC(ctx, q, td.PcID)
-	if err != nil {
-		return out, err
-	}
-	out.Refilled = ids
 	task, err := q.GetDevTask(ctx, td.TaskID)
 	if err != nil {
 		return out, fmt.Errorf("task %d: %w", td.TaskID, mapErr(err))
 	}
+	// The slot is free: refill it now, in this transaction (D2). A final failure puts only
+	// this execution's device in error, and it holds no other slot (one active execution
+	// per device), so nothing needs cancelling.
+	ids, err := refillPC(ctx, q, td.PcID, false)
+	if err != nil {
+		return out, err
+	}
+	out.Refilled = ids
 	if task.Status != DevTaskRunning || (task.AbortMinExecuted == nil && len(ids) > 0) {
 		return out, nil
 	}
@@ -520,26 +522,25 @@ func event(ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ, 
 }
 
 // refillPC is the one place slots are filled (D2): under the PC's row lock it cancels
-// executions on devices that left the eligible set, then inserts one task_device per free
-// slot (target - running) of the running task. With a target_count the task row is locked
-// too, so PCs refilling at once never exceed it.
-func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64) ([]int64, error) {
-	if _, err := q.LockPC(ctx, pcID); err != nil {
+// executions on devices that left the eligible set (when a device changed), then inserts
+// one task_device per free slot (target - running) of the running task. With a
+// target_count the task row is locked too, so PCs refilling at once never exceed it.
+func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64, cancelIneligible bool) ([]int64, error) {
+	lock, err := q.LockPC(ctx, pcID)
+	if err != nil {
 		return nil, fmt.Errorf("lock pc %d: %w", pcID, mapErr(err))
 	}
-	if _, err := q.CancelIneligibleOfPC(ctx, pcID); err != nil {
-		return nil, fmt.Errorf("cancel ineligible executions of pc %d: %w", pcID, mapErr(err))
+	if cancelIneligible {
+		if _, err := q.CancelIneligibleOfPC(ctx, pcID); err != nil {
+			return nil, fmt.Errorf("cancel ineligible executions of pc %d: %w", pcID, mapErr(err))
+		}
 	}
-	task, err := q.GetRunningDevTask(ctx)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if lock.RunningTaskID == nil {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("running task: %w", mapErr(err))
-	}
-	if task.TargetCount != nil {
-		if _, err := q.LockDevTask(ctx, task.ID); err != nil {
-			return nil, fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
+	if lock.RunningTargetCount != nil {
+		if _, err := q.LockDevTask(ctx, *lock.RunningTaskID); err != nil {
+			return nil, fmt.Errorf("lock task %d: %w", *lock.RunningTaskID, mapErr(err))
 		}
 	}
 	ids, err := q.RefillPC(ctx, pcID)
@@ -554,7 +555,7 @@ func (s *Store) RefillPC(ctx context.Context, pcID int64) ([]int64, error) {
 	var ids []int64
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		var err error
-		ids, err = refillPC(ctx, q, pcID)
+		ids, err = refillPC(ctx, q, pcID, true)
 		return err
 	})
 	return ids, err

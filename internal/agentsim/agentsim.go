@@ -66,6 +66,11 @@ type Options struct {
 	OnAnswered func(Command, Outcome, int, time.Time)
 	HTTPClient *http.Client
 	Logf       func(string, ...any)
+	// Token is the bearer token sent with every request (an admin token, or an agent token
+	// when the fleet runs one PC); PCTokens overrides it per PC (agent tokens are bound to
+	// their PC).
+	Token    string
+	PCTokens map[string]string
 }
 
 // Stats count what the fleet did.
@@ -126,6 +131,7 @@ func (f *Fleet) agent(ctx context.Context, pc string) {
 		}
 		now := time.Now()
 		for _, cmd := range cmds {
+			cmd.PC = pc
 			f.Stats.Claimed.Add(1)
 			if f.opts.OnClaimed != nil {
 				f.opts.OnClaimed(cmd, now)
@@ -186,7 +192,7 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) {
 		return
 	}
 	if f.opts.Ack {
-		if _, err := f.post(ctx, fmt.Sprintf("/agent/task-devices/%d/ack", cmd.ID), map[string]any{"attempt": cmd.Attempt}, nil); err != nil && ctx.Err() == nil {
+		if _, err := f.post(ctx, cmd.PC, fmt.Sprintf("/agent/task-devices/%d/ack", cmd.ID), map[string]any{"attempt": cmd.Attempt}, nil); err != nil && ctx.Err() == nil {
 			f.Stats.Errors.Add(1)
 		}
 	}
@@ -197,7 +203,7 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) {
 	case Fatal:
 		body = map[string]any{"status": "failed", "error": "simulated fatal failure", "retryable": false, "attempt": cmd.Attempt}
 	}
-	code, err := f.post(ctx, fmt.Sprintf("/agent/task-devices/%d/result", cmd.ID), body, nil)
+	code, err := f.post(ctx, cmd.PC, fmt.Sprintf("/agent/task-devices/%d/result", cmd.ID), body, nil)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -222,7 +228,7 @@ func (f *Fleet) claim(ctx context.Context, pc string) ([]Command, error) {
 	var page struct {
 		Items []Command `json:"items"`
 	}
-	code, err := f.post(ctx, "/agent/pcs/"+pc+"/claim", map[string]any{"max": f.opts.Max}, &page)
+	code, err := f.post(ctx, pc, "/agent/pcs/"+pc+"/claim", map[string]any{"max": f.opts.Max}, &page)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +240,7 @@ func (f *Fleet) claim(ctx context.Context, pc string) ([]Command, error) {
 
 // post sends a JSON body and decodes a 2xx answer into out; it returns the status. A
 // status other than 2xx or 409 is an error.
-func (f *Fleet) post(ctx context.Context, path string, body, out any) (int, error) {
+func (f *Fleet) post(ctx context.Context, pc, path string, body, out any) (int, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return 0, err
@@ -244,6 +250,13 @@ func (f *Fleet) post(ctx context.Context, path string, body, out any) (int, erro
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	token := f.opts.Token
+	if t, ok := f.opts.PCTokens[pc]; ok {
+		token = t
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := f.opts.HTTPClient.Do(req)
 	if err != nil {
 		return 0, err

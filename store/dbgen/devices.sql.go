@@ -836,16 +836,26 @@ func (q *Queries) LockDevTask(ctx context.Context, id int64) (Task, error) {
 }
 
 const lockPC = `-- name: LockPC :one
-SELECT id FROM pcs WHERE id = $1 FOR NO KEY UPDATE
+SELECT p.id, t.id AS running_task_id, t.target_count AS running_target_count
+FROM pcs p LEFT JOIN tasks t ON t.status = 'running'
+WHERE p.id = $1
+FOR NO KEY UPDATE OF p
 `
 
-// The per-PC lock every slot refill holds, so two refills never over-fill a PC (D2).
-// NO KEY UPDATE does not block the foreign-key checks of task_devices inserts.
-func (q *Queries) LockPC(ctx context.Context, id int64) (int64, error) {
+type LockPCRow struct {
+	ID                 int64
+	RunningTaskID      *int64
+	RunningTargetCount *int32
+}
+
+// The per-PC lock every slot refill holds, so two refills never over-fill a PC (D2),
+// read with the running task (if any) in the same round trip. NO KEY UPDATE does not
+// block the foreign-key checks of task_devices inserts.
+func (q *Queries) LockPC(ctx context.Context, id int64) (LockPCRow, error) {
 	row := q.db.QueryRow(ctx, lockPC, id)
-	var id_2 int64
-	err := row.Scan(&id_2)
-	return id_2, err
+	var i LockPCRow
+	err := row.Scan(&i.ID, &i.RunningTaskID, &i.RunningTargetCount)
+	return i, err
 }
 
 const lockRunningDevTask = `-- name: LockRunningDevTask :one

@@ -17,9 +17,13 @@ SELECT * FROM pcs WHERE id > @after_id ORDER BY id LIMIT @max_rows;
 SELECT * FROM pcs ORDER BY id;
 
 -- name: LockPC :one
--- The per-PC lock every slot refill holds, so two refills never over-fill a PC (D2).
--- NO KEY UPDATE does not block the foreign-key checks of task_devices inserts.
-SELECT id FROM pcs WHERE id = @id FOR NO KEY UPDATE;
+-- The per-PC lock every slot refill holds, so two refills never over-fill a PC (D2),
+-- read with the running task (if any) in the same round trip. NO KEY UPDATE does not
+-- block the foreign-key checks of task_devices inserts.
+SELECT p.id, t.id AS running_task_id, t.target_count AS running_target_count
+FROM pcs p LEFT JOIN tasks t ON t.status = 'running'
+WHERE p.id = @id
+FOR NO KEY UPDATE OF p;
 
 -- name: PCSummary :one
 SELECT * FROM pc_device_summary WHERE pc_id = @pc_id;
