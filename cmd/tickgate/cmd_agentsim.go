@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tickgate/tickgate/internal/agentsim"
+	"github.com/tickgate/tickgate/internal/devstack"
 )
 
 func init() {
@@ -29,6 +32,7 @@ func runAgentSim(ctx context.Context, args []string) error {
 	noAnswer := fs.Float64("no-answer-rate", 0, "fraction of attempts never answered (they time out)")
 	ack := fs.Bool("ack", true, "ack each command before its result")
 	every := fs.Duration("report", 5*time.Second, "how often to print the counters (0: never)")
+	token := fs.String("token", os.Getenv("TICKGATE_TOKEN"), "API bearer token (default $TICKGATE_TOKEN, else .dev/admin-token); an agent token runs its own PC only")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,10 +48,17 @@ func runAgentSim(ctx context.Context, args []string) error {
 		return fmt.Errorf("-max: want at least 1, got %d", *max)
 	}
 	base := strings.TrimRight(*server, "/") + "/api/v1"
+	if *token == "" {
+		if root, err := devstack.RepoRoot(); err == nil {
+			if b, err := os.ReadFile(filepath.Join(root, ".dev", "admin-token")); err == nil {
+				*token = strings.TrimSpace(string(b))
+			}
+		}
+	}
 	names := splitNonEmpty(*pcs)
 	if len(names) == 0 {
 		var err error
-		if names, err = listPCNames(ctx, base); err != nil {
+		if names, err = listPCNames(ctx, base, *token); err != nil {
 			return err
 		}
 		if len(names) == 0 {
@@ -57,7 +68,7 @@ func runAgentSim(ctx context.Context, args []string) error {
 	log.Printf("agent-sim: %d PCs (%s), latency %s, fail %.2f, fatal %.2f, no answer %.2f", len(names), strings.Join(names, ","), *latency, *failRate, *fatalRate, *noAnswer)
 	fleet := agentsim.Start(ctx, agentsim.Options{
 		BaseURL: base, PCs: names, Max: *max, Latency: *latency, Jitter: *jitter,
-		FailRate: *failRate, FatalRate: *fatalRate, NoAnswerRate: *noAnswer, Ack: *ack, Logf: log.Printf,
+		FailRate: *failRate, FatalRate: *fatalRate, NoAnswerRate: *noAnswer, Ack: *ack, Logf: log.Printf, Token: *token,
 	})
 	if *every > 0 {
 		go func() {
@@ -90,7 +101,7 @@ func splitNonEmpty(s string) []string {
 }
 
 // listPCNames pages through GET /pcs.
-func listPCNames(ctx context.Context, base string) ([]string, error) {
+func listPCNames(ctx context.Context, base, token string) ([]string, error) {
 	var names []string
 	cursor := ""
 	for {
@@ -98,9 +109,16 @@ func listPCNames(ctx context.Context, base string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return nil, fmt.Errorf("list pcs: %w", err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("list pcs: answered %d (pass -token or -pcs)", resp.StatusCode)
 		}
 		var page struct {
 			Items []struct {
