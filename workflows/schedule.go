@@ -196,7 +196,9 @@ func ScheduleWorkflow(ctx workflow.Context, in ScheduleInput) error {
 
 func activityCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		// Short: a fire is one transaction, and a worker killed mid-fire should hand the
+		// retry to another worker within seconds (the idempotency key makes it safe).
+		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
 			NonRetryableErrorTypes: []string{activities.ErrScheduleGone},
