@@ -1,0 +1,49 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/internal/teststack"
+	"github.com/tickgate/tickgate/metrics"
+)
+
+// TestMetricsEndpoint: /metrics needs a token and serves, in Prometheus text format, the
+// HTTP latency by route pattern, the SQL-derived engine figures and the SDK adapter's metrics.
+func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	st.JSON(t, http.MethodGet, "/api/v1/schedules/does-not-exist", nil, http.StatusNotFound, nil)
+	h := metrics.TemporalHandler().WithTags(map[string]string{"namespace": "default"})
+	h.Counter("temporal_test_counter").Inc(3)
+	h.Timer("temporal_test_latency").Record(0)
+
+	status, _ := st.As("").Do(t, http.MethodGet, "/metrics", nil)
+	require.Equal(t, http.StatusUnauthorized, status)
+	status, _ = st.As(st.NewToken(t, "viewer", "")).Do(t, http.MethodGet, "/metrics", nil)
+	require.Equal(t, http.StatusOK, status)
+
+	status, body := st.Do(t, http.MethodGet, "/metrics", nil)
+	require.Equal(t, http.StatusOK, status)
+	text := string(body)
+	for _, want := range []string{
+		`tickgate_http_request_duration_seconds_bucket{code="404",method="GET",route="/api/v1/schedules/:name"`,
+		`tickgate_schedule_fire_lateness_seconds_bucket{le="0.1"}`,
+		`tickgate_device_refill_latency_seconds_count`,
+		`tickgate_promotion_round_seconds_count`,
+		`tickgate_metrics_sql_errors{query="slots"} 0`,
+		`tickgate_metrics_sql_errors{query="lateness"} 0`,
+		`tickgate_metrics_sql_errors{query="refill"} 0`,
+		`tickgate_metrics_sql_errors{query="task_runs"} 0`,
+		`temporal_test_counter{namespace="default"} 3`,
+		`temporal_test_latency_seconds_count{namespace="default"} 1`,
+		`go_goroutines`,
+	} {
+		require.True(t, strings.Contains(text, want), "missing %s in\n%s", want, text)
+	}
+	// Raw ids never become labels.
+	require.NotContains(t, text, "does-not-exist")
+}
