@@ -24,11 +24,13 @@ func (s *Server) registerDevices(g *echo.Group) {
 	g.GET("/pcs", s.listPCs)
 	g.GET("/pcs/:name", s.getPC)
 	g.POST("/devices", s.createDevice)
+	g.GET("/devices", s.listDevices)
 	g.GET("/devices/:serial", s.getDevice)
 	g.PATCH("/devices/:serial", s.patchDevice)
 	g.POST("/tasks", s.createDevTask)
 	g.GET("/tasks", s.listDevTasks)
 	g.GET("/tasks/:id", s.getDevTask)
+	g.GET("/tasks/:id/devices", s.listTaskDevices)
 	g.POST("/tasks/:id/cancel", s.cancelDevTask)
 	g.GET("/task-devices/:id", s.getTaskDevice)
 	g.GET("/task-devices/:id/events", s.taskDeviceEvents)
@@ -297,6 +299,30 @@ func (s *Server) createDevice(c echo.Context) error {
 	return c.JSON(http.StatusCreated, deviceView(dev, req.PC))
 }
 
+func (s *Server) listDevices(c echo.Context) error {
+	limit, err := Limit(c)
+	if err != nil {
+		return err
+	}
+	after, err := CursorInt(c)
+	if err != nil {
+		return err
+	}
+	rows, err := s.Store.ListDevices(c.Request().Context(), after, limit)
+	if err != nil {
+		return err
+	}
+	page := Page[DeviceView]{Items: make([]DeviceView, 0, len(rows))}
+	for _, r := range rows {
+		page.Items = append(page.Items, DeviceView{Serial: r.Serial, PC: r.PcName, Status: r.Status, Error: r.Error,
+			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()})
+	}
+	if len(rows) == limit {
+		page.NextCursor = IntCursor(rows[len(rows)-1].ID)
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
 func (s *Server) deviceWithPC(ctx context.Context, d store.Device) (DeviceView, error) {
 	pc, err := s.Store.Q.GetPCByID(ctx, d.PcID)
 	if err != nil {
@@ -445,6 +471,38 @@ func (s *Server) getDevTask(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
+// listTaskDevices pages through a task's executions.
+func (s *Server) listTaskDevices(c echo.Context) error {
+	id, err := devPathID(c)
+	if err != nil {
+		return err
+	}
+	limit, err := Limit(c)
+	if err != nil {
+		return err
+	}
+	after, err := CursorInt(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.Store.GetDevTask(ctx, id); err != nil {
+		return err
+	}
+	tds, err := s.Store.TaskDevices(ctx, id, after, limit)
+	if err != nil {
+		return err
+	}
+	page := Page[TaskDeviceDTO]{Items: make([]TaskDeviceDTO, 0, len(tds))}
+	for _, td := range tds {
+		page.Items = append(page.Items, taskDeviceDTO(td))
+	}
+	if len(tds) == limit {
+		page.NextCursor = IntCursor(tds[len(tds)-1].ID)
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
 func (s *Server) cancelDevTask(c echo.Context) error {
 	id, err := devPathID(c)
 	if err != nil {
@@ -515,34 +573,12 @@ func (s *Server) agentClaim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Each sent attempt starts (or reaches) its slot workflow, whose durable timer now races
-	// the result. SQL already holds the deadline; a signal that fails is logged and the
-	// dispatcher's sweep times the attempt out if its workflow never runs.
+	// Each sent attempt starts (or reaches) its slot workflow, whose durable timer then races
+	// the result. That happens after the answer, so agents never wait on Temporal: the
+	// deadline itself is already committed (timeout_at), and the dispatcher's sweep times out
+	// an attempt whose workflow never started.
 	if s.Starter != nil && len(cmds) > 0 {
-		ctx, cancel := devBG()
-		defer cancel()
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 32)
-		for _, cmd := range cmds {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				sig := workflows.SlotSent{Attempt: cmd.Attempt}
-				if cmd.SentAt != nil {
-					sig.SentAt = cmd.SentAt.UTC()
-				}
-				if cmd.TimeoutAt != nil {
-					sig.TimeoutAt = cmd.TimeoutAt.UTC()
-				}
-				ref := starter.SlotRef{TaskDeviceID: cmd.ID, TaskID: cmd.TaskID, PC: pc.Name, Device: cmd.DeviceSerial}
-				if err := s.Starter.SlotSent(ctx, ref, sig); err != nil {
-					s.Logf("devices: %v", err)
-				}
-			}()
-		}
-		wg.Wait()
+		go s.armSlots(pc.Name, cmds)
 	}
 	page := Page[TaskDeviceDTO]{Items: make([]TaskDeviceDTO, 0, len(cmds))}
 	for _, cmd := range cmds {
@@ -552,6 +588,41 @@ func (s *Server) agentClaim(c echo.Context) error {
 		})
 	}
 	return c.JSON(http.StatusOK, page)
+}
+
+// slotSignals bounds the Temporal calls arming slot workflows across all claims.
+var slotSignals = make(chan struct{}, 64)
+
+// armSlots signals each claimed attempt's slot workflow (starting it), skipping attempts
+// resolved while the signal waited its turn.
+func (s *Server) armSlots(pc string, cmds []store.ClaimedCommand) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, cmd := range cmds {
+		slotSignals <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slotSignals }()
+			td, err := s.Store.GetTaskDevice(ctx, cmd.ID)
+			if err == nil && (td.Attempt != cmd.Attempt || (td.Status != store.TDSent && td.Status != store.TDAcked)) {
+				return
+			}
+			sig := workflows.SlotSent{Attempt: cmd.Attempt}
+			if cmd.SentAt != nil {
+				sig.SentAt = cmd.SentAt.UTC()
+			}
+			if cmd.TimeoutAt != nil {
+				sig.TimeoutAt = cmd.TimeoutAt.UTC()
+			}
+			ref := starter.SlotRef{TaskDeviceID: cmd.ID, TaskID: cmd.TaskID, PC: pc, Device: cmd.DeviceSerial}
+			if err := s.Starter.SlotSent(ctx, ref, sig); err != nil {
+				log.Printf("devices: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // AckRequest is the optional body of POST /agent/task-devices/{id}/ack.

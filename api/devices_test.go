@@ -140,6 +140,22 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 	st.JSON(t, http.MethodGet, "/api/v1/pcs/rack-1", nil, http.StatusOK, &detail)
 	require.Equal(t, api.PCSlots{Eligible: 25, Running: 0, Target: 20}, *detail.Slots)
 	require.Len(t, detail.Devices, 25)
+
+	// The executions page through GET /tasks/{id}/devices.
+	var page struct {
+		Items      []api.TaskDeviceDTO `json:"items"`
+		NextCursor string              `json:"next_cursor"`
+	}
+	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d/devices?limit=20", task.ID), nil, http.StatusOK, &page)
+	require.Len(t, page.Items, 20)
+	require.NotEmpty(t, page.NextCursor)
+	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d/devices?limit=20&cursor=%s", task.ID, page.NextCursor), nil, http.StatusOK, &page)
+	require.Len(t, page.Items, 5)
+	var devs struct {
+		Items []api.DeviceView `json:"items"`
+	}
+	st.JSON(t, http.MethodGet, "/api/v1/devices?limit=100", nil, http.StatusOK, &devs)
+	require.Len(t, devs.Items, 25)
 }
 
 // TestDevicesTimeoutOnRealServerAndLateResult uses a 1-second device timeout: a claimed

@@ -676,3 +676,15 @@ func (s *Store) SweepOverdue(ctx context.Context, grace time.Duration) ([]Outcom
 	}
 	return outs, nil
 }
+
+// DeviceRow is a device with its PC's name.
+type DeviceRow = dbgen.ListDevicesPageRow
+
+// ListDevices pages through every device by id.
+func (s *Store) ListDevices(ctx context.Context, afterID int64, limit int) ([]DeviceRow, error) {
+	rows, err := s.Q.ListDevicesPage(ctx, dbgen.ListDevicesPageParams{AfterID: afterID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list devices: %w", mapErr(err))
+	}
+	return rows, nil
+}

@@ -13,10 +13,13 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,7 +49,11 @@ var (
 func main() {
 	flag.Parse()
 	log.SetFlags(log.Ltime)
-	if err := run(context.Background()); err != nil {
+	// Ctrl-C still stops the PostgreSQL cluster and the Temporal dev server it started.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
 		log.Fatalf("bench-devices: %v", err)
 	}
 }

@@ -676,6 +676,59 @@ func (q *Queries) ListDevicesOfPC(ctx context.Context, pcID int64) ([]Device, er
 	return items, nil
 }
 
+const listDevicesPage = `-- name: ListDevicesPage :many
+SELECT d.id, d.pc_id, d.serial, d.status, d.error, d.created_at, d.updated_at, p.name AS pc_name
+FROM devices d JOIN pcs p ON p.id = d.pc_id
+WHERE d.id > $1
+ORDER BY d.id
+LIMIT $2
+`
+
+type ListDevicesPageParams struct {
+	AfterID int64
+	MaxRows int32
+}
+
+type ListDevicesPageRow struct {
+	ID        int64
+	PcID      int64
+	Serial    string
+	Status    string
+	Error     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	PcName    string
+}
+
+func (q *Queries) ListDevicesPage(ctx context.Context, arg ListDevicesPageParams) ([]ListDevicesPageRow, error) {
+	rows, err := q.db.Query(ctx, listDevicesPage, arg.AfterID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListDevicesPageRow
+	for rows.Next() {
+		var i ListDevicesPageRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.PcID,
+			&i.Serial,
+			&i.Status,
+			&i.Error,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.PcName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listPCs = `-- name: ListPCs :many
 SELECT id, name, device_capacity, created_at FROM pcs WHERE id > $1 ORDER BY id LIMIT $2
 `

@@ -241,3 +241,10 @@ LIMIT 200;
 
 -- name: GetRunningDevTask :one
 SELECT * FROM tasks WHERE status = 'running';
+
+-- name: ListDevicesPage :many
+SELECT d.id, d.pc_id, d.serial, d.status, d.error, d.created_at, d.updated_at, p.name AS pc_name
+FROM devices d JOIN pcs p ON p.id = d.pc_id
+WHERE d.id > @after_id
+ORDER BY d.id
+LIMIT @max_rows;
