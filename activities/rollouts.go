@@ -136,22 +136,6 @@ func claimedFrom(t store.TaskRun) ClaimedTask {
 		Version: t.Version, Executor: t.Executor, Payload: t.Payload}
 }
 
-// RunRolloutTask executes a claimed task with its executor and, on success, marks it DONE. An
-// error is retried by Temporal (a killed worker's attempt times out and runs again); a
-// non-retryable one (bad payload, a failed SQL statement, an HTTP 4xx) fails at once, and
-// the workflow then marks the task FAILED.
-func (a *RolloutActivities) RunRolloutTask(ctx context.Context, t ClaimedTask) (bool, error) {
-	out, err := a.execute(ctx, t)
-	if err != nil {
-		return false, err
-	}
-	_, ok, err := a.Store.FinishTask(ctx, t.ID, t.Attempt, store.TaskDone, "", out)
-	if err != nil {
-		return false, err
-	}
-	return ok, nil
-}
-
 // FinishInput finishes a task with a status decided by the workflow (FAILED after the
 // executor's last attempt, CANCELED, or an external result).
 type FinishInput struct {

@@ -485,11 +485,16 @@ func (s *Server) cancelTaskRun(c echo.Context) error {
 		if cur.Status != store.TaskRunning {
 			return rolloutErr(err)
 		}
-		// A RUNNING task is canceled by its workflow (the executor is stopped first).
-		if err := s.Starter.CancelRunningTask(ctx, cur.RolloutID, id); err != nil {
-			return err
+		// A RUNNING task is canceled in Postgres first (its executor's late result is then
+		// ignored); its batch stops the executor at its next status check, and the workflow
+		// stops waiting for an external task's result.
+		t, err = s.Store.CancelRunningTask(ctx, id)
+		if err != nil {
+			return rolloutErr(err)
 		}
-		return c.JSON(http.StatusAccepted, taskRunView(cur))
+		if err := s.Starter.CancelRunningTask(ctx, cur.RolloutID, id); err != nil {
+			s.Logf("rollouts: %v", err)
+		}
 	}
 	if err != nil {
 		return rolloutErr(err)

@@ -383,3 +383,28 @@ GROUP BY r.id, r.parallel_limit HAVING count(*) > r.parallel_limit`
 	}
 	return breaches, nil
 }
+
+// CancelRunningTask marks a RUNNING task CANCELED; its executor notices at its next status
+// check and stops (a late result of that attempt is then ignored).
+func (s *Store) CancelRunningTask(ctx context.Context, id int64) (TaskRun, error) {
+	return s.taskTransition(ctx, id, "cancel running", s.Q.CancelRunningTask)
+}
+
+// TaskState is a task's status and claim number.
+type TaskState struct {
+	Status  string
+	Attempt int32
+}
+
+// TaskStates reads the status and claim number of the given tasks (missing ids are absent).
+func (s *Store) TaskStates(ctx context.Context, ids []int64) (map[int64]TaskState, error) {
+	rows, err := s.Q.TaskRunStates(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read task states: %w", mapErr(err))
+	}
+	out := make(map[int64]TaskState, len(rows))
+	for _, r := range rows {
+		out[r.ID] = TaskState{Status: r.Status, Attempt: r.Attempt}
+	}
+	return out, nil
+}

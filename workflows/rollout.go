@@ -79,6 +79,8 @@ var (
 	rolloutMaxEvents = 8000
 	// claimBatch is the most tasks claimed at once.
 	claimBatch = 1000
+	// TaskBatch is the most tasks one executor activity runs side by side.
+	TaskBatch = 50
 )
 
 // RolloutWorkflow claims its rollout's AVAILABLE tasks and runs each as an activity. It is
@@ -89,21 +91,27 @@ func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
 	return r.run(ctx)
 }
 
-type inflight struct {
-	task   activities.ClaimedTask
-	cancel workflow.CancelFunc // nil for an external task
+type batch struct {
+	tasks  []activities.ClaimedTask
+	cancel workflow.CancelFunc
 }
 
 type rolloutRun struct {
-	id       int64
-	sel      workflow.Selector
-	running  map[int64]*inflight
-	results  map[int64]TaskResult
-	wake     bool // claim on the next iteration
-	canceled bool
-	finished bool // a task finished since the promoter was last kicked
-	first    bool
-	pending  int // activities in flight (executors and finishes)
+	id int64
+	// sel is the one selector of the loop: signals, the poll timer and every activity future.
+	sel workflow.Selector
+	// external are the claimed external tasks waiting for their result.
+	external map[int64]activities.ClaimedTask
+	// results are external results received for tasks not claimed (yet).
+	results map[int64]TaskResult
+	// batches are the executor activities in flight, by sequence number.
+	batches   map[int]*batch
+	nextBatch int
+	wake      bool // claim on the next iteration
+	canceled  bool
+	finished  bool // an external task finished since the promoter was last kicked
+	first     bool
+	pending   int // activities in flight (batches and finishes)
 }
 
 var rolloutActs *activities.RolloutActivities
@@ -111,8 +119,8 @@ var rolloutActs *activities.RolloutActivities
 // newRolloutRun sets up the signal handlers (the "setup" half; run is the loop).
 func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	r := &rolloutRun{
-		id: in.RolloutID, sel: workflow.NewSelector(ctx), running: map[int64]*inflight{},
-		results: map[int64]TaskResult{}, wake: true, first: true,
+		id: in.RolloutID, sel: workflow.NewSelector(ctx), external: map[int64]activities.ClaimedTask{},
+		results: map[int64]TaskResult{}, batches: map[int]*batch{}, wake: true, first: true,
 	}
 	for _, res := range in.Results {
 		r.results[res.TaskID] = res
@@ -133,10 +141,12 @@ func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalCancelTask), func(c workflow.ReceiveChannel, _ bool) {
 		var id int64
 		c.Receive(ctx, &id)
-		r.cancelTask(ctx, id, "canceled by operator")
+		r.cancelExternal(ctx, id)
 	})
 	return r
 }
+
+func (r *rolloutRun) idle() bool { return len(r.external) == 0 && r.pending == 0 }
 
 func (r *rolloutRun) run(ctx workflow.Context) error {
 	logger := workflow.GetLogger(ctx)
@@ -155,16 +165,12 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 			if res.RolloutStatus == store.RolloutCanceled {
 				return r.stop(ctx)
 			}
-			for _, t := range res.Tasks {
-				r.start(ctx, t)
-			}
-			if res.Unfinished == 0 && len(r.running) == 0 && r.pending == 0 {
-				// Nothing left: finish unless a signal is waiting.
-				if !r.sel.HasPending() {
-					r.kickPromoter(ctx)
-					logger.Info("rollout finished", "rollout", r.id)
-					return nil
-				}
+			r.start(ctx, res.Tasks)
+			if res.Unfinished == 0 && r.idle() && !r.sel.HasPending() {
+				// Nothing left and no signal waiting: the rollout is finished.
+				r.kickPromoter(ctx)
+				logger.Info("rollout finished", "rollout", r.id)
+				return nil
 			}
 		}
 		if r.finished {
@@ -172,6 +178,7 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 			r.kickPromoter(ctx)
 		}
 		if draining && r.pending == 0 && !r.sel.HasPending() {
+			// External tasks still waiting are adopted by the next run (Adopt).
 			return workflow.NewContinueAsNewError(ctx, RolloutWorkflowType, RolloutInput{RolloutID: r.id, Results: r.carry()})
 		}
 		r.sel.Select(ctx)
@@ -220,50 +227,86 @@ func (r *rolloutRun) claim(ctx workflow.Context) (activities.ClaimResult, error)
 	return res, nil
 }
 
-// start runs a claimed task: an activity for noop/http/sql, a wait for a result for external.
-func (r *rolloutRun) start(ctx workflow.Context, t activities.ClaimedTask) {
-	if _, ok := r.running[t.ID]; ok {
-		return
-	}
-	if t.Executor == activities.ExecutorExternal {
-		r.running[t.ID] = &inflight{task: t}
+// start runs claimed tasks: external ones wait for their result; the others run in
+// batches of up to TaskBatch per activity.
+func (r *rolloutRun) start(ctx workflow.Context, tasks []activities.ClaimedTask) {
+	var run []activities.ClaimedTask
+	for _, t := range tasks {
+		if t.Executor != activities.ExecutorExternal {
+			run = append(run, t)
+			continue
+		}
+		if _, ok := r.external[t.ID]; ok {
+			continue
+		}
+		r.external[t.ID] = t
 		if res, ok := r.results[t.ID]; ok {
 			delete(r.results, t.ID)
 			r.onResult(ctx, res)
 		}
-		return
 	}
+	for len(run) > 0 {
+		n := min(len(run), TaskBatch)
+		r.startBatch(ctx, run[:n])
+		run = run[n:]
+	}
+}
+
+func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.ClaimedTask) {
+	seq := r.nextBatch
+	r.nextBatch++
 	cctx, cancel := workflow.WithCancel(ctx)
-	r.running[t.ID] = &inflight{task: t, cancel: cancel}
+	r.batches[seq] = &batch{tasks: tasks, cancel: cancel}
+	summary := fmt.Sprintf("%s task %d on %s (%s %s)", tasks[0].Executor, tasks[0].ID, tasks[0].Database, tasks[0].Type, tasks[0].Version)
+	if len(tasks) > 1 {
+		summary = fmt.Sprintf("%d tasks, %d…%d", len(tasks), tasks[0].ID, tasks[len(tasks)-1].ID)
+	}
 	actx := workflow.WithActivityOptions(cctx, workflow.ActivityOptions{
 		StartToCloseTimeout: TaskStartToClose,
 		HeartbeatTimeout:    TaskHeartbeat,
 		WaitForCancellation: true,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: TaskMaxAttempts, InitialInterval: time.Second},
-		Summary:             fmt.Sprintf("%s task %d on %s (%s %s)", t.Executor, t.ID, t.Database, t.Type, t.Version),
+		// Each task retries its executor inside the activity; Temporal's retries recover a
+		// batch whose worker died (the retry runs the tasks still RUNNING).
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: TaskMaxAttempts, InitialInterval: time.Second},
+		Summary:     summary,
 	})
 	r.pending++
-	r.sel.AddFuture(workflow.ExecuteActivity(actx, rolloutActs.RunRolloutTask, t), func(f workflow.Future) {
+	in := activities.BatchInput{Tasks: tasks, MaxAttempts: TaskMaxAttempts}
+	r.sel.AddFuture(workflow.ExecuteActivity(actx, rolloutActs.RunRolloutTasks, in), func(f workflow.Future) {
 		r.pending--
+		delete(r.batches, seq)
 		err := f.Get(ctx, nil)
-		cur, ok := r.running[t.ID]
-		if !ok || cur.task.Attempt != t.Attempt {
-			return
-		}
-		delete(r.running, t.ID)
 		switch {
 		case err == nil:
-			r.finished = true
-			r.wakeIfIdle()
 		case temporal.IsCanceledError(err):
-			r.finish(ctx, t, store.TaskCanceled, "canceled", nil)
+			// stop() ends the canceled batches' tasks.
 		default:
-			r.finish(ctx, t, store.TaskFailed, errorMessage(err), nil)
+			r.end(ctx, tasks, store.TaskFailed, errorMessage(err))
 		}
+		r.wakeIfIdle()
 	})
 }
 
-// finish mirrors a final status decided here in Postgres (asynchronously).
+// end marks tasks still RUNNING under their claim FAILED or CANCELED (asynchronously).
+func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, status, msg string) workflow.Future {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
+		Summary:             fmt.Sprintf("%d tasks → %s", len(tasks), status),
+	})
+	r.pending++
+	f := workflow.ExecuteActivity(actx, rolloutActs.EndRolloutTasks, activities.FailInput{Tasks: tasks, Status: status, Error: msg})
+	r.sel.AddFuture(f, func(f workflow.Future) {
+		r.pending--
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Error("end tasks", "status", status, "error", err)
+		}
+		r.wakeIfIdle()
+	})
+	return f
+}
+
+// finish mirrors an external task's result in Postgres (asynchronously).
 func (r *rolloutRun) finish(ctx workflow.Context, t activities.ClaimedTask, status, msg string, output []byte) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
@@ -285,46 +328,57 @@ func (r *rolloutRun) finish(ctx workflow.Context, t activities.ClaimedTask, stat
 // wakeIfIdle claims again once nothing is in flight: either more work is AVAILABLE or the
 // claim finds the rollout finished and the workflow ends.
 func (r *rolloutRun) wakeIfIdle() {
-	if len(r.running) == 0 && r.pending == 0 {
+	if r.idle() {
 		r.wake = true
 	}
 }
 
 func (r *rolloutRun) onResult(ctx workflow.Context, res TaskResult) {
-	cur, ok := r.running[res.TaskID]
-	if !ok || cur.task.Executor != activities.ExecutorExternal {
+	t, ok := r.external[res.TaskID]
+	if !ok {
 		// Not claimed yet (or not ours): keep it for when it is.
 		r.results[res.TaskID] = res
 		return
 	}
-	delete(r.running, res.TaskID)
+	delete(r.external, res.TaskID)
 	status := store.TaskDone
 	if res.Status == store.TaskFailed {
 		status = store.TaskFailed
 	}
-	r.finish(ctx, cur.task, status, res.Error, res.Output)
+	r.finish(ctx, t, status, res.Error, res.Output)
 }
 
-func (r *rolloutRun) cancelTask(ctx workflow.Context, id int64, why string) {
-	cur, ok := r.running[id]
+// cancelExternal stops waiting for an external task's result (the API has marked it
+// CANCELED; tasks run by an executor are stopped by their batch's status check).
+func (r *rolloutRun) cancelExternal(ctx workflow.Context, id int64) {
+	t, ok := r.external[id]
 	if !ok {
 		return
 	}
-	if cur.cancel != nil {
-		cur.cancel() // the activity's callback marks it CANCELED
-		return
-	}
-	delete(r.running, id)
-	r.finish(ctx, cur.task, store.TaskCanceled, why, nil)
+	delete(r.external, id)
+	r.finish(ctx, t, store.TaskCanceled, "canceled by operator", nil)
 }
 
-// stop cancels every running task, waits for the activities to settle and ends.
+// stop cancels the batches in flight, marks every task it still holds CANCELED and ends.
 func (r *rolloutRun) stop(ctx workflow.Context) error {
-	for _, id := range sortedKeys(r.running) {
-		r.cancelTask(ctx, id, "rollout canceled")
+	var held []activities.ClaimedTask
+	for _, seq := range sortedIntKeys(r.batches) {
+		b := r.batches[seq]
+		held = append(held, b.tasks...)
+		b.cancel()
+	}
+	for _, id := range sortedKeys(r.external) {
+		held = append(held, r.external[id])
+		delete(r.external, id)
 	}
 	for r.pending > 0 {
 		r.sel.Select(ctx)
+	}
+	if len(held) > 0 {
+		r.end(ctx, held, store.TaskCanceled, "rollout canceled")
+		for r.pending > 0 {
+			r.sel.Select(ctx)
+		}
 	}
 	r.kickPromoter(ctx)
 	return nil
@@ -356,6 +410,15 @@ func errorMessage(err error) string {
 		return "timed out: " + toErr.Error()
 	}
 	return err.Error()
+}
+
+func sortedIntKeys[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func sortedKeys[V any](m map[int64]V) []int64 {

@@ -117,67 +117,93 @@ func (s *RolloutWorkflowSuite) TestExternalResultBeforeClaim() {
 	s.NoError(s.env.GetWorkflowError())
 }
 
-// A failing executor is retried by Temporal (TaskMaxAttempts), then the task is FAILED.
-func (s *RolloutWorkflowSuite) TestExecutorRetriedThenFailed() {
+// Claimed tasks run in batches of TaskBatch per activity.
+func (s *RolloutWorkflowSuite) TestTasksRunInBatches() {
+	first := running(120)
+	for i := int64(1); i <= 120; i++ {
+		first.Tasks = append(first.Tasks, task(100+i, activities.ExecutorNoop))
+	}
+	s.claims(first, running(0))
+	var sizes []int
+	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.BatchInput) (activities.BatchResult, error) {
+			s.locked(func() { sizes = append(sizes, len(in.Tasks)) })
+			s.Equal(workflows.TaskMaxAttempts, in.MaxAttempts)
+			return activities.BatchResult{}, nil
+		})
+	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
+	s.NoError(s.env.GetWorkflowError())
+	s.ElementsMatch([]int{50, 50, 20}, sizes)
+}
+
+// A batch whose activity keeps failing (its worker dies every time) is retried by Temporal
+// TaskMaxAttempts times, then its tasks still RUNNING are marked FAILED.
+func (s *RolloutWorkflowSuite) TestBatchRetriedThenFailed() {
 	first := running(1)
 	first.Tasks = []activities.ClaimedTask{task(21, activities.ExecutorHTTP)}
 	s.claims(first, running(0))
 	attempts := 0
-	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.ClaimedTask) (bool, error) {
-			attempts++
-			return false, errors.New("503 from target")
+	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.BatchInput) (activities.BatchResult, error) {
+			s.locked(func() { attempts++ })
+			return activities.BatchResult{}, errors.New("worker lost")
 		})
-	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool {
-		return in.TaskID == 21 && in.Status == store.TaskFailed && in.Error != ""
-	})).Return(true, nil).Once()
+	s.env.OnActivity(acts.EndRolloutTasks, mock.Anything, mock.MatchedBy(func(in activities.FailInput) bool {
+		return len(in.Tasks) == 1 && in.Tasks[0].ID == 21 && in.Status == store.TaskFailed && in.Error != ""
+	})).Return(1, nil).Once()
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
 	s.Equal(int(workflows.TaskMaxAttempts), attempts)
 }
 
-// A transient failure is retried and the task succeeds (RunRolloutTask marks it DONE itself).
-func (s *RolloutWorkflowSuite) TestExecutorRetriedThenDone() {
+// A batch that fails once (a killed worker) is retried and succeeds: nothing is marked FAILED.
+func (s *RolloutWorkflowSuite) TestBatchRetriedThenDone() {
 	first := running(1)
 	first.Tasks = []activities.ClaimedTask{task(22, activities.ExecutorNoop)}
 	s.claims(first, running(0))
 	attempts := 0
-	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.ClaimedTask) (bool, error) {
-			attempts++
-			if attempts == 1 {
-				return false, temporal.NewApplicationError("worker lost", "Transient")
+	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.BatchInput) (activities.BatchResult, error) {
+			n := 0
+			s.locked(func() { attempts++; n = attempts })
+			if n == 1 {
+				return activities.BatchResult{}, temporal.NewApplicationError("worker lost", "Transient")
 			}
-			return true, nil
+			return activities.BatchResult{Done: []int64{22}}, nil
 		})
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
 	s.Equal(2, attempts)
 }
 
-// Canceling the rollout cancels its running activity and marks the task CANCELED.
+// Canceling the rollout cancels its running batch and marks its tasks CANCELED, the
+// external one too.
 func (s *RolloutWorkflowSuite) TestCancelStopsRunningTasks() {
 	first := running(2)
 	first.Tasks = []activities.ClaimedTask{task(31, activities.ExecutorNoop), task(32, activities.ExecutorExternal)}
 	s.claims(first, running(2))
-	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, _ activities.ClaimedTask) (bool, error) {
+	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, _ activities.BatchInput) (activities.BatchResult, error) {
 			// A long task: the operator cancels the rollout while it runs, which ends it.
 			s.env.SignalWorkflow(workflows.SignalCancelRollout, nil)
 			select {
 			case <-ctx.Done():
-				return false, ctx.Err()
+				return activities.BatchResult{}, ctx.Err()
 			case <-time.After(10 * time.Second):
-				return false, errors.New("the activity was not canceled")
+				return activities.BatchResult{}, errors.New("the activity was not canceled")
 			}
 		})
 	var canceled []int64
-	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (bool, error) {
+	s.env.OnActivity(acts.EndRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FailInput) (int, error) {
 			s.Equal(store.TaskCanceled, in.Status)
-			s.locked(func() { canceled = append(canceled, in.TaskID) })
-			return true, nil
-		})
+			s.locked(func() {
+				for _, t := range in.Tasks {
+					canceled = append(canceled, t.ID)
+				}
+			})
+			return len(in.Tasks), nil
+		}).Once()
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.True(s.env.IsWorkflowCompleted())
 	s.NoError(s.env.GetWorkflowError())
@@ -192,10 +218,10 @@ func (s *RolloutWorkflowSuite) TestPausedThenResumed() {
 	resumed.Tasks = []activities.ClaimedTask{task(41, activities.ExecutorNoop)}
 	calls := s.claims(paused, paused, paused, paused, resumed, running(0))
 	ran := time.Time{}
-	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.ClaimedTask) (bool, error) {
+	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.BatchInput) (activities.BatchResult, error) {
 			s.locked(func() { ran = s.env.Now() })
-			return true, nil
+			return activities.BatchResult{Done: []int64{41}}, nil
 		}).Once()
 	start := s.env.Now()
 	// Safety polls at 30 s, 60 s and 90 s find it still paused; the resume wakes it at 100 s.
@@ -214,7 +240,9 @@ func (s *RolloutWorkflowSuite) TestAdoptsOrphans() {
 	first := running(1)
 	first.Tasks = []activities.ClaimedTask{task(51, activities.ExecutorSQL)}
 	s.claims(first, running(0))
-	s.env.OnActivity(acts.RunRolloutTask, mock.Anything, task(51, activities.ExecutorSQL)).Return(true, nil).Once()
+	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.MatchedBy(func(in activities.BatchInput) bool {
+		return len(in.Tasks) == 1 && in.Tasks[0].ID == 51
+	})).Return(activities.BatchResult{Done: []int64{51}}, nil).Once()
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
 }

@@ -48,6 +48,40 @@ func (q *Queries) CancelRolloutTasks(ctx context.Context, rolloutID int64) ([]in
 	return items, nil
 }
 
+const cancelRunningTask = `-- name: CancelRunningTask :one
+UPDATE task_runs
+SET status = 'CANCELED', finished_at = now(), updated_at = now(), error = 'canceled by operator'
+WHERE id = $1 AND status = 'RUNNING'
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+`
+
+func (q *Queries) CancelRunningTask(ctx context.Context, id int64) (TaskRun, error) {
+	row := q.db.QueryRow(ctx, cancelRunningTask, id)
+	var i TaskRun
+	err := row.Scan(
+		&i.ID,
+		&i.RolloutID,
+		&i.Database,
+		&i.Type,
+		&i.Version,
+		&i.VersionKey,
+		&i.RunAt,
+		&i.Executor,
+		&i.Payload,
+		&i.Status,
+		&i.WaitingCause,
+		&i.Attempt,
+		&i.Error,
+		&i.Output,
+		&i.PromotedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const cancelTask = `-- name: CancelTask :one
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, updated_at = now(), error = 'canceled'
@@ -674,6 +708,36 @@ func (q *Queries) SkipTask(ctx context.Context, id int64) (TaskRun, error) {
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const taskRunStates = `-- name: TaskRunStates :many
+SELECT id, status, attempt FROM task_runs WHERE id = ANY($1::bigint[])
+`
+
+type TaskRunStatesRow struct {
+	ID      int64
+	Status  string
+	Attempt int32
+}
+
+func (q *Queries) TaskRunStates(ctx context.Context, ids []int64) ([]TaskRunStatesRow, error) {
+	rows, err := q.db.Query(ctx, taskRunStates, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskRunStatesRow
+	for rows.Next() {
+		var i TaskRunStatesRow
+		if err := rows.Scan(&i.ID, &i.Status, &i.Attempt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const writeWaitingCauses = `-- name: WriteWaitingCauses :execrows

@@ -202,3 +202,12 @@ UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, updated_at = now(), error = 'canceled'
 WHERE id = @id AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE')
 RETURNING *;
+
+-- name: CancelRunningTask :one
+UPDATE task_runs
+SET status = 'CANCELED', finished_at = now(), updated_at = now(), error = 'canceled by operator'
+WHERE id = @id AND status = 'RUNNING'
+RETURNING *;
+
+-- name: TaskRunStates :many
+SELECT id, status, attempt FROM task_runs WHERE id = ANY(@ids::bigint[]);

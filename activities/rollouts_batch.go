@@ -1,0 +1,275 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tickgate/tickgate/store"
+)
+
+// BatchInput is a group of claimed tasks one activity runs side by side.
+type BatchInput struct {
+	Tasks []ClaimedTask
+	// MaxAttempts is how many times each task's executor runs before the task is FAILED
+	// (a non-retryable error fails it at once).
+	MaxAttempts int32
+	// StatusCheck is how often the batch re-reads its tasks' status, to stop the executor
+	// of a task an operator canceled (default 2 s).
+	StatusCheck time.Duration
+	// Backoff is the first pause between two executor attempts of a task (default 1 s,
+	// doubled each time, at most 30 s).
+	Backoff time.Duration
+}
+
+// BatchResult lists what the batch finished.
+type BatchResult struct {
+	Done, Failed, Canceled []int64
+}
+
+// KickDelay gathers the finishes of a moment into one kick of the promoter.
+const KickDelay = 5 * time.Millisecond
+
+// RunRolloutTasks runs a batch of claimed tasks, each with its executor and up to
+// MaxAttempts tries, writes each task's DONE/FAILED as soon as it ends and kicks the
+// promoter so the next tasks are promoted without waiting for the whole batch. It
+// heartbeats; a worker killed mid-batch misses its heartbeat, Temporal retries the
+// activity elsewhere, and the retry runs only the tasks still RUNNING under the same claim.
+func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) (BatchResult, error) {
+	tasks := in.Tasks
+	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
+		var err error
+		if tasks, err = a.stillRunning(ctx, tasks); err != nil {
+			return BatchResult{}, err
+		}
+	}
+	maxAttempts := max(in.MaxAttempts, 1)
+	backoff := in.Backoff
+	if backoff <= 0 {
+		backoff = time.Second
+	}
+	check := in.StatusCheck
+	if check <= 0 {
+		check = 2 * time.Second
+	}
+	kicker := newKicker(a.Waker, KickDelay)
+	defer kicker.flush()
+
+	var (
+		mu       sync.Mutex
+		res      BatchResult
+		finErr   error
+		cancels  = make(map[int64]context.CancelFunc, len(tasks))
+		inflight = make(map[int64]ClaimedTask, len(tasks))
+		wg       sync.WaitGroup
+	)
+	for _, t := range tasks {
+		tctx, cancel := context.WithCancel(ctx)
+		mu.Lock()
+		cancels[t.ID], inflight[t.ID] = cancel, t
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cancel()
+			status, out, msg := a.runWithRetries(tctx, t, maxAttempts, backoff)
+			mu.Lock()
+			delete(inflight, t.ID)
+			mu.Unlock()
+			if ctx.Err() != nil || status == store.TaskCanceled {
+				// The activity was canceled (the workflow marks its tasks), or an operator
+				// canceled this task and its row already says so.
+				return
+			}
+			_, ok, err := a.Store.FinishTask(context.WithoutCancel(ctx), t.ID, t.Attempt, status, msg, out)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				finErr = errors.Join(finErr, err)
+			case !ok:
+				// No longer this RUNNING claim (canceled meanwhile): nothing to record.
+			case status == store.TaskDone:
+				res.Done = append(res.Done, t.ID)
+			default:
+				res.Failed = append(res.Failed, t.ID)
+			}
+			if err == nil && ok {
+				kicker.kick()
+			}
+		}()
+	}
+
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	heartbeat := time.NewTicker(min(check, time.Second))
+	defer heartbeat.Stop()
+	lastCheck := time.Now()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-heartbeat.C:
+			if activity.IsActivity(ctx) {
+				activity.RecordHeartbeat(ctx)
+			}
+			if time.Since(lastCheck) >= check {
+				lastCheck = time.Now()
+				a.stopCanceled(ctx, &mu, inflight, cancels)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if finErr != nil {
+		return res, fmt.Errorf("record task results: %w", finErr)
+	}
+	return res, nil
+}
+
+// stopCanceled cancels the executors of in-flight tasks whose row is no longer their RUNNING claim.
+func (a *RolloutActivities) stopCanceled(ctx context.Context, mu *sync.Mutex, inflight map[int64]ClaimedTask, cancels map[int64]context.CancelFunc) {
+	mu.Lock()
+	ids := make([]int64, 0, len(inflight))
+	for id := range inflight {
+		ids = append(ids, id)
+	}
+	mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	states, err := a.Store.TaskStates(ctx, ids)
+	if err != nil {
+		return // checked again at the next tick
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		t, ok := inflight[id]
+		st, found := states[id]
+		if ok && (!found || st.Status != store.TaskRunning || st.Attempt != t.Attempt) {
+			cancels[id]()
+		}
+	}
+}
+
+// stillRunning keeps the tasks whose row is still RUNNING under the claim they were given.
+func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTask) ([]ClaimedTask, error) {
+	ids := make([]int64, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	states, err := a.Store.TaskStates(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []ClaimedTask
+	for _, t := range tasks {
+		if st, ok := states[t.ID]; ok && st.Status == store.TaskRunning && st.Attempt == t.Attempt {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// runWithRetries runs t's executor up to maxAttempts times and says how the task ends:
+// DONE with its output, FAILED with the last error, or CANCELED when ctx was canceled.
+func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTask, maxAttempts int32, backoff time.Duration) (string, []byte, string) {
+	var lastErr error
+	for attempt := int32(1); attempt <= maxAttempts; attempt++ {
+		out, err := a.execute(ctx, t)
+		if err == nil {
+			return store.TaskDone, out, ""
+		}
+		if ctx.Err() != nil {
+			return store.TaskCanceled, nil, "canceled"
+		}
+		lastErr = err
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.NonRetryable() {
+			break
+		}
+		if attempt == maxAttempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return store.TaskCanceled, nil, "canceled"
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+	return store.TaskFailed, nil, lastErr.Error()
+}
+
+// kicker coalesces the kicks of the promoter that a burst of finishes asks for.
+type kicker struct {
+	waker RolloutWaker
+	delay time.Duration
+	mu    sync.Mutex
+	armed bool
+	wg    sync.WaitGroup
+}
+
+func newKicker(w RolloutWaker, delay time.Duration) *kicker { return &kicker{waker: w, delay: delay} }
+
+func (k *kicker) kick() {
+	if k.waker == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.armed {
+		return
+	}
+	k.armed = true
+	k.wg.Add(1)
+	time.AfterFunc(k.delay, func() {
+		defer k.wg.Done()
+		k.mu.Lock()
+		k.armed = false
+		k.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = k.waker.KickPromoter(ctx) // the promoter's safety poll covers a lost kick
+	})
+}
+
+// flush waits for the kicks in flight.
+func (k *kicker) flush() { k.wg.Wait() }
+
+// FailInput ends the tasks of a batch that are still RUNNING under their claim.
+type FailInput struct {
+	Tasks  []ClaimedTask
+	Status string // FAILED or CANCELED
+	Error  string
+}
+
+// EndRolloutTasks marks the given tasks that are still their RUNNING claim FAILED or
+// CANCELED (a batch that exhausted its retries, or a canceled rollout) and returns how
+// many it changed.
+func (a *RolloutActivities) EndRolloutTasks(ctx context.Context, in FailInput) (int, error) {
+	if in.Status != store.TaskFailed && in.Status != store.TaskCanceled {
+		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cannot end tasks as %q", in.Status), "BadStatus", nil)
+	}
+	n := 0
+	for _, t := range in.Tasks {
+		_, ok, err := a.Store.FinishTask(ctx, t.ID, t.Attempt, in.Status, in.Error, nil)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	if n > 0 && a.Waker != nil {
+		_ = a.Waker.KickPromoter(ctx)
+	}
+	return n, nil
+}

@@ -1,0 +1,131 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/internal/testenv"
+	"github.com/tickgate/tickgate/internal/version"
+	"github.com/tickgate/tickgate/store"
+)
+
+type countingWaker struct{ kicks, wakes atomic.Int64 }
+
+func (w *countingWaker) WakeRollouts(context.Context, []int64) error { w.wakes.Add(1); return nil }
+func (w *countingWaker) KickPromoter(context.Context) error          { w.kicks.Add(1); return nil }
+
+// claimAll creates a rollout of the given (executor, payload) tasks, each on its own
+// database, promotes and claims them.
+func claimAll(t *testing.T, st *store.Store, specs ...[2]string) []activities.ClaimedTask {
+	t.Helper()
+	ctx := context.Background()
+	var tasks []store.NewTask
+	for i, sp := range specs {
+		tasks = append(tasks, store.NewTask{Database: "db" + string(rune('a'+i)), Type: "DML", Version: "1", VersionKey: version.MustKey("1"),
+			Executor: sp[0], Payload: json.RawMessage(sp[1])})
+	}
+	r, err := st.CreateRollout(ctx, "r", 100, tasks)
+	require.NoError(t, err)
+	_, err = st.PromoteRound(ctx)
+	require.NoError(t, err)
+	a := &activities.RolloutActivities{Store: st}
+	res, err := a.ClaimRolloutTasks(ctx, activities.ClaimInput{RolloutID: r.ID, Max: 100})
+	require.NoError(t, err)
+	require.Len(t, res.Tasks, len(specs))
+	return res.Tasks
+}
+
+func TestRunRolloutTasksRetriesAndResults(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	var calls atomic.Int64
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer flaky.Close()
+	refused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) }))
+	defer refused.Close()
+
+	tasks := claimAll(t, st,
+		[2]string{"noop", `{}`},
+		[2]string{"http", `{"url":"` + flaky.URL + `"}`},
+		[2]string{"http", `{"url":"` + refused.URL + `"}`},
+		[2]string{"sql", `{"statement":"SELECT 1"}`},
+	)
+	waker := &countingWaker{}
+	a := &activities.RolloutActivities{Store: st, Waker: waker}
+	res, err := a.RunRolloutTasks(context.Background(), activities.BatchInput{Tasks: tasks, MaxAttempts: 3, Backoff: 10 * time.Millisecond})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []int64{tasks[0].ID, tasks[1].ID}, res.Done)
+	require.ElementsMatch(t, []int64{tasks[2].ID, tasks[3].ID}, res.Failed)
+	require.EqualValues(t, 3, calls.Load(), "the 503s were retried, the third attempt succeeded")
+	require.GreaterOrEqual(t, waker.kicks.Load(), int64(1), "finishes kick the promoter")
+
+	got := func(i int) store.TaskRun {
+		tr, err := st.GetTaskRun(context.Background(), tasks[i].ID)
+		require.NoError(t, err)
+		return tr
+	}
+	require.Equal(t, store.TaskDone, got(0).Status)
+	require.Equal(t, store.TaskDone, got(1).Status)
+	require.JSONEq(t, `{"http_status":200}`, string(got(1).Output))
+	require.Equal(t, store.TaskFailed, got(2).Status)
+	require.Contains(t, got(2).Error, "403")
+	require.Equal(t, store.TaskFailed, got(3).Status)
+	require.Contains(t, got(3).Error, "no SQL target")
+
+	// Running the same batch again (a retry after a lost worker) changes nothing: the
+	// results are recorded once per claim.
+	res, err = a.RunRolloutTasks(context.Background(), activities.BatchInput{Tasks: tasks[:1], MaxAttempts: 1})
+	require.NoError(t, err)
+	require.Empty(t, res.Done)
+}
+
+// An operator's cancel of a RUNNING task stops its executor at the batch's next status check.
+func TestRunRolloutTasksStopsCanceledTask(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	tasks := claimAll(t, st, [2]string{"noop", `{"sleep":"1h"}`}, [2]string{"noop", `{}`})
+	a := &activities.RolloutActivities{Store: st}
+	go func() {
+		_, _ = st.CancelRunningTask(context.Background(), tasks[0].ID)
+	}()
+	res, err := a.RunRolloutTasks(context.Background(), activities.BatchInput{Tasks: tasks, MaxAttempts: 1, StatusCheck: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.Equal(t, []int64{tasks[1].ID}, res.Done)
+	require.Empty(t, res.Failed)
+	tr, err := st.GetTaskRun(context.Background(), tasks[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, store.TaskCanceled, tr.Status)
+}
+
+// EndRolloutTasks ends only the tasks still RUNNING under their claim.
+func TestEndRolloutTasks(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	tasks := claimAll(t, st, [2]string{"noop", `{}`}, [2]string{"external", `{}`})
+	a := &activities.RolloutActivities{Store: st}
+	_, err := a.FinishRolloutTask(context.Background(), activities.FinishInput{TaskID: tasks[1].ID, Attempt: tasks[1].Attempt, Status: store.TaskDone, Output: json.RawMessage("null")})
+	require.NoError(t, err)
+	n, err := a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: store.TaskCanceled, Error: "rollout canceled"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	tr, err := st.GetTaskRun(context.Background(), tasks[1].ID)
+	require.NoError(t, err)
+	require.Equal(t, store.TaskDone, tr.Status)
+	require.Nil(t, tr.Output)
+	_, err = a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: store.TaskDone})
+	require.Error(t, err)
+}
