@@ -70,6 +70,10 @@ func runDev(ctx context.Context, args []string) error {
 		logf("using DATABASE_URL from the environment")
 	}
 
+	if err := writeDevAdminToken(ctx, cfg.DatabaseURL, devDir); err != nil {
+		return err
+	}
+
 	if os.Getenv("TEMPORAL_ADDRESS") == "" {
 		bin, err := devstack.TemporalBinary(ctx, root, logf)
 		if err != nil {
