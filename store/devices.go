@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -561,22 +562,38 @@ func (s *Store) RefillPC(ctx context.Context, pcID int64) ([]int64, error) {
 	return ids, err
 }
 
-// RefillAll fills every PC's free slots (one transaction per PC) and returns how many
-// executions it created.
+// RefillAll fills every PC's free slots, one transaction per PC with up to 8 PCs at once
+// (a newly activated task reaches every PC quickly), and returns how many executions it
+// created.
 func (s *Store) RefillAll(ctx context.Context) (int, error) {
 	pcs, err := s.Q.ListAllPCs(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("list pcs: %w", mapErr(err))
 	}
-	n := 0
+	var (
+		mu    sync.Mutex
+		total int
+		errs  []error
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, 8)
+	)
 	for _, pc := range pcs {
-		ids, err := s.RefillPC(ctx, pc.ID)
-		if err != nil {
-			return n, err
-		}
-		n += len(ids)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ids, err := s.RefillPC(ctx, pc.ID)
+			mu.Lock()
+			defer mu.Unlock()
+			total += len(ids)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
 	}
-	return n, nil
+	wg.Wait()
+	return total, errors.Join(errs...)
 }
 
 // Advanced is what one dispatcher step did.

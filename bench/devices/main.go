@@ -227,6 +227,9 @@ func run(ctx context.Context) error {
 			done = true
 			break
 		}
+		if os.Getenv("BENCH_DEBUG") != "" {
+			log.Printf("sample: open=%d running=%d target=%d demand=%d", s.open, s.running, s.target, s.demand)
+		}
 		samples++
 		overTarget += s.over
 		sumRunning += float64(s.running)
