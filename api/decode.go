@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -46,7 +47,13 @@ func Decode(c echo.Context, dst any, allowEmpty bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return decodeProblem(err)
+		p := decodeProblem(err)
+		if p.Field == "" {
+			// Errors raised by a field's own UnmarshalJSON (a bad time, say) carry no path:
+			// find the field by decoding the body's fields one by one.
+			p.Field = locateField(body, reflect.TypeOf(dst), "")
+		}
+		return p
 	}
 	if dec.More() {
 		return BadRequest("", "unexpected data after the JSON object")
@@ -81,6 +88,39 @@ func decodeProblem(err error) *Problem {
 		return p
 	}
 	return BadRequest("", "invalid JSON: %v", err)
+}
+
+// locateField returns the JSON path of the first field of body that does not decode into
+// its field of type t, or "".
+func locateField(body []byte, t reflect.Type, prefix string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return ""
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return ""
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		raw, ok := fields[name]
+		if !ok {
+			continue
+		}
+		if json.Unmarshal(raw, reflect.New(f.Type).Interface()) != nil {
+			if inner := locateField(raw, f.Type, prefix+name+"."); inner != "" {
+				return inner
+			}
+			return prefix + name
+		}
+	}
+	return ""
 }
 
 // Page is the common list answer.

@@ -47,11 +47,11 @@ type ScheduleInput struct {
 
 // ScheduleCarry is the state a schedule keeps across continue-as-new.
 type ScheduleCarry struct {
-	Watermark     time.Time // the newest nominal tick already processed
-	Paused        bool
-	Note          string
-	Running       []RunningRun
-	Buffer        []BufferedTick
+	Watermark time.Time // the newest nominal tick already processed
+	Paused    bool
+	Note      string
+	Running   []RunningRun
+	Buffer    []BufferedTick
 	// LastSuccessAt is the nominal time of the newest run that succeeded (a manual run's
 	// nominal time is when it was triggered); skip_if_successful compares it to the
 	// previous tick.
@@ -174,10 +174,13 @@ type scheduleWorkflow struct {
 	carry    ScheduleCarry
 	dirty    bool // a handler changed something the loop must look at
 	reload   bool
-	inFlight int        // signals being handled (they are not counted by AllHandlersFinished)
-	mirrored *time.Time // next_run_at last written to Postgres
-	next     *time.Time // next nominal tick, for describe
-	events   int        // history growth proxy
+	inFlight int // signals being handled (they are not counted by AllHandlersFinished)
+	// mirrorBusy serialises the writes of next_run_at (fires, pause, resume, reschedule and
+	// the loop\'s mirror), so the loop and a handler never overwrite each other out of order.
+	mirrorBusy bool
+	mirrored   *time.Time // next_run_at last written to Postgres
+	next       *time.Time // next nominal tick, for describe
+	events     int        // history growth proxy
 }
 
 // ScheduleWorkflow fires one schedule's ticks exactly once each: it sleeps on a durable
@@ -519,6 +522,10 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 		return nil
 	}
 	reason := fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", w.def.CatchupWindow)
+	if err := w.lockMirror(ctx); err != nil {
+		return err
+	}
+	defer w.unlockMirror()
 	next := w.nextAfterWatermark()
 	err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
 		ScheduleID: w.def.ID, Ticks: *missed, Reason: reason, NextRunAt: next,
@@ -652,6 +659,10 @@ func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) ti
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger, key, status, reason, workflowID string) (TriggerResult, error) {
+	if err := w.lockMirror(ctx); err != nil {
+		return TriggerResult{}, err
+	}
+	defer w.unlockMirror()
 	rec := activities.TickRecord{
 		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
 		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,
@@ -788,12 +799,29 @@ func (w *scheduleWorkflow) mirrorNext(ctx workflow.Context, next *time.Time) err
 	if timesEqual(next, w.mirrored) {
 		return nil
 	}
+	if err := w.lockMirror(ctx); err != nil {
+		return err
+	}
+	defer w.unlockMirror()
+	if w.dirty || timesEqual(next, w.mirrored) {
+		return nil // a handler changed the state meanwhile: the loop goes round again
+	}
 	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{ScheduleID: w.def.ID, NextRunAt: next}).Get(ctx, nil); err != nil {
 		return err
 	}
 	w.mirrored = next
 	return nil
 }
+
+func (w *scheduleWorkflow) lockMirror(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return !w.mirrorBusy }); err != nil {
+		return err
+	}
+	w.mirrorBusy = true
+	return nil
+}
+
+func (w *scheduleWorkflow) unlockMirror() { w.mirrorBusy = false }
 
 func timesEqual(x, y *time.Time) bool {
 	if x == nil || y == nil {
@@ -803,6 +831,10 @@ func timesEqual(x, y *time.Time) bool {
 }
 
 func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
+	if err := w.lockMirror(ctx); err != nil {
+		return ScheduleDescription{}, err
+	}
+	defer w.unlockMirror()
 	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
 		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note,
 	}).Get(ctx, nil); err != nil {
@@ -815,6 +847,10 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 }
 
 func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, error) {
+	if err := w.lockMirror(ctx); err != nil {
+		return ScheduleDescription{}, err
+	}
+	defer w.unlockMirror()
 	if !w.carry.Paused {
 		return w.describe(), nil
 	}
@@ -858,6 +894,10 @@ func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (Tr
 
 func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
 	at := req.NextRunAt.UTC()
+	if err := w.lockMirror(ctx); err != nil {
+		return ScheduleDescription{}, err
+	}
+	defer w.unlockMirror()
 	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{
 		ScheduleID: w.in.ScheduleID, NextRunAt: &at,
 	}).Get(ctx, nil); err != nil {

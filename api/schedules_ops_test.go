@@ -1,0 +1,159 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+		"github.com/stretchr/testify/require"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/internal/teststack"
+)
+
+// TestSchedulePatchIsOptimisticAndLive: PATCH with a stale version is 412 and changes
+// nothing; a fresh one applies at once (next fire recomputed by the workflow).
+func TestSchedulePatchIsOptimisticAndLive(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	var created api.ScheduleView
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "patched", "spec": map[string]any{"cron": "0 0 1 1 *"},
+		"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
+	}, http.StatusCreated, &created)
+	require.Equal(t, int64(1), created.Version)
+
+	var updated api.ScheduleView
+	st.JSON(t, http.MethodPatch, "/api/v1/schedules/patched", map[string]any{
+		"version": 1, "spec": map[string]any{"interval": "1s"}, "policies": map[string]any{"overlap": "allow_all"},
+	}, http.StatusOK, &updated)
+	require.Equal(t, int64(2), updated.Version)
+	require.Equal(t, "allow_all", updated.Policies.Overlap)
+
+	status, body := st.Do(t, http.MethodPatch, "/api/v1/schedules/patched", map[string]any{"version": 1, "policies": map[string]any{"overlap": "skip"}})
+	require.Equal(t, http.StatusPreconditionFailed, status, "%s", body)
+	require.Contains(t, string(body), `"field":"version"`)
+	status, body = st.Do(t, http.MethodPatch, "/api/v1/schedules/patched", map[string]any{"spec": map[string]any{"cron": "nope"}})
+	require.Equal(t, http.StatusBadRequest, status, "%s", body)
+	require.Contains(t, string(body), `"field":"spec.cron"`)
+
+	var got api.ScheduleView
+	st.JSON(t, http.MethodGet, "/api/v1/schedules/patched", nil, http.StatusOK, &got)
+	require.Equal(t, "allow_all", got.Policies.Overlap, "the stale and the bad PATCH changed nothing")
+	// The new every-second spec applies live.
+	require.Eventually(t, func() bool { return len(listRuns(t, st, "patched")) >= 2 }, 20*time.Second, 100*time.Millisecond)
+}
+
+// TestScheduleRescheduleAndBackfillThroughTheAPI moves the next fire and backfills a past
+// range; backfilled ticks appear with trigger backfill, each once.
+func TestScheduleRescheduleAndBackfillThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	start := time.Now().UTC().Truncate(time.Minute).Add(-10 * time.Minute)
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "ops", "spec": map[string]any{"interval": "1m", "start_at": start.Format(time.RFC3339)},
+		"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
+	}, http.StatusCreated, nil)
+
+	at := time.Now().UTC().Add(2 * time.Second).Truncate(time.Second)
+	var rescheduled api.ScheduleView
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/ops/reschedule", map[string]any{"next_run_at": at.Format(time.RFC3339)}, http.StatusOK, &rescheduled)
+	require.Equal(t, at, rescheduled.NextRunAt.UTC())
+	require.Eventually(t, func() bool {
+		for _, r := range listRuns(t, st, "ops") {
+			if r.ScheduledAt.Equal(at) && r.Status == "SUCCEEDED" {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 100*time.Millisecond, "the rescheduled fire happens at next_run_at")
+
+	var bf api.BackfillView
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/ops/backfill", map[string]any{
+		"start": start.Format(time.RFC3339), "end": start.Add(4 * time.Minute).Format(time.RFC3339),
+	}, http.StatusAccepted, &bf)
+	require.Equal(t, 5, bf.Ticks)
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, r := range listRuns(t, st, "ops") {
+			if r.Trigger == "backfill" {
+				n++
+			}
+		}
+		return n == 5
+	}, 20*time.Second, 100*time.Millisecond)
+	// The same range again runs nothing new.
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/ops/backfill", map[string]any{
+		"start": start.Format(time.RFC3339), "end": start.Add(4 * time.Minute).Format(time.RFC3339),
+	}, http.StatusAccepted, nil)
+	require.Never(t, func() bool {
+		n := 0
+		for _, r := range listRuns(t, st, "ops") {
+			if r.Trigger == "backfill" {
+				n++
+			}
+		}
+		return n != 5
+	}, 2*time.Second, 200*time.Millisecond)
+
+	for _, bad := range []struct{ path, body, field string }{
+		{"reschedule", `{}`, "next_run_at"},
+		{"reschedule", `{"next_run_at": "yesterday"}`, "next_run_at"},
+		{"backfill", `{"end": "2026-01-01T00:00:00Z"}`, "start"},
+		{"backfill", fmt.Sprintf(`{"start": %q, "end": %q}`, start.Format(time.RFC3339), start.Add(-time.Hour).Format(time.RFC3339)), "end"},
+		{"backfill", fmt.Sprintf(`{"start": %q, "end": %q, "overlap": "never"}`, start.Format(time.RFC3339), start.Format(time.RFC3339)), "overlap"},
+		{"trigger", `{"overlap": "x"}`, "overlap"},
+		{"trigger", `{"input": {"a": 1}}`, "input"},
+	} {
+		status, body := st.Do(t, http.MethodPost, "/api/v1/schedules/ops/"+bad.path, bad.body)
+		require.Equal(t, http.StatusBadRequest, status, "%s %s: %s", bad.path, bad.body, body)
+		require.True(t, strings.Contains(string(body), `"field":"`+bad.field+`"`), "%s %s: %s", bad.path, bad.body, body)
+	}
+}
+
+// Report is the target workflow of the workflow-action test: it fails when asked to.
+func Report(ctx workflow.Context, input map[string]any) (string, error) {
+	if err := workflow.Sleep(ctx, 200*time.Millisecond); err != nil {
+		return "", err
+	}
+	if input["fail"] == true {
+		return "", fmt.Errorf("report failed as asked")
+	}
+	return "ok", nil
+}
+
+// TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome starts a real target
+// workflow per fire on the dev server; its result sets the run's status.
+func TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	queue := "reports-" + fmt.Sprint(time.Now().UnixNano())
+	w := sdkworker.New(st.Temporal, queue, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(Report, workflow.RegisterOptions{Name: "Report"})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "reports", "spec": map[string]any{"cron": "0 0 1 1 *"},
+		"action": map[string]any{"kind": "workflow", "workflow_type": "Report", "task_queue": queue, "input": map[string]any{"fail": false}},
+	}, http.StatusCreated, nil)
+	var ok, failed api.TriggerView
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/reports/trigger", nil, http.StatusOK, &ok)
+	require.Equal(t, "RUNNING", ok.Run.Status)
+	require.True(t, strings.HasPrefix(ok.Run.WorkflowID, "schedule/reports/run/"), ok.Run.WorkflowID)
+	// The first run may still be running: allow_all lets this one start beside it.
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/reports/trigger", map[string]any{
+		"overlap": "allow_all", "input": map[string]any{"fail": true}}, http.StatusOK, &failed)
+	require.Equal(t, "RUNNING", failed.Run.Status)
+	require.Eventually(t, func() bool {
+		statuses := map[int64]string{}
+		for _, r := range listRuns(t, st, "reports") {
+			statuses[r.ID] = r.Status
+		}
+		return statuses[ok.Run.ID] == "SUCCEEDED" && statuses[failed.Run.ID] == "FAILED"
+	}, 30*time.Second, 200*time.Millisecond)
+}
