@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-		"github.com/stretchr/testify/require"
+	"github.com/stretchr/testify/require"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
