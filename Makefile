@@ -9,7 +9,7 @@ SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules clean
+.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules clean
 
 all: build
 
@@ -28,6 +28,10 @@ $(SQLC): tools/sqlc/go.mod tools/sqlc/go.sum
 
 tools: $(TEMPORAL) postgres
 
+# Headless Chromium for the dashboard's browser test (e2e): Debian's chromium package.
+chromium:
+	@scripts/ensure-chromium.sh >/dev/null
+
 # PostgreSQL server binaries: Debian's package when they are missing.
 postgres:
 	@scripts/ensure-postgres.sh
@@ -35,7 +39,7 @@ postgres:
 dev: build $(TEMPORAL) postgres
 	$(TICKGATE) dev
 
-test: tools
+test: tools chromium
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" && exit 1)
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...

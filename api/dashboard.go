@@ -1,8 +1,11 @@
 package api
 
 import (
+	"encoding/json"
 	"io/fs"
 	"net/http"
+	"os"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,5 +28,23 @@ func (s *Server) registerDashboard(e *echo.Echo) {
 		c.Response().Header().Set("Cache-Control", "no-cache")
 		return c.HTMLBlob(http.StatusOK, b)
 	})
-	e.GET("/ui/*", echo.WrapHandler(http.StripPrefix("/ui/", files)))
+	// config.js tells the page where the Temporal UI is (TICKGATE_TEMPORAL_UI, default the
+	// dev server's) so each row can link to its workflow.
+	uiURL := os.Getenv("TICKGATE_TEMPORAL_UI")
+	if uiURL == "" {
+		uiURL = "http://127.0.0.1:8233"
+	}
+	ns := os.Getenv("TEMPORAL_NAMESPACE")
+	if ns == "" {
+		ns = "default"
+	}
+	conf, _ := json.Marshal(map[string]string{"temporalUI": strings.TrimRight(uiURL, "/"), "namespace": ns})
+	configJS := []byte("window.TICKGATE = " + string(conf) + ";\n")
+	fileHandler := echo.WrapHandler(http.StripPrefix("/ui/", files))
+	e.GET("/ui/*", func(c echo.Context) error {
+		if c.Param("*") == "config.js" {
+			return c.Blob(http.StatusOK, "text/javascript; charset=utf-8", configJS)
+		}
+		return fileHandler(c)
+	})
 }
