@@ -1,0 +1,173 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/internal/teststack"
+)
+
+// tables whose row counts bad input must leave alone.
+var countedTables = []string{"schedules", "schedule_runs", "event_store", "outbox_messages", "rollouts", "task_runs",
+	"pcs", "devices", "tasks", "task_devices", "api_tokens", "idempotency_keys"}
+
+func rowCounts(t *testing.T, st *teststack.Stack) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, tbl := range countedTables {
+		var n int64
+		require.NoError(t, st.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+tbl).Scan(&n))
+		out[tbl] = n
+	}
+	return out
+}
+
+// with returns base (a JSON object) with one field replaced (a nil value deletes it); path
+// is dotted, and "tasks.0.x" goes into the first element of an array.
+func with(base string, path string, value any) string {
+	var obj any
+	if err := json.Unmarshal([]byte(base), &obj); err != nil {
+		panic(err)
+	}
+	parts := strings.Split(path, ".")
+	cur := obj
+	for _, p := range parts[:len(parts)-1] {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[p]
+		case []any:
+			cur = c[0]
+		}
+	}
+	m := cur.(map[string]any)
+	last := parts[len(parts)-1]
+	if value == nil {
+		delete(m, last)
+	} else {
+		m[last] = value
+	}
+	b, _ := json.Marshal(obj)
+	return string(b)
+}
+
+// TestBadInputChangesNothing sends every creating route a body wrong in one field at a
+// time (and malformed, oversized, mistyped and unknown-field bodies): each answer is a 4xx
+// problem+json naming the field, and no table gains or loses a row.
+func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "pc-0"}, http.StatusCreated, nil)
+
+	const (
+		schedule = `{"name":"s1","spec":{"interval":"1h"},"action":{"kind":"event","topic":"t","type":"x"}}`
+		rollout  = `{"name":"r1","parallel_limit":2,"tasks":[{"database":"db","type":"DML","version":"1","executor":"noop"}]}`
+		pc       = `{"name":"pc-1","device_capacity":5}`
+		device   = `{"pc":"pc-0","serial":"dev-1"}`
+		task     = `{"payload":{"cmd":"reboot"},"target_count":2}`
+		token    = `{"role":"viewer"}`
+	)
+	type tc struct {
+		path, body, field string
+		status            int
+	}
+	cases := []tc{
+		{"/api/v1/schedules", with(schedule, "name", "bad name!"), "name", 400},
+		{"/api/v1/schedules", with(schedule, "name", nil), "name", 400},
+		{"/api/v1/schedules", with(schedule, "name", 7), "name", 400},
+		{"/api/v1/schedules", with(schedule, "spec.interval", "-1h"), "spec.interval", 400},
+		{"/api/v1/schedules", with(schedule, "spec", map[string]any{"cron": "61 * * * *"}), "spec.cron", 400},
+		{"/api/v1/schedules", with(schedule, "spec", map[string]any{"cron": "0 * * * *", "timezone": "Mars/Olympus"}), "spec.timezone", 400},
+		{"/api/v1/schedules", with(schedule, "spec.start_at", "yesterday"), "spec.start_at", 400},
+		{"/api/v1/schedules", with(schedule, "spec.jitter", "soon"), "spec.jitter", 400},
+		{"/api/v1/schedules", with(schedule, "action.kind", "email"), "action.kind", 400},
+		{"/api/v1/schedules", with(schedule, "action", map[string]any{"kind": "workflow", "task_queue": "q"}), "action.workflow_type", 400},
+		{"/api/v1/schedules", with(schedule, "action", map[string]any{"kind": "workflow", "workflow_type": "W"}), "action.task_queue", 400},
+		{"/api/v1/schedules", with(schedule, "policies", map[string]any{"overlap": "sometimes"}), "policies.overlap", 400},
+		{"/api/v1/schedules", with(schedule, "policies", map[string]any{"catchup_window": "-5m"}), "policies.catchup_window", 400},
+		{"/api/v1/schedules", with(schedule, "policies", map[string]any{"skip_if_successful": "yes"}), "policies.skip_if_successful", 400},
+		{"/api/v1/schedules", with(schedule, "paused", "no"), "paused", 400},
+		{"/api/v1/schedules", with(schedule, "color", "red"), "color", 400},
+
+		{"/api/v1/rollouts", with(rollout, "name", ""), "name", 400},
+		{"/api/v1/rollouts", with(rollout, "parallel_limit", 0), "parallel_limit", 400},
+		{"/api/v1/rollouts", with(rollout, "parallel_limit", "two"), "parallel_limit", 400},
+		{"/api/v1/rollouts", with(rollout, "tasks", []any{}), "tasks", 400},
+		{"/api/v1/rollouts", with(rollout, "tasks.0.database", ""), "tasks[0].database", 400},
+		{"/api/v1/rollouts", with(rollout, "tasks.0.type", "YAML"), "tasks[0].type", 400},
+		{"/api/v1/rollouts", with(rollout, "tasks.0.version", ""), "tasks[0].version", 400},
+		{"/api/v1/rollouts", with(rollout, "tasks.0.run_at", "tomorrow"), "tasks[0].run_at", 400},
+		{"/api/v1/rollouts", with(rollout, "tasks.0.executor", "telepathy"), "tasks[0].executor", 400},
+		{"/api/v1/rollouts", with(rollout, "tasks.0.payload", []any{1}), "tasks[0].payload", 400},
+		{"/api/v1/rollouts", with(rollout, "owner", "me"), "owner", 400},
+
+		{"/api/v1/pcs", with(pc, "name", "no spaces"), "name", 400},
+		{"/api/v1/pcs", with(pc, "device_capacity", 0), "device_capacity", 400},
+		{"/api/v1/pcs", with(pc, "device_capacity", "many"), "device_capacity", 400},
+		{"/api/v1/pcs", with(pc, "rack", 1), "rack", 400},
+
+		{"/api/v1/devices", with(device, "pc", ""), "pc", 400},
+		{"/api/v1/devices", with(device, "serial", "bad serial!"), "serial", 400},
+		{"/api/v1/devices", with(device, "serial", 12), "serial", 400},
+		{"/api/v1/devices", with(device, "model", "x"), "model", 400},
+
+		{"/api/v1/tasks", with(task, "target_count", 0), "target_count", 400},
+		{"/api/v1/tasks", with(task, "target_count", "all"), "target_count", 400},
+		{"/api/v1/tasks", with(task, "abort", map[string]any{"min_executed": 0, "failed_percent": 10}), "abort.min_executed", 400},
+		{"/api/v1/tasks", with(task, "abort", map[string]any{"min_executed": 5, "failed_percent": 100}), "abort.failed_percent", 400},
+		{"/api/v1/tasks", with(task, "priority", 1), "priority", 400},
+
+		{"/api/v1/tokens", with(token, "role", "root"), "role", 400},
+		{"/api/v1/tokens", with(token, "pc", "pc-0"), "pc", 400},
+		{"/api/v1/tokens", with(token, "scope", "all"), "scope", 400},
+	}
+	for _, path := range []string{"/api/v1/schedules", "/api/v1/rollouts", "/api/v1/pcs", "/api/v1/devices", "/api/v1/tasks", "/api/v1/tokens"} {
+		cases = append(cases,
+			tc{path, `{"name": `, "", 400},
+			tc{path, `{} {}`, "", 400},
+			tc{path, `[1, 2]`, "", 400},
+			tc{path, `{"x": "` + strings.Repeat("a", api.MaxBodyBytes) + `"}`, "", 413},
+		)
+	}
+
+	before := rowCounts(t, st)
+	for _, c := range cases {
+		status, b := st.Do(t, http.MethodPost, c.path, c.body)
+		short := c.body
+		if len(short) > 120 {
+			short = short[:120] + "…"
+		}
+		require.Equal(t, c.status, status, "POST %s %s: %s", c.path, short, b)
+		var p api.Problem
+		require.NoError(t, json.Unmarshal(b, &p), "POST %s %s: %s", c.path, short, b)
+		require.Equal(t, c.status, p.Status)
+		if c.field != "" {
+			require.Equal(t, c.field, p.Field, "POST %s %s: %s", c.path, short, b)
+		}
+	}
+	// Not JSON at all.
+	req, err := http.NewRequest(http.MethodPost, st.URL+"/api/v1/schedules", bytes.NewBufferString(schedule))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Authorization", st.Headers["Authorization"])
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+	require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+
+	require.Equal(t, before, rowCounts(t, st), "bad input changed the database")
+
+	// The valid bodies do create (so the cases above failed for their one bad field).
+	for path, body := range map[string]string{"/api/v1/schedules": schedule, "/api/v1/rollouts": rollout, "/api/v1/pcs": pc,
+		"/api/v1/devices": device, "/api/v1/tasks": task, "/api/v1/tokens": token} {
+		status, b := st.Do(t, http.MethodPost, path, body)
+		require.Equal(t, http.StatusCreated, status, "POST %s %s: %s", path, body, b)
+	}
+}
