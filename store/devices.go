@@ -475,44 +475,63 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		return out, err
 	}
 	out.Refilled = ids
-	if task.Status != DevTaskRunning || (task.AbortMinExecuted == nil && len(ids) > 0) {
-		return out, nil
-	}
-	// Either the abort rule may apply or this PC found no more work: take the task lock so
-	// that of several executions finishing at once the last one sees all the others.
-	task, err = q.LockDevTask(ctx, td.TaskID)
-	if err != nil {
-		return out, fmt.Errorf("lock task %d: %w", td.TaskID, mapErr(err))
-	}
 	if task.Status != DevTaskRunning {
 		return out, nil
 	}
-	counts, err := q.DevTaskExecutionCounts(ctx, task.ID)
-	if err != nil {
-		return out, fmt.Errorf("count executions of task %d: %w", task.ID, mapErr(err))
-	}
-	if task.AbortMinExecuted != nil && task.AbortFailedPercent.Valid {
-		executed := counts.Succeeded + counts.Failed
-		if executed >= int64(*task.AbortMinExecuted) && float64(counts.Failed)*100 > task.AbortFailedPercent.Float64*float64(executed) {
-			reason := fmt.Sprintf("aborted: %d of %d executions failed (abort rule: more than %g%% of at least %d)",
-				counts.Failed, executed, task.AbortFailedPercent.Float64, *task.AbortMinExecuted)
-			// Executions not yet sent are cancelled; those in flight may finish.
-			if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
-				Reason: "task " + reason, TaskID: task.ID, Statuses: []string{TDCreated, TDRetryScheduled},
-			}); err != nil {
-				return out, fmt.Errorf("cancel unsent executions of task %d: %w", task.ID, mapErr(err))
-			}
-			if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: task.ID, Status: DevTaskFailed, Error: reason}); err != nil {
-				return out, fmt.Errorf("abort task %d: %w", task.ID, mapErr(err))
-			}
+	if task.AbortMinExecuted != nil {
+		aborted, err := applyAbortRule(ctx, q, task.ID)
+		if err != nil {
+			return out, err
+		}
+		if aborted {
 			out.Aborted, out.CheckTask = true, true
 			return out, nil
 		}
 	}
-	if counts.Active == 0 {
-		out.CheckTask = true
+	if len(ids) == 0 {
+		// This PC found no more work for the task. When its last execution of the task is
+		// final, ask the dispatcher to check the task: the caller nudges after the commit,
+		// so the nudge of the last PC to finish sees every other PC's commit. Refills of one
+		// PC are serialised by its lock, so exactly its last finisher sees zero here.
+		n, err := q.CountActiveOfTaskOnPC(ctx, dbgen.CountActiveOfTaskOnPCParams{PcID: td.PcID, TaskID: task.ID})
+		if err != nil {
+			return out, fmt.Errorf("count executions of task %d on pc %d: %w", task.ID, td.PcID, mapErr(err))
+		}
+		out.CheckTask = n == 0
 	}
 	return out, nil
+}
+
+// applyAbortRule aborts the task (locked here, so one transaction decides) once at least
+// min_executed executions are final and more than failed_percent of them failed: its
+// unsent executions are cancelled, those in flight may finish.
+func applyAbortRule(ctx context.Context, q *dbgen.Queries, taskID int64) (bool, error) {
+	task, err := q.LockDevTask(ctx, taskID)
+	if err != nil {
+		return false, fmt.Errorf("lock task %d: %w", taskID, mapErr(err))
+	}
+	if task.Status != DevTaskRunning || task.AbortMinExecuted == nil || !task.AbortFailedPercent.Valid {
+		return false, nil
+	}
+	counts, err := q.DevTaskExecutionCounts(ctx, task.ID)
+	if err != nil {
+		return false, fmt.Errorf("count executions of task %d: %w", task.ID, mapErr(err))
+	}
+	executed := counts.Succeeded + counts.Failed
+	if executed < int64(*task.AbortMinExecuted) || float64(counts.Failed)*100 <= task.AbortFailedPercent.Float64*float64(executed) {
+		return false, nil
+	}
+	reason := fmt.Sprintf("aborted: %d of %d executions failed (abort rule: more than %g%% of at least %d)",
+		counts.Failed, executed, task.AbortFailedPercent.Float64, *task.AbortMinExecuted)
+	if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
+		Reason: "task " + reason, TaskID: task.ID, Statuses: []string{TDCreated, TDRetryScheduled},
+	}); err != nil {
+		return false, fmt.Errorf("cancel unsent executions of task %d: %w", task.ID, mapErr(err))
+	}
+	if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: task.ID, Status: DevTaskFailed, Error: reason}); err != nil {
+		return false, fmt.Errorf("abort task %d: %w", task.ID, mapErr(err))
+	}
+	return true, nil
 }
 
 func event(ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ, detail string) error {

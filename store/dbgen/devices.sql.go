@@ -213,6 +213,23 @@ func (q *Queries) ClaimTaskDevices(ctx context.Context, arg ClaimTaskDevicesPara
 	return items, nil
 }
 
+const countActiveOfTaskOnPC = `-- name: CountActiveOfTaskOnPC :one
+SELECT count(*)::bigint FROM task_devices
+WHERE pc_id = $1 AND task_id = $2 AND status IN ('CREATED', 'SENT', 'ACKED', 'RETRY_SCHEDULED')
+`
+
+type CountActiveOfTaskOnPCParams struct {
+	PcID   int64
+	TaskID int64
+}
+
+func (q *Queries) CountActiveOfTaskOnPC(ctx context.Context, arg CountActiveOfTaskOnPCParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countActiveOfTaskOnPC, arg.PcID, arg.TaskID)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const devTaskExecutionCounts = `-- name: DevTaskExecutionCounts :one
 SELECT count(*) FILTER (WHERE status IN ('CREATED', 'SENT', 'ACKED', 'RETRY_SCHEDULED'))::bigint AS active,
        count(*) FILTER (WHERE status = 'SUCCEEDED')::bigint                                    AS succeeded,

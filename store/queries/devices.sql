@@ -248,3 +248,7 @@ FROM devices d JOIN pcs p ON p.id = d.pc_id
 WHERE d.id > @after_id
 ORDER BY d.id
 LIMIT @max_rows;
+
+-- name: CountActiveOfTaskOnPC :one
+SELECT count(*)::bigint FROM task_devices
+WHERE pc_id = @pc_id AND task_id = @task_id AND status IN ('CREATED', 'SENT', 'ACKED', 'RETRY_SCHEDULED');
