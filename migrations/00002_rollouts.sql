@@ -25,8 +25,10 @@ CREATE TABLE task_runs (
     payload         jsonb       NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(payload) = 'object'),
     status          text        NOT NULL DEFAULT 'PENDING'
                     CHECK (status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING', 'DONE', 'FAILED', 'CANCELED', 'SKIPPED')),
-    -- Why a PENDING task is not promoted yet (written by every promotion round).
+    -- Why a PENDING task is not promoted yet (written by every promotion round), and a
+    -- compact key of it ("version:42") the round compares to write only changed causes.
     waiting_cause   jsonb,
+    waiting_key     text,
     attempt         integer     NOT NULL DEFAULT 0 CHECK (attempt >= 0),
     error           text        NOT NULL DEFAULT '',
     output          jsonb,
@@ -40,7 +42,7 @@ CREATE TABLE task_runs (
     -- a RUNNING task has been started.
     CONSTRAINT task_runs_started_at CHECK (status <> 'RUNNING' OR started_at IS NOT NULL),
     -- only a PENDING task has a waiting cause.
-    CONSTRAINT task_runs_waiting_cause CHECK (waiting_cause IS NULL OR status = 'PENDING')
+    CONSTRAINT task_runs_waiting_cause CHECK ((waiting_cause IS NULL AND waiting_key IS NULL) OR status = 'PENDING')
 );
 CREATE INDEX task_runs_by_rollout ON task_runs (rollout_id, status, id);
 -- The live set every promotion round reads: per database in version order.

@@ -88,8 +88,16 @@ func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit in
 	if err != nil {
 		return Rollout{}, fmt.Errorf("create rollout %q: %w", name, mapErr(err))
 	}
+	if len(tasks) >= analyzeAfter {
+		if err := s.Q.AnalyzeTaskRuns(ctx); err != nil {
+			return r, fmt.Errorf("analyze task_runs after creating rollout %d: %w", r.ID, err)
+		}
+	}
 	return r, nil
 }
+
+// analyzeAfter is the size of a rollout after whose insert task_runs is analyzed.
+const analyzeAfter = 1000
 
 // GetRollout reads a rollout.
 func (s *Store) GetRollout(ctx context.Context, id int64) (Rollout, error) {
@@ -159,8 +167,8 @@ type Promotion struct {
 }
 
 // PromoteRound applies the four gates to every PENDING task at once: one transaction, a
-// fixed four statements whatever the number of tasks (lock, promote, waiting causes, next
-// run_at).
+// fixed three statements whatever the number of tasks (lock, promote with waiting causes,
+// next run_at).
 func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
 	var p Promotion
 	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
@@ -171,18 +179,19 @@ func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
 		if err != nil {
 			return fmt.Errorf("promote: %w", err)
 		}
-		p.Promoted = rows
 		seen := map[int64]bool{}
 		for _, r := range rows {
+			if r.Status != TaskAvailable {
+				p.CausesWritten++
+				continue
+			}
+			p.Promoted = append(p.Promoted, r)
 			if !seen[r.RolloutID] {
 				seen[r.RolloutID] = true
 				p.RolloutIDs = append(p.RolloutIDs, r.RolloutID)
 			}
 		}
 		sortInt64s(p.RolloutIDs)
-		if p.CausesWritten, err = q.WriteWaitingCauses(ctx); err != nil {
-			return fmt.Errorf("waiting causes: %w", err)
-		}
 		next, err := q.NextRunAt(ctx)
 		if err != nil {
 			return fmt.Errorf("next run_at: %w", err)

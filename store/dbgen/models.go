@@ -175,6 +175,7 @@ type TaskRun struct {
 	Payload      json.RawMessage
 	Status       string
 	WaitingCause []byte
+	WaitingKey   *string
 	Attempt      int32
 	Error        string
 	Output       []byte

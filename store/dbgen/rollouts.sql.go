@@ -20,9 +20,20 @@ func (q *Queries) AdvisoryXactLock(ctx context.Context, key int64) error {
 	return err
 }
 
+const analyzeTaskRuns = `-- name: AnalyzeTaskRuns :exec
+ANALYZE task_runs
+`
+
+// Refreshes the planner's statistics after a large insert, so the promotion round's joins
+// are planned for the real size of the live set (autovacuum would take up to a minute).
+func (q *Queries) AnalyzeTaskRuns(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, analyzeTaskRuns)
+	return err
+}
+
 const cancelRolloutTasks = `-- name: CancelRolloutTasks :many
 UPDATE task_runs
-SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, updated_at = now(),
+SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(),
     error = 'rollout canceled'
 WHERE rollout_id = $1 AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE')
 RETURNING id
@@ -52,7 +63,7 @@ const cancelRunningTask = `-- name: CancelRunningTask :one
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), updated_at = now(), error = 'canceled by operator'
 WHERE id = $1 AND status = 'RUNNING'
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
 `
 
 func (q *Queries) CancelRunningTask(ctx context.Context, id int64) (TaskRun, error) {
@@ -70,6 +81,7 @@ func (q *Queries) CancelRunningTask(ctx context.Context, id int64) (TaskRun, err
 		&i.Payload,
 		&i.Status,
 		&i.WaitingCause,
+		&i.WaitingKey,
 		&i.Attempt,
 		&i.Error,
 		&i.Output,
@@ -84,9 +96,9 @@ func (q *Queries) CancelRunningTask(ctx context.Context, id int64) (TaskRun, err
 
 const cancelTask = `-- name: CancelTask :one
 UPDATE task_runs
-SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, updated_at = now(), error = 'canceled'
+SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(), error = 'canceled'
 WHERE id = $1 AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE')
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
 `
 
 func (q *Queries) CancelTask(ctx context.Context, id int64) (TaskRun, error) {
@@ -104,6 +116,7 @@ func (q *Queries) CancelTask(ctx context.Context, id int64) (TaskRun, error) {
 		&i.Payload,
 		&i.Status,
 		&i.WaitingCause,
+		&i.WaitingKey,
 		&i.Attempt,
 		&i.Error,
 		&i.Output,
@@ -127,7 +140,7 @@ WHERE t.id IN (
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ) AND t.status = 'AVAILABLE'
-RETURNING t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.run_at, t.executor, t.payload, t.status, t.waiting_cause, t.attempt, t.error, t.output, t.promoted_at, t.started_at, t.finished_at, t.created_at, t.updated_at
+RETURNING t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.run_at, t.executor, t.payload, t.status, t.waiting_cause, t.waiting_key, t.attempt, t.error, t.output, t.promoted_at, t.started_at, t.finished_at, t.created_at, t.updated_at
 `
 
 type ClaimTasksParams struct {
@@ -158,6 +171,7 @@ func (q *Queries) ClaimTasks(ctx context.Context, arg ClaimTasksParams) ([]TaskR
 			&i.Payload,
 			&i.Status,
 			&i.WaitingCause,
+			&i.WaitingKey,
 			&i.Attempt,
 			&i.Error,
 			&i.Output,
@@ -193,7 +207,7 @@ const finishTask = `-- name: FinishTask :one
 UPDATE task_runs
 SET status = $1, finished_at = now(), error = $2, output = $3, updated_at = now()
 WHERE id = $4 AND status = 'RUNNING' AND attempt = $5
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
 `
 
 type FinishTaskParams struct {
@@ -226,6 +240,7 @@ func (q *Queries) FinishTask(ctx context.Context, arg FinishTaskParams) (TaskRun
 		&i.Payload,
 		&i.Status,
 		&i.WaitingCause,
+		&i.WaitingKey,
 		&i.Attempt,
 		&i.Error,
 		&i.Output,
@@ -257,7 +272,7 @@ func (q *Queries) GetRollout(ctx context.Context, id int64) (Rollout, error) {
 }
 
 const getTaskRun = `-- name: GetTaskRun :one
-SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE id = $1
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE id = $1
 `
 
 func (q *Queries) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
@@ -275,6 +290,7 @@ func (q *Queries) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 		&i.Payload,
 		&i.Status,
 		&i.WaitingCause,
+		&i.WaitingKey,
 		&i.Attempt,
 		&i.Error,
 		&i.Output,
@@ -300,8 +316,8 @@ type InsertRolloutParams struct {
 	Status        string
 }
 
-// Rollouts and task runs (DESIGN.md §2). The promotion round is PromoteTasks +
-// WriteWaitingCauses + NextRunAt under one transaction-level advisory lock (store/rollouts.go).
+// Rollouts and task runs (DESIGN.md §2). The promotion round is PromoteTasks + NextRunAt
+// under one transaction-level advisory lock (store/rollouts.go).
 func (q *Queries) InsertRollout(ctx context.Context, arg InsertRolloutParams) (Rollout, error) {
 	row := q.db.QueryRow(ctx, insertRollout, arg.Name, arg.ParallelLimit, arg.Status)
 	var i Rollout
@@ -377,7 +393,7 @@ func (q *Queries) ListRollouts(ctx context.Context, arg ListRolloutsParams) ([]R
 }
 
 const listTaskRuns = `-- name: ListTaskRuns :many
-SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs
 WHERE rollout_id = $1 AND id > $2
   AND (cardinality($3::text[]) = 0 OR status = ANY($3::text[]))
 ORDER BY id
@@ -417,6 +433,7 @@ func (q *Queries) ListTaskRuns(ctx context.Context, arg ListTaskRunsParams) ([]T
 			&i.Payload,
 			&i.Status,
 			&i.WaitingCause,
+			&i.WaitingKey,
 			&i.Attempt,
 			&i.Error,
 			&i.Output,
@@ -462,66 +479,134 @@ func (q *Queries) NextRunAt(ctx context.Context) ([]*time.Time, error) {
 
 const promoteTasks = `-- name: PromoteTasks :many
 WITH live AS (
-    SELECT t.id, t.rollout_id, t.database, t.type, t.version_key, t.status, t.run_at,
+    SELECT t.id, t.rollout_id, t.database, t.version, t.version_key, t.status, t.run_at, t.waiting_key,
            t.type IN ('DDL', 'SDL') AS seq
     FROM task_runs t
     WHERE t.status IN ('PENDING', 'AVAILABLE', 'RUNNING')
-),
-db_min AS (
-    SELECT l.database, min(l.version_key) AS min_key FROM live l GROUP BY l.database
-),
-db_active AS (
-    SELECT l.database, bool_or(l.seq) AS seq FROM live l
-    WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.database
 ),
 ro_active AS (
     SELECT l.rollout_id, count(*) AS n FROM live l
     WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.rollout_id
 ),
-cand AS (
-    SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key,
-           row_number() OVER (PARTITION BY l.database ORDER BY l.id) AS db_rank
+ro AS MATERIALIZED (
+    SELECT r.id, r.status, r.parallel_limit, coalesce(a.n, 0) AS active
+    FROM rollouts r LEFT JOIN ro_active a ON a.rollout_id = r.id
+    WHERE r.id IN (SELECT DISTINCT l.rollout_id FROM live l WHERE l.status = 'PENDING')
+),
+db_min AS MATERIALIZED (
+    SELECT DISTINCT ON (l.database) l.database, l.id AS min_id, l.version AS min_version, l.version_key AS min_key
+    FROM live l ORDER BY l.database, l.version_key, l.id
+),
+db_busy AS MATERIALIZED (
+    SELECT DISTINCT ON (l.database) l.database, l.id AS busy_id, l.seq
+    FROM live l WHERE l.status IN ('AVAILABLE', 'RUNNING')
+    ORDER BY l.database, l.seq DESC, l.id
+),
+pend AS MATERIALIZED (
+    SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key, l.run_at, l.waiting_key,
+           ro.status AS ro_status, ro.parallel_limit, ro.active AS ro_active,
+           m.min_id, m.min_version, m.min_key,
+           (ro.status = 'RUNNING' AND (l.run_at IS NULL OR l.run_at <= now()) AND l.version_key = m.min_key
+            -- a database with an AVAILABLE/RUNNING DDL/SDL task takes nothing; a DDL/SDL
+            -- task needs the database idle.
+            AND (b.busy_id IS NULL OR (NOT b.seq AND NOT l.seq))) AS eligible
     FROM live l
-    JOIN rollouts r ON r.id = l.rollout_id AND r.status = 'RUNNING'
-    JOIN db_min m ON m.database = l.database AND l.version_key = m.min_key
-    LEFT JOIN db_active a ON a.database = l.database
+    JOIN ro ON ro.id = l.rollout_id
+    JOIN db_min m ON m.database = l.database
+    LEFT JOIN db_busy b ON b.database = l.database
     WHERE l.status = 'PENDING'
-      AND (l.run_at IS NULL OR l.run_at <= now())
-      -- a database with an AVAILABLE/RUNNING DDL/SDL task takes nothing; a DDL/SDL task
-      -- needs the database idle.
-      AND (a.database IS NULL OR (NOT a.seq AND NOT l.seq))
+),
+cand AS (
+    SELECT p.id, p.rollout_id, p.database, p.seq, p.version_key, p.parallel_limit, p.ro_active,
+           row_number() OVER (PARTITION BY p.database ORDER BY p.id) AS db_rank
+    FROM pend p WHERE p.eligible
 ),
 cand_first_seq AS (
-    SELECT c.id, c.rollout_id, c.database, c.seq, c.version_key, c.db_rank, min(c.db_rank) FILTER (WHERE c.seq) OVER (PARTITION BY c.database) AS first_seq
+    SELECT c.id, c.rollout_id, c.database, c.seq, c.version_key, c.parallel_limit, c.ro_active, c.db_rank, min(c.db_rank) FILTER (WHERE c.seq) OVER (PARTITION BY c.database) AS first_seq
     FROM cand c
 ),
 picked AS (
-    SELECT c.id, c.rollout_id,
+    SELECT c.id, c.rollout_id, c.database, c.seq, c.parallel_limit, c.ro_active,
            row_number() OVER (PARTITION BY c.rollout_id ORDER BY c.version_key, c.id) AS ro_rank
     FROM cand_first_seq c
+    -- per database: the first candidate alone if it is DDL/SDL, else the DML/OTHER ones
+    -- before the first DDL/SDL.
     WHERE (c.seq AND c.db_rank = 1) OR (NOT c.seq AND (c.first_seq IS NULL OR c.db_rank < c.first_seq))
 ),
-limited AS (
-    SELECT p.id FROM picked p
-    JOIN rollouts r ON r.id = p.rollout_id
-    LEFT JOIN ro_active ra ON ra.rollout_id = p.rollout_id
-    WHERE p.ro_rank <= r.parallel_limit - coalesce(ra.n, 0)
+limited AS MATERIALIZED (
+    SELECT p.id, p.rollout_id, p.database, p.seq FROM picked p
+    WHERE p.ro_rank <= p.parallel_limit - p.ro_active
+),
+busy_after AS (
+    SELECT DISTINCT ON (x.database) x.database, x.busy_id, x.seq
+    FROM (SELECT b.database, b.busy_id, b.seq FROM db_busy b
+          UNION ALL SELECT l.database, l.id, l.seq FROM limited l) x
+    ORDER BY x.database, x.seq DESC, x.busy_id
+),
+ro_after AS (
+    SELECT l.rollout_id, count(*) AS n FROM limited l GROUP BY l.rollout_id
+),
+reasons AS (
+    SELECT p.id, p.waiting_key, p.min_id, p.min_version, p.run_at, p.parallel_limit, ba.busy_id,
+           CASE
+               WHEN p.ro_status <> 'RUNNING' THEN 'rollout_paused'
+               WHEN p.run_at > now() THEN 'run_at'
+               WHEN p.version_key > p.min_key THEN 'version'
+               WHEN ba.busy_id IS NOT NULL AND (ba.seq OR p.seq) THEN 'database_busy'
+               WHEN p.ro_active + coalesce(ra.n, 0) >= p.parallel_limit THEN 'parallel_limit'
+               ELSE 'queued'
+           END AS reason
+    FROM pend p
+    LEFT JOIN busy_after ba ON ba.database = p.database
+    LEFT JOIN ro_after ra ON ra.rollout_id = p.rollout_id
+    WHERE NOT EXISTS (SELECT 1 FROM limited x WHERE x.id = p.id)
+),
+causes AS (
+    SELECT r.id, r.waiting_key, r.reason,
+           CASE r.reason WHEN 'version' THEN r.min_id WHEN 'database_busy' THEN r.busy_id
+                         WHEN 'parallel_limit' THEN r.parallel_limit::bigint END AS ref,
+           CASE r.reason WHEN 'version' THEN r.min_version
+                         WHEN 'run_at' THEN to_char(r.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') END AS note
+    FROM reasons r
+),
+changes AS (
+    SELECT l.id, 'AVAILABLE'::text AS status, NULL::text AS reason, NULL::bigint AS ref, NULL::text AS note, NULL::text AS key
+    FROM limited l
+    UNION ALL
+    SELECT c.id, 'PENDING', c.reason, c.ref, c.note, c.reason || coalesce(':' || c.ref::text, '')
+    FROM causes c
+    WHERE c.reason || coalesce(':' || c.ref::text, '') IS DISTINCT FROM c.waiting_key
 )
 UPDATE task_runs t
-SET status = 'AVAILABLE', waiting_cause = NULL, promoted_at = now(), updated_at = now()
-FROM limited
-WHERE t.id = limited.id AND t.status = 'PENDING'
-RETURNING t.id, t.rollout_id
+SET status = ch.status,
+    waiting_key = ch.key,
+    waiting_cause = CASE
+        WHEN ch.reason IS NULL THEN NULL
+        WHEN ch.reason = 'version' THEN jsonb_build_object('reason', ch.reason, 'blocked_by_task', ch.ref, 'blocked_by_version', ch.note)
+        WHEN ch.reason = 'database_busy' THEN jsonb_build_object('reason', ch.reason, 'busy_task', ch.ref)
+        WHEN ch.reason = 'parallel_limit' THEN jsonb_build_object('reason', ch.reason, 'limit', ch.ref)
+        WHEN ch.reason = 'run_at' THEN jsonb_build_object('reason', ch.reason, 'run_at', ch.note)
+        ELSE jsonb_build_object('reason', ch.reason)
+    END,
+    promoted_at = CASE WHEN ch.status = 'AVAILABLE' THEN now() ELSE t.promoted_at END,
+    updated_at = CASE WHEN ch.status = 'AVAILABLE' THEN now() ELSE t.updated_at END
+FROM changes ch
+WHERE t.id = ch.id AND t.status = 'PENDING'
+RETURNING t.id, t.rollout_id, t.status
 `
 
 type PromoteTasksRow struct {
 	ID        int64
 	RolloutID int64
+	Status    string
 }
 
 // One set-based round of the four gates (run_at, version order per database, database
-// mutual exclusion for DDL/SDL, per-rollout parallel limit). Called under the promotion
-// advisory lock, so the live set it reads cannot change under another promoter.
+// mutual exclusion for DDL/SDL, per-rollout parallel limit), called under the promotion
+// advisory lock so the live set it reads cannot change under another promoter. In the same
+// statement every task left PENDING gets its waiting cause as of after the round (first
+// failing gate wins); only causes that changed are written. Returns the promoted rows
+// (status AVAILABLE) and the rows whose cause changed (status PENDING).
 func (q *Queries) PromoteTasks(ctx context.Context) ([]PromoteTasksRow, error) {
 	rows, err := q.db.Query(ctx, promoteTasks)
 	if err != nil {
@@ -531,7 +616,7 @@ func (q *Queries) PromoteTasks(ctx context.Context) ([]PromoteTasksRow, error) {
 	var items []PromoteTasksRow
 	for rows.Next() {
 		var i PromoteTasksRow
-		if err := rows.Scan(&i.ID, &i.RolloutID); err != nil {
+		if err := rows.Scan(&i.ID, &i.RolloutID, &i.Status); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -547,7 +632,7 @@ UPDATE task_runs
 SET status = 'PENDING', finished_at = NULL, started_at = NULL, promoted_at = NULL, error = '',
     output = NULL, updated_at = now()
 WHERE id = $1 AND status IN ('FAILED', 'CANCELED')
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
 `
 
 func (q *Queries) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
@@ -565,6 +650,7 @@ func (q *Queries) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
 		&i.Payload,
 		&i.Status,
 		&i.WaitingCause,
+		&i.WaitingKey,
 		&i.Attempt,
 		&i.Error,
 		&i.Output,
@@ -607,7 +693,7 @@ func (q *Queries) RolloutCounts(ctx context.Context, rolloutID int64) ([]Rollout
 }
 
 const runningTasks = `-- name: RunningTasks :many
-SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE rollout_id = $1 AND status = 'RUNNING' ORDER BY id
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE rollout_id = $1 AND status = 'RUNNING' ORDER BY id
 `
 
 func (q *Queries) RunningTasks(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
@@ -631,6 +717,7 @@ func (q *Queries) RunningTasks(ctx context.Context, rolloutID int64) ([]TaskRun,
 			&i.Payload,
 			&i.Status,
 			&i.WaitingCause,
+			&i.WaitingKey,
 			&i.Attempt,
 			&i.Error,
 			&i.Output,
@@ -678,9 +765,9 @@ func (q *Queries) SetRolloutStatus(ctx context.Context, arg SetRolloutStatusPara
 
 const skipTask = `-- name: SkipTask :one
 UPDATE task_runs
-SET status = 'SKIPPED', finished_at = now(), waiting_cause = NULL, updated_at = now()
+SET status = 'SKIPPED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now()
 WHERE id = $1 AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'FAILED', 'CANCELED')
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
 `
 
 func (q *Queries) SkipTask(ctx context.Context, id int64) (TaskRun, error) {
@@ -698,6 +785,7 @@ func (q *Queries) SkipTask(ctx context.Context, id int64) (TaskRun, error) {
 		&i.Payload,
 		&i.Status,
 		&i.WaitingCause,
+		&i.WaitingKey,
 		&i.Attempt,
 		&i.Error,
 		&i.Output,
@@ -738,60 +826,4 @@ func (q *Queries) TaskRunStates(ctx context.Context, ids []int64) ([]TaskRunStat
 		return nil, err
 	}
 	return items, nil
-}
-
-const writeWaitingCauses = `-- name: WriteWaitingCauses :execrows
-WITH live AS (
-    SELECT t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.status, t.run_at,
-           t.type IN ('DDL', 'SDL') AS seq
-    FROM task_runs t
-    WHERE t.status IN ('PENDING', 'AVAILABLE', 'RUNNING')
-),
-db_min AS (
-    SELECT DISTINCT ON (l.database) l.database, l.id AS min_id, l.version AS min_version, l.version_key AS min_key
-    FROM live l ORDER BY l.database, l.version_key, l.id
-),
-db_busy AS (
-    SELECT DISTINCT ON (l.database) l.database, l.id AS busy_id, l.seq
-    FROM live l WHERE l.status IN ('AVAILABLE', 'RUNNING')
-    ORDER BY l.database, l.seq DESC, l.id
-),
-ro_active AS (
-    SELECT l.rollout_id, count(*) AS n FROM live l
-    WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.rollout_id
-),
-causes AS (
-    SELECT l.id,
-        CASE
-            WHEN r.status <> 'RUNNING' THEN jsonb_build_object('reason', 'rollout_paused')
-            WHEN l.run_at > now() THEN jsonb_build_object('reason', 'run_at', 'run_at', l.run_at)
-            WHEN l.version_key > m.min_key THEN jsonb_build_object('reason', 'version',
-                'blocked_by_task', m.min_id, 'blocked_by_version', m.min_version)
-            WHEN b.busy_id IS NOT NULL AND (b.seq OR l.seq) THEN jsonb_build_object('reason', 'database_busy',
-                'busy_task', b.busy_id)
-            WHEN coalesce(ra.n, 0) >= r.parallel_limit THEN jsonb_build_object('reason', 'parallel_limit',
-                'limit', r.parallel_limit)
-            ELSE jsonb_build_object('reason', 'queued')
-        END AS cause
-    FROM live l
-    JOIN rollouts r ON r.id = l.rollout_id
-    JOIN db_min m ON m.database = l.database
-    LEFT JOIN db_busy b ON b.database = l.database
-    LEFT JOIN ro_active ra ON ra.rollout_id = l.rollout_id
-    WHERE l.status = 'PENDING'
-)
-UPDATE task_runs t
-SET waiting_cause = c.cause
-FROM causes c
-WHERE t.id = c.id AND t.status = 'PENDING' AND t.waiting_cause IS DISTINCT FROM c.cause
-`
-
-// Records, set-based, why each still-PENDING task waits (first failing gate wins); only rows
-// whose cause changed are written.
-func (q *Queries) WriteWaitingCauses(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, writeWaitingCauses)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }

@@ -1,5 +1,5 @@
--- Rollouts and task runs (DESIGN.md §2). The promotion round is PromoteTasks +
--- WriteWaitingCauses + NextRunAt under one transaction-level advisory lock (store/rollouts.go).
+-- Rollouts and task runs (DESIGN.md §2). The promotion round is PromoteTasks + NextRunAt
+-- under one transaction-level advisory lock (store/rollouts.go).
 
 -- name: InsertRollout :one
 INSERT INTO rollouts (name, parallel_limit, status)
@@ -31,7 +31,7 @@ RETURNING *;
 
 -- name: CancelRolloutTasks :many
 UPDATE task_runs
-SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, updated_at = now(),
+SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(),
     error = 'rollout canceled'
 WHERE rollout_id = @rollout_id AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE')
 RETURNING id;
@@ -51,106 +51,126 @@ SELECT pg_advisory_xact_lock(@key::bigint);
 
 -- name: PromoteTasks :many
 -- One set-based round of the four gates (run_at, version order per database, database
--- mutual exclusion for DDL/SDL, per-rollout parallel limit). Called under the promotion
--- advisory lock, so the live set it reads cannot change under another promoter.
+-- mutual exclusion for DDL/SDL, per-rollout parallel limit), called under the promotion
+-- advisory lock so the live set it reads cannot change under another promoter. In the same
+-- statement every task left PENDING gets its waiting cause as of after the round (first
+-- failing gate wins); only causes that changed are written. Returns the promoted rows
+-- (status AVAILABLE) and the rows whose cause changed (status PENDING).
 WITH live AS (
-    SELECT t.id, t.rollout_id, t.database, t.type, t.version_key, t.status, t.run_at,
+    SELECT t.id, t.rollout_id, t.database, t.version, t.version_key, t.status, t.run_at, t.waiting_key,
            t.type IN ('DDL', 'SDL') AS seq
     FROM task_runs t
     WHERE t.status IN ('PENDING', 'AVAILABLE', 'RUNNING')
-),
-db_min AS (
-    SELECT l.database, min(l.version_key) AS min_key FROM live l GROUP BY l.database
-),
-db_active AS (
-    SELECT l.database, bool_or(l.seq) AS seq FROM live l
-    WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.database
 ),
 ro_active AS (
     SELECT l.rollout_id, count(*) AS n FROM live l
     WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.rollout_id
 ),
-cand AS (
-    SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key,
-           row_number() OVER (PARTITION BY l.database ORDER BY l.id) AS db_rank
+ro AS MATERIALIZED (
+    SELECT r.id, r.status, r.parallel_limit, coalesce(a.n, 0) AS active
+    FROM rollouts r LEFT JOIN ro_active a ON a.rollout_id = r.id
+    WHERE r.id IN (SELECT DISTINCT l.rollout_id FROM live l WHERE l.status = 'PENDING')
+),
+db_min AS MATERIALIZED (
+    SELECT DISTINCT ON (l.database) l.database, l.id AS min_id, l.version AS min_version, l.version_key AS min_key
+    FROM live l ORDER BY l.database, l.version_key, l.id
+),
+db_busy AS MATERIALIZED (
+    SELECT DISTINCT ON (l.database) l.database, l.id AS busy_id, l.seq
+    FROM live l WHERE l.status IN ('AVAILABLE', 'RUNNING')
+    ORDER BY l.database, l.seq DESC, l.id
+),
+pend AS MATERIALIZED (
+    SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key, l.run_at, l.waiting_key,
+           ro.status AS ro_status, ro.parallel_limit, ro.active AS ro_active,
+           m.min_id, m.min_version, m.min_key,
+           (ro.status = 'RUNNING' AND (l.run_at IS NULL OR l.run_at <= now()) AND l.version_key = m.min_key
+            -- a database with an AVAILABLE/RUNNING DDL/SDL task takes nothing; a DDL/SDL
+            -- task needs the database idle.
+            AND (b.busy_id IS NULL OR (NOT b.seq AND NOT l.seq))) AS eligible
     FROM live l
-    JOIN rollouts r ON r.id = l.rollout_id AND r.status = 'RUNNING'
-    JOIN db_min m ON m.database = l.database AND l.version_key = m.min_key
-    LEFT JOIN db_active a ON a.database = l.database
+    JOIN ro ON ro.id = l.rollout_id
+    JOIN db_min m ON m.database = l.database
+    LEFT JOIN db_busy b ON b.database = l.database
     WHERE l.status = 'PENDING'
-      AND (l.run_at IS NULL OR l.run_at <= now())
-      -- a database with an AVAILABLE/RUNNING DDL/SDL task takes nothing; a DDL/SDL task
-      -- needs the database idle.
-      AND (a.database IS NULL OR (NOT a.seq AND NOT l.seq))
+),
+cand AS (
+    SELECT p.id, p.rollout_id, p.database, p.seq, p.version_key, p.parallel_limit, p.ro_active,
+           row_number() OVER (PARTITION BY p.database ORDER BY p.id) AS db_rank
+    FROM pend p WHERE p.eligible
 ),
 cand_first_seq AS (
     SELECT c.*, min(c.db_rank) FILTER (WHERE c.seq) OVER (PARTITION BY c.database) AS first_seq
     FROM cand c
 ),
 picked AS (
-    SELECT c.id, c.rollout_id,
+    SELECT c.id, c.rollout_id, c.database, c.seq, c.parallel_limit, c.ro_active,
            row_number() OVER (PARTITION BY c.rollout_id ORDER BY c.version_key, c.id) AS ro_rank
     FROM cand_first_seq c
+    -- per database: the first candidate alone if it is DDL/SDL, else the DML/OTHER ones
+    -- before the first DDL/SDL.
     WHERE (c.seq AND c.db_rank = 1) OR (NOT c.seq AND (c.first_seq IS NULL OR c.db_rank < c.first_seq))
 ),
-limited AS (
-    SELECT p.id FROM picked p
-    JOIN rollouts r ON r.id = p.rollout_id
-    LEFT JOIN ro_active ra ON ra.rollout_id = p.rollout_id
-    WHERE p.ro_rank <= r.parallel_limit - coalesce(ra.n, 0)
-)
-UPDATE task_runs t
-SET status = 'AVAILABLE', waiting_cause = NULL, promoted_at = now(), updated_at = now()
-FROM limited
-WHERE t.id = limited.id AND t.status = 'PENDING'
-RETURNING t.id, t.rollout_id;
-
--- name: WriteWaitingCauses :execrows
--- Records, set-based, why each still-PENDING task waits (first failing gate wins); only rows
--- whose cause changed are written.
-WITH live AS (
-    SELECT t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.status, t.run_at,
-           t.type IN ('DDL', 'SDL') AS seq
-    FROM task_runs t
-    WHERE t.status IN ('PENDING', 'AVAILABLE', 'RUNNING')
+limited AS MATERIALIZED (
+    SELECT p.id, p.rollout_id, p.database, p.seq FROM picked p
+    WHERE p.ro_rank <= p.parallel_limit - p.ro_active
 ),
-db_min AS (
-    SELECT DISTINCT ON (l.database) l.database, l.id AS min_id, l.version AS min_version, l.version_key AS min_key
-    FROM live l ORDER BY l.database, l.version_key, l.id
+busy_after AS (
+    SELECT DISTINCT ON (x.database) x.database, x.busy_id, x.seq
+    FROM (SELECT b.database, b.busy_id, b.seq FROM db_busy b
+          UNION ALL SELECT l.database, l.id, l.seq FROM limited l) x
+    ORDER BY x.database, x.seq DESC, x.busy_id
 ),
-db_busy AS (
-    SELECT DISTINCT ON (l.database) l.database, l.id AS busy_id, l.seq
-    FROM live l WHERE l.status IN ('AVAILABLE', 'RUNNING')
-    ORDER BY l.database, l.seq DESC, l.id
+ro_after AS (
+    SELECT l.rollout_id, count(*) AS n FROM limited l GROUP BY l.rollout_id
 ),
-ro_active AS (
-    SELECT l.rollout_id, count(*) AS n FROM live l
-    WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.rollout_id
+reasons AS (
+    SELECT p.id, p.waiting_key, p.min_id, p.min_version, p.run_at, p.parallel_limit, ba.busy_id,
+           CASE
+               WHEN p.ro_status <> 'RUNNING' THEN 'rollout_paused'
+               WHEN p.run_at > now() THEN 'run_at'
+               WHEN p.version_key > p.min_key THEN 'version'
+               WHEN ba.busy_id IS NOT NULL AND (ba.seq OR p.seq) THEN 'database_busy'
+               WHEN p.ro_active + coalesce(ra.n, 0) >= p.parallel_limit THEN 'parallel_limit'
+               ELSE 'queued'
+           END AS reason
+    FROM pend p
+    LEFT JOIN busy_after ba ON ba.database = p.database
+    LEFT JOIN ro_after ra ON ra.rollout_id = p.rollout_id
+    WHERE NOT EXISTS (SELECT 1 FROM limited x WHERE x.id = p.id)
 ),
 causes AS (
-    SELECT l.id,
-        CASE
-            WHEN r.status <> 'RUNNING' THEN jsonb_build_object('reason', 'rollout_paused')
-            WHEN l.run_at > now() THEN jsonb_build_object('reason', 'run_at', 'run_at', l.run_at)
-            WHEN l.version_key > m.min_key THEN jsonb_build_object('reason', 'version',
-                'blocked_by_task', m.min_id, 'blocked_by_version', m.min_version)
-            WHEN b.busy_id IS NOT NULL AND (b.seq OR l.seq) THEN jsonb_build_object('reason', 'database_busy',
-                'busy_task', b.busy_id)
-            WHEN coalesce(ra.n, 0) >= r.parallel_limit THEN jsonb_build_object('reason', 'parallel_limit',
-                'limit', r.parallel_limit)
-            ELSE jsonb_build_object('reason', 'queued')
-        END AS cause
-    FROM live l
-    JOIN rollouts r ON r.id = l.rollout_id
-    JOIN db_min m ON m.database = l.database
-    LEFT JOIN db_busy b ON b.database = l.database
-    LEFT JOIN ro_active ra ON ra.rollout_id = l.rollout_id
-    WHERE l.status = 'PENDING'
+    SELECT r.id, r.waiting_key, r.reason,
+           CASE r.reason WHEN 'version' THEN r.min_id WHEN 'database_busy' THEN r.busy_id
+                         WHEN 'parallel_limit' THEN r.parallel_limit::bigint END AS ref,
+           CASE r.reason WHEN 'version' THEN r.min_version
+                         WHEN 'run_at' THEN to_char(r.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') END AS note
+    FROM reasons r
+),
+changes AS (
+    SELECT l.id, 'AVAILABLE'::text AS status, NULL::text AS reason, NULL::bigint AS ref, NULL::text AS note, NULL::text AS key
+    FROM limited l
+    UNION ALL
+    SELECT c.id, 'PENDING', c.reason, c.ref, c.note, c.reason || coalesce(':' || c.ref::text, '')
+    FROM causes c
+    WHERE c.reason || coalesce(':' || c.ref::text, '') IS DISTINCT FROM c.waiting_key
 )
 UPDATE task_runs t
-SET waiting_cause = c.cause
-FROM causes c
-WHERE t.id = c.id AND t.status = 'PENDING' AND t.waiting_cause IS DISTINCT FROM c.cause;
+SET status = ch.status,
+    waiting_key = ch.key,
+    waiting_cause = CASE
+        WHEN ch.reason IS NULL THEN NULL
+        WHEN ch.reason = 'version' THEN jsonb_build_object('reason', ch.reason, 'blocked_by_task', ch.ref, 'blocked_by_version', ch.note)
+        WHEN ch.reason = 'database_busy' THEN jsonb_build_object('reason', ch.reason, 'busy_task', ch.ref)
+        WHEN ch.reason = 'parallel_limit' THEN jsonb_build_object('reason', ch.reason, 'limit', ch.ref)
+        WHEN ch.reason = 'run_at' THEN jsonb_build_object('reason', ch.reason, 'run_at', ch.note)
+        ELSE jsonb_build_object('reason', ch.reason)
+    END,
+    promoted_at = CASE WHEN ch.status = 'AVAILABLE' THEN now() ELSE t.promoted_at END,
+    updated_at = CASE WHEN ch.status = 'AVAILABLE' THEN now() ELSE t.updated_at END
+FROM changes ch
+WHERE t.id = ch.id AND t.status = 'PENDING'
+RETURNING t.id, t.rollout_id, t.status;
 
 -- name: NextRunAt :many
 SELECT run_at FROM task_runs WHERE status = 'PENDING' AND run_at > now() ORDER BY run_at LIMIT 1;
@@ -193,13 +213,13 @@ RETURNING *;
 
 -- name: SkipTask :one
 UPDATE task_runs
-SET status = 'SKIPPED', finished_at = now(), waiting_cause = NULL, updated_at = now()
+SET status = 'SKIPPED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now()
 WHERE id = @id AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'FAILED', 'CANCELED')
 RETURNING *;
 
 -- name: CancelTask :one
 UPDATE task_runs
-SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, updated_at = now(), error = 'canceled'
+SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(), error = 'canceled'
 WHERE id = @id AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE')
 RETURNING *;
 
@@ -211,3 +231,8 @@ RETURNING *;
 
 -- name: TaskRunStates :many
 SELECT id, status, attempt FROM task_runs WHERE id = ANY(@ids::bigint[]);
+
+-- name: AnalyzeTaskRuns :exec
+-- Refreshes the planner's statistics after a large insert, so the promotion round's joins
+-- are planned for the real size of the live set (autovacuum would take up to a minute).
+ANALYZE task_runs;
