@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -581,38 +580,36 @@ func (s *Store) RefillPC(ctx context.Context, pcID int64) ([]int64, error) {
 	return ids, err
 }
 
-// RefillAll fills every PC's free slots, one transaction per PC with up to 8 PCs at once
-// (a newly activated task reaches every PC quickly), and returns how many executions it
-// created.
+// RefillAll fills every PC's free slots in one transaction and one statement (a task just
+// became active, or the dispatcher's safety sweep) and returns how many executions it
+// created. It takes every PC's lock in id order, so it never over-fills a PC a concurrent
+// result is refilling.
 func (s *Store) RefillAll(ctx context.Context) (int, error) {
-	pcs, err := s.Q.ListAllPCs(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("list pcs: %w", mapErr(err))
-	}
-	var (
-		mu    sync.Mutex
-		total int
-		errs  []error
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, 8)
-	)
-	for _, pc := range pcs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			ids, err := s.RefillPC(ctx, pc.ID)
-			mu.Lock()
-			defer mu.Unlock()
-			total += len(ids)
-			if err != nil {
-				errs = append(errs, err)
+	var n int
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if _, err := q.LockAllPCs(ctx); err != nil {
+			return fmt.Errorf("lock pcs: %w", mapErr(err))
+		}
+		task, err := q.GetRunningDevTask(ctx)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("running task: %w", mapErr(err))
+		}
+		if task.TargetCount != nil {
+			if _, err := q.LockDevTask(ctx, task.ID); err != nil {
+				return fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
 			}
-		}()
-	}
-	wg.Wait()
-	return total, errors.Join(errs...)
+		}
+		ids, err := q.RefillAllPCs(ctx)
+		if err != nil {
+			return fmt.Errorf("refill every pc: %w", mapErr(err))
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
 }
 
 // Advanced is what one dispatcher step did.

@@ -881,6 +881,31 @@ func (q *Queries) ListTaskDevicesOfTask(ctx context.Context, arg ListTaskDevices
 	return items, nil
 }
 
+const lockAllPCs = `-- name: LockAllPCs :many
+SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE
+`
+
+// Every PC's refill lock, in id order (the order any multi-PC lock takes them).
+func (q *Queries) LockAllPCs(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, lockAllPCs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockDevTask = `-- name: LockDevTask :one
 SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE id = $1 FOR UPDATE
 `
@@ -1057,6 +1082,65 @@ func (q *Queries) PCSummary(ctx context.Context, pcID int64) (PcDeviceSummary, e
 		&i.Target,
 	)
 	return i, err
+}
+
+const refillAllPCs = `-- name: RefillAllPCs :many
+WITH task AS (
+    SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
+), free AS (
+    SELECT s.pc_id, GREATEST(s.target - s.running, 0)::bigint AS n FROM pc_device_summary s
+), cand AS (
+    SELECT d.id AS device_id, d.pc_id, row_number() OVER (PARTITION BY d.pc_id ORDER BY d.id) AS rn
+    FROM devices d
+    WHERE d.status IN ('online', 'busy')
+      AND EXISTS (SELECT 1 FROM task)
+      AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
+                      WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
+      AND NOT EXISTS (SELECT 1 FROM task_devices y
+                      WHERE y.device_id = d.id AND y.status IN ('CREATED', 'SENT', 'ACKED', 'RETRY_SCHEDULED'))
+), pick AS (
+    SELECT cand.device_id, cand.pc_id, row_number() OVER (ORDER BY cand.pc_id, cand.rn) AS g
+    FROM cand JOIN free ON free.pc_id = cand.pc_id
+    WHERE cand.rn <= free.n
+), quota AS (
+    SELECT COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
+                                         WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                    2147483647)::bigint AS n
+    FROM task
+), ins AS (
+    INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts)
+    SELECT task.id, pick.device_id, pick.pc_id, task.max_attempts
+    FROM pick CROSS JOIN task
+    WHERE pick.g <= (SELECT n FROM quota)
+    RETURNING id, attempt
+), ev AS (
+    INSERT INTO task_device_events (task_device_id, attempt, type)
+    SELECT ins.id, ins.attempt, 'CREATED' FROM ins
+)
+SELECT ins.id FROM ins ORDER BY ins.id
+`
+
+// RefillPC for every PC in one statement (a task just became active): per PC at most
+// target - running new executions, on eligible devices the task has not run on and that
+// run nothing else. The caller holds LockAllPCs (and LockDevTask with a target_count).
+func (q *Queries) RefillAllPCs(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, refillAllPCs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const refillPC = `-- name: RefillPC :many
