@@ -52,6 +52,13 @@ function bar(counts, order) {
   for (const k of order) if (counts[k]) html += '<span class="status-' + esc(k) + '">' + esc(k) + " " + counts[k] + "</span>";
   return html + "</div>";
 }
+// waiting describes a PENDING task's waiting cause ({"reason": "version", "blocked_by_task": 7, …}).
+function waiting(c) {
+  if (!c) return "";
+  if (typeof c !== "object") return esc(c);
+  const rest = Object.keys(c).filter(k => k !== "reason").map(k => esc(k.replace(/_/g, " ")) + " " + esc(c[k]));
+  return "<strong>" + esc(String(c.reason || "").replace(/_/g, " ")) + "</strong>" + (rest.length ? " (" + rest.join(", ") + ")" : "");
+}
 function showError(e) { $("#error").textContent = e ? String(e.message || e) : ""; }
 
 // ---- views ---------------------------------------------------------------------------
@@ -83,8 +90,8 @@ async function scheduleRuns(name) {
     (s.counters ? s.counters.fired + ", skipped " + s.counters.skipped + ", missed " + s.counters.missed : "") + "</p>";
   html += '<table id="runs"><thead><tr><th>ID</th><th>Scheduled</th><th>Fired</th><th>Trigger</th><th>Status</th><th>Reason</th></tr></thead><tbody>';
   for (const r of runs.items) {
-    html += '<tr><td>' + r.id + "</td><td>" + when(r.scheduled_at) + "</td><td>" + when(r.fired_at) + "</td><td>" + esc(r.trigger) +
-      '</td><td class="status-' + esc(r.status) + '">' + esc(r.status) + "</td><td>" + esc(r.reason || r.error || "") + "</td></tr>";
+    html += '<tr data-run="' + r.id + '"><td>' + r.id + "</td><td>" + when(r.scheduled_at) + "</td><td>" + when(r.fired_at) + "</td><td>" + esc(r.trigger) +
+      '</td><td class="status-' + esc(r.status) + '">' + esc(r.status) + '</td><td class="reason">' + esc(r.reason || r.error || "") + "</td></tr>";
   }
   return html + "</tbody></table>";
 }
@@ -110,8 +117,8 @@ async function rolloutTasks(id) {
   let html = '<h2><a href="#rollouts">Rollouts</a> / ' + esc(r.name) + " " + temporalLink("rollout/" + r.id) + "</h2>" + bar(r.counts || {}, taskRunOrder);
   html += '<table id="tasks"><thead><tr><th>ID</th><th>Database</th><th>Type</th><th>Version</th><th>Status</th><th>Waiting for</th><th>Started</th><th>Finished</th></tr></thead><tbody>';
   for (const t of tasks.items) {
-    html += "<tr><td>" + t.id + "</td><td>" + esc(t.database) + "</td><td>" + esc(t.type) + "</td><td>" + esc(t.version) +
-      '</td><td class="status-' + esc(t.status) + '">' + esc(t.status) + "</td><td>" + esc(t.status === "PENDING" ? t.waiting_cause : "") +
+    html += '<tr data-task-run="' + t.id + '"><td>' + t.id + "</td><td>" + esc(t.database) + "</td><td>" + esc(t.type) + "</td><td>" + esc(t.version) +
+      '</td><td class="status-' + esc(t.status) + '">' + esc(t.status) + '</td><td class="waiting">' + (t.status === "PENDING" ? waiting(t.waiting_cause) : "") +
       "</td><td>" + when(t.started_at) + "</td><td>" + when(t.finished_at) + "</td></tr>";
   }
   return html + "</tbody></table>";
@@ -126,8 +133,8 @@ async function pcs() {
   for (const p of details) {
     const sl = p.slots || { running: 0, target: 0, eligible: 0 };
     const devs = (p.devices || []).map(d => '<span class="status-' + esc(d.status) + '">' + esc(d.serial) + " (" + esc(d.status) + ")</span>").join(", ");
-    html += '<tr data-pc="' + esc(p.name) + '"><td>' + esc(p.name) + "</td><td>" + bar({ active: sl.running, PENDING: Math.max(0, sl.target - sl.running) }, ["active", "PENDING"]) +
-      sl.running + " / " + sl.target + "</td><td>" + sl.eligible + "</td><td>" + p.device_capacity + "</td><td>" + devs + "</td><td>" +
+    html += '<tr data-pc="' + esc(p.name) + '"><td>' + esc(p.name) + "</td><td>" + bar({ busy: sl.running, free: Math.max(0, sl.target - sl.running) }, ["busy", "free"]) +
+      '<span class="slots">' + sl.running + " / " + sl.target + "</span></td><td>" + sl.eligible + "</td><td>" + p.device_capacity + "</td><td>" + devs + "</td><td>" +
       temporalQuery('TickgatePC="' + p.name + '"') + "</td></tr>";
   }
   html += "</tbody></table>";
