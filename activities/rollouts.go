@@ -84,21 +84,25 @@ type ClaimedTask struct {
 type ClaimInput struct {
 	RolloutID int64
 	Max       int
-	// Adopt also returns the rollout's RUNNING tasks: set on a workflow run's first claim,
-	// when nothing of this rollout can be in flight (one workflow per rollout), so RUNNING
-	// rows are orphans of a terminated run and are run again.
-	Adopt bool
+	// Adopt are RUNNING tasks the workflow found it does not hold (orphans of a lost
+	// workflow task or of a terminated run): they are returned to be run again.
+	Adopt []int64 `json:",omitempty"`
 }
 
 // ClaimResult is what a claim got and the state of the rollout.
 type ClaimResult struct {
 	Tasks         []ClaimedTask
 	RolloutStatus string
+	// RunningIDs are the rollout's other RUNNING tasks, for the workflow to spot orphans.
+	RunningIDs []int64 `json:",omitempty"`
 	// Unfinished counts the rollout's tasks not yet terminal after the claim.
 	Unfinished int64
 }
 
-// ClaimRolloutTasks claims (AVAILABLE → RUNNING) up to Max tasks of the rollout.
+// ClaimRolloutTasks claims (AVAILABLE → RUNNING) up to Max tasks of the rollout, returns the
+// adopted ones still RUNNING, and lists the rest of its RUNNING tasks. The workflow runs it
+// as a local activity: if its result is lost with a workflow task, the tasks it claimed
+// show up in RunningIDs of the next claim and are adopted.
 func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput) (ClaimResult, error) {
 	r, err := a.Store.GetRollout(ctx, in.RolloutID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -107,15 +111,18 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	var res ClaimResult
-	res.RolloutStatus = r.Status
-	if in.Adopt {
-		running, err := a.Store.RunningTasks(ctx, in.RolloutID)
+	res := ClaimResult{RolloutStatus: r.Status}
+	got := map[int64]bool{}
+	if len(in.Adopt) > 0 {
+		rows, err := a.Store.TaskRunsByIDs(ctx, in.Adopt)
 		if err != nil {
 			return ClaimResult{}, err
 		}
-		for _, t := range running {
-			res.Tasks = append(res.Tasks, claimedFrom(t))
+		for _, t := range rows {
+			if t.RolloutID == in.RolloutID && t.Status == store.TaskRunning {
+				res.Tasks = append(res.Tasks, claimedFrom(t))
+				got[t.ID] = true
+			}
 		}
 	}
 	rows, err := a.Store.ClaimTasks(ctx, in.RolloutID, max(in.Max, 1))
@@ -124,6 +131,16 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 	}
 	for _, t := range rows {
 		res.Tasks = append(res.Tasks, claimedFrom(t))
+		got[t.ID] = true
+	}
+	running, err := a.Store.RunningTaskIDs(ctx, in.RolloutID)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	for _, id := range running {
+		if !got[id] {
+			res.RunningIDs = append(res.RunningIDs, id)
+		}
 	}
 	if res.Unfinished, err = a.Store.CountUnfinished(ctx, in.RolloutID); err != nil {
 		return ClaimResult{}, err

@@ -417,3 +417,21 @@ func (s *Store) TaskStates(ctx context.Context, ids []int64) (map[int64]TaskStat
 	}
 	return out, nil
 }
+
+// TaskRunsByIDs reads the given task runs (missing ids are absent), by id.
+func (s *Store) TaskRunsByIDs(ctx context.Context, ids []int64) ([]TaskRun, error) {
+	rows, err := s.Q.TaskRunsByIDs(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read task runs: %w", mapErr(err))
+	}
+	return rows, nil
+}
+
+// RunningTaskIDs lists the ids of a rollout's RUNNING tasks.
+func (s *Store) RunningTaskIDs(ctx context.Context, rolloutID int64) ([]int64, error) {
+	ids, err := s.Q.RunningTaskIDs(ctx, rolloutID)
+	if err != nil {
+		return nil, fmt.Errorf("running tasks of rollout %d: %w", rolloutID, mapErr(err))
+	}
+	return ids, nil
+}

@@ -50,5 +50,8 @@ func PromoterWorkflow(ctx workflow.Context) error {
 		sel.AddReceive(kick, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.Select(ctx)
 		cancel()
+		if err := ctx.Err(); err != nil {
+			return err // the promoter was canceled
+		}
 	}
 }

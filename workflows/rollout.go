@@ -104,14 +104,18 @@ type rolloutRun struct {
 	external map[int64]activities.ClaimedTask
 	// results are external results received for tasks not claimed (yet).
 	results map[int64]TaskResult
-	// batches are the executor activities in flight, by sequence number.
+	// batches are the executor activities in flight, by sequence number; inBatch holds
+	// their task ids.
 	batches   map[int]*batch
+	inBatch   map[int64]bool
 	nextBatch int
-	wake      bool // claim on the next iteration
-	canceled  bool
-	finished  bool // an external task finished since the promoter was last kicked
-	first     bool
-	pending   int // activities in flight (batches and finishes)
+	// closing are tasks whose final status is being written.
+	closing  map[int64]bool
+	adopt    []int64 // RUNNING tasks not held: claimed again by the next claim
+	wake     bool    // claim on the next iteration
+	canceled bool
+	finished bool // an external task finished since the promoter was last kicked
+	pending  int  // activities in flight (batches and finishes)
 }
 
 var rolloutActs *activities.RolloutActivities
@@ -120,7 +124,8 @@ var rolloutActs *activities.RolloutActivities
 func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	r := &rolloutRun{
 		id: in.RolloutID, sel: workflow.NewSelector(ctx), external: map[int64]activities.ClaimedTask{},
-		results: map[int64]TaskResult{}, batches: map[int]*batch{}, wake: true, first: true,
+		results: map[int64]TaskResult{}, batches: map[int]*batch{}, inBatch: map[int64]bool{},
+		closing: map[int64]bool{}, wake: true,
 	}
 	for _, res := range in.Results {
 		r.results[res.TaskID] = res
@@ -166,6 +171,11 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 				return r.stop(ctx)
 			}
 			r.start(ctx, res.Tasks)
+			r.adopt = r.orphans(res.RunningIDs)
+			if len(r.adopt) > 0 {
+				r.wake = true
+				continue
+			}
 			if res.Unfinished == 0 && r.idle() && !r.sel.HasPending() {
 				// Nothing left and no signal waiting: the rollout is finished.
 				r.kickPromoter(ctx)
@@ -212,19 +222,34 @@ func (r *rolloutRun) armPoll(ctx workflow.Context) {
 	})
 }
 
+// claim is a local activity (no server round trip); a claim whose result is lost with its
+// workflow task leaves RUNNING tasks nobody holds, which the next claim reports and adopts.
 func (r *rolloutRun) claim(ctx workflow.Context) (activities.ClaimResult, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
 		Summary:             "claim AVAILABLE tasks",
 	})
 	var res activities.ClaimResult
-	err := workflow.ExecuteActivity(actx, rolloutActs.ClaimRolloutTasks, activities.ClaimInput{RolloutID: r.id, Max: claimBatch, Adopt: r.first}).Get(ctx, &res)
-	if err != nil {
+	in := activities.ClaimInput{RolloutID: r.id, Max: claimBatch, Adopt: r.adopt}
+	r.adopt = nil
+	if err := workflow.ExecuteLocalActivity(lctx, rolloutActs.ClaimRolloutTasks, in).Get(ctx, &res); err != nil {
 		return res, fmt.Errorf("claim tasks of rollout %d: %w", r.id, err)
 	}
-	r.first = false
 	return res, nil
+}
+
+// orphans are the RUNNING tasks this run does not hold (no batch, no external wait, no
+// final status being written): left by a lost claim or an earlier run.
+func (r *rolloutRun) orphans(running []int64) []int64 {
+	var out []int64
+	for _, id := range running {
+		_, ext := r.external[id]
+		if !ext && !r.inBatch[id] && !r.closing[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // start runs claimed tasks: external ones wait for their result; the others run in
@@ -257,6 +282,9 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 	r.nextBatch++
 	cctx, cancel := workflow.WithCancel(ctx)
 	r.batches[seq] = &batch{tasks: tasks, cancel: cancel}
+	for _, t := range tasks {
+		r.inBatch[t.ID] = true
+	}
 	summary := fmt.Sprintf("%s task %d on %s (%s %s)", tasks[0].Executor, tasks[0].ID, tasks[0].Database, tasks[0].Type, tasks[0].Version)
 	if len(tasks) > 1 {
 		summary = fmt.Sprintf("%d tasks, %d…%d", len(tasks), tasks[0].ID, tasks[len(tasks)-1].ID)
@@ -275,6 +303,9 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 	r.sel.AddFuture(workflow.ExecuteActivity(actx, rolloutActs.RunRolloutTasks, in), func(f workflow.Future) {
 		r.pending--
 		delete(r.batches, seq)
+		for _, t := range tasks {
+			delete(r.inBatch, t.ID)
+		}
 		err := f.Get(ctx, nil)
 		switch {
 		case err == nil:
@@ -295,9 +326,15 @@ func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, s
 		Summary:             fmt.Sprintf("%d tasks → %s", len(tasks), status),
 	})
 	r.pending++
+	for _, t := range tasks {
+		r.closing[t.ID] = true
+	}
 	f := workflow.ExecuteActivity(actx, rolloutActs.EndRolloutTasks, activities.FailInput{Tasks: tasks, Status: status, Error: msg})
 	r.sel.AddFuture(f, func(f workflow.Future) {
 		r.pending--
+		for _, t := range tasks {
+			delete(r.closing, t.ID)
+		}
 		if err := f.Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("end tasks", "status", status, "error", err)
 		}
@@ -314,9 +351,11 @@ func (r *rolloutRun) finish(ctx workflow.Context, t activities.ClaimedTask, stat
 		Summary:             fmt.Sprintf("task %d → %s", t.ID, status),
 	})
 	r.pending++
+	r.closing[t.ID] = true
 	f := workflow.ExecuteActivity(actx, rolloutActs.FinishRolloutTask, activities.FinishInput{TaskID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: output})
 	r.sel.AddFuture(f, func(f workflow.Future) {
 		r.pending--
+		delete(r.closing, t.ID)
 		if err := f.Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("finish task", "task", t.ID, "error", err)
 		}

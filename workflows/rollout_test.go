@@ -59,7 +59,6 @@ func (s *RolloutWorkflowSuite) claims(results ...activities.ClaimResult) *int {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.Equal(int64(7), in.RolloutID)
-			s.Equal(calls == 0, in.Adopt, "only a run's first claim adopts RUNNING orphans")
 			res := results[min(calls, len(results)-1)]
 			calls++
 			return res, nil
@@ -235,16 +234,50 @@ func (s *RolloutWorkflowSuite) TestPausedThenResumed() {
 	s.Equal(100*time.Second, ran.Sub(start).Round(time.Second), "the task ran when the resume woke the workflow")
 }
 
-// Orphaned RUNNING tasks adopted at start (a previous run was terminated) are run again.
+// RUNNING tasks the workflow does not hold (left by a terminated run, or by a claim whose
+// result was lost with a workflow task) are adopted by the next claim and run again; the
+// tasks it holds are not.
 func (s *RolloutWorkflowSuite) TestAdoptsOrphans() {
-	first := running(1)
-	first.Tasks = []activities.ClaimedTask{task(51, activities.ExecutorSQL)}
-	s.claims(first, running(0))
+	first := running(2)
+	first.Tasks = []activities.ClaimedTask{task(52, activities.ExecutorExternal)}
+	first.RunningIDs = []int64{51}
+	adopted := running(2)
+	adopted.Tasks = []activities.ClaimedTask{task(51, activities.ExecutorSQL)}
+	adopted.RunningIDs = []int64{52}
+	last := running(1)
+	var adopts [][]int64
+	calls := 0
+	s.env.OnActivity(acts.ClaimRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			adopts = append(adopts, in.Adopt)
+			calls++
+			switch calls {
+			case 1:
+				return first, nil
+			case 2:
+				return adopted, nil
+			}
+			return last, nil
+		})
+	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(true, nil)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskResult{TaskID: 52, Status: "DONE"})
+	}, time.Minute)
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.MatchedBy(func(in activities.BatchInput) bool {
 		return len(in.Tasks) == 1 && in.Tasks[0].ID == 51
 	})).Return(activities.BatchResult{Done: []int64{51}}, nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, 2*time.Minute)
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
-	s.NoError(s.env.GetWorkflowError())
+	s.locked(func() {
+		s.Require().GreaterOrEqual(len(adopts), 2)
+		s.Nil(adopts[0])
+		s.Equal([]int64{51}, adopts[1], "the orphan is adopted; the held external task 52 is not")
+		for _, a := range adopts[2:] {
+			s.Nil(a)
+		}
+	})
 }
 
 type PromoterSuite struct {

@@ -692,6 +692,30 @@ func (q *Queries) RolloutCounts(ctx context.Context, rolloutID int64) ([]Rollout
 	return items, nil
 }
 
+const runningTaskIDs = `-- name: RunningTaskIDs :many
+SELECT id FROM task_runs WHERE rollout_id = $1 AND status = 'RUNNING' ORDER BY id
+`
+
+func (q *Queries) RunningTaskIDs(ctx context.Context, rolloutID int64) ([]int64, error) {
+	rows, err := q.db.Query(ctx, runningTaskIDs, rolloutID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runningTasks = `-- name: RunningTasks :many
 SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE rollout_id = $1 AND status = 'RUNNING' ORDER BY id
 `
@@ -818,6 +842,51 @@ func (q *Queries) TaskRunStates(ctx context.Context, ids []int64) ([]TaskRunStat
 	for rows.Next() {
 		var i TaskRunStatesRow
 		if err := rows.Scan(&i.ID, &i.Status, &i.Attempt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskRunsByIDs = `-- name: TaskRunsByIDs :many
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE id = ANY($1::bigint[]) ORDER BY id
+`
+
+func (q *Queries) TaskRunsByIDs(ctx context.Context, ids []int64) ([]TaskRun, error) {
+	rows, err := q.db.Query(ctx, taskRunsByIDs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskRun
+	for rows.Next() {
+		var i TaskRun
+		if err := rows.Scan(
+			&i.ID,
+			&i.RolloutID,
+			&i.Database,
+			&i.Type,
+			&i.Version,
+			&i.VersionKey,
+			&i.RunAt,
+			&i.Executor,
+			&i.Payload,
+			&i.Status,
+			&i.WaitingCause,
+			&i.WaitingKey,
+			&i.Attempt,
+			&i.Error,
+			&i.Output,
+			&i.PromotedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

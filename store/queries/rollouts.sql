@@ -236,3 +236,9 @@ SELECT id, status, attempt FROM task_runs WHERE id = ANY(@ids::bigint[]);
 -- Refreshes the planner's statistics after a large insert, so the promotion round's joins
 -- are planned for the real size of the live set (autovacuum would take up to a minute).
 ANALYZE task_runs;
+
+-- name: TaskRunsByIDs :many
+SELECT * FROM task_runs WHERE id = ANY(@ids::bigint[]) ORDER BY id;
+
+-- name: RunningTaskIDs :many
+SELECT id FROM task_runs WHERE rollout_id = @rollout_id AND status = 'RUNNING' ORDER BY id;
