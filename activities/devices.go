@@ -51,13 +51,13 @@ func (a *DeviceActivities) Advance(ctx context.Context) (AdvanceResult, error) {
 	if err != nil {
 		return AdvanceResult{}, err
 	}
-	res := AdvanceResult{ActiveTaskID: adv.ActiveTaskID, Finished: adv.Finished, Activated: adv.Activated}
+	res := AdvanceResult{ActiveTaskID: adv.ActiveTaskID, Finished: adv.Finished, Activated: adv.Activated, Refilled: adv.Refilled}
 	if len(adv.Activated) > 0 && adv.ActiveTaskID != 0 {
-		n, err := a.Store.RefillAll(ctx)
+		n, err := a.Store.RefillAll(ctx) // the PCs the activation skipped
 		if err != nil {
 			return res, err
 		}
-		res.Refilled = n
+		res.Refilled += n
 	}
 	return res, nil
 }

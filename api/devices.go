@@ -193,6 +193,30 @@ func (s *Server) nudgeDispatcher() {
 	}
 }
 
+// switchTaskNow runs the dispatcher's step right after a commit that may have ended the
+// running task (its last execution final, an abort, a cancel), so the next task becomes
+// active without waiting for a Temporal round trip, then nudges the dispatcher, which owns
+// the step (its own run finds nothing left to do). The step is one serialised SQL
+// transaction, so running it from here and from the dispatcher at once is safe (D1). The
+// next task takes the attempt limit and device timeout the worker gave the ended one.
+func (s *Server) switchTaskNow(ctx context.Context, endedTaskID int64) {
+	if t, err := s.Store.GetDevTask(ctx, endedTaskID); err == nil && t.StartedAt != nil {
+		adv, err := s.Store.Advance(ctx, int(t.MaxAttempts), time.Duration(t.DeviceTimeoutMs)*time.Millisecond)
+		if err != nil {
+			log.Printf("devices: advance after task %d: %v", endedTaskID, err)
+		} else if len(adv.Activated) > 0 {
+			if _, err := s.Store.RefillAll(ctx); err != nil {
+				log.Printf("devices: refill after activating %v: %v", adv.Activated, err)
+			}
+		}
+	}
+	if s.Starter != nil {
+		if err := s.Starter.CheckDispatcher(ctx); err != nil {
+			log.Printf("devices: %v", err)
+		}
+	}
+}
+
 // CreatePCRequest is the body of POST /pcs.
 type CreatePCRequest struct {
 	Name           string `json:"name"`
@@ -515,7 +539,10 @@ func (s *Server) cancelDevTask(c echo.Context) error {
 		}
 		return err
 	}
-	s.nudgeDispatcher() // the next task becomes active at once
+	// The next task becomes active at once.
+	ctx, cancel := devBG()
+	defer cancel()
+	s.switchTaskNow(ctx, t.ID)
 	return c.JSON(http.StatusOK, devTaskView(t))
 }
 
@@ -702,9 +729,7 @@ func (s *Server) agentResult(c echo.Context) error {
 				log.Printf("devices: %v", err)
 			}
 			if out.CheckTask {
-				if err := s.Starter.CheckDispatcher(ctx); err != nil {
-					log.Printf("devices: %v", err)
-				}
+				s.switchTaskNow(ctx, out.TaskID)
 			}
 		}()
 	}

@@ -63,7 +63,9 @@ CREATE TABLE task_devices (
     attempt         integer     NOT NULL DEFAULT 1,
     max_attempts    integer     NOT NULL DEFAULT 3 CHECK (max_attempts > 0),
     error           text        NOT NULL DEFAULT '',
-    created_at      timestamptz NOT NULL DEFAULT now(),
+    -- clock_timestamp(): the steps of one transaction (a slot freed, then refilled) keep
+    -- their order and distance.
+    created_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
     sent_at         timestamptz,
     acked_at        timestamptz,
     completed_at    timestamptz,
@@ -97,7 +99,7 @@ CREATE TABLE task_device_events (
                     CHECK (type IN ('CREATED', 'SENT', 'ACKED', 'SUCCEEDED', 'FAILED', 'TIMEOUT',
                                     'RETRY_SCHEDULED', 'FAILED_FINAL', 'CANCELLED', 'LATE_RESULT')),
     detail          text        NOT NULL DEFAULT '',
-    created_at      timestamptz NOT NULL DEFAULT now()
+    created_at      timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX task_device_events_by_td ON task_device_events (task_device_id, id);
 

@@ -587,7 +587,8 @@ func (s *Store) RefillPC(ctx context.Context, pcID int64) ([]int64, error) {
 func (s *Store) RefillAll(ctx context.Context) (int, error) {
 	var n int
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		if _, err := q.LockAllPCs(ctx); err != nil {
+		pcIDs, err := q.LockAllPCs(ctx)
+		if err != nil {
 			return fmt.Errorf("lock pcs: %w", mapErr(err))
 		}
 		task, err := q.GetRunningDevTask(ctx)
@@ -602,7 +603,7 @@ func (s *Store) RefillAll(ctx context.Context) (int, error) {
 				return fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
 			}
 		}
-		ids, err := q.RefillAllPCs(ctx)
+		ids, err := q.RefillAllPCs(ctx, pcIDs)
 		if err != nil {
 			return fmt.Errorf("refill every pc: %w", mapErr(err))
 		}
@@ -617,6 +618,9 @@ type Advanced struct {
 	ActiveTaskID int64   // the running task afterwards (0: none)
 	Finished     []int64 // tasks it finished (all executions final, nothing left to run)
 	Activated    []int64 // tasks it made active
+	// Refilled counts the executions created with the activation, in its transaction, on
+	// the PCs whose lock was free; the caller runs RefillAll for the others.
+	Refilled int
 }
 
 // Advance keeps the single active task (D1): it finishes the running task once all its
@@ -660,6 +664,18 @@ func (s *Store) Advance(ctx context.Context, maxAttempts int, deviceTimeout time
 				return fmt.Errorf("activate next task: %w", mapErr(err))
 			}
 			res.Activated = append(res.Activated, next.ID)
+			// The new task reaches the PCs in the same commit that makes it active. PCs a
+			// result is refilling right now are skipped (no waiting while holding the task
+			// locks, so no deadlock); RefillAll after the commit covers them.
+			free, err := q.LockFreePCs(ctx)
+			if err != nil {
+				return fmt.Errorf("lock free pcs: %w", mapErr(err))
+			}
+			ids, err := q.RefillAllPCs(ctx, free)
+			if err != nil {
+				return fmt.Errorf("refill pcs for task %d: %w", next.ID, mapErr(err))
+			}
+			res.Refilled += len(ids)
 		}
 		return nil
 	})

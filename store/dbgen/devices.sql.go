@@ -288,7 +288,7 @@ func (q *Queries) DispatcherLock(ctx context.Context) error {
 }
 
 const failFinalTaskDevice = `-- name: FailFinalTaskDevice :exec
-UPDATE task_devices SET status = 'FAILED_FINAL', completed_at = now(), error = $1 WHERE id = $2
+UPDATE task_devices SET status = 'FAILED_FINAL', completed_at = clock_timestamp(), error = $1 WHERE id = $2
 `
 
 type FailFinalTaskDeviceParams struct {
@@ -930,6 +930,32 @@ func (q *Queries) LockDevTask(ctx context.Context, id int64) (Task, error) {
 	return i, err
 }
 
+const lockFreePCs = `-- name: LockFreePCs :many
+SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
+`
+
+// The PCs whose refill lock is free right now (a transaction that already holds other
+// locks takes these without waiting, so it cannot deadlock).
+func (q *Queries) LockFreePCs(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, lockFreePCs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockPC = `-- name: LockPC :one
 SELECT p.id, t.id AS running_task_id, t.target_count AS running_target_count
 FROM pcs p LEFT JOIN tasks t ON t.status = 'running'
@@ -1089,6 +1115,7 @@ WITH task AS (
     SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
 ), free AS (
     SELECT s.pc_id, GREATEST(s.target - s.running, 0)::bigint AS n FROM pc_device_summary s
+    WHERE s.pc_id = ANY ($1::bigint[])
 ), cand AS (
     SELECT d.id AS device_id, d.pc_id, row_number() OVER (PARTITION BY d.pc_id ORDER BY d.id) AS rn
     FROM devices d
@@ -1120,11 +1147,11 @@ WITH task AS (
 SELECT ins.id FROM ins ORDER BY ins.id
 `
 
-// RefillPC for every PC in one statement (a task just became active): per PC at most
+// RefillPC for the given PCs in one statement (a task just became active): per PC at most
 // target - running new executions, on eligible devices the task has not run on and that
-// run nothing else. The caller holds LockAllPCs (and LockDevTask with a target_count).
-func (q *Queries) RefillAllPCs(ctx context.Context) ([]int64, error) {
-	rows, err := q.db.Query(ctx, refillAllPCs)
+// run nothing else. The caller holds those PCs' locks (and LockDevTask with a target_count).
+func (q *Queries) RefillAllPCs(ctx context.Context, pcIds []int64) ([]int64, error) {
+	rows, err := q.db.Query(ctx, refillAllPCs, pcIds)
 	if err != nil {
 		return nil, err
 	}
@@ -1256,7 +1283,7 @@ func (q *Queries) SetDeviceStatus(ctx context.Context, arg SetDeviceStatusParams
 }
 
 const succeedTaskDevice = `-- name: SucceedTaskDevice :exec
-UPDATE task_devices SET status = 'SUCCEEDED', completed_at = now(), error = '' WHERE id = $1
+UPDATE task_devices SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = '' WHERE id = $1
 `
 
 func (q *Queries) SucceedTaskDevice(ctx context.Context, id int64) error {

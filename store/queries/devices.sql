@@ -185,7 +185,7 @@ SELECT * FROM task_devices WHERE id = @id FOR UPDATE;
 UPDATE task_devices SET status = 'ACKED', acked_at = now() WHERE id = @id;
 
 -- name: SucceedTaskDevice :exec
-UPDATE task_devices SET status = 'SUCCEEDED', completed_at = now(), error = '' WHERE id = @id;
+UPDATE task_devices SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = '' WHERE id = @id;
 
 -- name: RetryTaskDevice :exec
 UPDATE task_devices
@@ -193,7 +193,7 @@ SET status = 'RETRY_SCHEDULED', attempt = attempt + 1, error = @error, acked_at 
 WHERE id = @id;
 
 -- name: FailFinalTaskDevice :exec
-UPDATE task_devices SET status = 'FAILED_FINAL', completed_at = now(), error = @error WHERE id = @id;
+UPDATE task_devices SET status = 'FAILED_FINAL', completed_at = clock_timestamp(), error = @error WHERE id = @id;
 
 -- name: InsertTaskDeviceEvent :exec
 INSERT INTO task_device_events (task_device_id, attempt, type, detail)
@@ -257,14 +257,20 @@ WHERE pc_id = @pc_id AND task_id = @task_id AND status IN ('CREATED', 'SENT', 'A
 -- Every PC's refill lock, in id order (the order any multi-PC lock takes them).
 SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE;
 
+-- name: LockFreePCs :many
+-- The PCs whose refill lock is free right now (a transaction that already holds other
+-- locks takes these without waiting, so it cannot deadlock).
+SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE SKIP LOCKED;
+
 -- name: RefillAllPCs :many
--- RefillPC for every PC in one statement (a task just became active): per PC at most
+-- RefillPC for the given PCs in one statement (a task just became active): per PC at most
 -- target - running new executions, on eligible devices the task has not run on and that
--- run nothing else. The caller holds LockAllPCs (and LockDevTask with a target_count).
+-- run nothing else. The caller holds those PCs' locks (and LockDevTask with a target_count).
 WITH task AS (
     SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
 ), free AS (
     SELECT s.pc_id, GREATEST(s.target - s.running, 0)::bigint AS n FROM pc_device_summary s
+    WHERE s.pc_id = ANY (@pc_ids::bigint[])
 ), cand AS (
     SELECT d.id AS device_id, d.pc_id, row_number() OVER (PARTITION BY d.pc_id ORDER BY d.id) AS rn
     FROM devices d
