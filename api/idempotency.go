@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -19,6 +20,27 @@ const IdempotencyHeader = "Idempotency-Key"
 
 // ReplayedHeader marks an answer that is the stored first response to an earlier request.
 const ReplayedHeader = "Idempotent-Replayed"
+
+// IdempotencyRetention is how long a stored first response is replayed; older keys are
+// pruned (at most once an hour per process, in the background of a keyed request).
+const IdempotencyRetention = 24 * time.Hour
+
+var lastPrune atomic.Int64
+
+func (s *Server) maybePrune() {
+	now := time.Now()
+	last := lastPrune.Load()
+	if now.Sub(time.Unix(0, last)) < time.Hour || !lastPrune.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := s.Store.PruneIdempotencyKeys(ctx, now.Add(-IdempotencyRetention)); err != nil {
+			s.Logf("api: %v", err)
+		}
+	}()
+}
 
 // idempotency makes a POST carrying Idempotency-Key run once per (token, key, path): the
 // first answer (2xx or 4xx) is stored and returned again for the same request; a request
@@ -41,6 +63,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		if c.Path() == "/api/v1/tokens" {
 			return BadRequest(IdempotencyHeader, "not accepted on POST /tokens: a token is shown once and never stored")
 		}
+		s.maybePrune()
 		body, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
 		if err != nil {
 			return BadRequest("", "read body: %v", err)

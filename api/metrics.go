@@ -12,28 +12,24 @@ import (
 )
 
 // observeHTTP records every request's latency under its route (Echo's path pattern, so ids
-// do not explode the label set; unmatched requests are "unmatched").
+// do not explode the label set).
 func observeHTTP(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		err := next(c)
-		status := c.Response().Status
-		if err != nil {
-			// The error handler has not run yet: take the status it will write.
-			if p, ok := err.(*Problem); ok {
-				status = p.Status
-			} else if he, ok := err.(*echo.HTTPError); ok {
-				status = he.Code
-			} else if !c.Response().Committed {
-				status = 500
-			}
+		if err := next(c); err != nil {
+			// Render the error here (as Echo would after the chain) so the status it
+			// writes is the one recorded.
+			c.Error(err)
 		}
+		status := c.Response().Status
+		// Echo's route pattern (an unmatched request gets the pattern of the nearest node,
+		// never its raw URL), so the label set stays bounded.
 		route := c.Path()
-		if route == "" || status == 404 && c.Param("*") != "" && route != "/ui/*" {
+		if route == "" {
 			route = "unmatched"
 		}
 		metrics.HTTPDuration.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
-		return err
+		return nil
 	}
 }
 

@@ -17,6 +17,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})
 	st.JSON(t, http.MethodGet, "/api/v1/schedules/does-not-exist", nil, http.StatusNotFound, nil)
+	st.JSON(t, http.MethodGet, "/api/v1/no-such-route-xyz/42", nil, http.StatusNotFound, nil)
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", `{"name": 1}`, http.StatusBadRequest, nil)
 	h := metrics.TemporalHandler().WithTags(map[string]string{"namespace": "default"})
 	h.Counter("temporal_test_counter").Inc(3)
 	h.Timer("temporal_test_latency").Record(0)
@@ -31,6 +33,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	text := string(body)
 	for _, want := range []string{
 		`tickgate_http_request_duration_seconds_bucket{code="404",method="GET",route="/api/v1/schedules/:name"`,
+		`tickgate_http_request_duration_seconds_bucket{code="400",method="POST",route="/api/v1/schedules"`,
 		`tickgate_schedule_fire_lateness_seconds_bucket{le="0.1"}`,
 		`tickgate_device_refill_latency_seconds_count`,
 		`tickgate_promotion_round_seconds_count`,
@@ -46,4 +49,5 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	// Raw ids never become labels.
 	require.NotContains(t, text, "does-not-exist")
+	require.NotContains(t, text, "no-such-route-xyz")
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -121,4 +122,14 @@ func TestIdempotencyKeyOneOwner(t *testing.T) {
 	resp, err = st.BeginIdempotent(ctx, k2, hash)
 	require.NoError(t, err)
 	require.Nil(t, resp)
+
+	// Pruning forgets keys older than the cut-off only.
+	_, err = st.Pool.Exec(ctx, "UPDATE idempotency_keys SET created_at = now() - interval '2 days' WHERE key = 'k1'")
+	require.NoError(t, err)
+	n, err := st.PruneIdempotencyKeys(ctx, time.Now().Add(-24*time.Hour))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	resp, err = st.BeginIdempotent(ctx, k, []byte("other"))
+	require.NoError(t, err)
+	require.Nil(t, resp, "a pruned key is new again")
 }
