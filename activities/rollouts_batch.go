@@ -32,7 +32,7 @@ type BatchResult struct {
 	Done, Failed, Canceled []int64
 }
 
-// KickDelay gathers the finishes of a moment into one kick of the promoter.
+// KickDelay gathers the results of a moment into one write and one kick of the promoter.
 const KickDelay = 5 * time.Millisecond
 
 // RunRolloutTasks runs a batch of claimed tasks, each with its executor and up to
@@ -62,17 +62,18 @@ func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) 
 
 	var (
 		mu       sync.Mutex
-		res      BatchResult
-		finErr   error
 		cancels  = make(map[int64]context.CancelFunc, len(tasks))
 		inflight = make(map[int64]ClaimedTask, len(tasks))
 		wg       sync.WaitGroup
+		results  = make(chan store.TaskResult, len(tasks))
 	)
+	ctxs := make(map[int64]context.Context, len(tasks))
 	for _, t := range tasks {
-		tctx, cancel := context.WithCancel(ctx)
-		mu.Lock()
-		cancels[t.ID], inflight[t.ID] = cancel, t
-		mu.Unlock()
+		ctxs[t.ID], cancels[t.ID] = context.WithCancel(ctx)
+		inflight[t.ID] = t
+	}
+	for _, t := range tasks {
+		tctx, cancel := ctxs[t.ID], cancels[t.ID]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -86,27 +87,60 @@ func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) 
 				// canceled this task and its row already says so.
 				return
 			}
-			_, ok, err := a.Store.FinishTask(context.WithoutCancel(ctx), t.ID, t.Attempt, status, msg, out)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				finErr = errors.Join(finErr, err)
-			case !ok:
-				// No longer this RUNNING claim (canceled meanwhile): nothing to record.
-			case status == store.TaskDone:
-				res.Done = append(res.Done, t.ID)
-			default:
-				res.Failed = append(res.Failed, t.ID)
-			}
-			if err == nil && ok {
-				kicker.kick()
-			}
+			results <- store.TaskResult{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}
 		}()
 	}
+	go func() { wg.Wait(); close(results) }()
 
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	// The writer records the results of the tasks that end together in one statement and
+	// kicks the promoter after each write.
+	var res BatchResult
+	var finErr error
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		for first := range results {
+			group := []store.TaskResult{first}
+			timer := time.NewTimer(KickDelay)
+		gather:
+			for {
+				select {
+				case r, ok := <-results:
+					if !ok {
+						break gather
+					}
+					group = append(group, r)
+				case <-timer.C:
+					break gather
+				}
+			}
+			timer.Stop()
+			finished, err := a.Store.FinishTasks(context.WithoutCancel(ctx), group)
+			if err != nil {
+				finErr = errors.Join(finErr, err)
+				continue
+			}
+			done := make(map[int64]bool, len(finished))
+			for _, id := range finished {
+				done[id] = true
+			}
+			for _, r := range group {
+				switch {
+				case !done[r.ID]:
+					// No longer this RUNNING claim (canceled meanwhile): nothing recorded.
+				case r.Status == store.TaskDone:
+					res.Done = append(res.Done, r.ID)
+				default:
+					res.Failed = append(res.Failed, r.ID)
+				}
+			}
+			if len(finished) > 0 {
+				kicker.kick()
+			}
+		}
+	}()
+
+	done := written
 	heartbeat := time.NewTicker(min(check, time.Second))
 	defer heartbeat.Stop()
 	lastCheck := time.Now()

@@ -435,3 +435,30 @@ func (s *Store) RunningTaskIDs(ctx context.Context, rolloutID int64) ([]int64, e
 	}
 	return ids, nil
 }
+
+// TaskResult is one task's final status for FinishTasks.
+type TaskResult struct {
+	ID      int64           `json:"id"`
+	Attempt int32           `json:"attempt"`
+	Status  string          `json:"status"`
+	Error   string          `json:"error,omitempty"`
+	Output  json.RawMessage `json:"output,omitempty"`
+}
+
+// FinishTasks is FinishTask for many tasks in one statement; it returns the ids it
+// finished (the others were no longer their RUNNING claim).
+func (s *Store) FinishTasks(ctx context.Context, results []TaskResult) ([]int64, error) {
+	body, err := json.Marshal(results)
+	if err != nil {
+		return nil, fmt.Errorf("encode task results: %w", err)
+	}
+	rows, err := s.Q.FinishTasks(ctx, body)
+	if err != nil {
+		return nil, fmt.Errorf("finish %d tasks: %w", len(results), mapErr(err))
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids, nil
+}

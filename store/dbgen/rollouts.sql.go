@@ -253,6 +253,42 @@ func (q *Queries) FinishTask(ctx context.Context, arg FinishTaskParams) (TaskRun
 	return i, err
 }
 
+const finishTasks = `-- name: FinishTasks :many
+UPDATE task_runs t
+SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
+FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
+WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
+  AND x.status IN ('DONE', 'FAILED', 'CANCELED')
+RETURNING t.id, t.status
+`
+
+type FinishTasksRow struct {
+	ID     int64
+	Status string
+}
+
+// FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
+// error, output}; rows no longer that RUNNING claim are left alone.
+func (q *Queries) FinishTasks(ctx context.Context, results json.RawMessage) ([]FinishTasksRow, error) {
+	rows, err := q.db.Query(ctx, finishTasks, results)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FinishTasksRow
+	for rows.Next() {
+		var i FinishTasksRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getRollout = `-- name: GetRollout :one
 SELECT id, name, parallel_limit, status, created_at, updated_at FROM rollouts WHERE id = $1
 `

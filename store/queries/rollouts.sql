@@ -242,3 +242,13 @@ SELECT * FROM task_runs WHERE id = ANY(@ids::bigint[]) ORDER BY id;
 
 -- name: RunningTaskIDs :many
 SELECT id FROM task_runs WHERE rollout_id = @rollout_id AND status = 'RUNNING' ORDER BY id;
+
+-- name: FinishTasks :many
+-- FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
+-- error, output}; rows no longer that RUNNING claim are left alone.
+UPDATE task_runs t
+SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
+FROM jsonb_to_recordset(@results::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
+WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
+  AND x.status IN ('DONE', 'FAILED', 'CANCELED')
+RETURNING t.id, t.status;
