@@ -182,3 +182,80 @@ func itoa(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestCLIDeviceFlowAndScheduleOps: an operator queues a device task, the PC's agent claims
+// its command and reports success with the CLI, and `task watch` follows it to the end;
+// schedule update, reschedule, backfill and the events feed work from the CLI too.
+func TestCLIDeviceFlowAndScheduleOps(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	op := st.NewToken(t, store.RoleOperator, "")
+	agent := st.NewToken(t, store.RoleAgent, "pc-9")
+	other := st.NewToken(t, store.RoleAgent, "pc-8")
+
+	require.Equal(t, 0, run(t, st, op, "pc", "create", "pc-9", "--capacity", "2").code)
+	require.Equal(t, 0, run(t, st, op, "device", "create", "phone-9", "--pc", "pc-9").code)
+	r := run(t, st, op, "task", "create", "--payload", `{"cmd":"reboot"}`, "-o", "json")
+	require.Equal(t, 0, r.code, r.errOut)
+	var task map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.out), &task))
+	taskID := itoa(task["id"])
+
+	var claimed struct {
+		Items []map[string]any `json:"items"`
+	}
+	require.Eventually(t, func() bool {
+		r := run(t, st, agent, "pc", "claim", "pc-9", "--max", "5", "-o", "json")
+		require.Equal(t, 0, r.code, r.errOut)
+		require.NoError(t, json.Unmarshal([]byte(r.out), &claimed))
+		return len(claimed.Items) == 1
+	}, 30*time.Second, 100*time.Millisecond)
+	tdID := itoa(claimed.Items[0]["id"])
+
+	r = run(t, st, other, "pc", "claim", "pc-9")
+	require.Equal(t, cli.ExitAuth, r.code, "another PC's agent")
+	r = run(t, st, other, "task", "report", tdID, "--status", "succeeded")
+	require.Equal(t, cli.ExitAuth, r.code, "another PC's agent")
+	r = run(t, st, agent, "task", "ack", tdID)
+	require.Equal(t, 0, r.code, r.errOut)
+	r = run(t, st, agent, "task", "report", tdID, "--status", "succeeded")
+	require.Equal(t, 0, r.code, r.errOut)
+
+	r = run(t, st, op, "task", "watch", taskID, "--interval", "50ms")
+	require.Equal(t, 0, r.code, r.out+r.errOut)
+	require.Contains(t, r.out, "success")
+	r = run(t, st, op, "task", "events", tdID)
+	require.Equal(t, 0, r.code, r.errOut)
+	require.Contains(t, r.out, "SUCCEEDED")
+	r = run(t, st, op, "task", "execution", tdID)
+	require.Equal(t, 0, r.code, r.errOut)
+	require.Contains(t, r.out, "SUCCEEDED")
+	r = run(t, st, op, "task", "devices", taskID)
+	require.Equal(t, 0, r.code, r.errOut)
+	require.Contains(t, r.out, "phone-9")
+
+	// Schedule operations beyond create.
+	require.Equal(t, 0, run(t, st, op, "schedule", "create", "feed", "--interval", "1h", "--topic", "feed", "--type", "tick").code)
+	r = run(t, st, op, "schedule", "update", "feed", "--json", `{"policies":{"overlap":"allow_all"}}`, "-o", "json")
+	require.Equal(t, 0, r.code, r.errOut)
+	require.Contains(t, r.out, "allow_all")
+	r = run(t, st, op, "schedule", "update", "feed", "--json", `{"policies":{"overlap":"skip"}}`, "--version", "1")
+	require.Equal(t, cli.ExitConflict, r.code, "stale version: %s", r.errOut)
+	next := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+	r = run(t, st, op, "schedule", "reschedule", "feed", "--at", next, "-o", "json")
+	require.Equal(t, 0, r.code, r.errOut)
+	end := time.Now().UTC().Truncate(time.Hour)
+	r = run(t, st, op, "schedule", "backfill", "feed", "--start", end.Add(-3*time.Hour).Format(time.RFC3339), "--end", end.Format(time.RFC3339), "-o", "json")
+	require.Equal(t, 0, r.code, r.errOut)
+	require.Contains(t, r.out, "ticks")
+	r = run(t, st, op, "schedule", "trigger", "feed")
+	require.Equal(t, 0, r.code, r.errOut)
+	require.Eventually(t, func() bool {
+		r := run(t, st, op, "schedule", "events", "--topic", "feed", "-o", "json")
+		return r.code == 0 && strings.Count(r.out, `"type": "tick"`) >= 1
+	}, 30*time.Second, 200*time.Millisecond)
+	r = run(t, st, op, "schedule", "delete", "feed")
+	require.Equal(t, 0, r.code, r.errOut)
+	r = run(t, st, op, "schedule", "get", "feed")
+	require.Equal(t, cli.ExitNotFound, r.code)
+}

@@ -25,13 +25,15 @@ var (
 	taskCols    = []col{{"ID", "id"}, {"STATUS", "status"}, {"TARGET", "target_count"}, {"COUNTS", "counts"}, {"CREATED", "created_at"}, {"FINISHED", "finished_at"}}
 	taskRec     = []col{{"id", "id"}, {"status", "status"}, {"payload", "payload"}, {"target_count", "target_count"}, {"counts", "counts"}, {"error", "error"}, {"started_at", "started_at"}, {"finished_at", "finished_at"}}
 	taskDevCols = []col{{"ID", "id"}, {"TASK", "task_id"}, {"DEVICE", "device"}, {"PC", "pc"}, {"STATUS", "status"}, {"ATTEMPT", "attempt"}, {"SENT", "sent_at"}}
-	eventCols   = []col{{"ID", "id"}, {"ATTEMPT", "attempt"}, {"TYPE", "type"}, {"DETAIL", "detail"}, {"AT", "created_at"}}
-	pcCols      = []col{{"NAME", "name"}, {"CAPACITY", "device_capacity"}, {"RUNNING", "slots.running"}, {"TARGET", "slots.target"}, {"ELIGIBLE", "slots.eligible"}}
-	pcRec       = []col{{"name", "name"}, {"device_capacity", "device_capacity"}, {"slots", "slots"}, {"created_at", "created_at"}}
-	deviceCols  = []col{{"SERIAL", "serial"}, {"PC", "pc"}, {"STATUS", "status"}, {"ERROR", "error"}, {"UPDATED", "updated_at"}}
-	deviceRec   = []col{{"serial", "serial"}, {"pc", "pc"}, {"status", "status"}, {"error", "error"}, {"updated_at", "updated_at"}}
-	tokenCols   = []col{{"ID", "id"}, {"ROLE", "role"}, {"PC", "pc"}, {"PREFIX", "prefix"}, {"NOTE", "note"}, {"CREATED", "created_at"}, {"REVOKED", "revoked_at"}}
-	tokenRec    = []col{{"id", "id"}, {"role", "role"}, {"pc", "pc"}, {"note", "note"}, {"token", "token"}}
+	taskDevRec  = []col{{"id", "id"}, {"task_id", "task_id"}, {"device", "device"}, {"pc", "pc"}, {"status", "status"}, {"attempt", "attempt"},
+		{"error", "error"}, {"sent_at", "sent_at"}, {"timeout_at", "timeout_at"}, {"completed_at", "completed_at"}}
+	eventCols  = []col{{"ID", "id"}, {"ATTEMPT", "attempt"}, {"TYPE", "type"}, {"DETAIL", "detail"}, {"AT", "created_at"}}
+	pcCols     = []col{{"NAME", "name"}, {"CAPACITY", "device_capacity"}, {"RUNNING", "slots.running"}, {"TARGET", "slots.target"}, {"ELIGIBLE", "slots.eligible"}}
+	pcRec      = []col{{"name", "name"}, {"device_capacity", "device_capacity"}, {"slots", "slots"}, {"created_at", "created_at"}}
+	deviceCols = []col{{"SERIAL", "serial"}, {"PC", "pc"}, {"STATUS", "status"}, {"ERROR", "error"}, {"UPDATED", "updated_at"}}
+	deviceRec  = []col{{"serial", "serial"}, {"pc", "pc"}, {"status", "status"}, {"error", "error"}, {"updated_at", "updated_at"}}
+	tokenCols  = []col{{"ID", "id"}, {"ROLE", "role"}, {"PC", "pc"}, {"PREFIX", "prefix"}, {"NOTE", "note"}, {"CREATED", "created_at"}, {"REVOKED", "revoked_at"}}
+	tokenRec   = []col{{"id", "id"}, {"role", "role"}, {"pc", "pc"}, {"note", "note"}, {"token", "token"}}
 )
 
 // simple is an operation with n positional arguments mapped onto one request.
@@ -148,6 +150,74 @@ var operations = map[string]map[string]op{
 				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/trigger", body, runCols)
 			}
 		}},
+		"update": {usage: "NAME (-f FILE | --json TEXT)   ({spec?, action?, policies?, version?}) [--version N]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+			file := fs.String("f", "", "request body from a JSON file (- for stdin)")
+			text := fs.String("json", "", "request body as JSON text")
+			version := fs.Int64("version", 0, "expected version (sent as If-Match semantics in the body)")
+			return func(c *cmd) error {
+				if err := c.want(1, "NAME"); err != nil {
+					return err
+				}
+				body, err := jsonBody(*file, *text)
+				if err != nil {
+					return err
+				}
+				if body == nil {
+					return usagef("schedule update: give the changes with -f FILE or --json TEXT")
+				}
+				if *version != 0 {
+					var m map[string]any
+					if err := json.Unmarshal(body, &m); err != nil {
+						return usagef("schedule update: the body is not a JSON object: %v", err)
+					}
+					m["version"] = *version
+					body, _ = json.Marshal(m)
+				}
+				return c.call("PATCH", "/api/v1/schedules/"+esc(c.args[0]), body, scheduleRec)
+			}
+		}},
+		"reschedule": {usage: "NAME --at RFC3339", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+			at := fs.String("at", "", "the next fire time (RFC 3339)")
+			return func(c *cmd) error {
+				if err := c.want(1, "NAME"); err != nil {
+					return err
+				}
+				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/reschedule", map[string]any{"next_run_at": *at}, scheduleRec)
+			}
+		}},
+		"backfill": {usage: "NAME --start RFC3339 --end RFC3339 [--overlap P]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+			start := fs.String("start", "", "range start (RFC 3339)")
+			end := fs.String("end", "", "range end (RFC 3339)")
+			overlap := fs.String("overlap", "", "overlap policy for the backfilled runs")
+			return func(c *cmd) error {
+				if err := c.want(1, "NAME"); err != nil {
+					return err
+				}
+				body := map[string]any{"start": *start, "end": *end}
+				if *overlap != "" {
+					body["overlap"] = *overlap
+				}
+				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/backfill", body, []col{{"ticks", "ticks"}})
+			}
+		}},
+		"events": {usage: "[--topic T] [--after ID] [--limit N] [--all]   (the outbox feed)", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+			l := addListFlags(fs)
+			topic := fs.String("topic", "", "only this topic")
+			after := fs.String("after", "", "events after this id")
+			return func(c *cmd) error {
+				if err := c.want(0, "no arguments"); err != nil {
+					return err
+				}
+				q := url.Values{}
+				if *topic != "" {
+					q.Set("topic", *topic)
+				}
+				if *after != "" {
+					q.Set("after", *after)
+				}
+				return c.list("/api/v1/events", q, l, []col{{"ID", "id"}, {"TOPIC", "topic"}, {"TYPE", "type"}, {"SCHEDULE", "aggregate_id"}, {"DATA", "data"}, {"AT", "created_at"}})
+			}
+		}},
 		"runs": {usage: "NAME [--limit N] [--all]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			l := addListFlags(fs)
 			return func(c *cmd) error {
@@ -251,9 +321,45 @@ var operations = map[string]map[string]op{
 		}},
 	},
 	"task": {
-		"list":    listOp("[--limit N] [--all]", "/api/v1/tasks", taskCols),
-		"get":     simple("ID", 1, "GET", func(a []string) string { return "/api/v1/tasks/" + esc(a[0]) }, taskRec),
-		"cancel":  simple("ID", 1, "POST", func(a []string) string { return "/api/v1/tasks/" + esc(a[0]) + "/cancel" }, taskRec),
+		"list":      listOp("[--limit N] [--all]", "/api/v1/tasks", taskCols),
+		"get":       simple("ID", 1, "GET", func(a []string) string { return "/api/v1/tasks/" + esc(a[0]) }, taskRec),
+		"cancel":    simple("ID", 1, "POST", func(a []string) string { return "/api/v1/tasks/" + esc(a[0]) + "/cancel" }, taskRec),
+		"execution": simple("TASK_DEVICE_ID", 1, "GET", func(a []string) string { return "/api/v1/task-devices/" + esc(a[0]) }, taskDevRec),
+		"ack": {usage: "TASK_DEVICE_ID [--attempt N]   (as the PC's agent)", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+			attempt := fs.Int("attempt", 0, "the attempt being acknowledged")
+			return func(c *cmd) error {
+				if err := c.want(1, "TASK_DEVICE_ID"); err != nil {
+					return err
+				}
+				body := map[string]any{}
+				if *attempt > 0 {
+					body["attempt"] = *attempt
+				}
+				return c.call("POST", "/api/v1/agent/task-devices/"+esc(c.args[0])+"/ack", body, taskDevRec)
+			}
+		}},
+		"report": {usage: "TASK_DEVICE_ID --status succeeded|failed [--error TEXT] [--retryable=false] [--attempt N]   (as the PC's agent)", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+			status := fs.String("status", "", "succeeded or failed")
+			errText := fs.String("error", "", "error message")
+			retryable := fs.Bool("retryable", true, "false: the command cannot work on this device (straight to FAILED_FINAL)")
+			attempt := fs.Int("attempt", 0, "the attempt being reported")
+			return func(c *cmd) error {
+				if err := c.want(1, "TASK_DEVICE_ID"); err != nil {
+					return err
+				}
+				body := map[string]any{"status": *status}
+				if *errText != "" {
+					body["error"] = *errText
+				}
+				if !*retryable {
+					body["retryable"] = false
+				}
+				if *attempt > 0 {
+					body["attempt"] = *attempt
+				}
+				return c.call("POST", "/api/v1/agent/task-devices/"+esc(c.args[0])+"/result", body, taskDevRec)
+			}
+		}},
 		"events":  {usage: "TASK_DEVICE_ID", flags: listArgOp(1, func(a []string) string { return "/api/v1/task-devices/" + esc(a[0]) + "/events" }, eventCols)},
 		"devices": {usage: "ID [--limit N] [--all]", flags: listArgOp(1, func(a []string) string { return "/api/v1/tasks/" + esc(a[0]) + "/devices" }, taskDevCols)},
 		"create": {usage: "[--payload JSON] [--target-count N] | -f FILE", flags: func(fs *flag.FlagSet) func(c *cmd) error {
@@ -316,7 +422,34 @@ var operations = map[string]map[string]op{
 	},
 	"pc": {
 		"list": listOp("[--limit N] [--all]", "/api/v1/pcs", pcCols),
-		"get":  simple("NAME", 1, "GET", func(a []string) string { return "/api/v1/pcs/" + esc(a[0]) }, pcRec),
+		"claim": {usage: "NAME [--max N]   (as the PC's agent: take its pending commands, marking them SENT)", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+			maxN := fs.Int("max", 0, "at most this many commands")
+			return func(c *cmd) error {
+				if err := c.want(1, "NAME"); err != nil {
+					return err
+				}
+				body := map[string]any{}
+				if *maxN > 0 {
+					body["max"] = *maxN
+				}
+				var raw json.RawMessage
+				if err := c.client.Do(c.ctx, "POST", "/api/v1/agent/pcs/"+esc(c.args[0])+"/claim", body, &raw); err != nil {
+					return err
+				}
+				if c.output == "json" {
+					return c.printJSON(raw)
+				}
+				var page struct {
+					Items []map[string]any `json:"items"`
+				}
+				if err := json.Unmarshal(raw, &page); err != nil {
+					return fmt.Errorf("decode answer: %w", err)
+				}
+				table(c.env.Stdout, append(taskDevCols, col{"PAYLOAD", "payload"}), page.Items)
+				return nil
+			}
+		}},
+		"get": simple("NAME", 1, "GET", func(a []string) string { return "/api/v1/pcs/" + esc(a[0]) }, pcRec),
 		"create": {usage: "NAME [--capacity N]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			capacity := fs.Int("capacity", 0, "device slots (default 20)")
 			return func(c *cmd) error {

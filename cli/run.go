@@ -30,11 +30,11 @@ type Env struct {
 
 // Groups are the command groups, each a `tickgate <group> <op>` family.
 var Groups = map[string]string{
-	"schedule": "manage schedules: list, get, create, delete, pause, resume, trigger, runs",
+	"schedule": "manage schedules: list, get, create, update, delete, pause, resume, trigger, reschedule, backfill, runs, events",
 	"rollout":  "manage rollouts: list, get, create, tasks, pause, resume, cancel, watch",
 	"task-run": "act on a rollout's task run: get, retry, skip, cancel, result",
-	"task":     "manage device tasks: list, get, create, cancel, devices, watch",
-	"pc":       "manage PCs: list, get, create",
+	"task":     "manage device tasks: list, get, create, cancel, devices, watch, execution, events, ack, report",
+	"pc":       "manage PCs: list, get, create, claim",
 	"device":   "manage devices: list, get, create, set-status",
 	"token":    "manage API tokens: list, create, revoke",
 }
