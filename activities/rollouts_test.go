@@ -129,3 +129,44 @@ func TestEndRolloutTasks(t *testing.T) {
 	_, err = a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: store.TaskDone})
 	require.Error(t, err)
 }
+
+// A worker killed mid-task leaves the task RUNNING; Temporal retries the batch elsewhere
+// and the task runs to DONE, once.
+func TestRunRolloutTasksRecoversAfterKilledWorker(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	var calls atomic.Int64
+	hang := make(chan struct{})
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			<-hang // the first worker dies while its request is in flight
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer target.Close()
+	defer close(hang)
+	tasks := claimAll(t, st, [2]string{"http", `{"url":"` + target.URL + `"}`})
+	a := &activities.RolloutActivities{Store: st}
+
+	killed, kill := context.WithCancel(context.Background())
+	go func() {
+		for calls.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		kill()
+	}()
+	_, err := a.RunRolloutTasks(killed, activities.BatchInput{Tasks: tasks, MaxAttempts: 3})
+	require.Error(t, err)
+	tr, err := st.GetTaskRun(context.Background(), tasks[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, store.TaskRunning, tr.Status, "the dead worker recorded nothing")
+
+	res, err := a.RunRolloutTasks(context.Background(), activities.BatchInput{Tasks: tasks, MaxAttempts: 3})
+	require.NoError(t, err)
+	require.Equal(t, []int64{tasks[0].ID}, res.Done)
+	tr, err = st.GetTaskRun(context.Background(), tasks[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, store.TaskDone, tr.Status)
+	require.EqualValues(t, 1, tr.Attempt, "still the one claim")
+	require.EqualValues(t, 2, calls.Load())
+}

@@ -291,6 +291,29 @@ func TestRolloutOperations(t *testing.T) {
 		return r3done.Status == "DONE"
 	}, 30*time.Second, 50*time.Millisecond)
 
+	// 4. Cancel a RUNNING task: the row is CANCELED at once and its executor (an hour-long
+	// sleep) is stopped, so the rollout finishes.
+	var r4 api.RolloutView
+	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "long", "parallel_limit": 1, "tasks": []map[string]any{
+		{"database": "v", "type": "DDL", "version": "1", "executor": "noop", "payload": map[string]any{"sleep": "1h"}},
+	}}, http.StatusCreated, &r4)
+	long := rolloutTasks(t, st, r4.ID, "")[0]
+	waitTaskStatus(t, st, long.ID, "RUNNING")
+	var canceledTask api.TaskRunView
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", long.ID), nil, http.StatusOK, &canceledTask)
+	require.Equal(t, "CANCELED", canceledTask.Status)
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", long.ID), nil, http.StatusConflict, nil)
+	var r4done api.RolloutView
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d", r4.ID), nil, http.StatusOK, &r4done)
+		return r4done.Status == "DONE"
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, "CANCELED", getTask(t, st, long.ID).Status)
+	require.Eventually(t, func() bool {
+		desc, err := st.Temporal.DescribeWorkflowExecution(ctx, fmt.Sprintf("rollout/%d", r4.ID), "")
+		return err == nil && desc.WorkflowExecutionInfo.CloseTime != nil
+	}, 30*time.Second, 100*time.Millisecond, "the rollout's workflow ends once its stopped task's batch returns")
+
 	st.JSON(t, http.MethodPost, "/api/v1/task-runs/987654321/skip", nil, http.StatusNotFound, nil)
 	st.JSON(t, http.MethodGet, "/api/v1/rollouts/abc", nil, http.StatusNotFound, nil)
 	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d/tasks?status=BOGUS", r3.ID), nil, http.StatusBadRequest, nil)
