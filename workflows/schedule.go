@@ -197,10 +197,12 @@ func ScheduleWorkflow(ctx workflow.Context, in ScheduleInput) error {
 	return w.run(ctx)
 }
 
-func activityCtx(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// Short: a fire is one transaction, and a worker killed mid-fire should hand the
-		// retry to another worker within seconds (the idempotency key makes it safe).
+// localCtx runs the schedule's Postgres writes as local activities, inside the workflow
+// task: no activity-task round trip through the server, which is most of a fire's latency.
+// A worker killed mid-write loses the workflow task; its retry on another worker runs the
+// write again, and the idempotency key makes that safe.
+func localCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
@@ -423,7 +425,7 @@ func (w *scheduleWorkflow) stopIfGone(err error) error {
 
 func (w *scheduleWorkflow) load(ctx workflow.Context) error {
 	var def activities.ScheduleDefinition
-	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.LoadSchedule, w.in.ScheduleID).Get(ctx, &def); err != nil {
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.LoadSchedule, w.in.ScheduleID).Get(ctx, &def); err != nil {
 		return err
 	}
 	spec, err := schedulespec.Normalize(def.Spec, def.CreatedAt)
@@ -527,7 +529,7 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 	}
 	defer w.unlockMirror()
 	next := w.nextAfterWatermark()
-	err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
+	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
 		ScheduleID: w.def.ID, Ticks: *missed, Reason: reason, NextRunAt: next,
 	}).Get(ctx, nil)
 	*missed = nil
@@ -676,7 +678,7 @@ func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger,
 		rec.Event = w.eventFor(tick, trigger, rec.FiredAt)
 	}
 	var run activities.RunRecord
-	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.RecordTick, rec).Get(ctx, &run); err != nil {
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordTick, rec).Get(ctx, &run); err != nil {
 		return TriggerResult{}, err
 	}
 	w.mirrored = rec.NextRunAt
@@ -714,12 +716,12 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, 
 	if input == nil {
 		input = w.def.Action.Input
 	}
-	err = workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
+	err = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
 		WorkflowID: workflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
 		Input: input, Schedule: w.def.Name,
 	}).Get(ctx, nil)
 	if err != nil {
-		_ = workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
+		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
 			RunID: res.RunID, Status: store.RunFailed, Error: "start run workflow: " + err.Error(),
 		}).Get(ctx, nil)
 		return TriggerResult{RunID: res.RunID, Status: store.RunFailed, ScheduledAt: tick}, nil
@@ -752,7 +754,7 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 		if err := workflow.ExecuteActivity(actx, scheduleActs.AwaitRunWorkflow, r.WorkflowID).Get(ctx, &out); err != nil {
 			out = activities.RunOutcome{Status: store.RunFailed, Error: err.Error()}
 		}
-		_ = workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
+		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
 			RunID: r.RunID, Status: out.Status, Error: out.Error,
 		}).Get(ctx, nil)
 		for i, x := range w.carry.Running {
@@ -788,7 +790,7 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 
 func (w *scheduleWorkflow) stopRunning(ctx workflow.Context, terminate bool) {
 	for _, r := range w.carry.Running {
-		_ = workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.StopRunWorkflow, activities.StopRun{
+		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StopRunWorkflow, activities.StopRun{
 			WorkflowID: r.WorkflowID, Terminate: terminate, Reason: "overlap policy of schedule " + w.def.Name,
 		}).Get(ctx, nil)
 	}
@@ -806,7 +808,7 @@ func (w *scheduleWorkflow) mirrorNext(ctx workflow.Context, next *time.Time) err
 	if w.dirty || timesEqual(next, w.mirrored) {
 		return nil // a handler changed the state meanwhile: the loop goes round again
 	}
-	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{ScheduleID: w.def.ID, NextRunAt: next}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{ScheduleID: w.def.ID, NextRunAt: next}).Get(ctx, nil); err != nil {
 		return err
 	}
 	w.mirrored = next
@@ -835,7 +837,7 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 		return ScheduleDescription{}, err
 	}
 	defer w.unlockMirror()
-	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
 		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note,
 	}).Get(ctx, nil); err != nil {
 		return ScheduleDescription{}, err
@@ -862,7 +864,7 @@ func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, er
 	if !next.IsZero() {
 		nextPtr = &next
 	}
-	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
 		ScheduleID: w.in.ScheduleID, Paused: false, NextRunAt: nextPtr,
 	}).Get(ctx, nil); err != nil {
 		return ScheduleDescription{}, err
@@ -898,7 +900,7 @@ func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleReques
 		return ScheduleDescription{}, err
 	}
 	defer w.unlockMirror()
-	if err := workflow.ExecuteActivity(activityCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{
 		ScheduleID: w.in.ScheduleID, NextRunAt: &at,
 	}).Get(ctx, nil); err != nil {
 		return ScheduleDescription{}, err
