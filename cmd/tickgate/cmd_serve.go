@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/starter"
@@ -80,20 +82,28 @@ func runWorker(ctx context.Context, args []string) error {
 	return serveWorker(ctx, cfg)
 }
 
-func serveWorker(ctx context.Context, cfg config.Config) error {
+// connect migrates the database and connects to PostgreSQL and Temporal, waiting with
+// backoff for each to be reachable; closeAll releases both.
+func connect(ctx context.Context, cfg config.Config) (st *store.Store, tc client.Client, closeAll func(), err error) {
 	if err := migrateWithRetry(ctx, cfg.DatabaseURL); err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if st, err = store.Open(ctx, cfg.DatabaseURL); err != nil {
+		return nil, nil, nil, err
+	}
+	if tc, err = cfg.DialTemporal(ctx); err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	return st, tc, func() { tc.Close(); st.Close() }, nil
+}
+
+func serveWorker(ctx context.Context, cfg config.Config) error {
+	st, tc, closeAll, err := connect(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	tc, err := cfg.DialTemporal(ctx)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
+	defer closeAll()
 	w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
 	if err != nil {
 		return err
@@ -119,19 +129,11 @@ func runAPI(ctx context.Context, args []string) error {
 }
 
 func serveAPI(ctx context.Context, cfg config.Config) error {
-	if err := migrateWithRetry(ctx, cfg.DatabaseURL); err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, tc, closeAll, err := connect(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	tc, err := cfg.DialTemporal(ctx)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
+	defer closeAll()
 	e := api.New(&api.Server{Store: st, Temporal: tc, Starter: &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}})
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
