@@ -53,7 +53,7 @@ func (a *DeviceActivities) Advance(ctx context.Context) (AdvanceResult, error) {
 	}
 	res := AdvanceResult{ActiveTaskID: adv.ActiveTaskID, Finished: adv.Finished, Activated: adv.Activated, Refilled: adv.Refilled}
 	if len(adv.Activated) > 0 && adv.ActiveTaskID != 0 {
-		n, err := a.Store.RefillAll(ctx) // the PCs the activation skipped
+		n, err := a.Store.RefillAll(ctx) // normally a no-op: the activation filled the PCs
 		if err != nil {
 			return res, err
 		}

@@ -162,6 +162,12 @@ func (s *Store) SetDeviceStatus(ctx context.Context, serial, status, errText str
 	var dev Device
 	var ids []int64
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		// Lock the device's executions first: a result finishing one of them locks it, then
+		// the device; taking them in the same order cannot deadlock, and once the device
+		// leaves the eligible set every one of them is cancelled below (none skipped).
+		if _, err := q.LockActiveOfDevice(ctx, serial); err != nil {
+			return fmt.Errorf("lock executions of device %q: %w", serial, mapErr(err))
+		}
 		var err error
 		dev, err = q.SetDeviceStatus(ctx, dbgen.SetDeviceStatusParams{Status: status, Error: errText, Serial: serial})
 		if err != nil {
@@ -618,21 +624,29 @@ type Advanced struct {
 	ActiveTaskID int64   // the running task afterwards (0: none)
 	Finished     []int64 // tasks it finished (all executions final, nothing left to run)
 	Activated    []int64 // tasks it made active
-	// Refilled counts the executions created with the activation, in its transaction, on
-	// the PCs whose lock was free; the caller runs RefillAll for the others.
+	// Refilled counts the executions created with the activation, in its transaction.
 	Refilled int
 }
 
 // Advance keeps the single active task (D1): it finishes the running task once all its
 // executions are final and no eligible device is left for it (success when none failed),
 // then activates the oldest pending task, copying the worker's attempt limit and device
-// timeout onto it. One advisory lock serialises concurrent callers.
+// timeout onto it, and fills every PC's slots with it in the same transaction. One
+// advisory lock serialises concurrent callers; the PC locks (taken before any task row,
+// the order of every refill) keep refills out while it decides.
 func (s *Store) Advance(ctx context.Context, maxAttempts int, deviceTimeout time.Duration) (Advanced, error) {
 	var res Advanced
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		res = Advanced{}
 		if err := q.DispatcherLock(ctx); err != nil {
 			return fmt.Errorf("dispatcher lock: %w", mapErr(err))
+		}
+		// Every PC's refill lock: no refill (whose view of the running task or of a device
+		// might be older than this step's) commits while the task's progress is judged,
+		// and the activated task reaches every PC in this same commit.
+		pcIDs, err := q.LockAllPCs(ctx)
+		if err != nil {
+			return fmt.Errorf("lock pcs: %w", mapErr(err))
 		}
 		for i := 0; i < 1000; i++ {
 			t, err := q.LockRunningDevTask(ctx)
@@ -664,14 +678,8 @@ func (s *Store) Advance(ctx context.Context, maxAttempts int, deviceTimeout time
 				return fmt.Errorf("activate next task: %w", mapErr(err))
 			}
 			res.Activated = append(res.Activated, next.ID)
-			// The new task reaches the PCs in the same commit that makes it active. PCs a
-			// result is refilling right now are skipped (no waiting while holding the task
-			// locks, so no deadlock); RefillAll after the commit covers them.
-			free, err := q.LockFreePCs(ctx)
-			if err != nil {
-				return fmt.Errorf("lock free pcs: %w", mapErr(err))
-			}
-			ids, err := q.RefillAllPCs(ctx, free)
+			// The new task reaches every PC in the same commit that makes it active.
+			ids, err := q.RefillAllPCs(ctx, pcIDs)
 			if err != nil {
 				return fmt.Errorf("refill pcs for task %d: %w", next.ID, mapErr(err))
 			}
@@ -683,24 +691,18 @@ func (s *Store) Advance(ctx context.Context, maxAttempts int, deviceTimeout time
 }
 
 func taskDone(ctx context.Context, q *dbgen.Queries, t DevTask) (done bool, status, msg string, err error) {
-	c, err := q.DevTaskExecutionCounts(ctx, t.ID)
+	p, err := q.DevTaskProgress(ctx, t.ID)
 	if err != nil {
-		return false, "", "", fmt.Errorf("count executions of task %d: %w", t.ID, mapErr(err))
+		return false, "", "", fmt.Errorf("progress of task %d: %w", t.ID, mapErr(err))
 	}
-	if c.Active > 0 {
+	if p.Active > 0 {
 		return false, "", "", nil
 	}
-	if t.TargetCount == nil || c.Created < int64(*t.TargetCount) {
-		more, err := q.DevTaskHasUnrunDevice(ctx, t.ID)
-		if err != nil {
-			return false, "", "", fmt.Errorf("devices left for task %d: %w", t.ID, mapErr(err))
-		}
-		if more {
-			return false, "", "", nil
-		}
+	if p.HasUnrun && (t.TargetCount == nil || p.Created < int64(*t.TargetCount)) {
+		return false, "", "", nil
 	}
-	if c.Failed > 0 {
-		return true, DevTaskFailed, fmt.Sprintf("%d of %d executions failed", c.Failed, c.Succeeded+c.Failed), nil
+	if p.Failed > 0 {
+		return true, DevTaskFailed, fmt.Sprintf("%d of %d executions failed", p.Failed, p.Succeeded+p.Failed), nil
 	}
 	return true, DevTaskSuccess, "", nil
 }

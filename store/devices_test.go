@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -347,5 +348,147 @@ func TestDevicesTargetCountAndAbortRule(t *testing.T) {
 	// pcC's two unsent executions are cancelled; pcA/pcB's (unsent too) as well.
 	for _, s := range statuses {
 		require.Contains(t, []string{"pcC:FAILED_FINAL", "pcA:CANCELLED", "pcB:CANCELLED", "pcC:CANCELLED"}, s)
+	}
+}
+
+func TestDevicesActivationFillsSlotsInTheSameCommit(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 4, 6)
+	devFarm(t, st, "pc2", 4, 2)
+	task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	require.NoError(t, err)
+	adv, err := st.Advance(ctx, 3, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{task.ID}, adv.Activated)
+	require.Equal(t, 6, adv.Refilled, "min(4, 6) + min(4, 2) executions with the activation")
+	require.Equal(t, int64(4), slots(t, st, "pc1").Running)
+	require.Equal(t, int64(2), slots(t, st, "pc2").Running)
+}
+
+// TestDevicesD2UnderConcurrency races agents claiming and reporting on three PCs against
+// full refills, dispatcher steps and devices flapping offline/online: no sample ever sees a
+// PC running more than its target, no device runs a task twice, and both tasks finish.
+func TestDevicesD2UnderConcurrency(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pcs := []string{"pa", "pb", "pc"}
+	for _, pc := range pcs {
+		devFarm(t, st, pc, 4, 7)
+	}
+	var taskIDs []int64
+	for i := 0; i < 2; i++ {
+		task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+		require.NoError(t, err)
+		taskIDs = append(taskIDs, task.ID)
+	}
+	done := func() bool {
+		for _, id := range taskIDs {
+			task, err := st.GetDevTask(ctx, id)
+			require.NoError(t, err)
+			if task.Status == store.DevTaskPending || task.Status == store.DevTaskRunning {
+				return false
+			}
+		}
+		return true
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var violations []string
+	errs := make(chan error, 16)
+	run := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := f(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for _, pc := range pcs {
+		for agent := 0; agent < 2; agent++ {
+			run(func() error {
+				_, cmds, err := st.Claim(ctx, pc, 3)
+				if err != nil {
+					return err
+				}
+				for i, c := range cmds {
+					r := store.Result{Succeeded: i%3 != 0, Error: "flaky", Attempt: &c.Attempt}
+					if _, err := st.ReportResult(ctx, c.ID, r); err != nil && !errors.Is(err, store.ErrNotInFlight) {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+	}
+	run(func() error {
+		if _, err := st.Advance(ctx, 3, time.Minute); err != nil {
+			return err
+		}
+		_, err := st.RefillAll(ctx)
+		return err
+	})
+	run(func() error {
+		// pa-d00 flaps between offline and online.
+		if _, _, err := st.SetDeviceStatus(ctx, "pa-d00", store.DeviceOffline, ""); err != nil {
+			return err
+		}
+		_, _, err := st.SetDeviceStatus(ctx, "pa-d00", store.DeviceOnline, "")
+		return err
+	})
+	run(func() error {
+		sums, err := st.PCSummaries(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range sums {
+			if s.Running > s.Target {
+				mu.Lock()
+				violations = append(violations, fmt.Sprintf("%+v", s))
+				mu.Unlock()
+			}
+		}
+		return nil
+	})
+	require.Eventually(t, func() bool {
+		select {
+		case err := <-errs:
+			require.NoError(t, err)
+		default:
+		}
+		return done()
+	}, time.Minute, 20*time.Millisecond)
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Empty(t, violations)
+	for _, id := range taskIDs {
+		tds, err := st.TaskDevices(ctx, id, 0, 1000)
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		for _, td := range tds {
+			if td.Status == store.TDCancelled {
+				continue
+			}
+			require.False(t, seen[td.DeviceSerial], "task %d ran twice on %s", id, td.DeviceSerial)
+			seen[td.DeviceSerial] = true
+			require.True(t, store.TDFinal(td.Status), "execution %d is %s", td.ID, td.Status)
+		}
 	}
 }

@@ -148,7 +148,10 @@ WITH pick AS (
     WHERE td.pc_id = $1::bigint AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.status IN ('online', 'busy')
     ORDER BY td.id
     LIMIT $2::integer
+    -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
+    -- cancels what it sent), or this claim waits for it and sees the device's new status.
     FOR UPDATE OF td SKIP LOCKED
+    FOR SHARE OF d
 ), upd AS (
     UPDATE task_devices td
     SET status = 'SENT', sent_at = now(), acked_at = NULL,
@@ -275,6 +278,44 @@ func (q *Queries) DevTaskHasUnrunDevice(ctx context.Context, taskID int64) (bool
 	var has bool
 	err := row.Scan(&has)
 	return has, err
+}
+
+const devTaskProgress = `-- name: DevTaskProgress :one
+SELECT count(*) FILTER (WHERE td.status IN ('CREATED', 'SENT', 'ACKED', 'RETRY_SCHEDULED'))::bigint AS active,
+       count(*) FILTER (WHERE td.status = 'SUCCEEDED')::bigint                                    AS succeeded,
+       count(*) FILTER (WHERE td.status = 'FAILED_FINAL')::bigint                                 AS failed,
+       count(*) FILTER (WHERE td.status <> 'CANCELLED')::bigint                                   AS created,
+       EXISTS (
+           SELECT 1 FROM devices d
+           WHERE d.status IN ('online', 'busy')
+             AND NOT EXISTS (SELECT 1 FROM task_devices x
+                             WHERE x.task_id = $1 AND x.device_id = d.id AND x.status <> 'CANCELLED')
+       )::boolean AS has_unrun
+FROM task_devices td WHERE td.task_id = $1
+`
+
+type DevTaskProgressRow struct {
+	Active    int64
+	Succeeded int64
+	Failed    int64
+	Created   int64
+	HasUnrun  bool
+}
+
+// A task's execution counts and whether an eligible device has not run it yet, read in ONE
+// statement (one snapshot): a refill committing between two separate reads could otherwise
+// make a task look done while its new execution waits.
+func (q *Queries) DevTaskProgress(ctx context.Context, taskID int64) (DevTaskProgressRow, error) {
+	row := q.db.QueryRow(ctx, devTaskProgress, taskID)
+	var i DevTaskProgressRow
+	err := row.Scan(
+		&i.Active,
+		&i.Succeeded,
+		&i.Failed,
+		&i.Created,
+		&i.HasUnrun,
+	)
+	return i, err
 }
 
 const dispatcherLock = `-- name: DispatcherLock :exec
@@ -881,6 +922,36 @@ func (q *Queries) ListTaskDevicesOfTask(ctx context.Context, arg ListTaskDevices
 	return items, nil
 }
 
+const lockActiveOfDevice = `-- name: LockActiveOfDevice :many
+SELECT td.id FROM task_devices td
+WHERE td.device_id = (SELECT d.id FROM devices d WHERE d.serial = $1)
+  AND td.status IN ('CREATED', 'SENT', 'ACKED', 'RETRY_SCHEDULED')
+ORDER BY td.id
+FOR UPDATE OF td
+`
+
+// A device's slot-holding executions, locked before the device itself (the lock order of
+// the result path: task_devices, then devices, then pcs).
+func (q *Queries) LockActiveOfDevice(ctx context.Context, serial string) ([]int64, error) {
+	rows, err := q.db.Query(ctx, lockActiveOfDevice, serial)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockAllPCs = `-- name: LockAllPCs :many
 SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE
 `
@@ -928,32 +999,6 @@ func (q *Queries) LockDevTask(ctx context.Context, id int64) (Task, error) {
 		&i.FinishedAt,
 	)
 	return i, err
-}
-
-const lockFreePCs = `-- name: LockFreePCs :many
-SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
-`
-
-// The PCs whose refill lock is free right now (a transaction that already holds other
-// locks takes these without waiting, so it cannot deadlock).
-func (q *Queries) LockFreePCs(ctx context.Context) ([]int64, error) {
-	rows, err := q.db.Query(ctx, lockFreePCs)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const lockPC = `-- name: LockPC :one

@@ -46,6 +46,15 @@ SET status = @status, error = CASE WHEN @status::text = 'error' THEN @error::tex
 WHERE serial = @serial
 RETURNING *;
 
+-- name: LockActiveOfDevice :many
+-- A device's slot-holding executions, locked before the device itself (the lock order of
+-- the result path: task_devices, then devices, then pcs).
+SELECT td.id FROM task_devices td
+WHERE td.device_id = (SELECT d.id FROM devices d WHERE d.serial = @serial)
+  AND td.status IN ('CREATED', 'SENT', 'ACKED', 'RETRY_SCHEDULED')
+ORDER BY td.id
+FOR UPDATE OF td;
+
 -- name: SetDeviceErrorByID :exec
 UPDATE devices SET status = 'error', error = @error, updated_at = now() WHERE id = @id;
 
@@ -161,7 +170,10 @@ WITH pick AS (
     WHERE td.pc_id = @pc_id::bigint AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.status IN ('online', 'busy')
     ORDER BY td.id
     LIMIT @max_rows::integer
+    -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
+    -- cancels what it sent), or this claim waits for it and sees the device's new status.
     FOR UPDATE OF td SKIP LOCKED
+    FOR SHARE OF d
 ), upd AS (
     UPDATE task_devices td
     SET status = 'SENT', sent_at = now(), acked_at = NULL,
@@ -257,11 +269,6 @@ WHERE pc_id = @pc_id AND task_id = @task_id AND status IN ('CREATED', 'SENT', 'A
 -- Every PC's refill lock, in id order (the order any multi-PC lock takes them).
 SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE;
 
--- name: LockFreePCs :many
--- The PCs whose refill lock is free right now (a transaction that already holds other
--- locks takes these without waiting, so it cannot deadlock).
-SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE SKIP LOCKED;
-
 -- name: RefillAllPCs :many
 -- RefillPC for the given PCs in one statement (a task just became active): per PC at most
 -- target - running new executions, on eligible devices the task has not run on and that
@@ -300,3 +307,19 @@ WITH task AS (
     SELECT ins.id, ins.attempt, 'CREATED' FROM ins
 )
 SELECT ins.id FROM ins ORDER BY ins.id;
+
+-- name: DevTaskProgress :one
+-- A task's execution counts and whether an eligible device has not run it yet, read in ONE
+-- statement (one snapshot): a refill committing between two separate reads could otherwise
+-- make a task look done while its new execution waits.
+SELECT count(*) FILTER (WHERE td.status IN ('CREATED', 'SENT', 'ACKED', 'RETRY_SCHEDULED'))::bigint AS active,
+       count(*) FILTER (WHERE td.status = 'SUCCEEDED')::bigint                                    AS succeeded,
+       count(*) FILTER (WHERE td.status = 'FAILED_FINAL')::bigint                                 AS failed,
+       count(*) FILTER (WHERE td.status <> 'CANCELLED')::bigint                                   AS created,
+       EXISTS (
+           SELECT 1 FROM devices d
+           WHERE d.status IN ('online', 'busy')
+             AND NOT EXISTS (SELECT 1 FROM task_devices x
+                             WHERE x.task_id = @task_id AND x.device_id = d.id AND x.status <> 'CANCELLED')
+       )::boolean AS has_unrun
+FROM task_devices td WHERE td.task_id = @task_id;
