@@ -71,7 +71,7 @@ var (
 	// PromoterSafetyPoll is how often the promoter runs a round without being kicked.
 	PromoterSafetyPoll = 30 * time.Second
 	// TaskStartToClose bounds one executor attempt; TaskHeartbeat notices a killed worker.
-	TaskStartToClose = 10 * time.Minute
+	TaskStartToClose = 2 * time.Hour
 	TaskHeartbeat    = 30 * time.Second
 	// TaskMaxAttempts is how many times an executor runs a task before it is FAILED.
 	TaskMaxAttempts int32 = 3
