@@ -70,10 +70,12 @@ var (
 	RolloutSafetyPoll = 30 * time.Second
 	// PromoterSafetyPoll is how often the promoter runs a round without being kicked.
 	PromoterSafetyPoll = 30 * time.Second
-	// TaskStartToClose bounds one executor attempt; TaskHeartbeat notices a killed worker.
+	// TaskStartToClose bounds one attempt of a batch activity (its tasks' executor retries
+	// included); TaskHeartbeat notices a killed worker.
 	TaskStartToClose = 2 * time.Hour
 	TaskHeartbeat    = 30 * time.Second
-	// TaskMaxAttempts is how many times an executor runs a task before it is FAILED.
+	// TaskMaxAttempts is how many times an executor runs a task before it is FAILED, and
+	// how many times Temporal runs a batch whose worker died.
 	TaskMaxAttempts int32 = 3
 	// rolloutMaxEvents: past this history length the workflow drains and continues as new.
 	rolloutMaxEvents = 8000
