@@ -9,7 +9,7 @@ SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules clean
+.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean
 
 all: build
 
@@ -67,3 +67,7 @@ bench-rollouts: tools
 
 bench-devices: tools
 	$(GO) run ./bench/devices
+
+# The surface's per-request cost: token auth, idempotent replay, /metrics scrape.
+bench-api: postgres
+	$(GO) run ./bench/api

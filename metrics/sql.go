@@ -64,10 +64,10 @@ func (c *SQLCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descScrapeErrors, prometheus.GaugeValue, v, query)
 	}
 	report("lateness", c.histogram(ctx, ch, descLateness, LatenessBuckets,
-		`SELECT extract(epoch FROM fired_at - scheduled_at)::float8 FROM schedule_runs
+		`SELECT date_part('epoch', fired_at - scheduled_at) FROM schedule_runs
 		 WHERE fired_at IS NOT NULL AND trigger IN ('scheduled', 'catchup')`))
 	report("refill", c.histogram(ctx, ch, descRefill, RefillBuckets,
-		`SELECT extract(epoch FROM td.created_at - f.freed)::float8
+		`SELECT date_part('epoch', td.created_at - f.freed)
 		 FROM (SELECT * FROM task_devices ORDER BY id DESC LIMIT 1000) td
 		 CROSS JOIN LATERAL (SELECT max(p.completed_at) AS freed FROM task_devices p
 		                     WHERE p.pc_id = td.pc_id AND p.id < td.id
@@ -115,31 +115,44 @@ func (c *SQLCollector) slots(ctx context.Context, ch chan<- prometheus.Metric) e
 	return rows.Err()
 }
 
-// histogram buckets one column of seconds in SQL and emits it as a Prometheus histogram.
+// histogram buckets one column of seconds in SQL (one width_bucket per row, grouped) and
+// emits it as a Prometheus histogram with "le" (less-or-equal) buckets.
 func (c *SQLCollector) histogram(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, bounds []float64, values string) error {
-	q := fmt.Sprintf(`SELECT count(*), COALESCE(sum(GREATEST(v, 0)), 0)::float8,
-		ARRAY[%s]::bigint[] FROM (%s) AS s(v)`, bucketExprs(bounds), values)
-	var count int64
+	// width_bucket(-v, ascending negated bounds) is the number of bounds >= v.
+	neg := make([]float64, len(bounds))
+	for i, b := range bounds {
+		neg[len(bounds)-1-i] = -b
+	}
+	rows, err := c.Pool.Query(ctx, fmt.Sprintf(`SELECT width_bucket(-v, $1::float8[]), count(*), COALESCE(sum(GREATEST(v, 0)), 0)::float8
+		FROM (%s) AS s(v) WHERE v IS NOT NULL GROUP BY 1`, values), neg)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var count uint64
 	var sum float64
-	var perBucket []int64
-	if err := c.Pool.QueryRow(ctx, q).Scan(&count, &sum, &perBucket); err != nil {
+	cumulative := make([]uint64, len(bounds))
+	for rows.Next() {
+		var atLeast int
+		var n int64
+		var s float64
+		if err := rows.Scan(&atLeast, &n, &s); err != nil {
+			return err
+		}
+		count += uint64(n)
+		sum += s
+		// These values are <= the largest atLeast bounds.
+		for j := len(bounds) - atLeast; j < len(bounds); j++ {
+			cumulative[j] += uint64(n)
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return err
 	}
 	buckets := make(map[float64]uint64, len(bounds))
 	for i, b := range bounds {
-		buckets[b] = uint64(perBucket[i])
+		buckets[b] = cumulative[i]
 	}
-	ch <- prometheus.MustNewConstHistogram(desc, uint64(count), sum, buckets)
+	ch <- prometheus.MustNewConstHistogram(desc, count, sum, buckets)
 	return nil
-}
-
-func bucketExprs(bounds []float64) string {
-	s := ""
-	for i, b := range bounds {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("count(*) FILTER (WHERE v <= %g)", b)
-	}
-	return s
 }

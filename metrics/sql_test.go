@@ -1,0 +1,72 @@
+package metrics_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/internal/testenv"
+	"github.com/tickgate/tickgate/metrics"
+)
+
+// TestSQLCollector: fire lateness is an exact "le" histogram of schedule_runs, runs and task
+// runs are counted by status, and slots are reported per PC.
+func TestSQLCollector(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	_, err := st.Pool.Exec(ctx, `INSERT INTO schedules (name, spec, action) VALUES ('s', '{"interval":"1h"}', '{"kind":"event"}')`)
+	require.NoError(t, err)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Lateness 0.01 s exactly (on a bound: counts in le=0.01), 0.2 s, 3 s; one SKIPPED run (no fire).
+	for i, late := range []time.Duration{10 * time.Millisecond, 200 * time.Millisecond, 3 * time.Second} {
+		at := base.Add(time.Duration(i) * time.Hour)
+		_, err := st.Pool.Exec(ctx, `INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, idempotency_key, finished_at)
+			SELECT id, $1::timestamptz, $2::timestamptz, 'scheduled', 'SUCCEEDED', $3, $2::timestamptz FROM schedules`, at, at.Add(late), "k"+at.String())
+		require.NoError(t, err)
+	}
+	_, err = st.Pool.Exec(ctx, `INSERT INTO schedule_runs (schedule_id, scheduled_at, trigger, status, reason, idempotency_key, finished_at)
+		SELECT id, $1::timestamptz, 'scheduled', 'SKIPPED', 'overlap', 'skip-1', $1::timestamptz FROM schedules`, base.Add(5*time.Hour))
+	require.NoError(t, err)
+	_, err = st.Pool.Exec(ctx, `INSERT INTO pcs (name, device_capacity) VALUES ('pc-a', 3);
+		INSERT INTO devices (pc_id, serial) SELECT id, 'd' || g FROM pcs, generate_series(1, 5) g`)
+	require.NoError(t, err)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&metrics.SQLCollector{Pool: st.Pool})
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	byName := map[string]int{}
+	for i, f := range families {
+		byName[f.GetName()] = i
+	}
+	h := families[byName["tickgate_schedule_fire_lateness_seconds"]].GetMetric()[0].GetHistogram()
+	require.EqualValues(t, 3, h.GetSampleCount())
+	require.InDelta(t, 3.21, h.GetSampleSum(), 1e-9)
+	want := map[float64]uint64{0.01: 1, 0.025: 1, 0.1: 1, 0.25: 2, 2.5: 2, 5: 3, 60: 3}
+	for _, b := range h.GetBucket() {
+		if w, ok := want[b.GetUpperBound()]; ok {
+			require.Equal(t, w, b.GetCumulativeCount(), "le=%g", b.GetUpperBound())
+		}
+	}
+	require.Equal(t, 1, testutil.CollectAndCount(&metrics.SQLCollector{Pool: st.Pool}, "tickgate_device_slots_target"))
+	lint, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	require.Empty(t, lint)
+	require.NoError(t, testutil.GatherAndCompare(reg, stringsReader(`
+# HELP tickgate_device_slots_busy Device slots in use per PC (task_devices holding a slot).
+# TYPE tickgate_device_slots_busy gauge
+tickgate_device_slots_busy{pc="pc-a"} 0
+# HELP tickgate_device_slots_target Device slots a PC should keep busy: min(capacity, eligible devices).
+# TYPE tickgate_device_slots_target gauge
+tickgate_device_slots_target{pc="pc-a"} 3
+# HELP tickgate_schedule_runs Schedule runs by status (SKIPPED and MISSED included).
+# TYPE tickgate_schedule_runs gauge
+tickgate_schedule_runs{status="SKIPPED"} 1
+tickgate_schedule_runs{status="SUCCEEDED"} 3
+`), "tickgate_device_slots_busy", "tickgate_device_slots_target", "tickgate_schedule_runs"))
+}
