@@ -56,7 +56,11 @@ type TaskRequest struct {
 	Payload  json.RawMessage `json:"payload,omitempty"`
 }
 
-// RolloutView is a rollout as the API shows it.
+// RolloutView is a rollout as the API shows it. Status is RUNNING, PAUSED or CANCELED as
+// an operator set it, or DONE (every task finished, none FAILED) / FAILED (every task
+// finished, some FAILED) once nothing is left. A new rollout's tasks start PENDING
+// (NOT_STARTED is reserved for staged rollouts; no route creates it); pausing keeps them
+// PENDING with the waiting cause "rollout_paused" and stops claims.
 type RolloutView struct {
 	ID            int64            `json:"id"`
 	Name          string           `json:"name"`
