@@ -43,9 +43,10 @@ func (s *Server) maybePrune() {
 }
 
 // idempotency makes a POST carrying Idempotency-Key run once per (token, key, path): the
-// first answer (2xx or 4xx) is stored and returned again for the same request; a request
-// with the same key but another body is refused (422), and one arriving while the first is
-// still running gets 409. A 5xx answer is forgotten, so the client may retry.
+// first successful (2xx) answer is stored and returned again for the same request; a
+// request with the same key but another body is refused (422), and one arriving while the
+// first is still running gets 409. A 4xx or 5xx answer changed nothing and is not kept, so
+// bad input leaves no row behind and the client may retry (or correct) under the same key.
 func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -100,7 +101,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		status := c.Response().Status
-		if status >= 500 || status < 200 {
+		if status < 200 || status >= 300 {
 			if err := s.Store.ReleaseIdempotent(sctx, k); err != nil {
 				s.Logf("api: %v", err)
 			}

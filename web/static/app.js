@@ -143,11 +143,12 @@ async function pcs() {
 
 async function deviceTasks() {
   const page = await api("GET", "/tasks?limit=200");
-  let html = '<h2>Device tasks</h2><table id="devtasks"><thead><tr><th>ID</th><th>Status</th><th>Progress</th><th>Payload</th><th>Created</th><th>Finished</th></tr></thead><tbody>';
+  let html = '<h2>Device tasks</h2><table id="devtasks"><thead><tr><th>ID</th><th>Status</th><th>Progress</th><th>Payload</th><th>Created</th><th>Finished</th><th></th></tr></thead><tbody>';
   for (const t of page.items) {
     html += "<tr><td>" + t.id + '</td><td class="status-' + esc(t.status) + '">' + esc(t.status) + "</td><td>" +
       bar(t.counts || {}, ["succeeded", "active", "failed", "cancelled"]) + "</td><td><code>" + esc(JSON.stringify(t.payload)) +
-      "</code></td><td>" + when(t.created_at) + "</td><td>" + when(t.finished_at) + "</td></tr>";
+      "</code></td><td>" + when(t.created_at) + "</td><td>" + when(t.finished_at) + "</td><td>" +
+      temporalQuery('TickgateTask="' + t.id + '"') + "</td></tr>";
   }
   return html + "</tbody></table>";
 }
