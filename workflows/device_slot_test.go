@@ -256,3 +256,26 @@ func (s *DeviceSuite) TestPCWorkflowRefillsOnSignal() {
 	s.env.ExecuteWorkflow(workflows.PCWorkflow, workflows.PCInput{PC: "pc1", Poll: time.Hour})
 	s.Require().True(s.env.IsWorkflowCompleted())
 }
+
+func (s *DeviceSuite) TestFinalTimeoutRefillsExactlyOneSlot() {
+	task, tds := s.farm("pc1", 2, 4)
+	s.Require().Len(tds, 2, "capacity 2: two executions, no fan-out to all four devices")
+	id := tds[0].ID
+	for _, at := range []time.Duration{time.Minute, 22 * time.Minute, 43 * time.Minute} {
+		s.env.RegisterDelayedCallback(func() { s.claimAndSignal("pc1", id) }, at)
+	}
+	s.env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{TaskDeviceID: id, TaskID: task.ID, PC: "pc1", DispatcherID: "d"})
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Require().NoError(s.env.GetWorkflowError())
+
+	after, err := s.store.TaskDevices(context.Background(), task.ID, 0, 100)
+	s.Require().NoError(err)
+	s.Len(after, 3, "the slot freed by the final timeout was refilled with exactly one execution")
+	s.Equal(store.TDCreated, after[2].Status)
+	s.NotEqual(tds[0].DeviceSerial, after[2].DeviceSerial)
+	s.NotEqual(tds[1].DeviceSerial, after[2].DeviceSerial)
+	detail, err := s.store.GetPCDetail(context.Background(), "pc1")
+	s.Require().NoError(err)
+	s.Equal(int64(2), detail.Slots.Running)
+	s.Equal(int64(2), detail.Slots.Target)
+}
