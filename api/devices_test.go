@@ -16,6 +16,7 @@ import (
 	"github.com/tickgate/tickgate/internal/agentsim"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/teststack"
+	"github.com/tickgate/tickgate/store"
 )
 
 type taskDeviceEventsPage struct {
@@ -76,7 +77,7 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 			out--
 		},
 		Logf:  t.Logf,
-		Token: strings.TrimPrefix(st.Headers["Authorization"], "Bearer "),
+		Token: st.NewToken(t, store.RoleAgent, "rack-1"), // the PC's own agent token
 	})
 	defer fleet.Wait()
 	defer cancel()
