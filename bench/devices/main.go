@@ -51,34 +51,36 @@ func main() {
 	log.SetFlags(log.Ltime)
 	// Ctrl-C still stops the PostgreSQL cluster and the Temporal dev server it started.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx)
+	report, err := run(ctx)
 	stop()
 	if err != nil {
 		log.Fatalf("bench-devices: %v", err)
 	}
+	// Printed once everything it started has stopped, so RESULT is the last line.
+	fmt.Print(report)
 }
 
 type row struct{ name, value string }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context) (string, error) {
 	root, err := devstack.RepoRoot()
 	if err != nil {
-		return err
+		return "", err
 	}
 	bin, err := devstack.FindPostgresBinDir(true)
 	if err != nil {
-		return err
+		return "", err
 	}
 	pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(root, ".dev", "bench-devices", "pg")),
 		Port: 55470, FindFreePort: true, Log: log.Printf}
 	if err := pg.Start(ctx); err != nil {
-		return fmt.Errorf("postgres: %w", err)
+		return "", fmt.Errorf("postgres: %w", err)
 	}
 	defer pg.Stop() //nolint:errcheck
 
 	tbin, err := devstack.TemporalBinary(ctx, root, log.Printf)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var extra []string
 	for _, sa := range devstack.SearchAttributes {
@@ -88,36 +90,36 @@ func run(ctx context.Context) error {
 		ExistingPath: tbin, LogLevel: "error", ClientOptions: &client.Options{Namespace: "default"}, ExtraArgs: extra,
 	})
 	if err != nil {
-		return fmt.Errorf("temporal dev server: %w", err)
+		return "", fmt.Errorf("temporal dev server: %w", err)
 	}
 	defer dev.Stop() //nolint:errcheck
 
 	dbURL, err := freshDatabase(ctx, pg, "bench_devices")
 	if err != nil {
-		return err
+		return "", err
 	}
 	st, err := store.Open(ctx, dbURL+"&pool_max_conns=48")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer st.Close()
 	cfg := config.Config{DatabaseURL: dbURL, TemporalAddress: dev.FrontendHostPort(), TemporalNamespace: "default",
 		TaskQueue: "tickgate", DeviceTimeout: 20 * time.Minute, DeviceMaxAttempts: 3}
 	tc, err := cfg.DialTemporal(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer tc.Close()
 	w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := w.Start(); err != nil {
-		return err
+		return "", err
 	}
 	defer w.Stop()
 	if err := worker.StartSingletons(ctx, worker.Deps{Config: cfg, Store: st, Temporal: tc}); err != nil {
-		return err
+		return "", err
 	}
 	// Server-side refill latency: a result's request handled (the slot is freed when the
 	// result reaches the handler; its transaction refills the slot and commits before the
@@ -145,7 +147,7 @@ func run(ctx context.Context) error {
 	base := srv.URL + "/api/v1"
 	_, admin, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "bench-devices"})
 	if err != nil {
-		return err
+		return "", err
 	}
 	post := func(url, body string) error { return postJSON(admin, url, body) }
 
@@ -155,11 +157,11 @@ func run(ctx context.Context) error {
 		name := fmt.Sprintf("pc-%02d", p)
 		pcs = append(pcs, name)
 		if err := post(base+"/pcs", fmt.Sprintf(`{"name":%q,"device_capacity":%d}`, name, *flagCapacity)); err != nil {
-			return err
+			return "", err
 		}
 		for d := 0; d < *flagDevices; d++ {
 			if err := post(base+"/devices", fmt.Sprintf(`{"pc":%q,"serial":"%s-dev-%02d"}`, name, name, d)); err != nil {
-				return err
+				return "", err
 			}
 		}
 	}
@@ -168,7 +170,7 @@ func run(ctx context.Context) error {
 	for _, pc := range pcs {
 		_, tok, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAgent, PC: pc, Note: "bench agent"})
 		if err != nil {
-			return err
+			return "", err
 		}
 		agentTokens[pc] = tok
 	}
@@ -205,7 +207,7 @@ func run(ctx context.Context) error {
 	start := time.Now()
 	for i := 0; i < tasks; i++ {
 		if err := post(base+"/tasks", fmt.Sprintf(`{"payload":{"bench":%d}}`, i)); err != nil {
-			return err
+			return "", err
 		}
 	}
 
@@ -216,12 +218,12 @@ func run(ctx context.Context) error {
 	for !done {
 		select {
 		case <-runCtx.Done():
-			return fmt.Errorf("timed out after %s: %s", *flagTimeout, fleet.Stats.String())
+			return "", fmt.Errorf("timed out after %s: %s", *flagTimeout, fleet.Stats.String())
 		case <-time.After(*flagSample):
 		}
 		s, err := sample(ctx, st)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if s.open == 0 {
 			done = true
@@ -243,11 +245,11 @@ func run(ctx context.Context) error {
 	var executions, succeeded, attempts int64
 	if err := st.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'SUCCEEDED'), coalesce(sum(attempt), 0) FROM task_devices`).
 		Scan(&executions, &succeeded, &attempts); err != nil {
-		return err
+		return "", err
 	}
 	var finalTasks int64
 	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('success', 'failed')`).Scan(&finalTasks); err != nil {
-		return err
+		return "", err
 	}
 	mu.Lock()
 	slices.Sort(refill)
@@ -258,7 +260,7 @@ func run(ctx context.Context) error {
 	mu.Unlock()
 	sqlRefill, err := refillLatencies(ctx, st, *flagCapacity)
 	if err != nil {
-		return err
+		return "", err
 	}
 	p50, p99 := pct(sqlRefill, 50), pct(sqlRefill, 99)
 
@@ -279,16 +281,17 @@ func run(ctx context.Context) error {
 		{"samples with running > target (D2)", fmt.Sprintf("%d", overTarget)},
 		{"agent fleet", fleet.Stats.String()},
 	}
-	fmt.Println()
-	fmt.Println("| figure | value |")
-	fmt.Println("| --- | --- |")
+	var b strings.Builder
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "| figure | value |")
+	fmt.Fprintln(&b, "| --- | --- |")
 	for _, r := range rows {
-		fmt.Printf("| %s | %s |\n", r.name, r.value)
+		fmt.Fprintf(&b, "| %s | %s |\n", r.name, r.value)
 	}
-	fmt.Println()
-	fmt.Printf("RESULT utilisation=%.3f utilisation_raw=%.3f refill_p50_ms=%.2f refill_p99_ms=%.2f result_p99_ms=%.1f executions_per_s=%.1f d2_violations=%d\n",
+	fmt.Fprintln(&b)
+	fmt.Fprintf(&b, "RESULT utilisation=%.3f utilisation_raw=%.3f refill_p50_ms=%.2f refill_p99_ms=%.2f result_p99_ms=%.1f executions_per_s=%.1f d2_violations=%d\n",
 		util, utilRaw, ms(p50), ms(p99), ms(h99), eps, overTarget)
-	return nil
+	return b.String(), nil
 }
 
 // refillLatencies pairs every execution created by a refill (beyond each PC's initial
