@@ -250,10 +250,12 @@ func TestCLIDeviceFlowAndScheduleOps(t *testing.T) {
 	require.Contains(t, r.out, "ticks")
 	r = run(t, st, op, "schedule", "trigger", "feed")
 	require.Equal(t, 0, r.code, r.errOut)
+	r = run(t, st, op, "schedule", "trigger", "feed", "--overlap", "allow_all")
+	require.Equal(t, 0, r.code, r.errOut)
 	require.Eventually(t, func() bool {
-		r := run(t, st, op, "schedule", "events", "--topic", "feed", "-o", "json")
-		return r.code == 0 && strings.Count(r.out, `"type": "tick"`) >= 1
-	}, 30*time.Second, 200*time.Millisecond)
+		r := run(t, st, op, "schedule", "events", "--topic", "feed", "--limit", "1", "--all", "-o", "json")
+		return r.code == 0 && strings.Count(r.out, `"type": "tick"`) == 2
+	}, 30*time.Second, 200*time.Millisecond, "both events, one page at a time")
 	r = run(t, st, op, "schedule", "delete", "feed")
 	require.Equal(t, 0, r.code, r.errOut)
 	r = run(t, st, op, "schedule", "get", "feed")

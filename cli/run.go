@@ -209,7 +209,12 @@ func (c *cmd) list(path string, query url.Values, l *listFlags, cols []col) erro
 	next := ""
 	for {
 		if cursor != "" {
-			query.Set("cursor", cursor)
+			// The events feed's next_cursor is the last event id, sent back as ?after=.
+			if strings.HasPrefix(path, "/api/v1/events") {
+				query.Set("after", cursor)
+			} else {
+				query.Set("cursor", cursor)
+			}
 		}
 		var page struct {
 			Items      []json.RawMessage `json:"items"`
