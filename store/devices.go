@@ -365,6 +365,8 @@ type Outcome struct {
 	Aborted   bool
 	// Stale is set when the attempt was no longer in flight and nothing changed.
 	Stale bool
+
+	pcMayBeIdle bool
 }
 
 // ReportResult records an agent's result in one transaction: the execution's new state,
@@ -400,7 +402,10 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	return out, late
+	if late != nil {
+		return out, late
+	}
+	return out, s.afterCommit(ctx, &out)
 }
 
 // TimeoutAttempt times out attempt of execution id if it is still in flight (a conditional
@@ -424,7 +429,10 @@ func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Ou
 		out, err = finishAttempt(ctx, q, td, true, msg, true, EvTimeout)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, s.afterCommit(ctx, &out)
 }
 
 // finishAttempt applies the outcome of the in-flight attempt of td (locked by the caller).
@@ -493,18 +501,27 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 			return out, nil
 		}
 	}
-	if len(ids) == 0 {
-		// This PC found no more work for the task. When its last execution of the task is
-		// final, ask the dispatcher to check the task: the caller nudges after the commit,
-		// so the nudge of the last PC to finish sees every other PC's commit. Refills of one
-		// PC are serialised by its lock, so exactly its last finisher sees zero here.
-		n, err := q.CountActiveOfTaskOnPC(ctx, dbgen.CountActiveOfTaskOnPCParams{PcID: td.PcID, TaskID: task.ID})
-		if err != nil {
-			return out, fmt.Errorf("count executions of task %d on pc %d: %w", task.ID, td.PcID, mapErr(err))
-		}
-		out.CheckTask = n == 0
-	}
+	// This PC found no more work for the task: once the transaction committed, the caller
+	// checks whether this PC's share is over (afterCommit), outside the PC lock.
+	out.pcMayBeIdle = len(ids) == 0
 	return out, nil
+}
+
+// afterCommit completes an Outcome once its transaction committed: when the PC found no
+// more work for the task and none of the PC's executions of it is left, the dispatcher
+// should check the task (CheckTask). Counting after the commit, the last of several
+// executions finishing at once always sees every other one final, so the PC's last
+// finisher asks — no task-wide or PC lock needed.
+func (s *Store) afterCommit(ctx context.Context, out *Outcome) error {
+	if !out.pcMayBeIdle || out.CheckTask {
+		return nil
+	}
+	n, err := s.Q.CountActiveOfTaskOnPC(ctx, dbgen.CountActiveOfTaskOnPCParams{PcID: out.PCID, TaskID: out.TaskID})
+	if err != nil {
+		return fmt.Errorf("count executions of task %d on pc %d: %w", out.TaskID, out.PCID, mapErr(err))
+	}
+	out.CheckTask = n == 0
+	return nil
 }
 
 // applyAbortRule aborts the task (locked here, so one transaction decides) once at least
