@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -369,6 +370,29 @@ type Outcome struct {
 	pcMayBeIdle bool
 }
 
+// pcGates queue, inside this process, the transactions that free and refill a slot of the
+// same PC, so that results arriving together for one PC wait here instead of each holding
+// a pooled connection while blocked on the PC's row lock (which still decides, across
+// processes). Keyed by pcGateKey.
+var pcGates sync.Map
+
+type pcGateKey struct {
+	store *Store
+	pc    int64
+}
+
+// gatePC takes this process's gate of the PC of execution id; it returns the release.
+func (s *Store) gatePC(ctx context.Context, id int64) func() {
+	pc, err := s.Q.TaskDevicePCID(ctx, id)
+	if err != nil {
+		return func() {} // an unknown id: the transaction reports it
+	}
+	m, _ := pcGates.LoadOrStore(pcGateKey{s, pc}, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
 // ReportResult records an agent's result in one transaction: the execution's new state,
 // its events, the device turning error on a final failure, the PC's freed slot refilled at
 // once, and the task's abort rule. A result for an attempt that is no longer in flight (it
@@ -376,6 +400,7 @@ type Outcome struct {
 func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, error) {
 	var out Outcome
 	var late error
+	release := s.gatePC(ctx, id)
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		td, err := q.LockTaskDevice(ctx, id)
 		if err != nil {
@@ -399,6 +424,7 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 		out, err = finishAttempt(ctx, q, td, !r.Succeeded, r.Error, !r.NotRetryable, EvFailed)
 		return err
 	})
+	release()
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -413,6 +439,7 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 // nothing and returns the current state with Stale set.
 func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Outcome, error) {
 	var out Outcome
+	release := s.gatePC(ctx, id)
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		td, err := q.LockTaskDevice(ctx, id)
 		if err != nil {
@@ -429,6 +456,7 @@ func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Ou
 		out, err = finishAttempt(ctx, q, td, true, msg, true, EvTimeout)
 		return err
 	})
+	release()
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -1335,3 +1335,14 @@ func (q *Queries) SucceedTaskDevice(ctx context.Context, id int64) error {
 	_, err := q.db.Exec(ctx, succeedTaskDevice, id)
 	return err
 }
+
+const taskDevicePCID = `-- name: TaskDevicePCID :one
+SELECT pc_id FROM task_devices WHERE id = $1
+`
+
+func (q *Queries) TaskDevicePCID(ctx context.Context, id int64) (int64, error) {
+	row := q.db.QueryRow(ctx, taskDevicePCID, id)
+	var pc_id int64
+	err := row.Scan(&pc_id)
+	return pc_id, err
+}

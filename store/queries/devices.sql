@@ -323,3 +323,6 @@ SELECT count(*) FILTER (WHERE td.status IN ('CREATED', 'SENT', 'ACKED', 'RETRY_S
                              WHERE x.task_id = @task_id AND x.device_id = d.id AND x.status <> 'CANCELLED')
        )::boolean AS has_unrun
 FROM task_devices td WHERE td.task_id = @task_id;
+
+-- name: TaskDevicePCID :one
+SELECT pc_id FROM task_devices WHERE id = @id;
