@@ -2,8 +2,10 @@ package api_test
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,9 +21,11 @@ func TestMetricsEndpoint(t *testing.T) {
 	st.JSON(t, http.MethodGet, "/api/v1/schedules/does-not-exist", nil, http.StatusNotFound, nil)
 	st.JSON(t, http.MethodGet, "/api/v1/no-such-route-xyz/42", nil, http.StatusNotFound, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/schedules", `{"name": 1}`, http.StatusBadRequest, nil)
+	// The registry is process-wide: a name of its own per run keeps -count=N honest.
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	h := metrics.TemporalHandler().WithTags(map[string]string{"namespace": "default"})
-	h.Counter("temporal_test_counter").Inc(3)
-	h.Timer("temporal_test_latency").Record(0)
+	h.Counter("temporal_test_counter_" + suffix).Inc(3)
+	h.Timer("temporal_test_latency_" + suffix).Record(0)
 
 	status, _ := st.As("").Do(t, http.MethodGet, "/metrics", nil)
 	require.Equal(t, http.StatusUnauthorized, status)
@@ -41,8 +45,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		`tickgate_metrics_sql_errors{query="lateness"} 0`,
 		`tickgate_metrics_sql_errors{query="refill"} 0`,
 		`tickgate_metrics_sql_errors{query="task_runs"} 0`,
-		`temporal_test_counter{namespace="default"} 3`,
-		`temporal_test_latency_seconds_count{namespace="default"} 1`,
+		`temporal_test_counter_` + suffix + `{namespace="default"} 3`,
+		`temporal_test_latency_` + suffix + `_seconds_count{namespace="default"} 1`,
 		`go_goroutines`,
 	} {
 		require.True(t, strings.Contains(text, want), "missing %s in\n%s", want, text)
