@@ -122,6 +122,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	sort.Strings(extra)
 	require.Empty(t, missing, "routes missing from api/openapi.yaml")
 	require.Empty(t, extra, "api/openapi.yaml documents routes that do not exist")
+	// The permission table names no route that does not exist (every route having an entry
+	// is checked by TestAuthorizationByRoute).
+	for key := range api.RoutePermissions {
+		require.True(t, routes[key], "api.RoutePermissions has an entry for a route that does not exist: %s", key)
+	}
 
 	// Every $ref resolves.
 	for _, ref := range regexp.MustCompile(`\$ref: "#/components/(\w+)/(\w+)"`).FindAllStringSubmatch(string(api.OpenAPIDocument), -1) {
