@@ -143,6 +143,11 @@ func TestCLIAgainstAPI(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.out), &tok))
 	r = run(t, st, tok["token"].(string), "token", "list")
 	require.Equal(t, 0, r.code, r.errOut)
+	r = run(t, st, admin, "token", "create", "--role", "operator", "-q")
+	require.Equal(t, 0, r.code, r.errOut)
+	quiet := strings.TrimSpace(r.out)
+	require.True(t, strings.HasPrefix(quiet, "tg_") && !strings.Contains(quiet, " "), r.out)
+	require.Equal(t, 0, run(t, st, quiet, "schedule", "list").code)
 	r = run(t, st, admin, "token", "create", "--role", "root")
 	require.Equal(t, cli.ExitUsage, r.code)
 

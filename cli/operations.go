@@ -488,10 +488,11 @@ var operations = map[string]map[string]op{
 	"token": {
 		"list":   listOp("[--limit N] [--all]", "/api/v1/tokens", tokenCols),
 		"revoke": simple("ID", 1, "DELETE", func(a []string) string { return "/api/v1/tokens/" + esc(a[0]) }, tokenCols),
-		"create": {usage: "--role admin|operator|viewer|agent [--pc PC] [--note TEXT] [--database-url URL]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+		"create": {usage: "--role admin|operator|viewer|agent [--pc PC] [--note TEXT] [--database-url URL] [-q]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			role := fs.String("role", "", "admin, operator, viewer or agent")
 			pc := fs.String("pc", "", "the PC an agent token is bound to")
 			note := fs.String("note", "", "what the token is for")
+			quiet := fs.Bool("q", false, "print only the token (for TOKEN=$(tickgate token create … -q))")
 			dbURL := fs.String("database-url", "", "create the token straight in this database (DATABASE_URL when no API token is set): the way to make the first admin token")
 			return func(c *cmd) error {
 				if err := c.want(0, "no arguments"); err != nil {
@@ -514,6 +515,10 @@ var operations = map[string]map[string]op{
 					if err != nil {
 						return err
 					}
+					if *quiet {
+						_, err := fmt.Fprintln(c.env.Stdout, token)
+						return err
+					}
 					b, _ := json.Marshal(map[string]any{"id": id, "role": *role, "pc": *pc, "note": *note, "token": token})
 					return c.show(b, tokenRec)
 				}
@@ -523,6 +528,16 @@ var operations = map[string]map[string]op{
 				}
 				if *note != "" {
 					req["note"] = *note
+				}
+				if *quiet {
+					var created struct {
+						Token string `json:"token"`
+					}
+					if err := c.client.Do(c.ctx, "POST", "/api/v1/tokens", req, &created); err != nil {
+						return err
+					}
+					_, err := fmt.Fprintln(c.env.Stdout, created.Token)
+					return err
 				}
 				return c.call("POST", "/api/v1/tokens", req, tokenRec)
 			}
