@@ -94,7 +94,13 @@ func TestRolloutEndToEnd(t *testing.T) {
 	require.Equal(t, "schema-2026", created.Name)
 	require.EqualValues(t, 2, created.ParallelLimit)
 	require.EqualValues(t, len(tasks), created.Progress.Total)
-	require.EqualValues(t, len(tasks), created.Counts["PENDING"])
+	// The promoter may already have promoted up to the limit by the time the answer is read.
+	var counted int64
+	for _, n := range created.Counts {
+		counted += int64(n)
+	}
+	require.EqualValues(t, len(tasks), counted)
+	require.GreaterOrEqual(t, int64(created.Counts["PENDING"]), int64(len(tasks)-2))
 
 	// Sample the invariants the whole time it runs.
 	var (
