@@ -19,6 +19,19 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
+// deviceStack starts a stack on a task queue of its own: the device engine's workflow ids
+// are scoped by task queue and numbered by database ids, so a second run of the same test
+// (-count=2) against the same Temporal server must not meet the first run's workflows.
+func deviceStack(t *testing.T, configure func(*config.Config)) *teststack.Stack {
+	t.Helper()
+	return teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
+		c.TaskQueue = fmt.Sprintf("tq-%s-%d", t.Name(), time.Now().UnixNano())
+		if configure != nil {
+			configure(c)
+		}
+	}})
+}
+
 type taskDeviceEventsPage struct {
 	Items []api.TaskDeviceEventView `json:"items"`
 }
@@ -39,7 +52,7 @@ func taskDeviceEventTypes(t *testing.T, st *teststack.Stack, id int64) []string 
 // the task exactly once, and the failed first attempts of five devices are retried.
 func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 	t.Parallel()
-	st := teststack.Start(t, teststack.Options{})
+	st := deviceStack(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -165,7 +178,7 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 // activates the next one at once.
 func TestDevicesTimeoutOnRealServerAndLateResult(t *testing.T) {
 	t.Parallel()
-	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) { c.DeviceTimeout = time.Second }})
+	st := deviceStack(t, func(c *config.Config) { c.DeviceTimeout = time.Second })
 	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "solo", "device_capacity": 1}, http.StatusCreated, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "solo", "serial": "only-one"}, http.StatusCreated, nil)
 	var t1, t2 api.DevTaskView
@@ -210,7 +223,7 @@ func TestDevicesTimeoutOnRealServerAndLateResult(t *testing.T) {
 // TestDevicesBadInput: bad requests get a 4xx problem naming the field and change nothing.
 func TestDevicesBadInput(t *testing.T) {
 	t.Parallel()
-	st := teststack.Start(t, teststack.Options{})
+	st := deviceStack(t, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "p1"}, http.StatusCreated, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "p1", "serial": "s1"}, http.StatusCreated, nil)
 	cases := []struct {
