@@ -15,21 +15,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/testsuite"
-
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/internal/agentsim"
 	"github.com/tickgate/tickgate/internal/config"
-	"github.com/tickgate/tickgate/internal/devstack"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
@@ -63,38 +58,13 @@ func main() {
 type row struct{ name, value string }
 
 func run(ctx context.Context) (string, error) {
-	root, err := devstack.RepoRoot()
+	stack, err := benchstack.Start(ctx, "devices", 55480)
 	if err != nil {
 		return "", err
 	}
-	bin, err := devstack.FindPostgresBinDir(true)
-	if err != nil {
-		return "", err
-	}
-	pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(root, ".dev", "bench-devices", "pg")),
-		Port: 55470, FindFreePort: true, Log: log.Printf}
-	if err := pg.Start(ctx); err != nil {
-		return "", fmt.Errorf("postgres: %w", err)
-	}
-	defer pg.Stop() //nolint:errcheck
+	defer stack.Stop()
 
-	tbin, err := devstack.TemporalBinary(ctx, root, log.Printf)
-	if err != nil {
-		return "", err
-	}
-	var extra []string
-	for _, sa := range devstack.SearchAttributes {
-		extra = append(extra, "--search-attribute", sa+"=Keyword")
-	}
-	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath: tbin, LogLevel: "error", ClientOptions: &client.Options{Namespace: "default"}, ExtraArgs: extra,
-	})
-	if err != nil {
-		return "", fmt.Errorf("temporal dev server: %w", err)
-	}
-	defer dev.Stop() //nolint:errcheck
-
-	dbURL, err := freshDatabase(ctx, pg, "bench_devices")
+	dbURL, err := stack.FreshDatabase(ctx, "bench_devices")
 	if err != nil {
 		return "", err
 	}
@@ -103,7 +73,7 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer st.Close()
-	cfg := config.Config{DatabaseURL: dbURL, TemporalAddress: dev.FrontendHostPort(), TemporalNamespace: "default",
+	cfg := config.Config{DatabaseURL: dbURL, TemporalAddress: stack.Temporal.FrontendHostPort(), TemporalNamespace: "default",
 		TaskQueue: "tickgate", DeviceTimeout: 20 * time.Minute, DeviceMaxAttempts: 3}
 	tc, err := cfg.DialTemporal(ctx)
 	if err != nil {
@@ -385,24 +355,6 @@ func postJSON(token, url, body string) error {
 		return fmt.Errorf("POST %s answered %d", url, resp.StatusCode)
 	}
 	return nil
-}
-
-func freshDatabase(ctx context.Context, pg *devstack.Postgres, name string) (string, error) {
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-		return "", err
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", err
-	}
-	if err := store.Migrate(ctx, pg.URL(name)); err != nil {
-		return "", err
-	}
-	return pg.URL(name), nil
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,10 +19,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/testsuite"
 
+	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/internal/config"
-	"github.com/tickgate/tickgate/internal/devstack"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -51,38 +49,13 @@ func main() {
 type row struct{ name, value string }
 
 func run(ctx context.Context) error {
-	root, err := devstack.RepoRoot()
-	if err != nil {
-		return err
-	}
-	bin, err := devstack.FindPostgresBinDir(true)
-	if err != nil {
-		return err
-	}
-	pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(root, ".dev", "bench-rollouts", "pg")),
-		Port: 55460, FindFreePort: true, Log: log.Printf}
-	if err := pg.Start(ctx); err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	defer pg.Stop() //nolint:errcheck
-
-	tbin, err := devstack.TemporalBinary(ctx, root, log.Printf)
-	if err != nil {
-		return err
-	}
 	// Eager activity dispatch hands a workflow's new activities straight back to the worker
 	// that completed the workflow task (a documented server setting, off by default).
-	extra := []string{"--dynamic-config-value", "system.enableActivityEagerExecution=true"}
-	for _, sa := range devstack.SearchAttributes {
-		extra = append(extra, "--search-attribute", sa+"=Keyword")
-	}
-	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath: tbin, LogLevel: "error", ClientOptions: &client.Options{Namespace: "default"}, ExtraArgs: extra,
-	})
+	stack, err := benchstack.Start(ctx, "rollouts", 55460, "--dynamic-config-value", "system.enableActivityEagerExecution=true")
 	if err != nil {
-		return fmt.Errorf("temporal dev server: %w", err)
+		return err
 	}
-	defer dev.Stop() //nolint:errcheck
+	defer stack.Stop()
 
 	tasks := workload()
 	var rows []row
@@ -90,7 +63,7 @@ func run(ctx context.Context) error {
 	add("workload", "%d noop tasks, %d databases (DDL/DML mixed, versions 1–10), parallel limit %d", len(tasks), *flagDatabases, *flagLimit)
 
 	// 1. One promotion round with every task PENDING.
-	st, err := freshStore(ctx, pg, "bench_round")
+	st, err := freshStore(ctx, stack, "bench_round")
 	if err != nil {
 		return err
 	}
@@ -119,7 +92,7 @@ func run(ctx context.Context) error {
 	add("queries per round", "3 (advisory lock, promote with waiting causes, next run_at)")
 
 	// 2. tickgate end to end on two workers.
-	tps, breaches, samples, elapsed, err := runTickgate(ctx, pg, dev.FrontendHostPort(), tasks)
+	tps, breaches, samples, elapsed, err := runTickgate(ctx, stack, stack.Temporal.FrontendHostPort(), tasks)
 	if err != nil {
 		return err
 	}
@@ -127,7 +100,7 @@ func run(ctx context.Context) error {
 	add("R1–R3 breaches while running", "%d in %d samples", breaches, samples)
 
 	// 3. The seed-style baseline.
-	btps, bdone, belapsed, err := runBaseline(ctx, pg, tasks)
+	btps, bdone, belapsed, err := runBaseline(ctx, stack, tasks)
 	if err != nil {
 		return err
 	}
@@ -168,31 +141,21 @@ func workload() []store.NewTask {
 	return tasks
 }
 
-func freshStore(ctx context.Context, pg *devstack.Postgres, name string) (*store.Store, error) {
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+func freshStore(ctx context.Context, stack *benchstack.Stack, name string) (*store.Store, error) {
+	url, err := stack.FreshDatabase(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-		return nil, err
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, err
-	}
-	if err := store.Migrate(ctx, pg.URL(name)); err != nil {
-		return nil, err
-	}
-	return store.Open(ctx, pg.URL(name)+"&pool_max_conns=32")
+	return store.Open(ctx, url+"&pool_max_conns=32")
 }
 
-func runTickgate(ctx context.Context, pg *devstack.Postgres, temporalAddr string, tasks []store.NewTask) (float64, int, int, time.Duration, error) {
+func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string, tasks []store.NewTask) (float64, int, int, time.Duration, error) {
 	st, err := freshStore(ctx, pg, "bench_e2e")
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
 	defer st.Close()
-	cfg := config.Config{DatabaseURL: pg.URL("bench_e2e"), TemporalAddress: temporalAddr, TemporalNamespace: "default", TaskQueue: "tickgate"}
+	cfg := config.Config{DatabaseURL: pg.PG.URL("bench_e2e"), TemporalAddress: temporalAddr, TemporalNamespace: "default", TaskQueue: "tickgate"}
 	var clients []client.Client
 	for i := 0; i < *flagWorkers; i++ {
 		tc, err := cfg.DialTemporal(ctx)
@@ -276,7 +239,7 @@ func runTickgate(ctx context.Context, pg *devstack.Postgres, temporalAddr string
 // busy, rollout count) plus in-memory tracking for the round, promoting one UPDATE at a
 // time; and a running scheduler, tickled after each round, that claims AVAILABLE tasks one
 // by one (`UPDATE … WHERE id = ? AND status = 'AVAILABLE'`) and runs them in goroutines.
-func runBaseline(ctx context.Context, pg *devstack.Postgres, tasks []store.NewTask) (float64, int64, time.Duration, error) {
+func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTask) (float64, int64, time.Duration, error) {
 	st, err := freshStore(ctx, pg, "bench_baseline")
 	if err != nil {
 		return 0, 0, 0, err
