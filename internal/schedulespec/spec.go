@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"strings"
 	"time"
 
@@ -106,6 +107,13 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// The range start_at and end_at may take: an interval's tick number is computed as a
+// time.Duration from start_at, which spans about 292 years.
+var (
+	minTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // Compiled is a validated spec ready to compute fire times.
@@ -134,10 +142,16 @@ func Normalize(s Spec, now time.Time) (*Compiled, error) {
 	}
 	if s.StartAt != nil {
 		t := s.StartAt.UTC()
+		if t.Before(minTime) || t.After(maxTime) {
+			return nil, fieldErr("spec.start_at", "must lie between %d and %d", minTime.Year(), maxTime.Year())
+		}
 		s.StartAt = &t
 	}
 	if s.EndAt != nil {
 		t := s.EndAt.UTC()
+		if t.Before(minTime) || t.After(maxTime) {
+			return nil, fieldErr("spec.end_at", "must lie between %d and %d", minTime.Year(), maxTime.Year())
+		}
 		s.EndAt = &t
 		if s.StartAt != nil && !t.After(*s.StartAt) {
 			return nil, fieldErr("spec.end_at", "must be after start_at")
@@ -210,6 +224,9 @@ func (c *Compiled) Next(t time.Time) time.Time {
 		} else {
 			// tick n = start + n·every: computed from the anchor, never from the last fire.
 			n := t.Sub(start)/c.every + 1
+			if n > math.MaxInt64/c.every {
+				return time.Time{} // beyond what a time.Duration from start_at can express
+			}
 			next = start.Add(n * c.every)
 		}
 	} else {
@@ -219,7 +236,8 @@ func (c *Compiled) Next(t time.Time) time.Time {
 		}
 		next = nextCron(c.cron, from, c.location)
 	}
-	if next.IsZero() || (c.Spec.EndAt != nil && next.After(*c.Spec.EndAt)) {
+	// !next.After(t) only happens past the representable range (saturated arithmetic).
+	if next.IsZero() || !next.After(t) || (c.Spec.EndAt != nil && next.After(*c.Spec.EndAt)) {
 		return time.Time{}
 	}
 	return next.UTC()
