@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/tickgate/tickgate/internal/metrics"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -312,11 +312,11 @@ func (a *ScheduleActivities) StopRunWorkflow(ctx context.Context, s StopRun) err
 func observeTick(status, trigger string, scheduledAt, firedAt time.Time) {
 	switch status {
 	case store.RunSkipped:
-		metrics.Ticks.WithLabelValues("skipped", trigger).Inc()
+		metrics.ScheduleTicks.WithLabelValues("skipped", trigger).Inc()
 	case store.RunMissed:
-		metrics.Ticks.WithLabelValues("missed", trigger).Inc()
+		metrics.ScheduleTicks.WithLabelValues("missed", trigger).Inc()
 	default:
-		metrics.Ticks.WithLabelValues("fired", trigger).Inc()
-		metrics.FireLateness.WithLabelValues(trigger).Observe(firedAt.Sub(scheduledAt).Seconds())
+		metrics.ScheduleTicks.WithLabelValues("fired", trigger).Inc()
+		metrics.FireLatenessObserved.WithLabelValues(trigger).Observe(firedAt.Sub(scheduledAt).Seconds())
 	}
 }

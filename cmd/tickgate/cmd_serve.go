@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
@@ -112,6 +114,17 @@ func serveWorker(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	log.Printf("worker polling task queue %q on %s", cfg.TaskQueue, cfg.TemporalAddress)
+	if cfg.WorkerMetricsAddr != "" {
+		srv := &http.Server{Addr: cfg.WorkerMetricsAddr, ReadHeaderTimeout: 10 * time.Second,
+			Handler: promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Printf("worker metrics: %v", err)
+			}
+		}()
+		defer srv.Close()
+		log.Printf("worker metrics on http://%s/metrics", cfg.WorkerMetricsAddr)
+	}
 	if err := worker.StartSingletons(ctx, worker.Deps{Config: cfg, Store: st, Temporal: tc}); err != nil {
 		log.Printf("worker: singletons: %v", err)
 	}

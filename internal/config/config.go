@@ -13,6 +13,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	"github.com/tickgate/tickgate/metrics"
 )
 
 // Config is every setting a tickgate process reads.
@@ -31,6 +33,9 @@ type Config struct {
 	// SQLTargets maps a rollout's target database name to the DSN the sql executor uses
 	// (TICKGATE_SQL_TARGETS, a JSON object). DSNs never leave the worker.
 	SQLTargets map[string]string
+	// WorkerMetricsAddr, when set, makes `tickgate worker` serve /metrics there
+	// (TICKGATE_WORKER_METRICS_ADDR); the API serves the same figures on its own port.
+	WorkerMetricsAddr string
 }
 
 // FromEnv reads the environment, applying DESIGN.md's defaults.
@@ -46,6 +51,7 @@ func FromEnv() (Config, error) {
 		TemporalTLSCert:   os.Getenv("TEMPORAL_TLS_CERT"),
 		TemporalTLSKey:    os.Getenv("TEMPORAL_TLS_KEY"),
 		TemporalAPIKey:    os.Getenv("TEMPORAL_API_KEY"),
+		WorkerMetricsAddr: os.Getenv("TICKGATE_WORKER_METRICS_ADDR"),
 	}
 	if v := os.Getenv("TICKGATE_DEVICE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -82,6 +88,8 @@ func (c Config) ClientOptions() (client.Options, error) {
 		HostPort: c.TemporalAddress, Namespace: c.TemporalNamespace,
 		// The SDK's default logger prints at debug level; slog's default is info.
 		Logger: log.NewStructuredLogger(slog.Default()),
+		// The SDK's own worker metrics (polls, task latencies, slots) go to /metrics.
+		MetricsHandler: metrics.TemporalHandler(),
 	}
 	if c.TemporalTLSCert != "" || c.TemporalTLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)

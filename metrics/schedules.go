@@ -1,0 +1,23 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Schedule figures observed in-process by the worker that records each fire (beside the
+// SQL-derived ones in sql.go, which any API replica reports).
+var (
+	// FireLatenessObserved is fired_at − nominal tick for every fire this process recorded.
+	FireLatenessObserved = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "tickgate_schedule_fire_lateness_observed_seconds",
+		Help:    "How late a schedule fire ran after its nominal tick (jitter included), observed by the worker that recorded it.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
+	}, []string{"trigger"})
+	// ScheduleTicks counts recorded ticks by outcome (fired, skipped, missed) and trigger.
+	ScheduleTicks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tickgate_schedule_ticks_total",
+		Help: "Schedule ticks recorded by this process, by outcome (fired, skipped, missed) and trigger.",
+	}, []string{"outcome", "trigger"})
+)
+
+func init() {
+	Registry.MustRegister(FireLatenessObserved, ScheduleTicks)
+}
