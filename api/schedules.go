@@ -44,16 +44,8 @@ type SchedulePolicies struct {
 	SkipIfSuccessful bool                  `json:"skip_if_successful"`
 }
 
-// ScheduleAction is what a fire does.
-type ScheduleAction struct {
-	Kind         string          `json:"kind"`
-	Topic        string          `json:"topic,omitempty"`
-	Type         string          `json:"type,omitempty"`
-	Data         json.RawMessage `json:"data,omitempty"`
-	WorkflowType string          `json:"workflow_type,omitempty"`
-	TaskQueue    string          `json:"task_queue,omitempty"`
-	Input        json.RawMessage `json:"input,omitempty"`
-}
+// ScheduleAction is what a fire does: the action the schedule's workflow performs.
+type ScheduleAction = activities.Action
 
 // CreateScheduleRequest is the body of POST /schedules.
 type CreateScheduleRequest struct {
@@ -132,7 +124,7 @@ func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compile
 		}
 		return nil, pol, BadRequest("spec", "%v", err)
 	}
-	if err := req.Action.validate(); err != nil {
+	if err := validateAction(&req.Action); err != nil {
 		return nil, pol, err
 	}
 	if req.Policies != nil {
@@ -150,7 +142,7 @@ func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compile
 	return spec, pol, nil
 }
 
-func (act *ScheduleAction) validate() error {
+func validateAction(act *ScheduleAction) error {
 	switch act.Kind {
 	case "event":
 		if act.Topic == "" {
