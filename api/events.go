@@ -43,8 +43,13 @@ func (s *Server) listEvents(c echo.Context) error {
 		if err != nil || after < 0 {
 			return BadRequest("after", "must be an event id (a non-negative integer), got %q", v)
 		}
-	} else if after, err = CursorInt(c); err != nil {
-		return err
+	} else if v := c.QueryParam("cursor"); v != "" {
+		// next_cursor is a plain event id, so it works as ?after= and as ?cursor=.
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
+			if after, err = CursorInt(c); err != nil {
+				return err
+			}
+		}
 	}
 	topic := c.QueryParam("topic")
 	if topic != "" && !topicRE.MatchString(topic) {

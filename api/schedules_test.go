@@ -151,3 +151,28 @@ func TestScheduleBadInputIsRejectedAndCreatesNothing(t *testing.T) {
 	st.JSON(t, http.MethodPost, "/api/v1/schedules/nope/pause", nil, http.StatusNotFound, nil)
 	st.JSON(t, http.MethodGet, "/api/v1/events?after=-1", nil, http.StatusBadRequest, nil)
 }
+
+// TestEventFeedNextCursorWorksAsCursorAndAfter pages the outbox feed with next_cursor sent
+// back either way.
+func TestEventFeedNextCursorWorksAsCursorAndAfter(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "feed", "spec": map[string]any{"cron": "0 0 1 1 *"},
+		"action": map[string]any{"kind": "event", "topic": "paged", "type": "x"},
+	}, http.StatusCreated, nil)
+	for i := 0; i < 3; i++ {
+		st.JSON(t, http.MethodPost, "/api/v1/schedules/feed/trigger", nil, http.StatusOK, nil)
+	}
+	var first eventsPage
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, "/api/v1/events?topic=paged&limit=2", nil, http.StatusOK, &first)
+		return len(first.Items) == 2 && first.NextCursor != ""
+	}, 10*time.Second, 100*time.Millisecond)
+	for _, param := range []string{"cursor", "after"} {
+		var next eventsPage
+		st.JSON(t, http.MethodGet, "/api/v1/events?topic=paged&limit=2&"+param+"="+first.NextCursor, nil, http.StatusOK, &next)
+		require.Len(t, next.Items, 1, param)
+		require.Greater(t, next.Items[0].ID, first.Items[1].ID, param)
+	}
+}
