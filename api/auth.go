@@ -331,11 +331,7 @@ func (s *Server) createToken(c echo.Context) error {
 }
 
 func (s *Server) listTokens(c echo.Context) error {
-	limit, err := Limit(c)
-	if err != nil {
-		return err
-	}
-	after, err := CursorInt(c)
+	limit, after, err := pageParams(c)
 	if err != nil {
 		return err
 	}
@@ -343,15 +339,7 @@ func (s *Server) listTokens(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := Page[TokenView]{Items: []TokenView{}}
-	for i, r := range rows {
-		if i == limit {
-			page.NextCursor = IntCursor(rows[limit-1].ID)
-			break
-		}
-		page.Items = append(page.Items, tokenView(r))
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, newPage(rows, limit, tokenView, func(t store.Token) string { return IntCursor(t.ID) }))
 }
 
 func (s *Server) revokeToken(c echo.Context) error {

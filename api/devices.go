@@ -256,26 +256,15 @@ func (s *Server) createPC(c echo.Context) error {
 }
 
 func (s *Server) listPCs(c echo.Context) error {
-	limit, err := Limit(c)
+	limit, after, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	after, err := CursorInt(c)
+	pcs, err := s.Store.ListPCs(c.Request().Context(), after, limit+1)
 	if err != nil {
 		return err
 	}
-	pcs, err := s.Store.ListPCs(c.Request().Context(), after, limit)
-	if err != nil {
-		return err
-	}
-	page := Page[PCView]{Items: make([]PCView, 0, len(pcs))}
-	for _, pc := range pcs {
-		page.Items = append(page.Items, pcView(pc))
-	}
-	if len(pcs) == limit {
-		page.NextCursor = IntCursor(pcs[len(pcs)-1].ID)
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, newPage(pcs, limit, pcView, func(pc store.PC) string { return IntCursor(pc.ID) }))
 }
 
 func (s *Server) getPC(c echo.Context) error {
@@ -324,27 +313,18 @@ func (s *Server) createDevice(c echo.Context) error {
 }
 
 func (s *Server) listDevices(c echo.Context) error {
-	limit, err := Limit(c)
+	limit, after, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	after, err := CursorInt(c)
+	rows, err := s.Store.ListDevices(c.Request().Context(), after, limit+1)
 	if err != nil {
 		return err
 	}
-	rows, err := s.Store.ListDevices(c.Request().Context(), after, limit)
-	if err != nil {
-		return err
-	}
-	page := Page[DeviceView]{Items: make([]DeviceView, 0, len(rows))}
-	for _, r := range rows {
-		page.Items = append(page.Items, DeviceView{Serial: r.Serial, PC: r.PcName, Status: r.Status, Error: r.Error,
-			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()})
-	}
-	if len(rows) == limit {
-		page.NextCursor = IntCursor(rows[len(rows)-1].ID)
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, newPage(rows, limit, func(r store.DeviceRow) DeviceView {
+		return DeviceView{Serial: r.Serial, PC: r.PcName, Status: r.Status, Error: r.Error,
+			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	}, func(r store.DeviceRow) string { return IntCursor(r.ID) }))
 }
 
 func (s *Server) deviceWithPC(ctx context.Context, d store.Device) (DeviceView, error) {
@@ -436,26 +416,15 @@ func (s *Server) createDevTask(c echo.Context) error {
 }
 
 func (s *Server) listDevTasks(c echo.Context) error {
-	limit, err := Limit(c)
+	limit, after, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	after, err := CursorInt(c)
+	ts, err := s.Store.ListDevTasks(c.Request().Context(), after, limit+1)
 	if err != nil {
 		return err
 	}
-	ts, err := s.Store.ListDevTasks(c.Request().Context(), after, limit)
-	if err != nil {
-		return err
-	}
-	page := Page[DevTaskView]{Items: make([]DevTaskView, 0, len(ts))}
-	for _, t := range ts {
-		page.Items = append(page.Items, devTaskView(t))
-	}
-	if len(ts) == limit {
-		page.NextCursor = IntCursor(ts[len(ts)-1].ID)
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, newPage(ts, limit, devTaskView, func(t store.DevTask) string { return IntCursor(t.ID) }))
 }
 
 // maxTaskDevicesShown caps the executions GET /tasks/{id} lists.
@@ -501,11 +470,7 @@ func (s *Server) listTaskDevices(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := Limit(c)
-	if err != nil {
-		return err
-	}
-	after, err := CursorInt(c)
+	limit, after, err := pageParams(c)
 	if err != nil {
 		return err
 	}
@@ -513,18 +478,11 @@ func (s *Server) listTaskDevices(c echo.Context) error {
 	if _, err := s.Store.GetDevTask(ctx, id); err != nil {
 		return err
 	}
-	tds, err := s.Store.TaskDevices(ctx, id, after, limit)
+	tds, err := s.Store.TaskDevices(ctx, id, after, limit+1)
 	if err != nil {
 		return err
 	}
-	page := Page[TaskDeviceDTO]{Items: make([]TaskDeviceDTO, 0, len(tds))}
-	for _, td := range tds {
-		page.Items = append(page.Items, taskDeviceDTO(td))
-	}
-	if len(tds) == limit {
-		page.NextCursor = IntCursor(tds[len(tds)-1].ID)
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, newPage(tds, limit, taskDeviceDTO, func(td store.TaskDeviceView) string { return IntCursor(td.ID) }))
 }
 
 func (s *Server) cancelDevTask(c echo.Context) error {

@@ -281,31 +281,25 @@ func (s *Server) getRollout(c echo.Context) error {
 }
 
 func (s *Server) listRollouts(c echo.Context) error {
-	limit, err := Limit(c)
-	if err != nil {
-		return err
-	}
-	after, err := CursorInt(c)
+	limit, after, err := pageParams(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	rows, err := s.Store.ListRollouts(ctx, after, limit)
+	rows, err := s.Store.ListRollouts(ctx, after, limit+1)
 	if err != nil {
 		return err
 	}
-	page := Page[RolloutView]{Items: []RolloutView{}}
-	for _, r := range rows {
+	page := newPage(rows, limit, func(r store.Rollout) store.Rollout { return r }, func(r store.Rollout) string { return IntCursor(r.ID) })
+	views := Page[RolloutView]{Items: make([]RolloutView, 0, len(page.Items)), NextCursor: page.NextCursor}
+	for _, r := range page.Items {
 		v, err := s.rolloutView(ctx, r)
 		if err != nil {
 			return err
 		}
-		page.Items = append(page.Items, v)
+		views.Items = append(views.Items, v)
 	}
-	if len(rows) == limit {
-		page.NextCursor = IntCursor(rows[len(rows)-1].ID)
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, views)
 }
 
 func (s *Server) listRolloutTasks(c echo.Context) error {
@@ -313,11 +307,7 @@ func (s *Server) listRolloutTasks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := Limit(c)
-	if err != nil {
-		return err
-	}
-	after, err := CursorInt(c)
+	limit, after, err := pageParams(c)
 	if err != nil {
 		return err
 	}
@@ -342,18 +332,11 @@ func (s *Server) listRolloutTasks(c echo.Context) error {
 	if _, err := s.Store.GetRollout(ctx, id); err != nil {
 		return err
 	}
-	rows, err := s.Store.ListTaskRuns(ctx, id, after, statuses, limit)
+	rows, err := s.Store.ListTaskRuns(ctx, id, after, statuses, limit+1)
 	if err != nil {
 		return err
 	}
-	page := Page[TaskRunView]{Items: make([]TaskRunView, 0, len(rows))}
-	for _, t := range rows {
-		page.Items = append(page.Items, taskRunView(t))
-	}
-	if len(rows) == limit {
-		page.NextCursor = IntCursor(rows[len(rows)-1].ID)
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, newPage(rows, limit, taskRunView, func(t store.TaskRun) string { return IntCursor(t.ID) }))
 }
 
 // emptyBody accepts an empty body or {} on action POSTs.

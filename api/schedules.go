@@ -263,15 +263,7 @@ func (s *Server) listSchedules(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := Page[ScheduleView]{Items: []ScheduleView{}}
-	for i, r := range rows {
-		if i == limit {
-			page.NextCursor = EncodeCursor(rows[limit-1].Name)
-			break
-		}
-		page.Items = append(page.Items, scheduleView(r))
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, newPage(rows, limit, scheduleView, func(r store.Schedule) string { return EncodeCursor(r.Name) }))
 }
 
 func (s *Server) scheduleByName(c echo.Context) (store.Schedule, error) {
@@ -345,11 +337,7 @@ func (s *Server) listScheduleRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := Limit(c)
-	if err != nil {
-		return err
-	}
-	before, err := CursorInt(c)
+	limit, before, err := pageParams(c)
 	if err != nil {
 		return err
 	}
@@ -357,15 +345,7 @@ func (s *Server) listScheduleRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := Page[RunView]{Items: []RunView{}}
-	for i, r := range runs {
-		if i == limit {
-			page.NextCursor = IntCursor(runs[limit-1].ID)
-			break
-		}
-		page.Items = append(page.Items, runView(r))
-	}
-	return c.JSON(http.StatusOK, page)
+	return c.JSON(http.StatusOK, newPage(runs, limit, runView, func(r store.ScheduleRun) string { return IntCursor(r.ID) }))
 }
 
 // scheduleCommandError maps a failed workflow command to a problem.
