@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -33,7 +34,7 @@ func ScheduleReconcilerWorkflow(ctx workflow.Context) error {
 		if err := workflow.ExecuteActivity(actx, reconcileActs.ReconcileSchedules).Get(ctx, &res); err != nil {
 			workflow.GetLogger(ctx).Warn("reconcile round failed", "error", err)
 		}
-		workflow.SetCurrentDetails(ctx, "last round: started "+itoa(res.Started)+", stopped "+itoa(res.Stopped)+" of "+itoa(res.Schedules)+" schedules")
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("last round: started %d, stopped %d of %d schedules", res.Started, res.Stopped, res.Schedules))
 		next := workflow.Now(ctx).Add(reconcileEvery)
 		if err := workflow.NewTimerWithOptions(ctx, reconcileEvery, workflow.TimerOptions{
 			Summary: "next reconcile at " + next.UTC().Format(time.RFC3339),
@@ -42,23 +43,4 @@ func ScheduleReconcilerWorkflow(ctx workflow.Context) error {
 		}
 	}
 	return workflow.NewContinueAsNewError(ctx, ScheduleReconcilerType)
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	if neg {
-		b = append([]byte{'-'}, b...)
-	}
-	return string(b)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -644,19 +645,7 @@ func (w *scheduleWorkflow) processBackfill(ctx workflow.Context) error {
 // previousTick is the nominal tick before tick (for skip_if_successful).
 func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) time.Time {
 	var prev time.Time
-	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		// Walk forward from a point well before tick; specs are forward-only.
-		p := time.Time{}
-		t := tick.Add(-400 * 24 * time.Hour)
-		for i := 0; i < 100000; i++ {
-			n := w.spec.Next(t)
-			if n.IsZero() || !n.Before(tick) {
-				break
-			}
-			p, t = n, n
-		}
-		return p
-	}).Get(&prev)
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return w.spec.Prev(tick) }).Get(&prev)
 	return prev
 }
 
@@ -733,12 +722,11 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, 
 }
 
 func keySuffix(key string) string {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '@' {
-			return key[i+1:]
-		}
+	_, suffix, found := strings.Cut(key, "@")
+	if !found {
+		return key
 	}
-	return key
+	return suffix
 }
 
 // watch waits for a run's workflow to close, records its outcome and frees its place.

@@ -243,6 +243,22 @@ func (c *Compiled) Next(t time.Time) time.Time {
 	return next.UTC()
 }
 
+// Prev is the last nominal tick strictly before t (the zero time when there is none). It
+// walks forward from t − w for a window w that doubles until it holds a tick, so dense and
+// sparse specs both cost a handful of steps.
+func (c *Compiled) Prev(t time.Time) time.Time {
+	for w := time.Minute; w <= 400*24*time.Hour; w *= 2 {
+		var prev time.Time
+		for n := c.Next(t.Add(-w)); !n.IsZero() && n.Before(t); n = c.Next(n) {
+			prev = n
+		}
+		if !prev.IsZero() {
+			return prev
+		}
+	}
+	return time.Time{}
+}
+
 // NextN lists up to n nominal ticks after t.
 func (c *Compiled) NextN(t time.Time, n int) []time.Time {
 	out := make([]time.Time, 0, n)

@@ -133,3 +133,16 @@ func TestBadSpecsNameTheirField(t *testing.T) {
 	require.True(t, errors.As(err, &fe))
 	require.Equal(t, "spec.interval", fe.Field)
 }
+
+func TestPrevFindsTheTickBeforeForDenseAndSparseSpecs(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	everySecond := mustCompile(t, schedulespec.Spec{Cron: "* * * * * *"})
+	require.Equal(t, at.Add(-time.Second), everySecond.Prev(at))
+	yearly := mustCompile(t, schedulespec.Spec{Cron: "0 0 1 1 *"})
+	require.Equal(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), yearly.Prev(at))
+	start := time.Date(2026, 6, 1, 11, 0, 7, 0, time.UTC)
+	interval := mustCompile(t, schedulespec.Spec{Interval: &schedulespec.Interval{Every: 10, Unit: "MINUTES"}, StartAt: &start})
+	require.Equal(t, start.Add(50*time.Minute), interval.Prev(at))
+	require.True(t, interval.Prev(start).IsZero(), "nothing before the first tick")
+}
