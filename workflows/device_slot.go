@@ -182,12 +182,9 @@ func (s *slot) onState(st activities.SlotState) bool {
 	return false
 }
 
-func (s *slot) waitForSend(ctx workflow.Context) (bool, error) {
-	tctx, cancel := workflow.WithCancel(ctx)
-	defer cancel()
-	timer := workflow.NewTimerWithOptions(tctx, s.in.Poll, workflow.TimerOptions{Summary: "re-check while waiting for the next send"})
-	polled := false
-	final := false
+// awaitSignalOr handles the next sent or result signal, or the timer firing: fired says the
+// timer fired, final that a result ended the execution.
+func (s *slot) awaitSignalOr(ctx workflow.Context, timer workflow.Future) (fired, final bool) {
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(s.sentCh, func(c workflow.ReceiveChannel, _ bool) {
 		var sig SlotSent
@@ -199,8 +196,16 @@ func (s *slot) waitForSend(ctx workflow.Context) (bool, error) {
 		c.Receive(ctx, &r)
 		final = s.onResult(r)
 	})
-	sel.AddFuture(timer, func(f workflow.Future) { polled = f.Get(ctx, nil) == nil })
+	sel.AddFuture(timer, func(f workflow.Future) { fired = f.Get(ctx, nil) == nil })
 	sel.Select(ctx)
+	return fired, final
+}
+
+func (s *slot) waitForSend(ctx workflow.Context) (bool, error) {
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimerWithOptions(tctx, s.in.Poll, workflow.TimerOptions{Summary: "re-check while waiting for the next send"})
+	polled, final := s.awaitSignalOr(ctx, timer)
 	if final {
 		return true, nil
 	}
@@ -225,21 +230,7 @@ func (s *slot) waitForResult(ctx workflow.Context) (bool, error) {
 	timer := workflow.NewTimerWithOptions(tctx, wait, workflow.TimerOptions{
 		Summary: fmt.Sprintf("attempt %d deadline %s", cur.Attempt, cur.TimeoutAt.UTC().Format(time.RFC3339)),
 	})
-	fired := false
-	final := false
-	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(s.sentCh, func(c workflow.ReceiveChannel, _ bool) {
-		var sig SlotSent
-		c.Receive(ctx, &sig)
-		s.onSent(sig)
-	})
-	sel.AddReceive(s.resCh, func(c workflow.ReceiveChannel, _ bool) {
-		var r SlotResult
-		c.Receive(ctx, &r)
-		final = s.onResult(r)
-	})
-	sel.AddFuture(timer, func(f workflow.Future) { fired = f.Get(ctx, nil) == nil })
-	sel.Select(ctx)
+	fired, final := s.awaitSignalOr(ctx, timer)
 	if final || !fired {
 		return final, nil
 	}
