@@ -137,25 +137,13 @@ type MissedTicks struct {
 	NextRunAt  *time.Time
 }
 
-// RecordMissed records every missed tick (idempotently, like RecordTick).
+// RecordMissed records every missed tick, in one transaction (idempotently, like RecordTick).
 func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (int, error) {
-	n := 0
-	for i, tick := range m.Ticks {
-		f := store.Fire{ScheduleID: m.ScheduleID, ScheduledAt: tick, Trigger: store.TriggerScheduled, Status: store.RunMissed,
-			Reason: m.Reason, IdempotencyKey: store.TickKey(m.ScheduleID, tick)}
-		if i == len(m.Ticks)-1 {
-			f.NextRunAt = m.NextRunAt
-		}
-		_, created, err := a.Store.RecordFire(ctx, f)
-		if err != nil {
-			return n, gone(err, m.ScheduleID)
-		}
-		if created {
-			n++
-			observeTick(store.RunMissed, store.TriggerScheduled, tick, time.Time{})
-		}
-		activity.RecordHeartbeat(ctx, i)
+	n, err := a.Store.RecordMissed(ctx, m.ScheduleID, m.Ticks, m.Reason, m.NextRunAt)
+	if err != nil {
+		return 0, gone(err, m.ScheduleID)
 	}
+	metrics.ScheduleTicks.WithLabelValues("missed", store.TriggerScheduled).Add(float64(n))
 	return n, nil
 }
 

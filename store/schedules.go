@@ -194,6 +194,39 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 	return run, created, err
 }
 
+// RecordMissed records ticks that fell outside the catch-up window as MISSED, one row each,
+// in one transaction with the schedule's counters and next_run_at. Ticks recorded before are
+// left as they are; it returns how many rows it created. A deleted schedule is ErrNotFound.
+func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time.Time, reason string, next *time.Time) (int, error) {
+	created := 0
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		created = 0
+		if _, err := q.LockScheduleByID(ctx, scheduleID); err != nil {
+			return fmt.Errorf("lock schedule %d: %w", scheduleID, mapErr(err))
+		}
+		now := time.Now().UTC()
+		for _, tick := range ticks {
+			_, err := q.InsertScheduleRun(ctx, dbgen.InsertScheduleRunParams{
+				ScheduleID: scheduleID, ScheduledAt: tick.UTC(), Trigger: TriggerScheduled, Status: RunMissed,
+				Reason: reason, IdempotencyKey: TickKey(scheduleID, tick), FinishedAt: &now,
+			})
+			switch {
+			case err == nil:
+				created++
+			case mapErr(err) != ErrNotFound: // ErrNotFound: recorded before
+				return fmt.Errorf("insert missed tick %s: %w", tick.UTC().Format(time.RFC3339), mapErr(err))
+			}
+		}
+		if err := q.UpdateScheduleAfterFire(ctx, dbgen.UpdateScheduleAfterFireParams{
+			ID: scheduleID, NextRunAt: next, Missed: int64(created),
+		}); err != nil {
+			return fmt.Errorf("update schedule %d after missed ticks: %w", scheduleID, mapErr(err))
+		}
+		return nil
+	})
+	return created, err
+}
+
 // FinishRun sets a RUNNING run's final status; finishing a run twice changes nothing.
 func (s *Store) FinishRun(ctx context.Context, runID int64, status, errText string) error {
 	_, err := s.Q.FinishScheduleRun(ctx, dbgen.FinishScheduleRunParams{ID: runID, Status: status, Error: errText})

@@ -251,3 +251,23 @@ func TestBackfillRunsAMissedTickButNeverRepeatsARun(t *testing.T) {
 	require.NoError(t, st.Pool.QueryRow(ctx, "SELECT count(*) FROM schedule_runs").Scan(&runs))
 	require.Equal(t, 2, runs)
 }
+
+func TestRecordMissedWritesEachTickOnceInOneTransaction(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	s := newSchedule(t, st, "missed")
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ticks := []time.Time{base, base.Add(time.Minute), base.Add(2 * time.Minute)}
+	next := base.Add(3 * time.Minute)
+	n, err := st.RecordMissed(ctx, s.ID, ticks, "outage", &next)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	n, err = st.RecordMissed(ctx, s.ID, append(ticks, next), "outage", &next)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "ticks recorded before are not recorded again")
+	got, err := st.GetSchedule(ctx, "missed")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), got.MissedCount)
+	require.Equal(t, next, got.NextRunAt.UTC())
+}
