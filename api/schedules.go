@@ -604,11 +604,12 @@ func (s *Server) triggerSchedule(c echo.Context) error {
 	}
 	out := TriggerView{Status: res.Status, Reason: res.Reason}
 	if res.RunID != 0 {
-		runs, err := s.Store.ListRuns(c.Request().Context(), row.ID, res.RunID+1, 1)
-		if err == nil && len(runs) == 1 && runs[0].ID == res.RunID {
-			v := runView(runs[0])
-			out.Run = &v
+		run, err := s.Store.GetRun(c.Request().Context(), row.ID, res.RunID)
+		if err != nil {
+			return err
 		}
+		v := runView(run)
+		out.Run = &v
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -318,3 +318,12 @@ func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule,
 	}
 	return Schedule{}, fmt.Errorf("update schedule %q: version %d expected, %d current: %w", c.Name, c.ExpectedVersion, current.Version, ErrStale)
 }
+
+// GetRun reads one run of a schedule.
+func (s *Store) GetRun(ctx context.Context, scheduleID, runID int64) (ScheduleRun, error) {
+	row, err := s.Q.GetScheduleRun(ctx, dbgen.GetScheduleRunParams{ID: runID, ScheduleID: scheduleID})
+	if err != nil {
+		return ScheduleRun{}, fmt.Errorf("get run %d of schedule %d: %w", runID, scheduleID, mapErr(err))
+	}
+	return row, nil
+}

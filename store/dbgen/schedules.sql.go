@@ -124,6 +124,35 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 	return i, err
 }
 
+const getScheduleRun = `-- name: GetScheduleRun :one
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at FROM schedule_runs WHERE id = $1 AND schedule_id = $2
+`
+
+type GetScheduleRunParams struct {
+	ID         int64
+	ScheduleID int64
+}
+
+func (q *Queries) GetScheduleRun(ctx context.Context, arg GetScheduleRunParams) (ScheduleRun, error) {
+	row := q.db.QueryRow(ctx, getScheduleRun, arg.ID, arg.ScheduleID)
+	var i ScheduleRun
+	err := row.Scan(
+		&i.ID,
+		&i.ScheduleID,
+		&i.ScheduledAt,
+		&i.FiredAt,
+		&i.Trigger,
+		&i.Status,
+		&i.Reason,
+		&i.IdempotencyKey,
+		&i.WorkflowID,
+		&i.Error,
+		&i.FinishedAt,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const getScheduleRunByKey = `-- name: GetScheduleRunByKey :one
 SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at FROM schedule_runs WHERE idempotency_key = $1
 `

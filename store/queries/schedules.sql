@@ -82,3 +82,6 @@ SET spec = @spec, action = @action, overlap = @overlap, catchup_window_ms = @cat
     skip_if_successful = @skip_if_successful, version = version + 1, updated_at = now()
 WHERE name = @name AND (@expected_version::bigint = 0 OR version = @expected_version::bigint)
 RETURNING *;
+
+-- name: GetScheduleRun :one
+SELECT * FROM schedule_runs WHERE id = @id AND schedule_id = @schedule_id;
