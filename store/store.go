@@ -128,13 +128,3 @@ func mapErr(err error) error {
 	}
 	return err
 }
-
-// IsUnavailable reports whether err means the database could not be reached (as opposed to
-// a query it rejected), so callers can retry.
-func IsUnavailable(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return false
-	}
-	return err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict)
-}

@@ -102,11 +102,10 @@ type RunningRun struct {
 // BufferedTick is a tick waiting for running runs to finish (overlap buffer_one/buffer_all,
 // cancel_other).
 type BufferedTick struct {
-	Tick      time.Time
-	Trigger   string
-	Key       string
-	Input     json.RawMessage `json:",omitempty"`
-	FiredFrom string          // "" for a tick; the manual request id otherwise
+	Tick    time.Time
+	Trigger string
+	Key     string
+	Input   json.RawMessage `json:",omitempty"`
 }
 
 // PauseRequest pauses a schedule with an operator's note.
@@ -499,14 +498,14 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 			if err := w.flushMissed(ctx, &missed); err != nil {
 				return false, err
 			}
-			if _, err := w.fire(ctx, tick, store.TriggerScheduled, store.TickKey(w.def.ID, tick), "", nil, ""); err != nil {
+			if _, err := w.fire(ctx, tick, store.TriggerScheduled, store.TickKey(w.def.ID, tick), "", nil); err != nil {
 				return false, err
 			}
 		case late <= w.def.CatchupWindow:
 			if err := w.flushMissed(ctx, &missed); err != nil {
 				return false, err
 			}
-			if _, err := w.fire(ctx, tick, store.TriggerCatchup, store.TickKey(w.def.ID, tick), "", nil, ""); err != nil {
+			if _, err := w.fire(ctx, tick, store.TriggerCatchup, store.TickKey(w.def.ID, tick), "", nil); err != nil {
 				return false, err
 			}
 		default:
@@ -552,7 +551,7 @@ func (w *scheduleWorkflow) nextAfterWatermark() *time.Time {
 
 // fire decides what one tick does under the overlap and skip_if_successful policies and
 // records it. overlap "" means the schedule's policy.
-func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, key, overlap string, input json.RawMessage, requestID string) (TriggerResult, error) {
+func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, key, overlap string, input json.RawMessage) (TriggerResult, error) {
 	if (trigger == store.TriggerScheduled || trigger == store.TriggerCatchup) && tick.After(w.carry.Watermark) {
 		w.carry.Watermark = tick
 	}
@@ -580,7 +579,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, k
 				return w.record(ctx, tick, trigger, key, store.RunSkipped,
 					fmt.Sprintf("overlap %s: buffer full (%d)", overlap, limit), "")
 			}
-			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, FiredFrom: requestID})
+			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input})
 			if overlap == "cancel_other" {
 				w.stopRunning(ctx, false)
 			}
@@ -615,7 +614,7 @@ func (w *scheduleWorkflow) processRescheduled(ctx workflow.Context, now time.Tim
 		}
 	}
 	w.carry.Rescheduled = nil
-	_, err := w.fire(ctx, at, store.TriggerScheduled, store.TickKey(w.def.ID, at), "", nil, "")
+	_, err := w.fire(ctx, at, store.TriggerScheduled, store.TickKey(w.def.ID, at), "", nil)
 	return err
 }
 
@@ -631,7 +630,7 @@ func (w *scheduleWorkflow) processBackfill(ctx workflow.Context) error {
 		return out
 	}).Get(&ticks)
 	for _, tick := range ticks {
-		if _, err := w.fire(ctx, tick, store.TriggerBackfill, store.TickKey(w.def.ID, tick), b.Overlap, nil, ""); err != nil {
+		if _, err := w.fire(ctx, tick, store.TriggerBackfill, store.TickKey(w.def.ID, tick), b.Overlap, nil); err != nil {
 			return err
 		}
 		b.Done = tick
@@ -877,7 +876,7 @@ func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (Tr
 		}).Get(&req.RequestID)
 	}
 	now := workflow.Now(ctx)
-	res, err := w.fire(ctx, now, store.TriggerManual, store.ManualKey(w.def.ID, req.RequestID), req.Overlap, req.Input, req.RequestID)
+	res, err := w.fire(ctx, now, store.TriggerManual, store.ManualKey(w.def.ID, req.RequestID), req.Overlap, req.Input)
 	w.dirty = true
 	return res, err
 }

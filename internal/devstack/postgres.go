@@ -231,18 +231,6 @@ func portOpen(port int) bool {
 	return true
 }
 
-// WaitPort waits until something listens on 127.0.0.1:port.
-func WaitPort(ctx context.Context, port int) error {
-	for !portOpen(port) {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for port %d: %w", port, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil

@@ -151,9 +151,6 @@ func (t *Temporal) Start(ctx context.Context) error {
 	return nil
 }
 
-// Done is closed-by-value when the server process exits.
-func (t *Temporal) Done() <-chan error { return t.done }
-
 // Stop ends the server (SIGTERM, then SIGKILL after 10s).
 func (t *Temporal) Stop() error {
 	if t.cmd == nil || t.cmd.Process == nil {

@@ -60,38 +60,6 @@ func (q *Queries) InsertOutboxMessage(ctx context.Context, arg InsertOutboxMessa
 	return err
 }
 
-const listEventsBySchedule = `-- name: ListEventsBySchedule :many
-SELECT id, topic, type, aggregate_id, data, schedule_run_id, created_at FROM event_store WHERE aggregate_id = $1 ORDER BY id
-`
-
-func (q *Queries) ListEventsBySchedule(ctx context.Context, aggregateID string) ([]EventStore, error) {
-	rows, err := q.db.Query(ctx, listEventsBySchedule, aggregateID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []EventStore
-	for rows.Next() {
-		var i EventStore
-		if err := rows.Scan(
-			&i.ID,
-			&i.Topic,
-			&i.Type,
-			&i.AggregateID,
-			&i.Data,
-			&i.ScheduleRunID,
-			&i.CreatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const listOutboxEvents = `-- name: ListOutboxEvents :many
 SELECT e.id, e.topic, e.type, e.aggregate_id, e.data, e.created_at, o.tx_id::text::bigint AS tx
 FROM outbox_messages o

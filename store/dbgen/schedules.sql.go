@@ -11,17 +11,6 @@ import (
 	"time"
 )
 
-const countScheduleRuns = `-- name: CountScheduleRuns :one
-SELECT count(*) FROM schedule_runs WHERE schedule_id = $1
-`
-
-func (q *Queries) CountScheduleRuns(ctx context.Context, scheduleID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, countScheduleRuns, scheduleID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const deleteSchedule = `-- name: DeleteSchedule :one
 DELETE FROM schedules WHERE name = $1 RETURNING id
 `

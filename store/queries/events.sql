@@ -21,6 +21,3 @@ WHERE (o.tx_id::text::bigint, o.event_id) > (@after_tx::bigint, @after_event_id:
   AND (@topic::text = '' OR o.topic = @topic::text)
 ORDER BY o.tx_id, o.event_id
 LIMIT @max_rows;
-
--- name: ListEventsBySchedule :many
-SELECT * FROM event_store WHERE aggregate_id = @aggregate_id ORDER BY id;

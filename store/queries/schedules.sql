@@ -71,9 +71,6 @@ LIMIT @max_rows;
 -- name: ListRunningScheduleRuns :many
 SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'RUNNING' ORDER BY id;
 
--- name: CountScheduleRuns :one
-SELECT count(*) FROM schedule_runs WHERE schedule_id = @schedule_id;
-
 -- name: UpdateScheduleDefinition :one
 -- Optimistic: the row changes only when its version is the one the caller read
 -- (expected_version 0 skips the check).
