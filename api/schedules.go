@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/internal/schedulespec"
@@ -547,7 +548,8 @@ func (s *Server) backfillSchedule(c echo.Context) error {
 		Start: req.Start.UTC(), End: req.End.UTC(), Overlap: req.Overlap,
 	})
 	if err != nil {
-		if strings.Contains(err.Error(), "BackfillTooLarge") || strings.Contains(err.Error(), "more than") {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == workflows.ErrBackfillTooLarge {
 			return BadRequest("end", "the range holds too many ticks (at most 10000 per backfill)")
 		}
 		return s.scheduleCommandError(row.Name, err)

@@ -113,6 +113,15 @@ func TestScheduleRescheduleAndBackfillThroughTheAPI(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, status, "%s %s: %s", bad.path, bad.body, body)
 		require.True(t, strings.Contains(string(body), `"field":"`+bad.field+`"`), "%s %s: %s", bad.path, bad.body, body)
 	}
+	// A range of more than 10,000 ticks is refused by the workflow and answered 400.
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "dense", "spec": map[string]any{"cron": "* * * * * *"}, "paused": true,
+		"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
+	}, http.StatusCreated, nil)
+	status, body := st.Do(t, http.MethodPost, "/api/v1/schedules/dense/backfill", map[string]any{
+		"start": start.Add(-3 * time.Hour).Format(time.RFC3339), "end": start.Format(time.RFC3339)})
+	require.Equal(t, http.StatusBadRequest, status, "%s", body)
+	require.Contains(t, string(body), `"field":"end"`)
 }
 
 // Report is the target workflow of the workflow-action test: it fails when asked to.

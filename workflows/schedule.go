@@ -35,6 +35,9 @@ const (
 	ScheduleDescribe = "describe"
 )
 
+// ErrBackfillTooLarge is the error type of a backfill update whose range holds too many ticks.
+const ErrBackfillTooLarge = "BackfillTooLarge"
+
 // ScheduleWorkflowID is the one workflow id of a schedule.
 func ScheduleWorkflowID(name string) string { return "schedule/" + name }
 
@@ -913,7 +916,7 @@ func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (
 		return count
 	}).Get(&n)
 	if n > maxBackfillTicks {
-		return BackfillResult{}, temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", maxBackfillTicks), "BackfillTooLarge")
+		return BackfillResult{}, temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", maxBackfillTicks), ErrBackfillTooLarge)
 	}
 	if n > 0 {
 		w.carry.Backfills = append(w.carry.Backfills, Backfill{Done: start.Add(-time.Nanosecond), End: end, Overlap: req.Overlap})
