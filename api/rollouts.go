@@ -203,6 +203,11 @@ func (s *Server) rolloutView(ctx context.Context, r store.Rollout) (RolloutView,
 	if err != nil {
 		return RolloutView{}, err
 	}
+	return rolloutViewWith(r, counts), nil
+}
+
+// rolloutViewWith is a rollout's view given its task counts per status.
+func rolloutViewWith(r store.Rollout, counts map[string]int64) RolloutView {
 	v := RolloutView{ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, Status: r.Status, Counts: counts,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 	for st, n := range counts {
@@ -221,7 +226,7 @@ func (s *Server) rolloutView(ctx context.Context, r store.Rollout) (RolloutView,
 			v.Status = "FAILED"
 		}
 	}
-	return v, nil
+	return v
 }
 
 func taskRunView(t store.TaskRun) TaskRunView {
@@ -290,16 +295,17 @@ func (s *Server) listRollouts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := newPage(rows, limit, func(r store.Rollout) store.Rollout { return r }, func(r store.Rollout) string { return IntCursor(r.ID) })
-	views := Page[RolloutView]{Items: make([]RolloutView, 0, len(page.Items)), NextCursor: page.NextCursor}
-	for _, r := range page.Items {
-		v, err := s.rolloutView(ctx, r)
-		if err != nil {
-			return err
-		}
-		views.Items = append(views.Items, v)
+	// One count query for the whole page, not one per rollout.
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
 	}
-	return c.JSON(http.StatusOK, views)
+	counts, err := s.Store.RolloutCountsOf(ctx, ids)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newPage(rows, limit, func(r store.Rollout) RolloutView { return rolloutViewWith(r, counts[r.ID]) },
+		func(r store.Rollout) string { return IntCursor(r.ID) }))
 }
 
 func (s *Server) listRolloutTasks(c echo.Context) error {

@@ -119,18 +119,31 @@ func (s *Store) ListRollouts(ctx context.Context, afterID int64, limit int) ([]R
 
 // RolloutCounts returns the number of tasks per status (every status present, 0 if none).
 func (s *Store) RolloutCounts(ctx context.Context, id int64) (map[string]int64, error) {
-	rows, err := s.Q.RolloutCounts(ctx, id)
+	counts, err := s.RolloutCountsOf(ctx, []int64{id})
 	if err != nil {
-		return nil, fmt.Errorf("count tasks of rollout %d: %w", id, mapErr(err))
+		return nil, err
 	}
-	counts := make(map[string]int64, len(TaskStatuses))
-	for _, st := range TaskStatuses {
-		counts[st] = 0
+	return counts[id], nil
+}
+
+// RolloutCountsOf counts the tasks per status of several rollouts in one query.
+func (s *Store) RolloutCountsOf(ctx context.Context, ids []int64) (map[int64]map[string]int64, error) {
+	rows, err := s.Q.RolloutCounts(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("count tasks of rollouts %v: %w", ids, mapErr(err))
+	}
+	all := make(map[int64]map[string]int64, len(ids))
+	for _, id := range ids {
+		counts := make(map[string]int64, len(TaskStatuses))
+		for _, st := range TaskStatuses {
+			counts[st] = 0
+		}
+		all[id] = counts
 	}
 	for _, r := range rows {
-		counts[r.Status] = r.N
+		all[r.RolloutID][r.Status] = r.N
 	}
-	return counts, nil
+	return all, nil
 }
 
 // ListTaskRuns pages through a rollout's tasks by id, optionally filtered by status.

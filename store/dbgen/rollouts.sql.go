@@ -700,16 +700,18 @@ func (q *Queries) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
 }
 
 const rolloutCounts = `-- name: RolloutCounts :many
-SELECT status, count(*)::bigint AS n FROM task_runs WHERE rollout_id = $1 GROUP BY status
+SELECT rollout_id, status, count(*)::bigint AS n FROM task_runs
+WHERE rollout_id = ANY($1::bigint[]) GROUP BY rollout_id, status
 `
 
 type RolloutCountsRow struct {
-	Status string
-	N      int64
+	RolloutID int64
+	Status    string
+	N         int64
 }
 
-func (q *Queries) RolloutCounts(ctx context.Context, rolloutID int64) ([]RolloutCountsRow, error) {
-	rows, err := q.db.Query(ctx, rolloutCounts, rolloutID)
+func (q *Queries) RolloutCounts(ctx context.Context, rolloutIds []int64) ([]RolloutCountsRow, error) {
+	rows, err := q.db.Query(ctx, rolloutCounts, rolloutIds)
 	if err != nil {
 		return nil, err
 	}
@@ -717,7 +719,7 @@ func (q *Queries) RolloutCounts(ctx context.Context, rolloutID int64) ([]Rollout
 	var items []RolloutCountsRow
 	for rows.Next() {
 		var i RolloutCountsRow
-		if err := rows.Scan(&i.Status, &i.N); err != nil {
+		if err := rows.Scan(&i.RolloutID, &i.Status, &i.N); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -22,7 +22,8 @@ SELECT * FROM rollouts WHERE id = @id;
 SELECT * FROM rollouts WHERE id > @after_id ORDER BY id LIMIT @max_rows;
 
 -- name: RolloutCounts :many
-SELECT status, count(*)::bigint AS n FROM task_runs WHERE rollout_id = @rollout_id GROUP BY status;
+SELECT rollout_id, status, count(*)::bigint AS n FROM task_runs
+WHERE rollout_id = ANY(@rollout_ids::bigint[]) GROUP BY rollout_id, status;
 
 -- name: SetRolloutStatus :one
 UPDATE rollouts SET status = @status, updated_at = now()
