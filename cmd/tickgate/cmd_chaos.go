@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tickgate/tickgate/internal/chaos"
+	"github.com/tickgate/tickgate/internal/devstack"
+)
+
+func init() {
+	register("chaos", "run the stack under load while killing and restarting its parts; check the invariants (make chaos)", runChaos)
+}
+
+func runChaos(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	profileName := fs.String("profile", chaos.Full.Name, "load and faults: full (make chaos) or short (about two minutes, in make test)")
+	dir := fs.String("dir", "", "where the run keeps its clusters and logs (default .dev/chaos/<time>)")
+	seed := fs.Uint64("seed", 0, "fault plan seed, to repeat a run (0: random)")
+	faultPhase := fs.Duration("fault-phase", 0, "override the profile's fault phase length")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	p, err := chaos.ProfileByName(*profileName)
+	if err != nil {
+		return err
+	}
+	if *faultPhase > 0 {
+		p.FaultPhase = *faultPhase
+	}
+	if *dir == "" {
+		root, err := devstack.RepoRoot()
+		if err != nil {
+			return err
+		}
+		*dir = chaos.DefaultDir(root)
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("chaos: own binary: %w", err)
+	}
+	start := time.Now()
+	r, err := chaos.Run(ctx, p, chaos.Options{Binary: bin, Dir: *dir, Seed: *seed, Out: os.Stdout})
+	if err != nil {
+		return err
+	}
+	r.Print(os.Stdout)
+	if !r.Passed() {
+		return fmt.Errorf("chaos: invariants broken or work unfinished after %s (logs in %s)", time.Since(start).Round(time.Second), *dir)
+	}
+	return nil
+}

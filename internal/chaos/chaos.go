@@ -1,0 +1,316 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/internal/config"
+)
+
+// Options are a run's inputs besides its profile.
+type Options struct {
+	// Binary is the tickgate binary the workers, API and agent simulator run from.
+	Binary string
+	// Dir holds the run's clusters and logs; it is created and left for inspection.
+	Dir string
+	// Seed makes the fault plan reproducible; 0 picks one.
+	Seed uint64
+	// Out receives the progress lines and the report.
+	Out io.Writer
+}
+
+// Report is a run's outcome.
+type Report struct {
+	Profile      Profile
+	Seed         uint64
+	Faults       []injected
+	Checks       []checkResult
+	Unreachable  int // samples that could not reach PostgreSQL (during its restart)
+	Final        finalCounts
+	Breaches     int64
+	SettleTime   time.Duration
+	SettleReason string
+	Elapsed      time.Duration
+}
+
+// Passed is true when no invariant was broken and everything finished.
+func (r *Report) Passed() bool {
+	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Unfinished() == 0 && r.faultErrors() == 0
+}
+
+// Unfinished counts the work that did not reach a final state.
+func (r *Report) Unfinished() int64 {
+	return r.Final.UnfinishedTasks + r.Final.UnfinishedDeviceExecutions + r.Final.UnfinishedDeviceTasks + r.Final.UnfinishedScheduleRuns
+}
+
+func (r *Report) faultErrors() int {
+	n := 0
+	for _, f := range r.Faults {
+		if f.err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Run brings up the stack, loads it, injects the profile's faults while sampling the
+// invariants, lets the work settle and checks the end state.
+func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
+	start := time.Now()
+	if opts.Seed == 0 {
+		opts.Seed = rand.Uint64()
+	}
+	out := opts.Out
+	if out == nil {
+		out = io.Discard
+	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(out, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("chaos: run dir: %w", err)
+	}
+	logf("chaos: profile %s, seed %d, logs in %s", p.Name, opts.Seed, opts.Dir)
+	s, err := startStack(ctx, opts.Dir, opts.Binary, logf)
+	defer func() {
+		if s != nil {
+			if err := s.close(); err != nil {
+				logf("chaos: stopping the stack: %v", err)
+			}
+		}
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("chaos: start stack: %w", err)
+	}
+	taskQueue := "tickgate"
+	if err := s.startProcesses(ctx, p, taskQueue); err != nil {
+		return nil, fmt.Errorf("chaos: start processes: %w", err)
+	}
+	logf("chaos: postgres %s, temporal %s (UI :%d), api %s, 2 workers", s.dbURL, s.temporal.Address(), s.temporal.UIPort, s.apiAddr)
+
+	stopTargets, err := startTargetWorker(ctx, s.temporal.Address(), "chaos-targets")
+	if err != nil {
+		return nil, err
+	}
+	defer stopTargets()
+
+	pool, err := pgxpool.New(ctx, s.dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: pool: %w", err)
+	}
+	defer pool.Close()
+
+	api := &apiClient{base: "http://" + s.apiAddr, token: s.adminToken, http: &http.Client{Timeout: 30 * time.Second}}
+	l, err := createLoad(ctx, api, p, "chaos-targets")
+	if err != nil {
+		return nil, fmt.Errorf("chaos: create load: %w", err)
+	}
+	if err := s.startAgents(p, strings.Join(l.pcNames, ",")); err != nil {
+		return nil, err
+	}
+	logf("chaos: load created: %d + %d schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks",
+		p.EventSchedules, p.WorkflowSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks)
+
+	chk := newChecker(pool)
+	checkCtx, stopChecks := context.WithCancel(ctx)
+	defer stopChecks()
+	checksDone := make(chan struct{})
+	go func() { defer close(checksDone); chk.run(checkCtx, time.Second) }()
+
+	// Faults start once the schedules have begun to fire.
+	sleepCtx(ctx, time.Until(l.startAt.Add(5*time.Second)))
+	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1|1))
+	plan := planFaults(p, rng)
+	logf("chaos: fault phase: %d faults over %s", len(plan), p.FaultPhase)
+	faultStart := time.Now()
+	faults := (&injector{s: s, pool: pool, rng: rng, logf: logf}).run(ctx, faultStart, plan)
+	sleepCtx(ctx, time.Until(faultStart.Add(p.FaultPhase)))
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
+	// Settle: every tick up to the cutoff recorded, every task run and device execution final.
+	cutoff := time.Now().UTC().Truncate(time.Second)
+	logf("chaos: faults done; settling (ticks up to %s, all task runs and device executions final)", cutoff.Format(time.RFC3339))
+	settleStart := time.Now()
+	var why string
+	for {
+		ok, reason, err := settled(ctx, pool, l.startAt, cutoff)
+		if err == nil {
+			why = reason
+			if ok {
+				break
+			}
+		}
+		if time.Since(settleStart) > p.Settle || ctx.Err() != nil {
+			logf("chaos: not settled after %s: %s", p.Settle, why)
+			break
+		}
+		sleepCtx(ctx, 2*time.Second)
+	}
+	settleTime := time.Since(settleStart)
+	logf("chaos: settled in %s; pausing the schedules and draining their runs", settleTime.Round(time.Millisecond))
+	if err := pauseAll(ctx, api, pool); err != nil {
+		logf("chaos: pause: %v", err)
+	}
+	drainRuns(ctx, pool, 2*time.Minute)
+
+	stopChecks()
+	<-checksDone
+	if err := chk.sample(ctx, true); err != nil {
+		logf("chaos: last sample: %v", err)
+	}
+	final, err := finalCheck(ctx, pool, l.startAt, cutoff)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Profile: p, Seed: opts.Seed, Faults: faults, Final: final, SettleTime: settleTime, SettleReason: why}
+	r.Checks, r.Unreachable = chk.snapshot()
+	for _, c := range r.Checks {
+		r.Breaches += c.Breaches
+	}
+	r.Elapsed = time.Since(start)
+	return r, nil
+}
+
+// pauseAll pauses every schedule through the API, so no new run starts while the last
+// ones drain.
+func pauseAll(ctx context.Context, api *apiClient, pool *pgxpool.Pool) error {
+	rows, err := pool.Query(ctx, `SELECT name FROM schedules ORDER BY name`)
+	if err != nil {
+		return fmt.Errorf("list schedules: %w", err)
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return fmt.Errorf("list schedules: %w", err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list schedules: %w", err)
+	}
+	var errs []error
+	for _, n := range names {
+		if err := api.do(ctx, http.MethodPost, "/api/v1/schedules/"+n+"/pause", map[string]any{"note": "chaos run ends"}, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// drainRuns waits for the workflow-action runs still RUNNING to finish.
+func drainRuns(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE status = 'RUNNING'`).Scan(&n); err == nil && n == 0 {
+			return
+		}
+		sleepCtx(ctx, time.Second)
+	}
+}
+
+// startTargetWorker serves TargetWorkflow on queue, as the service a workflow-action
+// schedule would start its runs in. The SDK worker reconnects by itself across the
+// Temporal restart.
+func startTargetWorker(ctx context.Context, address, queue string) (func(), error) {
+	cfg := config.Config{TemporalAddress: address, TemporalNamespace: "default"}
+	dialCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tc, err := cfg.DialTemporal(dialCtx)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: target worker: %w", err)
+	}
+	w := sdkworker.New(tc, queue, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(TargetWorkflow, workflow.RegisterOptions{Name: TargetWorkflowName})
+	if err := w.Start(); err != nil {
+		tc.Close()
+		return nil, fmt.Errorf("chaos: target worker: %w", err)
+	}
+	return func() { w.Stop(); tc.Close() }, nil
+}
+
+// DefaultDir is where `tickgate chaos` keeps a run: under the checkout's .dev.
+func DefaultDir(root string) string {
+	return filepath.Join(root, ".dev", "chaos", time.Now().UTC().Format("20060102-150405"))
+}
+
+// Print writes the report's tables and its RESULT line.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "\n## Chaos run — profile %s, seed %d, %s\n\n", r.Profile.Name, r.Seed, r.Elapsed.Round(time.Second))
+	fmt.Fprintln(w, "| fault | injected | failed | down | recovery p50 | recovery max |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
+	for _, kind := range []string{faultWorkerKill, faultPostgresRestart, faultTemporalRestart, faultAPIKill} {
+		var rec []time.Duration
+		var down time.Duration
+		failed := 0
+		for _, f := range r.Faults {
+			if f.kind != kind {
+				continue
+			}
+			rec = append(rec, f.recovery)
+			down += f.down
+			if f.err != nil {
+				failed++
+			}
+		}
+		if len(rec) == 0 {
+			continue
+		}
+		slices.Sort(rec)
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s |\n", kind, len(rec), failed, (down / time.Duration(len(rec))).Round(100*time.Millisecond),
+			rec[len(rec)/2].Round(10*time.Millisecond), rec[len(rec)-1].Round(10*time.Millisecond))
+	}
+	fmt.Fprintln(w, "\nRecovery: from the fault until the component serves again (worker or API /readyz 200; after a server restart, all /readyz 200 and a new schedule fire committed). Down: how long it was left dead.")
+	fmt.Fprintf(w, "\n| invariant | samples | breaches |\n| --- | ---: | ---: |\n")
+	for _, c := range r.Checks {
+		fmt.Fprintf(w, "| %s | %d | %d |\n", c.Name, c.Samples, c.Breaches)
+	}
+	fmt.Fprintf(w, "| (samples that could not reach PostgreSQL) | %d | – |\n", r.Unreachable)
+	f := r.Final
+	fmt.Fprintf(w, "\n| end state | count |\n| --- | ---: |\n")
+	n := func(v int64) string { return fmt.Sprint(v) }
+	rows := [][2]string{
+		{"ticks expected up to the cutoff", n(f.ExpectedTicks)},
+		{"ticks without a row (S2: lost)", n(f.LostTicks)},
+		{"duplicate ticks (S1)", n(f.Duplicates)},
+		{"fires", n(f.Fires)},
+		{"  of which catch-up fires", n(f.CatchupFires)},
+		{"ticks skipped by overlap policy (recorded with reason)", n(f.Skipped)},
+		{"ticks missed outside the window (recorded with reason)", n(f.Missed)},
+		{"workflow runs succeeded / failed / canceled+terminated", fmt.Sprintf("%d / %d / %d", f.RunsSucceeded, f.RunsFailed, f.RunsCanceled)},
+		{"schedule runs still RUNNING", n(f.UnfinishedScheduleRuns)},
+		{"task runs DONE", n(f.TasksDone)},
+		{"task runs FAILED/CANCELED/SKIPPED", n(f.TasksOther)},
+		{"task runs unfinished", n(f.UnfinishedTasks)},
+		{"device executions", n(f.DeviceExecutions)},
+		{"  succeeded", n(f.DeviceSucceeded)},
+		{"  failed finally (device → error)", n(f.DeviceFailed)},
+		{"  timeouts / retries scheduled", fmt.Sprintf("%d / %d", f.DeviceTimeouts, f.DeviceRetries)},
+		{"  late results refused", n(f.LateResults)},
+		{"devices in error", n(f.DevicesInError)},
+		{"device executions unfinished", n(f.UnfinishedDeviceExecutions)},
+		{"device tasks unfinished", n(f.UnfinishedDeviceTasks)},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(w, "| %s | %s |\n", row[0], row[1])
+	}
+	fmt.Fprintf(w, "\nsettled %s after the faults (%s)\n", r.SettleTime.Round(time.Second), r.SettleReason)
+	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d\n",
+		len(r.Faults), f.Fires, f.Duplicates, r.Breaches, r.Unfinished(), f.LostTicks, f.TasksDone, f.DeviceExecutions, r.faultErrors())
+}

@@ -1,0 +1,266 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// check is one invariant as a query counting the rows that break it, evaluated on one
+// snapshot of the database.
+type check struct {
+	name  string // e.g. "R1 one DDL per database"
+	query string
+	// heavy checks scan whole tables; they are sampled less often.
+	heavy bool
+	// graceArg passes overdueGrace (in ms) as $1.
+	graceArg bool
+}
+
+// overdueGrace is how far past its timeout_at an execution may still be SENT/ACKED before
+// the checker calls it a D3 breach: the timeout's durable timer fires late while Temporal
+// or PostgreSQL is down, and the run restarts them.
+const overdueGrace = 2 * time.Minute
+
+// sampledChecks hold at every instant, so the checker evaluates them throughout the run.
+var sampledChecks = []check{
+	{name: "S1 no tick fired twice", heavy: true, query: `
+		SELECT count(*) FROM (
+			SELECT schedule_id, scheduled_at FROM schedule_runs
+			WHERE trigger IN ('scheduled', 'catchup')
+			GROUP BY 1, 2 HAVING count(*) > 1) d`},
+	{name: "S1 one event + outbox row per fire", heavy: true, query: `
+		SELECT (SELECT count(*) FROM (
+		          SELECT schedule_run_id FROM event_store WHERE schedule_run_id IS NOT NULL
+		          GROUP BY 1 HAVING count(*) > 1) twice)
+		     + (SELECT count(*) FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
+		        WHERE r.fired_at IS NOT NULL AND s.action->>'kind' = 'event'
+		          AND NOT EXISTS (SELECT 1 FROM event_store e WHERE e.schedule_run_id = r.id))
+		     + (SELECT count(*) FROM event_store e
+		        WHERE NOT EXISTS (SELECT 1 FROM outbox_messages o WHERE o.event_id = e.id))`},
+	{name: "R1 one DDL/SDL per database", query: `
+		SELECT count(*) FROM (
+			SELECT database FROM task_runs
+			WHERE type IN ('DDL', 'SDL') AND status IN ('AVAILABLE', 'RUNNING')
+			GROUP BY database HAVING count(*) > 1) x`},
+	{name: "R2 version order per database", query: `
+		SELECT count(*) FROM task_runs t
+		WHERE t.status IN ('AVAILABLE', 'RUNNING')
+		  AND EXISTS (SELECT 1 FROM task_runs u
+		              WHERE u.database = t.database AND u.version_key < t.version_key
+		                AND u.status IN ('PENDING', 'AVAILABLE', 'RUNNING'))`},
+	{name: "R3 parallel limit per rollout", query: `
+		SELECT count(*) FROM rollouts r
+		WHERE (SELECT count(*) FROM task_runs t
+		       WHERE t.rollout_id = r.id AND t.status IN ('AVAILABLE', 'RUNNING')) > r.parallel_limit`},
+	// No task is retried by an operator during the run, so a second claim of a task
+	// (attempt > 1) can only be a double claim; and nothing runs before its run_at.
+	{name: "R4 each task claimed once", query: `
+		SELECT count(*) FROM task_runs
+		WHERE attempt > 1 OR (started_at IS NOT NULL AND run_at IS NOT NULL AND started_at < run_at)`},
+	{name: "D1 one active device task, the oldest", query: `
+		SELECT (SELECT greatest(count(*) - 1, 0) FROM tasks WHERE status = 'running')
+		     + (SELECT count(*) FROM tasks r JOIN tasks p ON p.status = 'pending' AND p.id < r.id
+		        WHERE r.status = 'running')`},
+	{name: "D2 running ≤ min(capacity, eligible) per PC", query: `
+		SELECT count(*) FROM pc_device_summary WHERE running > target`},
+	{name: "D3 timeout, attempts, final failure → error", graceArg: true, query: `
+		SELECT (SELECT count(*) FROM task_devices td JOIN tasks t ON t.id = td.task_id
+		        WHERE td.sent_at IS NOT NULL AND td.timeout_at IS NOT NULL
+		          AND td.timeout_at <> td.sent_at + t.device_timeout_ms * interval '1 millisecond')
+		     + (SELECT count(*) FROM task_devices td
+		        WHERE td.status IN ('SENT', 'ACKED') AND td.timeout_at < now() - $1 * interval '1 millisecond')
+		     + (SELECT count(*) FROM task_devices td JOIN devices d ON d.id = td.device_id
+		        WHERE td.status = 'FAILED_FINAL' AND d.status <> 'error')`},
+	{name: "D3 one result per attempt, ≤ max_attempts sends", heavy: true, query: `
+		SELECT (SELECT count(*) FROM (
+		          SELECT task_device_id, attempt FROM task_device_events
+		          WHERE type IN ('SUCCEEDED', 'FAILED', 'TIMEOUT')
+		          GROUP BY 1, 2 HAVING count(*) > 1) twice)
+		     + (SELECT count(*) FROM (
+		          SELECT e.task_device_id FROM task_device_events e JOIN task_devices td ON td.id = e.task_device_id
+		          WHERE e.type = 'SENT' GROUP BY e.task_device_id, td.max_attempts
+		          HAVING count(*) > td.max_attempts) sends)`},
+}
+
+// checkResult is what the checker saw of one invariant.
+type checkResult struct {
+	Name     string
+	Samples  int
+	Breaches int64 // rows breaking it, summed over samples
+	First    string
+}
+
+// checker samples the invariants while the run goes on. A sample that cannot reach the
+// database (PostgreSQL is being restarted) is counted as unreachable, not as a pass.
+type checker struct {
+	pool *pgxpool.Pool
+
+	mu          sync.Mutex
+	results     map[string]*checkResult
+	unreachable int
+}
+
+func newChecker(pool *pgxpool.Pool) *checker {
+	c := &checker{pool: pool, results: map[string]*checkResult{}}
+	for _, ch := range sampledChecks {
+		c.results[ch.name] = &checkResult{Name: ch.name}
+	}
+	return c
+}
+
+// run samples every interval until ctx ends; heavy checks every tenth sample.
+func (c *checker) run(ctx context.Context, interval time.Duration) {
+	for n := 0; ctx.Err() == nil; n++ {
+		_ = c.sample(ctx, n%10 == 0)
+		sleepCtx(ctx, interval)
+	}
+}
+
+// sample evaluates the checks on one REPEATABLE READ snapshot.
+func (c *checker) sample(ctx context.Context, heavy bool) error {
+	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tx, err := c.pool.BeginTx(qctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		c.mu.Lock()
+		c.unreachable++
+		c.mu.Unlock()
+		return fmt.Errorf("checker: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	counts := map[string]int64{}
+	for _, ch := range sampledChecks {
+		if ch.heavy && !heavy {
+			continue
+		}
+		var args []any
+		if ch.graceArg {
+			args = append(args, overdueGrace.Milliseconds())
+		}
+		var n int64
+		if err := tx.QueryRow(qctx, ch.query, args...).Scan(&n); err != nil {
+			c.mu.Lock()
+			c.unreachable++
+			c.mu.Unlock()
+			return fmt.Errorf("checker: %s: %w", ch.name, err)
+		}
+		counts[ch.name] = n
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, n := range counts {
+		r := c.results[name]
+		r.Samples++
+		r.Breaches += n
+		if n > 0 && r.First == "" {
+			r.First = time.Now().UTC().Format(time.RFC3339)
+		}
+	}
+	return nil
+}
+
+// snapshot returns the results so far, in the checks' order.
+func (c *checker) snapshot() ([]checkResult, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]checkResult, 0, len(sampledChecks))
+	for _, ch := range sampledChecks {
+		out = append(out, *c.results[ch.name])
+	}
+	return out, c.unreachable
+}
+
+// finalCounts are the end-of-run checks and totals.
+type finalCounts struct {
+	Fires, Skipped, Missed, CatchupFires, ManualFires int64
+	RunsSucceeded, RunsFailed, RunsCanceled           int64
+	Duplicates                                        int64
+	LostTicks                                         int64 // ticks inside the window with no row
+	ExpectedTicks                                     int64
+	UnfinishedScheduleRuns                            int64
+	TasksDone, TasksOther, UnfinishedTasks            int64
+	DeviceExecutions, DeviceSucceeded, DeviceFailed   int64
+	DeviceTimeouts, DeviceRetries, DevicesInError     int64
+	UnfinishedDeviceExecutions, UnfinishedDeviceTasks int64
+	LateResults                                       int64
+}
+
+// finalCheck counts the totals and checks S2 for the ticks from startAt to cutoff.
+func finalCheck(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Time) (finalCounts, error) {
+	var f finalCounts
+	err := pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE fired_at IS NOT NULL),
+		       count(*) FILTER (WHERE status = 'SKIPPED'),
+		       count(*) FILTER (WHERE status = 'MISSED'),
+		       count(*) FILTER (WHERE trigger = 'catchup' AND fired_at IS NOT NULL),
+		       count(*) FILTER (WHERE trigger IN ('manual', 'backfill')),
+		       count(*) FILTER (WHERE status = 'SUCCEEDED'),
+		       count(*) FILTER (WHERE status = 'FAILED'),
+		       count(*) FILTER (WHERE status IN ('CANCELED', 'TERMINATED')),
+		       count(*) FILTER (WHERE status = 'RUNNING')
+		FROM schedule_runs`).Scan(&f.Fires, &f.Skipped, &f.Missed, &f.CatchupFires, &f.ManualFires,
+		&f.RunsSucceeded, &f.RunsFailed, &f.RunsCanceled, &f.UnfinishedScheduleRuns)
+	if err != nil {
+		return f, fmt.Errorf("final: schedule runs: %w", err)
+	}
+	if err := pool.QueryRow(ctx, sampledChecks[0].query).Scan(&f.Duplicates); err != nil {
+		return f, fmt.Errorf("final: duplicates: %w", err)
+	}
+	// S2: every tick start_at + n·interval ≤ cutoff of every schedule has its row (fired,
+	// skipped or missed, each with its reason), counted against the ticks the spec implies.
+	err = pool.QueryRow(ctx, `
+		WITH per AS (
+			SELECT s.id,
+			       floor(extract(epoch FROM ($2::timestamptz - $1::timestamptz)) /
+			             (s.spec->'interval'->>'every')::bigint)::bigint + 1 AS expected,
+			       (SELECT count(DISTINCT r.scheduled_at) FROM schedule_runs r
+			        WHERE r.schedule_id = s.id AND r.trigger IN ('scheduled', 'catchup')
+			          AND r.scheduled_at BETWEEN $1 AND $2) AS got
+			FROM schedules s)
+		SELECT coalesce(sum(expected), 0)::bigint, coalesce(sum(greatest(expected - got, 0)), 0)::bigint FROM per`,
+		startAt, cutoff).Scan(&f.ExpectedTicks, &f.LostTicks)
+	if err != nil {
+		return f, fmt.Errorf("final: S2: %w", err)
+	}
+	err = pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE status = 'DONE'),
+		       count(*) FILTER (WHERE status IN ('FAILED', 'CANCELED', 'SKIPPED')),
+		       count(*) FILTER (WHERE status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING'))
+		FROM task_runs`).Scan(&f.TasksDone, &f.TasksOther, &f.UnfinishedTasks)
+	if err != nil {
+		return f, fmt.Errorf("final: task runs: %w", err)
+	}
+	err = pool.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM task_devices),
+		       (SELECT count(*) FROM task_devices WHERE status = 'SUCCEEDED'),
+		       (SELECT count(*) FROM task_devices WHERE status = 'FAILED_FINAL'),
+		       (SELECT count(*) FROM task_device_events WHERE type = 'TIMEOUT'),
+		       (SELECT count(*) FROM task_device_events WHERE type = 'RETRY_SCHEDULED'),
+		       (SELECT count(*) FROM devices WHERE status = 'error'),
+		       (SELECT count(*) FROM task_devices WHERE status NOT IN ('SUCCEEDED', 'FAILED_FINAL', 'CANCELLED')),
+		       (SELECT count(*) FROM tasks WHERE status IN ('pending', 'running', 'retrying')),
+		       (SELECT count(*) FROM task_device_events WHERE type = 'LATE_RESULT')`).Scan(
+		&f.DeviceExecutions, &f.DeviceSucceeded, &f.DeviceFailed, &f.DeviceTimeouts, &f.DeviceRetries,
+		&f.DevicesInError, &f.UnfinishedDeviceExecutions, &f.UnfinishedDeviceTasks, &f.LateResults)
+	if err != nil {
+		return f, fmt.Errorf("final: devices: %w", err)
+	}
+	return f, nil
+}
+
+// settled reports whether the run's work is done up to cutoff: every schedule has recorded
+// its ticks up to cutoff, and every task run and device execution is final.
+func settled(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Time) (bool, string, error) {
+	f, err := finalCheck(ctx, pool, startAt, cutoff)
+	if err != nil {
+		return false, "", err
+	}
+	why := fmt.Sprintf("ticks without a row %d, unfinished task runs %d, device executions %d, device tasks %d",
+		f.LostTicks, f.UnfinishedTasks, f.UnfinishedDeviceExecutions, f.UnfinishedDeviceTasks)
+	return f.LostTicks == 0 && f.UnfinishedTasks == 0 && f.UnfinishedDeviceExecutions == 0 && f.UnfinishedDeviceTasks == 0, why, nil
+}

@@ -1,0 +1,140 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Fault kinds, as the report names them.
+const (
+	faultWorkerKill      = "kill -9 worker"
+	faultPostgresRestart = "restart PostgreSQL (immediate stop)"
+	faultTemporalRestart = "restart Temporal dev server"
+	faultAPIKill         = "kill -9 API"
+)
+
+// plannedFault is one fault at an offset into the fault phase.
+type plannedFault struct {
+	at   time.Duration
+	kind string
+}
+
+// planFaults spreads the worker kills at random moments over the phase and puts the server
+// restarts at fixed fractions of it, apart from each other.
+func planFaults(p Profile, rng *rand.Rand) []plannedFault {
+	var plan []plannedFault
+	span := p.FaultPhase * 9 / 10
+	for i := 0; i < p.WorkerKills; i++ {
+		plan = append(plan, plannedFault{at: p.FaultPhase/20 + time.Duration(rng.Int64N(int64(span))), kind: faultWorkerKill})
+	}
+	add := func(n int, frac float64, kind string) {
+		for i := 0; i < n; i++ {
+			plan = append(plan, plannedFault{at: time.Duration(float64(p.FaultPhase) * (frac + 0.05*float64(i))), kind: kind})
+		}
+	}
+	add(p.PostgresRestarts, 0.30, faultPostgresRestart)
+	add(p.APIKills, 0.45, faultAPIKill)
+	add(p.TemporalRestarts, 0.60, faultTemporalRestart)
+	slices.SortStableFunc(plan, func(a, b plannedFault) int { return int(a.at - b.at) })
+	return plan
+}
+
+// injected is one fault as it happened.
+type injected struct {
+	kind     string
+	target   string
+	at       time.Time
+	down     time.Duration // how long the component was left down
+	recovery time.Duration // from the fault until the component served again
+	err      error
+}
+
+// injector carries out the plan against the stack.
+type injector struct {
+	s    *stack
+	pool *pgxpool.Pool
+	rng  *rand.Rand
+	logf func(string, ...any)
+}
+
+// run injects the plan's faults in order, starting at start; each one is recovered from
+// before the next begins.
+func (in *injector) run(ctx context.Context, start time.Time, plan []plannedFault) []injected {
+	var done []injected
+	for _, f := range plan {
+		sleepCtx(ctx, time.Until(start.Add(f.at)))
+		if ctx.Err() != nil {
+			break
+		}
+		r := in.inject(ctx, f.kind)
+		if r.err != nil {
+			in.logf("chaos: %s (%s): %v", r.kind, r.target, r.err)
+		} else {
+			in.logf("chaos: %s (%s): down %s, recovered in %s", r.kind, r.target, r.down.Round(time.Millisecond), r.recovery.Round(time.Millisecond))
+		}
+		done = append(done, r)
+	}
+	return done
+}
+
+const recoveryTimeout = 5 * time.Minute
+
+func (in *injector) inject(ctx context.Context, kind string) injected {
+	r := injected{kind: kind, at: time.Now()}
+	switch kind {
+	case faultWorkerKill:
+		w := in.s.workers[in.rng.IntN(len(in.s.workers))]
+		r.target, r.down = w.name, time.Duration(500+in.rng.IntN(4500))*time.Millisecond
+		w.kill()
+		sleepCtx(ctx, r.down)
+		if r.err = w.start(); r.err == nil {
+			r.err = w.waitReady(ctx, recoveryTimeout)
+		}
+	case faultAPIKill:
+		r.target, r.down = in.s.api.name, 2*time.Second
+		in.s.api.kill()
+		sleepCtx(ctx, r.down)
+		if r.err = in.s.api.start(); r.err == nil {
+			r.err = in.s.api.waitReady(ctx, recoveryTimeout)
+		}
+	case faultPostgresRestart:
+		r.target, r.down = fmt.Sprintf("127.0.0.1:%d", in.s.pg.Port), 5*time.Second
+		if r.err = in.s.restartPostgres(ctx, r.down); r.err == nil {
+			r.err = in.waitServing(ctx, time.Now())
+		}
+	case faultTemporalRestart:
+		r.target, r.down = in.s.temporal.Address(), 5*time.Second
+		if r.err = in.s.restartTemporal(ctx, r.down); r.err == nil {
+			r.err = in.waitServing(ctx, time.Now())
+		}
+	}
+	r.recovery = time.Since(r.at)
+	return r
+}
+
+// waitServing waits until the product serves again after a server restart: the API is
+// ready, both workers are ready, and a schedule fire has committed after back.
+func (in *injector) waitServing(ctx context.Context, back time.Time) error {
+	for _, p := range append(append([]*process{}, in.s.workers...), in.s.api) {
+		if err := p.waitReady(ctx, recoveryTimeout); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(recoveryTimeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var fired bool
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := in.pool.QueryRow(qctx, `SELECT EXISTS (SELECT 1 FROM schedule_runs WHERE created_at > $1 AND fired_at IS NOT NULL)`, back).Scan(&fired)
+		cancel()
+		if err == nil && fired {
+			return nil
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+	return fmt.Errorf("no schedule fired within %s after the restart", recoveryTimeout)
+}

@@ -1,0 +1,205 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// overlapPolicies are cycled through by the workflow-action schedules.
+var overlapPolicies = []string{"skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"}
+
+// apiClient calls the tickgate API with the run's admin token, retrying while the API is
+// down (it is one of the things the run kills).
+type apiClient struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// do sends body to path and decodes the answer into out. Connection errors and 5xx are
+// retried for up to a minute; 4xx is an error at once. Creates carry an Idempotency-Key so
+// a retried POST whose first answer was lost does not create twice.
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return fmt.Errorf("%s %s: encode: %w", method, path, err)
+		}
+	}
+	key := fmt.Sprintf("chaos-%d", rand.Uint64())
+	deadline := time.Now().Add(time.Minute)
+	for {
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(payload))
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Content-Type", "application/json")
+		if method == http.MethodPost {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := c.http.Do(req)
+		var data []byte
+		if err == nil {
+			data, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case resp.StatusCode < 300:
+				if out != nil {
+					if err := json.Unmarshal(data, out); err != nil {
+						return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+					}
+				}
+				return nil
+			case resp.StatusCode < 500:
+				return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+			}
+			err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(data)))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		sleepCtx(ctx, 500*time.Millisecond)
+	}
+}
+
+// load is what the run created, for the checker.
+type load struct {
+	startAt    time.Time // first tick of every schedule
+	rolloutID  int64
+	deviceTask []int64
+	pcNames    []string
+}
+
+// createLoad creates the schedules, the rollout, the PCs, devices and device tasks.
+func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string) (*load, error) {
+	// Every schedule starts at the same whole second, a little ahead, so its ticks are
+	// start_at + n·interval and the checker can enumerate them.
+	l := &load{startAt: time.Now().UTC().Truncate(time.Second).Add(15 * time.Second)}
+	for i := 0; i < p.EventSchedules; i++ {
+		body := map[string]any{
+			"name": fmt.Sprintf("chaos-event-%03d", i),
+			"spec": map[string]any{"interval": map[string]any{"every": 1, "unit": "SECONDS"}, "start_at": l.startAt.Format(time.RFC3339)},
+			"action": map[string]any{"kind": "event", "topic": "chaos", "type": "tick",
+				"data": map[string]any{"schedule": i}},
+			"policies": map[string]any{"catchup_window": p.CatchupWindow.String()},
+		}
+		if err := c.do(ctx, http.MethodPost, "/api/v1/schedules", body, nil); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < p.WorkflowSchedules; i++ {
+		body := map[string]any{
+			"name": fmt.Sprintf("chaos-workflow-%02d-%s", i, overlapPolicies[i%len(overlapPolicies)]),
+			"spec": map[string]any{"interval": p.WorkflowEvery.String(), "start_at": l.startAt.Format(time.RFC3339)},
+			"action": map[string]any{"kind": "workflow", "workflow_type": TargetWorkflowName, "task_queue": targetQueue,
+				"input": TargetInput{MinMs: p.TargetMin.Milliseconds(), MaxMs: p.TargetMax.Milliseconds(), FailPercent: 10}},
+			"policies": map[string]any{"overlap": overlapPolicies[i%len(overlapPolicies)], "catchup_window": p.CatchupWindow.String()},
+		}
+		if err := c.do(ctx, http.MethodPost, "/api/v1/schedules", body, nil); err != nil {
+			return nil, err
+		}
+	}
+
+	var rollout struct {
+		ID int64 `json:"id"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/api/v1/rollouts", rolloutRequest(p), &rollout); err != nil {
+		return nil, err
+	}
+	l.rolloutID = rollout.ID
+
+	for i := 0; i < p.PCs; i++ {
+		pc := fmt.Sprintf("chaos-pc-%02d", i)
+		l.pcNames = append(l.pcNames, pc)
+		if err := c.do(ctx, http.MethodPost, "/api/v1/pcs", map[string]any{"name": pc}, nil); err != nil {
+			return nil, err
+		}
+		for d := 0; d < p.DevicesPerPC; d++ {
+			serial := fmt.Sprintf("%s-dev-%02d", pc, d)
+			if err := c.do(ctx, http.MethodPost, "/api/v1/devices", map[string]any{"pc": pc, "serial": serial}, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := 0; i < p.DeviceTasks; i++ {
+		var task struct {
+			ID int64 `json:"id"`
+		}
+		if err := c.do(ctx, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"chaos": i}}, &task); err != nil {
+			return nil, err
+		}
+		l.deviceTask = append(l.deviceTask, task.ID)
+	}
+	return l, nil
+}
+
+// rolloutRequest spreads the tasks over the databases: per database, versions 1.0, 1.1, …
+// in groups of four tasks sharing a version; a third of the groups are DDL (one at a time
+// per database, R1), the rest DML (parallel, up to the rollout's limit, R3), and every
+// group waits for the smaller versions on its database (R2). A few tasks have a run_at a
+// little ahead (the run-at gate).
+func rolloutRequest(p Profile) map[string]any {
+	tasks := make([]map[string]any, 0, p.RolloutTasks)
+	runAt := time.Now().UTC().Add(45 * time.Second).Format(time.RFC3339)
+	for i := 0; i < p.RolloutTasks; i++ {
+		db := i % p.RolloutDatabases
+		n := i / p.RolloutDatabases // the task's index on its database
+		group := n / 4
+		typ := "DML"
+		if group%3 == 0 {
+			typ = "DDL"
+		}
+		t := map[string]any{
+			"database": fmt.Sprintf("chaos_db_%02d", db), "type": typ, "version": fmt.Sprintf("1.%d", group),
+			"executor": "noop", "payload": map[string]any{"sleep": fmt.Sprintf("%dms", 20+rand.IntN(150))},
+		}
+		if i%97 == 0 {
+			t["run_at"] = runAt
+		}
+		tasks = append(tasks, t)
+	}
+	return map[string]any{"name": "chaos-rollout", "parallel_limit": p.ParallelLimit, "tasks": tasks}
+}
+
+// TargetWorkflowName is the workflow the workflow-action schedules start; the chaos run
+// serves it from its own worker.
+const TargetWorkflowName = "ChaosTarget"
+
+// TargetInput sizes one run of the target workflow.
+type TargetInput struct {
+	MinMs       int64 `json:"min_ms"`
+	MaxMs       int64 `json:"max_ms"`
+	FailPercent int   `json:"fail_percent"`
+}
+
+// TargetWorkflow sleeps a duration between MinMs and MaxMs and fails FailPercent of the
+// time; both are derived from the workflow id, so replays decide the same.
+func TargetWorkflow(ctx workflow.Context, in TargetInput) error {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(workflow.GetInfo(ctx).WorkflowExecution.ID))
+	sum := h.Sum64()
+	d := time.Duration(in.MinMs) * time.Millisecond
+	if span := in.MaxMs - in.MinMs; span > 0 {
+		d += time.Duration(int64(sum%uint64(span))) * time.Millisecond
+	}
+	if err := workflow.Sleep(ctx, d); err != nil {
+		return err
+	}
+	if int(sum/7%100) < in.FailPercent {
+		return temporal.NewApplicationError("simulated failure of a scheduled run", "ChaosFailure")
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+// Package chaos runs tickgate on a real local stack under a mixed load while it kills and
+// restarts its processes and servers, and checks the invariants of DESIGN.md (S1–S2,
+// R1–R4, D1–D3) against the database throughout and at the end. `make chaos` runs the full
+// profile; the short profile is part of `make test` (e2e/chaos_test.go).
+package chaos
+
+import (
+	"fmt"
+	"time"
+)
+
+// Profile sizes a run: the load, the faults and how long the faults go on.
+type Profile struct {
+	Name string
+	// FaultPhase is how long faults are injected while the load runs.
+	FaultPhase time.Duration
+
+	// Schedules: EventSchedules fire every second with an event action; WorkflowSchedules
+	// fire every WorkflowEvery with a workflow action whose runs last TargetMin..TargetMax,
+	// cycling through the overlap policies.
+	EventSchedules    int
+	WorkflowSchedules int
+	WorkflowEvery     time.Duration
+	TargetMin         time.Duration
+	TargetMax         time.Duration
+	CatchupWindow     time.Duration
+
+	// Rollout: RolloutTasks over RolloutDatabases, DDL and DML, with ParallelLimit.
+	RolloutTasks     int
+	RolloutDatabases int
+	ParallelLimit    int
+
+	// Devices: PCs × DevicesPerPC devices, DeviceTasks tasks queued at once; the agent
+	// simulator answers after DeviceLatency (+ up to as much jitter), fails FailRate of the
+	// commands and never answers NoAnswerRate of them, which time out after DeviceTimeout.
+	PCs           int
+	DevicesPerPC  int
+	DeviceTasks   int
+	DeviceLatency time.Duration
+	DeviceTimeout time.Duration
+	FailRate      float64
+	NoAnswerRate  float64
+
+	// Faults injected during FaultPhase.
+	WorkerKills      int
+	PostgresRestarts int
+	TemporalRestarts int
+	APIKills         int
+
+	// Settle bounds the wait, after the faults, for every tick, task run and device
+	// execution to reach its final state.
+	Settle time.Duration
+}
+
+// Full is `make chaos`: the issue's load and faults.
+var Full = Profile{
+	Name: "full", FaultPhase: 5 * time.Minute,
+	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 2 * time.Second,
+	TargetMin: 500 * time.Millisecond, TargetMax: 3500 * time.Millisecond, CatchupWindow: 10 * time.Minute,
+	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
+	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
+	FailRate: 0.10, NoAnswerRate: 0.05,
+	WorkerKills: 20, PostgresRestarts: 1, TemporalRestarts: 1, APIKills: 1,
+	Settle: 10 * time.Minute,
+}
+
+// Short is the same run scaled to about two minutes, for `make test`.
+var Short = Profile{
+	Name: "short", FaultPhase: 60 * time.Second,
+	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 2 * time.Second,
+	TargetMin: 300 * time.Millisecond, TargetMax: 3 * time.Second, CatchupWindow: 10 * time.Minute,
+	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
+	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
+	FailRate: 0.10, NoAnswerRate: 0.05,
+	WorkerKills: 4, PostgresRestarts: 1, TemporalRestarts: 1, APIKills: 1,
+	Settle: 5 * time.Minute,
+}
+
+// ProfileByName returns Full or Short.
+func ProfileByName(name string) (Profile, error) {
+	switch name {
+	case Full.Name:
+		return Full, nil
+	case Short.Name:
+		return Short, nil
+	}
+	return Profile{}, fmt.Errorf("unknown profile %q: want %q or %q", name, Full.Name, Short.Name)
+}

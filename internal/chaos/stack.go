@@ -1,0 +1,324 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/store"
+)
+
+// stack is the local product the run attacks: its own PostgreSQL cluster and Temporal dev
+// server (never the ones `make dev` or the tests use, since the run restarts them), two
+// worker processes, the API process and the agent simulator.
+type stack struct {
+	dir        string
+	bin        string // the tickgate binary
+	pg         *devstack.Postgres
+	temporal   *devstack.Temporal
+	dbURL      string
+	apiAddr    string
+	adminToken string
+	workers    []*process
+	api        *process
+	agents     *process
+	logf       func(string, ...any)
+}
+
+// process is one tickgate subcommand run as a child process, restartable after a kill.
+type process struct {
+	name    string
+	bin     string
+	args    []string
+	env     []string
+	logPath string
+	// readyURL answers 200 once the process is connected and serving.
+	readyURL string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (p *process) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: log file: %w", p.name, err)
+	}
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Env = append(os.Environ(), p.env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("%s: start: %w", p.name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(done)
+	}()
+	p.cmd, p.done = cmd, done
+	return nil
+}
+
+// kill sends SIGKILL to the process group and waits for it to be gone.
+func (p *process) kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
+// stop asks the process to end (SIGTERM), killing it after a grace period.
+func (p *process) stop() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		p.kill()
+	}
+}
+
+// waitReady polls readyURL until it answers 200.
+func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.readyURL, nil)
+		if err != nil {
+			return fmt.Errorf("%s: ready request: %w", p.name, err)
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not ready at %s within %s (log %s)", p.name, p.readyURL, timeout, p.logPath)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startStack brings up PostgreSQL, Temporal, the database schema and an admin token.
+// The tickgate processes are started by startProcesses.
+func startStack(ctx context.Context, dir, bin string, logf func(string, ...any)) (*stack, error) {
+	root, err := devstack.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	s := &stack{dir: dir, bin: bin, logf: logf}
+	binDir, err := devstack.FindPostgresBinDir(true)
+	if err != nil {
+		return nil, err
+	}
+	pgPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s.pg = &devstack.Postgres{BinDir: binDir, DataDir: filepath.Join(dir, "pg"), Port: pgPort, FindFreePort: true, Log: logf}
+	if err := s.pg.Start(ctx); err != nil {
+		return nil, err
+	}
+	if err := createDatabase(ctx, s.pg.URL("postgres"), "tickgate"); err != nil {
+		return s, err
+	}
+	s.dbURL = s.pg.URL("tickgate")
+
+	temporalBin, err := devstack.TemporalBinary(ctx, root, logf)
+	if err != nil {
+		return s, err
+	}
+	tPort, err := freePort()
+	if err != nil {
+		return s, err
+	}
+	uiPort, err := freePort()
+	if err != nil {
+		return s, err
+	}
+	s.temporal = &devstack.Temporal{Bin: temporalBin, DBFile: filepath.Join(dir, "temporal.db"), Port: tPort, UIPort: uiPort,
+		LogFile: filepath.Join(dir, "temporal.log")}
+	if err := s.temporal.Start(ctx); err != nil {
+		return s, err
+	}
+	if err := store.Migrate(ctx, s.dbURL); err != nil {
+		return s, err
+	}
+	st, err := store.Open(ctx, s.dbURL)
+	if err != nil {
+		return s, err
+	}
+	defer st.Close()
+	_, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "chaos run"})
+	if err != nil {
+		return s, fmt.Errorf("admin token: %w", err)
+	}
+	s.adminToken = token
+	return s, nil
+}
+
+func createDatabase(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", adminURL, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// startProcesses starts the workers and the API and waits for them to be ready.
+func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string) error {
+	apiPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.apiAddr = fmt.Sprintf("127.0.0.1:%d", apiPort)
+	common := []string{
+		"DATABASE_URL=" + s.dbURL, "TEMPORAL_ADDRESS=" + s.temporal.Address(), "TICKGATE_TASK_QUEUE=" + taskQueue,
+		"TICKGATE_DEVICE_TIMEOUT=" + p.DeviceTimeout.String(),
+	}
+	for i := 1; i <= 2; i++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		metricsAddr := fmt.Sprintf("127.0.0.1:%d", port)
+		s.workers = append(s.workers, &process{
+			name: fmt.Sprintf("worker-%d", i), bin: s.bin, args: []string{"worker"},
+			env:     append(append([]string{}, common...), "TICKGATE_WORKER_METRICS_ADDR="+metricsAddr),
+			logPath: filepath.Join(s.dir, fmt.Sprintf("worker-%d.log", i)), readyURL: "http://" + metricsAddr + "/readyz",
+		})
+	}
+	s.api = &process{
+		name: "api", bin: s.bin, args: []string{"api"},
+		env:     append(append([]string{}, common...), "TICKGATE_HTTP_ADDR="+s.apiAddr),
+		logPath: filepath.Join(s.dir, "api.log"), readyURL: "http://" + s.apiAddr + "/readyz",
+	}
+	for _, proc := range append(append([]*process{}, s.workers...), s.api) {
+		if err := proc.start(); err != nil {
+			return err
+		}
+	}
+	for _, proc := range append(append([]*process{}, s.workers...), s.api) {
+		if err := proc.waitReady(ctx, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startAgents runs the agent simulator for the run's PCs.
+func (s *stack) startAgents(p Profile, pcs string) error {
+	s.agents = &process{
+		name: "agent-sim", bin: s.bin,
+		args: []string{"agent-sim", "-server", "http://" + s.apiAddr, "-pcs", pcs, "-token", s.adminToken,
+			"-latency", p.DeviceLatency.String(), "-jitter", p.DeviceLatency.String(),
+			"-fail-rate", fmt.Sprint(p.FailRate), "-no-answer-rate", fmt.Sprint(p.NoAnswerRate), "-report", "10s"},
+		logPath: filepath.Join(s.dir, "agent-sim.log"),
+	}
+	return s.agents.start()
+}
+
+// close stops everything the stack started; the directory stays for the logs.
+func (s *stack) close() error {
+	var errs []error
+	if s.agents != nil {
+		s.agents.stop()
+	}
+	if s.api != nil {
+		s.api.stop()
+	}
+	for _, w := range s.workers {
+		w.stop()
+	}
+	if s.temporal != nil {
+		errs = append(errs, s.temporal.Stop())
+	}
+	if s.pg != nil {
+		errs = append(errs, s.pg.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// restartPostgres crashes the cluster (immediate stop: no checkpoint, crash recovery on
+// start) and starts it again after down.
+func (s *stack) restartPostgres(ctx context.Context, down time.Duration) error {
+	out, err := s.pgCtl(ctx, "-m", "immediate", "-w", "stop")
+	if err != nil {
+		return fmt.Errorf("postgres: immediate stop: %w\n%s", err, out)
+	}
+	sleepCtx(ctx, down)
+	return s.pg.Start(ctx)
+}
+
+func (s *stack) pgCtl(ctx context.Context, args ...string) ([]byte, error) {
+	full := append([]string{"-D", s.pg.DataDir}, args...)
+	bin := filepath.Join(s.pg.BinDir, "pg_ctl")
+	var cmd *exec.Cmd
+	if os.Geteuid() == 0 {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", bin}, full...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, bin, full...)
+	}
+	cmd.Dir = "/"
+	return cmd.CombinedOutput()
+}
+
+// restartTemporal stops the dev server and starts it again on the same ports and SQLite
+// file after down: workflows, timers and task queues survive in the file.
+func (s *stack) restartTemporal(ctx context.Context, down time.Duration) error {
+	if err := s.temporal.Stop(); err != nil {
+		return fmt.Errorf("temporal: stop: %w", err)
+	}
+	sleepCtx(ctx, down)
+	return s.temporal.Start(ctx)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
