@@ -9,7 +9,7 @@ SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean
+.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories
 
 all: build
 
@@ -47,6 +47,10 @@ test: tools chromium
 lint:
 	gofmt -l . | (! grep .)
 	$(GO) vet ./...
+
+# Re-record workflows/testdata/*.json (the replay tests' histories) from a real run: e2e/record_histories_test.go.
+record-histories: tools
+	TICKGATE_RECORD_HISTORIES=1 $(GO) test -count=1 -run '^TestRecordHistories$$' -v ./e2e/
 
 # Regenerate store/dbgen from store/queries/*.sql and migrations/*.sql.
 generate: $(SQLC)

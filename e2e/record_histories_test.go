@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+
+	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/internal/agentsim"
+	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/internal/teststack"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
+)
+
+// recordQueue is the production task queue: the recorded histories then carry the
+// production workflow ids ("rollout-promoter", "device-dispatcher", "pc/<name>"). The dev
+// server is this test binary's own, so nothing else runs on it under those ids.
+const recordQueue = workflows.DefaultTaskQueue
+
+// TestRecordHistories is a generator, not a test: with TICKGATE_RECORD_HISTORIES=1 (`make
+// record-histories`) it drives a rollout and a device task to completion on the whole
+// product (real PostgreSQL, Temporal dev server, worker, HTTP API, simulated agent) and
+// writes each workflow's history to workflows/testdata/<type>_<scenario>.json, where
+// TestReplayHistories replays them. Re-record after an intentional, versioned change to a
+// workflow; a change that breaks replay of the old histories is what the replay test is
+// there to catch, so do not re-record to make it pass.
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv("TICKGATE_RECORD_HISTORIES") != "1" {
+		t.Skip("generator of workflows/testdata/*.json, not a test: set TICKGATE_RECORD_HISTORIES=1 (make record-histories) to re-record")
+	}
+	root, err := devstack.RepoRoot()
+	require.NoError(t, err)
+	out := filepath.Join(root, "workflows", "testdata")
+	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
+		c.TaskQueue = recordQueue
+		// Short, so that an unanswered attempt times out through its slot's timer in seconds.
+		c.DeviceTimeout = 2 * time.Second
+		c.DeviceMaxAttempts = 3
+	}})
+	rec := &recorder{t: t, tc: st.Temporal, dir: out}
+
+	recordRollouts(t, st, rec)
+	recordDevices(t, st, rec)
+
+	// The singletons never end: their histories are taken once they are idle, and replay
+	// up to their last event.
+	rec.waitIdle(workflows.PromoterWorkflowID(recordQueue))
+	rec.write(workflows.PromoterWorkflowID(recordQueue), workflows.PromoterWorkflowType, "promoter_rollouts")
+	rec.waitIdle(workflows.DispatcherWorkflowID(workflows.DeviceScope(recordQueue)))
+	rec.write(workflows.DispatcherWorkflowID(workflows.DeviceScope(recordQueue)), "DispatcherWorkflow", "dispatcher_task")
+}
+
+// recordRollouts runs two rollouts. The first has DDL and DML tasks on two databases under
+// a parallel limit of 2: noop tasks gated by version order and one schema change per
+// database, an external task that fails, is retried and then succeeds (task-result
+// signals, a retry), and an external task canceled while RUNNING (cancel-task signal). The
+// second is canceled as a whole while its external task runs (cancel signal).
+func recordRollouts(t *testing.T, st *teststack.Stack, rec *recorder) {
+	var r1 api.RolloutView
+	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "replay-gates", "parallel_limit": 2, "tasks": []map[string]any{
+		{"database": "db-a", "type": "DDL", "version": "1.0", "executor": "noop", "payload": map[string]any{"sleep": "100ms"}},
+		{"database": "db-a", "type": "DML", "version": "1.1", "executor": "noop"},
+		{"database": "db-a", "type": "DDL", "version": "1.2", "executor": "noop", "payload": map[string]any{"sleep": "50ms"}},
+		{"database": "db-b", "type": "DDL", "version": "1", "executor": "external", "payload": map[string]any{"ticket": "OPS-1"}},
+		{"database": "db-b", "type": "DML", "version": "2", "executor": "noop"},
+		{"database": "db-b", "type": "DDL", "version": "3", "executor": "external", "payload": map[string]any{"ticket": "OPS-2"}},
+	}}, http.StatusCreated, &r1)
+	tasks := map[string]api.TaskRunView{}
+	for _, tr := range listTasks(t, st, r1.ID) {
+		tasks[tr.Database+"/"+tr.Version] = tr
+	}
+	require.Len(t, tasks, 6)
+	ext1, ext3 := tasks["db-b/1"].ID, tasks["db-b/3"].ID
+
+	waitTask(t, st, ext1, "RUNNING")
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/result", ext1), map[string]any{"status": "FAILED", "error": "ticket rejected"}, http.StatusAccepted, nil)
+	waitTask(t, st, ext1, "FAILED")
+	// The failed version no longer blocks db-b: DML 2 runs, then DDL 3 holds the database,
+	// so the retried DDL 1 waits for it (R1) and the workflow stays the same run.
+	waitTask(t, st, ext3, "RUNNING")
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/retry", ext1), nil, http.StatusOK, nil)
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", ext3), nil, http.StatusOK, nil)
+	waitTask(t, st, ext1, "RUNNING")
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/result", ext1), map[string]any{"status": "DONE", "output": map[string]any{"approved_by": "dba"}}, http.StatusAccepted, nil)
+	waitRollout(t, st, r1.ID, "DONE")
+	rec.waitClosed(workflows.RolloutWorkflowID(r1.ID))
+	rec.write(workflows.RolloutWorkflowID(r1.ID), workflows.RolloutWorkflowType, "rollout_gates_retry_cancel_task")
+
+	var r2 api.RolloutView
+	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "replay-cancel", "parallel_limit": 1, "tasks": []map[string]any{
+		{"database": "db-c", "type": "SDL", "version": "1", "executor": "external"},
+		{"database": "db-c", "type": "SDL", "version": "2", "executor": "noop"},
+	}}, http.StatusCreated, &r2)
+	for _, tr := range listTasks(t, st, r2.ID) {
+		if tr.Executor == "external" {
+			waitTask(t, st, tr.ID, "RUNNING")
+		}
+	}
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/cancel", r2.ID), nil, http.StatusOK, nil)
+	rec.waitClosed(workflows.RolloutWorkflowID(r2.ID))
+	rec.write(workflows.RolloutWorkflowID(r2.ID), workflows.RolloutWorkflowType, "rollout_cancel")
+}
+
+// recordDevices runs one device task on a PC with 4 devices and 2 slots, the agent
+// answering by device: a success, a retryable failure then a success, no answer (the
+// attempt times out after the 2-second device timeout) then a success, and a
+// non-retryable failure (FAILED_FINAL, the device goes to error).
+func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "rack-1", "device_capacity": 2}, http.StatusCreated, nil)
+	for _, serial := range []string{"dev-ok", "dev-retry", "dev-timeout", "dev-fatal"} {
+		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-1", "serial": serial}, http.StatusCreated, nil)
+	}
+	var task api.DevTaskView
+	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash", "build": 7}}, http.StatusCreated, &task)
+	fleet := agentsim.Start(ctx, agentsim.Options{
+		BaseURL: st.URL + "/api/v1", PCs: []string{"rack-1"}, Latency: 50 * time.Millisecond, Ack: true,
+		Decide: func(c agentsim.Command) agentsim.Outcome {
+			switch {
+			case c.Device == "dev-retry" && c.Attempt == 1:
+				return agentsim.Fail
+			case c.Device == "dev-timeout" && c.Attempt == 1:
+				return agentsim.NoAnswer
+			case c.Device == "dev-fatal":
+				return agentsim.Fatal
+			}
+			return agentsim.Succeed
+		},
+		Logf:  t.Logf,
+		Token: st.NewToken(t, store.RoleAgent, "rack-1"),
+	})
+	defer fleet.Wait()
+	defer cancel()
+
+	var got api.DevTaskView
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", task.ID), nil, http.StatusOK, &got)
+		return got.Status != "pending" && got.Status != "running"
+	}, 2*time.Minute, 100*time.Millisecond, "device task never finished: %s", fleet.Stats.String())
+	cancel()
+	require.Len(t, got.Devices, 4)
+	scope := workflows.DeviceScope(recordQueue)
+	want := map[string]struct {
+		status   string
+		attempt  int32
+		scenario string
+	}{
+		"dev-ok":      {"SUCCEEDED", 1, "device_slot_success"},
+		"dev-retry":   {"SUCCEEDED", 2, "device_slot_retry"},
+		"dev-timeout": {"SUCCEEDED", 2, "device_slot_timeout"},
+		"dev-fatal":   {"FAILED_FINAL", 1, "device_slot_fatal"},
+	}
+	for _, td := range got.Devices {
+		w, ok := want[td.Device]
+		require.True(t, ok, td.Device)
+		require.Equal(t, w.status, td.Status, td.Device)
+		require.Equal(t, w.attempt, td.Attempt, td.Device)
+		id := workflows.SlotWorkflowID(scope, td.ID)
+		rec.waitClosed(id)
+		rec.write(id, "DeviceSlotWorkflow", w.scenario)
+	}
+	pcID := workflows.PCWorkflowID(scope, "rack-1")
+	rec.waitIdle(pcID)
+	rec.write(pcID, "PCWorkflow", "pc_refill")
+}
+
+func listTasks(t *testing.T, st *teststack.Stack, rolloutID int64) []api.TaskRunView {
+	t.Helper()
+	var page struct {
+		Items []api.TaskRunView `json:"items"`
+	}
+	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d/tasks?limit=100", rolloutID), nil, http.StatusOK, &page)
+	return page.Items
+}
+
+func waitTask(t *testing.T, st *teststack.Stack, id int64, status string) {
+	t.Helper()
+	var v api.TaskRunView
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/task-runs/%d", id), nil, http.StatusOK, &v)
+		return v.Status == status
+	}, time.Minute, 50*time.Millisecond, "task run %d never became %s (is %s)", id, status, v.Status)
+}
+
+func waitRollout(t *testing.T, st *teststack.Stack, id int64, status string) {
+	t.Helper()
+	var v api.RolloutView
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d", id), nil, http.StatusOK, &v)
+		return v.Status == status
+	}, time.Minute, 50*time.Millisecond, "rollout %d never became %s (is %s)", id, status, v.Status)
+}
+
+// recorder fetches workflow histories from the dev server and writes them as the JSON
+// that `temporal workflow show --output json` writes and the replayer reads.
+type recorder struct {
+	t   *testing.T
+	tc  client.Client
+	dir string
+}
+
+// waitClosed waits for a workflow that ends on its own to have ended.
+func (r *recorder) waitClosed(id string) {
+	r.t.Helper()
+	require.Eventually(r.t, func() bool {
+		d, err := r.tc.DescribeWorkflowExecution(context.Background(), id, "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetCloseTime() != nil
+	}, time.Minute, 100*time.Millisecond, "workflow %s never closed", id)
+}
+
+// waitIdle waits until a long-running workflow has no workflow task and no activity in
+// flight, so its recorded history ends on a completed workflow task (and the commands it
+// made) rather than in the middle of one.
+func (r *recorder) waitIdle(id string) {
+	r.t.Helper()
+	require.Eventually(r.t, func() bool {
+		d, err := r.tc.DescribeWorkflowExecution(context.Background(), id, "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING &&
+			d.GetPendingWorkflowTask() == nil && len(d.GetPendingActivities()) == 0
+	}, time.Minute, 100*time.Millisecond, "workflow %s never idle", id)
+}
+
+// write saves the latest run's history of workflow id as <dir>/<name>.json, after checking
+// that it is a history of workflowType.
+func (r *recorder) write(id, workflowType, name string) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hist := &historypb.History{}
+	it := r.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(r.t, err, "history of %s", id)
+		hist.Events = append(hist.Events, ev)
+	}
+	require.NotEmpty(r.t, hist.Events, id)
+	require.Equal(r.t, workflowType, hist.Events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName(), id)
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	require.NoError(r.t, err)
+	path := filepath.Join(r.dir, name+".json")
+	require.NoError(r.t, os.WriteFile(path, append(b, '\n'), 0o644))
+	r.t.Logf("recorded %s (%s, %d events, %d bytes) to %s", id, workflowType, len(hist.Events), len(b)+1, path)
+}
