@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -36,10 +39,10 @@ type Options struct {
 type Report struct {
 	Profile      Profile
 	Seed         uint64
-	Faults       []injected
-	Checks       []checkResult
+	Faults       []Injected
+	Checks       []CheckResult
 	Unreachable  int // samples that could not reach PostgreSQL (during its restart)
-	Final        finalCounts
+	Final        FinalCounts
 	Breaches     int64
 	SettleTime   time.Duration
 	SettleReason string
@@ -59,7 +62,7 @@ func (r *Report) Unfinished() int64 {
 func (r *Report) faultErrors() int {
 	n := 0
 	for _, f := range r.Faults {
-		if f.err != nil {
+		if f.Err != nil {
 			n++
 		}
 	}
@@ -101,7 +104,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	}
 	logf("chaos: postgres %s, temporal %s (UI :%d), api %s, 2 workers", s.dbURL, s.temporal.Address(), s.temporal.UIPort, s.apiAddr)
 
-	stopTargets, err := startTargetWorker(ctx, s.temporal.Address(), "chaos-targets")
+	stopTargets, err := startTargetWorker(ctx, s.temporal.Address(), "chaos-targets", filepath.Join(opts.Dir, "targets.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +150,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	logf("chaos: faults done; settling (ticks up to %s, all task runs and device executions final)", cutoff.Format(time.RFC3339))
 	settleStart := time.Now()
 	var why string
+	lastLog := time.Now()
 	for {
 		ok, reason, err := settled(ctx, pool, l.startAt, cutoff)
 		if err == nil {
@@ -159,14 +163,25 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 			logf("chaos: not settled after %s: %s", p.Settle, why)
 			break
 		}
+		if time.Since(lastLog) >= 10*time.Second {
+			logf("chaos: settling: %s", why)
+			lastLog = time.Now()
+		}
 		sleepCtx(ctx, 2*time.Second)
 	}
 	settleTime := time.Since(settleStart)
 	logf("chaos: settled in %s; pausing the schedules and draining their runs", settleTime.Round(time.Millisecond))
+	pauseStart := time.Now()
 	if err := pauseAll(ctx, api, pool); err != nil {
 		logf("chaos: pause: %v", err)
 	}
-	drainRuns(ctx, pool, 2*time.Minute)
+	logf("chaos: paused %d schedules in %s", p.EventSchedules+p.WorkflowSchedules, time.Since(pauseStart).Round(time.Millisecond))
+	drainStart := time.Now()
+	if left := drainRuns(ctx, pool, 2*time.Minute); left > 0 {
+		logf("chaos: %d schedule runs still RUNNING after %s", left, time.Since(drainStart).Round(time.Second))
+	} else {
+		logf("chaos: runs drained in %s", time.Since(drainStart).Round(time.Millisecond))
+	}
 
 	stopChecks()
 	<-checksDone
@@ -213,28 +228,42 @@ func pauseAll(ctx context.Context, api *apiClient, pool *pgxpool.Pool) error {
 	return errors.Join(errs...)
 }
 
-// drainRuns waits for the workflow-action runs still RUNNING to finish.
-func drainRuns(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) {
+// drainRuns waits for the workflow-action runs still RUNNING to finish and returns how
+// many are left.
+func drainRuns(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) int {
 	deadline := time.Now().Add(timeout)
+	n := -1
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		var n int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE status = 'RUNNING'`).Scan(&n); err == nil && n == 0 {
-			return
+			return 0
 		}
-		sleepCtx(ctx, time.Second)
+		sleepCtx(ctx, 500*time.Millisecond)
 	}
+	return n
 }
 
 // startTargetWorker serves TargetWorkflow on queue, as the service a workflow-action
 // schedule would start its runs in. The SDK worker reconnects by itself across the
 // Temporal restart.
-func startTargetWorker(ctx context.Context, address, queue string) (func(), error) {
+func startTargetWorker(ctx context.Context, address, queue, logPath string) (func(), error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: target worker log: %w", err)
+	}
 	cfg := config.Config{TemporalAddress: address, TemporalNamespace: "default"}
+	opts, err := cfg.ClientOptions()
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	// The SDK's poll errors while Temporal restarts go to the run's log, not the report.
+	opts.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(logFile, nil)))
 	dialCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	tc, err := cfg.DialTemporal(dialCtx)
+	tc, err := client.DialContext(dialCtx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: target worker: %w", err)
+		logFile.Close()
+		return nil, fmt.Errorf("chaos: target worker: dial %s: %w", address, err)
 	}
 	w := sdkworker.New(tc, queue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(TargetWorkflow, workflow.RegisterOptions{Name: TargetWorkflowName})
@@ -242,7 +271,7 @@ func startTargetWorker(ctx context.Context, address, queue string) (func(), erro
 		tc.Close()
 		return nil, fmt.Errorf("chaos: target worker: %w", err)
 	}
-	return func() { w.Stop(); tc.Close() }, nil
+	return func() { w.Stop(); tc.Close(); logFile.Close() }, nil
 }
 
 // DefaultDir is where `tickgate chaos` keeps a run: under the checkout's .dev.
@@ -260,12 +289,12 @@ func (r *Report) Print(w io.Writer) {
 		var down time.Duration
 		failed := 0
 		for _, f := range r.Faults {
-			if f.kind != kind {
+			if f.Kind != kind {
 				continue
 			}
-			rec = append(rec, f.recovery)
-			down += f.down
-			if f.err != nil {
+			rec = append(rec, f.Recovery)
+			down += f.Down
+			if f.Err != nil {
 				failed++
 			}
 		}

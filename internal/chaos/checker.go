@@ -87,8 +87,8 @@ var sampledChecks = []check{
 		          HAVING count(*) > td.max_attempts) sends)`},
 }
 
-// checkResult is what the checker saw of one invariant.
-type checkResult struct {
+// CheckResult is what the checker saw of one invariant.
+type CheckResult struct {
 	Name     string
 	Samples  int
 	Breaches int64 // rows breaking it, summed over samples
@@ -101,14 +101,14 @@ type checker struct {
 	pool *pgxpool.Pool
 
 	mu          sync.Mutex
-	results     map[string]*checkResult
+	results     map[string]*CheckResult
 	unreachable int
 }
 
 func newChecker(pool *pgxpool.Pool) *checker {
-	c := &checker{pool: pool, results: map[string]*checkResult{}}
+	c := &checker{pool: pool, results: map[string]*CheckResult{}}
 	for _, ch := range sampledChecks {
-		c.results[ch.name] = &checkResult{Name: ch.name}
+		c.results[ch.name] = &CheckResult{Name: ch.name}
 	}
 	return c
 }
@@ -165,18 +165,18 @@ func (c *checker) sample(ctx context.Context, heavy bool) error {
 }
 
 // snapshot returns the results so far, in the checks' order.
-func (c *checker) snapshot() ([]checkResult, int) {
+func (c *checker) snapshot() ([]CheckResult, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]checkResult, 0, len(sampledChecks))
+	out := make([]CheckResult, 0, len(sampledChecks))
 	for _, ch := range sampledChecks {
 		out = append(out, *c.results[ch.name])
 	}
 	return out, c.unreachable
 }
 
-// finalCounts are the end-of-run checks and totals.
-type finalCounts struct {
+// FinalCounts are the end-of-run checks and totals.
+type FinalCounts struct {
 	Fires, Skipped, Missed, CatchupFires, ManualFires int64
 	RunsSucceeded, RunsFailed, RunsCanceled           int64
 	Duplicates                                        int64
@@ -191,8 +191,8 @@ type finalCounts struct {
 }
 
 // finalCheck counts the totals and checks S2 for the ticks from startAt to cutoff.
-func finalCheck(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Time) (finalCounts, error) {
-	var f finalCounts
+func finalCheck(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Time) (FinalCounts, error) {
+	var f FinalCounts
 	err := pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE fired_at IS NOT NULL),
 		       count(*) FILTER (WHERE status = 'SKIPPED'),

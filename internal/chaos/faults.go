@@ -44,14 +44,14 @@ func planFaults(p Profile, rng *rand.Rand) []plannedFault {
 	return plan
 }
 
-// injected is one fault as it happened.
-type injected struct {
-	kind     string
-	target   string
-	at       time.Time
-	down     time.Duration // how long the component was left down
-	recovery time.Duration // from the fault until the component served again
-	err      error
+// Injected is one fault as it happened.
+type Injected struct {
+	Kind     string
+	Target   string
+	At       time.Time
+	Down     time.Duration // how long the component was left down
+	Recovery time.Duration // from the fault until the component served again
+	Err      error         // the component did not recover
 }
 
 // injector carries out the plan against the stack.
@@ -64,18 +64,18 @@ type injector struct {
 
 // run injects the plan's faults in order, starting at start; each one is recovered from
 // before the next begins.
-func (in *injector) run(ctx context.Context, start time.Time, plan []plannedFault) []injected {
-	var done []injected
+func (in *injector) run(ctx context.Context, start time.Time, plan []plannedFault) []Injected {
+	var done []Injected
 	for _, f := range plan {
 		sleepCtx(ctx, time.Until(start.Add(f.at)))
 		if ctx.Err() != nil {
 			break
 		}
 		r := in.inject(ctx, f.kind)
-		if r.err != nil {
-			in.logf("chaos: %s (%s): %v", r.kind, r.target, r.err)
+		if r.Err != nil {
+			in.logf("chaos: %s (%s): %v", r.Kind, r.Target, r.Err)
 		} else {
-			in.logf("chaos: %s (%s): down %s, recovered in %s", r.kind, r.target, r.down.Round(time.Millisecond), r.recovery.Round(time.Millisecond))
+			in.logf("chaos: %s (%s): down %s, recovered in %s", r.Kind, r.Target, r.Down.Round(time.Millisecond), r.Recovery.Round(time.Millisecond))
 		}
 		done = append(done, r)
 	}
@@ -84,36 +84,36 @@ func (in *injector) run(ctx context.Context, start time.Time, plan []plannedFaul
 
 const recoveryTimeout = 5 * time.Minute
 
-func (in *injector) inject(ctx context.Context, kind string) injected {
-	r := injected{kind: kind, at: time.Now()}
+func (in *injector) inject(ctx context.Context, kind string) Injected {
+	r := Injected{Kind: kind, At: time.Now()}
 	switch kind {
 	case faultWorkerKill:
 		w := in.s.workers[in.rng.IntN(len(in.s.workers))]
-		r.target, r.down = w.name, time.Duration(500+in.rng.IntN(4500))*time.Millisecond
+		r.Target, r.Down = w.name, time.Duration(500+in.rng.IntN(4500))*time.Millisecond
 		w.kill()
-		sleepCtx(ctx, r.down)
-		if r.err = w.start(); r.err == nil {
-			r.err = w.waitReady(ctx, recoveryTimeout)
+		sleepCtx(ctx, r.Down)
+		if r.Err = w.start(); r.Err == nil {
+			r.Err = w.waitReady(ctx, recoveryTimeout)
 		}
 	case faultAPIKill:
-		r.target, r.down = in.s.api.name, 2*time.Second
+		r.Target, r.Down = in.s.api.name, 2*time.Second
 		in.s.api.kill()
-		sleepCtx(ctx, r.down)
-		if r.err = in.s.api.start(); r.err == nil {
-			r.err = in.s.api.waitReady(ctx, recoveryTimeout)
+		sleepCtx(ctx, r.Down)
+		if r.Err = in.s.api.start(); r.Err == nil {
+			r.Err = in.s.api.waitReady(ctx, recoveryTimeout)
 		}
 	case faultPostgresRestart:
-		r.target, r.down = fmt.Sprintf("127.0.0.1:%d", in.s.pg.Port), 5*time.Second
-		if r.err = in.s.restartPostgres(ctx, r.down); r.err == nil {
-			r.err = in.waitServing(ctx, time.Now())
+		r.Target, r.Down = fmt.Sprintf("127.0.0.1:%d", in.s.pg.Port), 5*time.Second
+		if r.Err = in.s.restartPostgres(ctx, r.Down); r.Err == nil {
+			r.Err = in.waitServing(ctx, time.Now())
 		}
 	case faultTemporalRestart:
-		r.target, r.down = in.s.temporal.Address(), 5*time.Second
-		if r.err = in.s.restartTemporal(ctx, r.down); r.err == nil {
-			r.err = in.waitServing(ctx, time.Now())
+		r.Target, r.Down = in.s.temporal.Address(), 5*time.Second
+		if r.Err = in.s.restartTemporal(ctx, r.Down); r.Err == nil {
+			r.Err = in.waitServing(ctx, time.Now())
 		}
 	}
-	r.recovery = time.Since(r.at)
+	r.Recovery = time.Since(r.At)
 	return r
 }
 

@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/internal/chaos"
+	"github.com/tickgate/tickgate/internal/devstack"
+)
+
+// testWriter sends the run's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestChaosShortProfile is `make chaos` scaled to about two minutes: on its own PostgreSQL
+// cluster and Temporal dev server, two worker processes and the API under schedules, a
+// rollout and device dispatch, it kills workers and the API with SIGKILL and restarts
+// PostgreSQL and Temporal, sampling the invariants throughout. Nothing may be fired twice,
+// lost, left unfinished or break S1–S2, R1–R4, D1–D3.
+func TestChaosShortProfile(t *testing.T) {
+	t.Parallel()
+	bin := buildTickgate(t)
+	root, err := devstack.RepoRoot()
+	require.NoError(t, err)
+	// Not t.TempDir(): the PostgreSQL cluster runs as the postgres user, which cannot enter
+	// a 0700 temporary directory of root's.
+	dir := filepath.Join(root, ".dev", "test", "chaos-"+time.Now().UTC().Format("20060102-150405.000"))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	p := chaos.Short
+	r, err := chaos.Run(ctx, p, chaos.Options{Binary: bin, Dir: dir, Out: testWriter{t}})
+	require.NoError(t, err)
+	var report strings.Builder
+	r.Print(&report)
+	t.Log(report.String())
+
+	injected := map[string]int{}
+	for _, f := range r.Faults {
+		injected[f.Kind]++
+		require.NoError(t, f.Err, "fault %s on %s was not recovered from", f.Kind, f.Target)
+	}
+	require.Equal(t, p.WorkerKills+p.PostgresRestarts+p.TemporalRestarts+p.APIKills, len(r.Faults), "every planned fault injected: %v", injected)
+	require.Zero(t, r.Breaches, "no invariant broken in any sample")
+	for _, c := range r.Checks {
+		require.Positive(t, c.Samples, "invariant %q was sampled", c.Name)
+	}
+	require.Zero(t, r.Final.Duplicates, "S1: no tick fired twice")
+	require.Positive(t, r.Final.ExpectedTicks)
+	require.Zero(t, r.Final.LostTicks, "S2: every tick up to the cutoff ran or is recorded with its reason")
+	require.Positive(t, r.Final.Fires)
+	require.Equal(t, int64(p.RolloutTasks), r.Final.TasksDone, "every task run of the rollout done")
+	require.Positive(t, r.Final.DeviceExecutions)
+	require.Equal(t, r.Final.DeviceExecutions, r.Final.DeviceSucceeded+r.Final.DeviceFailed, "every device execution succeeded or failed finally")
+	require.Zero(t, r.Unfinished(), "nothing left unfinished")
+	require.True(t, r.Passed())
+	_ = os.RemoveAll(dir) // kept only when the run fails, for its logs
+}
