@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -46,24 +48,6 @@ func loadConfig(args []string, name string) (config.Config, error) {
 	return cfg, nil
 }
 
-// migrateWithRetry applies migrations, waiting for PostgreSQL to come up.
-func migrateWithRetry(ctx context.Context, url string) error {
-	backoff := 200 * time.Millisecond
-	for {
-		err := store.Migrate(ctx, url)
-		if err == nil {
-			return nil
-		}
-		log.Printf("migrate: %v (retrying in %s)", err, backoff)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("migrate: %w", err)
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
-}
-
 func runMigrate(ctx context.Context, args []string) error {
 	cfg, err := loadConfig(args, "migrate")
 	if err != nil {
@@ -84,29 +68,118 @@ func runWorker(ctx context.Context, args []string) error {
 	return serveWorker(ctx, cfg)
 }
 
+// connectAttemptTimeout bounds one attempt to open the pool or dial Temporal, so a
+// black-holed address is retried (and reported on /readyz) instead of hanging the start.
+// Migrations get no such bound: a long migration is not a failure.
+const connectAttemptTimeout = 10 * time.Second
+
+// errWaitingForPostgres is Temporal's state while PostgreSQL is awaited: it is dialled next.
+var errWaitingForPostgres = errors.New("waiting for postgres")
+
 // connect migrates the database and connects to PostgreSQL and Temporal, waiting with
-// backoff for each to be reachable; closeAll releases both.
-func connect(ctx context.Context, cfg config.Config) (st *store.Store, tc client.Client, closeAll func(), err error) {
-	if err := migrateWithRetry(ctx, cfg.DatabaseURL); err != nil {
+// backoff for each to be reachable and recording each attempt in tr ("postgres",
+// "temporal") for /readyz; closeAll releases both.
+func connect(ctx context.Context, cfg config.Config, tr *readiness.Tracker) (st *store.Store, tc client.Client, closeAll func(), err error) {
+	opts, err := cfg.ClientOptions()
+	if err != nil { // a bad TLS file: waiting would not fix it
 		return nil, nil, nil, err
 	}
-	if st, err = store.Open(ctx, cfg.DatabaseURL); err != nil {
+	tr.Set("temporal", errWaitingForPostgres)
+	if err := tr.Wait(ctx, "postgres", func(ctx context.Context) error {
+		return store.Migrate(ctx, cfg.DatabaseURL)
+	}); err != nil {
 		return nil, nil, nil, err
 	}
-	if tc, err = cfg.DialTemporal(ctx); err != nil {
+	if err := tr.Wait(ctx, "postgres", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, connectAttemptTimeout)
+		defer cancel()
+		st, err = store.Open(ctx, cfg.DatabaseURL)
+		return err
+	}); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := tr.Wait(ctx, "temporal", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, connectAttemptTimeout)
+		defer cancel()
+		tc, err = client.DialContext(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("dial %s: %w", cfg.TemporalAddress, err)
+		}
+		return nil
+	}); err != nil {
 		st.Close()
 		return nil, nil, nil, err
 	}
 	return st, tc, func() { tc.Close(); st.Close() }, nil
 }
 
-func serveWorker(ctx context.Context, cfg config.Config) error {
-	st, tc, closeAll, err := connect(ctx, cfg)
+// readinessProbes makes /readyz check PostgreSQL and Temporal live once connected, so an
+// outage after start-up shows (and its end too: pgxpool and the gRPC connection reconnect
+// by themselves).
+func readinessProbes(tr *readiness.Tracker, st *store.Store, tc client.Client) {
+	tr.Probe("postgres", func(ctx context.Context) error { return st.Pool.Ping(ctx) })
+	tr.Probe("temporal", func(ctx context.Context) error {
+		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	})
+}
+
+// listen binds addr at once, so a taken port fails the start instead of a background log.
+func listen(addr string, h http.Handler) (*http.Server, <-chan error, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	return srv, errc, nil
+}
+
+// errWorkerNotStarted is the SDK worker's state until it polls.
+var errWorkerNotStarted = errors.New("not started: waiting for postgres and temporal")
+
+// serveWorker runs the SDK worker. With TICKGATE_WORKER_METRICS_ADDR it serves /metrics,
+// /healthz and /readyz there from the first moment, so a worker waiting for its
+// dependencies says so.
+func serveWorker(ctx context.Context, cfg config.Config) error {
+	tr := readiness.New("postgres", "temporal", "worker")
+	tr.Set("worker", errWorkerNotStarted)
+	if cfg.WorkerMetricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /healthz", readiness.Healthz)
+		mux.Handle("GET /readyz", tr)
+		srv, errc, err := listen(cfg.WorkerMetricsAddr, mux)
+		if err != nil {
+			return fmt.Errorf("worker metrics: %w", err)
+		}
+		defer srv.Close()
+		go func() {
+			// The worker goes on without its metrics port, as it always has; the log says so.
+			select {
+			case err := <-errc:
+				log.Printf("worker metrics: %v", err)
+			case <-ctx.Done():
+			}
+		}()
+		log.Printf("worker metrics on http://%s/metrics (/healthz, /readyz)", cfg.WorkerMetricsAddr)
+	}
+	st, tc, closeAll, err := connect(ctx, cfg, tr)
+	if err != nil {
+		if ctx.Err() != nil { // stopped while waiting: a normal stop
+			return nil
+		}
 		return err
 	}
 	defer closeAll()
-	w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
+	readinessProbes(tr, st, tc)
+	d := worker.Deps{Config: cfg, Store: st, Temporal: tc}
+	w, err := worker.New(d)
 	if err != nil {
 		return err
 	}
@@ -114,23 +187,31 @@ func serveWorker(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	log.Printf("worker polling task queue %q on %s", cfg.TaskQueue, cfg.TemporalAddress)
-	if cfg.WorkerMetricsAddr != "" {
-		srv := &http.Server{Addr: cfg.WorkerMetricsAddr, ReadHeaderTimeout: 10 * time.Second,
-			Handler: promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Printf("worker metrics: %v", err)
-			}
-		}()
-		defer srv.Close()
-		log.Printf("worker metrics on http://%s/metrics", cfg.WorkerMetricsAddr)
-	}
-	if err := worker.StartSingletons(ctx, worker.Deps{Config: cfg, Store: st, Temporal: tc}); err != nil {
+	// Run returns the worker's fatal error (say, its namespace was deleted); Start above has
+	// already started it, so Run only waits.
+	stop := make(chan any)
+	runErr := make(chan error, 1)
+	go func() { runErr <- w.Run(stop) }()
+	if err := worker.StartSingletons(ctx, d); err != nil {
 		log.Printf("worker: singletons: %v", err)
 	}
-	<-ctx.Done()
-	w.Stop()
-	return nil
+	tr.Set("worker", nil)
+	tr.Started()
+	select {
+	case <-ctx.Done():
+		tr.Set("worker", errors.New("stopping"))
+		close(stop)
+		<-runErr
+		return nil
+	case err := <-runErr:
+		// A worker that no longer polls must not look alive: exit, and the supervisor
+		// (restart: unless-stopped) starts a fresh one.
+		if err == nil {
+			err = errors.New("stopped by the SDK")
+		}
+		tr.Set("worker", fmt.Errorf("stopped: %w", err))
+		return fmt.Errorf("worker stopped: %w", err)
+	}
 }
 
 func runAPI(ctx context.Context, args []string) error {
@@ -141,23 +222,62 @@ func runAPI(ctx context.Context, args []string) error {
 	return serveAPI(ctx, cfg)
 }
 
+// serveAPI listens at once: until PostgreSQL and Temporal are reached, /healthz answers 200,
+// /readyz 503 saying what is awaited and why, and every other route 503 with Retry-After;
+// then the application takes over the same listener.
 func serveAPI(ctx context.Context, cfg config.Config) error {
-	st, tc, closeAll, err := connect(ctx, cfg)
+	tr := readiness.New("postgres", "temporal")
+	var h readiness.Switch
+	h.Set(tr.NotReady())
+	srv, errc, err := listen(cfg.HTTPAddr, &h)
 	if err != nil {
-		return err
+		return fmt.Errorf("api: %w", err)
 	}
-	defer closeAll()
-	e := api.New(&api.Server{Store: st, Temporal: tc, Starter: &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}})
-	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Printf("api listening on http://%s", cfg.HTTPAddr)
+	log.Printf("api listening on http://%s (not ready until postgres and temporal answer)", cfg.HTTPAddr)
+
+	type connection struct {
+		st       *store.Store
+		tc       client.Client
+		closeAll func()
+		err      error
+	}
+	connCtx, cancelConnect := context.WithCancel(ctx)
+	defer cancelConnect()
+	done := make(chan connection, 1)
+	go func() {
+		st, tc, closeAll, err := connect(connCtx, cfg, tr)
+		done <- connection{st, tc, closeAll, err}
+	}()
+	var conn connection
+	// In-flight requests finish before the connections they use are closed.
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+		if conn.closeAll != nil {
+			conn.closeAll()
+		}
+	}()
+	select {
+	case err := <-errc:
+		cancelConnect()
+		conn = <-done
+		return fmt.Errorf("api: %w", err)
+	case conn = <-done:
+	}
+	if conn.err != nil {
+		if ctx.Err() != nil { // stopped while waiting: a normal stop
+			return nil
+		}
+		return conn.err
+	}
+	h.Set(api.New(&api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr,
+		Starter: &starter.Starter{Client: conn.tc, TaskQueue: cfg.TaskQueue}}))
+	log.Printf("api ready on http://%s", cfg.HTTPAddr)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("api: %w", err)
 	case <-ctx.Done():
+		return nil
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdownCtx)
 }

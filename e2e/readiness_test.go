@@ -1,0 +1,354 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/tickgate/tickgate/internal/readiness"
+	"github.com/tickgate/tickgate/internal/testenv"
+	"github.com/tickgate/tickgate/store"
+)
+
+// TestReadinessWaitsForDependenciesAndFollowsOutages starts `tickgate api` and `tickgate
+// worker` while PostgreSQL and Temporal are unreachable (their addresses are proxies that
+// do not listen yet): both answer at once, /readyz says what they wait for and why, API
+// routes answer 503 with Retry-After. Once the proxies listen, both turn ready without a
+// restart and the API works. Then PostgreSQL, and after it Temporal, go away and come back:
+// /readyz names the missing one and recovers by itself.
+func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
+	t.Parallel()
+	bin := buildTickgate(t)
+	dbURL := testenv.DatabaseURL(t)
+	pgTarget, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	pgProxy := newTCPProxy(t, pgTarget.Host)
+	temporalProxy := newTCPProxy(t, testenv.TemporalAddress(t))
+	proxiedDB := *pgTarget
+	proxiedDB.Host = pgProxy.addr
+	apiURL, workerURL := "http://"+freeLoopbackAddr(t), "http://"+freeLoopbackAddr(t)
+	env := []string{
+		"DATABASE_URL=" + proxiedDB.String(), "TEMPORAL_ADDRESS=" + temporalProxy.addr,
+		// A namespace of its own: this worker's singletons (the schedule reconciler stops
+		// schedule workflows without a row in *its* database) must not touch other tests'.
+		"TEMPORAL_NAMESPACE=" + newNamespace(t), "TICKGATE_TASK_QUEUE=readiness",
+		"TICKGATE_HTTP_ADDR=" + strings.TrimPrefix(apiURL, "http://"),
+		"TICKGATE_WORKER_METRICS_ADDR=" + strings.TrimPrefix(workerURL, "http://"),
+	}
+	apiLog := startTickgate(t, bin, "api", env)
+	startTickgate(t, bin, "worker", env)
+	processes := map[string]string{"api": apiURL, "worker": workerURL}
+
+	// Neither dependency reachable: both processes serve at once and say why.
+	for name, base := range processes {
+		var r readyzAnswer
+		require.Eventually(t, func() bool {
+			r = getReadyz(t, base)
+			return r.code == http.StatusServiceUnavailable && r.Checks["postgres"].Error != readiness.ErrNotChecked.Error()
+		}, 30*time.Second, 50*time.Millisecond, "%s: /readyz never said what it waits for", name)
+		require.Equal(t, "application/problem+json", r.contentType, name)
+		require.Equal(t, readiness.PhaseStarting, r.Phase, name)
+		require.Contains(t, r.Detail, "not ready: postgres: ", name)
+		require.False(t, r.Checks["postgres"].OK, name)
+		require.Contains(t, r.Checks["postgres"].Error, "connection refused", name)
+		require.Contains(t, r.Checks["postgres"].Error, pgProxy.addr, name)
+		require.NotEmpty(t, r.Checks["postgres"].For, name)
+		require.Equal(t, "waiting for postgres", r.Checks["temporal"].Error, name)
+		code, _, _ := doHTTP(t, http.MethodGet, base+"/healthz", "", nil)
+		require.Equal(t, http.StatusOK, code, "%s: alive while not ready", name)
+	}
+	code, header, body := doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", "", nil)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "application/problem+json", header.Get("Content-Type"))
+	require.NotEmpty(t, header.Get("Retry-After"))
+	require.Contains(t, string(body), `"detail":"not ready: waiting for postgres, temporal`)
+	// Each retry is logged with the dependency, the error and the next delay.
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(apiLog)
+		require.NoError(t, err)
+		return strings.Contains(string(b), "waiting for postgres: ") && strings.Contains(string(b), "connection refused (retrying in 400ms)")
+	}, 10*time.Second, 50*time.Millisecond)
+
+	// The dependencies appear: both turn ready by themselves.
+	cameUp := time.Now()
+	pgProxy.Start()
+	temporalProxy.Start()
+	for _, name := range []string{"api", "worker"} {
+		waitReadyz(t, processes[name], http.StatusOK)
+		t.Logf("%s: /readyz 503→200 in %s after the proxies came up", name, time.Since(cameUp).Round(time.Millisecond))
+	}
+
+	// Real API calls, through both proxies (creating a schedule starts its workflow).
+	st, err := store.Open(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	_, token, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleAdmin, Note: "readiness e2e"})
+	require.NoError(t, err)
+	createSchedule := func(name string) {
+		t.Helper()
+		code, _, body := doHTTP(t, http.MethodPost, apiURL+"/api/v1/schedules", token, map[string]any{
+			"name": name, "spec": map[string]any{"interval": "1h"},
+			"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
+		})
+		require.Equal(t, http.StatusCreated, code, "%s", body)
+	}
+	createSchedule("readiness-1")
+	code, _, body = doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", token, nil)
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	require.Contains(t, string(body), `"readiness-1"`)
+
+	// PostgreSQL goes away (listener and live connections) and comes back.
+	pgProxy.Stop()
+	for name, base := range processes {
+		r := waitReadyz(t, base, http.StatusServiceUnavailable)
+		require.Equal(t, readiness.PhaseRunning, r.Phase, name)
+		require.False(t, r.Checks["postgres"].OK, name)
+		require.NotEmpty(t, r.Checks["postgres"].Error, name)
+		require.Contains(t, r.Detail, "not ready: postgres: ", name)
+		require.True(t, r.Checks["temporal"].OK, name)
+	}
+	back := time.Now()
+	pgProxy.Start()
+	for _, name := range []string{"api", "worker"} {
+		waitReadyz(t, processes[name], http.StatusOK)
+		t.Logf("%s: /readyz 503→200 in %s after PostgreSQL came back", name, time.Since(back).Round(time.Millisecond))
+	}
+	code, _, body = doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", token, nil)
+	require.Equal(t, http.StatusOK, code, "the pool reconnected: %s", body)
+
+	// Temporal goes away and comes back.
+	temporalProxy.Stop()
+	for name, base := range processes {
+		r := waitReadyz(t, base, http.StatusServiceUnavailable)
+		require.False(t, r.Checks["temporal"].OK, name)
+		require.NotEmpty(t, r.Checks["temporal"].Error, name)
+		require.Contains(t, r.Detail, "temporal: ", name)
+		require.True(t, r.Checks["postgres"].OK, name)
+	}
+	back = time.Now()
+	temporalProxy.Start()
+	for _, name := range []string{"api", "worker"} {
+		waitReadyz(t, processes[name], http.StatusOK)
+		t.Logf("%s: /readyz 503→200 in %s after Temporal came back", name, time.Since(back).Round(time.Millisecond))
+	}
+	createSchedule("readiness-2") // the Temporal client reconnected
+}
+
+// readyzAnswer is either answer of /readyz: a 503 problem (status 503) or the 200 body
+// (status "ready"); both carry phase and checks.
+type readyzAnswer struct {
+	code        int
+	contentType string
+	Status      any                        `json:"status"`
+	Detail      string                     `json:"detail"`
+	Phase       string                     `json:"phase"`
+	Checks      map[string]readiness.Check `json:"checks"`
+}
+
+// getReadyz asks base's /readyz; code is 0 while nothing listens there yet.
+func getReadyz(t *testing.T, base string) readyzAnswer {
+	t.Helper()
+	resp, err := readyzHTTP.Get(base + "/readyz")
+	if err != nil {
+		return readyzAnswer{}
+	}
+	defer resp.Body.Close()
+	r := readyzAnswer{code: resp.StatusCode, contentType: resp.Header.Get("Content-Type")}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+	return r
+}
+
+// waitReadyz waits until base's /readyz answers code and returns that answer.
+func waitReadyz(t *testing.T, base string, code int) readyzAnswer {
+	t.Helper()
+	var r readyzAnswer
+	require.Eventually(t, func() bool {
+		r = getReadyz(t, base)
+		return r.code == code
+	}, 60*time.Second, 50*time.Millisecond, "%s/readyz never answered %d; last: %d %+v", base, code, r.code, r)
+	return r
+}
+
+// readyzHTTP bounds every request: /readyz answers within its probe timeout.
+var readyzHTTP = &http.Client{Timeout: 15 * time.Second}
+
+func doHTTP(t *testing.T, method, url, token string, body any) (int, http.Header, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	require.NoError(t, err)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := readyzHTTP.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, b
+}
+
+// startTickgate runs `tickgate <sub>` as its own process, killed at cleanup, and returns
+// its log file (printed when the test fails).
+func startTickgate(t *testing.T, bin, sub string, env []string) string {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), sub+".log")
+	logFile, err := os.Create(logPath)
+	require.NoError(t, err)
+	cmd := exec.Command(bin, sub)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("tickgate %s log:\n%s", sub, b)
+		}
+	})
+	return logPath
+}
+
+// newNamespace registers a fresh Temporal namespace and waits until it serves requests.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	tc := testenv.TemporalClient(t)
+	ns := fmt.Sprintf("readiness-%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := tc.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+	})
+	require.NoError(t, err)
+	// The server's namespace registry picks a new namespace up after a moment; a worker
+	// started before that would fail to start.
+	require.Eventually(t, func() bool {
+		_, err := tc.WorkflowService().ListWorkflowExecutions(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: ns, PageSize: 1})
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond)
+	return ns
+}
+
+// freeLoopbackAddr returns a loopback address nothing listens on (a port the kernel just handed
+// out and got back).
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// tcpProxy forwards a fixed loopback address to target while started; stopped, nothing
+// listens there and every forwarded connection is cut, as when the dependency goes down.
+type tcpProxy struct {
+	t      *testing.T
+	addr   string
+	target string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	p := &tcpProxy{t: t, addr: freeLoopbackAddr(t), target: target, conns: map[net.Conn]struct{}{}}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// Start listens on the proxy's address.
+func (p *tcpProxy) Start() {
+	p.t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	require.NoError(p.t, err)
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.accept(ln)
+}
+
+func (p *tcpProxy) accept(ln net.Listener) {
+	defer p.wg.Done()
+	for {
+		down, err := ln.Accept()
+		if err != nil {
+			return // Stop closed the listener
+		}
+		up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+		if err != nil {
+			_ = down.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.ln != ln { // stopped meanwhile
+			p.mu.Unlock()
+			_ = down.Close()
+			_ = up.Close()
+			return
+		}
+		p.conns[down], p.conns[up] = struct{}{}, struct{}{}
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.pipe(up, down)
+		go p.pipe(down, up)
+	}
+}
+
+// pipe copies src to dst; when either side ends, both connections close, so the client
+// sees the cut as a dead server would show it.
+func (p *tcpProxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+// Stop closes the listener and every live connection, and waits for the copiers to end.
+func (p *tcpProxy) Stop() {
+	p.mu.Lock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
