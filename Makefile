@@ -9,7 +9,7 @@ SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories
+.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories chaos
 
 all: build
 
@@ -75,3 +75,11 @@ bench-devices: tools
 # The surface's per-request cost: token auth, idempotent replay, /metrics scrape.
 bench-api: postgres
 	$(GO) run ./bench/api
+
+# The chaos run (issue #7): the stack on its own PostgreSQL cluster and Temporal dev server,
+# two workers and the API under 220 schedules, a 2,000-task rollout and device dispatch over
+# 10 PCs, while workers are killed 20 times and PostgreSQL, Temporal and the API restarted.
+# Prints the faults and invariant checks and exits non-zero on any breach. Not in `make test`
+# (a short profile of it is: e2e/chaos_test.go). CHAOS_FLAGS=-seed N repeats a fault plan.
+chaos: build tools
+	$(TICKGATE) chaos -profile full $(CHAOS_FLAGS)
