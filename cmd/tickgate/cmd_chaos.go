@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tickgate/tickgate/internal/chaos"
@@ -20,6 +22,7 @@ func runChaos(ctx context.Context, args []string) error {
 	profileName := fs.String("profile", chaos.Full.Name, "load and faults: full (make chaos) or short (about two minutes, in make test)")
 	dir := fs.String("dir", "", "where the run keeps its clusters and logs (default .dev/chaos/<time>)")
 	seed := fs.Uint64("seed", 0, "fault plan seed, to repeat a run (0: random)")
+	keep := fs.Bool("keep", false, "keep the clusters' data of a passing run (a failing run always keeps it)")
 	faultPhase := fs.Duration("fault-phase", 0, "override the profile's fault phase length")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -47,9 +50,20 @@ func runChaos(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r.Print(os.Stdout)
+	var report strings.Builder
+	r.Print(&report)
+	fmt.Print(report.String())
+	if err := os.WriteFile(filepath.Join(*dir, "report.md"), []byte(report.String()), 0o644); err != nil {
+		return fmt.Errorf("chaos: write report: %w", err)
+	}
 	if !r.Passed() {
-		return fmt.Errorf("chaos: invariants broken or work unfinished after %s (logs in %s)", time.Since(start).Round(time.Second), *dir)
+		return fmt.Errorf("chaos: invariants broken or work unfinished after %s (logs and data in %s)", time.Since(start).Round(time.Second), *dir)
+	}
+	if !*keep {
+		// A passing run keeps its logs and report; the clusters' data (hundreds of MB) goes.
+		for _, data := range []string{"pg", "temporal.db", "temporal.db-shm", "temporal.db-wal"} {
+			_ = os.RemoveAll(filepath.Join(*dir, data))
+		}
 	}
 	return nil
 }
