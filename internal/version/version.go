@@ -6,6 +6,7 @@ package version
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxLen caps a version's length.
@@ -48,7 +49,10 @@ func Parse(v string) (key string, err error) {
 			b.WriteByte(c)
 			i++
 		default:
-			return "", fmt.Errorf("version %q: character %q not allowed (use letters, digits, '.', '-', '_', '+')", v, c)
+			// Name the whole character as sent: %q of the byte alone would show the first byte
+			// of a UTF-8 sequence as another character ("é" reported as 'Ã').
+			_, size := utf8.DecodeRuneInString(v[i:])
+			return "", fmt.Errorf("version %q: character %q not allowed (use letters, digits, '.', '-', '_', '+')", v, v[i:i+size])
 		}
 	}
 	return b.String(), nil
