@@ -2,7 +2,11 @@
 // services use: workflow ids, signal / query / update names and their payload types.
 package workflows
 
-import "go.temporal.io/sdk/temporal"
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+)
 
 // Search attributes every tickgate workflow carries (registered by `tickgate dev` and the
 // test harness; see internal/devstack.SearchAttributes), so an operator can filter
@@ -25,3 +29,10 @@ const (
 	KindPC                 = "pc"
 	KindDeviceSlot         = "device-slot"
 )
+
+// waitOutOutages bounds the retries of the local activities that read and write
+// PostgreSQL. The SDK defaults a local activity's ScheduleToCloseTimeout to its
+// StartToCloseTimeout, so without it a database outage longer than one attempt (a restart
+// with crash recovery takes longer) failed the whole workflow — found by the chaos run.
+// An outage is waited out instead, retrying every few seconds.
+const waitOutOutages = 30 * 24 * time.Hour

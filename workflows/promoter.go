@@ -22,9 +22,9 @@ func PromoterWorkflow(ctx workflow.Context) error {
 	// A round is a local activity: it is short, idempotent (re-running one after a lost
 	// workflow task promotes nothing twice) and saves two server round trips per round.
 	actx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
-		Summary:             "promotion round",
+		StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: waitOutOutages,
+		RetryPolicy: &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
+		Summary:     "promotion round",
 	})
 	for round := 1; ; round++ {
 		for kick.ReceiveAsync(nil) {

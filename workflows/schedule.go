@@ -206,7 +206,7 @@ func ScheduleWorkflow(ctx workflow.Context, in ScheduleInput) error {
 // write again, and the idempotency key makes that safe.
 func localCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
+		StartToCloseTimeout: 10 * time.Second, ScheduleToCloseTimeout: waitOutOutages,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
 			NonRetryableErrorTypes: []string{activities.ErrScheduleGone},

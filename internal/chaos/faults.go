@@ -103,7 +103,9 @@ func (in *injector) inject(ctx context.Context, kind string) Injected {
 			r.Err = in.s.api.waitReady(ctx, recoveryTimeout)
 		}
 	case faultPostgresRestart:
-		r.Target, r.Down = fmt.Sprintf("127.0.0.1:%d", in.s.pg.Port), 5*time.Second
+		// Down longer than one local-activity attempt window (10 s): the outage must be
+		// waited out, not turned into a failed workflow.
+		r.Target, r.Down = fmt.Sprintf("127.0.0.1:%d", in.s.pg.Port), 15*time.Second
 		if r.Err = in.s.restartPostgres(ctx, r.Down); r.Err == nil {
 			r.Err = in.waitServing(ctx, time.Now())
 		}
