@@ -9,7 +9,7 @@ SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories chaos
+.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories chaos fuzz
 
 all: build
 
@@ -47,6 +47,19 @@ test: tools chromium
 lint:
 	gofmt -l . | (! grep .)
 	$(GO) vet ./...
+
+# Fuzz each native fuzz target for $(FUZZTIME); a failing input lands in the package's
+# testdata/fuzz/<Target>/, whose committed entries `make test` replays. Not in `make test`.
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) ./internal/schedulespec/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/version/
+	$(GO) test -run '^$$' -fuzz '^FuzzCompare$$' -fuzztime $(FUZZTIME) ./internal/version/
+	$(GO) test -run '^$$' -fuzz '^FuzzNumericRuns$$' -fuzztime $(FUZZTIME) ./internal/version/
+	$(GO) test -run '^$$' -fuzz '^FuzzCreateScheduleRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzUpdateScheduleRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzRolloutRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) ./api/
 
 # Re-record workflows/testdata/*.json (the replay tests' histories) from a real run: e2e/record_histories_test.go.
 record-histories: tools
