@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,7 +62,11 @@ func ValidatePayload(executor string, payload json.RawMessage) error {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(dst); err != nil {
 			if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-				return &PayloadError{Field: strings.Trim(name, `"`), Msg: "unknown field"}
+				// The key comes %q-quoted: unquote it to name the field as sent.
+				if unq, uerr := strconv.Unquote(name); uerr == nil {
+					name = unq
+				}
+				return &PayloadError{Field: name, Msg: "unknown field"}
 			}
 			return &PayloadError{Field: "", Msg: err.Error()}
 		}

@@ -55,7 +55,9 @@ func Decode(c echo.Context, dst any, allowEmpty bool) error {
 		}
 		return p
 	}
-	if dec.More() {
+	// Only whitespace may follow the value. (dec.More() would not do: it is false before a
+	// ']' or '}', so `{...}}` passed.)
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return BadRequest("", "unexpected data after the JSON object")
 	}
 	return nil
@@ -78,7 +80,12 @@ func decodeProblem(err error) *Problem {
 	case errors.As(err, &fe):
 		return BadRequest(fe.FieldName(), "%v", fe)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		// json quotes the key with %q: unquote it, or a key holding a quote, a backslash or a
+		// control character would be named in its escaped form.
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if unq, uerr := strconv.Unquote(name); uerr == nil {
+			name = unq
+		}
 		return BadRequest(name, "unknown field %q", name)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return BadRequest("", "malformed JSON: unexpected end of input")

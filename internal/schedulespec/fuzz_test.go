@@ -2,7 +2,6 @@ package schedulespec_test
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -71,7 +70,6 @@ func FuzzSpec(f *testing.F) {
 		}
 		ticks := c.NextN(from, 5)
 		requireFixedPoint(t, c, now, from, ticks)
-		defect := knownDefect(c)
 
 		prev := from
 		for i, tick := range ticks {
@@ -91,7 +89,7 @@ func FuzzSpec(f *testing.F) {
 					"tick %s skipped %s (after %s)", tick, tick.Add(-every), prev)
 			}
 			// Prev looks back at most 400 days; a sparser spec may find nothing, which is fine.
-			if p := c.Prev(tick); !p.IsZero() && defect != defectEvery {
+			if p := c.Prev(tick); !p.IsZero() {
 				require.True(t, p.Before(tick), "Prev(%s) = %s", tick, p)
 				require.False(t, p.After(prev), "Prev(%s) = %s: a tick between %s and it was skipped (%s)", tick, p, prev, raw)
 				if i > 0 {
@@ -116,9 +114,6 @@ func FuzzSpec(f *testing.F) {
 // the same ticks: a spec the API accepts is one its workflow can run.
 func requireFixedPoint(t *testing.T, c *schedulespec.Compiled, now, from time.Time, ticks []time.Time) {
 	t.Helper()
-	if d := knownDefect(c); d == defectTwoZones || d == defectEndBeforeNow {
-		return
-	}
 	stored, err := json.Marshal(c.Spec)
 	require.NoError(t, err)
 	var s schedulespec.Spec
@@ -127,31 +122,4 @@ func requireFixedPoint(t *testing.T, c *schedulespec.Compiled, now, from time.Ti
 	require.NoError(t, err, "stored spec %s no longer validates", stored)
 	require.Equal(t, c.Spec, again.Spec, "stored spec %s normalizes differently", stored)
 	require.Equal(t, ticks, again.NextN(from, len(ticks)), "stored spec %s ticks differently", stored)
-}
-
-// KNOWN DEFECTS of Normalize, found by FuzzSpec and reported in issue #7 with their fix (in
-// spec.go, which this change does not touch). Until that fix lands, FuzzSpec does not check
-// the property each one breaks; remove knownDefect and its uses with the fix.
-const (
-	// "@every D" counts from whenever it is asked, not from an anchor: Prev(tick) lands
-	// between real ticks, so skip_if_successful looks up a run that never existed.
-	defectEvery = "cron @every is accepted"
-	// "TZ=A CRON_TZ=B …": the first prefix is stripped, the cron library applies the second,
-	// and the stored spec fails validation ("disagrees") when the workflow loads it.
-	defectTwoZones = "a second time zone prefix is accepted"
-	// An interval with end_at and no start_at: end_at is compared with start_at only when one
-	// is given, so an end_at before now is accepted and the stored spec fails validation.
-	defectEndBeforeNow = "end_at before the default start_at is accepted"
-)
-
-func knownDefect(c *schedulespec.Compiled) string {
-	switch {
-	case strings.HasPrefix(c.Spec.Cron, "@every"):
-		return defectEvery
-	case strings.HasPrefix(c.Spec.Cron, "CRON_TZ=") || strings.HasPrefix(c.Spec.Cron, "TZ="):
-		return defectTwoZones
-	case c.Spec.Interval != nil && c.Spec.EndAt != nil && !c.Spec.EndAt.After(*c.Spec.StartAt):
-		return defectEndBeforeNow
-	}
-	return ""
 }

@@ -4,6 +4,7 @@
 package schedulespec
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,7 +72,11 @@ func (i *Interval) UnmarshalJSON(b []byte) error {
 	}
 	type plain Interval
 	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
+	// Strict like the API's own decoder: a misplaced field ({"every": 5, "unit": "MINUTES",
+	// "start_at": …}) must not be silently dropped.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
 		return fieldErr("spec.interval", "want {\"every\": n, \"unit\": \"SECONDS|MINUTES|HOURS|DAYS\"} or a duration string")
 	}
 	*i = Interval(p)
@@ -167,6 +172,16 @@ func Normalize(s Spec, now time.Time) (*Compiled, error) {
 				return nil, fieldErr("spec.timezone", "%q disagrees with the cron's %s", s.Timezone, prefix)
 			}
 			s.Timezone, s.Cron = zone, strings.TrimSpace(rest)
+			// The cron library would read a second prefix itself and shift the wall clock
+			// nextCron walks; the stored spec would then fail this check on reload.
+			if strings.HasPrefix(s.Cron, "CRON_TZ=") || strings.HasPrefix(s.Cron, "TZ=") {
+				return nil, fieldErr("spec.cron", "give at most one CRON_TZ= or TZ= prefix")
+			}
+		}
+		// "@every" counts from whenever it is asked, not from an anchor, so its ticks
+		// depend on the query time and Prev cannot find them: an interval is anchored.
+		if strings.HasPrefix(s.Cron, "@every") {
+			return nil, fieldErr("spec.cron", "@every is not supported: use interval (e.g. {\"interval\": \"90s\"}), anchored at start_at")
 		}
 		if s.Timezone == "" {
 			s.Timezone = "UTC"
@@ -204,6 +219,12 @@ func Normalize(s Spec, now time.Time) (*Compiled, error) {
 		if s.StartAt == nil {
 			t := now.UTC().Truncate(time.Second)
 			s.StartAt = &t
+			// end_at was checked against start_at above only when one was given; against the
+			// default it is checked here, or the stored spec (now with start_at) would fail
+			// validation when its workflow loads it.
+			if s.EndAt != nil && !s.EndAt.After(t) {
+				return nil, fieldErr("spec.end_at", "must be after start_at (for an interval, now when start_at is not given)")
+			}
 		}
 	}
 	if time.Duration(s.Jitter) > 0 && c.every > 0 && time.Duration(s.Jitter) >= c.every {

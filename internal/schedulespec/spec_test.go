@@ -106,6 +106,7 @@ func TestJitterIsDeterministicAndBounded(t *testing.T) {
 
 func TestBadSpecsNameTheirField(t *testing.T) {
 	t.Parallel()
+	past := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	cases := map[string]struct {
 		spec  schedulespec.Spec
 		field string
@@ -118,6 +119,11 @@ func TestBadSpecsNameTheirField(t *testing.T) {
 		"neither":           {schedulespec.Spec{}, "spec"},
 		"both":              {schedulespec.Spec{Cron: "* * * * *", Interval: &schedulespec.Interval{Every: 1, Unit: "SECONDS"}}, "spec"},
 		"negative jitter":   {schedulespec.Spec{Cron: "* * * * *", Jitter: -1}, "spec.jitter"},
+		// Found by FuzzSpec: each was accepted, and the stored spec then failed validation when
+		// the workflow loaded it (two zones, end before now) or Prev missed its ticks (@every).
+		"two zone prefixes":      {schedulespec.Spec{Cron: "TZ=UTC CRON_TZ=Asia/Tokyo 0 9 * * *"}, "spec.cron"},
+		"@every":                 {schedulespec.Spec{Cron: "@every 90s"}, "spec.cron"},
+		"interval ends past now": {schedulespec.Spec{Interval: &schedulespec.Interval{Every: 70, Unit: "SECONDS"}, EndAt: &past}, "spec.end_at"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -127,11 +133,15 @@ func TestBadSpecsNameTheirField(t *testing.T) {
 			require.Equal(t, tc.field, fe.Field)
 		})
 	}
-	var s schedulespec.Spec
-	err := json.Unmarshal([]byte(`{"interval":"-5s"}`), &s)
-	var fe *schedulespec.FieldError
-	require.True(t, errors.As(err, &fe))
-	require.Equal(t, "spec.interval", fe.Field)
+	// Decoding errors too, including a field misplaced into the interval object (found by
+	// FuzzCreateScheduleRequest: it was silently dropped).
+	for _, raw := range []string{`{"interval":"-5s"}`, `{"interval":{"every":5,"unit":"MINUTES","start_at":"2026-01-01T00:00:00Z"}}`} {
+		var s schedulespec.Spec
+		err := json.Unmarshal([]byte(raw), &s)
+		var fe *schedulespec.FieldError
+		require.True(t, errors.As(err, &fe), "%s: %v", raw, err)
+		require.Equal(t, "spec.interval", fe.Field)
+	}
 }
 
 func TestPrevFindsTheTickBeforeForDenseAndSparseSpecs(t *testing.T) {
