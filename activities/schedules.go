@@ -213,14 +213,19 @@ func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (
 	return run.GetRunID(), nil
 }
 
+// AwaitRunHeartbeatTimeout is how long a dead worker's wait for a run goes unnoticed: until
+// then the run's outcome is not recorded and, under buffer or skip policies, the schedule's
+// next run waits. The chaos run's worker kills showed 30 s holding buffered schedules back.
+const AwaitRunHeartbeatTimeout = 8 * time.Second
+
 // AwaitRunWorkflow waits for a run's workflow to close and returns the run's final status
 // (SUCCEEDED, FAILED, CANCELED, TERMINATED). It heartbeats, so a worker crash hands the wait
-// to another worker.
+// to another worker within the workflow's heartbeat timeout (AwaitRunHeartbeatTimeout).
 func (a *ScheduleActivities) AwaitRunWorkflow(ctx context.Context, workflowID string) (RunOutcome, error) {
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
-		t := time.NewTicker(5 * time.Second)
+		t := time.NewTicker(AwaitRunHeartbeatTimeout / 4)
 		defer t.Stop()
 		for {
 			select {

@@ -736,8 +736,8 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: 365 * 24 * time.Hour,
-			HeartbeatTimeout:    30 * time.Second,
-			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+			HeartbeatTimeout:    activities.AwaitRunHeartbeatTimeout,
+			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second},
 			Summary:             "await run " + r.WorkflowID,
 		})
 		var out activities.RunOutcome

@@ -17,7 +17,9 @@ type Profile struct {
 
 	// Schedules: EventSchedules fire every second with an event action; WorkflowSchedules
 	// fire every WorkflowEvery with a workflow action whose runs last TargetMin..TargetMax,
-	// cycling through the overlap policies.
+	// cycling through the overlap policies. Runs last less than the interval on average (a
+	// buffer_all schedule whose runs outlast its interval grows its buffer without end) but
+	// longer in about a fifth of the ticks, so the overlap policies act.
 	EventSchedules    int
 	WorkflowSchedules int
 	WorkflowEvery     time.Duration
@@ -55,8 +57,8 @@ type Profile struct {
 // Full is `make chaos`: the issue's load and faults.
 var Full = Profile{
 	Name: "full", FaultPhase: 5 * time.Minute,
-	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 2 * time.Second,
-	TargetMin: 500 * time.Millisecond, TargetMax: 3500 * time.Millisecond, CatchupWindow: 10 * time.Minute,
+	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 3 * time.Second,
+	TargetMin: 200 * time.Millisecond, TargetMax: 4 * time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
@@ -67,8 +69,8 @@ var Full = Profile{
 // Short is the same run scaled to about two minutes, for `make test`.
 var Short = Profile{
 	Name: "short", FaultPhase: 60 * time.Second,
-	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 2 * time.Second,
-	TargetMin: 300 * time.Millisecond, TargetMax: 3 * time.Second, CatchupWindow: 10 * time.Minute,
+	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 3 * time.Second,
+	TargetMin: 200 * time.Millisecond, TargetMax: 4 * time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,

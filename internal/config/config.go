@@ -36,7 +36,16 @@ type Config struct {
 	// WorkerMetricsAddr, when set, makes `tickgate worker` serve /metrics there
 	// (TICKGATE_WORKER_METRICS_ADDR); the API serves the same figures on its own port.
 	WorkerMetricsAddr string
+	// WorkerPollers is how many goroutines of a worker long-poll each task queue kind
+	// (TICKGATE_WORKER_POLLERS, default 8).
+	WorkerPollers int
 }
+
+// DefaultWorkerPollers is twice the task queue partitions a Temporal server has by default
+// (4). The SDK's default of 2 pollers, split between the sticky and the normal queue, left
+// partitions unpolled for a long-poll's minute: in the chaos run a backlog of 109 workflow
+// tasks waited there with two idle workers.
+const DefaultWorkerPollers = 8
 
 // FromEnv reads the environment, applying DESIGN.md's defaults.
 func FromEnv() (Config, error) {
@@ -52,6 +61,7 @@ func FromEnv() (Config, error) {
 		TemporalTLSKey:    os.Getenv("TEMPORAL_TLS_KEY"),
 		TemporalAPIKey:    os.Getenv("TEMPORAL_API_KEY"),
 		WorkerMetricsAddr: os.Getenv("TICKGATE_WORKER_METRICS_ADDR"),
+		WorkerPollers:     DefaultWorkerPollers,
 	}
 	if v := os.Getenv("TICKGATE_DEVICE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -66,6 +76,13 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("TICKGATE_DEVICE_MAX_ATTEMPTS: want a positive integer, got %q", v)
 		}
 		c.DeviceMaxAttempts = n
+	}
+	if v := os.Getenv("TICKGATE_WORKER_POLLERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2 {
+			return c, fmt.Errorf("TICKGATE_WORKER_POLLERS: want an integer of at least 2, got %q", v)
+		}
+		c.WorkerPollers = n
 	}
 	if v := os.Getenv("TICKGATE_SQL_TARGETS"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.SQLTargets); err != nil {
