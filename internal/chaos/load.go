@@ -101,12 +101,17 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 		}
 	}
 	for i := 0; i < p.WorkflowSchedules; i++ {
+		overlap := overlapPolicies[i%len(overlapPolicies)]
+		input := TargetInput{MinMs: p.TargetMin.Milliseconds(), MaxMs: p.TargetMax.Milliseconds(), FailPercent: 10}
+		if strings.HasPrefix(overlap, "buffer_") {
+			input.MaxMs = p.BufferedTargetMax.Milliseconds()
+		}
 		body := map[string]any{
-			"name": fmt.Sprintf("chaos-workflow-%02d-%s", i, overlapPolicies[i%len(overlapPolicies)]),
+			"name": fmt.Sprintf("chaos-workflow-%02d-%s", i, overlap),
 			"spec": map[string]any{"interval": p.WorkflowEvery.String(), "start_at": l.startAt.Format(time.RFC3339)},
 			"action": map[string]any{"kind": "workflow", "workflow_type": TargetWorkflowName, "task_queue": targetQueue,
-				"input": TargetInput{MinMs: p.TargetMin.Milliseconds(), MaxMs: p.TargetMax.Milliseconds(), FailPercent: 10}},
-			"policies": map[string]any{"overlap": overlapPolicies[i%len(overlapPolicies)], "catchup_window": p.CatchupWindow.String()},
+				"input": input},
+			"policies": map[string]any{"overlap": overlap, "catchup_window": p.CatchupWindow.String()},
 		}
 		if err := c.do(ctx, http.MethodPost, "/api/v1/schedules", body, nil); err != nil {
 			return nil, err

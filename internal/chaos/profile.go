@@ -17,14 +17,16 @@ type Profile struct {
 
 	// Schedules: EventSchedules fire every second with an event action; WorkflowSchedules
 	// fire every WorkflowEvery with a workflow action whose runs last TargetMin..TargetMax,
-	// cycling through the overlap policies. Runs last less than the interval on average (a
-	// buffer_all schedule whose runs outlast its interval grows its buffer without end) but
-	// longer in about a fifth of the ticks, so the overlap policies act.
+	// cycling through the overlap policies, so runs often overlap and the policies act. Under
+	// buffer_one and buffer_all the runs last at most BufferedTargetMax: a buffering schedule
+	// whose runs (plus the start and the wait) outlast its interval grows its buffer without
+	// end, and there it is the faults that make runs overlap.
 	EventSchedules    int
 	WorkflowSchedules int
 	WorkflowEvery     time.Duration
 	TargetMin         time.Duration
 	TargetMax         time.Duration
+	BufferedTargetMax time.Duration
 	CatchupWindow     time.Duration
 
 	// Rollout: RolloutTasks over RolloutDatabases, DDL and DML, with ParallelLimit.
@@ -58,7 +60,7 @@ type Profile struct {
 var Full = Profile{
 	Name: "full", FaultPhase: 5 * time.Minute,
 	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 3 * time.Second,
-	TargetMin: 200 * time.Millisecond, TargetMax: 4 * time.Second, CatchupWindow: 10 * time.Minute,
+	TargetMin: 200 * time.Millisecond, TargetMax: 6 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
@@ -70,7 +72,7 @@ var Full = Profile{
 var Short = Profile{
 	Name: "short", FaultPhase: 60 * time.Second,
 	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 3 * time.Second,
-	TargetMin: 200 * time.Millisecond, TargetMax: 4 * time.Second, CatchupWindow: 10 * time.Minute,
+	TargetMin: 200 * time.Millisecond, TargetMax: 6 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
