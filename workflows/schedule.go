@@ -148,6 +148,10 @@ type ScheduleDescription struct {
 	Version    int64        `json:"version"`
 }
 
+// adoptUnwatchedRunChange versions the adoption of a RUNNING run row committed by a fire
+// whose answer was lost (see start): histories recorded before it replay the old way.
+const adoptUnwatchedRunChange = "adopt-unwatched-run"
+
 // Scheduling constants.
 const (
 	// onTimeTolerance is how late a tick may be processed and still count as on time
@@ -701,9 +705,18 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, 
 	}
 	workflowID := fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
 	res, err := w.record(ctx, tick, trigger, key, store.RunRunning, "", workflowID)
-	if err != nil || res.existed {
-		return res, err // recorded before: it was started (and is watched) then, not again now
+	if err != nil {
+		return res, err
 	}
+	if res.existed && (res.Status != store.RunRunning || w.isWatching(res.RunID) ||
+		workflow.GetVersion(ctx, adoptUnwatchedRunChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion) {
+		return res, nil // recorded before and started then: it is watched, or finished
+	}
+	// A RUNNING row this workflow does not watch was committed by a fire whose answer was
+	// lost: a local activity retried after its commit, or a workflow task whose worker died
+	// before completing it (found by the chaos run: such runs stayed RUNNING for good).
+	// Starting it again is idempotent (the run's workflow id is reused, never started twice);
+	// then it is watched like any other.
 	if input == nil {
 		input = w.def.Action.Input
 	}
@@ -758,6 +771,16 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 		}
 		w.dirty = true
 	})
+}
+
+// isWatching reports whether the run is one this workflow waits for.
+func (w *scheduleWorkflow) isWatching(runID int64) bool {
+	for _, r := range w.carry.Running {
+		if r.RunID == runID {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *scheduleWorkflow) succeeded(nominal time.Time) {

@@ -322,3 +322,39 @@ func (s *ScheduleWorkflowSuite) TestContinueAsNewKeepsWatermarkAndPause() {
 	// 10-30s before; paused 36-46s (40s is neither fired nor caught up); 50s-70s after resume.
 	s.Equal([]time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 50 * time.Second, 60 * time.Second, 70 * time.Second}, got)
 }
+
+// A fire whose RecordTick commits but whose answer is lost (here: the local activity's first
+// attempt fails after its commit; in the chaos run: the worker died before completing the
+// workflow task) finds its RUNNING row on the retry. The run must still be started, once,
+// and watched to its end — not left RUNNING for good.
+func (s *ScheduleWorkflowSuite) TestRunWhoseFireAnswerWasLostIsStartedAndWatched() {
+	// The test environment dates a local activity retry's deadline by its mock clock
+	// compared with the wall clock, so this test runs its mock clock from now.
+	s.t0 = time.Now().UTC().Truncate(time.Second)
+	s.env.SetStartTime(s.t0)
+	start := s.t0
+	in := s.createSchedule("lost-answer", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, withOverlap("skip"))
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.TickRecord) (activities.RunRecord, error) {
+		res, err := s.acts.RecordTick(ctx, rec)
+		mu.Lock()
+		defer mu.Unlock()
+		attempts[rec.IdempotencyKey]++
+		if err == nil && attempts[rec.IdempotencyKey] == 1 {
+			return activities.RunRecord{}, errors.New("connection reset after commit")
+		}
+		return res, err
+	})
+	targets := s.mockTargets(3 * time.Second)
+	s.stopAt(35 * time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Equal(map[time.Duration]string{
+		10 * time.Second: "SUCCEEDED", 20 * time.Second: "SUCCEEDED", 30 * time.Second: "SUCCEEDED",
+	}, s.outcomes("lost-answer"), "every run started and watched to its end")
+	s.Len(targets.started, 3, "each run started once")
+	for _, n := range attempts {
+		s.Equal(2, n, "each fire's record was retried once")
+	}
+}

@@ -265,7 +265,9 @@ func startTargetWorker(ctx context.Context, address, queue, logPath string) (fun
 		logFile.Close()
 		return nil, fmt.Errorf("chaos: target worker: dial %s: %w", address, err)
 	}
-	w := sdkworker.New(tc, queue, sdkworker.Options{})
+	w := sdkworker.New(tc, queue, sdkworker.Options{
+		MaxConcurrentWorkflowTaskPollers: config.DefaultWorkerPollers, MaxConcurrentActivityTaskPollers: config.DefaultWorkerPollers,
+	})
 	w.RegisterWorkflowWithOptions(TargetWorkflow, workflow.RegisterOptions{Name: TargetWorkflowName})
 	if err := w.Start(); err != nil {
 		tc.Close()
