@@ -367,17 +367,9 @@ func FuzzUpdateScheduleRequest(f *testing.F) {
 		if !ok {
 			return
 		}
-		create := base
-		create.Policies = &SchedulePolicies{Overlap: base.Policies.Overlap}
-		if req.Spec != nil {
-			create.Spec = *req.Spec
-		}
-		if req.Action != nil {
-			create.Action = *req.Action
-		}
-		if req.Policies != nil {
-			create.Policies = req.Policies
-		}
+		stored := base
+		stored.Policies = &SchedulePolicies{Overlap: base.Policies.Overlap}
+		create := req.applyTo(stored)
 		spec, pol, err := create.validate(fuzzNow)
 		if err != nil {
 			// A merged request's errors must name fields the PATCH body can carry: the

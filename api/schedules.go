@@ -419,6 +419,20 @@ type UpdateScheduleRequest struct {
 	Version  int64              `json:"version,omitempty"`
 }
 
+// applyTo is the stored definition cur with what the update carries replaced.
+func (req UpdateScheduleRequest) applyTo(cur CreateScheduleRequest) CreateScheduleRequest {
+	if req.Spec != nil {
+		cur.Spec = *req.Spec
+	}
+	if req.Action != nil {
+		cur.Action = *req.Action
+	}
+	if req.Policies != nil {
+		cur.Policies = req.Policies
+	}
+	return cur
+}
+
 func (s *Server) updateSchedule(c echo.Context) error {
 	row, err := s.scheduleByName(c)
 	if err != nil {
@@ -442,18 +456,8 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		}
 		expected = v
 	}
-	// Start from the stored definition and replace what the request carries.
 	cur := scheduleView(row)
-	create := CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies}
-	if req.Spec != nil {
-		create.Spec = *req.Spec
-	}
-	if req.Action != nil {
-		create.Action = *req.Action
-	}
-	if req.Policies != nil {
-		create.Policies = req.Policies
-	}
+	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies})
 	spec, pol, err := create.validate(s.Now().UTC())
 	if err != nil {
 		return err

@@ -334,18 +334,7 @@ func (s *ScheduleWorkflowSuite) TestRunWhoseFireAnswerWasLostIsStartedAndWatched
 	s.env.SetStartTime(s.t0)
 	start := s.t0
 	in := s.createSchedule("lost-answer", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, withOverlap("skip"))
-	var mu sync.Mutex
-	attempts := map[string]int{}
-	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.TickRecord) (activities.RunRecord, error) {
-		res, err := s.acts.RecordTick(ctx, rec)
-		mu.Lock()
-		defer mu.Unlock()
-		attempts[rec.IdempotencyKey]++
-		if err == nil && attempts[rec.IdempotencyKey] == 1 {
-			return activities.RunRecord{}, errors.New("connection reset after commit")
-		}
-		return res, err
-	})
+	attempts := s.loseFirstRecordAnswers()
 	targets := s.mockTargets(3 * time.Second)
 	s.stopAt(35 * time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)

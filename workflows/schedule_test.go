@@ -214,14 +214,10 @@ func (s *ScheduleWorkflowSuite) TestTriggerSignalFromAnotherServiceFires() {
 	s.Equal("by billing", row.PauseNote)
 }
 
-func (s *ScheduleWorkflowSuite) TestRetriedFireAfterCommitDoesNotDuplicateTheRun() {
-	// The test environment dates a local activity retry's deadline by its mock clock
-	// compared with the wall clock, so this test runs its mock clock from now.
-	s.t0 = time.Now().UTC().Truncate(time.Second)
-	s.env.SetStartTime(s.t0)
-	start := s.t0
-	in := s.createSchedule("retried", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
-	// Every first attempt commits and then "loses" its answer, so Temporal retries it.
+// loseFirstRecordAnswers makes every tick's first RecordTick attempt commit and then "lose"
+// its answer, so it is retried; it returns the attempts per idempotency key, counted as
+// they happen (read them after the workflow ends).
+func (s *ScheduleWorkflowSuite) loseFirstRecordAnswers() map[string]int {
 	var mu sync.Mutex
 	attempts := map[string]int{}
 	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.TickRecord) (activities.RunRecord, error) {
@@ -234,6 +230,17 @@ func (s *ScheduleWorkflowSuite) TestRetriedFireAfterCommitDoesNotDuplicateTheRun
 		}
 		return res, err
 	})
+	return attempts
+}
+
+func (s *ScheduleWorkflowSuite) TestRetriedFireAfterCommitDoesNotDuplicateTheRun() {
+	// The test environment dates a local activity retry's deadline by its mock clock
+	// compared with the wall clock, so this test runs its mock clock from now.
+	s.t0 = time.Now().UTC().Truncate(time.Second)
+	s.env.SetStartTime(s.t0)
+	start := s.t0
+	in := s.createSchedule("retried", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
+	attempts := s.loseFirstRecordAnswers()
 	s.stopAt(35 * time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 

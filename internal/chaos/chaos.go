@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
@@ -208,15 +209,8 @@ func pauseAll(ctx context.Context, api *apiClient, pool *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("list schedules: %w", err)
 	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return fmt.Errorf("list schedules: %w", err)
-		}
-		names = append(names, n)
-	}
-	if err := rows.Err(); err != nil {
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
 		return fmt.Errorf("list schedules: %w", err)
 	}
 	var errs []error

@@ -285,25 +285,11 @@ func (s *stack) close() error {
 // restartPostgres crashes the cluster (immediate stop: no checkpoint, crash recovery on
 // start) and starts it again after down.
 func (s *stack) restartPostgres(ctx context.Context, down time.Duration) error {
-	out, err := s.pgCtl(ctx, "-m", "immediate", "-w", "stop")
-	if err != nil {
-		return fmt.Errorf("postgres: immediate stop: %w\n%s", err, out)
+	if err := s.pg.Crash(ctx); err != nil {
+		return err
 	}
 	sleepCtx(ctx, down)
 	return s.pg.Start(ctx)
-}
-
-func (s *stack) pgCtl(ctx context.Context, args ...string) ([]byte, error) {
-	full := append([]string{"-D", s.pg.DataDir}, args...)
-	bin := filepath.Join(s.pg.BinDir, "pg_ctl")
-	var cmd *exec.Cmd
-	if os.Geteuid() == 0 {
-		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", bin}, full...)...)
-	} else {
-		cmd = exec.CommandContext(ctx, bin, full...)
-	}
-	cmd.Dir = "/"
-	return cmd.CombinedOutput()
 }
 
 // restartTemporal stops the dev server and starts it again on the same ports and SQLite

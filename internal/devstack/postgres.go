@@ -186,6 +186,16 @@ func (p *Postgres) Stop() error {
 	return nil
 }
 
+// Crash stops the cluster the way a crash would (pg_ctl's immediate mode: no checkpoint, so
+// the next Start runs crash recovery). The chaos run uses it.
+func (p *Postgres) Crash(ctx context.Context) error {
+	out, err := p.run(ctx, filepath.Join(p.BinDir, "pg_ctl"), "-D", p.DataDir, "-m", "immediate", "-w", "stop")
+	if err != nil {
+		return fmt.Errorf("postgres: pg_ctl immediate stop: %w\n%s", err, tail(out))
+	}
+	return nil
+}
+
 // run executes a server binary, as the postgres user when we are root.
 func (p *Postgres) run(ctx context.Context, bin string, args ...string) ([]byte, error) {
 	var cmd *exec.Cmd
