@@ -10,11 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,8 +49,8 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 		"TICKGATE_HTTP_ADDR=" + strings.TrimPrefix(apiURL, "http://"),
 		"TICKGATE_WORKER_METRICS_ADDR=" + strings.TrimPrefix(workerURL, "http://"),
 	}
-	apiLog := startTickgate(t, bin, "api", env)
-	startTickgate(t, bin, "worker", env)
+	_, apiLog := startTickgate(t, bin, "api", env, "api")
+	startTickgate(t, bin, "worker", env, "worker")
 	processes := map[string]string{"api": apiURL, "worker": workerURL}
 
 	// Neither dependency reachable: both processes serve at once and say why.
@@ -211,30 +208,6 @@ func doHTTP(t *testing.T, method, url, token string, body any) (int, http.Header
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, resp.Header, b
-}
-
-// startTickgate runs `tickgate <sub>` as its own process, killed at cleanup, and returns
-// its log file (printed when the test fails).
-func startTickgate(t *testing.T, bin, sub string, env []string) string {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), sub+".log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd := exec.Command(bin, sub)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("tickgate %s log:\n%s", sub, b)
-		}
-	})
-	return logPath
 }
 
 // newNamespace registers a fresh Temporal namespace and waits until it serves requests.

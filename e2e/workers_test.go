@@ -32,12 +32,14 @@ func buildTickgate(t *testing.T) string {
 	return bin
 }
 
-// startWorker runs `tickgate worker` as its own process; it is killed at cleanup.
-func startWorker(t *testing.T, bin string, env []string, name string) *exec.Cmd {
+// startTickgate runs `tickgate <args>` as its own process group, killed at cleanup, and
+// returns it with its log file (printed when the test fails).
+func startTickgate(t *testing.T, bin, name string, env []string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	logFile, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
-	cmd := exec.Command(bin, "worker")
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -45,8 +47,13 @@ func startWorker(t *testing.T, bin string, env []string, name string) *exec.Cmd 
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		_ = logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("tickgate %s log:\n%s", name, b)
+		}
 	})
-	return cmd
+	return cmd, logPath
 }
 
 // TestTwoWorkerProcessesFireEachTickExactlyOnce runs two `tickgate worker` processes on one
@@ -59,8 +66,8 @@ func TestTwoWorkerProcessesFireEachTickExactlyOnce(t *testing.T) {
 	address := testenv.TemporalAddress(t)
 	queue := fmt.Sprintf("two-workers-%d", time.Now().UnixNano())
 	env := []string{"DATABASE_URL=" + dbURL, "TEMPORAL_ADDRESS=" + address, "TICKGATE_TASK_QUEUE=" + queue}
-	first := startWorker(t, bin, env, "worker-1")
-	startWorker(t, bin, env, "worker-2")
+	first, _ := startTickgate(t, bin, "worker-1", env, "worker")
+	startTickgate(t, bin, "worker-2", env, "worker")
 
 	ctx := context.Background()
 	st, err := store.Open(ctx, dbURL)
