@@ -20,7 +20,9 @@ type Profile struct {
 	// cycling through the overlap policies, so runs often overlap and the policies act. Under
 	// buffer_one and buffer_all the runs last at most BufferedTargetMax: a buffering schedule
 	// whose runs (plus the start and the wait) outlast its interval grows its buffer without
-	// end, and there it is the faults that make runs overlap.
+	// end, and there it is the faults that make runs overlap. Under load a run takes 1.5-3 s
+	// more than its target sleeps (its start, its wait and the next fire are each a round
+	// trip through Temporal), hence the five-second interval.
 	EventSchedules    int
 	WorkflowSchedules int
 	WorkflowEvery     time.Duration
@@ -59,8 +61,8 @@ type Profile struct {
 // Full is `make chaos`: the issue's load and faults.
 var Full = Profile{
 	Name: "full", FaultPhase: 5 * time.Minute,
-	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 3 * time.Second,
-	TargetMin: 200 * time.Millisecond, TargetMax: 6 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
+	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 5 * time.Second,
+	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
@@ -71,8 +73,8 @@ var Full = Profile{
 // Short is the same run scaled to about two minutes, for `make test`.
 var Short = Profile{
 	Name: "short", FaultPhase: 60 * time.Second,
-	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 3 * time.Second,
-	TargetMin: 200 * time.Millisecond, TargetMax: 6 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
+	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 5 * time.Second,
+	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
