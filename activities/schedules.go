@@ -137,14 +137,26 @@ type MissedTicks struct {
 	NextRunAt  *time.Time
 }
 
+// MissedResult is what RecordMissed did: how many ticks it recorded MISSED, and the ticks
+// among them that were recorded before as RUNNING runs (by a fire whose answer was lost),
+// which the workflow must watch.
+type MissedResult struct {
+	Recorded int
+	Running  []RunRecord
+}
+
 // RecordMissed records every missed tick, in one transaction (idempotently, like RecordTick).
-func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (int, error) {
-	n, err := a.Store.RecordMissed(ctx, m.ScheduleID, m.Ticks, m.Reason, m.NextRunAt)
+func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (MissedResult, error) {
+	n, running, err := a.Store.RecordMissed(ctx, m.ScheduleID, m.Ticks, m.Reason, m.NextRunAt)
 	if err != nil {
-		return 0, gone(err, m.ScheduleID)
+		return MissedResult{}, gone(err, m.ScheduleID)
 	}
 	metrics.ScheduleTicks.WithLabelValues("missed", store.TriggerScheduled).Add(float64(n))
-	return n, nil
+	res := MissedResult{Recorded: n}
+	for _, r := range running {
+		res.Running = append(res.Running, RunRecord{ID: r.ID, Status: r.Status, ScheduledAt: r.ScheduledAt.UTC(), WorkflowID: r.WorkflowID})
+	}
+	return res, nil
 }
 
 // PausedState is a pause or resume to mirror in Postgres.

@@ -197,23 +197,31 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 // RecordMissed records ticks that fell outside the catch-up window as MISSED, one row each,
 // in one transaction with the schedule's counters and next_run_at. Ticks recorded before are
 // left as they are; it returns how many rows it created. A deleted schedule is ErrNotFound.
-func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time.Time, reason string, next *time.Time) (int, error) {
-	created := 0
-	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		created = 0
+func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time.Time, reason string, next *time.Time) (created int, running []ScheduleRun, err error) {
+	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		created, running = 0, nil
 		if _, err := q.LockScheduleByID(ctx, scheduleID); err != nil {
 			return fmt.Errorf("lock schedule %d: %w", scheduleID, mapErr(err))
 		}
 		now := time.Now().UTC()
 		for _, tick := range ticks {
+			key := TickKey(scheduleID, tick)
 			_, err := q.InsertScheduleRun(ctx, dbgen.InsertScheduleRunParams{
 				ScheduleID: scheduleID, ScheduledAt: tick.UTC(), Trigger: TriggerScheduled, Status: RunMissed,
-				Reason: reason, IdempotencyKey: TickKey(scheduleID, tick), FinishedAt: &now,
+				Reason: reason, IdempotencyKey: key, FinishedAt: &now,
 			})
 			switch {
 			case err == nil:
 				created++
-			case mapErr(err) != ErrNotFound: // ErrNotFound: recorded before
+			case mapErr(err) == ErrNotFound: // recorded before: by a fire whose answer was lost, it may still run
+				prior, err := q.GetScheduleRunByKey(ctx, key)
+				if err != nil {
+					return fmt.Errorf("read tick %s recorded before: %w", tick.UTC().Format(time.RFC3339), mapErr(err))
+				}
+				if prior.Status == RunRunning {
+					running = append(running, prior)
+				}
+			default:
 				return fmt.Errorf("insert missed tick %s: %w", tick.UTC().Format(time.RFC3339), mapErr(err))
 			}
 		}
@@ -224,7 +232,7 @@ func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time
 		}
 		return nil
 	})
-	return created, err
+	return created, running, err
 }
 
 // FinishRun sets a RUNNING run's final status; finishing a run twice changes nothing.

@@ -536,14 +536,19 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 	}
 	defer w.unlockMirror()
 	next := w.nextAfterWatermark()
+	var res activities.MissedResult
 	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
 		ScheduleID: w.def.ID, Ticks: *missed, Reason: reason, NextRunAt: next,
-	}).Get(ctx, nil)
+	}).Get(ctx, &res)
 	*missed = nil
-	if err == nil {
-		w.mirrored = next
+	if err != nil {
+		return err
 	}
-	return err
+	w.mirrored = next
+	for _, run := range res.Running {
+		w.adoptIfUnwatched(ctx, run, nil)
+	}
+	return nil
 }
 
 // nextAfterWatermark is the tick after the watermark, to mirror as next_run_at. It is only
@@ -656,6 +661,12 @@ func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) ti
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger, key, status, reason, workflowID string) (TriggerResult, error) {
+	return w.recordWithInput(ctx, tick, trigger, key, status, reason, workflowID, nil)
+}
+
+// recordWithInput records a tick; input is the fire's own input for a run that has to be
+// adopted (see adoptIfUnwatched).
+func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time, trigger, key, status, reason, workflowID string, input json.RawMessage) (TriggerResult, error) {
 	if err := w.lockMirror(ctx); err != nil {
 		return TriggerResult{}, err
 	}
@@ -677,7 +688,28 @@ func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger,
 		return TriggerResult{}, err
 	}
 	w.mirrored = rec.NextRunAt
+	if !run.Created {
+		// The tick was recorded before. Whatever this attempt meant to do with it (fire it,
+		// skip it), the row decides; if it is a run nobody watches, it is adopted.
+		w.adoptIfUnwatched(ctx, run, input)
+	}
 	return TriggerResult{RunID: run.ID, Status: run.Status, Reason: reason, ScheduledAt: run.ScheduledAt, existed: !run.Created}, nil
+}
+
+// adoptIfUnwatched starts (idempotently) and watches a RUNNING run this workflow does not
+// watch. Such a row was committed by a fire whose answer was lost — a local activity retried
+// after its commit, or a workflow task whose worker died before completing it — and the
+// retry decided differently or found it "recorded before" (found by the chaos run: such runs
+// stayed RUNNING for good, and overlap policies waited on them). input is the fire's input
+// when known (nil: the action's own).
+func (w *scheduleWorkflow) adoptIfUnwatched(ctx workflow.Context, run activities.RunRecord, input json.RawMessage) {
+	if run.Status != store.RunRunning || w.def.Action.Kind != "workflow" || run.WorkflowID == "" || w.isWatching(run.ID) {
+		return
+	}
+	if workflow.GetVersion(ctx, adoptUnwatchedRunChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return // recorded before the change: replays as it ran
+	}
+	w.launch(ctx, run.ID, run.WorkflowID, run.ScheduledAt, input)
 }
 
 // eventFor is the event appended with a fire: the action's own topic/type/data for an event
@@ -704,36 +736,37 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, 
 		return res, err
 	}
 	workflowID := fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
-	res, err := w.record(ctx, tick, trigger, key, store.RunRunning, "", workflowID)
-	if err != nil {
-		return res, err
+	res, err := w.recordWithInput(ctx, tick, trigger, key, store.RunRunning, "", workflowID, input)
+	if err != nil || res.existed {
+		return res, err // recorded before: started and watched then, or adopted by record now
 	}
-	if res.existed && (res.Status != store.RunRunning || w.isWatching(res.RunID) ||
-		workflow.GetVersion(ctx, adoptUnwatchedRunChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion) {
-		return res, nil // recorded before and started then: it is watched, or finished
+	if status := w.launch(ctx, res.RunID, workflowID, tick, input); status != "" {
+		return TriggerResult{RunID: res.RunID, Status: status, ScheduledAt: tick}, nil
 	}
-	// A RUNNING row this workflow does not watch was committed by a fire whose answer was
-	// lost: a local activity retried after its commit, or a workflow task whose worker died
-	// before completing it (found by the chaos run: such runs stayed RUNNING for good).
-	// Starting it again is idempotent (the run's workflow id is reused, never started twice);
-	// then it is watched like any other.
+	return res, nil
+}
+
+// launch starts a recorded run's workflow and watches it. Starting is idempotent: the run's
+// workflow id is reused, never started twice. When the start fails the run is finished
+// FAILED and launch returns that status ("" otherwise).
+func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID string, tick time.Time, input json.RawMessage) string {
 	if input == nil {
 		input = w.def.Action.Input
 	}
-	err = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
+	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
 		WorkflowID: workflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
 		Input: input, Schedule: w.def.Name,
 	}).Get(ctx, nil)
 	if err != nil {
 		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
-			RunID: res.RunID, Status: store.RunFailed, Error: "start run workflow: " + err.Error(),
+			RunID: runID, Status: store.RunFailed, Error: "start run workflow: " + err.Error(),
 		}).Get(ctx, nil)
-		return TriggerResult{RunID: res.RunID, Status: store.RunFailed, ScheduledAt: tick}, nil
+		return store.RunFailed
 	}
-	r := RunningRun{RunID: res.RunID, WorkflowID: workflowID, ScheduledAt: tick}
+	r := RunningRun{RunID: runID, WorkflowID: workflowID, ScheduledAt: tick}
 	w.carry.Running = append(w.carry.Running, r)
 	w.watch(ctx, r)
-	return res, nil
+	return ""
 }
 
 func keySuffix(key string) string {

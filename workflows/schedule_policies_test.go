@@ -347,3 +347,31 @@ func (s *ScheduleWorkflowSuite) TestRunWhoseFireAnswerWasLostIsStartedAndWatched
 		s.Equal(2, n, "each fire's record was retried once")
 	}
 }
+
+// A lost workflow task may fire a tick that its retry decides to skip (the previous run
+// ended in between in one attempt, not in the other). The committed RUNNING row wins: the
+// retry's SKIPPED record finds it and the run is started and watched, not left RUNNING.
+func (s *ScheduleWorkflowSuite) TestRunFiredByALostAttemptIsAdoptedWhenTheRetrySkips() {
+	in := s.minuteTicks("diverged", withOverlap("skip"))
+	targets := s.mockTargets(100 * time.Second)
+	lostFire := s.t0.Add(2 * minute)
+	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.TickRecord) (activities.RunRecord, error) {
+		if rec.ScheduledAt.Equal(lostFire) && rec.Status == store.RunSkipped {
+			// What the lost attempt committed: the tick fired as a run.
+			fired := rec
+			fired.Status, fired.Reason, fired.FiredAt = store.RunRunning, "", rec.ScheduledAt
+			fired.WorkflowID = "schedule/diverged/run/" + lostFire.Format(time.RFC3339)
+			fired.Event = &store.Event{Topic: "schedules", Type: "schedule.fired"}
+			if _, err := s.acts.RecordTick(ctx, fired); err != nil {
+				return activities.RunRecord{}, err
+			}
+		}
+		return s.acts.RecordTick(ctx, rec)
+	})
+	s.stopAt(5*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{
+		1 * minute: "SUCCEEDED", 2 * minute: "SUCCEEDED", 3 * minute: "SKIPPED", 4 * minute: "RUNNING", 5 * minute: "SKIPPED",
+	}, s.outcomes("diverged"), "the lost attempt's run was adopted, watched to its end, and counted as running")
+	s.Contains(targets.started, "schedule/diverged/run/"+lostFire.Format(time.RFC3339))
+}
