@@ -154,7 +154,8 @@ func startStack(ctx context.Context, dir, bin string, logf func(string, ...any))
 	if err != nil {
 		return nil, err
 	}
-	s.pg = &devstack.Postgres{BinDir: binDir, DataDir: filepath.Join(dir, "pg"), Port: pgPort, FindFreePort: true, Log: logf}
+	// Crash-safe, as a production server is: the run crashes it and counts every tick.
+	s.pg = &devstack.Postgres{BinDir: binDir, DataDir: filepath.Join(dir, "pg"), Port: pgPort, FindFreePort: true, CrashSafe: true, Log: logf}
 	if err := s.pg.Start(ctx); err != nil {
 		return nil, err
 	}

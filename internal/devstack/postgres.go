@@ -27,6 +27,12 @@ type Postgres struct {
 	Port    int
 	// FindFreePort moves to the next free port when Port is taken by someone else.
 	FindFreePort bool
+	// CrashSafe keeps every acknowledged commit across a crash of the server process
+	// (synchronous_commit on: the WAL is written before a commit returns). Off, the default
+	// for a throwaway cluster, a crash loses the last few hundred milliseconds of commits —
+	// which the chaos run, crashing the cluster on purpose, saw as a lost tick. fsync stays
+	// off either way: only an operating-system crash would expose that.
+	CrashSafe bool
 	// Log receives progress lines; nil discards them.
 	Log func(format string, args ...any)
 }
@@ -161,9 +167,13 @@ func (p *Postgres) Start(ctx context.Context) error {
 		}
 	}
 	_ = os.Remove(filepath.Join(p.DataDir, "postmaster.pid")) // stale after a kill -9 or reboot
+	syncCommit := "off"
+	if p.CrashSafe {
+		syncCommit = "on"
+	}
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300 "+
-		"-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB",
-		p.Port, p.DataDir)
+		"-c fsync=off -c synchronous_commit=%s -c full_page_writes=off -c shared_buffers=256MB",
+		p.Port, p.DataDir, syncCommit)
 	logFile := filepath.Join(p.DataDir, "server.log")
 	p.logf("postgres: starting on 127.0.0.1:%d (log %s)", p.Port, logFile)
 	out, err := p.run(ctx, filepath.Join(p.BinDir, "pg_ctl"), "-D", p.DataDir, "-l", logFile, "-o", opts, "-w", "-t", "60", "start")
