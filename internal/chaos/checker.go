@@ -253,14 +253,23 @@ func finalCheck(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Ti
 	return f, nil
 }
 
-// settled reports whether the run's work is done up to cutoff: every schedule has recorded
-// its ticks up to cutoff, and every task run and device execution is final.
+// settled reports whether the run's work is done up to cutoff: every schedule has
+// recorded a tick at or after cutoff (its ticks are recorded in order, so all before it are
+// decided: a tick still missing then is lost, and the final check counts it), and every task
+// run and device execution is final.
 func settled(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Time) (bool, string, error) {
 	f, err := finalCheck(ctx, pool, startAt, cutoff)
 	if err != nil {
 		return false, "", err
 	}
-	why := fmt.Sprintf("ticks without a row %d, unfinished task runs %d, device executions %d, device tasks %d",
-		f.LostTicks, f.UnfinishedTasks, f.UnfinishedDeviceExecutions, f.UnfinishedDeviceTasks)
-	return f.LostTicks == 0 && f.UnfinishedTasks == 0 && f.UnfinishedDeviceExecutions == 0 && f.UnfinishedDeviceTasks == 0, why, nil
+	var behind int64
+	if err := pool.QueryRow(ctx, `
+		SELECT count(*) FROM schedules s
+		WHERE NOT EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id
+		                    AND r.trigger IN ('scheduled', 'catchup') AND r.scheduled_at >= $1)`, cutoff).Scan(&behind); err != nil {
+		return false, "", fmt.Errorf("settled: schedules behind: %w", err)
+	}
+	why := fmt.Sprintf("schedules not past the cutoff %d, ticks without a row %d, unfinished task runs %d, device executions %d, device tasks %d",
+		behind, f.LostTicks, f.UnfinishedTasks, f.UnfinishedDeviceExecutions, f.UnfinishedDeviceTasks)
+	return behind == 0 && f.UnfinishedTasks == 0 && f.UnfinishedDeviceExecutions == 0 && f.UnfinishedDeviceTasks == 0, why, nil
 }
