@@ -318,7 +318,7 @@ func (r *Report) Print(w io.Writer) {
 		{"  of which catch-up fires", n(f.CatchupFires)},
 		{"ticks skipped by overlap policy (recorded with reason)", n(f.Skipped)},
 		{"ticks missed outside the window (recorded with reason)", n(f.Missed)},
-		{"workflow runs succeeded / failed / canceled+terminated", fmt.Sprintf("%d / %d / %d", f.RunsSucceeded, f.RunsFailed, f.RunsCanceled)},
+		{"runs succeeded / failed / canceled+terminated (an event fire succeeds at once)", fmt.Sprintf("%d / %d / %d", f.RunsSucceeded, f.RunsFailed, f.RunsCanceled)},
 		{"schedule runs still RUNNING", n(f.UnfinishedScheduleRuns)},
 		{"task runs DONE", n(f.TasksDone)},
 		{"task runs FAILED/CANCELED/SKIPPED", n(f.TasksOther)},
