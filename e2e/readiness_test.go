@@ -16,12 +16,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/internal/testenv"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/worker"
 )
 
 // TestReadinessWaitsForDependenciesAndFollowsOutages starts `tickgate api` and `tickgate
@@ -226,6 +229,13 @@ func newNamespace(t *testing.T) string {
 	require.Eventually(t, func() bool {
 		_, err := tc.WorkflowService().ListWorkflowExecutions(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: ns, PageSize: 1})
 		return err == nil
+	}, 30*time.Second, 200*time.Millisecond)
+	// The dev server registers tickgate's search attributes in "default" only; every
+	// tickgate workflow sets them.
+	require.NoError(t, worker.RegisterSearchAttributes(ctx, worker.Deps{Config: config.Config{TemporalNamespace: ns}, Temporal: tc}))
+	require.Eventually(t, func() bool {
+		have, err := tc.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+		return err == nil && len(have.GetCustomAttributes()) >= len(worker.SearchAttributes)
 	}, 30*time.Second, 200*time.Millisecond)
 	return ns
 }

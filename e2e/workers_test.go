@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/internal/devstack"
 	"github.com/tickgate/tickgate/internal/testenv"
@@ -65,7 +66,10 @@ func TestTwoWorkerProcessesFireEachTickExactlyOnce(t *testing.T) {
 	dbURL := testenv.DatabaseURL(t)
 	address := testenv.TemporalAddress(t)
 	queue := fmt.Sprintf("two-workers-%d", time.Now().UnixNano())
-	env := []string{"DATABASE_URL=" + dbURL, "TEMPORAL_ADDRESS=" + address, "TICKGATE_TASK_QUEUE=" + queue}
+	// A namespace of its own: the workers' singleton reconciler stops schedule workflows
+	// whose row is not in its database, and the other tests' rows are not in this one.
+	ns := newNamespace(t)
+	env := []string{"DATABASE_URL=" + dbURL, "TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=" + ns, "TICKGATE_TASK_QUEUE=" + queue}
 	first, _ := startTickgate(t, bin, "worker-1", env, "worker")
 	startTickgate(t, bin, "worker-2", env, "worker")
 
@@ -73,7 +77,9 @@ func TestTwoWorkerProcessesFireEachTickExactlyOnce(t *testing.T) {
 	st, err := store.Open(ctx, dbURL)
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
-	tc := testenv.TemporalClient(t)
+	tc, err := client.Dial(client.Options{HostPort: address, Namespace: ns})
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
 	s := &starter.Starter{Client: tc, TaskQueue: queue}
 	const schedules = 10
 	for i := 0; i < schedules; i++ {
