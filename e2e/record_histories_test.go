@@ -21,6 +21,7 @@ import (
 	"github.com/tickgate/tickgate/internal/devstack"
 	"github.com/tickgate/tickgate/internal/teststack"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/worker"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -29,27 +30,31 @@ import (
 // server is this test binary's own, so nothing else runs on it under those ids.
 const recordQueue = workflows.DefaultTaskQueue
 
-// TestRecordHistories is a generator, not a test: with TICKGATE_RECORD_HISTORIES=1 (`make
-// record-histories`) it drives a rollout and a device task to completion on the whole
-// product (real PostgreSQL, Temporal dev server, worker, HTTP API, simulated agent) and
-// writes each workflow's history to workflows/testdata/<type>_<scenario>.json, where
-// TestReplayHistories replays them. Re-record after an intentional, versioned change to a
-// workflow; a change that breaks replay of the old histories is what the replay test is
-// there to catch, so do not re-record to make it pass.
-func TestRecordHistories(t *testing.T) {
-	if os.Getenv("TICKGATE_RECORD_HISTORIES") != "1" {
-		t.Skip("generator of workflows/testdata/*.json, not a test: set TICKGATE_RECORD_HISTORIES=1 (make record-histories) to re-record")
+// TestHistoriesOfARealRunReplay drives a rollout and a device task to completion on the
+// whole product (real PostgreSQL, Temporal dev server, worker, HTTP API, simulated agent),
+// fetches each workflow's history and replays it against the current workflow code: the
+// rollout, promoter, dispatcher, PC and device-slot workflows must replay what they did on
+// a real server, worker-task boundaries included.
+//
+// With TICKGATE_RECORD_HISTORIES=1 (`make record-histories`) it also writes the histories
+// to workflows/testdata/<type>_<scenario>.json, where TestReplayHistories replays them on
+// every run. Re-record after an intentional, versioned change to a workflow; a change that
+// breaks replay of the old histories is what that test is there to catch, so do not
+// re-record to make it pass.
+func TestHistoriesOfARealRunReplay(t *testing.T) {
+	out := t.TempDir()
+	if os.Getenv("TICKGATE_RECORD_HISTORIES") == "1" {
+		root, err := devstack.RepoRoot()
+		require.NoError(t, err)
+		out = filepath.Join(root, "workflows", "testdata")
 	}
-	root, err := devstack.RepoRoot()
-	require.NoError(t, err)
-	out := filepath.Join(root, "workflows", "testdata")
 	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
 		c.TaskQueue = recordQueue
 		// Short, so that an unanswered attempt times out through its slot's timer in seconds.
 		c.DeviceTimeout = 2 * time.Second
 		c.DeviceMaxAttempts = 3
 	}})
-	rec := &recorder{t: t, tc: st.Temporal, dir: out}
+	rec := &recorder{t: t, tc: st.Temporal, dir: out, recorded: map[string]*historypb.History{}}
 
 	recordRollouts(t, st, rec)
 	recordDevices(t, st, rec)
@@ -60,6 +65,17 @@ func TestRecordHistories(t *testing.T) {
 	rec.write(workflows.PromoterWorkflowID(recordQueue), workflows.PromoterWorkflowType, "promoter_rollouts")
 	rec.waitIdle(workflows.DispatcherWorkflowID(workflows.DeviceScope(recordQueue)))
 	rec.write(workflows.DispatcherWorkflowID(workflows.DeviceScope(recordQueue)), "DispatcherWorkflow", "dispatcher_task")
+
+	types := map[string]bool{}
+	for name, hist := range rec.recorded {
+		r, err := worker.NewReplayer()
+		require.NoError(t, err)
+		require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "the history %s of a real run does not replay", name)
+		types[hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()] = true
+	}
+	for _, typ := range []string{workflows.RolloutWorkflowType, workflows.PromoterWorkflowType, "DispatcherWorkflow", "PCWorkflow", "DeviceSlotWorkflow"} {
+		require.True(t, types[typ], "no history of %s recorded", typ)
+	}
 }
 
 // recordRollouts runs two rollouts. The first has DDL and DML tasks on two databases under
@@ -210,6 +226,8 @@ type recorder struct {
 	t   *testing.T
 	tc  client.Client
 	dir string
+	// recorded holds every history written, by file name.
+	recorded map[string]*historypb.History
 }
 
 // waitClosed waits for a workflow that ends on its own to have ended.
@@ -252,5 +270,6 @@ func (r *recorder) write(id, workflowType, name string) {
 	require.NoError(r.t, err)
 	path := filepath.Join(r.dir, name+".json")
 	require.NoError(r.t, os.WriteFile(path, append(b, '\n'), 0o644))
+	r.recorded[name] = hist
 	r.t.Logf("recorded %s (%s, %d events, %d bytes) to %s", id, workflowType, len(hist.Events), len(b)+1, path)
 }
