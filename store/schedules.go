@@ -235,6 +235,20 @@ func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time
 	return created, running, err
 }
 
+// CountDuplicateTicks counts the (schedule, nominal tick) pairs recorded more than once by
+// the scheduler (S1; manual and backfill runs have keys of their own). Tests, benchmarks
+// and the chaos run check it is zero.
+func (s *Store) CountDuplicateTicks(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM (
+		SELECT 1 FROM schedule_runs WHERE trigger IN ('scheduled', 'catchup')
+		GROUP BY schedule_id, scheduled_at HAVING count(*) > 1) d`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count duplicate ticks: %w", err)
+	}
+	return n, nil
+}
+
 // FinishRun sets a RUNNING run's final status; finishing a run twice changes nothing.
 func (s *Store) FinishRun(ctx context.Context, runID int64, status, errText string) error {
 	_, err := s.Q.FinishScheduleRun(ctx, dbgen.FinishScheduleRunParams{ID: runID, Status: status, Error: errText})

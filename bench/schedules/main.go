@@ -106,11 +106,14 @@ func run(ctx context.Context) error {
 		late = append(late, v*1000)
 	}
 	rows.Close()
-	var dup, notFired, skipped, missed int
+	var notFired, skipped, missed int
+	dup, err := st.CountDuplicateTicks(ctx)
+	if err != nil {
+		return err
+	}
 	if err := st.Pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM (SELECT 1 FROM schedule_runs WHERE trigger IN ('scheduled','catchup') GROUP BY schedule_id, scheduled_at HAVING count(*) > 1) d),
 		(SELECT count(*) FROM schedule_runs WHERE scheduled_at >= $1 AND scheduled_at < $2 AND status = 'SKIPPED'),
-		(SELECT count(*) FROM schedule_runs WHERE scheduled_at >= $1 AND scheduled_at < $2 AND status = 'MISSED')`, from, to).Scan(&dup, &skipped, &missed); err != nil {
+		(SELECT count(*) FROM schedule_runs WHERE scheduled_at >= $1 AND scheduled_at < $2 AND status = 'MISSED')`, from, to).Scan(&skipped, &missed); err != nil {
 		return fmt.Errorf("read checks: %w", err)
 	}
 	expected := *flagSchedules * int(flagDuration.Seconds())

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/store"
 )
 
 // Options are a run's inputs besides its profile.
@@ -111,11 +112,12 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	}
 	defer stopTargets()
 
-	pool, err := pgxpool.New(ctx, s.dbURL)
+	st, err := store.Open(ctx, s.dbURL)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: pool: %w", err)
+		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	defer pool.Close()
+	defer st.Close()
+	pool := st.Pool
 
 	api := &apiClient{base: "http://" + s.apiAddr, token: s.adminToken, http: &http.Client{Timeout: 30 * time.Second}}
 	l, err := createLoad(ctx, api, p, "chaos-targets")
@@ -128,7 +130,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	logf("chaos: load created: %d + %d schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks",
 		p.EventSchedules, p.WorkflowSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks)
 
-	chk := newChecker(pool)
+	chk := newChecker(st)
 	checkCtx, stopChecks := context.WithCancel(ctx)
 	defer stopChecks()
 	checksDone := make(chan struct{})
@@ -153,7 +155,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	var why string
 	lastLog := time.Now()
 	for {
-		ok, reason, err := settled(ctx, pool, l.startAt, cutoff)
+		ok, reason, err := settled(ctx, st.Pool, cutoff)
 		if err == nil {
 			why = reason
 			if ok {
@@ -189,7 +191,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err := chk.sample(ctx, true); err != nil {
 		logf("chaos: last sample: %v", err)
 	}
-	final, err := finalCheck(ctx, pool, l.startAt, cutoff)
+	final, err := finalCheck(ctx, st, l.startAt, cutoff)
 	if err != nil {
 		return nil, err
 	}

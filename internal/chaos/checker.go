@@ -3,22 +3,33 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tickgate/tickgate/store"
 )
 
-// check is one invariant as a query counting the rows that break it, evaluated on one
-// snapshot of the database.
+// check is one invariant: count returns the rows (or facts) breaking it, read on the
+// sample's REPEATABLE READ snapshot tx, or through the store where the project already
+// checks that invariant (a single statement: a snapshot of its own).
 type check struct {
-	name  string // e.g. "R1 one DDL per database"
-	query string
+	name string // e.g. "D2 running ≤ min(capacity, eligible) per PC"
 	// heavy checks scan whole tables; they are sampled less often.
 	heavy bool
-	// graceArg passes overdueGrace (in ms) as $1.
-	graceArg bool
+	count func(ctx context.Context, tx pgx.Tx) (int64, error)
+}
+
+// sqlCount is a check whose query returns the number of breaking rows.
+func sqlCount(query string, args ...any) func(context.Context, pgx.Tx) (int64, error) {
+	return func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		var n int64
+		err := tx.QueryRow(ctx, query, args...).Scan(&n)
+		return n, err
+	}
 }
 
 // overdueGrace is how far past its timeout_at an execution may still be SENT/ACKED before
@@ -27,13 +38,12 @@ type check struct {
 const overdueGrace = 2 * time.Minute
 
 // sampledChecks hold at every instant, so the checker evaluates them throughout the run.
-var sampledChecks = []check{
-	{name: "S1 no tick fired twice", heavy: true, query: `
-		SELECT count(*) FROM (
-			SELECT schedule_id, scheduled_at FROM schedule_runs
-			WHERE trigger IN ('scheduled', 'catchup')
-			GROUP BY 1, 2 HAVING count(*) > 1) d`},
-	{name: "S1 one event + outbox row per fire", heavy: true, query: `
+func sampledChecks(st *store.Store) []check {
+	return []check{
+		{name: "S1 no tick fired twice", heavy: true, count: func(ctx context.Context, _ pgx.Tx) (int64, error) {
+			return st.CountDuplicateTicks(ctx)
+		}},
+		{name: "S1 one event + outbox row per fire", heavy: true, count: sqlCount(`
 		SELECT (SELECT count(*) FROM (
 		          SELECT schedule_run_id FROM event_store WHERE schedule_run_id IS NOT NULL
 		          GROUP BY 1 HAVING count(*) > 1) twice)
@@ -41,42 +51,31 @@ var sampledChecks = []check{
 		        WHERE r.fired_at IS NOT NULL AND s.action->>'kind' = 'event'
 		          AND NOT EXISTS (SELECT 1 FROM event_store e WHERE e.schedule_run_id = r.id))
 		     + (SELECT count(*) FROM event_store e
-		        WHERE NOT EXISTS (SELECT 1 FROM outbox_messages o WHERE o.event_id = e.id))`},
-	{name: "R1 one DDL/SDL per database", query: `
-		SELECT count(*) FROM (
-			SELECT database FROM task_runs
-			WHERE type IN ('DDL', 'SDL') AND status IN ('AVAILABLE', 'RUNNING')
-			GROUP BY database HAVING count(*) > 1) x`},
-	{name: "R2 version order per database", query: `
-		SELECT count(*) FROM task_runs t
-		WHERE t.status IN ('AVAILABLE', 'RUNNING')
-		  AND EXISTS (SELECT 1 FROM task_runs u
-		              WHERE u.database = t.database AND u.version_key < t.version_key
-		                AND u.status IN ('PENDING', 'AVAILABLE', 'RUNNING'))`},
-	{name: "R3 parallel limit per rollout", query: `
-		SELECT count(*) FROM rollouts r
-		WHERE (SELECT count(*) FROM task_runs t
-		       WHERE t.rollout_id = r.id AND t.status IN ('AVAILABLE', 'RUNNING')) > r.parallel_limit`},
-	// No task is retried by an operator during the run, so a second claim of a task
-	// (attempt > 1) can only be a double claim; and nothing runs before its run_at.
-	{name: "R4 each task claimed once", query: `
+		        WHERE NOT EXISTS (SELECT 1 FROM outbox_messages o WHERE o.event_id = e.id))`)},
+		{name: "R1–R3 one DDL/SDL alone per database, version order, parallel limit", count: func(ctx context.Context, _ pgx.Tx) (int64, error) {
+			breaches, err := st.CheckRolloutInvariants(ctx)
+			return int64(len(breaches)), err
+		}},
+		// No task is retried by an operator during the run, so a second claim of a task
+		// (attempt > 1) can only be a double claim; and nothing runs before its run_at.
+		{name: "R4 each task claimed once", count: sqlCount(`
 		SELECT count(*) FROM task_runs
-		WHERE attempt > 1 OR (started_at IS NOT NULL AND run_at IS NOT NULL AND started_at < run_at)`},
-	{name: "D1 one active device task, the oldest", query: `
+		WHERE attempt > 1 OR (started_at IS NOT NULL AND run_at IS NOT NULL AND started_at < run_at)`)},
+		{name: "D1 one active device task, the oldest", count: sqlCount(`
 		SELECT (SELECT greatest(count(*) - 1, 0) FROM tasks WHERE status = 'running')
 		     + (SELECT count(*) FROM tasks r JOIN tasks p ON p.status = 'pending' AND p.id < r.id
-		        WHERE r.status = 'running')`},
-	{name: "D2 running ≤ min(capacity, eligible) per PC", query: `
-		SELECT count(*) FROM pc_device_summary WHERE running > target`},
-	{name: "D3 timeout, attempts, final failure → error", graceArg: true, query: `
+		        WHERE r.status = 'running')`)},
+		{name: "D2 running ≤ min(capacity, eligible) per PC", count: sqlCount(`
+		SELECT count(*) FROM pc_device_summary WHERE running > target`)},
+		{name: "D3 timeout, attempts, final failure → error", count: sqlCount(`
 		SELECT (SELECT count(*) FROM task_devices td JOIN tasks t ON t.id = td.task_id
 		        WHERE td.sent_at IS NOT NULL AND td.timeout_at IS NOT NULL
 		          AND td.timeout_at <> td.sent_at + t.device_timeout_ms * interval '1 millisecond')
 		     + (SELECT count(*) FROM task_devices td
 		        WHERE td.status IN ('SENT', 'ACKED') AND td.timeout_at < now() - $1 * interval '1 millisecond')
 		     + (SELECT count(*) FROM task_devices td JOIN devices d ON d.id = td.device_id
-		        WHERE td.status = 'FAILED_FINAL' AND d.status <> 'error')`},
-	{name: "D3 one result per attempt, ≤ max_attempts sends", heavy: true, query: `
+		        WHERE td.status = 'FAILED_FINAL' AND d.status <> 'error')`, overdueGrace.Milliseconds())},
+		{name: "D3 one result per attempt, ≤ max_attempts sends", heavy: true, count: sqlCount(`
 		SELECT (SELECT count(*) FROM (
 		          SELECT task_device_id, attempt FROM task_device_events
 		          WHERE type IN ('SUCCEEDED', 'FAILED', 'TIMEOUT')
@@ -84,7 +83,8 @@ var sampledChecks = []check{
 		     + (SELECT count(*) FROM (
 		          SELECT e.task_device_id FROM task_device_events e JOIN task_devices td ON td.id = e.task_device_id
 		          WHERE e.type = 'SENT' GROUP BY e.task_device_id, td.max_attempts
-		          HAVING count(*) > td.max_attempts) sends)`},
+		          HAVING count(*) > td.max_attempts) sends)`)},
+	}
 }
 
 // CheckResult is what the checker saw of one invariant.
@@ -98,17 +98,18 @@ type CheckResult struct {
 // checker samples the invariants while the run goes on. A sample that cannot reach the
 // database (PostgreSQL is being restarted) is counted as unreachable, not as a pass.
 type checker struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	checks []check
 
 	mu          sync.Mutex
-	results     map[string]*CheckResult
+	results     []CheckResult // in the order of checks
 	unreachable int
 }
 
-func newChecker(pool *pgxpool.Pool) *checker {
-	c := &checker{pool: pool, results: map[string]*CheckResult{}}
-	for _, ch := range sampledChecks {
-		c.results[ch.name] = &CheckResult{Name: ch.name}
+func newChecker(st *store.Store) *checker {
+	c := &checker{pool: st.Pool, checks: sampledChecks(st)}
+	for _, ch := range c.checks {
+		c.results = append(c.results, CheckResult{Name: ch.name})
 	}
 	return c
 }
@@ -125,36 +126,35 @@ func (c *checker) run(ctx context.Context, interval time.Duration) {
 func (c *checker) sample(ctx context.Context, heavy bool) error {
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	tx, err := c.pool.BeginTx(qctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		c.mu.Lock()
-		c.unreachable++
-		c.mu.Unlock()
-		return fmt.Errorf("checker: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	counts := map[string]int64{}
-	for _, ch := range sampledChecks {
-		if ch.heavy && !heavy {
-			continue
+	counts := make([]int64, len(c.checks))
+	err := func() error {
+		tx, err := c.pool.BeginTx(qctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return fmt.Errorf("checker: begin: %w", err)
 		}
-		var args []any
-		if ch.graceArg {
-			args = append(args, overdueGrace.Milliseconds())
+		defer func() { _ = tx.Rollback(context.Background()) }()
+		for i, ch := range c.checks {
+			if ch.heavy && !heavy {
+				counts[i] = -1
+				continue
+			}
+			if counts[i], err = ch.count(qctx, tx); err != nil {
+				return fmt.Errorf("checker: %s: %w", ch.name, err)
+			}
 		}
-		var n int64
-		if err := tx.QueryRow(qctx, ch.query, args...).Scan(&n); err != nil {
-			c.mu.Lock()
-			c.unreachable++
-			c.mu.Unlock()
-			return fmt.Errorf("checker: %s: %w", ch.name, err)
-		}
-		counts[ch.name] = n
-	}
+		return nil
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for name, n := range counts {
-		r := c.results[name]
+	if err != nil {
+		c.unreachable++
+		return err
+	}
+	for i, n := range counts {
+		if n < 0 {
+			continue // not sampled this time
+		}
+		r := &c.results[i]
 		r.Samples++
 		r.Breaches += n
 		if n > 0 && r.First == "" {
@@ -168,11 +168,7 @@ func (c *checker) sample(ctx context.Context, heavy bool) error {
 func (c *checker) snapshot() ([]CheckResult, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]CheckResult, 0, len(sampledChecks))
-	for _, ch := range sampledChecks {
-		out = append(out, *c.results[ch.name])
-	}
-	return out, c.unreachable
+	return slices.Clone(c.results), c.unreachable
 }
 
 // FinalCounts are the end-of-run checks and totals.
@@ -191,8 +187,9 @@ type FinalCounts struct {
 }
 
 // finalCheck counts the totals and checks S2 for the ticks from startAt to cutoff.
-func finalCheck(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Time) (FinalCounts, error) {
+func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time) (FinalCounts, error) {
 	var f FinalCounts
+	pool := st.Pool
 	err := pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE fired_at IS NOT NULL),
 		       count(*) FILTER (WHERE status = 'SKIPPED'),
@@ -208,8 +205,8 @@ func finalCheck(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Ti
 	if err != nil {
 		return f, fmt.Errorf("final: schedule runs: %w", err)
 	}
-	if err := pool.QueryRow(ctx, sampledChecks[0].query).Scan(&f.Duplicates); err != nil {
-		return f, fmt.Errorf("final: duplicates: %w", err)
+	if f.Duplicates, err = st.CountDuplicateTicks(ctx); err != nil {
+		return f, fmt.Errorf("final: %w", err)
 	}
 	// S2: every tick start_at + n·interval ≤ cutoff of every schedule has its row (fired,
 	// skipped or missed, each with its reason), counted against the ticks the spec implies.
@@ -256,20 +253,21 @@ func finalCheck(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Ti
 // settled reports whether the run's work is done up to cutoff: every schedule has
 // recorded a tick at or after cutoff (its ticks are recorded in order, so all before it are
 // decided: a tick still missing then is lost, and the final check counts it), and every task
-// run and device execution is final.
-func settled(ctx context.Context, pool *pgxpool.Pool, startAt, cutoff time.Time) (bool, string, error) {
-	f, err := finalCheck(ctx, pool, startAt, cutoff)
+// run, device execution and device task is final. It is polled, so it reads only that.
+func settled(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) (bool, string, error) {
+	var behind, tasks, executions, deviceTasks int64
+	err := pool.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM schedules s
+		        WHERE NOT EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id
+		                            AND r.trigger IN ('scheduled', 'catchup') AND r.scheduled_at >= $1)),
+		       (SELECT count(*) FROM task_runs WHERE status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING')),
+		       (SELECT count(*) FROM task_devices WHERE status NOT IN ('SUCCEEDED', 'FAILED_FINAL', 'CANCELLED')),
+		       (SELECT count(*) FROM tasks WHERE status IN ('pending', 'running', 'retrying'))`,
+		cutoff).Scan(&behind, &tasks, &executions, &deviceTasks)
 	if err != nil {
-		return false, "", err
+		return false, "", fmt.Errorf("settled: %w", err)
 	}
-	var behind int64
-	if err := pool.QueryRow(ctx, `
-		SELECT count(*) FROM schedules s
-		WHERE NOT EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id
-		                    AND r.trigger IN ('scheduled', 'catchup') AND r.scheduled_at >= $1)`, cutoff).Scan(&behind); err != nil {
-		return false, "", fmt.Errorf("settled: schedules behind: %w", err)
-	}
-	why := fmt.Sprintf("schedules not past the cutoff %d, ticks without a row %d, unfinished task runs %d, device executions %d, device tasks %d",
-		behind, f.LostTicks, f.UnfinishedTasks, f.UnfinishedDeviceExecutions, f.UnfinishedDeviceTasks)
-	return behind == 0 && f.UnfinishedTasks == 0 && f.UnfinishedDeviceExecutions == 0 && f.UnfinishedDeviceTasks == 0, why, nil
+	why := fmt.Sprintf("schedules not past the cutoff %d, unfinished task runs %d, device executions %d, device tasks %d",
+		behind, tasks, executions, deviceTasks)
+	return behind+tasks+executions+deviceTasks == 0, why, nil
 }

@@ -90,18 +90,10 @@ func (in *injector) inject(ctx context.Context, kind string) Injected {
 	case faultWorkerKill:
 		w := in.s.workers[in.rng.IntN(len(in.s.workers))]
 		r.Target, r.Down = w.name, time.Duration(500+in.rng.IntN(4500))*time.Millisecond
-		w.kill()
-		sleepCtx(ctx, r.Down)
-		if r.Err = w.start(); r.Err == nil {
-			r.Err = w.waitReady(ctx, recoveryTimeout)
-		}
+		r.Err = w.killAndRestart(ctx, r.Down)
 	case faultAPIKill:
 		r.Target, r.Down = in.s.api.name, 2*time.Second
-		in.s.api.kill()
-		sleepCtx(ctx, r.Down)
-		if r.Err = in.s.api.start(); r.Err == nil {
-			r.Err = in.s.api.waitReady(ctx, recoveryTimeout)
-		}
+		r.Err = in.s.api.killAndRestart(ctx, r.Down)
 	case faultPostgresRestart:
 		// Down longer than one local-activity attempt window (10 s): the outage must be
 		// waited out, not turned into a failed workflow.
@@ -122,7 +114,7 @@ func (in *injector) inject(ctx context.Context, kind string) Injected {
 // waitServing waits until the product serves again after a server restart: the API is
 // ready, both workers are ready, and a schedule fire has committed after back.
 func (in *injector) waitServing(ctx context.Context, back time.Time) error {
-	for _, p := range append(append([]*process{}, in.s.workers...), in.s.api) {
+	for _, p := range in.s.services() {
 		if err := p.waitReady(ctx, recoveryTimeout); err != nil {
 			return err
 		}

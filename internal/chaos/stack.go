@@ -104,6 +104,17 @@ func (p *process) stop() {
 	}
 }
 
+// killAndRestart kills the process, leaves it dead for down, starts it again and waits
+// for it to be ready.
+func (p *process) killAndRestart(ctx context.Context, down time.Duration) error {
+	p.kill()
+	sleepCtx(ctx, down)
+	if err := p.start(); err != nil {
+		return err
+	}
+	return p.waitReady(ctx, recoveryTimeout)
+}
+
 // waitReady polls readyURL until it answers 200.
 func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -237,17 +248,22 @@ func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string)
 		env:     append(append([]string{}, common...), "TICKGATE_HTTP_ADDR="+s.apiAddr),
 		logPath: filepath.Join(s.dir, "api.log"), readyURL: "http://" + s.apiAddr + "/readyz",
 	}
-	for _, proc := range append(append([]*process{}, s.workers...), s.api) {
+	for _, proc := range s.services() {
 		if err := proc.start(); err != nil {
 			return err
 		}
 	}
-	for _, proc := range append(append([]*process{}, s.workers...), s.api) {
+	for _, proc := range s.services() {
 		if err := proc.waitReady(ctx, 2*time.Minute); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// services are the processes with a /readyz: the workers and the API.
+func (s *stack) services() []*process {
+	return append(append([]*process{}, s.workers...), s.api)
 }
 
 // startAgents runs the agent simulator for the run's PCs.
