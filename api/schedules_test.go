@@ -164,11 +164,17 @@ func TestEventFeedNextCursorWorksAsCursorAndAfter(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		st.JSON(t, http.MethodPost, "/api/v1/schedules/feed/trigger", nil, http.StatusOK, nil)
 	}
-	var first eventsPage
+	// The triggers are asynchronous: wait until all three fires have their outbox rows, so
+	// the second page is compared against a settled feed rather than racing the last fire.
 	require.Eventually(t, func() bool {
-		st.JSON(t, http.MethodGet, "/api/v1/events?topic=paged&limit=2", nil, http.StatusOK, &first)
-		return len(first.Items) == 2 && first.NextCursor != ""
+		var all eventsPage
+		st.JSON(t, http.MethodGet, "/api/v1/events?topic=paged&limit=10", nil, http.StatusOK, &all)
+		return len(all.Items) == 3
 	}, 10*time.Second, 100*time.Millisecond)
+	var first eventsPage
+	st.JSON(t, http.MethodGet, "/api/v1/events?topic=paged&limit=2", nil, http.StatusOK, &first)
+	require.Len(t, first.Items, 2)
+	require.NotEmpty(t, first.NextCursor)
 	for _, param := range []string{"cursor", "after"} {
 		var next eventsPage
 		st.JSON(t, http.MethodGet, "/api/v1/events?topic=paged&limit=2&"+param+"="+first.NextCursor, nil, http.StatusOK, &next)
