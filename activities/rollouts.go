@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -53,6 +54,7 @@ func (a *RolloutActivities) PromoteRollouts(ctx context.Context) (PromoteResult,
 		return PromoteResult{}, err
 	}
 	res := PromoteResult{Promoted: len(p.Promoted), RolloutIDs: p.RolloutIDs, NextRunAt: p.NextRunAt, Duration: time.Since(start)}
+	metrics.PromotionRound.Observe(res.Duration.Seconds())
 	if len(p.RolloutIDs) > 0 && a.Waker != nil {
 		if err := a.Waker.WakeRollouts(ctx, p.RolloutIDs); err != nil {
 			// The tasks are AVAILABLE in Postgres; the rollouts' safety poll claims them anyway.

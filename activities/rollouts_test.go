@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/internal/testenv"
 	"github.com/tickgate/tickgate/internal/version"
+	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -169,4 +172,40 @@ func TestRunRolloutTasksRecoversAfterKilledWorker(t *testing.T) {
 	require.Equal(t, store.TaskDone, tr.Status)
 	require.EqualValues(t, 1, tr.Attempt, "still the one claim")
 	require.EqualValues(t, 2, calls.Load())
+}
+
+// PromoteRollouts promotes in one round, wakes the rollouts it promoted into, and records
+// the round's duration in the promotion histogram the worker serves at /metrics.
+func TestPromoteRolloutsWakesAndObservesTheRound(t *testing.T) {
+	// Not parallel: the histogram is process-wide, and a parallel round would blur the count.
+	st := testenv.Store(t)
+	ctx := context.Background()
+	r, err := st.CreateRollout(ctx, "promote", 10, []store.NewTask{
+		{Database: "a", Type: "DML", Version: "1", VersionKey: version.MustKey("1"), Executor: "noop", Payload: json.RawMessage(`{}`)},
+		{Database: "a", Type: "DML", Version: "2", VersionKey: version.MustKey("2"), Executor: "noop", Payload: json.RawMessage(`{}`)},
+	})
+	require.NoError(t, err)
+	waker := &countingWaker{}
+	a := &activities.RolloutActivities{Store: st, Waker: waker}
+	before := histogramCount(t, metrics.PromotionRound)
+
+	res, err := a.PromoteRollouts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Promoted, "R2: version 2 waits for version 1")
+	require.Equal(t, []int64{r.ID}, res.RolloutIDs)
+	require.Equal(t, int64(1), waker.wakes.Load())
+	require.Equal(t, before+1, histogramCount(t, metrics.PromotionRound))
+
+	res, err = a.PromoteRollouts(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Promoted)
+	require.Equal(t, int64(1), waker.wakes.Load(), "a round that promoted nothing wakes nobody")
+	require.Equal(t, before+2, histogramCount(t, metrics.PromotionRound))
+}
+
+func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, h.Write(&m))
+	return m.GetHistogram().GetSampleCount()
 }

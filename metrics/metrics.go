@@ -28,20 +28,14 @@ var (
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"method", "route", "code"})
 
-	// PromotionRound is the time one promotion round (the four gates in SQL) takes; the
-	// rollouts promoter observes it.
+	// PromotionRound is the time one promotion round (the four gates in SQL) takes, as
+	// observed by the promoter's activity in this worker process. (A device slot's refill
+	// needs no in-process figure: it happens in the transaction that frees the slot, and
+	// tickgate_device_refill_latency_seconds reads it from PostgreSQL.)
 	PromotionRound = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "tickgate_promotion_round_seconds",
 		Help:    "Duration of one rollout promotion round.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-	})
-
-	// RefillObserved is the time from a device slot freeing to its refill, as observed by the
-	// PC workflow's activities in this process.
-	RefillObserved = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "tickgate_device_refill_observed_seconds",
-		Help:    "Time from a PC slot freeing to the next task_device, observed in-process.",
-		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	})
 )
 
@@ -49,7 +43,7 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		HTTPDuration, PromotionRound, RefillObserved,
+		HTTPDuration, PromotionRound,
 	)
 }
 
