@@ -70,3 +70,36 @@ tickgate_schedule_runs{status="SKIPPED"} 1
 tickgate_schedule_runs{status="SUCCEEDED"} 3
 `), "tickgate_device_slots_busy", "tickgate_device_slots_target", "tickgate_schedule_runs"))
 }
+
+// TestSQLLatenessCoversTheLatestFires: the lateness histogram reads only the latest
+// LatenessWindow fires, so a scrape costs the same however many runs are recorded.
+func TestSQLLatenessCoversTheLatestFires(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	_, err := st.Pool.Exec(ctx, `INSERT INTO schedules (name, spec, action) VALUES ('s', '{"interval":"1s"}', '{"kind":"event"}')`)
+	require.NoError(t, err)
+	// 100 old fires 1 minute late, then a full window of fires 1 ms late.
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, err = st.Pool.Exec(ctx, `INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, idempotency_key, finished_at)
+		SELECT s.id, $1::timestamptz + g * interval '1 second',
+		       $1::timestamptz + g * interval '1 second' + CASE WHEN g <= 100 THEN interval '1 minute' ELSE interval '1 millisecond' END,
+		       'scheduled', 'SUCCEEDED', 'k' || g, $1::timestamptz + g * interval '1 second' + interval '2 minutes'
+		FROM schedules s, generate_series(1, 100 + $2::int) g ORDER BY g`, base, metrics.LatenessWindow)
+	require.NoError(t, err)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&metrics.SQLCollector{Pool: st.Pool})
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != "tickgate_schedule_fire_lateness_seconds" {
+			continue
+		}
+		h := f.GetMetric()[0].GetHistogram()
+		require.EqualValues(t, metrics.LatenessWindow, h.GetSampleCount())
+		require.InDelta(t, 0.001*metrics.LatenessWindow, h.GetSampleSum(), 1e-6, "the 100 older, later fires are outside the window")
+		return
+	}
+	t.Fatal("no lateness histogram gathered")
+}
