@@ -24,6 +24,7 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -112,7 +113,7 @@ func run(ctx context.Context) error {
 		{"POST /api/v1/pcs, same Idempotency-Key (replay)", func() req {
 			return req{method: "POST", path: "/api/v1/pcs", token: admin, key: "k-1", body: []byte(`{"name":"pc-1"}`)}
 		}, *flagRequests, 0},
-		{fmt.Sprintf("GET /metrics, one scraper (%d runs in the lateness histogram, %d PCs)", *flagRuns, *flagRequests), func() req {
+		{fmt.Sprintf("GET /metrics, one scraper (%d schedule_runs rows, lateness over the latest %d; %d PCs)", *flagRuns, metrics.LatenessWindow, *flagRequests), func() req {
 			return req{method: "GET", path: "/metrics", token: admin}
 		}, 50, 1},
 	}
