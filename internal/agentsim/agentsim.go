@@ -71,16 +71,25 @@ type Options struct {
 	// their PC).
 	Token    string
 	PCTokens map[string]string
+	// DeliverFor is how long an ack or a result is resent while the API cannot be reached
+	// or answers 5xx or 429 (default 2 minutes), as a real agent must: a device's result
+	// is never dropped because the API restarted. Each resend carries the same
+	// Idempotency-Key, so one that already committed is replayed, never recorded twice.
+	DeliverFor time.Duration
+	// RetryBackoff is the first wait between resends, doubled up to 2 s (default 100ms).
+	RetryBackoff time.Duration
 }
 
 // Stats count what the fleet did.
 type Stats struct {
 	Claimed, Succeeded, Failed, Fatal, NoAnswer, Conflicts, Errors atomic.Int64
+	// Resent counts acks and results sent again after a failed delivery.
+	Resent atomic.Int64
 }
 
 func (s *Stats) String() string {
-	return fmt.Sprintf("claimed=%d succeeded=%d failed=%d fatal=%d no_answer=%d conflicts=%d errors=%d",
-		s.Claimed.Load(), s.Succeeded.Load(), s.Failed.Load(), s.Fatal.Load(), s.NoAnswer.Load(), s.Conflicts.Load(), s.Errors.Load())
+	return fmt.Sprintf("claimed=%d succeeded=%d failed=%d fatal=%d no_answer=%d conflicts=%d errors=%d resent=%d",
+		s.Claimed.Load(), s.Succeeded.Load(), s.Failed.Load(), s.Fatal.Load(), s.NoAnswer.Load(), s.Conflicts.Load(), s.Errors.Load(), s.Resent.Load())
 }
 
 // Fleet is a running set of simulated agents.
@@ -102,6 +111,12 @@ func Start(ctx context.Context, opts Options) *Fleet {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 1024
 		opts.HTTPClient = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	}
+	if opts.DeliverFor <= 0 {
+		opts.DeliverFor = 2 * time.Minute
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = 100 * time.Millisecond
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -192,8 +207,10 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) {
 		return
 	}
 	if f.opts.Ack {
-		if _, err := f.post(ctx, cmd.PC, fmt.Sprintf("/agent/task-devices/%d/ack", cmd.ID), map[string]any{"attempt": cmd.Attempt}, nil); err != nil && ctx.Err() == nil {
+		path := fmt.Sprintf("/agent/task-devices/%d/ack", cmd.ID)
+		if _, err := f.deliver(ctx, cmd.PC, path, fmt.Sprintf("ack-%d-%d", cmd.ID, cmd.Attempt), map[string]any{"attempt": cmd.Attempt}); err != nil && ctx.Err() == nil {
 			f.Stats.Errors.Add(1)
+			f.opts.Logf("agentsim: ack of %d: %v", cmd.ID, err)
 		}
 	}
 	body := map[string]any{"status": "succeeded", "attempt": cmd.Attempt}
@@ -203,7 +220,7 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) {
 	case Fatal:
 		body = map[string]any{"status": "failed", "error": "simulated fatal failure", "retryable": false, "attempt": cmd.Attempt}
 	}
-	code, err := f.post(ctx, cmd.PC, fmt.Sprintf("/agent/task-devices/%d/result", cmd.ID), body, nil)
+	code, err := f.deliver(ctx, cmd.PC, fmt.Sprintf("/agent/task-devices/%d/result", cmd.ID), fmt.Sprintf("result-%d-%d", cmd.ID, cmd.Attempt), body)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -224,6 +241,32 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) {
 	}
 }
 
+// deliver posts an ack or a result until the API gives a definite answer (2xx, or a 4xx
+// other than 429), resending with capped backoff for up to DeliverFor while it cannot be
+// reached or answers 5xx/429. key identifies the delivery across resends.
+func (f *Fleet) deliver(ctx context.Context, pc, path, key string, body any) (int, error) {
+	deadline := time.Now().Add(f.opts.DeliverFor)
+	wait := f.opts.RetryBackoff
+	for {
+		code, err := f.send(ctx, pc, path, key, body, nil)
+		if err == nil || ctx.Err() != nil || !worthResending(code) || time.Now().Add(wait).After(deadline) {
+			return code, err
+		}
+		select {
+		case <-ctx.Done():
+			return code, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+		f.Stats.Resent.Add(1)
+	}
+}
+
+// worthResending: no answer at all (0), the API not ready or overloaded.
+func worthResending(code int) bool {
+	return code == 0 || code == http.StatusTooManyRequests || code >= 500
+}
+
 func (f *Fleet) claim(ctx context.Context, pc string) ([]Command, error) {
 	var page struct {
 		Items []Command `json:"items"`
@@ -241,6 +284,11 @@ func (f *Fleet) claim(ctx context.Context, pc string) ([]Command, error) {
 // post sends a JSON body and decodes a 2xx answer into out; it returns the status. A
 // status other than 2xx or 409 is an error.
 func (f *Fleet) post(ctx context.Context, pc, path string, body, out any) (int, error) {
+	return f.send(ctx, pc, path, "", body, out)
+}
+
+// send is post with an optional Idempotency-Key.
+func (f *Fleet) send(ctx context.Context, pc, path, key string, body, out any) (int, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return 0, err
@@ -250,6 +298,9 @@ func (f *Fleet) post(ctx context.Context, pc, path string, body, out any) (int, 
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	token := f.opts.Token
 	if t, ok := f.opts.PCTokens[pc]; ok {
 		token = t
