@@ -70,7 +70,8 @@ func Conflict(field, format string, args ...any) *Problem {
 
 // ErrorHandler renders every error as application/problem+json: a *Problem as is, Echo's
 // own errors (404 route, 405, 413 body limit) with their status, store sentinels mapped,
-// anything else as a 500 whose detail hides internals.
+// an unreachable database as a 503 with Retry-After, anything else as a 500 whose detail
+// hides internals.
 func ErrorHandler(logf func(string, ...any)) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
@@ -88,6 +89,14 @@ func ErrorHandler(logf func(string, ...any)) echo.HTTPErrorHandler {
 			p = Conflict("", "%v", err)
 		case errors.Is(err, store.ErrStale):
 			p = NewProblem(http.StatusPreconditionFailed, "version", "%v", err)
+		case store.IsUnavailable(err):
+			// PostgreSQL restarting or unreachable: nothing was changed, and the same request
+			// may be sent again shortly (an agent's claim or result, an operator's command).
+			if logf != nil {
+				logf("api: %s %s: database unavailable: %v", c.Request().Method, c.Request().URL.Path, err)
+			}
+			c.Response().Header().Set("Retry-After", "1")
+			p = NewProblem(http.StatusServiceUnavailable, "", "database unavailable, retry shortly")
 		default:
 			if logf != nil {
 				logf("api: %s %s: %v", c.Request().Method, c.Request().URL.Path, err)

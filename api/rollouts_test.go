@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -27,17 +26,6 @@ import (
 type taskPage struct {
 	Items      []api.TaskRunView `json:"items"`
 	NextCursor string            `json:"next_cursor"`
-}
-
-// startRolloutStack starts a stack whose rollout ids begin at a random offset: every test
-// stack shares one Temporal namespace, and rollout workflow ids are "rollout/<id>".
-func startRolloutStack(t *testing.T, opts teststack.Options) *teststack.Stack {
-	t.Helper()
-	st := teststack.Start(t, opts)
-	_, err := st.Store.Pool.Exec(context.Background(),
-		fmt.Sprintf("ALTER TABLE rollouts ALTER COLUMN id RESTART WITH %d", 1+rand.Int64N(1<<40)))
-	require.NoError(t, err)
-	return st
 }
 
 func rolloutTasks(t *testing.T, st *teststack.Stack, id int64, query string) []api.TaskRunView {
@@ -73,7 +61,7 @@ func cause(v api.TaskRunView) map[string]any {
 // all DONE, in version order per database.
 func TestRolloutEndToEnd(t *testing.T) {
 	t.Parallel()
-	st := startRolloutStack(t, teststack.Options{Workers: 2})
+	st := teststack.Start(t, teststack.Options{Workers: 2})
 	ctx := context.Background()
 
 	versions := []string{"1.10", "1.2", "2", "1.9", "1.1"}
@@ -201,7 +189,7 @@ func TestRolloutOperations(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(hook.Close)
-	st := startRolloutStack(t, teststack.Options{Configure: func(c *config.Config) {
+	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
 		c.SQLTargets = map[string]string{"target": targetURL}
 	}})
 	ctx := context.Background()
@@ -328,7 +316,7 @@ func TestRolloutOperations(t *testing.T) {
 // TestRolloutBadInput: every bad create is a 400 naming the field, and nothing is created.
 func TestRolloutBadInput(t *testing.T) {
 	t.Parallel()
-	st := startRolloutStack(t, teststack.Options{})
+	st := teststack.Start(t, teststack.Options{})
 	good := func() map[string]any {
 		return map[string]any{"database": "db", "type": "DDL", "version": "1.2", "executor": "noop"}
 	}

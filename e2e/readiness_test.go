@@ -124,6 +124,13 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 		require.Contains(t, r.Detail, "not ready: postgres: ", name)
 		require.True(t, r.Checks["temporal"].OK, name)
 	}
+	// Meanwhile a request is refused as worth resending — 503 with Retry-After — not
+	// answered 500 as if the request itself had broken something.
+	code, header, body = doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", token, nil)
+	require.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
+	require.Equal(t, "application/problem+json", header.Get("Content-Type"))
+	require.Equal(t, "1", header.Get("Retry-After"))
+	require.Contains(t, string(body), "database unavailable")
 	back := time.Now()
 	pgProxy.Start()
 	for _, name := range []string{"api", "worker"} {

@@ -5,6 +5,8 @@ package teststack
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -41,7 +43,8 @@ type Options struct {
 }
 
 // Start brings up a stack whose pieces stop at test cleanup. Each call gets its own
-// database and task queue, so stacks of parallel tests do not see each other.
+// database and task queue, and rollout ids of its own, so stacks of parallel tests do not
+// see each other. (Schedules are named by their tests: parallel tests use distinct names.)
 func Start(t *testing.T, opts Options) *Stack {
 	t.Helper()
 	dbURL := testenv.DatabaseURL(t)
@@ -57,6 +60,11 @@ func Start(t *testing.T, opts Options) *Stack {
 	st, err := store.Open(ctx, dbURL)
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
+	// Every stack of a test binary shares one Temporal namespace, and a rollout's workflow
+	// id is "rollout/<id>": ids drawn from a random offset keep parallel stacks' rollouts
+	// (each database would otherwise start at 1) out of each other's workflows.
+	_, err = st.Pool.Exec(ctx, fmt.Sprintf("ALTER TABLE rollouts ALTER COLUMN id RESTART WITH %d", 1+rand.Int64N(1<<40)))
+	require.NoError(t, err)
 	tc, err := cfg.DialTemporal(ctx)
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
