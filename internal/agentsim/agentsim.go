@@ -136,14 +136,26 @@ func (f *Fleet) Wait() { f.wg.Wait() }
 func (f *Fleet) agent(ctx context.Context, pc string) {
 	defer f.wg.Done()
 	wake := make(chan struct{}, 1)
+	backoff := time.Duration(0) // after a failed claim: RetryBackoff doubled up to 2 s
 	for ctx.Err() == nil {
 		cmds, err := f.claim(ctx, pc)
 		if err != nil {
-			if ctx.Err() == nil {
-				f.Stats.Errors.Add(1)
-				f.opts.Logf("agentsim: pc %s: claim: %v", pc, err)
+			if ctx.Err() != nil {
+				return
 			}
+			f.Stats.Errors.Add(1)
+			backoff = min(max(2*backoff, f.opts.RetryBackoff), 2*time.Second)
+			if backoff == f.opts.RetryBackoff || backoff == 2*time.Second {
+				// The first failure and then one line per capped wait, not one per try.
+				f.opts.Logf("agentsim: pc %s: claim: %v (retrying in %s)", pc, err, backoff)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			continue
 		}
+		backoff = 0
 		now := time.Now()
 		for _, cmd := range cmds {
 			cmd.PC = pc

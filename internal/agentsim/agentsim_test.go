@@ -151,3 +151,52 @@ func TestResultIsNotResentAfterARefusalAndGivenUpAfterDeliverFor(t *testing.T) {
 		})
 	}
 }
+
+// A claim that fails is tried again after a backoff, each failure counted once, and the
+// agent picks its commands up as soon as the API answers.
+func TestClaimRecoversAfterFailures(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	claims, results := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "/claim") {
+			claims++
+			switch {
+			case claims <= 3:
+				w.WriteHeader(http.StatusServiceUnavailable)
+			case claims == 4:
+				_ = json.NewEncoder(w).Encode(map[string]any{"items": []agentsim.Command{{ID: 9, Attempt: 1}}})
+			default:
+				_ = json.NewEncoder(w).Encode(map[string]any{"items": []agentsim.Command{}})
+			}
+			return
+		}
+		results++
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	answered := make(chan int, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fleet := agentsim.Start(ctx, agentsim.Options{
+		BaseURL: srv.URL, PCs: []string{"pc"}, RetryBackoff: time.Millisecond,
+		Decide:     func(agentsim.Command) agentsim.Outcome { return agentsim.Succeed },
+		OnAnswered: func(_ agentsim.Command, _ agentsim.Outcome, code int, _ time.Time) { answered <- code },
+	})
+	select {
+	case code := <-answered:
+		require.Equal(t, http.StatusOK, code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command was never claimed and answered")
+	}
+	cancel()
+	fleet.Wait()
+	require.EqualValues(t, 3, fleet.Stats.Errors.Load())
+	require.EqualValues(t, 1, fleet.Stats.Claimed.Load())
+	require.EqualValues(t, 1, fleet.Stats.Succeeded.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, results)
+}
