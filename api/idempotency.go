@@ -47,6 +47,7 @@ func (s *Server) maybePrune() {
 // request with the same key but another body is refused (422), and one arriving while the
 // first is still running gets 409. A 4xx or 5xx answer changed nothing and is not kept, so
 // bad input leaves no row behind and the client may retry (or correct) under the same key.
+// A claim left by a process that died mid-request expires after store.IdempotencyLease.
 func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -76,6 +77,8 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		stored, err := s.Store.BeginIdempotent(ctx, k, sum[:])
 		switch {
 		case errors.Is(err, store.ErrInFlight):
+			// Worth resending: the first request finishes, or its claim's lease runs out.
+			c.Response().Header().Set("Retry-After", "1")
 			return Conflict(IdempotencyHeader, "%v", err)
 		case errors.Is(err, store.ErrKeyReused):
 			return NewProblem(http.StatusUnprocessableEntity, IdempotencyHeader, "%v", err)
@@ -91,6 +94,11 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 
+		// The request runs for at most half the key's lease, so a claim older than the lease
+		// can only belong to a process that died, and the same request may take it over.
+		runCtx, cancelRun := context.WithTimeout(ctx, store.IdempotencyLease/2)
+		defer cancelRun()
+		c.SetRequest(req.WithContext(runCtx))
 		rec := &recorder{ResponseWriter: c.Response().Writer}
 		c.Response().Writer = rec
 		if err := next(c); err != nil {

@@ -133,3 +133,44 @@ func TestIdempotencyKeyOneOwner(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, resp, "a pruned key is new again")
 }
+
+// A claim whose request never finished (its API process died) is taken over by the same
+// request once older than the lease — not by another body, and not an answered key.
+func TestIdempotencyKeyAbandonedClaimIsTakenOverAfterTheLease(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	tok, _, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAgent, PC: "pc-1"})
+	require.NoError(t, err)
+	k := store.IdempotencyKey{TokenID: tok.ID, Key: "result-7-1", Method: "POST", Path: "/api/v1/agent/task-devices/7/result"}
+	hash := []byte("body-hash")
+	age := func(d time.Duration) {
+		t.Helper()
+		_, err := st.Pool.Exec(ctx, "UPDATE idempotency_keys SET created_at = now() - make_interval(secs => $1) WHERE key = $2", d.Seconds(), k.Key)
+		require.NoError(t, err)
+	}
+
+	resp, err := st.BeginIdempotent(ctx, k, hash)
+	require.NoError(t, err)
+	require.Nil(t, resp)
+	// The owner dies without finishing or releasing. Within the lease the key is in progress.
+	age(store.IdempotencyLease - 10*time.Second)
+	_, err = st.BeginIdempotent(ctx, k, hash)
+	require.ErrorIs(t, err, store.ErrInFlight)
+	// Past the lease: another body is still refused, the same request takes the key over.
+	age(store.IdempotencyLease + time.Second)
+	_, err = st.BeginIdempotent(ctx, k, []byte("other"))
+	require.ErrorIs(t, err, store.ErrKeyReused)
+	resp, err = st.BeginIdempotent(ctx, k, hash)
+	require.NoError(t, err)
+	require.Nil(t, resp, "the resent request owns the key")
+	_, err = st.BeginIdempotent(ctx, k, hash)
+	require.ErrorIs(t, err, store.ErrInFlight, "the take-over restarted the lease")
+
+	// An answered key is replayed however old it is (until pruned).
+	require.NoError(t, st.FinishIdempotent(ctx, k, store.StoredResponse{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}))
+	age(store.IdempotencyLease + time.Hour)
+	resp, err = st.BeginIdempotent(ctx, k, hash)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.Status)
+}

@@ -72,9 +72,10 @@ type Options struct {
 	Token    string
 	PCTokens map[string]string
 	// DeliverFor is how long an ack or a result is resent while the API cannot be reached
-	// or answers 5xx or 429 (default 2 minutes), as a real agent must: a device's result
-	// is never dropped because the API restarted. Each resend carries the same
-	// Idempotency-Key, so one that already committed is replayed, never recorded twice.
+	// or answers 5xx, 429, or 409 with Retry-After (default 5 minutes), as a real agent
+	// must: a device's result is never dropped because the API restarted. Each resend
+	// carries the same Idempotency-Key, so one that already committed is replayed, never
+	// recorded twice.
 	DeliverFor time.Duration
 	// RetryBackoff is the first wait between resends, doubled up to 2 s (default 100ms).
 	RetryBackoff time.Duration
@@ -113,7 +114,7 @@ func Start(ctx context.Context, opts Options) *Fleet {
 		opts.HTTPClient = &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	}
 	if opts.DeliverFor <= 0 {
-		opts.DeliverFor = 2 * time.Minute
+		opts.DeliverFor = 5 * time.Minute // beyond the API's idempotency lease (2 min)
 	}
 	if opts.RetryBackoff <= 0 {
 		opts.RetryBackoff = 100 * time.Millisecond
@@ -260,8 +261,8 @@ func (f *Fleet) deliver(ctx context.Context, pc, path, key string, body any) (in
 	deadline := time.Now().Add(f.opts.DeliverFor)
 	wait := f.opts.RetryBackoff
 	for {
-		code, err := f.send(ctx, pc, path, key, body, nil)
-		if err == nil || ctx.Err() != nil || !worthResending(code) || time.Now().Add(wait).After(deadline) {
+		code, retryAfter, err := f.send(ctx, pc, path, key, body, nil)
+		if ctx.Err() != nil || !worthResending(code, retryAfter) || time.Now().Add(wait).After(deadline) {
 			return code, err
 		}
 		select {
@@ -274,9 +275,11 @@ func (f *Fleet) deliver(ctx context.Context, pc, path, key string, body any) (in
 	}
 }
 
-// worthResending: no answer at all (0), the API not ready or overloaded.
-func worthResending(code int) bool {
-	return code == 0 || code == http.StatusTooManyRequests || code >= 500
+// worthResending: no answer at all (0), the API not ready or overloaded, or the same
+// delivery still in progress (409 with Retry-After: its Idempotency-Key is claimed by a
+// request that has not finished, perhaps one cut off by an API restart).
+func worthResending(code int, retryAfter bool) bool {
+	return code == 0 || code == http.StatusTooManyRequests || code >= 500 || (code == http.StatusConflict && retryAfter)
 }
 
 func (f *Fleet) claim(ctx context.Context, pc string) ([]Command, error) {
@@ -296,18 +299,20 @@ func (f *Fleet) claim(ctx context.Context, pc string) ([]Command, error) {
 // post sends a JSON body and decodes a 2xx answer into out; it returns the status. A
 // status other than 2xx or 409 is an error.
 func (f *Fleet) post(ctx context.Context, pc, path string, body, out any) (int, error) {
-	return f.send(ctx, pc, path, "", body, out)
+	code, _, err := f.send(ctx, pc, path, "", body, out)
+	return code, err
 }
 
-// send is post with an optional Idempotency-Key.
-func (f *Fleet) send(ctx context.Context, pc, path, key string, body, out any) (int, error) {
+// send is post with an optional Idempotency-Key; it also reports whether the answer
+// carried Retry-After.
+func (f *Fleet) send(ctx context.Context, pc, path, key string, body, out any) (code int, retryAfter bool, err error) {
 	b, err := json.Marshal(body)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.opts.BaseURL+path, bytes.NewReader(b))
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
@@ -322,23 +327,24 @@ func (f *Fleet) send(ctx context.Context, pc, path, key string, body, out any) (
 	}
 	resp, err := f.opts.HTTPClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer resp.Body.Close()
+	code, retryAfter = resp.StatusCode, resp.Header.Get("Retry-After") != ""
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return resp.StatusCode, err
+		return code, retryAfter, err
 	}
-	if resp.StatusCode/100 != 2 {
-		if resp.StatusCode == http.StatusConflict {
-			return resp.StatusCode, nil
+	if code/100 != 2 {
+		if code == http.StatusConflict {
+			return code, retryAfter, nil
 		}
-		return resp.StatusCode, fmt.Errorf("POST %s answered %d: %s", path, resp.StatusCode, bytes.TrimSpace(data))
+		return code, retryAfter, fmt.Errorf("POST %s answered %d: %s", path, code, bytes.TrimSpace(data))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode %s: %w", path, err)
+			return code, retryAfter, fmt.Errorf("decode %s: %w", path, err)
 		}
 	}
-	return resp.StatusCode, nil
+	return code, retryAfter, nil
 }

@@ -95,17 +95,21 @@ func TestResultIsResentUntilTheAPIAnswers(t *testing.T) {
 	require.Zero(t, fleet.Stats.Errors.Load())
 }
 
-// A definite refusal (4xx other than 429) is not resent; an API that stays down is given up
-// on after DeliverFor and counted as an error.
-func TestResultIsNotResentAfterARefusalAndGivenUpAfterDeliverFor(t *testing.T) {
+// A definite answer — a refusal, or 409 for a late result — is not resent; an API that
+// stays down, or a delivery still in progress (409 with Retry-After), is resent until
+// DeliverFor runs out.
+func TestResultResentOnlyWhileWorthIt(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
-		status     int
-		wantPosts  func(n int) bool
-		wantErrors int64
+		status                    int
+		retryAfter                bool
+		wantPosts                 func(n int) bool
+		wantErrors, wantConflicts int64
 	}{
-		"refused": {http.StatusBadRequest, func(n int) bool { return n == 1 }, 1},
-		"down":    {http.StatusBadGateway, func(n int) bool { return n > 1 }, 1},
+		"refused":     {http.StatusBadRequest, false, func(n int) bool { return n == 1 }, 1, 0},
+		"down":        {http.StatusBadGateway, true, func(n int) bool { return n > 1 }, 1, 0},
+		"late":        {http.StatusConflict, false, func(n int) bool { return n == 1 }, 0, 1},
+		"in progress": {http.StatusConflict, true, func(n int) bool { return n > 1 }, 0, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -124,6 +128,9 @@ func TestResultIsNotResentAfterARefusalAndGivenUpAfterDeliverFor(t *testing.T) {
 					return
 				}
 				posts++
+				if tc.retryAfter {
+					w.Header().Set("Retry-After", "1")
+				}
 				w.WriteHeader(tc.status)
 			}))
 			defer srv.Close()
@@ -147,6 +154,7 @@ func TestResultIsNotResentAfterARefusalAndGivenUpAfterDeliverFor(t *testing.T) {
 			defer mu.Unlock()
 			require.True(t, tc.wantPosts(posts), "posts: %d", posts)
 			require.Equal(t, tc.wantErrors, fleet.Stats.Errors.Load())
+			require.Equal(t, tc.wantConflicts, fleet.Stats.Conflicts.Load())
 			require.Zero(t, fleet.Stats.Failed.Load())
 		})
 	}
