@@ -15,76 +15,108 @@ import (
 	"github.com/tickgate/tickgate/internal/agentsim"
 )
 
-// apiDownThenUp is an agent API whose result route is unreachable (connection dropped),
-// then not ready (503), then answers: the agent must resend the same result, under the
-// same Idempotency-Key, until it is recorded once.
-type apiDownThenUp struct {
-	mu       sync.Mutex
-	claimed  bool
-	attempts []string // Idempotency-Key of each result post, in order
-	bodies   []map[string]any
+// agentAPI is a stand-in for the agent routes of the HTTP API. Its claim route answers
+// claim(n) for the n-th claim; every other POST is a result (or ack) answered by result.
+type agentAPI struct {
+	claim  func(n int) (status int, items []agentsim.Command)
+	result func(w http.ResponseWriter, r *http.Request, n int)
+
+	mu             sync.Mutex
+	claims, posts  int
+	keys           []string // Idempotency-Key of each result post, in order
+	bodies         []map[string]any
+	deliveredPaths []string
 }
 
-func (a *apiDownThenUp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (a *agentAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	switch {
-	case strings.HasSuffix(r.URL.Path, "/claim"):
-		items := []agentsim.Command{}
-		if !a.claimed {
-			a.claimed = true
-			items = append(items, agentsim.Command{ID: 7, TaskID: 1, Device: "d", Attempt: 2, Payload: json.RawMessage(`{}`)})
+	if strings.HasSuffix(r.URL.Path, "/claim") {
+		a.claims++
+		status, items := a.claim(a.claims)
+		if status != http.StatusOK {
+			w.WriteHeader(status)
+			return
+		}
+		if items == nil {
+			items = []agentsim.Command{}
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"items": items})
-	case strings.HasSuffix(r.URL.Path, "/task-devices/7/result"):
-		a.attempts = append(a.attempts, r.Header.Get("Idempotency-Key"))
-		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		a.bodies = append(a.bodies, body)
-		switch len(a.attempts) {
-		case 1: // the API died mid-request: no answer at all
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				_ = conn.Close()
-			}
-		case 2:
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusServiceUnavailable)
-		default:
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte(`{}`))
+		return
+	}
+	a.posts++
+	a.keys = append(a.keys, r.Header.Get("Idempotency-Key"))
+	var body map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	a.bodies = append(a.bodies, body)
+	a.deliveredPaths = append(a.deliveredPaths, r.URL.Path)
+	a.result(w, r, a.posts)
+}
+
+// claimOnce hands out cmd on the first claim and nothing after.
+func claimOnce(cmd agentsim.Command) func(int) (int, []agentsim.Command) {
+	return func(n int) (int, []agentsim.Command) {
+		if n == 1 {
+			return http.StatusOK, []agentsim.Command{cmd}
 		}
-	default:
-		http.NotFound(w, r)
+		return http.StatusOK, nil
 	}
 }
 
-func TestResultIsResentUntilTheAPIAnswers(t *testing.T) {
-	t.Parallel()
-	api := &apiDownThenUp{}
+// runUntilAnswered runs a one-PC fleet against api, answering every command with outcome,
+// until the first answer has been posted; it returns the fleet (stopped) and the status
+// the agent got for that answer.
+func runUntilAnswered(t *testing.T, api *agentAPI, outcome agentsim.Outcome, deliverFor time.Duration) (*agentsim.Fleet, int) {
+	t.Helper()
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	answered := make(chan int, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fleet := agentsim.Start(ctx, agentsim.Options{
-		BaseURL: srv.URL, PCs: []string{"pc"}, RetryBackoff: time.Millisecond,
-		Decide:     func(agentsim.Command) agentsim.Outcome { return agentsim.Succeed },
+		BaseURL: srv.URL, PCs: []string{"pc"}, RetryBackoff: time.Millisecond, DeliverFor: deliverFor,
+		Decide:     func(agentsim.Command) agentsim.Outcome { return outcome },
 		OnAnswered: func(_ agentsim.Command, _ agentsim.Outcome, code int, _ time.Time) { answered <- code },
 	})
+	var code int
 	select {
-	case code := <-answered:
-		require.Equal(t, http.StatusOK, code)
+	case code = <-answered:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the result was never delivered")
+		t.Fatal("no answer was ever posted")
 	}
 	cancel()
 	fleet.Wait()
+	return fleet, code
+}
+
+// The result route is unreachable (connection dropped), then not ready (503), then answers:
+// the agent resends the same result, under the same Idempotency-Key, until it is recorded.
+func TestResultIsResentUntilTheAPIAnswers(t *testing.T) {
+	t.Parallel()
+	api := &agentAPI{
+		claim: claimOnce(agentsim.Command{ID: 7, TaskID: 1, Device: "d", Attempt: 2, Payload: json.RawMessage(`{}`)}),
+		result: func(w http.ResponseWriter, _ *http.Request, n int) {
+			switch n {
+			case 1: // the API died mid-request: no answer at all
+				if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					_ = conn.Close()
+				}
+			case 2:
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+			default:
+				_, _ = w.Write([]byte(`{}`))
+			}
+		},
+	}
+	fleet, code := runUntilAnswered(t, api, agentsim.Succeed, 0)
+	require.Equal(t, http.StatusOK, code)
 
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	require.Equal(t, []string{"result-7-2", "result-7-2", "result-7-2"}, api.attempts, "one key across resends")
-	for _, b := range api.bodies {
+	require.Equal(t, []string{"result-7-2", "result-7-2", "result-7-2"}, api.keys, "one key across resends")
+	for i, b := range api.bodies {
+		require.True(t, strings.HasSuffix(api.deliveredPaths[i], "/agent/task-devices/7/result"), api.deliveredPaths[i])
 		require.Equal(t, map[string]any{"status": "succeeded", "attempt": float64(2)}, b)
 	}
 	// The 503 is always resent by the agent; the dropped connection may already be retried
@@ -113,46 +145,20 @@ func TestResultResentOnlyWhileWorthIt(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var mu sync.Mutex
-			posts, claimed := 0, false
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				defer mu.Unlock()
-				if strings.HasSuffix(r.URL.Path, "/claim") {
-					items := []agentsim.Command{}
-					if !claimed {
-						claimed = true
-						items = append(items, agentsim.Command{ID: 1, Attempt: 1})
+			api := &agentAPI{
+				claim: claimOnce(agentsim.Command{ID: 1, Attempt: 1}),
+				result: func(w http.ResponseWriter, _ *http.Request, _ int) {
+					if tc.retryAfter {
+						w.Header().Set("Retry-After", "1")
 					}
-					_ = json.NewEncoder(w).Encode(map[string]any{"items": items})
-					return
-				}
-				posts++
-				if tc.retryAfter {
-					w.Header().Set("Retry-After", "1")
-				}
-				w.WriteHeader(tc.status)
-			}))
-			defer srv.Close()
-			answered := make(chan int, 1)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			fleet := agentsim.Start(ctx, agentsim.Options{
-				BaseURL: srv.URL, PCs: []string{"pc"}, RetryBackoff: time.Millisecond, DeliverFor: 50 * time.Millisecond,
-				Decide:     func(agentsim.Command) agentsim.Outcome { return agentsim.Fail },
-				OnAnswered: func(_ agentsim.Command, _ agentsim.Outcome, code int, _ time.Time) { answered <- code },
-			})
-			select {
-			case code := <-answered:
-				require.Equal(t, tc.status, code)
-			case <-time.After(30 * time.Second):
-				t.Fatal("the agent never gave up")
+					w.WriteHeader(tc.status)
+				},
 			}
-			cancel()
-			fleet.Wait()
-			mu.Lock()
-			defer mu.Unlock()
-			require.True(t, tc.wantPosts(posts), "posts: %d", posts)
+			fleet, code := runUntilAnswered(t, api, agentsim.Fail, 50*time.Millisecond)
+			require.Equal(t, tc.status, code)
+			api.mu.Lock()
+			defer api.mu.Unlock()
+			require.True(t, tc.wantPosts(api.posts), "posts: %d", api.posts)
 			require.Equal(t, tc.wantErrors, fleet.Stats.Errors.Load())
 			require.Equal(t, tc.wantConflicts, fleet.Stats.Conflicts.Load())
 			require.Zero(t, fleet.Stats.Failed.Load())
@@ -164,47 +170,24 @@ func TestResultResentOnlyWhileWorthIt(t *testing.T) {
 // agent picks its commands up as soon as the API answers.
 func TestClaimRecoversAfterFailures(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	claims, results := 0, 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		if strings.HasSuffix(r.URL.Path, "/claim") {
-			claims++
+	api := &agentAPI{
+		claim: func(n int) (int, []agentsim.Command) {
 			switch {
-			case claims <= 3:
-				w.WriteHeader(http.StatusServiceUnavailable)
-			case claims == 4:
-				_ = json.NewEncoder(w).Encode(map[string]any{"items": []agentsim.Command{{ID: 9, Attempt: 1}}})
-			default:
-				_ = json.NewEncoder(w).Encode(map[string]any{"items": []agentsim.Command{}})
+			case n <= 3:
+				return http.StatusServiceUnavailable, nil
+			case n == 4:
+				return http.StatusOK, []agentsim.Command{{ID: 9, Attempt: 1}}
 			}
-			return
-		}
-		results++
-		_, _ = w.Write([]byte(`{}`))
-	}))
-	defer srv.Close()
-	answered := make(chan int, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	fleet := agentsim.Start(ctx, agentsim.Options{
-		BaseURL: srv.URL, PCs: []string{"pc"}, RetryBackoff: time.Millisecond,
-		Decide:     func(agentsim.Command) agentsim.Outcome { return agentsim.Succeed },
-		OnAnswered: func(_ agentsim.Command, _ agentsim.Outcome, code int, _ time.Time) { answered <- code },
-	})
-	select {
-	case code := <-answered:
-		require.Equal(t, http.StatusOK, code)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the command was never claimed and answered")
+			return http.StatusOK, nil
+		},
+		result: func(w http.ResponseWriter, _ *http.Request, _ int) { _, _ = w.Write([]byte(`{}`)) },
 	}
-	cancel()
-	fleet.Wait()
+	fleet, code := runUntilAnswered(t, api, agentsim.Succeed, 0)
+	require.Equal(t, http.StatusOK, code)
 	require.EqualValues(t, 3, fleet.Stats.Errors.Load())
 	require.EqualValues(t, 1, fleet.Stats.Claimed.Load())
 	require.EqualValues(t, 1, fleet.Stats.Succeeded.Load())
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, 1, results)
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	require.Equal(t, 1, api.posts)
 }
