@@ -90,8 +90,8 @@ func ErrorHandler(logf func(string, ...any)) echo.HTTPErrorHandler {
 		case errors.Is(err, store.ErrStale):
 			p = NewProblem(http.StatusPreconditionFailed, "version", "%v", err)
 		case store.IsUnavailable(err):
-			// PostgreSQL restarting or unreachable: nothing was changed, and the same request
-			// may be sent again shortly (an agent's claim or result, an operator's command).
+			// PostgreSQL restarting or unreachable: the same request may be sent again
+			// shortly (an agent's claim or result, an operator's command); see IsUnavailable.
 			if logf != nil {
 				logf("api: %s %s: database unavailable: %v", c.Request().Method, c.Request().URL.Path, err)
 			}

@@ -14,7 +14,9 @@ import (
 // mid-request — refused or reset connections, a server shutting down or still starting,
 // a connection lost before the answer — as opposed to a query it answered with an error.
 // The API answers such a request 503 with Retry-After: it may be resent once the
-// database is back, and (its transaction having rolled back) changed nothing.
+// database is back. Its transaction rolled back unless the connection was lost after the
+// commit reached the server; a resend of such a request is answered as any repeat is
+// (replayed under its Idempotency-Key, or refused as a conflict), never applied twice.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
