@@ -15,8 +15,8 @@ import (
 // a connection lost before the answer — as opposed to a query it answered with an error.
 // The API answers such a request 503 with Retry-After: it may be resent once the
 // database is back. Its transaction rolled back unless the connection was lost after the
-// commit reached the server; a resend of such a request is answered as any repeat is
-// (replayed under its Idempotency-Key, or refused as a conflict), never applied twice.
+// commit reached the server, which is why a client that resends should send an
+// Idempotency-Key: a resend whose first commit did land is then replayed, not applied again.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
