@@ -47,7 +47,9 @@ func (s *Server) maybePrune() {
 // request with the same key but another body is refused (422), and one arriving while the
 // first is still running gets 409. A 4xx or 5xx answer changed nothing and is not kept, so
 // bad input leaves no row behind and the client may retry (or correct) under the same key.
-// A claim left by a process that died mid-request expires after store.IdempotencyLease.
+// A claim left by a process that died mid-request stays "in progress" until pruned: whether
+// that request's own transaction committed is unknown, and running it again could apply a
+// create twice.
 func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -77,7 +79,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		stored, err := s.Store.BeginIdempotent(ctx, k, sum[:])
 		switch {
 		case errors.Is(err, store.ErrInFlight):
-			// Worth resending: the first request finishes, or its claim's lease runs out.
+			// Worth resending later: the first request is still running.
 			c.Response().Header().Set("Retry-After", "1")
 			return Conflict(IdempotencyHeader, "%v", err)
 		case errors.Is(err, store.ErrKeyReused):
@@ -94,11 +96,6 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 
-		// The request runs for at most half the key's lease, so a claim older than the lease
-		// can only belong to a process that died, and the same request may take it over.
-		runCtx, cancelRun := context.WithTimeout(ctx, store.IdempotencyLease/2)
-		defer cancelRun()
-		c.SetRequest(req.WithContext(runCtx))
 		rec := &recorder{ResponseWriter: c.Response().Writer}
 		c.Response().Writer = rec
 		if err := next(c); err != nil {

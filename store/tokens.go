@@ -138,12 +138,6 @@ var ErrInFlight = errors.New("a request with this Idempotency-Key is still in pr
 // ErrKeyReused means an idempotency key came back with a different request body.
 var ErrKeyReused = errors.New("Idempotency-Key was already used with a different request")
 
-// IdempotencyLease is how long a claimed key that was never answered stays "in progress":
-// after it, the same request may claim the key again. Such a claim is left by an API
-// process killed mid-request; without a lease its key would answer 409 until pruned a day
-// later. Callers bound a keyed request's run to well under the lease.
-const IdempotencyLease = 2 * time.Minute
-
 // BeginIdempotent claims k for a request whose body hashes to requestHash. It returns
 // (nil, nil) when the caller owns the key and must run the request and then call
 // FinishIdempotent or ReleaseIdempotent; the stored response when the request was already
@@ -151,7 +145,6 @@ const IdempotencyLease = 2 * time.Minute
 func (s *Store) BeginIdempotent(ctx context.Context, k IdempotencyKey, requestHash []byte) (*StoredResponse, error) {
 	_, err := s.Q.ClaimIdempotencyKey(ctx, dbgen.ClaimIdempotencyKeyParams{
 		TokenID: k.TokenID, Key: k.Key, Method: k.Method, Path: k.Path, RequestHash: requestHash,
-		LeaseSeconds: IdempotencyLease.Seconds(),
 	})
 	if err == nil {
 		return nil, nil

@@ -114,7 +114,7 @@ func Start(ctx context.Context, opts Options) *Fleet {
 		opts.HTTPClient = &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	}
 	if opts.DeliverFor <= 0 {
-		opts.DeliverFor = 5 * time.Minute // beyond the API's idempotency lease (2 min)
+		opts.DeliverFor = 5 * time.Minute
 	}
 	if opts.RetryBackoff <= 0 {
 		opts.RetryBackoff = 100 * time.Millisecond
@@ -277,7 +277,7 @@ func (f *Fleet) deliver(ctx context.Context, pc, path, key string, body any) (in
 
 // worthResending: no answer at all (0), the API not ready or overloaded, or the same
 // delivery still in progress (409 with Retry-After: its Idempotency-Key is claimed by a
-// request that has not finished, perhaps one cut off by an API restart).
+// request that has not finished yet).
 func worthResending(code int, retryAfter bool) bool {
 	return code == 0 || code == http.StatusTooManyRequests || code >= 500 || (code == http.StatusConflict && retryAfter)
 }

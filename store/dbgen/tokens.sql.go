@@ -11,26 +11,20 @@ import (
 )
 
 const claimIdempotencyKey = `-- name: ClaimIdempotencyKey :one
-INSERT INTO idempotency_keys AS k (token_id, key, method, path, request_hash)
+INSERT INTO idempotency_keys (token_id, key, method, path, request_hash)
 VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (token_id, key, method, path) DO UPDATE SET created_at = now()
-WHERE k.status = 0 AND k.request_hash = EXCLUDED.request_hash
-  AND k.created_at < now() - make_interval(secs => $6::float8)
+ON CONFLICT (token_id, key, method, path) DO NOTHING
 RETURNING created_at
 `
 
 type ClaimIdempotencyKeyParams struct {
-	TokenID      int64
-	Key          string
-	Method       string
-	Path         string
-	RequestHash  []byte
-	LeaseSeconds float64
+	TokenID     int64
+	Key         string
+	Method      string
+	Path        string
+	RequestHash []byte
 }
 
-// Claims a new key, or takes over a claim of the same request whose request never
-// finished — its API process died mid-request — once older than the lease (no live request
-// runs that long: the API bounds keyed requests to half of it).
 func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyKeyParams) (time.Time, error) {
 	row := q.db.QueryRow(ctx, claimIdempotencyKey,
 		arg.TokenID,
@@ -38,7 +32,6 @@ func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyK
 		arg.Method,
 		arg.Path,
 		arg.RequestHash,
-		arg.LeaseSeconds,
 	)
 	var created_at time.Time
 	err := row.Scan(&created_at)

@@ -16,14 +16,9 @@ UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE id = @id RE
 SELECT p.name FROM task_devices td JOIN pcs p ON p.id = td.pc_id WHERE td.id = @id;
 
 -- name: ClaimIdempotencyKey :one
--- Claims a new key, or takes over a claim of the same request whose request never
--- finished — its API process died mid-request — once older than the lease (no live request
--- runs that long: the API bounds keyed requests to half of it).
-INSERT INTO idempotency_keys AS k (token_id, key, method, path, request_hash)
+INSERT INTO idempotency_keys (token_id, key, method, path, request_hash)
 VALUES (@token_id, @key, @method, @path, @request_hash)
-ON CONFLICT (token_id, key, method, path) DO UPDATE SET created_at = now()
-WHERE k.status = 0 AND k.request_hash = EXCLUDED.request_hash
-  AND k.created_at < now() - make_interval(secs => @lease_seconds::float8)
+ON CONFLICT (token_id, key, method, path) DO NOTHING
 RETURNING created_at;
 
 -- name: GetIdempotencyKey :one
