@@ -47,9 +47,9 @@ func (s *Server) maybePrune() {
 // request with the same key but another body is refused (422), and one arriving while the
 // first is still running gets 409. A 4xx or 5xx answer changed nothing and is not kept, so
 // bad input leaves no row behind and the client may retry (or correct) under the same key.
-// A claim left by a process that died mid-request stays "in progress" until pruned: whether
-// that request's own transaction committed is unknown, and running it again could apply a
-// create twice.
+// A claim left by a process that died mid-request, or by one whose database connection
+// broke mid-request, stays "in progress" until pruned: whether that request's own
+// transaction committed is unknown, and running it again could apply a create twice.
 func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -98,14 +98,22 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 
 		rec := &recorder{ResponseWriter: c.Response().Writer}
 		c.Response().Writer = rec
-		if err := next(c); err != nil {
-			c.Error(err) // render now, so the problem document is what gets stored
+		handlerErr := next(c)
+		if handlerErr != nil {
+			c.Error(handlerErr) // render now, so the problem document is what gets stored
 		}
 		c.Response().Writer = rec.ResponseWriter
 		// Store even when the client has gone away.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		status := c.Response().Status
+		if store.IsUnavailable(handlerErr) {
+			// The database went away mid-request: what the request wrote may have committed,
+			// and releasing the key would let a resend apply it a second time. The key stays
+			// in progress (409) until pruned.
+			s.Logf("api: %s %s: database lost mid-request, Idempotency-Key kept in progress: %v", req.Method, req.URL.Path, handlerErr)
+			return nil
+		}
 		if status < 200 || status >= 300 {
 			if err := s.Store.ReleaseIdempotent(sctx, k); err != nil {
 				s.Logf("api: %v", err)

@@ -14,9 +14,9 @@ import (
 // mid-request — refused or reset connections, a server shutting down or still starting,
 // a connection lost before the answer — as opposed to a query it answered with an error.
 // The API answers such a request 503 with Retry-After: it may be resent once the
-// database is back. Its transaction rolled back unless the connection was lost after the
-// commit reached the server, which is why a client that resends should send an
-// Idempotency-Key: a resend whose first commit did land is then replayed, not applied again.
+// database is back. What it had written may or may not have committed: its transaction
+// rolls back unless the connection broke after the commit reached the server, and an
+// earlier transaction of the same request may have committed.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
