@@ -109,6 +109,9 @@ type BufferedTick struct {
 	Trigger string
 	Key     string
 	Input   json.RawMessage `json:",omitempty"`
+	// Overlap is the policy the tick was buffered under ("" in state carried from before it
+	// was kept: the schedule's policy).
+	Overlap string `json:",omitempty"`
 }
 
 // PauseRequest pauses a schedule with an operator's note.
@@ -151,6 +154,10 @@ type ScheduleDescription struct {
 // adoptUnwatchedRunChange versions the adoption of a RUNNING run row committed by a fire
 // whose answer was lost (see start): histories recorded before it replay the old way.
 const adoptUnwatchedRunChange = "adopt-unwatched-run"
+
+// cancelOtherSupersedesChange versions cancel_other keeping only its newest waiting tick
+// (see supersedeWaiting): histories recorded before it replay the old way.
+const cancelOtherSupersedesChange = "cancel-other-supersedes-waiting"
 
 // Scheduling constants.
 const (
@@ -583,6 +590,11 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, k
 			return w.record(ctx, tick, trigger, key, store.RunSkipped,
 				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
 		case "buffer_one", "buffer_all", "cancel_other":
+			if overlap == "cancel_other" {
+				if err := w.supersedeWaiting(ctx, tick); err != nil {
+					return TriggerResult{}, err
+				}
+			}
 			limit := maxBuffer
 			if overlap == "buffer_one" {
 				limit = 1
@@ -591,7 +603,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, k
 				return w.record(ctx, tick, trigger, key, store.RunSkipped,
 					fmt.Sprintf("overlap %s: buffer full (%d)", overlap, limit), "")
 			}
-			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input})
+			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
 			if overlap == "cancel_other" {
 				w.stopRunning(ctx, false)
 			}
@@ -658,6 +670,42 @@ func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) ti
 	var prev time.Time
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return w.spec.Prev(tick) }).Get(&prev)
 	return prev
+}
+
+// supersedeWaiting applies cancel_other to the ticks already waiting for the running run
+// to stop: as in Temporal Schedules, only the newest cancel_other tick waits, and each
+// older one is recorded SKIPPED with its reason. (Kept, they would each start in turn after
+// the cancelled run — uncancelled, at full length — and a schedule catching up on a
+// backlog would fall further behind with every tick.)
+func (w *scheduleWorkflow) supersedeWaiting(ctx workflow.Context, newer time.Time) error {
+	waiting := false
+	for _, b := range w.carry.Buffer {
+		waiting = waiting || w.bufferedUnder(b) == "cancel_other"
+	}
+	if !waiting || workflow.GetVersion(ctx, cancelOtherSupersedesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	kept := w.carry.Buffer[:0:0]
+	for _, b := range w.carry.Buffer {
+		if w.bufferedUnder(b) != "cancel_other" {
+			kept = append(kept, b)
+			continue
+		}
+		reason := fmt.Sprintf("overlap cancel_other: superseded by the tick of %s", newer.UTC().Format(time.RFC3339))
+		if _, err := w.record(ctx, b.Tick, b.Trigger, b.Key, store.RunSkipped, reason, ""); err != nil {
+			return err
+		}
+	}
+	w.carry.Buffer = kept
+	return nil
+}
+
+// bufferedUnder is the overlap policy a buffered tick waits under.
+func (w *scheduleWorkflow) bufferedUnder(b BufferedTick) string {
+	if b.Overlap != "" {
+		return b.Overlap
+	}
+	return w.def.Overlap
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger, key, status, reason, workflowID string) (TriggerResult, error) {

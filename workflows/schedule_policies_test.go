@@ -146,6 +146,35 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCancelsTheRunThenStarts() 
 	s.Equal("cancel", targets.stopped["schedule/cancel-other/run/2026-03-01T12:01:00Z"])
 }
 
+// Catching up on a backlog under cancel_other, each newer tick supersedes the one waiting
+// for the cancelled run (recorded SKIPPED with its reason, S2): only the newest waits, so
+// the schedule comes back to its ticks instead of running the backlog one by one.
+func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCatchingUpRunsOnlyTheNewestWaitingTick() {
+	start := s.t0.Add(-5 * minute)
+	in := s.createSchedule("cancel-backlog", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, start, func(p *store.NewSchedule) {
+		workflowAction(p)
+		p.Overlap = "cancel_other"
+		p.CatchupWindowMs = (10 * minute).Milliseconds()
+	})
+	targets := s.mockTargets(100 * time.Second)
+	s.stopAt(2*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	// -4m runs and is cancelled; -3m..-1m and 0 each wait and are superseded by the next
+	// tick (0 by +1m, which came while -4m was still stopping); +1m runs; +2m waits (no row).
+	s.Equal(map[time.Duration]string{
+		-4 * minute: "CANCELED/catchup", -3 * minute: "SKIPPED/catchup", -2 * minute: "SKIPPED/catchup", -1 * minute: "SKIPPED/catchup",
+		0: "SKIPPED", 1 * minute: "RUNNING",
+	}, s.outcomes("cancel-backlog"))
+	for _, r := range s.runs("cancel-backlog") {
+		if r.Status == store.RunSkipped {
+			s.Contains(r.Reason, "overlap cancel_other: superseded by the tick of "+r.ScheduledAt.Add(minute).UTC().Format(time.RFC3339))
+		}
+	}
+	s.Equal([]string{"schedule/cancel-backlog/run/2026-03-01T11:56:00Z", "schedule/cancel-backlog/run/2026-03-01T12:01:00Z"}, targets.started)
+	s.Equal("cancel", targets.stopped["schedule/cancel-backlog/run/2026-03-01T12:01:00Z"], "+2m asked +1m to stop")
+}
+
 func (s *ScheduleWorkflowSuite) TestOverlapTerminateOtherTerminatesAndStartsAtOnce() {
 	in := s.minuteTicks("terminate-other", withOverlap("terminate_other"))
 	targets := s.mockTargets(100 * time.Second)
