@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/devstack"
 )
@@ -62,7 +60,7 @@ func runDev(ctx context.Context, args []string) error {
 				logf("%v", err)
 			}
 		}()
-		if err := ensureDatabase(ctx, pg.URL("postgres"), "tickgate"); err != nil {
+		if err := pg.EnsureDatabase(ctx, "tickgate"); err != nil {
 			return err
 		}
 		cfg.DatabaseURL = pg.URL("tickgate")
@@ -121,24 +119,6 @@ func runDev(ctx context.Context, args []string) error {
 	cancel()
 	wg.Wait()
 	return runErr
-}
-
-func ensureDatabase(ctx context.Context, adminURL, name string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return fmt.Errorf("connect to dev postgres: %w", err)
-	}
-	defer conn.Close(context.Background())
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return fmt.Errorf("look up database %s: %w", name, err)
-	}
-	if !exists {
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-			return fmt.Errorf("create database %s: %w", name, err)
-		}
-	}
-	return nil
 }
 
 func waitHTTP(ctx context.Context, url string) error {

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tickgate/tickgate/internal/devstack"
 	"github.com/tickgate/tickgate/store"
 )
@@ -170,7 +168,7 @@ func startStack(ctx context.Context, dir, bin string, logf func(string, ...any))
 	if err := s.pg.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err := createDatabase(ctx, s.pg.URL("postgres"), "tickgate"); err != nil {
+	if err := s.pg.EnsureDatabase(ctx, "tickgate"); err != nil {
 		return s, err
 	}
 	s.dbURL = s.pg.URL("tickgate")
@@ -206,18 +204,6 @@ func startStack(ctx context.Context, dir, bin string, logf func(string, ...any))
 	}
 	s.adminToken = token
 	return s, nil
-}
-
-func createDatabase(ctx context.Context, adminURL, name string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", adminURL, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("create database %s: %w", name, err)
-	}
-	return nil
 }
 
 // startProcesses starts the workers and the API and waits for them to be ready.

@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Postgres is one throwaway cluster: its data directory, port and the binaries that run it.
@@ -192,6 +194,25 @@ func (p *Postgres) Stop() error {
 	out, err := p.run(context.Background(), filepath.Join(p.BinDir, "pg_ctl"), "-D", p.DataDir, "-m", "fast", "-w", "stop")
 	if err != nil {
 		return fmt.Errorf("postgres: pg_ctl stop: %w\n%s", err, tail(out))
+	}
+	return nil
+}
+
+// EnsureDatabase creates database name on the cluster unless it exists.
+func (p *Postgres) EnsureDatabase(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, p.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: look up database %s: %w", name, err)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return fmt.Errorf("postgres: create database %s: %w", name, err)
+		}
 	}
 	return nil
 }
