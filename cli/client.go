@@ -103,6 +103,8 @@ type Client struct {
 	Server string
 	Token  string
 	HTTP   *http.Client
+	// Headers are sent with every request (an Idempotency-Key, say).
+	Headers map[string]string
 }
 
 // Do sends a JSON request and decodes a 2xx answer into out (raw JSON when out is
@@ -130,6 +132,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, out any)
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	for k, v := range c.Headers {
+		req.Header.Set(k, v)
 	}
 	hc := c.HTTP
 	if hc == nil {

@@ -21,6 +21,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tickgate/tickgate/cli"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/store"
 )
@@ -119,7 +120,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	defer st.Close()
 	pool := st.Pool
 
-	api := &apiClient{base: "http://" + s.apiAddr, token: s.adminToken, http: &http.Client{Timeout: 30 * time.Second}}
+	api := &apiClient{cli.Client{Server: "http://" + s.apiAddr, Token: s.adminToken}}
 	l, err := createLoad(ctx, api, p, "chaos-targets")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: create load: %w", err)

@@ -1,12 +1,9 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -14,6 +11,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/cli"
 )
 
 // overlapPolicies are cycled through by the workflow-action schedules.
@@ -21,54 +20,24 @@ var overlapPolicies = []string{"skip", "buffer_one", "buffer_all", "cancel_other
 
 // apiClient calls the tickgate API with the run's admin token, retrying while the API is
 // down (it is one of the things the run kills).
-type apiClient struct {
-	base  string
-	token string
-	http  *http.Client
-}
+type apiClient struct{ cli.Client }
 
-// do sends body to path and decodes the answer into out. Connection errors and 5xx are
-// retried for up to a minute; 4xx is an error at once. Creates carry an Idempotency-Key so
-// a retried POST whose first answer was lost does not create twice.
+// do sends body to path and decodes the answer into out. An API that cannot be reached or
+// answers 5xx is retried for up to a minute; any other error is returned at once. A POST
+// carries an Idempotency-Key, so a retried create whose first answer was lost does not
+// create twice.
 func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
-	var payload []byte
-	if body != nil {
-		var err error
-		if payload, err = json.Marshal(body); err != nil {
-			return fmt.Errorf("%s %s: encode: %w", method, path, err)
-		}
+	call := c.Client
+	if method == http.MethodPost {
+		call.Headers = map[string]string{"Idempotency-Key": fmt.Sprintf("chaos-%d", rand.Uint64())}
 	}
-	key := fmt.Sprintf("chaos-%d", rand.Uint64())
 	deadline := time.Now().Add(time.Minute)
 	for {
-		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(payload))
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", method, path, err)
-		}
-		req.Header.Set("Authorization", "Bearer "+c.token)
-		req.Header.Set("Content-Type", "application/json")
-		if method == http.MethodPost {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		resp, err := c.http.Do(req)
-		var data []byte
+		err := call.Do(ctx, method, path, body, out)
 		if err == nil {
-			data, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			switch {
-			case resp.StatusCode < 300:
-				if out != nil {
-					if err := json.Unmarshal(data, out); err != nil {
-						return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-					}
-				}
-				return nil
-			case resp.StatusCode < 500:
-				return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
-			}
-			err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(data)))
+			return nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if cli.ExitCode(err) != cli.ExitUnavailable || time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
 		sleepCtx(ctx, 500*time.Millisecond)
