@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/migrations"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
@@ -42,6 +43,34 @@ func New(pool *pgxpool.Pool) *Store {
 // Open connects to databaseURL, retrying with backoff until ctx ends, so a worker started
 // before PostgreSQL is up waits for it instead of exiting.
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	cfg, err := poolConfig(databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	var st *Store
+	err = readiness.Retry(ctx, readiness.DefaultBackoff, func(ctx context.Context) error {
+		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		st, err = connect(pingCtx, cfg)
+		return err
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	return st, nil
+}
+
+// Connect makes one attempt to connect to databaseURL: the pool is returned only once
+// PostgreSQL answered a ping. Callers that wait with their own backoff use it.
+func Connect(ctx context.Context, databaseURL string) (*Store, error) {
+	cfg, err := poolConfig(databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return connect(ctx, cfg)
+}
+
+func poolConfig(databaseURL string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
@@ -49,26 +78,19 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if cfg.MaxConns < 16 {
 		cfg.MaxConns = 16
 	}
+	return cfg, nil
+}
+
+func connect(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)
 	}
-	backoff := 200 * time.Millisecond
-	for {
-		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = pool.Ping(pingCtx)
-		cancel()
-		if err == nil {
-			return New(pool), nil
-		}
-		select {
-		case <-ctx.Done():
-			pool.Close()
-			return nil, fmt.Errorf("connect to postgres: %w (last error: %v)", ctx.Err(), err)
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
+	return New(pool), nil
 }
 
 // Close closes the pool.

@@ -38,14 +38,15 @@ func TestIsUnavailable(t *testing.T) {
 		require.Equal(t, tc.want, store.IsUnavailable(tc.err), name)
 	}
 
-	// A real refused connection, as pgx reports it.
+	// A real refused connection, as one attempt of store.Connect reports it.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close()) // nothing listens there now
-	_, err = pgconn.Connect(ctx, "postgres://postgres@"+addr+"/x?sslmode=disable&connect_timeout=2")
+	st, err := store.Connect(ctx, "postgres://postgres@"+addr+"/x?sslmode=disable&connect_timeout=2")
 	require.Error(t, err)
+	require.Nil(t, st)
 	require.True(t, store.IsUnavailable(err), "%v", err)
 }

@@ -93,7 +93,7 @@ func connect(ctx context.Context, cfg config.Config, tr *readiness.Tracker) (st 
 	if err := tr.Wait(ctx, "postgres", func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, connectAttemptTimeout)
 		defer cancel()
-		st, err = store.Open(ctx, cfg.DatabaseURL)
+		st, err = store.Connect(ctx, cfg.DatabaseURL)
 		return err
 	}); err != nil {
 		return nil, nil, nil, err

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/tickgate/tickgate/internal/readiness"
 	"go.temporal.io/sdk/log"
 
 	"github.com/tickgate/tickgate/metrics"
@@ -131,17 +133,13 @@ func (c Config) DialTemporal(ctx context.Context) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	backoff := 200 * time.Millisecond
-	for {
-		cl, err := client.DialContext(ctx, opts)
-		if err == nil {
-			return cl, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("connect to temporal at %s: %w (last error: %v)", c.TemporalAddress, ctx.Err(), err)
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
+	var cl client.Client
+	err = readiness.Retry(ctx, readiness.DefaultBackoff, func(ctx context.Context) error {
+		cl, err = client.DialContext(ctx, opts)
+		return err
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect to temporal at %s: %w", c.TemporalAddress, err)
 	}
+	return cl, nil
 }

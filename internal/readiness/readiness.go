@@ -111,30 +111,45 @@ func (t *Tracker) Started() {
 	t.phase = PhaseRunning
 }
 
-// Wait calls attempt until it succeeds, recording each result under name and logging each
-// failure with the delay before the next try. It gives up only when ctx ends.
-func (t *Tracker) Wait(ctx context.Context, name string, attempt func(context.Context) error) error {
-	delay := t.Backoff.Min
+// Retry calls attempt until it succeeds, waiting b's capped exponential delay between
+// tries; failed (may be nil) hears of each failure and the delay before the next try. It
+// gives up only when ctx ends, with ctx's error and the last failure.
+func Retry(ctx context.Context, b Backoff, attempt func(context.Context) error, failed func(err error, next time.Duration)) error {
+	delay := b.Min
 	for {
 		err := attempt(ctx)
 		if err == nil {
-			t.Set(name, nil)
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", name, ctx.Err(), err)
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 		}
-		t.Set(name, err)
-		t.Logf("waiting for %s: %v (retrying in %s)", name, err, delay)
+		if failed != nil {
+			failed(err, delay)
+		}
 		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", name, ctx.Err(), err)
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 		case <-timer.C:
 		}
-		delay = min(delay*2, t.Backoff.Max)
+		delay = min(delay*2, b.Max)
 	}
+}
+
+// Wait retries attempt (see Retry), recording each result under name and logging each
+// failure with the delay before the next try. It gives up only when ctx ends.
+func (t *Tracker) Wait(ctx context.Context, name string, attempt func(context.Context) error) error {
+	err := Retry(ctx, t.Backoff, attempt, func(err error, next time.Duration) {
+		t.Set(name, err)
+		t.Logf("waiting for %s: %v (retrying in %s)", name, err, next)
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", name, err)
+	}
+	t.Set(name, nil)
+	return nil
 }
 
 // Check is one dependency in a report.
