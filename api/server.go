@@ -3,7 +3,6 @@
 package api
 
 import (
-	"context"
 	"log"
 	"net/http"
 	"time"
@@ -42,13 +41,8 @@ func New(s *Server) *echo.Echo {
 	if s.Readiness == nil {
 		s.Readiness = readiness.New()
 	}
-	// The probes read s.Store and s.Temporal when /readyz is asked, not now: tests build
-	// the application without Temporal and never ask.
-	s.Readiness.Probe("postgres", func(ctx context.Context) error { return s.Store.Pool.Ping(ctx) })
-	s.Readiness.Probe("temporal", func(ctx context.Context) error {
-		_, err := s.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
-		return err
-	})
+	// Tests that build the application without Temporal never ask /readyz.
+	s.Readiness.ProbeConnections(s.Store.Pool, s.Temporal)
 	s.Readiness.Started()
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

@@ -113,17 +113,6 @@ func connect(ctx context.Context, cfg config.Config, tr *readiness.Tracker) (st 
 	return st, tc, func() { tc.Close(); st.Close() }, nil
 }
 
-// readinessProbes makes /readyz check PostgreSQL and Temporal live once connected, so an
-// outage after start-up shows (and its end too: pgxpool and the gRPC connection reconnect
-// by themselves).
-func readinessProbes(tr *readiness.Tracker, st *store.Store, tc client.Client) {
-	tr.Probe("postgres", func(ctx context.Context) error { return st.Pool.Ping(ctx) })
-	tr.Probe("temporal", func(ctx context.Context) error {
-		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
-		return err
-	})
-}
-
 // listen binds addr at once, so a taken port fails the start instead of a background log.
 func listen(addr string, h http.Handler) (*http.Server, <-chan error, error) {
 	ln, err := net.Listen("tcp", addr)
@@ -177,7 +166,7 @@ func serveWorker(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer closeAll()
-	readinessProbes(tr, st, tc)
+	tr.ProbeConnections(st.Pool, tc)
 	d := worker.Deps{Config: cfg, Store: st, Temporal: tc}
 	w, err := worker.New(d)
 	if err != nil {

@@ -15,6 +15,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
 )
 
 // Phases a process goes through: until Started it is connecting to its dependencies.
@@ -102,6 +105,18 @@ func (t *Tracker) Probe(name string, fn func(context.Context) error) {
 		t.states[name] = &state{err: ErrNotChecked, since: t.Now()}
 	}
 	t.probes[name] = fn
+}
+
+// ProbeConnections makes /readyz check PostgreSQL (a ping on pool) and Temporal (its health
+// check) live, as every tickgate process does once connected: an outage after start-up
+// shows at once, and so does its end (pgxpool and the gRPC connection reconnect by
+// themselves).
+func (t *Tracker) ProbeConnections(pool *pgxpool.Pool, tc client.Client) {
+	t.Probe("postgres", func(ctx context.Context) error { return pool.Ping(ctx) })
+	t.Probe("temporal", func(ctx context.Context) error {
+		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	})
 }
 
 // Started marks the end of start-up: the phase reported becomes "running".
@@ -193,7 +208,11 @@ func (t *Tracker) Report(ctx context.Context) Report {
 		}()
 	}
 	wg.Wait()
+	return t.report()
+}
 
+// report is the recorded state of every dependency, without probing.
+func (t *Tracker) report() Report {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.Now()
@@ -281,6 +300,11 @@ func (t *Tracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := unavailable(rep.Summary())
 	p.Phase, p.Checks = rep.Phase, rep.Checks
+	refuse(w, r, p)
+}
+
+// refuse answers 503 problem+json with Retry-After.
+func refuse(w http.ResponseWriter, r *http.Request, p problem) {
 	w.Header().Set("Retry-After", retryAfter)
 	writeJSON(w, r, "application/problem+json", http.StatusServiceUnavailable, p)
 }
@@ -300,20 +324,11 @@ func (t *Tracker) NotReady() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// No live probes: this only reports what the connecting loop last saw, and the
 		// error texts stay on /readyz (this route may be anything a client asked for).
-		t.mu.Lock()
-		var waiting []string
-		for _, n := range t.names {
-			if t.states[n].err != nil {
-				waiting = append(waiting, n)
-			}
-		}
-		t.mu.Unlock()
 		detail := "not ready: starting"
-		if len(waiting) > 0 {
+		if waiting := t.report().Failing(); len(waiting) > 0 {
 			detail = "not ready: waiting for " + strings.Join(waiting, ", ") + " (GET /readyz says why)"
 		}
-		w.Header().Set("Retry-After", retryAfter)
-		writeJSON(w, r, "application/problem+json", http.StatusServiceUnavailable, unavailable(detail))
+		refuse(w, r, unavailable(detail))
 	})
 	return mux
 }
@@ -333,6 +348,5 @@ func (s *Switch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		(*h).ServeHTTP(w, r)
 		return
 	}
-	w.Header().Set("Retry-After", retryAfter)
-	writeJSON(w, r, "application/problem+json", http.StatusServiceUnavailable, unavailable("not ready: starting"))
+	refuse(w, r, unavailable("not ready: starting"))
 }
