@@ -149,19 +149,9 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 			}
 			params.FinishedAt = &now
 		}
-		run, err = q.InsertScheduleRun(ctx, params)
-		if err != nil {
-			if mapErr(err) != ErrNotFound {
-				return fmt.Errorf("insert run %s: %w", f.IdempotencyKey, mapErr(err))
-			}
-			// Recorded before (a retried activity, a duplicate signal): return that run.
-			run, err = q.GetScheduleRunByKey(ctx, f.IdempotencyKey)
-			if err != nil {
-				return fmt.Errorf("read run %s: %w", f.IdempotencyKey, mapErr(err))
-			}
-			return nil
+		if run, created, err = insertRunOnce(ctx, q, params); err != nil || !created {
+			return err // recorded before (a retried activity, a duplicate signal): that run
 		}
-		created = true
 		upd := dbgen.UpdateScheduleAfterFireParams{ID: f.ScheduleID, NextRunAt: f.NextRunAt}
 		switch {
 		case fired:
@@ -205,24 +195,17 @@ func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time
 		}
 		now := time.Now().UTC()
 		for _, tick := range ticks {
-			key := TickKey(scheduleID, tick)
-			_, err := q.InsertScheduleRun(ctx, dbgen.InsertScheduleRunParams{
+			run, isNew, err := insertRunOnce(ctx, q, dbgen.InsertScheduleRunParams{
 				ScheduleID: scheduleID, ScheduledAt: tick.UTC(), Trigger: TriggerScheduled, Status: RunMissed,
-				Reason: reason, IdempotencyKey: key, FinishedAt: &now,
+				Reason: reason, IdempotencyKey: TickKey(scheduleID, tick), FinishedAt: &now,
 			})
 			switch {
-			case err == nil:
+			case err != nil:
+				return err
+			case isNew:
 				created++
-			case mapErr(err) == ErrNotFound: // recorded before: by a fire whose answer was lost, it may still run
-				prior, err := q.GetScheduleRunByKey(ctx, key)
-				if err != nil {
-					return fmt.Errorf("read tick %s recorded before: %w", tick.UTC().Format(time.RFC3339), mapErr(err))
-				}
-				if prior.Status == RunRunning {
-					running = append(running, prior)
-				}
-			default:
-				return fmt.Errorf("insert missed tick %s: %w", tick.UTC().Format(time.RFC3339), mapErr(err))
+			case run.Status == RunRunning: // recorded before by a fire whose answer was lost
+				running = append(running, run)
 			}
 		}
 		if err := q.UpdateScheduleAfterFire(ctx, dbgen.UpdateScheduleAfterFireParams{
@@ -233,6 +216,22 @@ func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time
 		return nil
 	})
 	return created, running, err
+}
+
+// insertRunOnce inserts a schedule run unless its idempotency key is recorded already, in
+// which case it returns that run with created=false.
+func insertRunOnce(ctx context.Context, q *dbgen.Queries, params dbgen.InsertScheduleRunParams) (run ScheduleRun, created bool, err error) {
+	run, err = q.InsertScheduleRun(ctx, params)
+	if err == nil {
+		return run, true, nil
+	}
+	if mapErr(err) != ErrNotFound {
+		return run, false, fmt.Errorf("insert run %s: %w", params.IdempotencyKey, mapErr(err))
+	}
+	if run, err = q.GetScheduleRunByKey(ctx, params.IdempotencyKey); err != nil {
+		return run, false, fmt.Errorf("read run %s: %w", params.IdempotencyKey, mapErr(err))
+	}
+	return run, false, nil
 }
 
 // CountDuplicateTicks counts the (schedule, nominal tick) pairs recorded more than once by
