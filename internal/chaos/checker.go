@@ -226,9 +226,8 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time)
 	}
 	err = pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE status = 'DONE'),
-		       count(*) FILTER (WHERE status IN ('FAILED', 'CANCELED', 'SKIPPED')),
-		       count(*) FILTER (WHERE status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING'))
-		FROM task_runs`).Scan(&f.TasksDone, &f.TasksOther, &f.UnfinishedTasks)
+		       count(*) FILTER (WHERE status IN ('FAILED', 'CANCELED', 'SKIPPED'))
+		FROM task_runs`).Scan(&f.TasksDone, &f.TasksOther)
 	if err != nil {
 		return f, fmt.Errorf("final: task runs: %w", err)
 	}
@@ -239,23 +238,26 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time)
 		       (SELECT count(*) FROM task_device_events WHERE type = 'TIMEOUT'),
 		       (SELECT count(*) FROM task_device_events WHERE type = 'RETRY_SCHEDULED'),
 		       (SELECT count(*) FROM devices WHERE status = 'error'),
-		       (SELECT count(*) FROM task_devices WHERE status NOT IN ('SUCCEEDED', 'FAILED_FINAL', 'CANCELLED')),
-		       (SELECT count(*) FROM tasks WHERE status IN ('pending', 'running', 'retrying')),
 		       (SELECT count(*) FROM task_device_events WHERE type = 'LATE_RESULT')`).Scan(
 		&f.DeviceExecutions, &f.DeviceSucceeded, &f.DeviceFailed, &f.DeviceTimeouts, &f.DeviceRetries,
-		&f.DevicesInError, &f.UnfinishedDeviceExecutions, &f.UnfinishedDeviceTasks, &f.LateResults)
+		&f.DevicesInError, &f.LateResults)
 	if err != nil {
 		return f, fmt.Errorf("final: devices: %w", err)
 	}
+	u, err := countUnfinished(ctx, pool, cutoff)
+	if err != nil {
+		return f, fmt.Errorf("final: %w", err)
+	}
+	f.UnfinishedTasks, f.UnfinishedDeviceExecutions, f.UnfinishedDeviceTasks = u.taskRuns, u.executions, u.deviceTasks
 	return f, nil
 }
 
-// settled reports whether the run's work is done up to cutoff: every schedule has
-// recorded a tick at or after cutoff (its ticks are recorded in order, so all before it are
-// decided: a tick still missing then is lost, and the final check counts it), and every task
-// run, device execution and device task is final. It is polled, so it reads only that.
-func settled(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) (bool, string, error) {
-	var behind, tasks, executions, deviceTasks int64
+// unfinished is the work not yet final: schedules without a recorded tick at or after the
+// cutoff, task runs, device executions and device tasks.
+type unfinished struct{ behind, taskRuns, executions, deviceTasks int64 }
+
+func countUnfinished(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) (unfinished, error) {
+	var u unfinished
 	err := pool.QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM schedules s
 		        WHERE NOT EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id
@@ -263,11 +265,23 @@ func settled(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) (bool, s
 		       (SELECT count(*) FROM task_runs WHERE status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING')),
 		       (SELECT count(*) FROM task_devices WHERE status NOT IN ('SUCCEEDED', 'FAILED_FINAL', 'CANCELLED')),
 		       (SELECT count(*) FROM tasks WHERE status IN ('pending', 'running', 'retrying'))`,
-		cutoff).Scan(&behind, &tasks, &executions, &deviceTasks)
+		cutoff).Scan(&u.behind, &u.taskRuns, &u.executions, &u.deviceTasks)
+	if err != nil {
+		return u, fmt.Errorf("count unfinished work: %w", err)
+	}
+	return u, nil
+}
+
+// settled reports whether the run's work is done up to cutoff: every schedule has
+// recorded a tick at or after cutoff (its ticks are recorded in order, so all before it are
+// decided: a tick still missing then is lost, and the final check counts it), and every task
+// run, device execution and device task is final. It is polled, so it reads only that.
+func settled(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) (bool, string, error) {
+	u, err := countUnfinished(ctx, pool, cutoff)
 	if err != nil {
 		return false, "", fmt.Errorf("settled: %w", err)
 	}
 	why := fmt.Sprintf("schedules not past the cutoff %d, unfinished task runs %d, device executions %d, device tasks %d",
-		behind, tasks, executions, deviceTasks)
-	return behind+tasks+executions+deviceTasks == 0, why, nil
+		u.behind, u.taskRuns, u.executions, u.deviceTasks)
+	return u.behind+u.taskRuns+u.executions+u.deviceTasks == 0, why, nil
 }
