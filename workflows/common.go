@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 )
 
 // Search attributes every tickgate workflow carries (registered by `tickgate dev` and the
@@ -36,3 +37,13 @@ const (
 // with crash recovery takes longer) failed the whole workflow — found by the chaos run.
 // An outage is waited out instead, retrying every few seconds.
 const waitOutOutages = 30 * 24 * time.Hour
+
+// databaseLocalActivity runs one SQL round (a promotion, a claim) as a local activity that
+// waits out a database outage (waitOutOutages), retrying at most every 10 s.
+func databaseLocalActivity(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: waitOutOutages,
+		RetryPolicy: &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
+		Summary:     summary,
+	})
+}

@@ -3,7 +3,6 @@ package workflows
 import (
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
@@ -21,11 +20,7 @@ func PromoterWorkflow(ctx workflow.Context) error {
 	kick := workflow.GetSignalChannel(ctx, SignalKick)
 	// A round is a local activity: it is short, idempotent (re-running one after a lost
 	// workflow task promotes nothing twice) and saves two server round trips per round.
-	actx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: waitOutOutages,
-		RetryPolicy: &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
-		Summary:     "promotion round",
-	})
+	actx := databaseLocalActivity(ctx, "promotion round")
 	for round := 1; ; round++ {
 		for kick.ReceiveAsync(nil) {
 		}

@@ -227,11 +227,7 @@ func (r *rolloutRun) armPoll(ctx workflow.Context) {
 // claim is a local activity (no server round trip); a claim whose result is lost with its
 // workflow task leaves RUNNING tasks nobody holds, which the next claim reports and adopts.
 func (r *rolloutRun) claim(ctx workflow.Context) (activities.ClaimResult, error) {
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: waitOutOutages,
-		RetryPolicy: &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
-		Summary:     "claim AVAILABLE tasks",
-	})
+	lctx := databaseLocalActivity(ctx, "claim AVAILABLE tasks")
 	var res activities.ClaimResult
 	in := activities.ClaimInput{RolloutID: r.id, Max: claimBatch, Adopt: r.adopt}
 	r.adopt = nil
