@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -678,21 +679,17 @@ func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) ti
 // the cancelled run — uncancelled, at full length — and a schedule catching up on a
 // backlog would fall further behind with every tick.)
 func (w *scheduleWorkflow) supersedeWaiting(ctx workflow.Context, newer time.Time) error {
-	waiting := false
-	for _, b := range w.carry.Buffer {
-		waiting = waiting || w.bufferedUnder(b) == "cancel_other"
-	}
-	if !waiting || workflow.GetVersion(ctx, cancelOtherSupersedesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	// GetVersion only when something is superseded, so other histories carry no marker.
+	if !slices.ContainsFunc(w.carry.Buffer, w.cancelsOther) ||
+		workflow.GetVersion(ctx, cancelOtherSupersedesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return nil
 	}
-	kept := w.carry.Buffer[:0:0]
+	reason := fmt.Sprintf("overlap cancel_other: superseded by the tick of %s", newer.UTC().Format(time.RFC3339))
+	var kept []BufferedTick
 	for _, b := range w.carry.Buffer {
-		if w.bufferedUnder(b) != "cancel_other" {
+		if !w.cancelsOther(b) {
 			kept = append(kept, b)
-			continue
-		}
-		reason := fmt.Sprintf("overlap cancel_other: superseded by the tick of %s", newer.UTC().Format(time.RFC3339))
-		if _, err := w.record(ctx, b.Tick, b.Trigger, b.Key, store.RunSkipped, reason, ""); err != nil {
+		} else if _, err := w.record(ctx, b.Tick, b.Trigger, b.Key, store.RunSkipped, reason, ""); err != nil {
 			return err
 		}
 	}
@@ -700,12 +697,14 @@ func (w *scheduleWorkflow) supersedeWaiting(ctx workflow.Context, newer time.Tim
 	return nil
 }
 
-// bufferedUnder is the overlap policy a buffered tick waits under.
-func (w *scheduleWorkflow) bufferedUnder(b BufferedTick) string {
-	if b.Overlap != "" {
-		return b.Overlap
+// cancelsOther reports whether a buffered tick waits under cancel_other (a tick carried
+// from before its policy was kept waits under the schedule's).
+func (w *scheduleWorkflow) cancelsOther(b BufferedTick) bool {
+	overlap := b.Overlap
+	if overlap == "" {
+		overlap = w.def.Overlap
 	}
-	return w.def.Overlap
+	return overlap == "cancel_other"
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger, key, status, reason, workflowID string) (TriggerResult, error) {
