@@ -204,20 +204,24 @@ func listTasks(t *testing.T, st *teststack.Stack, rolloutID int64) []api.TaskRun
 
 func waitTask(t *testing.T, st *teststack.Stack, id int64, status string) {
 	t.Helper()
-	var v api.TaskRunView
-	require.Eventually(t, func() bool {
-		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/task-runs/%d", id), nil, http.StatusOK, &v)
-		return v.Status == status
-	}, time.Minute, 50*time.Millisecond, "task run %d never became %s (is %s)", id, status, v.Status)
+	waitStatus(t, st, fmt.Sprintf("/api/v1/task-runs/%d", id), status)
 }
 
 func waitRollout(t *testing.T, st *teststack.Stack, id int64, status string) {
 	t.Helper()
-	var v api.RolloutView
+	waitStatus(t, st, fmt.Sprintf("/api/v1/rollouts/%d", id), status)
+}
+
+// waitStatus polls path until the resource's status is status.
+func waitStatus(t *testing.T, st *teststack.Stack, path, status string) {
+	t.Helper()
+	var v struct {
+		Status string `json:"status"`
+	}
 	require.Eventually(t, func() bool {
-		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d", id), nil, http.StatusOK, &v)
+		st.JSON(t, http.MethodGet, path, nil, http.StatusOK, &v)
 		return v.Status == status
-	}, time.Minute, 50*time.Millisecond, "rollout %d never became %s (is %s)", id, status, v.Status)
+	}, time.Minute, 50*time.Millisecond, "%s never became %s (is %s)", path, status, v.Status)
 }
 
 // recorder fetches workflow histories from the dev server and writes them as the JSON

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/internal/testenv"
@@ -38,13 +39,7 @@ func TestSQLCollector(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&metrics.SQLCollector{Pool: st.Pool})
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	byName := map[string]int{}
-	for i, f := range families {
-		byName[f.GetName()] = i
-	}
-	h := families[byName["tickgate_schedule_fire_lateness_seconds"]].GetMetric()[0].GetHistogram()
+	h := latenessHistogram(t, reg)
 	require.EqualValues(t, 3, h.GetSampleCount())
 	require.InDelta(t, 3.21, h.GetSampleSum(), 1e-9)
 	want := map[float64]uint64{0.01: 1, 0.025: 1, 0.1: 1, 0.25: 2, 2.5: 2, 5: 3, 60: 3}
@@ -90,16 +85,21 @@ func TestSQLLatenessCoversTheLatestFires(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&metrics.SQLCollector{Pool: st.Pool})
+	h := latenessHistogram(t, reg)
+	require.EqualValues(t, metrics.LatenessWindow, h.GetSampleCount())
+	require.InDelta(t, 0.001*metrics.LatenessWindow, h.GetSampleSum(), 1e-6, "the 100 older, later fires are outside the window")
+}
+
+// latenessHistogram gathers reg and returns the fire-lateness histogram.
+func latenessHistogram(t *testing.T, reg *prometheus.Registry) *dto.Histogram {
+	t.Helper()
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
-		if f.GetName() != "tickgate_schedule_fire_lateness_seconds" {
-			continue
+		if f.GetName() == "tickgate_schedule_fire_lateness_seconds" {
+			return f.GetMetric()[0].GetHistogram()
 		}
-		h := f.GetMetric()[0].GetHistogram()
-		require.EqualValues(t, metrics.LatenessWindow, h.GetSampleCount())
-		require.InDelta(t, 0.001*metrics.LatenessWindow, h.GetSampleSum(), 1e-6, "the 100 older, later fires are outside the window")
-		return
 	}
 	t.Fatal("no lateness histogram gathered")
+	return nil
 }
