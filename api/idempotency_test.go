@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
-	"github.com/tickgate/tickgate/internal/teststack"
+	"github.com/tickgate/tickgate/internal/testing/teststack"
 )
 
 // TestIdempotentCreate: a creating POST sent twice with one Idempotency-Key creates once

@@ -3,7 +3,7 @@ package api_test
 import (
 	"testing"
 
-	"github.com/tickgate/tickgate/internal/testenv"
+	"github.com/tickgate/tickgate/internal/testing/testenv"
 )
 
 // TestMain stops the package's Temporal dev server after the end-to-end tests.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickgate/tickgate/internal/teststack"
+	"github.com/tickgate/tickgate/internal/testing/teststack"
 )
 
 // walk pages through a list one item at a time and returns every item's JSON.

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/cli"
-	"github.com/tickgate/tickgate/internal/testenv"
-	"github.com/tickgate/tickgate/internal/teststack"
+	"github.com/tickgate/tickgate/internal/testing/testenv"
+	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
 )
 

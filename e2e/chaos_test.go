@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickgate/tickgate/internal/chaos"
-	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/internal/dev/chaos"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
 )
 
 // testWriter sends the run's progress lines to the test log.

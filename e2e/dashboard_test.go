@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
-	"github.com/tickgate/tickgate/internal/devstack"
-	"github.com/tickgate/tickgate/internal/teststack"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
+	"github.com/tickgate/tickgate/internal/testing/teststack"
 )
 
 // chromium finds (or installs, through the project's script) the Chromium binary.

@@ -5,7 +5,7 @@ package e2e
 import (
 	"testing"
 
-	"github.com/tickgate/tickgate/internal/testenv"
+	"github.com/tickgate/tickgate/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/internal/config"
-	"github.com/tickgate/tickgate/internal/testenv"
+	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"

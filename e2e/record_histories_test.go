@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/api"
-	"github.com/tickgate/tickgate/internal/agentsim"
+	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/internal/config"
-	"github.com/tickgate/tickgate/internal/devstack"
-	"github.com/tickgate/tickgate/internal/teststack"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
+	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
 	"github.com/tickgate/tickgate/workflows"

@@ -10,7 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickgate/tickgate/internal/testenv"
+	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/metrics"
 )
 

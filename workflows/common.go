@@ -10,7 +10,7 @@ import (
 )
 
 // Search attributes every tickgate workflow carries (registered by `tickgate dev` and the
-// test harness; see internal/devstack.SearchAttributes), so an operator can filter
+// test harness; see internal/dev/devstack.SearchAttributes), so an operator can filter
 // `TickgateKind = "schedule"` in the Temporal UI.
 var (
 	KindKey     = temporal.NewSearchAttributeKeyKeyword("TickgateKind")

@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tickgate/tickgate/api"
-	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickgate/tickgate/internal/agentsim"
-	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/internal/dev/agentsim"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
 )
 
 func init() {

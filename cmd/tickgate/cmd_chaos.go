@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tickgate/tickgate/internal/chaos"
-	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/internal/dev/chaos"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
 )
 
 func init() {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tickgate/tickgate/cli"
-	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/store"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tickgate/tickgate/internal/config"
-	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
 )
 
 func init() {

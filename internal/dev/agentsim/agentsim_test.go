@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickgate/tickgate/internal/agentsim"
+	"github.com/tickgate/tickgate/internal/dev/agentsim"
 )
 
 // agentAPI is a stand-in for the agent routes of the HTTP API. Its claim route answers

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/store"
 )
 

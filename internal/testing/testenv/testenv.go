@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickgate/tickgate/internal/devstack"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/migrations"
 	"github.com/tickgate/tickgate/store"
 )
