@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -103,7 +104,7 @@ func (a *DeviceActivities) RefillPC(ctx context.Context, pcName string) (int, er
 
 // SlotState is an execution's state as its slot workflow sees it.
 type SlotState struct {
-	Status    string
+	Status    domain.TaskDeviceStatus
 	Attempt   int32
 	SentAt    *time.Time
 	TimeoutAt *time.Time
@@ -114,10 +115,10 @@ type SlotState struct {
 }
 
 // Final reports whether the execution is over.
-func (s SlotState) Final() bool { return store.TDFinal(s.Status) }
+func (s SlotState) Final() bool { return domain.TDFinal(s.Status) }
 
 // InFlight reports whether an attempt is out on the device.
-func (s SlotState) InFlight() bool { return s.Status == store.TDSent || s.Status == store.TDAcked }
+func (s SlotState) InFlight() bool { return s.Status == domain.TDSent || s.Status == domain.TDAcked }
 
 // TimeoutInput names the attempt whose deadline passed.
 type TimeoutInput struct {
@@ -137,7 +138,7 @@ func (a *DeviceActivities) TimeoutAttempt(ctx context.Context, in TimeoutInput) 
 		return SlotState{}, err
 	}
 	st := SlotState{Status: out.Status, Attempt: out.Attempt, CheckTask: out.CheckTask, Stale: out.Stale}
-	if out.Stale && (out.Status == store.TDSent || out.Status == store.TDAcked) {
+	if out.Stale && (out.Status == domain.TDSent || out.Status == domain.TDAcked) {
 		// A newer attempt is out: hand its deadline to the workflow.
 		return a.GetSlotState(ctx, in.TaskDeviceID)
 	}
@@ -157,4 +158,4 @@ func (a *DeviceActivities) GetSlotState(ctx context.Context, id int64) (SlotStat
 }
 
 // IsFinalStatus reports whether a task_device status is final (for workflows).
-func IsFinalStatus(status string) bool { return store.TDFinal(status) }
+func IsFinalStatus(status domain.TaskDeviceStatus) bool { return domain.TDFinal(status) }

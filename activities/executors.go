@@ -7,127 +7,31 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/tickgate/tickgate/domain"
 )
-
-// Executors of rollout tasks.
-const (
-	ExecutorNoop     = "noop"
-	ExecutorHTTP     = "http"
-	ExecutorSQL      = "sql"
-	ExecutorExternal = "external"
-)
-
-// NoopPayload: {"sleep": "200ms"} (optional).
-type NoopPayload struct {
-	Sleep string `json:"sleep,omitempty"`
-}
-
-// HTTPPayload: POST body to url; a 2xx answer is success.
-type HTTPPayload struct {
-	URL     string            `json:"url"`
-	Body    json.RawMessage   `json:"body,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
-
-// SQLPayload: run statement in one transaction on the task's database (DSN from the
-// worker's TICKGATE_SQL_TARGETS, never from the request).
-type SQLPayload struct {
-	Statement string `json:"statement"`
-}
-
-// PayloadError names the payload field that is wrong.
-type PayloadError struct {
-	Field string // relative to payload, e.g. "sleep"
-	Msg   string
-}
-
-func (e *PayloadError) Error() string { return e.Field + ": " + e.Msg }
-
-// ValidatePayload checks a task's executor and payload before anything is stored. It never
-// looks at SQL targets: whether a database has a DSN is the worker's business.
-func ValidatePayload(executor string, payload json.RawMessage) error {
-	if len(bytes.TrimSpace(payload)) == 0 {
-		payload = json.RawMessage("{}")
-	}
-	strict := func(dst any) error {
-		dec := json.NewDecoder(bytes.NewReader(payload))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(dst); err != nil {
-			if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-				// The key comes %q-quoted: unquote it to name the field as sent.
-				if unq, uerr := strconv.Unquote(name); uerr == nil {
-					name = unq
-				}
-				return &PayloadError{Field: name, Msg: "unknown field"}
-			}
-			return &PayloadError{Field: "", Msg: err.Error()}
-		}
-		return nil
-	}
-	switch executor {
-	case ExecutorNoop:
-		var p NoopPayload
-		if err := strict(&p); err != nil {
-			return err
-		}
-		if p.Sleep != "" {
-			d, err := time.ParseDuration(p.Sleep)
-			if err != nil || d < 0 || d > time.Hour {
-				return &PayloadError{Field: "sleep", Msg: fmt.Sprintf("want a duration from 0 to 1h such as \"200ms\", got %q", p.Sleep)}
-			}
-		}
-	case ExecutorHTTP:
-		var p HTTPPayload
-		if err := strict(&p); err != nil {
-			return err
-		}
-		u, err := url.Parse(p.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &PayloadError{Field: "url", Msg: fmt.Sprintf("want an absolute http(s) URL, got %q", p.URL)}
-		}
-	case ExecutorSQL:
-		var p SQLPayload
-		if err := strict(&p); err != nil {
-			return err
-		}
-		if strings.TrimSpace(p.Statement) == "" {
-			return &PayloadError{Field: "statement", Msg: "is required"}
-		}
-	case ExecutorExternal:
-		var m map[string]any
-		if err := json.Unmarshal(payload, &m); err != nil {
-			return &PayloadError{Field: "", Msg: "must be a JSON object"}
-		}
-	default:
-		return fmt.Errorf("unknown executor %q (want noop, http, sql or external)", executor)
-	}
-	return nil
-}
 
 func (a *RolloutActivities) execute(ctx context.Context, t ClaimedTask) (json.RawMessage, error) {
-	if err := ValidatePayload(t.Executor, t.Payload); err != nil {
+	if err := domain.ValidatePayload(t.Executor, t.Payload); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "BadPayload", nil)
 	}
 	switch t.Executor {
-	case ExecutorNoop:
-		var p NoopPayload
+	case domain.ExecutorNoop:
+		var p domain.NoopPayload
 		_ = json.Unmarshal(t.Payload, &p)
 		if p.Sleep == "" {
 			return nil, nil
 		}
 		d, _ := time.ParseDuration(p.Sleep)
 		return nil, sleepWithHeartbeat(ctx, d)
-	case ExecutorHTTP:
+	case domain.ExecutorHTTP:
 		return a.executeHTTP(ctx, t)
-	case ExecutorSQL:
+	case domain.ExecutorSQL:
 		return a.executeSQL(ctx, t)
 	}
 	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("executor %q does not run as an activity", t.Executor), "BadExecutor", nil)
@@ -154,7 +58,7 @@ func sleepWithHeartbeat(ctx context.Context, d time.Duration) error {
 }
 
 func (a *RolloutActivities) executeHTTP(ctx context.Context, t ClaimedTask) (json.RawMessage, error) {
-	var p HTTPPayload
+	var p domain.HTTPPayload
 	_ = json.Unmarshal(t.Payload, &p)
 	body := p.Body
 	if len(body) == 0 {
@@ -189,7 +93,7 @@ func (a *RolloutActivities) executeHTTP(ctx context.Context, t ClaimedTask) (jso
 }
 
 func (a *RolloutActivities) executeSQL(ctx context.Context, t ClaimedTask) (json.RawMessage, error) {
-	var p SQLPayload
+	var p domain.SQLPayload
 	_ = json.Unmarshal(t.Payload, &p)
 	dsn, ok := a.SQLTargets[t.Database]
 	if !ok {

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )
@@ -76,9 +77,9 @@ type ClaimedTask struct {
 	RolloutID int64
 	Attempt   int32 // the claim number: finishing requires it to still match
 	Database  string
-	Type      string
+	Type      domain.TaskType
 	Version   string
-	Executor  string
+	Executor  domain.Executor
 	Payload   json.RawMessage
 }
 
@@ -94,7 +95,7 @@ type ClaimInput struct {
 // ClaimResult is what a claim got and the state of the rollout.
 type ClaimResult struct {
 	Tasks         []ClaimedTask
-	RolloutStatus string
+	RolloutStatus domain.RolloutStatus
 	// RunningIDs are the rollout's other RUNNING tasks, for the workflow to spot orphans.
 	RunningIDs []int64 `json:",omitempty"`
 	// Unfinished counts the rollout's tasks not yet terminal after the claim.
@@ -108,7 +109,7 @@ type ClaimResult struct {
 func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput) (ClaimResult, error) {
 	r, err := a.Store.GetRollout(ctx, in.RolloutID)
 	if errors.Is(err, store.ErrNotFound) {
-		return ClaimResult{RolloutStatus: store.RolloutCanceled}, nil
+		return ClaimResult{RolloutStatus: domain.RolloutCanceled}, nil
 	}
 	if err != nil {
 		return ClaimResult{}, err
@@ -121,7 +122,7 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 			return ClaimResult{}, err
 		}
 		for _, t := range rows {
-			if t.RolloutID == in.RolloutID && t.Status == store.TaskRunning {
+			if t.RolloutID == in.RolloutID && t.Status == domain.TaskRunning {
 				res.Tasks = append(res.Tasks, claimedFrom(t))
 				got[t.ID] = true
 			}
@@ -160,7 +161,7 @@ func claimedFrom(t store.TaskRun) ClaimedTask {
 type FinishInput struct {
 	TaskID  int64
 	Attempt int32
-	Status  string
+	Status  domain.TaskStatus
 	Error   string
 	Output  json.RawMessage
 }
@@ -169,7 +170,7 @@ type FinishInput struct {
 // that RUNNING attempt.
 func (a *RolloutActivities) FinishRolloutTask(ctx context.Context, in FinishInput) (bool, error) {
 	switch in.Status {
-	case store.TaskDone, store.TaskFailed, store.TaskCanceled:
+	case domain.TaskDone, domain.TaskFailed, domain.TaskCanceled:
 	default:
 		return false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cannot finish a task as %q", in.Status), "BadStatus", nil)
 	}

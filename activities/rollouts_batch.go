@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -82,7 +83,7 @@ func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) 
 			mu.Lock()
 			delete(inflight, t.ID)
 			mu.Unlock()
-			if ctx.Err() != nil || status == store.TaskCanceled {
+			if ctx.Err() != nil || status == domain.TaskCanceled {
 				// The activity was canceled (the workflow marks its tasks), or an operator
 				// canceled this task and its row already says so.
 				return
@@ -128,7 +129,7 @@ func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) 
 				switch {
 				case !done[r.ID]:
 					// No longer this RUNNING claim (canceled meanwhile): nothing recorded.
-				case r.Status == store.TaskDone:
+				case r.Status == domain.TaskDone:
 					res.Done = append(res.Done, r.ID)
 				default:
 					res.Failed = append(res.Failed, r.ID)
@@ -187,7 +188,7 @@ func (a *RolloutActivities) stopCanceled(ctx context.Context, mu *sync.Mutex, in
 	for _, id := range ids {
 		t, ok := inflight[id]
 		st, found := states[id]
-		if ok && (!found || st.Status != store.TaskRunning || st.Attempt != t.Attempt) {
+		if ok && (!found || st.Status != domain.TaskRunning || st.Attempt != t.Attempt) {
 			cancels[id]()
 		}
 	}
@@ -205,7 +206,7 @@ func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTas
 	}
 	var out []ClaimedTask
 	for _, t := range tasks {
-		if st, ok := states[t.ID]; ok && st.Status == store.TaskRunning && st.Attempt == t.Attempt {
+		if st, ok := states[t.ID]; ok && st.Status == domain.TaskRunning && st.Attempt == t.Attempt {
 			out = append(out, t)
 		}
 	}
@@ -214,15 +215,15 @@ func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTas
 
 // runWithRetries runs t's executor up to maxAttempts times and says how the task ends:
 // DONE with its output, FAILED with the last error, or CANCELED when ctx was canceled.
-func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTask, maxAttempts int32, backoff time.Duration) (string, []byte, string) {
+func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTask, maxAttempts int32, backoff time.Duration) (domain.TaskStatus, []byte, string) {
 	var lastErr error
 	for attempt := int32(1); attempt <= maxAttempts; attempt++ {
 		out, err := a.execute(ctx, t)
 		if err == nil {
-			return store.TaskDone, out, ""
+			return domain.TaskDone, out, ""
 		}
 		if ctx.Err() != nil {
-			return store.TaskCanceled, nil, "canceled"
+			return domain.TaskCanceled, nil, "canceled"
 		}
 		lastErr = err
 		var appErr *temporal.ApplicationError
@@ -234,12 +235,12 @@ func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTask, m
 		}
 		select {
 		case <-ctx.Done():
-			return store.TaskCanceled, nil, "canceled"
+			return domain.TaskCanceled, nil, "canceled"
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
-	return store.TaskFailed, nil, lastErr.Error()
+	return domain.TaskFailed, nil, lastErr.Error()
 }
 
 // kicker coalesces the kicks of the promoter that a burst of finishes asks for.
@@ -281,7 +282,7 @@ func (k *kicker) flush() { k.wg.Wait() }
 // FailInput ends the tasks of a batch that are still RUNNING under their claim.
 type FailInput struct {
 	Tasks  []ClaimedTask
-	Status string // FAILED or CANCELED
+	Status domain.TaskStatus // FAILED or CANCELED
 	Error  string
 }
 
@@ -289,7 +290,7 @@ type FailInput struct {
 // CANCELED (a batch that exhausted its retries, or a canceled rollout) and returns how
 // many it changed.
 func (a *RolloutActivities) EndRolloutTasks(ctx context.Context, in FailInput) (int, error) {
-	if in.Status != store.TaskFailed && in.Status != store.TaskCanceled {
+	if in.Status != domain.TaskFailed && in.Status != domain.TaskCanceled {
 		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cannot end tasks as %q", in.Status), "BadStatus", nil)
 	}
 	n := 0

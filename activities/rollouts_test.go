@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/metrics"
@@ -33,7 +34,7 @@ func claimAll(t *testing.T, st *store.Store, specs ...[2]string) []activities.Cl
 	var tasks []store.NewTask
 	for i, sp := range specs {
 		tasks = append(tasks, store.NewTask{Database: "db" + string(rune('a'+i)), Type: "DML", Version: "1", VersionKey: version.MustKey("1"),
-			Executor: sp[0], Payload: json.RawMessage(sp[1])})
+			Executor: domain.Executor(sp[0]), Payload: json.RawMessage(sp[1])})
 	}
 	r, err := st.CreateRollout(ctx, "r", 100, tasks)
 	require.NoError(t, err)
@@ -81,12 +82,12 @@ func TestRunRolloutTasksRetriesAndResults(t *testing.T) {
 		require.NoError(t, err)
 		return tr
 	}
-	require.Equal(t, store.TaskDone, got(0).Status)
-	require.Equal(t, store.TaskDone, got(1).Status)
+	require.Equal(t, domain.TaskDone, got(0).Status)
+	require.Equal(t, domain.TaskDone, got(1).Status)
 	require.JSONEq(t, `{"http_status":200}`, string(got(1).Output))
-	require.Equal(t, store.TaskFailed, got(2).Status)
+	require.Equal(t, domain.TaskFailed, got(2).Status)
 	require.Contains(t, got(2).Error, "403")
-	require.Equal(t, store.TaskFailed, got(3).Status)
+	require.Equal(t, domain.TaskFailed, got(3).Status)
 	require.Contains(t, got(3).Error, "no SQL target")
 
 	// Running the same batch again (a retry after a lost worker) changes nothing: the
@@ -111,7 +112,7 @@ func TestRunRolloutTasksStopsCanceledTask(t *testing.T) {
 	require.Empty(t, res.Failed)
 	tr, err := st.GetTaskRun(context.Background(), tasks[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, store.TaskCanceled, tr.Status)
+	require.Equal(t, domain.TaskCanceled, tr.Status)
 }
 
 // EndRolloutTasks ends only the tasks still RUNNING under their claim.
@@ -120,16 +121,16 @@ func TestEndRolloutTasks(t *testing.T) {
 	st := testenv.Store(t)
 	tasks := claimAll(t, st, [2]string{"noop", `{}`}, [2]string{"external", `{}`})
 	a := &activities.RolloutActivities{Store: st}
-	_, err := a.FinishRolloutTask(context.Background(), activities.FinishInput{TaskID: tasks[1].ID, Attempt: tasks[1].Attempt, Status: store.TaskDone, Output: json.RawMessage("null")})
+	_, err := a.FinishRolloutTask(context.Background(), activities.FinishInput{TaskID: tasks[1].ID, Attempt: tasks[1].Attempt, Status: domain.TaskDone, Output: json.RawMessage("null")})
 	require.NoError(t, err)
-	n, err := a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: store.TaskCanceled, Error: "rollout canceled"})
+	n, err := a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: domain.TaskCanceled, Error: "rollout canceled"})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	tr, err := st.GetTaskRun(context.Background(), tasks[1].ID)
 	require.NoError(t, err)
-	require.Equal(t, store.TaskDone, tr.Status)
+	require.Equal(t, domain.TaskDone, tr.Status)
 	require.Nil(t, tr.Output)
-	_, err = a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: store.TaskDone})
+	_, err = a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: domain.TaskDone})
 	require.Error(t, err)
 }
 
@@ -162,14 +163,14 @@ func TestRunRolloutTasksRecoversAfterKilledWorker(t *testing.T) {
 	require.Error(t, err)
 	tr, err := st.GetTaskRun(context.Background(), tasks[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, store.TaskRunning, tr.Status, "the dead worker recorded nothing")
+	require.Equal(t, domain.TaskRunning, tr.Status, "the dead worker recorded nothing")
 
 	res, err := a.RunRolloutTasks(context.Background(), activities.BatchInput{Tasks: tasks, MaxAttempts: 3})
 	require.NoError(t, err)
 	require.Equal(t, []int64{tasks[0].ID}, res.Done)
 	tr, err = st.GetTaskRun(context.Background(), tasks[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, store.TaskDone, tr.Status)
+	require.Equal(t, domain.TaskDone, tr.Status)
 	require.EqualValues(t, 1, tr.Attempt, "still the one claim")
 	require.EqualValues(t, 2, calls.Load())
 }

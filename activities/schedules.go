@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
@@ -31,24 +32,13 @@ type ScheduleActivities struct {
 	Temporal client.Client
 }
 
-// Action is what a fire does: append an event, or start a workflow.
-type Action struct {
-	Kind         string          `json:"kind"`
-	Topic        string          `json:"topic,omitempty"`
-	Type         string          `json:"type,omitempty"`
-	Data         json.RawMessage `json:"data,omitempty"`
-	WorkflowType string          `json:"workflow_type,omitempty"`
-	TaskQueue    string          `json:"task_queue,omitempty"`
-	Input        json.RawMessage `json:"input,omitempty"`
-}
-
 // ScheduleDefinition is a schedule as its workflow needs it.
 type ScheduleDefinition struct {
 	ID               int64
 	Name             string
 	Spec             schedulespec.Spec
-	Action           Action
-	Overlap          string
+	Action           domain.Action
+	Overlap          domain.Overlap
 	CatchupWindow    time.Duration
 	SkipIfSuccessful bool
 	Paused           bool
@@ -95,19 +85,19 @@ type TickRecord struct {
 	ScheduleID     int64
 	ScheduledAt    time.Time
 	FiredAt        time.Time
-	Trigger        string
-	Status         string
+	Trigger        domain.Trigger
+	Status         domain.RunStatus
 	Reason         string
 	IdempotencyKey string
 	WorkflowID     string
-	Event          *store.Event
+	Event          *domain.Event
 	NextRunAt      *time.Time
 }
 
 // RunRecord is the recorded run.
 type RunRecord struct {
 	ID          int64
-	Status      string
+	Status      domain.RunStatus
 	ScheduledAt time.Time
 	WorkflowID  string
 	Created     bool
@@ -151,7 +141,7 @@ func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (M
 	if err != nil {
 		return MissedResult{}, gone(err, m.ScheduleID)
 	}
-	metrics.ScheduleTicks.WithLabelValues("missed", store.TriggerScheduled).Add(float64(n))
+	metrics.ScheduleTicks.WithLabelValues("missed", string(domain.TriggerScheduled)).Add(float64(n))
 	res := MissedResult{Recorded: n}
 	for _, r := range running {
 		res.Running = append(res.Running, RunRecord{ID: r.ID, Status: r.Status, ScheduledAt: r.ScheduledAt.UTC(), WorkflowID: r.WorkflowID})
@@ -257,32 +247,32 @@ func (a *ScheduleActivities) AwaitRunWorkflow(ctx context.Context, workflowID st
 
 // RunOutcome is how a run's workflow ended.
 type RunOutcome struct {
-	Status string
+	Status domain.RunStatus
 	Error  string
 }
 
 func outcomeOf(err error) RunOutcome {
 	if err == nil {
-		return RunOutcome{Status: store.RunSucceeded}
+		return RunOutcome{Status: domain.RunSucceeded}
 	}
 	var canceled *temporal.CanceledError
 	var terminated *temporal.TerminatedError
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &canceled):
-		return RunOutcome{Status: store.RunCanceled, Error: err.Error()}
+		return RunOutcome{Status: domain.RunCanceled, Error: err.Error()}
 	case errors.As(err, &terminated):
-		return RunOutcome{Status: store.RunTerminated, Error: err.Error()}
+		return RunOutcome{Status: domain.RunTerminated, Error: err.Error()}
 	case errors.As(err, &notFound):
-		return RunOutcome{Status: store.RunFailed, Error: "run workflow not found: " + err.Error()}
+		return RunOutcome{Status: domain.RunFailed, Error: "run workflow not found: " + err.Error()}
 	}
-	return RunOutcome{Status: store.RunFailed, Error: err.Error()}
+	return RunOutcome{Status: domain.RunFailed, Error: err.Error()}
 }
 
 // FinishedRun is a run's final status to record.
 type FinishedRun struct {
 	RunID  int64
-	Status string
+	Status domain.RunStatus
 	Error  string
 }
 
@@ -314,14 +304,14 @@ func (a *ScheduleActivities) StopRunWorkflow(ctx context.Context, s StopRun) err
 	return nil
 }
 
-func observeTick(status, trigger string, scheduledAt, firedAt time.Time) {
+func observeTick(status domain.RunStatus, trigger domain.Trigger, scheduledAt, firedAt time.Time) {
 	switch status {
-	case store.RunSkipped:
-		metrics.ScheduleTicks.WithLabelValues("skipped", trigger).Inc()
-	case store.RunMissed:
-		metrics.ScheduleTicks.WithLabelValues("missed", trigger).Inc()
+	case domain.RunSkipped:
+		metrics.ScheduleTicks.WithLabelValues("skipped", string(trigger)).Inc()
+	case domain.RunMissed:
+		metrics.ScheduleTicks.WithLabelValues("missed", string(trigger)).Inc()
 	default:
-		metrics.ScheduleTicks.WithLabelValues("fired", trigger).Inc()
-		metrics.FireLatenessObserved.WithLabelValues(trigger).Observe(firedAt.Sub(scheduledAt).Seconds())
+		metrics.ScheduleTicks.WithLabelValues("fired", string(trigger)).Inc()
+		metrics.FireLatenessObserved.WithLabelValues(string(trigger)).Observe(firedAt.Sub(scheduledAt).Seconds())
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
@@ -42,7 +43,7 @@ func (s *Server) registerDevices(g *echo.Group) {
 var (
 	pcNamePattern     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 	devSerialPattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-	deviceStatusNames = map[string]bool{store.DeviceOnline: true, store.DeviceBusy: true, store.DeviceOffline: true, store.DeviceError: true}
+	deviceStatusNames = map[domain.DeviceStatus]bool{domain.DeviceOnline: true, domain.DeviceBusy: true, domain.DeviceOffline: true, domain.DeviceError: true}
 )
 
 // PCSlots are a PC's slots: target = min(capacity, eligible devices).
@@ -63,12 +64,12 @@ type PCView struct {
 
 // DeviceView is a device.
 type DeviceView struct {
-	Serial    string    `json:"serial"`
-	PC        string    `json:"pc"`
-	Status    string    `json:"status"`
-	Error     string    `json:"error"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Serial    string              `json:"serial"`
+	PC        string              `json:"pc"`
+	Status    domain.DeviceStatus `json:"status"`
+	Error     string              `json:"error"`
+	CreatedAt time.Time           `json:"created_at"`
+	UpdatedAt time.Time           `json:"updated_at"`
 }
 
 // AbortRule stops a task early once at least MinExecuted executions are final and more
@@ -80,18 +81,18 @@ type AbortRule struct {
 
 // DevTaskView is a device task; GET /tasks/{id} adds its counts and executions.
 type DevTaskView struct {
-	ID          int64           `json:"id"`
-	Payload     json.RawMessage `json:"payload"`
-	TargetCount *int32          `json:"target_count"`
-	Abort       *AbortRule      `json:"abort"`
-	Status      string          `json:"status"`
-	Error       string          `json:"error"`
-	MaxAttempts int32           `json:"max_attempts"`
-	CreatedAt   time.Time       `json:"created_at"`
-	StartedAt   *time.Time      `json:"started_at"`
-	FinishedAt  *time.Time      `json:"finished_at"`
-	Counts      *DevTaskCounts  `json:"counts,omitempty"`
-	Devices     []TaskDeviceDTO `json:"devices,omitempty"`
+	ID          int64                   `json:"id"`
+	Payload     json.RawMessage         `json:"payload"`
+	TargetCount *int32                  `json:"target_count"`
+	Abort       *AbortRule              `json:"abort"`
+	Status      domain.DeviceTaskStatus `json:"status"`
+	Error       string                  `json:"error"`
+	MaxAttempts int32                   `json:"max_attempts"`
+	CreatedAt   time.Time               `json:"created_at"`
+	StartedAt   *time.Time              `json:"started_at"`
+	FinishedAt  *time.Time              `json:"finished_at"`
+	Counts      *DevTaskCounts          `json:"counts,omitempty"`
+	Devices     []TaskDeviceDTO         `json:"devices,omitempty"`
 }
 
 // DevTaskCounts are a task's executions by state.
@@ -104,20 +105,20 @@ type DevTaskCounts struct {
 
 // TaskDeviceDTO is one device execution (a task_device row).
 type TaskDeviceDTO struct {
-	ID          int64           `json:"id"`
-	TaskID      int64           `json:"task_id"`
-	Device      string          `json:"device"`
-	PC          string          `json:"pc"`
-	Status      string          `json:"status"`
-	Attempt     int32           `json:"attempt"`
-	MaxAttempts int32           `json:"max_attempts"`
-	Error       string          `json:"error"`
-	CreatedAt   *time.Time      `json:"created_at,omitempty"`
-	SentAt      *time.Time      `json:"sent_at"`
-	AckedAt     *time.Time      `json:"acked_at"`
-	CompletedAt *time.Time      `json:"completed_at"`
-	TimeoutAt   *time.Time      `json:"timeout_at"`
-	Payload     json.RawMessage `json:"payload,omitempty"`
+	ID          int64                   `json:"id"`
+	TaskID      int64                   `json:"task_id"`
+	Device      string                  `json:"device"`
+	PC          string                  `json:"pc"`
+	Status      domain.TaskDeviceStatus `json:"status"`
+	Attempt     int32                   `json:"attempt"`
+	MaxAttempts int32                   `json:"max_attempts"`
+	Error       string                  `json:"error"`
+	CreatedAt   *time.Time              `json:"created_at,omitempty"`
+	SentAt      *time.Time              `json:"sent_at"`
+	AckedAt     *time.Time              `json:"acked_at"`
+	CompletedAt *time.Time              `json:"completed_at"`
+	TimeoutAt   *time.Time              `json:"timeout_at"`
+	Payload     json.RawMessage         `json:"payload,omitempty"`
 }
 
 // TaskDeviceEventView is one attempt event.
@@ -349,7 +350,7 @@ func (s *Server) getDevice(c echo.Context) error {
 
 // PatchDeviceRequest is the body of PATCH /devices/{serial}.
 type PatchDeviceRequest struct {
-	Status string `json:"status"`
+	Status domain.DeviceStatus `json:"status"`
 }
 
 func (s *Server) patchDevice(c echo.Context) error {
@@ -568,7 +569,7 @@ func (s *Server) agentClaim(c echo.Context) error {
 	page := Page[TaskDeviceDTO]{Items: make([]TaskDeviceDTO, 0, len(cmds))}
 	for _, cmd := range cmds {
 		page.Items = append(page.Items, TaskDeviceDTO{
-			ID: cmd.ID, TaskID: cmd.TaskID, Device: cmd.DeviceSerial, PC: pc.Name, Status: store.TDSent, Attempt: cmd.Attempt,
+			ID: cmd.ID, TaskID: cmd.TaskID, Device: cmd.DeviceSerial, PC: pc.Name, Status: domain.TDSent, Attempt: cmd.Attempt,
 			MaxAttempts: cmd.MaxAttempts, SentAt: devUTC(cmd.SentAt), TimeoutAt: devUTC(cmd.TimeoutAt), Payload: cmd.Payload,
 		})
 	}
@@ -591,7 +592,7 @@ func (s *Server) armSlots(pc string, cmds []store.ClaimedCommand) {
 			defer wg.Done()
 			defer func() { <-slotSignals }()
 			td, err := s.Store.GetTaskDevice(ctx, cmd.ID)
-			if err == nil && (td.Attempt != cmd.Attempt || (td.Status != store.TDSent && td.Status != store.TDAcked)) {
+			if err == nil && (td.Attempt != cmd.Attempt || (td.Status != domain.TDSent && td.Status != domain.TDAcked)) {
 				return
 			}
 			sig := workflows.SlotSent{Attempt: cmd.Attempt}
@@ -700,7 +701,7 @@ func (s *Server) agentResult(c echo.Context) error {
 
 // resolvedAttempt is the attempt a result resolved (Outcome.Attempt is the next one after a retry).
 func resolvedAttempt(o store.Outcome) int32 {
-	if o.Status == store.TDRetryScheduled {
+	if o.Status == domain.TDRetryScheduled {
 		return o.Attempt - 1
 	}
 	return o.Attempt

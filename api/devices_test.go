@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
-	"github.com/tickgate/tickgate/internal/dev/agentsim"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
 )
@@ -127,13 +128,13 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 	cancel()
 	<-watcher
 
-	require.Equal(t, "success", got.Status, "stats: %s", fleet.Stats.String())
+	require.Equal(t, domain.DevTaskSuccess, got.Status, "stats: %s", fleet.Stats.String())
 	require.Len(t, got.Devices, 25)
 	seen := map[string]bool{}
 	for _, td := range got.Devices {
 		require.False(t, seen[td.Device], "device %s ran twice", td.Device)
 		seen[td.Device] = true
-		require.Equal(t, "SUCCEEDED", td.Status)
+		require.Equal(t, domain.TDSucceeded, td.Status)
 		require.Equal(t, "rack-1", td.PC)
 		if td.Device < "dev-05" {
 			require.Equal(t, int32(2), td.Attempt, "device %s was retried", td.Device)
@@ -210,9 +211,9 @@ func TestDevicesTimeoutOnRealServerAndLateResult(t *testing.T) {
 
 	var got api.DevTaskView
 	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t2.ID), nil, http.StatusOK, &got)
-	require.Equal(t, "pending", got.Status, "D1: the second task waits")
+	require.Equal(t, domain.DevTaskPending, got.Status, "D1: the second task waits")
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", t1.ID), nil, http.StatusOK, &got)
-	require.Equal(t, "cancelled", got.Status)
+	require.Equal(t, domain.DevTaskCancelled, got.Status)
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t2.ID), nil, http.StatusOK, &got)
 		return got.Status == "running" && len(got.Devices) == 1

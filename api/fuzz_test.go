@@ -23,7 +23,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/internal/version"
 )
@@ -283,9 +283,9 @@ func requireValidationProblem(t *testing.T, err error, reqType reflect.Type, bod
 // (the workflow and GET re-read them from the row).
 func requireScheduleAccepted(t *testing.T, spec *schedulespec.Compiled, action ScheduleAction, pol SchedulePolicies) {
 	t.Helper()
-	require.True(t, overlaps[pol.Overlap], "overlap %q", pol.Overlap)
+	require.True(t, pol.Overlap.Valid(), "overlap %q", pol.Overlap)
 	require.GreaterOrEqual(t, pol.CatchupWindow, schedulespec.Duration(0))
-	require.Contains(t, []string{"event", "workflow"}, action.Kind)
+	require.Contains(t, []domain.ActionKind{domain.ActionEvent, domain.ActionWorkflow}, action.Kind)
 
 	specJSON, err := json.Marshal(spec.Spec)
 	require.NoError(t, err)
@@ -382,10 +382,10 @@ func FuzzUpdateScheduleRequest(f *testing.F) {
 }
 
 // payloadTypes are the executors' payload types (external takes any object).
-var payloadTypes = map[string]reflect.Type{
-	activities.ExecutorNoop: reflect.TypeFor[activities.NoopPayload](),
-	activities.ExecutorHTTP: reflect.TypeFor[activities.HTTPPayload](),
-	activities.ExecutorSQL:  reflect.TypeFor[activities.SQLPayload](),
+var payloadTypes = map[domain.Executor]reflect.Type{
+	domain.ExecutorNoop: reflect.TypeFor[domain.NoopPayload](),
+	domain.ExecutorHTTP: reflect.TypeFor[domain.HTTPPayload](),
+	domain.ExecutorSQL:  reflect.TypeFor[domain.SQLPayload](),
 }
 
 var taskPayloadFieldRE = regexp.MustCompile(`^tasks\[(\d+)\]\.payload\.(.+)$`)
@@ -434,9 +434,9 @@ func FuzzRolloutRequest(f *testing.F) {
 			tr := req.Tasks[i]
 			require.Equal(t, tr.Version, nt.Version)
 			require.Equal(t, version.MustKey(tr.Version), nt.VersionKey, "task %d", i)
-			require.True(t, taskTypes[nt.Type])
+			require.True(t, nt.Type.Valid())
 			require.True(t, json.Valid(nt.Payload) && nt.Payload[0] == '{', "task %d payload %s", i, nt.Payload)
-			require.NoError(t, activities.ValidatePayload(nt.Executor, nt.Payload))
+			require.NoError(t, domain.ValidatePayload(nt.Executor, nt.Payload))
 			if tr.RunAt == nil {
 				require.Nil(t, nt.RunAt)
 			} else {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
@@ -49,10 +49,10 @@ type RolloutRequest struct {
 // TaskRequest is one task of a new rollout.
 type TaskRequest struct {
 	Database string          `json:"database"`
-	Type     string          `json:"type"`
+	Type     domain.TaskType `json:"type"`
 	Version  string          `json:"version"`
 	RunAt    *string         `json:"run_at,omitempty"`
-	Executor string          `json:"executor"`
+	Executor domain.Executor `json:"executor"`
 	Payload  json.RawMessage `json:"payload,omitempty"`
 }
 
@@ -82,25 +82,23 @@ type Progress struct {
 // TaskRunView is a task run as the API shows it (a sql task's DSN is worker configuration
 // and never appears here).
 type TaskRunView struct {
-	ID           int64           `json:"id"`
-	RolloutID    int64           `json:"rollout_id"`
-	Database     string          `json:"database"`
-	Type         string          `json:"type"`
-	Version      string          `json:"version"`
-	Status       string          `json:"status"`
-	WaitingCause json.RawMessage `json:"waiting_cause"`
-	RunAt        *time.Time      `json:"run_at"`
-	Executor     string          `json:"executor"`
-	Payload      json.RawMessage `json:"payload"`
-	Attempt      int32           `json:"attempt"`
-	Error        string          `json:"error"`
-	Output       json.RawMessage `json:"output"`
-	StartedAt    *time.Time      `json:"started_at"`
-	FinishedAt   *time.Time      `json:"finished_at"`
-	CreatedAt    time.Time       `json:"created_at"`
+	ID           int64             `json:"id"`
+	RolloutID    int64             `json:"rollout_id"`
+	Database     string            `json:"database"`
+	Type         domain.TaskType   `json:"type"`
+	Version      string            `json:"version"`
+	Status       domain.TaskStatus `json:"status"`
+	WaitingCause json.RawMessage   `json:"waiting_cause"`
+	RunAt        *time.Time        `json:"run_at"`
+	Executor     domain.Executor   `json:"executor"`
+	Payload      json.RawMessage   `json:"payload"`
+	Attempt      int32             `json:"attempt"`
+	Error        string            `json:"error"`
+	Output       json.RawMessage   `json:"output"`
+	StartedAt    *time.Time        `json:"started_at"`
+	FinishedAt   *time.Time        `json:"finished_at"`
+	CreatedAt    time.Time         `json:"created_at"`
 }
-
-var taskTypes = map[string]bool{"DDL": true, "SDL": true, "DML": true, "OTHER": true}
 
 func validateRollout(req *RolloutRequest) ([]store.NewTask, error) {
 	req.Name = strings.TrimSpace(req.Name)
@@ -125,7 +123,7 @@ func validateRollout(req *RolloutRequest) ([]store.NewTask, error) {
 		if strings.TrimSpace(t.Database) == "" || len(t.Database) > 200 {
 			return nil, BadRequest(f("database"), "is required, at most 200 characters")
 		}
-		if !taskTypes[t.Type] {
+		if !t.Type.Valid() {
 			return nil, BadRequest(f("type"), "must be DDL, SDL, DML or OTHER, got %q", t.Type)
 		}
 		key, err := version.Parse(t.Version)
@@ -148,8 +146,8 @@ func validateRollout(req *RolloutRequest) ([]store.NewTask, error) {
 		if payload[0] != '{' {
 			return nil, BadRequest(f("payload"), "must be a JSON object")
 		}
-		if err := activities.ValidatePayload(t.Executor, payload); err != nil {
-			var pe *activities.PayloadError
+		if err := domain.ValidatePayload(t.Executor, payload); err != nil {
+			var pe *domain.PayloadError
 			if errors.As(err, &pe) {
 				field := f("payload")
 				if pe.Field != "" {
@@ -208,21 +206,21 @@ func (s *Server) rolloutView(ctx context.Context, r store.Rollout) (RolloutView,
 
 // rolloutViewWith is a rollout's view given its task counts per status.
 func rolloutViewWith(r store.Rollout, counts map[string]int64) RolloutView {
-	v := RolloutView{ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, Status: r.Status, Counts: counts,
+	v := RolloutView{ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, Status: string(r.Status), Counts: counts,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 	for st, n := range counts {
 		v.Progress.Total += n
-		switch st {
-		case store.TaskDone, store.TaskSkipped, store.TaskFailed, store.TaskCanceled:
+		switch domain.TaskStatus(st) {
+		case domain.TaskDone, domain.TaskSkipped, domain.TaskFailed, domain.TaskCanceled:
 			v.Progress.Finished += n
 		}
 	}
 	if v.Progress.Total > 0 {
 		v.Progress.Percent = float64(int64(10000*v.Progress.Finished/v.Progress.Total)) / 100
 	}
-	if r.Status == store.RolloutRunning && v.Progress.Finished == v.Progress.Total {
+	if r.Status == domain.RolloutRunning && v.Progress.Finished == v.Progress.Total {
 		v.Status = "DONE"
-		if counts[store.TaskFailed] > 0 {
+		if counts[string(domain.TaskFailed)] > 0 {
 			v.Status = "FAILED"
 		}
 	}
@@ -325,11 +323,11 @@ func (s *Server) listRolloutTasks(c echo.Context) error {
 				continue
 			}
 			ok := false
-			for _, known := range store.TaskStatuses {
-				ok = ok || st == known
+			for _, known := range domain.TaskStatuses {
+				ok = ok || domain.TaskStatus(st) == known
 			}
 			if !ok {
-				return BadRequest("status", "unknown status %q (want one of %s)", st, strings.Join(store.TaskStatuses, ", "))
+				return BadRequest("status", "unknown status %q (want one of %s)", st, domain.Join(domain.TaskStatuses))
 			}
 			statuses = append(statuses, st)
 		}
@@ -352,14 +350,14 @@ func emptyBody(c echo.Context) error {
 }
 
 func (s *Server) pauseRollout(c echo.Context) error {
-	return s.setRolloutStatus(c, store.RolloutPaused, store.RolloutRunning)
+	return s.setRolloutStatus(c, domain.RolloutPaused, domain.RolloutRunning)
 }
 
 func (s *Server) resumeRollout(c echo.Context) error {
-	return s.setRolloutStatus(c, store.RolloutRunning, store.RolloutPaused)
+	return s.setRolloutStatus(c, domain.RolloutRunning, domain.RolloutPaused)
 }
 
-func (s *Server) setRolloutStatus(c echo.Context, to, from string) error {
+func (s *Server) setRolloutStatus(c echo.Context, to, from domain.RolloutStatus) error {
 	id, err := pathID(c, "rollout")
 	if err != nil {
 		return err
@@ -372,7 +370,7 @@ func (s *Server) setRolloutStatus(c echo.Context, to, from string) error {
 	if err != nil {
 		return rolloutErr(err)
 	}
-	if to == store.RolloutRunning {
+	if to == domain.RolloutRunning {
 		// AVAILABLE tasks left from before the pause are claimed at once.
 		if err := s.Starter.WakeRollouts(ctx, []int64{id}); err != nil {
 			s.Logf("rollouts: %v", err)
@@ -475,7 +473,7 @@ func (s *Server) cancelTaskRun(c echo.Context) error {
 		if gerr != nil {
 			return gerr
 		}
-		if cur.Status != store.TaskRunning {
+		if cur.Status != domain.TaskRunning {
 			return rolloutErr(err)
 		}
 		// A RUNNING task is canceled in Postgres first (its executor's late result is then
@@ -498,9 +496,9 @@ func (s *Server) cancelTaskRun(c echo.Context) error {
 
 // TaskResultRequest is the body of POST /task-runs/{id}/result.
 type TaskResultRequest struct {
-	Status string          `json:"status"`
-	Output json.RawMessage `json:"output,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	Status domain.TaskStatus `json:"status"`
+	Output json.RawMessage   `json:"output,omitempty"`
+	Error  string            `json:"error,omitempty"`
 }
 
 func (s *Server) taskRunResult(c echo.Context) error {
@@ -512,7 +510,7 @@ func (s *Server) taskRunResult(c echo.Context) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	if req.Status != store.TaskDone && req.Status != store.TaskFailed {
+	if req.Status != domain.TaskDone && req.Status != domain.TaskFailed {
 		return BadRequest("status", "must be DONE or FAILED, got %q", req.Status)
 	}
 	if len(req.Error) > 10000 {
@@ -523,10 +521,10 @@ func (s *Server) taskRunResult(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if t.Executor != activities.ExecutorExternal {
+	if t.Executor != domain.ExecutorExternal {
 		return Conflict("executor", "task run %d uses the %s executor; only external tasks take a reported result", id, t.Executor)
 	}
-	if t.Status != store.TaskRunning && t.Status != store.TaskAvailable {
+	if t.Status != domain.TaskRunning && t.Status != domain.TaskAvailable {
 		return Conflict("status", "task run %d is %s; a result is taken only while it is AVAILABLE or RUNNING", id, t.Status)
 	}
 	res := workflows.TaskResult{TaskID: id, Status: req.Status, Output: req.Output, Error: req.Error}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
@@ -45,7 +46,7 @@ func getTask(t *testing.T, st *teststack.Stack, id int64) api.TaskRunView {
 func waitTaskStatus(t *testing.T, st *teststack.Stack, id int64, status string) api.TaskRunView {
 	t.Helper()
 	var v api.TaskRunView
-	require.Eventually(t, func() bool { v = getTask(t, st, id); return v.Status == status },
+	require.Eventually(t, func() bool { v = getTask(t, st, id); return string(v.Status) == status },
 		60*time.Second, 50*time.Millisecond, "task run %d never became %s", id, status)
 	return v
 }
@@ -145,7 +146,7 @@ func TestRolloutEndToEnd(t *testing.T) {
 	require.Len(t, all, len(tasks))
 	byDB := map[string][]api.TaskRunView{}
 	for _, tr := range all {
-		require.Equal(t, "DONE", tr.Status)
+		require.Equal(t, domain.TaskDone, tr.Status)
 		require.NotNil(t, tr.StartedAt)
 		require.NotNil(t, tr.FinishedAt)
 		require.Equal(t, "null", string(tr.WaitingCause))
@@ -226,7 +227,7 @@ func TestRolloutOperations(t *testing.T) {
 	require.JSONEq(t, `{"approved_by":"dba"}`, string(done.Output))
 	require.Eventually(t, func() bool { return cause(getTask(t, st, next.ID))["reason"] == "rollout_paused" },
 		30*time.Second, 50*time.Millisecond)
-	require.Equal(t, "PENDING", getTask(t, st, next.ID).Status)
+	require.Equal(t, domain.TaskPending, getTask(t, st, next.ID).Status)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/resume", r1.ID), nil, http.StatusOK, nil)
 	waitTaskStatus(t, st, next.ID, "DONE")
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/retry", ext.ID), nil, http.StatusConflict, nil)
@@ -243,7 +244,7 @@ func TestRolloutOperations(t *testing.T) {
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/cancel", r2.ID), nil, http.StatusOK, &canceled)
 	require.Equal(t, "CANCELED", canceled.Status)
 	waitTaskStatus(t, st, t2[0].ID, "CANCELED")
-	require.Equal(t, "CANCELED", getTask(t, st, t2[1].ID).Status)
+	require.Equal(t, domain.TaskCanceled, getTask(t, st, t2[1].ID).Status)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/retry", t2[0].ID), nil, http.StatusConflict, nil)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/resume", r2.ID), nil, http.StatusConflict, nil)
 
@@ -261,7 +262,7 @@ func TestRolloutOperations(t *testing.T) {
 	httpOK.Store(true)
 	var retried api.TaskRunView
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/retry", t3[0].ID), nil, http.StatusOK, &retried)
-	require.Equal(t, "PENDING", retried.Status)
+	require.Equal(t, domain.TaskPending, retried.Status)
 	ok := waitTaskStatus(t, st, t3[0].ID, "DONE")
 	require.EqualValues(t, 2, ok.Attempt)
 	require.Equal(t, int64(2), httpCalls.Load())
@@ -278,7 +279,7 @@ func TestRolloutOperations(t *testing.T) {
 	require.Eventually(t, func() bool { return cause(getTask(t, st, t3[2].ID))["reason"] == "run_at" }, 30*time.Second, 50*time.Millisecond)
 	var skipped api.TaskRunView
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/skip", t3[2].ID), nil, http.StatusOK, &skipped)
-	require.Equal(t, "SKIPPED", skipped.Status)
+	require.Equal(t, domain.TaskSkipped, skipped.Status)
 	var r3done api.RolloutView
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d", r3.ID), nil, http.StatusOK, &r3done)
@@ -295,14 +296,14 @@ func TestRolloutOperations(t *testing.T) {
 	waitTaskStatus(t, st, long.ID, "RUNNING")
 	var canceledTask api.TaskRunView
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", long.ID), nil, http.StatusOK, &canceledTask)
-	require.Equal(t, "CANCELED", canceledTask.Status)
+	require.Equal(t, domain.TaskCanceled, canceledTask.Status)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", long.ID), nil, http.StatusConflict, nil)
 	var r4done api.RolloutView
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d", r4.ID), nil, http.StatusOK, &r4done)
 		return r4done.Status == "DONE"
 	}, 30*time.Second, 50*time.Millisecond)
-	require.Equal(t, "CANCELED", getTask(t, st, long.ID).Status)
+	require.Equal(t, domain.TaskCanceled, getTask(t, st, long.ID).Status)
 	require.Eventually(t, func() bool {
 		desc, err := st.Temporal.DescribeWorkflowExecution(ctx, fmt.Sprintf("rollout/%d", r4.ID), "")
 		return err == nil && desc.WorkflowExecutionInfo.CloseTime != nil

@@ -16,7 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -40,13 +40,13 @@ func (s *Server) registerSchedules(g *echo.Group) {
 
 // SchedulePolicies are a schedule's policies as sent over the API.
 type SchedulePolicies struct {
-	Overlap          string                `json:"overlap"`
+	Overlap          domain.Overlap        `json:"overlap"`
 	CatchupWindow    schedulespec.Duration `json:"catchup_window"`
 	SkipIfSuccessful bool                  `json:"skip_if_successful"`
 }
 
 // ScheduleAction is what a fire does: the action the schedule's workflow performs.
-type ScheduleAction = activities.Action
+type ScheduleAction = domain.Action
 
 // CreateScheduleRequest is the body of POST /schedules.
 type CreateScheduleRequest struct {
@@ -88,32 +88,31 @@ type ScheduleCounter struct {
 
 // RunView is a schedule run as the API answers it.
 type RunView struct {
-	ID          int64      `json:"id"`
-	ScheduledAt time.Time  `json:"scheduled_at"`
-	FiredAt     *time.Time `json:"fired_at"`
-	Trigger     string     `json:"trigger"`
-	Status      string     `json:"status"`
-	Reason      string     `json:"reason"`
-	WorkflowID  string     `json:"workflow_id,omitempty"`
-	Error       string     `json:"error,omitempty"`
-	FinishedAt  *time.Time `json:"finished_at"`
+	ID          int64            `json:"id"`
+	ScheduledAt time.Time        `json:"scheduled_at"`
+	FiredAt     *time.Time       `json:"fired_at"`
+	Trigger     domain.Trigger   `json:"trigger"`
+	Status      domain.RunStatus `json:"status"`
+	Reason      string           `json:"reason"`
+	WorkflowID  string           `json:"workflow_id,omitempty"`
+	Error       string           `json:"error,omitempty"`
+	FinishedAt  *time.Time       `json:"finished_at"`
 }
 
 var (
 	scheduleNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-	overlaps       = map[string]bool{"skip": true, "buffer_one": true, "buffer_all": true, "cancel_other": true, "terminate_other": true, "allow_all": true}
 )
 
-func validOverlap(field, v string) error {
-	if !overlaps[v] {
-		return BadRequest(field, "must be one of skip, buffer_one, buffer_all, cancel_other, terminate_other, allow_all; got %q", v)
+func validOverlap(field string, v domain.Overlap) error {
+	if !v.Valid() {
+		return BadRequest(field, "must be one of %s; got %q", domain.Join(domain.Overlaps), v)
 	}
 	return nil
 }
 
 // validate checks a create request and returns its normalized spec and policies.
 func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compiled, SchedulePolicies, error) {
-	pol := SchedulePolicies{Overlap: "skip"}
+	pol := SchedulePolicies{Overlap: domain.DefaultOverlap}
 	if !scheduleNameRE.MatchString(req.Name) {
 		return nil, pol, BadRequest("name", "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
@@ -131,7 +130,7 @@ func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compile
 	if req.Policies != nil {
 		pol = *req.Policies
 		if pol.Overlap == "" {
-			pol.Overlap = "skip"
+			pol.Overlap = domain.DefaultOverlap
 		}
 		if err := validOverlap("policies.overlap", pol.Overlap); err != nil {
 			return nil, pol, err
@@ -286,9 +285,9 @@ func (s *Server) getSchedule(c echo.Context) error {
 	v := scheduleView(row)
 	v.Counters = &ScheduleCounter{Fired: row.FiredCount, Skipped: row.SkippedCount, Missed: row.MissedCount}
 	if !row.Paused {
-		def, err := activities.DefinitionFromRow(row)
-		if err == nil {
-			if spec, err := schedulespec.Normalize(def.Spec, row.CreatedAt); err == nil {
+		var stored schedulespec.Spec
+		if err := json.Unmarshal(row.Spec, &stored); err == nil {
+			if spec, err := schedulespec.Normalize(stored, row.CreatedAt); err == nil {
 				from := s.Now().UTC()
 				if row.NextRunAt != nil && row.NextRunAt.Before(from) {
 					from = row.NextRunAt.Add(-time.Nanosecond)
@@ -514,9 +513,9 @@ func (s *Server) rescheduleSchedule(c echo.Context) error {
 
 // BackfillRequest is the body of POST /schedules/{name}/backfill.
 type BackfillRequest struct {
-	Start   *time.Time `json:"start"`
-	End     *time.Time `json:"end"`
-	Overlap string     `json:"overlap,omitempty"`
+	Start   *time.Time     `json:"start"`
+	End     *time.Time     `json:"end"`
+	Overlap domain.Overlap `json:"overlap,omitempty"`
 }
 
 // BackfillView answers a backfill.
@@ -563,15 +562,15 @@ func (s *Server) backfillSchedule(c echo.Context) error {
 
 // TriggerScheduleRequest is the body of POST /schedules/{name}/trigger.
 type TriggerScheduleRequest struct {
-	Overlap string          `json:"overlap,omitempty"`
+	Overlap domain.Overlap  `json:"overlap,omitempty"`
 	Input   json.RawMessage `json:"input,omitempty"`
 }
 
 // TriggerView answers a trigger.
 type TriggerView struct {
-	Run    *RunView `json:"run,omitempty"`
-	Status string   `json:"status"`
-	Reason string   `json:"reason,omitempty"`
+	Run    *RunView         `json:"run,omitempty"`
+	Status domain.RunStatus `json:"status"`
+	Reason string           `json:"reason,omitempty"`
 }
 
 func (s *Server) triggerSchedule(c echo.Context) error {

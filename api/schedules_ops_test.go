@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 )
 
@@ -32,7 +33,7 @@ func TestSchedulePatchIsOptimisticAndLive(t *testing.T) {
 		"version": 1, "spec": map[string]any{"interval": "1s"}, "policies": map[string]any{"overlap": "allow_all"},
 	}, http.StatusOK, &updated)
 	require.Equal(t, int64(2), updated.Version)
-	require.Equal(t, "allow_all", updated.Policies.Overlap)
+	require.Equal(t, domain.OverlapAllowAll, updated.Policies.Overlap)
 
 	status, body := st.Do(t, http.MethodPatch, "/api/v1/schedules/patched", map[string]any{"version": 1, "policies": map[string]any{"overlap": "skip"}})
 	require.Equal(t, http.StatusPreconditionFailed, status, "%s", body)
@@ -43,7 +44,7 @@ func TestSchedulePatchIsOptimisticAndLive(t *testing.T) {
 
 	var got api.ScheduleView
 	st.JSON(t, http.MethodGet, "/api/v1/schedules/patched", nil, http.StatusOK, &got)
-	require.Equal(t, "allow_all", got.Policies.Overlap, "the stale and the bad PATCH changed nothing")
+	require.Equal(t, domain.OverlapAllowAll, got.Policies.Overlap, "the stale and the bad PATCH changed nothing")
 	// The new every-second spec applies live.
 	require.Eventually(t, func() bool { return len(listRuns(t, st, "patched")) >= 2 }, 20*time.Second, 100*time.Millisecond)
 }
@@ -152,14 +153,14 @@ func TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome(t *testing.T) {
 	}, http.StatusCreated, nil)
 	var ok, failed api.TriggerView
 	st.JSON(t, http.MethodPost, "/api/v1/schedules/reports/trigger", nil, http.StatusOK, &ok)
-	require.Equal(t, "RUNNING", ok.Run.Status)
+	require.Equal(t, domain.RunRunning, ok.Run.Status)
 	require.True(t, strings.HasPrefix(ok.Run.WorkflowID, "schedule/reports/run/"), ok.Run.WorkflowID)
 	// The first run may still be running: allow_all lets this one start beside it.
 	st.JSON(t, http.MethodPost, "/api/v1/schedules/reports/trigger", map[string]any{
 		"overlap": "allow_all", "input": map[string]any{"fail": true}}, http.StatusOK, &failed)
-	require.Equal(t, "RUNNING", failed.Run.Status)
+	require.Equal(t, domain.RunRunning, failed.Run.Status)
 	require.Eventually(t, func() bool {
-		statuses := map[int64]string{}
+		statuses := map[int64]domain.RunStatus{}
 		for _, r := range listRuns(t, st, "reports") {
 			statuses[r.ID] = r.Status
 		}

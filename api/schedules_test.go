@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 )
 
@@ -88,8 +89,8 @@ func TestScheduleEndToEnd(t *testing.T) {
 	var trig api.TriggerView
 	st.JSON(t, http.MethodPost, "/api/v1/schedules/heartbeat/trigger", nil, http.StatusOK, &trig)
 	require.NotNil(t, trig.Run)
-	require.Equal(t, "manual", trig.Run.Trigger)
-	require.Equal(t, "SUCCEEDED", trig.Run.Status)
+	require.Equal(t, domain.TriggerManual, trig.Run.Trigger)
+	require.Equal(t, domain.RunSucceeded, trig.Run.Status)
 
 	var got api.ScheduleView
 	st.JSON(t, http.MethodGet, "/api/v1/schedules/heartbeat", nil, http.StatusOK, &got)

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/api"
-	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"

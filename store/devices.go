@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
@@ -25,43 +26,6 @@ type (
 	PCSummary       = dbgen.PcDeviceSummary
 	ClaimedCommand  = dbgen.ClaimTaskDevicesRow
 )
-
-// task_device statuses. The first four hold one of the PC's slots; the last three are final.
-const (
-	TDCreated        = "CREATED"
-	TDSent           = "SENT"
-	TDAcked          = "ACKED"
-	TDRetryScheduled = "RETRY_SCHEDULED"
-	TDSucceeded      = "SUCCEEDED"
-	TDFailedFinal    = "FAILED_FINAL"
-	TDCancelled      = "CANCELLED"
-)
-
-// task_device_events types beyond the statuses above.
-const (
-	EvFailed     = "FAILED"
-	EvTimeout    = "TIMEOUT"
-	EvLateResult = "LATE_RESULT"
-)
-
-// Device and task statuses.
-const (
-	DeviceOnline  = "online"
-	DeviceBusy    = "busy"
-	DeviceOffline = "offline"
-	DeviceError   = "error"
-
-	DevTaskPending   = "pending"
-	DevTaskRunning   = "running"
-	DevTaskSuccess   = "success"
-	DevTaskFailed    = "failed"
-	DevTaskCancelled = "cancelled"
-)
-
-// TDFinal reports whether a task_device status is final.
-func TDFinal(status string) bool {
-	return status == TDSucceeded || status == TDFailedFinal || status == TDCancelled
-}
 
 // ErrNotInFlight is returned when an ack or result names an attempt that is no longer out
 // on the device (it timed out, was cancelled, or a newer attempt was sent): HTTP 409.
@@ -159,7 +123,7 @@ func (s *Store) GetDevice(ctx context.Context, serial string) (Device, error) {
 // SetDeviceStatus sets a device's status (an operator resetting it from error, taking it
 // offline…) and applies it to the PC's slots in the same transaction: executions holding
 // a slot on a device that left the eligible set are cancelled, free slots are refilled.
-func (s *Store) SetDeviceStatus(ctx context.Context, serial, status, errText string) (Device, []int64, error) {
+func (s *Store) SetDeviceStatus(ctx context.Context, serial string, status domain.DeviceStatus, errText string) (Device, []int64, error) {
 	var dev Device
 	var ids []int64
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
@@ -257,16 +221,16 @@ func (s *Store) CancelDevTask(ctx context.Context, id int64) (DevTask, error) {
 		if err != nil {
 			return fmt.Errorf("task %d: %w", id, mapErr(err))
 		}
-		if cur.Status != DevTaskPending && cur.Status != DevTaskRunning {
+		if cur.Status != domain.DevTaskPending && cur.Status != domain.DevTaskRunning {
 			return fmt.Errorf("%w: task %d is already %s", ErrConflict, id, cur.Status)
 		}
 		// task_devices first, then the task row: the lock order of every other path.
 		if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
-			Reason: "task cancelled", TaskID: id, Statuses: []string{TDCreated, TDSent, TDAcked, TDRetryScheduled},
+			Reason: "task cancelled", TaskID: id, Statuses: texts(domain.TDCreated, domain.TDSent, domain.TDAcked, domain.TDRetryScheduled),
 		}); err != nil {
 			return fmt.Errorf("cancel executions of task %d: %w", id, mapErr(err))
 		}
-		t, err = q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: id, Status: DevTaskCancelled, Error: "cancelled by operator"})
+		t, err = q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: id, Status: domain.DevTaskCancelled, Error: "cancelled by operator"})
 		if err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: task %d finished meanwhile", ErrConflict, id)
@@ -327,17 +291,17 @@ func (s *Store) Ack(ctx context.Context, id int64, attempt *int32) (TaskDevice, 
 			return fmt.Errorf("%w: task_device %d is at attempt %d, not %d", ErrNotInFlight, id, td.Attempt, *attempt)
 		}
 		switch td.Status {
-		case TDAcked:
+		case domain.TDAcked:
 			return nil
-		case TDSent:
+		case domain.TDSent:
 		default:
 			return fmt.Errorf("%w: task_device %d is %s", ErrNotInFlight, id, td.Status)
 		}
 		if err := q.AckTaskDevice(ctx, id); err != nil {
 			return fmt.Errorf("ack task_device %d: %w", id, mapErr(err))
 		}
-		td.Status = TDAcked
-		return event(ctx, q, id, td.Attempt, TDAcked, "")
+		td.Status = domain.TDAcked
+		return event(ctx, q, id, td.Attempt, domain.TDAcked, "")
 	})
 	return td, err
 }
@@ -357,8 +321,8 @@ type Outcome struct {
 	TaskDeviceID int64
 	TaskID       int64
 	PCID         int64
-	Status       string // the execution's status afterwards
-	Attempt      int32  // its attempt afterwards (the next one when RETRY_SCHEDULED)
+	Status       domain.TaskDeviceStatus // the execution's status afterwards
+	Attempt      int32                   // its attempt afterwards (the next one when RETRY_SCHEDULED)
 	Refilled     []int64
 	// CheckTask is set when the task may have no work left (or was aborted): the dispatcher
 	// should re-check it.
@@ -406,7 +370,7 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 		if err != nil {
 			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
 		}
-		inFlight := (td.Status == TDSent || td.Status == TDAcked) && (r.Attempt == nil || *r.Attempt == td.Attempt)
+		inFlight := (td.Status == domain.TDSent || td.Status == domain.TDAcked) && (r.Attempt == nil || *r.Attempt == td.Attempt)
 		if !inFlight {
 			attempt := td.Attempt
 			if r.Attempt != nil && *r.Attempt > 0 && *r.Attempt <= td.MaxAttempts {
@@ -419,9 +383,9 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 			detail := fmt.Sprintf("result %s for attempt %d arrived while the execution was %s at attempt %d", verdict, attempt, td.Status, td.Attempt)
 			late = fmt.Errorf("%w: %s", ErrNotInFlight, detail)
 			out = Outcome{TaskDeviceID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
-			return event(ctx, q, id, attempt, EvLateResult, detail)
+			return event(ctx, q, id, attempt, domain.EvLateResult, detail)
 		}
-		out, err = finishAttempt(ctx, q, td, !r.Succeeded, r.Error, !r.NotRetryable, EvFailed)
+		out, err = finishAttempt(ctx, q, td, !r.Succeeded, r.Error, !r.NotRetryable, domain.EvFailed)
 		return err
 	})
 	release()
@@ -445,7 +409,7 @@ func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Ou
 		if err != nil {
 			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
 		}
-		if (td.Status != TDSent && td.Status != TDAcked) || td.Attempt != attempt {
+		if (td.Status != domain.TDSent && td.Status != domain.TDAcked) || td.Attempt != attempt {
 			out = Outcome{TaskDeviceID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
 			return nil
 		}
@@ -453,7 +417,7 @@ func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Ou
 		if td.SentAt != nil && td.TimeoutAt != nil {
 			msg = fmt.Sprintf("Task device timeout: exceeded %s after SENT", td.TimeoutAt.Sub(*td.SentAt))
 		}
-		out, err = finishAttempt(ctx, q, td, true, msg, true, EvTimeout)
+		out, err = finishAttempt(ctx, q, td, true, msg, true, domain.EvTimeout)
 		return err
 	})
 	release()
@@ -470,10 +434,10 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		if err := q.SucceedTaskDevice(ctx, td.ID); err != nil {
 			return out, fmt.Errorf("succeed task_device %d: %w", td.ID, mapErr(err))
 		}
-		if err := event(ctx, q, td.ID, td.Attempt, TDSucceeded, ""); err != nil {
+		if err := event(ctx, q, td.ID, td.Attempt, domain.TDSucceeded, ""); err != nil {
 			return out, err
 		}
-		out.Status = TDSucceeded
+		out.Status = domain.TDSucceeded
 	} else {
 		if err := event(ctx, q, td.ID, td.Attempt, failEvent, errText); err != nil {
 			return out, err
@@ -482,9 +446,9 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 			if err := q.RetryTaskDevice(ctx, dbgen.RetryTaskDeviceParams{ID: td.ID, Error: errText}); err != nil {
 				return out, fmt.Errorf("retry task_device %d: %w", td.ID, mapErr(err))
 			}
-			out.Status, out.Attempt = TDRetryScheduled, td.Attempt+1
+			out.Status, out.Attempt = domain.TDRetryScheduled, td.Attempt+1
 			// The slot stays held: the next attempt runs on the same device.
-			return out, event(ctx, q, td.ID, td.Attempt+1, TDRetryScheduled, errText)
+			return out, event(ctx, q, td.ID, td.Attempt+1, domain.TDRetryScheduled, errText)
 		}
 		if err := q.FailFinalTaskDevice(ctx, dbgen.FailFinalTaskDeviceParams{ID: td.ID, Error: errText}); err != nil {
 			return out, fmt.Errorf("fail task_device %d: %w", td.ID, mapErr(err))
@@ -493,7 +457,7 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		if !retryable {
 			detail = "not retryable: " + errText
 		}
-		if err := event(ctx, q, td.ID, td.Attempt, TDFailedFinal, detail); err != nil {
+		if err := event(ctx, q, td.ID, td.Attempt, domain.TDFailedFinal, detail); err != nil {
 			return out, err
 		}
 		// D3: the device leaves the eligible set until an operator resets it.
@@ -502,7 +466,7 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		}); err != nil {
 			return out, fmt.Errorf("set device %d error: %w", td.DeviceID, mapErr(err))
 		}
-		out.Status = TDFailedFinal
+		out.Status = domain.TDFailedFinal
 	}
 	task, err := q.GetDevTask(ctx, td.TaskID)
 	if err != nil {
@@ -516,7 +480,7 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		return out, err
 	}
 	out.Refilled = ids
-	if task.Status != DevTaskRunning {
+	if task.Status != domain.DevTaskRunning {
 		return out, nil
 	}
 	if task.AbortMinExecuted != nil {
@@ -560,7 +524,7 @@ func applyAbortRule(ctx context.Context, q *dbgen.Queries, taskID int64) (bool, 
 	if err != nil {
 		return false, fmt.Errorf("lock task %d: %w", taskID, mapErr(err))
 	}
-	if task.Status != DevTaskRunning || task.AbortMinExecuted == nil || !task.AbortFailedPercent.Valid {
+	if task.Status != domain.DevTaskRunning || task.AbortMinExecuted == nil || !task.AbortFailedPercent.Valid {
 		return false, nil
 	}
 	counts, err := q.DevTaskExecutionCounts(ctx, task.ID)
@@ -574,18 +538,19 @@ func applyAbortRule(ctx context.Context, q *dbgen.Queries, taskID int64) (bool, 
 	reason := fmt.Sprintf("aborted: %d of %d executions failed (abort rule: more than %g%% of at least %d)",
 		counts.Failed, executed, task.AbortFailedPercent.Float64, *task.AbortMinExecuted)
 	if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
-		Reason: "task " + reason, TaskID: task.ID, Statuses: []string{TDCreated, TDRetryScheduled},
+		Reason: "task " + reason, TaskID: task.ID, Statuses: texts(domain.TDCreated, domain.TDRetryScheduled),
 	}); err != nil {
 		return false, fmt.Errorf("cancel unsent executions of task %d: %w", task.ID, mapErr(err))
 	}
-	if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: task.ID, Status: DevTaskFailed, Error: reason}); err != nil {
+	if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: task.ID, Status: domain.DevTaskFailed, Error: reason}); err != nil {
 		return false, fmt.Errorf("abort task %d: %w", task.ID, mapErr(err))
 	}
 	return true, nil
 }
 
-func event(ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ, detail string) error {
-	if err := q.InsertTaskDeviceEvent(ctx, dbgen.InsertTaskDeviceEventParams{TaskDeviceID: id, Attempt: attempt, Type: typ, Detail: detail}); err != nil {
+// typ is a TaskDeviceStatus the execution reached, or one of the Ev* event types.
+func event[T ~string](ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ T, detail string) error {
+	if err := q.InsertTaskDeviceEvent(ctx, dbgen.InsertTaskDeviceEventParams{TaskDeviceID: id, Attempt: attempt, Type: string(typ), Detail: detail}); err != nil {
 		return fmt.Errorf("record %s event of task_device %d: %w", typ, id, mapErr(err))
 	}
 	return nil
@@ -735,7 +700,7 @@ func (s *Store) Advance(ctx context.Context, maxAttempts int, deviceTimeout time
 	return res, err
 }
 
-func taskDone(ctx context.Context, q *dbgen.Queries, t DevTask) (done bool, status, msg string, err error) {
+func taskDone(ctx context.Context, q *dbgen.Queries, t DevTask) (done bool, status domain.DeviceTaskStatus, msg string, err error) {
 	p, err := q.DevTaskProgress(ctx, t.ID)
 	if err != nil {
 		return false, "", "", fmt.Errorf("progress of task %d: %w", t.ID, mapErr(err))
@@ -747,9 +712,9 @@ func taskDone(ctx context.Context, q *dbgen.Queries, t DevTask) (done bool, stat
 		return false, "", "", nil
 	}
 	if p.Failed > 0 {
-		return true, DevTaskFailed, fmt.Sprintf("%d of %d executions failed", p.Failed, p.Succeeded+p.Failed), nil
+		return true, domain.DevTaskFailed, fmt.Sprintf("%d of %d executions failed", p.Failed, p.Succeeded+p.Failed), nil
 	}
-	return true, DevTaskSuccess, "", nil
+	return true, domain.DevTaskSuccess, "", nil
 }
 
 // SweepOverdue times out in-flight executions whose deadline passed more than grace ago:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -80,7 +81,7 @@ func TestDevicesRefillCreatesOnePerFreedSlot(t *testing.T) {
 	require.Len(t, cmds, 3)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
-	require.Equal(t, store.TDSucceeded, out.Status)
+	require.Equal(t, domain.TDSucceeded, out.Status)
 	require.Len(t, out.Refilled, 1, "one freed slot, one new execution")
 	require.Equal(t, int64(3), slots(t, st, "pc1").Running)
 
@@ -156,11 +157,11 @@ func TestDevicesRetriesThenFailedFinalDeviceError(t *testing.T) {
 		out, err := st.ReportResult(ctx, id, store.Result{Error: "boom", Attempt: &attempt})
 		require.NoError(t, err)
 		if attempt < 3 {
-			require.Equal(t, store.TDRetryScheduled, out.Status)
+			require.Equal(t, domain.TDRetryScheduled, out.Status)
 			require.Equal(t, attempt+1, out.Attempt)
 			require.Empty(t, out.Refilled, "a retry keeps its slot")
 		} else {
-			require.Equal(t, store.TDFailedFinal, out.Status)
+			require.Equal(t, domain.TDFailedFinal, out.Status)
 			require.Len(t, out.Refilled, 1, "the slot goes to the PC's other device")
 		}
 	}
@@ -168,7 +169,7 @@ func TestDevicesRetriesThenFailedFinalDeviceError(t *testing.T) {
 	require.NoError(t, err)
 	dev, err := st.GetDevice(ctx, td.DeviceSerial)
 	require.NoError(t, err)
-	require.Equal(t, store.DeviceError, dev.Status)
+	require.Equal(t, domain.DeviceError, dev.Status)
 	require.Equal(t, []string{"CREATED#1", "SENT#1", "FAILED#1", "RETRY_SCHEDULED#2", "SENT#2", "FAILED#2",
 		"RETRY_SCHEDULED#3", "SENT#3", "FAILED#3", "FAILED_FINAL#3"}, eventTypes(t, st, id))
 	s := slots(t, st, "pc1")
@@ -186,7 +187,7 @@ func TestDevicesNotRetryableGoesFinal(t *testing.T) {
 	require.NoError(t, err)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Error: "unsupported model", NotRetryable: true})
 	require.NoError(t, err)
-	require.Equal(t, store.TDFailedFinal, out.Status)
+	require.Equal(t, domain.TDFailedFinal, out.Status)
 	require.True(t, out.CheckTask)
 	require.Equal(t, []string{"CREATED#1", "SENT#1", "FAILED#1", "FAILED_FINAL#1"}, eventTypes(t, st, cmds[0].ID))
 }
@@ -204,7 +205,7 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 
 	out, err := st.TimeoutAttempt(ctx, id, 1)
 	require.NoError(t, err)
-	require.Equal(t, store.TDRetryScheduled, out.Status)
+	require.Equal(t, domain.TDRetryScheduled, out.Status)
 	// The timeout of the same attempt again is a no-op (one winner).
 	again, err := st.TimeoutAttempt(ctx, id, 1)
 	require.NoError(t, err)
@@ -216,7 +217,7 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 	require.Equal(t, []string{"CREATED#1", "SENT#1", "TIMEOUT#1", "RETRY_SCHEDULED#2", "LATE_RESULT#1"}, eventTypes(t, st, id))
 	td, err := st.GetTaskDevice(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, store.TDRetryScheduled, td.Status)
+	require.Equal(t, domain.TDRetryScheduled, td.Status)
 
 	// A result that wins the race makes the timeout a no-op.
 	_, cmds, err = st.Claim(ctx, "pc1", 5)
@@ -227,7 +228,7 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 	out, err = st.TimeoutAttempt(ctx, id, 2)
 	require.NoError(t, err)
 	require.True(t, out.Stale)
-	require.Equal(t, store.TDSucceeded, out.Status)
+	require.Equal(t, domain.TDSucceeded, out.Status)
 }
 
 func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
@@ -263,7 +264,7 @@ func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
 	require.Equal(t, []int64{t2.ID}, adv.Activated)
 	got, err := st.GetDevTask(ctx, t1.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.DevTaskSuccess, got.Status)
+	require.Equal(t, domain.DevTaskSuccess, got.Status)
 }
 
 func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
@@ -278,7 +279,7 @@ func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
 
 	// An operator takes a device with a command out offline: its execution is cancelled and
 	// the target shrinks with it.
-	_, _, err = st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, store.DeviceOffline, "")
+	_, _, err = st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, domain.DeviceOffline, "")
 	require.NoError(t, err)
 	s := slots(t, st, "pc1")
 	require.Equal(t, int64(2), s.Target)
@@ -295,7 +296,7 @@ func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
 
 	// Reset: both devices come back and get the task at once (the offline one had its
 	// execution cancelled, so it still owes one run).
-	_, ids, err := st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, store.DeviceOnline, "")
+	_, ids, err := st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, domain.DeviceOnline, "")
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	s = slots(t, st, "pc1")
@@ -337,12 +338,12 @@ func TestDevicesTargetCountAndAbortRule(t *testing.T) {
 	require.True(t, out.Aborted)
 	got, err := st.GetDevTask(ctx, ab.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.DevTaskFailed, got.Status)
+	require.Equal(t, domain.DevTaskFailed, got.Status)
 	all, err := st.TaskDevices(ctx, ab.ID, 0, 100)
 	require.NoError(t, err)
 	var statuses []string
 	for _, td := range all {
-		statuses = append(statuses, td.PcName+":"+td.Status)
+		statuses = append(statuses, td.PcName+":"+string(td.Status))
 	}
 	sort.Strings(statuses)
 	// pcC's two unsent executions are cancelled; pcA/pcB's (unsent too) as well.
@@ -389,7 +390,7 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 		for _, id := range taskIDs {
 			task, err := st.GetDevTask(ctx, id)
 			require.NoError(t, err)
-			if task.Status == store.DevTaskPending || task.Status == store.DevTaskRunning {
+			if task.Status == domain.DevTaskPending || task.Status == domain.DevTaskRunning {
 				return false
 			}
 		}
@@ -443,10 +444,10 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 	})
 	run(func() error {
 		// pa-d00 flaps between offline and online.
-		if _, _, err := st.SetDeviceStatus(ctx, "pa-d00", store.DeviceOffline, ""); err != nil {
+		if _, _, err := st.SetDeviceStatus(ctx, "pa-d00", domain.DeviceOffline, ""); err != nil {
 			return err
 		}
-		_, _, err := st.SetDeviceStatus(ctx, "pa-d00", store.DeviceOnline, "")
+		_, _, err := st.SetDeviceStatus(ctx, "pa-d00", domain.DeviceOnline, "")
 		return err
 	})
 	run(func() error {
@@ -483,12 +484,12 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 		require.NoError(t, err)
 		seen := map[string]bool{}
 		for _, td := range tds {
-			if td.Status == store.TDCancelled {
+			if td.Status == domain.TDCancelled {
 				continue
 			}
 			require.False(t, seen[td.DeviceSerial], "task %d ran twice on %s", id, td.DeviceSerial)
 			seen[td.DeviceSerial] = true
-			require.True(t, store.TDFinal(td.Status), "execution %d is %s", td.ID, td.Status)
+			require.True(t, domain.TDFinal(td.Status), "execution %d is %s", td.ID, td.Status)
 		}
 	}
 }

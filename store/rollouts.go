@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
@@ -17,28 +18,6 @@ type Rollout = dbgen.Rollout
 
 // TaskRun is a task_runs row.
 type TaskRun = dbgen.TaskRun
-
-// Task run statuses (DESIGN.md §2).
-const (
-	TaskNotStarted = "NOT_STARTED"
-	TaskPending    = "PENDING"
-	TaskAvailable  = "AVAILABLE"
-	TaskRunning    = "RUNNING"
-	TaskDone       = "DONE"
-	TaskFailed     = "FAILED"
-	TaskCanceled   = "CANCELED"
-	TaskSkipped    = "SKIPPED"
-)
-
-// TaskStatuses lists every task status in display order.
-var TaskStatuses = []string{TaskNotStarted, TaskPending, TaskAvailable, TaskRunning, TaskDone, TaskFailed, TaskCanceled, TaskSkipped}
-
-// Rollout statuses as stored (the API derives DONE / FAILED from the task counts).
-const (
-	RolloutRunning  = "RUNNING"
-	RolloutPaused   = "PAUSED"
-	RolloutCanceled = "CANCELED"
-)
 
 // ErrTaskState is returned when an operation does not apply to a row's current status
 // (retrying a DONE task, pausing a canceled rollout); the API answers 409.
@@ -52,11 +31,11 @@ const promotionLockKey int64 = 0x726f6c6c6f7574 // "rollout"
 // NewTask is one task of a rollout to create; VersionKey comes from internal/version.
 type NewTask struct {
 	Database   string          `json:"database"`
-	Type       string          `json:"type"`
+	Type       domain.TaskType `json:"type"`
 	Version    string          `json:"version"`
 	VersionKey string          `json:"version_key"`
 	RunAt      *time.Time      `json:"run_at,omitempty"`
-	Executor   string          `json:"executor"`
+	Executor   domain.Executor `json:"executor"`
 	Payload    json.RawMessage `json:"payload,omitempty"`
 }
 
@@ -72,11 +51,11 @@ func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit in
 			return err
 		}
 		var err error
-		r, err = q.InsertRollout(ctx, dbgen.InsertRolloutParams{Name: name, ParallelLimit: parallelLimit, Status: RolloutRunning})
+		r, err = q.InsertRollout(ctx, dbgen.InsertRolloutParams{Name: name, ParallelLimit: parallelLimit, Status: domain.RolloutRunning})
 		if err != nil {
 			return err
 		}
-		n, err := q.InsertTaskRuns(ctx, dbgen.InsertTaskRunsParams{RolloutID: r.ID, Status: TaskPending, Tasks: body})
+		n, err := q.InsertTaskRuns(ctx, dbgen.InsertTaskRunsParams{RolloutID: r.ID, Status: string(domain.TaskPending), Tasks: body})
 		if err != nil {
 			return err
 		}
@@ -134,14 +113,14 @@ func (s *Store) RolloutCountsOf(ctx context.Context, ids []int64) (map[int64]map
 	}
 	all := make(map[int64]map[string]int64, len(ids))
 	for _, id := range ids {
-		counts := make(map[string]int64, len(TaskStatuses))
-		for _, st := range TaskStatuses {
-			counts[st] = 0
+		counts := make(map[string]int64, len(domain.TaskStatuses))
+		for _, st := range domain.TaskStatuses {
+			counts[string(st)] = 0
 		}
 		all[id] = counts
 	}
 	for _, r := range rows {
-		all[r.RolloutID][r.Status] = r.N
+		all[r.RolloutID][string(r.Status)] = r.N
 	}
 	return all, nil
 }
@@ -194,7 +173,7 @@ func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
 		}
 		seen := map[int64]bool{}
 		for _, r := range rows {
-			if r.Status != TaskAvailable {
+			if r.Status != domain.TaskAvailable {
 				p.CausesWritten++
 				continue
 			}
@@ -241,7 +220,7 @@ func (s *Store) ClaimTasks(ctx context.Context, rolloutID int64, max int) ([]Tas
 // FinishTask moves a RUNNING task claimed as attempt to DONE, FAILED or CANCELED. It
 // reports false when the task is no longer that RUNNING attempt (already finished,
 // canceled, or claimed again): the result is then ignored.
-func (s *Store) FinishTask(ctx context.Context, id int64, attempt int32, status, errMsg string, output json.RawMessage) (TaskRun, bool, error) {
+func (s *Store) FinishTask(ctx context.Context, id int64, attempt int32, status domain.TaskStatus, errMsg string, output json.RawMessage) (TaskRun, bool, error) {
 	t, err := s.Q.FinishTask(ctx, dbgen.FinishTaskParams{ID: id, Attempt: attempt, Status: status, Error: errMsg, Output: []byte(output)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TaskRun{}, false, nil
@@ -272,8 +251,8 @@ func (s *Store) CountUnfinished(ctx context.Context, rolloutID int64) (int64, er
 
 // SetRolloutStatus moves a rollout to status if it is in one of from; otherwise
 // ErrTaskState (or ErrNotFound).
-func (s *Store) SetRolloutStatus(ctx context.Context, id int64, status string, from ...string) (Rollout, error) {
-	r, err := s.Q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: status, FromStatuses: from})
+func (s *Store) SetRolloutStatus(ctx context.Context, id int64, status domain.RolloutStatus, from ...domain.RolloutStatus) (Rollout, error) {
+	r, err := s.Q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: status, FromStatuses: texts(from...)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur, gerr := s.GetRollout(ctx, id)
 		if gerr != nil {
@@ -294,7 +273,7 @@ func (s *Store) CancelRollout(ctx context.Context, id int64) (Rollout, []int64, 
 	var ids []int64
 	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
 		var err error
-		r, err = q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: RolloutCanceled, FromStatuses: []string{RolloutRunning, RolloutPaused}})
+		r, err = q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: domain.RolloutCanceled, FromStatuses: texts(domain.RolloutRunning, domain.RolloutPaused)})
 		if errors.Is(err, pgx.ErrNoRows) {
 			cur, gerr := q.GetRollout(ctx, id)
 			if gerr != nil {
@@ -330,7 +309,7 @@ func (s *Store) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
 		if err != nil {
 			return err
 		}
-		if r.Status == RolloutCanceled {
+		if r.Status == domain.RolloutCanceled {
 			return fmt.Errorf("rollout %d is CANCELED: %w", r.ID, ErrTaskState)
 		}
 		t, err = q.RetryTask(ctx, id)
@@ -414,7 +393,7 @@ func (s *Store) CancelRunningTask(ctx context.Context, id int64) (TaskRun, error
 
 // TaskState is a task's status and claim number.
 type TaskState struct {
-	Status  string
+	Status  domain.TaskStatus
 	Attempt int32
 }
 
@@ -451,11 +430,11 @@ func (s *Store) RunningTaskIDs(ctx context.Context, rolloutID int64) ([]int64, e
 
 // TaskResult is one task's final status for FinishTasks.
 type TaskResult struct {
-	ID      int64           `json:"id"`
-	Attempt int32           `json:"attempt"`
-	Status  string          `json:"status"`
-	Error   string          `json:"error,omitempty"`
-	Output  json.RawMessage `json:"output,omitempty"`
+	ID      int64             `json:"id"`
+	Attempt int32             `json:"attempt"`
+	Status  domain.TaskStatus `json:"status"`
+	Error   string            `json:"error,omitempty"`
+	Output  json.RawMessage   `json:"output,omitempty"`
 }
 
 // FinishTasks is FinishTask for many tasks in one statement; it returns the ids it

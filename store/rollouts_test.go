@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/store"
@@ -18,7 +19,7 @@ import (
 
 // task builds a NewTask (noop executor) for database/type/version.
 func task(db, typ, v string) store.NewTask {
-	return store.NewTask{Database: db, Type: typ, Version: v, VersionKey: version.MustKey(v), Executor: "noop"}
+	return store.NewTask{Database: db, Type: domain.TaskType(typ), Version: v, VersionKey: version.MustKey(v), Executor: "noop"}
 }
 
 func newRollout(t *testing.T, st *store.Store, limit int32, tasks ...store.NewTask) (store.Rollout, []store.TaskRun) {
@@ -52,7 +53,7 @@ func statusOf(t *testing.T, st *store.Store, id int64) store.TaskRun {
 func cause(t *testing.T, st *store.Store, id int64) map[string]any {
 	t.Helper()
 	tr := statusOf(t, st, id)
-	require.Equal(t, store.TaskPending, tr.Status)
+	require.Equal(t, domain.TaskPending, tr.Status)
 	var c map[string]any
 	require.NoError(t, json.Unmarshal(tr.WaitingCause, &c), "waiting cause of %d: %s", id, tr.WaitingCause)
 	return c
@@ -65,7 +66,7 @@ func runToDone(t *testing.T, st *store.Store, r store.Rollout) []store.TaskRun {
 	claimed, err := st.ClaimTasks(ctx, r.ID, 100)
 	require.NoError(t, err)
 	for _, c := range claimed {
-		_, ok, err := st.FinishTask(ctx, c.ID, c.Attempt, store.TaskDone, "", nil)
+		_, ok, err := st.FinishTask(ctx, c.ID, c.Attempt, domain.TaskDone, "", nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -91,7 +92,7 @@ func TestRolloutGateRunAt(t *testing.T) {
 	require.Len(t, p.Promoted, 1)
 	require.Nil(t, p.NextRunAt)
 	tr := statusOf(t, st, runs[0].ID)
-	require.Equal(t, store.TaskAvailable, tr.Status)
+	require.Equal(t, domain.TaskAvailable, tr.Status)
 	require.Nil(t, tr.WaitingCause)
 }
 
@@ -162,7 +163,7 @@ func TestRolloutGateParallelLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claimed, 2)
 	require.Empty(t, promote(t, st).Promoted)
-	_, ok, err := st.FinishTask(context.Background(), claimed[0].ID, claimed[0].Attempt, store.TaskFailed, "boom", nil)
+	_, ok, err := st.FinishTask(context.Background(), claimed[0].ID, claimed[0].Attempt, domain.TaskFailed, "boom", nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []int64{runs[2].ID}, ids(promote(t, st)))
@@ -173,23 +174,23 @@ func TestRolloutPauseSkipCancelRetry(t *testing.T) {
 	ctx := context.Background()
 	st := testenv.Store(t)
 	r, runs := newRollout(t, st, 10, task("db1", "DDL", "1"), task("db1", "DDL", "2"))
-	_, err := st.SetRolloutStatus(ctx, r.ID, store.RolloutPaused, store.RolloutRunning)
+	_, err := st.SetRolloutStatus(ctx, r.ID, domain.RolloutPaused, domain.RolloutRunning)
 	require.NoError(t, err)
 	require.Empty(t, promote(t, st).Promoted)
 	require.Equal(t, "rollout_paused", cause(t, st, runs[0].ID)["reason"])
-	_, err = st.SetRolloutStatus(ctx, r.ID, store.RolloutPaused, store.RolloutRunning)
+	_, err = st.SetRolloutStatus(ctx, r.ID, domain.RolloutPaused, domain.RolloutRunning)
 	require.ErrorIs(t, err, store.ErrTaskState)
 
-	_, err = st.SetRolloutStatus(ctx, r.ID, store.RolloutRunning, store.RolloutPaused)
+	_, err = st.SetRolloutStatus(ctx, r.ID, domain.RolloutRunning, domain.RolloutPaused)
 	require.NoError(t, err)
 	require.Equal(t, []int64{runs[0].ID}, ids(promote(t, st)))
 	// Pause also stops claims.
-	_, err = st.SetRolloutStatus(ctx, r.ID, store.RolloutPaused, store.RolloutRunning)
+	_, err = st.SetRolloutStatus(ctx, r.ID, domain.RolloutPaused, domain.RolloutRunning)
 	require.NoError(t, err)
 	claimed, err := st.ClaimTasks(ctx, r.ID, 10)
 	require.NoError(t, err)
 	require.Empty(t, claimed)
-	_, err = st.SetRolloutStatus(ctx, r.ID, store.RolloutRunning, store.RolloutPaused)
+	_, err = st.SetRolloutStatus(ctx, r.ID, domain.RolloutRunning, domain.RolloutPaused)
 	require.NoError(t, err)
 
 	// Skipping the blocker unblocks version 2.
@@ -218,7 +219,7 @@ func TestRolloutPauseSkipCancelRetry(t *testing.T) {
 	_, canceled, err := st.CancelRollout(ctx, r3.ID)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []int64{runs3[0].ID, runs3[1].ID}, canceled)
-	_, err = st.SetRolloutStatus(ctx, r3.ID, store.RolloutRunning, store.RolloutPaused)
+	_, err = st.SetRolloutStatus(ctx, r3.ID, domain.RolloutRunning, domain.RolloutPaused)
 	require.ErrorIs(t, err, store.ErrTaskState)
 	_, err = st.RetryTask(ctx, runs3[0].ID)
 	require.ErrorIs(t, err, store.ErrTaskState)
@@ -234,14 +235,14 @@ func TestRolloutFinishIgnoresStaleAttempt(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	require.EqualValues(t, 1, claimed[0].Attempt)
-	_, ok, err := st.FinishTask(ctx, runs[0].ID, 2, store.TaskDone, "", nil)
+	_, ok, err := st.FinishTask(ctx, runs[0].ID, 2, domain.TaskDone, "", nil)
 	require.NoError(t, err)
 	require.False(t, ok)
-	tr, ok, err := st.FinishTask(ctx, runs[0].ID, 1, store.TaskDone, "", json.RawMessage(`{"rows":3}`))
+	tr, ok, err := st.FinishTask(ctx, runs[0].ID, 1, domain.TaskDone, "", json.RawMessage(`{"rows":3}`))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NotNil(t, tr.FinishedAt)
-	_, ok, err = st.FinishTask(ctx, runs[0].ID, 1, store.TaskFailed, "late", nil)
+	_, ok, err = st.FinishTask(ctx, runs[0].ID, 1, domain.TaskFailed, "late", nil)
 	require.NoError(t, err)
 	require.False(t, ok, "a finished task is not finished twice")
 }
@@ -345,15 +346,15 @@ func TestRolloutConcurrentPromotersAndClaimers(t *testing.T) {
 			case <-stop:
 				return
 			case g := <-running:
-				status := store.TaskDone
+				status := domain.TaskDone
 				if rng.IntN(10) == 0 {
-					status = store.TaskFailed
+					status = domain.TaskFailed
 				}
 				if _, ok, err := st.FinishTask(ctx, g.ID, g.Attempt, status, "", nil); err != nil || !ok {
 					fail(fmt.Errorf("finish %d: ok=%v err=%v", g.ID, ok, err))
 					return
 				}
-				if status == store.TaskFailed {
+				if status == domain.TaskFailed {
 					if _, err := st.SkipTask(ctx, g.ID); err != nil {
 						fail(err)
 						return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
@@ -16,25 +17,6 @@ type Schedule = dbgen.Schedule
 
 // ScheduleRun is a schedule_runs row.
 type ScheduleRun = dbgen.ScheduleRun
-
-// Run statuses.
-const (
-	RunRunning    = "RUNNING"
-	RunSucceeded  = "SUCCEEDED"
-	RunFailed     = "FAILED"
-	RunCanceled   = "CANCELED"
-	RunTerminated = "TERMINATED"
-	RunSkipped    = "SKIPPED"
-	RunMissed     = "MISSED"
-)
-
-// Triggers of a run.
-const (
-	TriggerScheduled = "scheduled"
-	TriggerCatchup   = "catchup"
-	TriggerManual    = "manual"
-	TriggerBackfill  = "backfill"
-)
 
 // NewSchedule is what CreateSchedule inserts.
 type NewSchedule = dbgen.InsertScheduleParams
@@ -101,26 +83,19 @@ func (s *Store) SetNextRunAt(ctx context.Context, id int64, next *time.Time) err
 	return nil
 }
 
-// Event is an event_store row to append with a fire.
-type Event struct {
-	Topic string
-	Type  string
-	Data  json.RawMessage
-}
-
 // Fire is one tick's outcome to record: a fired run (with its event) or a tick that was
 // SKIPPED or MISSED with its reason.
 type Fire struct {
 	ScheduleID     int64
 	ScheduledAt    time.Time
 	FiredAt        time.Time // zero for SKIPPED / MISSED
-	Trigger        string
-	Status         string
+	Trigger        domain.Trigger
+	Status         domain.RunStatus
 	Reason         string
 	IdempotencyKey string
 	WorkflowID     string
-	Event          *Event     // appended with its outbox message when the run fired
-	NextRunAt      *time.Time // the schedule's next planned fire after this one
+	Event          *domain.Event // appended with its outbox message when the run fired
+	NextRunAt      *time.Time    // the schedule's next planned fire after this one
 }
 
 // RecordFire commits a tick in one transaction: the schedule_runs row, its event and outbox
@@ -137,12 +112,12 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 			ScheduleID: f.ScheduleID, ScheduledAt: f.ScheduledAt.UTC(), Trigger: f.Trigger,
 			Status: f.Status, Reason: f.Reason, IdempotencyKey: f.IdempotencyKey, WorkflowID: f.WorkflowID,
 		}
-		fired := f.Status != RunSkipped && f.Status != RunMissed
+		fired := f.Status != domain.RunSkipped && f.Status != domain.RunMissed
 		if fired {
 			firedAt := f.FiredAt.UTC()
 			params.FiredAt = &firedAt
 		}
-		if f.Status != RunRunning {
+		if f.Status != domain.RunRunning {
 			now := time.Now().UTC()
 			if fired {
 				now = f.FiredAt.UTC()
@@ -156,7 +131,7 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 		switch {
 		case fired:
 			upd.LastRunAt, upd.Fired = params.FiredAt, 1
-		case f.Status == RunSkipped:
+		case f.Status == domain.RunSkipped:
 			upd.Skipped = 1
 		default:
 			upd.Missed = 1
@@ -196,15 +171,15 @@ func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time
 		now := time.Now().UTC()
 		for _, tick := range ticks {
 			run, isNew, err := insertRunOnce(ctx, q, dbgen.InsertScheduleRunParams{
-				ScheduleID: scheduleID, ScheduledAt: tick.UTC(), Trigger: TriggerScheduled, Status: RunMissed,
-				Reason: reason, IdempotencyKey: TickKey(scheduleID, tick), FinishedAt: &now,
+				ScheduleID: scheduleID, ScheduledAt: tick.UTC(), Trigger: domain.TriggerScheduled, Status: domain.RunMissed,
+				Reason: reason, IdempotencyKey: domain.TickKey(scheduleID, tick), FinishedAt: &now,
 			})
 			switch {
 			case err != nil:
 				return err
 			case isNew:
 				created++
-			case run.Status == RunRunning: // recorded before by a fire whose answer was lost
+			case run.Status == domain.RunRunning: // recorded before by a fire whose answer was lost
 				running = append(running, run)
 			}
 		}
@@ -249,7 +224,7 @@ func (s *Store) CountDuplicateTicks(ctx context.Context) (int64, error) {
 }
 
 // FinishRun sets a RUNNING run's final status; finishing a run twice changes nothing.
-func (s *Store) FinishRun(ctx context.Context, runID int64, status, errText string) error {
+func (s *Store) FinishRun(ctx context.Context, runID int64, status domain.RunStatus, errText string) error {
 	_, err := s.Q.FinishScheduleRun(ctx, dbgen.FinishScheduleRunParams{ID: runID, Status: status, Error: errText})
 	if err != nil && mapErr(err) != ErrNotFound {
 		return fmt.Errorf("finish run %d: %w", runID, mapErr(err))
@@ -298,24 +273,13 @@ func (s *Store) EventFeed(ctx context.Context, afterEventID int64, topic string,
 	return rows, nil
 }
 
-// TickKey is the idempotency key of a schedule's nominal tick, shared by scheduled,
-// catch-up and backfill fires so that the same tick is never recorded twice.
-func TickKey(scheduleID int64, tick time.Time) string {
-	return fmt.Sprintf("%d@%s", scheduleID, tick.UTC().Format(time.RFC3339Nano))
-}
-
-// ManualKey is the idempotency key of a manual trigger, unique per trigger request.
-func ManualKey(scheduleID int64, requestID string) string {
-	return fmt.Sprintf("%d@manual/%s", scheduleID, requestID)
-}
-
 // ScheduleChange is a new definition for UpdateSchedule.
 type ScheduleChange struct {
 	Name             string
 	ExpectedVersion  int64 // 0: no check
 	Spec             json.RawMessage
 	Action           json.RawMessage
-	Overlap          string
+	Overlap          domain.Overlap
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -26,9 +27,9 @@ func newSchedule(t *testing.T, st *store.Store, name string) store.Schedule {
 func fireAt(s store.Schedule, tick time.Time) store.Fire {
 	next := tick.Add(time.Minute)
 	return store.Fire{
-		ScheduleID: s.ID, ScheduledAt: tick, FiredAt: tick.Add(10 * time.Millisecond), Trigger: store.TriggerScheduled,
-		Status: store.RunSucceeded, IdempotencyKey: store.TickKey(s.ID, tick),
-		Event: &store.Event{Topic: "t", Type: "x", Data: json.RawMessage(`{"n":1}`)}, NextRunAt: &next,
+		ScheduleID: s.ID, ScheduledAt: tick, FiredAt: tick.Add(10 * time.Millisecond), Trigger: domain.TriggerScheduled,
+		Status: domain.RunSucceeded, IdempotencyKey: domain.TickKey(s.ID, tick),
+		Event: &domain.Event{Topic: "t", Type: "x", Data: json.RawMessage(`{"n":1}`)}, NextRunAt: &next,
 	}
 }
 
@@ -73,7 +74,7 @@ func TestRecordFireCommitsRunEventOutboxAndSchedule(t *testing.T) {
 	run, created, err := st.RecordFire(ctx, fireAt(s, tick))
 	require.NoError(t, err)
 	require.True(t, created)
-	require.Equal(t, store.RunSucceeded, run.Status)
+	require.Equal(t, domain.RunSucceeded, run.Status)
 
 	got, err := st.GetSchedule(ctx, "fire")
 	require.NoError(t, err)
@@ -205,14 +206,14 @@ func TestUpdateScheduleIsOptimistic(t *testing.T) {
 	updated, err := st.UpdateSchedule(ctx, change)
 	require.NoError(t, err)
 	require.Equal(t, s.Version+1, updated.Version)
-	require.Equal(t, "allow_all", updated.Overlap)
+	require.Equal(t, domain.OverlapAllowAll, updated.Overlap)
 	// A second writer that read the old version loses, and changes nothing.
 	change.Overlap = "skip"
 	_, err = st.UpdateSchedule(ctx, change)
 	require.ErrorIs(t, err, store.ErrStale)
 	got, err := st.GetSchedule(ctx, "opt")
 	require.NoError(t, err)
-	require.Equal(t, "allow_all", got.Overlap)
+	require.Equal(t, domain.OverlapAllowAll, got.Overlap)
 	change.Name = "missing"
 	_, err = st.UpdateSchedule(ctx, change)
 	require.ErrorIs(t, err, store.ErrNotFound)
@@ -224,8 +225,8 @@ func TestBackfillRunsAMissedTickButNeverRepeatsARun(t *testing.T) {
 	ctx := context.Background()
 	s := newSchedule(t, st, "bf")
 	missedTick := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
-	_, created, err := st.RecordFire(ctx, store.Fire{ScheduleID: s.ID, ScheduledAt: missedTick, Trigger: store.TriggerScheduled,
-		Status: store.RunMissed, Reason: "outage", IdempotencyKey: store.TickKey(s.ID, missedTick)})
+	_, created, err := st.RecordFire(ctx, store.Fire{ScheduleID: s.ID, ScheduledAt: missedTick, Trigger: domain.TriggerScheduled,
+		Status: domain.RunMissed, Reason: "outage", IdempotencyKey: domain.TickKey(s.ID, missedTick)})
 	require.NoError(t, err)
 	require.True(t, created)
 	ranTick := missedTick.Add(time.Minute)
@@ -234,15 +235,15 @@ func TestBackfillRunsAMissedTickButNeverRepeatsARun(t *testing.T) {
 
 	backfill := func(tick time.Time) (store.ScheduleRun, bool) {
 		f := fireAt(s, tick)
-		f.Trigger = store.TriggerBackfill
+		f.Trigger = domain.TriggerBackfill
 		run, created, err := st.RecordFire(ctx, f)
 		require.NoError(t, err)
 		return run, created
 	}
 	run, created := backfill(missedTick)
 	require.True(t, created, "the missed tick runs now")
-	require.Equal(t, store.TriggerBackfill, run.Trigger)
-	require.Equal(t, store.RunSucceeded, run.Status)
+	require.Equal(t, domain.TriggerBackfill, run.Trigger)
+	require.Equal(t, domain.RunSucceeded, run.Status)
 	_, created = backfill(ranTick)
 	require.False(t, created, "a tick that ran is not run again")
 	_, created = backfill(missedTick)

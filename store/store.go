@@ -150,3 +150,12 @@ func mapErr(err error) error {
 	}
 	return err
 }
+
+// texts turns typed vocabulary values into the text[] a query's array parameter takes.
+func texts[T ~string](vs ...T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}

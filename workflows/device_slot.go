@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 )
 
 // Device dispatch workflow ids, signal names and payloads (DESIGN.md §3).
@@ -61,7 +62,7 @@ type SlotSent struct {
 // recorded a result for Attempt (RETRY_SCHEDULED, SUCCEEDED, FAILED_FINAL).
 type SlotResult struct {
 	Attempt int32
-	Status  string
+	Status  domain.TaskDeviceStatus
 }
 
 // SlotInput starts a slot workflow.
@@ -78,7 +79,7 @@ type SlotInput struct {
 
 // SlotOutcome is how a slot workflow ended.
 type SlotOutcome struct {
-	Status   string
+	Status   domain.TaskDeviceStatus
 	Attempt  int32
 	TimedOut int // attempts this workflow timed out
 }

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
@@ -122,7 +123,7 @@ func (s *DeviceSuite) TestTimeoutIsTwentyMinutesAfterSentNotCreated() {
 	s.env.OnActivity("TimeoutAttempt", mock.Anything, activities.TimeoutInput{TaskDeviceID: 7, Attempt: 1}).
 		Return(func(context.Context, activities.TimeoutInput) (activities.SlotState, error) {
 			timedOutAt = s.env.Now()
-			return activities.SlotState{Status: store.TDFailedFinal, Attempt: 1}, nil
+			return activities.SlotState{Status: domain.TDFailedFinal, Attempt: 1}, nil
 		}).Once()
 	// Created at t0, sent 7 minutes later.
 	s.env.RegisterDelayedCallback(func() {
@@ -136,7 +137,7 @@ func (s *DeviceSuite) TestTimeoutIsTwentyMinutesAfterSentNotCreated() {
 	s.Equal(27*time.Minute, timedOutAt.Sub(s.t0), "deadline = SENT + 20m")
 	var out workflows.SlotOutcome
 	s.Require().NoError(s.env.GetWorkflowResult(&out))
-	s.Equal(store.TDFailedFinal, out.Status)
+	s.Equal(domain.TDFailedFinal, out.Status)
 	s.Equal(1, out.TimedOut)
 }
 
@@ -155,7 +156,7 @@ func (s *DeviceSuite) TestResultBeforeDeadlineCancelsTheTimer() {
 	s.Require().NoError(s.env.GetWorkflowError())
 	var out workflows.SlotOutcome
 	s.Require().NoError(s.env.GetWorkflowResult(&out))
-	s.Equal(store.TDSucceeded, out.Status)
+	s.Equal(domain.TDSucceeded, out.Status)
 	s.Empty(s.startedAt("TimeoutAttempt"), "the timer lost the race and never ran the timeout")
 	s.Equal([]string{"CREATED#1", "SENT#1", "SUCCEEDED#1"}, s.events(id))
 }
@@ -174,7 +175,7 @@ func (s *DeviceSuite) TestThreeTimeoutsThenFailedFinalDeviceErrorAndTargetShrink
 	s.Require().NoError(s.env.GetWorkflowError())
 	var out workflows.SlotOutcome
 	s.Require().NoError(s.env.GetWorkflowResult(&out))
-	s.Equal(workflows.SlotOutcome{Status: store.TDFailedFinal, Attempt: 3, TimedOut: 3}, out)
+	s.Equal(workflows.SlotOutcome{Status: domain.TDFailedFinal, Attempt: 3, TimedOut: 3}, out)
 	s.Equal([]time.Duration{21 * time.Minute, 42 * time.Minute, 63 * time.Minute}, s.startedAt("TimeoutAttempt"))
 	s.Equal([]string{"CREATED#1", "SENT#1", "TIMEOUT#1", "RETRY_SCHEDULED#2", "SENT#2", "TIMEOUT#2",
 		"RETRY_SCHEDULED#3", "SENT#3", "TIMEOUT#3", "FAILED_FINAL#3"}, s.events(id))
@@ -182,7 +183,7 @@ func (s *DeviceSuite) TestThreeTimeoutsThenFailedFinalDeviceErrorAndTargetShrink
 	ctx := context.Background()
 	dev, err := s.store.GetDevice(ctx, tds[0].DeviceSerial)
 	s.Require().NoError(err)
-	s.Equal(store.DeviceError, dev.Status)
+	s.Equal(domain.DeviceError, dev.Status)
 	detail, err := s.store.GetPCDetail(ctx, "pc1")
 	s.Require().NoError(err)
 	s.Equal(int64(1), detail.Slots.Eligible)
@@ -202,7 +203,7 @@ func (s *DeviceSuite) TestDispatcherActivatesNextTaskOnlyWhenCurrentIsFinal() {
 	s.Require().Len(tds, 2)
 	t2, err := s.store.CreateDevTask(ctx, store.NewDevTask{})
 	s.Require().NoError(err)
-	status := func(id int64) string {
+	status := func(id int64) domain.DeviceTaskStatus {
 		t, err := s.store.GetDevTask(ctx, id)
 		s.Require().NoError(err)
 		return t.Status
@@ -216,16 +217,16 @@ func (s *DeviceSuite) TestDispatcherActivatesNextTaskOnlyWhenCurrentIsFinal() {
 		s.env.SignalWorkflow(workflows.SignalDispatcherCheck, nil)
 	}, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
-		s.Equal(store.DevTaskRunning, status(t1.ID), "one execution of task 1 is still in flight")
-		s.Equal(store.DevTaskPending, status(t2.ID))
+		s.Equal(domain.DevTaskRunning, status(t1.ID), "one execution of task 1 is still in flight")
+		s.Equal(domain.DevTaskPending, status(t2.ID))
 		out, err := s.store.ReportResult(ctx, tds[1].ID, store.Result{Error: "x", NotRetryable: true})
 		s.Require().NoError(err)
 		s.True(out.CheckTask)
 		s.env.SignalWorkflow(workflows.SignalDispatcherCheck, nil)
 	}, 2*time.Minute)
 	s.env.RegisterDelayedCallback(func() {
-		s.Equal(store.DevTaskFailed, status(t1.ID), "one of its executions failed finally")
-		s.Equal(store.DevTaskRunning, status(t2.ID))
+		s.Equal(domain.DevTaskFailed, status(t1.ID), "one of its executions failed finally")
+		s.Equal(domain.DevTaskRunning, status(t2.ID))
 		// The new task was fanned out to the eligible device only (the other is in error).
 		tds, err := s.store.TaskDevices(ctx, t2.ID, 0, 10)
 		s.Require().NoError(err)
@@ -271,7 +272,7 @@ func (s *DeviceSuite) TestFinalTimeoutRefillsExactlyOneSlot() {
 	after, err := s.store.TaskDevices(context.Background(), task.ID, 0, 100)
 	s.Require().NoError(err)
 	s.Len(after, 3, "the slot freed by the final timeout was refilled with exactly one execution")
-	s.Equal(store.TDCreated, after[2].Status)
+	s.Equal(domain.TDCreated, after[2].Status)
 	s.NotEqual(tds[0].DeviceSerial, after[2].DeviceSerial)
 	s.NotEqual(tds[1].DeviceSerial, after[2].DeviceSerial)
 	detail, err := s.store.GetPCDetail(context.Background(), "pc1")

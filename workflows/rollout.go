@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
-	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/domain"
 )
 
 // Workflow type names of the rollout engine.
@@ -51,10 +51,10 @@ const (
 
 // TaskResult is an external task's result.
 type TaskResult struct {
-	TaskID int64           `json:"task_id"`
-	Status string          `json:"status"` // DONE or FAILED
-	Output json.RawMessage `json:"output,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	TaskID int64             `json:"task_id"`
+	Status domain.TaskStatus `json:"status"` // DONE or FAILED
+	Output json.RawMessage   `json:"output,omitempty"`
+	Error  string            `json:"error,omitempty"`
 }
 
 // RolloutInput starts a rollout's workflow.
@@ -169,7 +169,7 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 			if err != nil {
 				return err
 			}
-			if res.RolloutStatus == store.RolloutCanceled {
+			if res.RolloutStatus == domain.RolloutCanceled {
 				return r.stop(ctx)
 			}
 			r.start(ctx, res.Tasks)
@@ -255,7 +255,7 @@ func (r *rolloutRun) orphans(running []int64) []int64 {
 func (r *rolloutRun) start(ctx workflow.Context, tasks []activities.ClaimedTask) {
 	var run []activities.ClaimedTask
 	for _, t := range tasks {
-		if t.Executor != activities.ExecutorExternal {
+		if t.Executor != domain.ExecutorExternal {
 			run = append(run, t)
 			continue
 		}
@@ -310,14 +310,14 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		case temporal.IsCanceledError(err):
 			// stop() ends the canceled batches' tasks.
 		default:
-			r.end(ctx, tasks, store.TaskFailed, errorMessage(err))
+			r.end(ctx, tasks, domain.TaskFailed, errorMessage(err))
 		}
 		r.wakeIfIdle()
 	})
 }
 
 // end marks tasks still RUNNING under their claim FAILED or CANCELED (asynchronously).
-func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, status, msg string) workflow.Future {
+func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, status domain.TaskStatus, msg string) workflow.Future {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
@@ -342,7 +342,7 @@ func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, s
 }
 
 // finish mirrors an external task's result in Postgres (asynchronously).
-func (r *rolloutRun) finish(ctx workflow.Context, t activities.ClaimedTask, status, msg string, output []byte) {
+func (r *rolloutRun) finish(ctx workflow.Context, t activities.ClaimedTask, status domain.TaskStatus, msg string, output []byte) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
@@ -378,9 +378,9 @@ func (r *rolloutRun) onResult(ctx workflow.Context, res TaskResult) {
 		return
 	}
 	delete(r.external, res.TaskID)
-	status := store.TaskDone
-	if res.Status == store.TaskFailed {
-		status = store.TaskFailed
+	status := domain.TaskDone
+	if res.Status == domain.TaskFailed {
+		status = domain.TaskFailed
 	}
 	r.finish(ctx, t, status, res.Error, res.Output)
 }
@@ -393,7 +393,7 @@ func (r *rolloutRun) cancelExternal(ctx workflow.Context, id int64) {
 		return
 	}
 	delete(r.external, id)
-	r.finish(ctx, t, store.TaskCanceled, "canceled by operator", nil)
+	r.finish(ctx, t, domain.TaskCanceled, "canceled by operator", nil)
 }
 
 // stop cancels the batches in flight, marks every task it still holds CANCELED and ends.
@@ -412,7 +412,7 @@ func (r *rolloutRun) stop(ctx workflow.Context) error {
 		r.sel.Select(ctx)
 	}
 	if len(held) > 0 {
-		r.end(ctx, held, store.TaskCanceled, "rollout canceled")
+		r.end(ctx, held, domain.TaskCanceled, "rollout canceled")
 		for r.pending > 0 {
 			r.sel.Select(ctx)
 		}

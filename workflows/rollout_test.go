@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
-	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -67,17 +67,17 @@ func (s *RolloutWorkflowSuite) claims(results ...activities.ClaimResult) *int {
 }
 
 func running(n int64) activities.ClaimResult {
-	return activities.ClaimResult{RolloutStatus: store.RolloutRunning, Unfinished: n}
+	return activities.ClaimResult{RolloutStatus: domain.RolloutRunning, Unfinished: n}
 }
 
-func task(id int64, executor string) activities.ClaimedTask {
+func task(id int64, executor domain.Executor) activities.ClaimedTask {
 	return activities.ClaimedTask{ID: id, RolloutID: 7, Attempt: 1, Database: "db1", Type: "DDL", Version: "1", Executor: executor, Payload: json.RawMessage(`{}`)}
 }
 
 // An external task finishes when its result signal arrives; the workflow then ends.
 func (s *RolloutWorkflowSuite) TestExternalResult() {
 	first := running(1)
-	first.Tasks = []activities.ClaimedTask{task(11, activities.ExecutorExternal)}
+	first.Tasks = []activities.ClaimedTask{task(11, domain.ExecutorExternal)}
 	s.claims(first, running(0))
 	var finished []activities.FinishInput
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(
@@ -95,7 +95,7 @@ func (s *RolloutWorkflowSuite) TestExternalResult() {
 	s.NoError(s.env.GetWorkflowError())
 	s.Require().Len(finished, 1)
 	s.Equal(int64(11), finished[0].TaskID)
-	s.Equal(store.TaskDone, finished[0].Status)
+	s.Equal(domain.TaskDone, finished[0].Status)
 	s.JSONEq(`{"ok":true}`, string(finished[0].Output))
 	s.GreaterOrEqual(s.kicks, 1, "the promoter hears of the finished task")
 }
@@ -103,10 +103,10 @@ func (s *RolloutWorkflowSuite) TestExternalResult() {
 // A result that arrives before the task is claimed is applied when it is.
 func (s *RolloutWorkflowSuite) TestExternalResultBeforeClaim() {
 	withTask := running(1)
-	withTask.Tasks = []activities.ClaimedTask{task(12, activities.ExecutorExternal)}
+	withTask.Tasks = []activities.ClaimedTask{task(12, domain.ExecutorExternal)}
 	s.claims(running(1), withTask, running(0))
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool {
-		return in.TaskID == 12 && in.Attempt == 1 && in.Status == store.TaskFailed && in.Error == "migration refused"
+		return in.TaskID == 12 && in.Attempt == 1 && in.Status == domain.TaskFailed && in.Error == "migration refused"
 	})).Return(true, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskResult{TaskID: 12, Status: "FAILED", Error: "migration refused"})
@@ -120,7 +120,7 @@ func (s *RolloutWorkflowSuite) TestExternalResultBeforeClaim() {
 func (s *RolloutWorkflowSuite) TestTasksRunInBatches() {
 	first := running(120)
 	for i := int64(1); i <= 120; i++ {
-		first.Tasks = append(first.Tasks, task(100+i, activities.ExecutorNoop))
+		first.Tasks = append(first.Tasks, task(100+i, domain.ExecutorNoop))
 	}
 	s.claims(first, running(0))
 	var sizes []int
@@ -139,7 +139,7 @@ func (s *RolloutWorkflowSuite) TestTasksRunInBatches() {
 // TaskMaxAttempts times, then its tasks still RUNNING are marked FAILED.
 func (s *RolloutWorkflowSuite) TestBatchRetriedThenFailed() {
 	first := running(1)
-	first.Tasks = []activities.ClaimedTask{task(21, activities.ExecutorHTTP)}
+	first.Tasks = []activities.ClaimedTask{task(21, domain.ExecutorHTTP)}
 	s.claims(first, running(0))
 	attempts := 0
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
@@ -148,7 +148,7 @@ func (s *RolloutWorkflowSuite) TestBatchRetriedThenFailed() {
 			return activities.BatchResult{}, errors.New("worker lost")
 		})
 	s.env.OnActivity(acts.EndRolloutTasks, mock.Anything, mock.MatchedBy(func(in activities.FailInput) bool {
-		return len(in.Tasks) == 1 && in.Tasks[0].ID == 21 && in.Status == store.TaskFailed && in.Error != ""
+		return len(in.Tasks) == 1 && in.Tasks[0].ID == 21 && in.Status == domain.TaskFailed && in.Error != ""
 	})).Return(1, nil).Once()
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
@@ -158,7 +158,7 @@ func (s *RolloutWorkflowSuite) TestBatchRetriedThenFailed() {
 // A batch that fails once (a killed worker) is retried and succeeds: nothing is marked FAILED.
 func (s *RolloutWorkflowSuite) TestBatchRetriedThenDone() {
 	first := running(1)
-	first.Tasks = []activities.ClaimedTask{task(22, activities.ExecutorNoop)}
+	first.Tasks = []activities.ClaimedTask{task(22, domain.ExecutorNoop)}
 	s.claims(first, running(0))
 	attempts := 0
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
@@ -179,7 +179,7 @@ func (s *RolloutWorkflowSuite) TestBatchRetriedThenDone() {
 // external one too.
 func (s *RolloutWorkflowSuite) TestCancelStopsRunningTasks() {
 	first := running(2)
-	first.Tasks = []activities.ClaimedTask{task(31, activities.ExecutorNoop), task(32, activities.ExecutorExternal)}
+	first.Tasks = []activities.ClaimedTask{task(31, domain.ExecutorNoop), task(32, domain.ExecutorExternal)}
 	s.claims(first, running(2))
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, _ activities.BatchInput) (activities.BatchResult, error) {
@@ -195,7 +195,7 @@ func (s *RolloutWorkflowSuite) TestCancelStopsRunningTasks() {
 	var canceled []int64
 	s.env.OnActivity(acts.EndRolloutTasks, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.FailInput) (int, error) {
-			s.Equal(store.TaskCanceled, in.Status)
+			s.Equal(domain.TaskCanceled, in.Status)
 			s.locked(func() {
 				for _, t := range in.Tasks {
 					canceled = append(canceled, t.ID)
@@ -212,9 +212,9 @@ func (s *RolloutWorkflowSuite) TestCancelStopsRunningTasks() {
 // While the rollout is paused nothing is claimed; the workflow waits (polling slowly), and
 // after the resume's wake-up it runs the task and ends.
 func (s *RolloutWorkflowSuite) TestPausedThenResumed() {
-	paused := activities.ClaimResult{RolloutStatus: store.RolloutPaused, Unfinished: 1}
+	paused := activities.ClaimResult{RolloutStatus: domain.RolloutPaused, Unfinished: 1}
 	resumed := running(1)
-	resumed.Tasks = []activities.ClaimedTask{task(41, activities.ExecutorNoop)}
+	resumed.Tasks = []activities.ClaimedTask{task(41, domain.ExecutorNoop)}
 	calls := s.claims(paused, paused, paused, paused, resumed, running(0))
 	ran := time.Time{}
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
@@ -239,10 +239,10 @@ func (s *RolloutWorkflowSuite) TestPausedThenResumed() {
 // tasks it holds are not.
 func (s *RolloutWorkflowSuite) TestAdoptsOrphans() {
 	first := running(2)
-	first.Tasks = []activities.ClaimedTask{task(52, activities.ExecutorExternal)}
+	first.Tasks = []activities.ClaimedTask{task(52, domain.ExecutorExternal)}
 	first.RunningIDs = []int64{51}
 	adopted := running(2)
-	adopted.Tasks = []activities.ClaimedTask{task(51, activities.ExecutorSQL)}
+	adopted.Tasks = []activities.ClaimedTask{task(51, domain.ExecutorSQL)}
 	adopted.RunningIDs = []int64{52}
 	last := running(1)
 	var adopts [][]int64

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
-	"github.com/tickgate/tickgate/store"
 )
 
 // ScheduleWorkflowType is the registered name of the schedule workflow.
@@ -74,7 +74,7 @@ type ScheduleCarry struct {
 type Backfill struct {
 	Done    time.Time
 	End     time.Time
-	Overlap string
+	Overlap domain.Overlap
 }
 
 // RescheduleRequest sets the schedule's next fire time. Natural ticks before it are
@@ -86,9 +86,9 @@ type RescheduleRequest struct {
 // BackfillRequest fires every tick in [Start, End] once, in order, subject to the overlap
 // policy (Overlap overrides it). Ticks that already ran are not run again.
 type BackfillRequest struct {
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
-	Overlap string    `json:"overlap,omitempty"`
+	Start   time.Time      `json:"start"`
+	End     time.Time      `json:"end"`
+	Overlap domain.Overlap `json:"overlap,omitempty"`
 }
 
 // BackfillResult says how many ticks the range holds.
@@ -107,12 +107,12 @@ type RunningRun struct {
 // cancel_other).
 type BufferedTick struct {
 	Tick    time.Time
-	Trigger string
+	Trigger domain.Trigger
 	Key     string
 	Input   json.RawMessage `json:",omitempty"`
 	// Overlap is the policy the tick was buffered under ("" in state carried from before it
 	// was kept: the schedule's policy).
-	Overlap string `json:",omitempty"`
+	Overlap domain.Overlap `json:",omitempty"`
 }
 
 // PauseRequest pauses a schedule with an operator's note.
@@ -125,16 +125,16 @@ type PauseRequest struct {
 // policy for this run; Input overrides the workflow action's input.
 type TriggerRequest struct {
 	RequestID string          `json:"request_id,omitempty"`
-	Overlap   string          `json:"overlap,omitempty"`
+	Overlap   domain.Overlap  `json:"overlap,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
 }
 
 // TriggerResult is the run a trigger recorded.
 type TriggerResult struct {
-	RunID       int64     `json:"run_id"`
-	Status      string    `json:"status"`
-	Reason      string    `json:"reason,omitempty"`
-	ScheduledAt time.Time `json:"scheduled_at"`
+	RunID       int64            `json:"run_id"`
+	Status      domain.RunStatus `json:"status"`
+	Reason      string           `json:"reason,omitempty"`
+	ScheduledAt time.Time        `json:"scheduled_at"`
 	// existed marks a tick recorded before (a retry, or a backfill of a tick that ran).
 	existed bool
 }
@@ -513,14 +513,14 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 			if err := w.flushMissed(ctx, &missed); err != nil {
 				return false, err
 			}
-			if _, err := w.fire(ctx, tick, store.TriggerScheduled, store.TickKey(w.def.ID, tick), "", nil); err != nil {
+			if _, err := w.fire(ctx, tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
 				return false, err
 			}
 		case late <= w.def.CatchupWindow:
 			if err := w.flushMissed(ctx, &missed); err != nil {
 				return false, err
 			}
-			if _, err := w.fire(ctx, tick, store.TriggerCatchup, store.TickKey(w.def.ID, tick), "", nil); err != nil {
+			if _, err := w.fire(ctx, tick, domain.TriggerCatchup, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
 				return false, err
 			}
 		default:
@@ -571,37 +571,37 @@ func (w *scheduleWorkflow) nextAfterWatermark() *time.Time {
 
 // fire decides what one tick does under the overlap and skip_if_successful policies and
 // records it. overlap "" means the schedule's policy.
-func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, key, overlap string, input json.RawMessage) (TriggerResult, error) {
-	if (trigger == store.TriggerScheduled || trigger == store.TriggerCatchup) && tick.After(w.carry.Watermark) {
+func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, overlap domain.Overlap, input json.RawMessage) (TriggerResult, error) {
+	if (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && tick.After(w.carry.Watermark) {
 		w.carry.Watermark = tick
 	}
 	if overlap == "" {
 		overlap = w.def.Overlap
 	}
-	if (trigger == store.TriggerScheduled || trigger == store.TriggerCatchup) && w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() {
+	if (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() {
 		prev := w.previousTick(ctx, tick)
 		if w.carry.LastSuccessAt.After(prev) {
-			return w.record(ctx, tick, trigger, key, store.RunSkipped,
+			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 				fmt.Sprintf("skip_if_successful: a run already succeeded at %s", w.carry.LastSuccessAt.UTC().Format(time.RFC3339)), "")
 		}
 	}
-	if len(w.carry.Running) > 0 && w.def.Action.Kind == "workflow" {
+	if len(w.carry.Running) > 0 && w.def.Action.Kind == domain.ActionWorkflow {
 		switch overlap {
-		case "skip":
-			return w.record(ctx, tick, trigger, key, store.RunSkipped,
+		case domain.OverlapSkip:
+			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
-		case "buffer_one", "buffer_all", "cancel_other":
+		case domain.OverlapBufferOne, domain.OverlapBufferAll, domain.OverlapCancelOther:
 			if overlap == "cancel_other" {
 				if err := w.supersedeWaiting(ctx, tick); err != nil {
 					return TriggerResult{}, err
 				}
 			}
 			limit := maxBuffer
-			if overlap == "buffer_one" {
+			if overlap == domain.OverlapBufferOne {
 				limit = 1
 			}
 			if len(w.carry.Buffer) >= limit {
-				return w.record(ctx, tick, trigger, key, store.RunSkipped,
+				return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 					fmt.Sprintf("overlap %s: buffer full (%d)", overlap, limit), "")
 			}
 			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
@@ -609,7 +609,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger, k
 				w.stopRunning(ctx, false)
 			}
 			return TriggerResult{Status: "BUFFERED", ScheduledAt: tick}, nil
-		case "terminate_other":
+		case domain.OverlapTerminateOther:
 			w.stopRunning(ctx, true)
 		}
 	}
@@ -634,12 +634,12 @@ func (w *scheduleWorkflow) processRescheduled(ctx workflow.Context, now time.Tim
 	reason := "rescheduled: the next fire was moved to " + at.UTC().Format(time.RFC3339)
 	for _, tick := range replaced {
 		w.carry.Watermark = tick
-		if _, err := w.record(ctx, tick, store.TriggerScheduled, store.TickKey(w.def.ID, tick), store.RunSkipped, reason, ""); err != nil {
+		if _, err := w.record(ctx, tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, tick), domain.RunSkipped, reason, ""); err != nil {
 			return err
 		}
 	}
 	w.carry.Rescheduled = nil
-	_, err := w.fire(ctx, at, store.TriggerScheduled, store.TickKey(w.def.ID, at), "", nil)
+	_, err := w.fire(ctx, at, domain.TriggerScheduled, domain.TickKey(w.def.ID, at), "", nil)
 	return err
 }
 
@@ -655,7 +655,7 @@ func (w *scheduleWorkflow) processBackfill(ctx workflow.Context) error {
 		return out
 	}).Get(&ticks)
 	for _, tick := range ticks {
-		if _, err := w.fire(ctx, tick, store.TriggerBackfill, store.TickKey(w.def.ID, tick), b.Overlap, nil); err != nil {
+		if _, err := w.fire(ctx, tick, domain.TriggerBackfill, domain.TickKey(w.def.ID, tick), b.Overlap, nil); err != nil {
 			return err
 		}
 		b.Done = tick
@@ -689,7 +689,7 @@ func (w *scheduleWorkflow) supersedeWaiting(ctx workflow.Context, newer time.Tim
 	for _, b := range w.carry.Buffer {
 		if !w.cancelsOther(b) {
 			kept = append(kept, b)
-		} else if _, err := w.record(ctx, b.Tick, b.Trigger, b.Key, store.RunSkipped, reason, ""); err != nil {
+		} else if _, err := w.record(ctx, b.Tick, b.Trigger, b.Key, domain.RunSkipped, reason, ""); err != nil {
 			return err
 		}
 	}
@@ -707,13 +707,13 @@ func (w *scheduleWorkflow) cancelsOther(b BufferedTick) bool {
 	return overlap == "cancel_other"
 }
 
-func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger, key, status, reason, workflowID string) (TriggerResult, error) {
+func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string) (TriggerResult, error) {
 	return w.recordWithInput(ctx, tick, trigger, key, status, reason, workflowID, nil)
 }
 
 // recordWithInput records a tick; input is the fire's own input for a run that has to be
 // adopted (see adoptIfUnwatched).
-func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time, trigger, key, status, reason, workflowID string, input json.RawMessage) (TriggerResult, error) {
+func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string, input json.RawMessage) (TriggerResult, error) {
 	if err := w.lockMirror(ctx); err != nil {
 		return TriggerResult{}, err
 	}
@@ -722,11 +722,11 @@ func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time,
 		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
 		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,
 	}
-	if (trigger == store.TriggerScheduled || trigger == store.TriggerCatchup) && !w.carry.Paused {
+	if (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && !w.carry.Paused {
 		// The same transaction moves next_run_at past this tick.
 		rec.NextRunAt = w.nextAfterWatermark()
 	}
-	if status != store.RunSkipped && status != store.RunMissed {
+	if status != domain.RunSkipped && status != domain.RunMissed {
 		rec.FiredAt = workflow.Now(ctx)
 		rec.Event = w.eventFor(tick, trigger, rec.FiredAt)
 	}
@@ -750,7 +750,7 @@ func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time,
 // stayed RUNNING for good, and overlap policies waited on them). input is the fire's input
 // when known (nil: the action's own).
 func (w *scheduleWorkflow) adoptIfUnwatched(ctx workflow.Context, run activities.RunRecord, input json.RawMessage) {
-	if run.Status != store.RunRunning || w.def.Action.Kind != "workflow" || run.WorkflowID == "" || w.isWatching(run.ID) {
+	if run.Status != domain.RunRunning || w.def.Action.Kind != domain.ActionWorkflow || run.WorkflowID == "" || w.isWatching(run.ID) {
 		return
 	}
 	if workflow.GetVersion(ctx, adoptUnwatchedRunChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
@@ -761,29 +761,29 @@ func (w *scheduleWorkflow) adoptIfUnwatched(ctx workflow.Context, run activities
 
 // eventFor is the event appended with a fire: the action's own topic/type/data for an event
 // action, a schedule.fired event for a workflow action.
-func (w *scheduleWorkflow) eventFor(tick time.Time, trigger string, firedAt time.Time) *store.Event {
+func (w *scheduleWorkflow) eventFor(tick time.Time, trigger domain.Trigger, firedAt time.Time) *domain.Event {
 	act := w.def.Action
-	if act.Kind == "event" {
-		return &store.Event{Topic: act.Topic, Type: act.Type, Data: act.Data}
+	if act.Kind == domain.ActionEvent {
+		return &domain.Event{Topic: act.Topic, Type: act.Type, Data: act.Data}
 	}
 	data, _ := json.Marshal(map[string]any{
 		"schedule": w.def.Name, "scheduled_at": tick.UTC(), "fired_at": firedAt.UTC(), "trigger": trigger,
 		"workflow_type": act.WorkflowType,
 	})
-	return &store.Event{Topic: "schedules", Type: "schedule.fired", Data: data}
+	return &domain.Event{Topic: "schedules", Type: "schedule.fired", Data: data}
 }
 
 // start records a fired run and performs its action.
-func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, key string, input json.RawMessage) (TriggerResult, error) {
-	if w.def.Action.Kind != "workflow" {
-		res, err := w.record(ctx, tick, trigger, key, store.RunSucceeded, "", "")
+func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, input json.RawMessage) (TriggerResult, error) {
+	if w.def.Action.Kind != domain.ActionWorkflow {
+		res, err := w.record(ctx, tick, trigger, key, domain.RunSucceeded, "", "")
 		if err == nil && !res.existed {
 			w.succeeded(tick)
 		}
 		return res, err
 	}
 	workflowID := fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
-	res, err := w.recordWithInput(ctx, tick, trigger, key, store.RunRunning, "", workflowID, input)
+	res, err := w.recordWithInput(ctx, tick, trigger, key, domain.RunRunning, "", workflowID, input)
 	if err != nil || res.existed {
 		return res, err // recorded before: started and watched then, or adopted by record now
 	}
@@ -796,7 +796,7 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger, 
 // launch starts a recorded run's workflow and watches it. Starting is idempotent: the run's
 // workflow id is reused, never started twice. When the start fails the run is finished
 // FAILED and launch returns that status ("" otherwise).
-func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID string, tick time.Time, input json.RawMessage) string {
+func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID string, tick time.Time, input json.RawMessage) domain.RunStatus {
 	if input == nil {
 		input = w.def.Action.Input
 	}
@@ -806,9 +806,9 @@ func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID 
 	}).Get(ctx, nil)
 	if err != nil {
 		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
-			RunID: runID, Status: store.RunFailed, Error: "start run workflow: " + err.Error(),
+			RunID: runID, Status: domain.RunFailed, Error: "start run workflow: " + err.Error(),
 		}).Get(ctx, nil)
-		return store.RunFailed
+		return domain.RunFailed
 	}
 	r := RunningRun{RunID: runID, WorkflowID: workflowID, ScheduledAt: tick}
 	w.carry.Running = append(w.carry.Running, r)
@@ -835,7 +835,7 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 		})
 		var out activities.RunOutcome
 		if err := workflow.ExecuteActivity(actx, scheduleActs.AwaitRunWorkflow, r.WorkflowID).Get(ctx, &out); err != nil {
-			out = activities.RunOutcome{Status: store.RunFailed, Error: err.Error()}
+			out = activities.RunOutcome{Status: domain.RunFailed, Error: err.Error()}
 		}
 		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
 			RunID: r.RunID, Status: out.Status, Error: out.Error,
@@ -846,7 +846,7 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 				break
 			}
 		}
-		if out.Status == store.RunSucceeded {
+		if out.Status == domain.RunSucceeded {
 			w.succeeded(r.ScheduledAt)
 		}
 		w.dirty = true
@@ -982,7 +982,7 @@ func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (Tr
 		}).Get(&req.RequestID)
 	}
 	now := workflow.Now(ctx)
-	res, err := w.fire(ctx, now, store.TriggerManual, store.ManualKey(w.def.ID, req.RequestID), req.Overlap, req.Input)
+	res, err := w.fire(ctx, now, domain.TriggerManual, domain.ManualKey(w.def.ID, req.RequestID), req.Overlap, req.Input)
 	w.dirty = true
 	return res, err
 }

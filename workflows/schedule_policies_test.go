@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
@@ -38,11 +39,11 @@ func (s *ScheduleWorkflowSuite) mockTargets(runFor time.Duration) *fakeTargets {
 		defer f.mu.Unlock()
 		switch f.stopped[id] {
 		case "terminate":
-			return activities.RunOutcome{Status: store.RunTerminated, Error: "terminated"}, nil
+			return activities.RunOutcome{Status: domain.RunTerminated, Error: "terminated"}, nil
 		case "cancel":
-			return activities.RunOutcome{Status: store.RunCanceled, Error: "canceled"}, nil
+			return activities.RunOutcome{Status: domain.RunCanceled, Error: "canceled"}, nil
 		}
-		return activities.RunOutcome{Status: store.RunSucceeded}, nil
+		return activities.RunOutcome{Status: domain.RunSucceeded}, nil
 	})
 	s.env.OnActivity(s.acts.StopRunWorkflow, mock.Anything, mock.Anything).Return(func(_ context.Context, r activities.StopRun) error {
 		f.mu.Lock()
@@ -61,7 +62,7 @@ func workflowAction(p *store.NewSchedule) {
 	p.Action = json.RawMessage(`{"kind":"workflow","workflow_type":"Report","task_queue":"reports","input":{"x":1}}`)
 }
 
-func withOverlap(overlap string) func(*store.NewSchedule) {
+func withOverlap(overlap domain.Overlap) func(*store.NewSchedule) {
 	return func(p *store.NewSchedule) {
 		workflowAction(p)
 		p.Overlap = overlap
@@ -72,9 +73,9 @@ func withOverlap(overlap string) func(*store.NewSchedule) {
 func (s *ScheduleWorkflowSuite) outcomes(name string) map[time.Duration]string {
 	out := map[time.Duration]string{}
 	for _, r := range s.runs(name) {
-		v := r.Status
-		if r.Trigger != store.TriggerScheduled {
-			v += "/" + r.Trigger
+		v := string(r.Status)
+		if r.Trigger != domain.TriggerScheduled {
+			v += "/" + string(r.Trigger)
 		}
 		out[r.ScheduledAt.Sub(s.t0)] = v
 	}
@@ -97,7 +98,7 @@ func (s *ScheduleWorkflowSuite) TestOverlapSkipRecordsTicksThatCameWhileARunRan(
 		1 * minute: "SUCCEEDED", 2 * minute: "SKIPPED", 3 * minute: "SUCCEEDED", 4 * minute: "SKIPPED", 5 * minute: "RUNNING",
 	}, s.outcomes("skip"))
 	for _, r := range s.runs("skip") {
-		if r.Status == store.RunSkipped {
+		if r.Status == domain.RunSkipped {
 			s.Contains(r.Reason, "still running")
 		}
 	}
@@ -167,7 +168,7 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCatchingUpRunsOnlyTheNewes
 		0: "SKIPPED", 1 * minute: "RUNNING",
 	}, s.outcomes("cancel-backlog"))
 	for _, r := range s.runs("cancel-backlog") {
-		if r.Status == store.RunSkipped {
+		if r.Status == domain.RunSkipped {
 			s.Contains(r.Reason, "overlap cancel_other: superseded by the tick of "+r.ScheduledAt.Add(minute).UTC().Format(time.RFC3339))
 		}
 	}
@@ -385,12 +386,12 @@ func (s *ScheduleWorkflowSuite) TestRunFiredByALostAttemptIsAdoptedWhenTheRetryS
 	targets := s.mockTargets(100 * time.Second)
 	lostFire := s.t0.Add(2 * minute)
 	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.TickRecord) (activities.RunRecord, error) {
-		if rec.ScheduledAt.Equal(lostFire) && rec.Status == store.RunSkipped {
+		if rec.ScheduledAt.Equal(lostFire) && rec.Status == domain.RunSkipped {
 			// What the lost attempt committed: the tick fired as a run.
 			fired := rec
-			fired.Status, fired.Reason, fired.FiredAt = store.RunRunning, "", rec.ScheduledAt
+			fired.Status, fired.Reason, fired.FiredAt = domain.RunRunning, "", rec.ScheduledAt
 			fired.WorkflowID = "schedule/diverged/run/" + lostFire.Format(time.RFC3339)
-			fired.Event = &store.Event{Topic: "schedules", Type: "schedule.fired"}
+			fired.Event = &domain.Event{Topic: "schedules", Type: "schedule.fired"}
 			if _, err := s.acts.RecordTick(ctx, fired); err != nil {
 				return activities.RunRecord{}, err
 			}

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
@@ -114,8 +115,8 @@ func (s *ScheduleWorkflowSuite) TestTicksFireInOrderOncePerTick() {
 	s.Require().Len(runs, 5)
 	for i, r := range runs {
 		s.Equal(s.t0.Add(time.Duration(i+1)*10*time.Second), r.ScheduledAt.UTC(), "tick %d", i)
-		s.Equal(store.TriggerScheduled, r.Trigger)
-		s.Equal(store.RunSucceeded, r.Status)
+		s.Equal(domain.TriggerScheduled, r.Trigger)
+		s.Equal(domain.RunSucceeded, r.Status)
 	}
 	var events, outbox int
 	s.Require().NoError(s.store.Pool.QueryRow(context.Background(),
@@ -191,7 +192,7 @@ func (s *ScheduleWorkflowSuite) TestTriggerFiresNowAndIsIdempotentPerRequest() {
 
 	runs := s.runs("manual")
 	s.Require().Len(runs, 1, "the same trigger request sent twice records one run")
-	s.Equal(store.TriggerManual, runs[0].Trigger)
+	s.Equal(domain.TriggerManual, runs[0].Trigger)
 	s.Equal(s.t0.Add(15*time.Second), runs[0].ScheduledAt.UTC())
 	s.Equal(runs[0].ID, first.RunID)
 	s.Equal(first.RunID, second.RunID)
@@ -269,7 +270,7 @@ func (s *ScheduleWorkflowSuite) TestOutageLongerThanCatchupWindowRecordsMissedTi
 
 	byStatus := map[string][]time.Duration{}
 	for _, r := range s.runs("outage") {
-		key := r.Status + "/" + r.Trigger
+		key := string(r.Status) + "/" + string(r.Trigger)
 		byStatus[key] = append(byStatus[key], r.ScheduledAt.Sub(s.t0))
 	}
 	// Ticks -9m..-4m are older than the window: MISSED, one row each with a reason.

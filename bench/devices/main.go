@@ -23,8 +23,8 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
-	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/starter"
@@ -128,13 +129,13 @@ func workload() []store.NewTask {
 	var tasks []store.NewTask
 	for db := 0; db < *flagDatabases; db++ {
 		for v := 1; v <= perDB; v++ {
-			typ := "DML"
+			typ := domain.TaskDML
 			if rng.IntN(2) == 0 {
-				typ = "DDL"
+				typ = domain.TaskDDL
 			}
 			vs := fmt.Sprint(v)
 			tasks = append(tasks, store.NewTask{Database: fmt.Sprintf("db%04d", db), Type: typ, Version: vs,
-				VersionKey: version.MustKey(vs), Executor: "noop", Payload: []byte(`{}`)})
+				VersionKey: version.MustKey(vs), Executor: domain.ExecutorNoop, Payload: []byte(`{}`)})
 		}
 	}
 	rng.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/tickgate/tickgate/domain"
 )
 
 const ackTaskDevice = `-- name: AckTaskDevice :exec
@@ -350,7 +351,7 @@ RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, s
 `
 
 type FinishDevTaskParams struct {
-	Status string
+	Status domain.DeviceTaskStatus
 	Error  string
 	ID     int64
 }
@@ -487,7 +488,7 @@ type GetTaskDeviceViewRow struct {
 	TaskID       int64
 	DeviceID     int64
 	PcID         int64
-	Status       string
+	Status       domain.TaskDeviceStatus
 	Attempt      int32
 	MaxAttempts  int32
 	Error        string
@@ -751,7 +752,7 @@ type ListDevicesPageRow struct {
 	ID        int64
 	PcID      int64
 	Serial    string
-	Status    string
+	Status    domain.DeviceStatus
 	Error     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -873,7 +874,7 @@ type ListTaskDevicesOfTaskRow struct {
 	TaskID       int64
 	DeviceID     int64
 	PcID         int64
-	Status       string
+	Status       domain.TaskDeviceStatus
 	Attempt      int32
 	MaxAttempts  int32
 	Error        string
@@ -1307,7 +1308,7 @@ RETURNING id, pc_id, serial, status, error, created_at, updated_at
 `
 
 type SetDeviceStatusParams struct {
-	Status string
+	Status domain.DeviceStatus
 	Error  string
 	Serial string
 }

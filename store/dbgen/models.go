@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/tickgate/tickgate/domain"
 )
 
 type ApiToken struct {
@@ -26,7 +27,7 @@ type Device struct {
 	ID        int64
 	PcID      int64
 	Serial    string
-	Status    string
+	Status    domain.DeviceStatus
 	Error     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -83,7 +84,7 @@ type Rollout struct {
 	ID            int64
 	Name          string
 	ParallelLimit int32
-	Status        string
+	Status        domain.RolloutStatus
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 }
@@ -93,7 +94,7 @@ type Schedule struct {
 	Name             string
 	Spec             json.RawMessage
 	Action           json.RawMessage
-	Overlap          string
+	Overlap          domain.Overlap
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
 	Paused           bool
@@ -113,8 +114,8 @@ type ScheduleRun struct {
 	ScheduleID     int64
 	ScheduledAt    time.Time
 	FiredAt        *time.Time
-	Trigger        string
-	Status         string
+	Trigger        domain.Trigger
+	Status         domain.RunStatus
 	Reason         string
 	IdempotencyKey string
 	WorkflowID     string
@@ -129,7 +130,7 @@ type Task struct {
 	TargetCount        *int32
 	AbortMinExecuted   *int32
 	AbortFailedPercent pgtype.Float8
-	Status             string
+	Status             domain.DeviceTaskStatus
 	Error              string
 	MaxAttempts        int32
 	DeviceTimeoutMs    int64
@@ -143,7 +144,7 @@ type TaskDevice struct {
 	TaskID      int64
 	DeviceID    int64
 	PcID        int64
-	Status      string
+	Status      domain.TaskDeviceStatus
 	Attempt     int32
 	MaxAttempts int32
 	Error       string
@@ -167,13 +168,13 @@ type TaskRun struct {
 	ID           int64
 	RolloutID    int64
 	Database     string
-	Type         string
+	Type         domain.TaskType
 	Version      string
 	VersionKey   string
 	RunAt        *time.Time
-	Executor     string
+	Executor     domain.Executor
 	Payload      json.RawMessage
-	Status       string
+	Status       domain.TaskStatus
 	WaitingCause []byte
 	WaitingKey   *string
 	Attempt      int32

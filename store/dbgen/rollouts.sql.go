@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/tickgate/tickgate/domain"
 )
 
 const advisoryXactLock = `-- name: AdvisoryXactLock :exec
@@ -211,7 +213,7 @@ RETURNING id, rollout_id, database, type, version, version_key, run_at, executor
 `
 
 type FinishTaskParams struct {
-	Status  string
+	Status  domain.TaskStatus
 	Error   string
 	Output  []byte
 	ID      int64
@@ -264,7 +266,7 @@ RETURNING t.id, t.status
 
 type FinishTasksRow struct {
 	ID     int64
-	Status string
+	Status domain.TaskStatus
 }
 
 // FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
@@ -349,7 +351,7 @@ RETURNING id, name, parallel_limit, status, created_at, updated_at
 type InsertRolloutParams struct {
 	Name          string
 	ParallelLimit int32
-	Status        string
+	Status        domain.RolloutStatus
 }
 
 // Rollouts and task runs (DESIGN.md §2). The promotion round is PromoteTasks + NextRunAt
@@ -634,7 +636,7 @@ RETURNING t.id, t.rollout_id, t.status
 type PromoteTasksRow struct {
 	ID        int64
 	RolloutID int64
-	Status    string
+	Status    domain.TaskStatus
 }
 
 // One set-based round of the four gates (run_at, version order per database, database
@@ -706,7 +708,7 @@ WHERE rollout_id = ANY($1::bigint[]) GROUP BY rollout_id, status
 
 type RolloutCountsRow struct {
 	RolloutID int64
-	Status    string
+	Status    domain.TaskStatus
 	N         int64
 }
 
@@ -806,7 +808,7 @@ RETURNING id, name, parallel_limit, status, created_at, updated_at
 `
 
 type SetRolloutStatusParams struct {
-	Status       string
+	Status       domain.RolloutStatus
 	ID           int64
 	FromStatuses []string
 }
@@ -866,7 +868,7 @@ SELECT id, status, attempt FROM task_runs WHERE id = ANY($1::bigint[])
 
 type TaskRunStatesRow struct {
 	ID      int64
-	Status  string
+	Status  domain.TaskStatus
 	Attempt int32
 }
 

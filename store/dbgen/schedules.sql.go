@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/tickgate/tickgate/domain"
 )
 
 const deleteSchedule = `-- name: DeleteSchedule :one
@@ -30,7 +32,7 @@ RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idem
 `
 
 type FinishScheduleRunParams struct {
-	Status string
+	Status domain.RunStatus
 	Error  string
 	ID     int64
 }
@@ -176,7 +178,7 @@ type InsertScheduleParams struct {
 	Name             string
 	Spec             json.RawMessage
 	Action           json.RawMessage
-	Overlap          string
+	Overlap          domain.Overlap
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
 	Paused           bool
@@ -233,8 +235,8 @@ type InsertScheduleRunParams struct {
 	ScheduleID     int64
 	ScheduledAt    time.Time
 	FiredAt        *time.Time
-	Trigger        string
-	Status         string
+	Trigger        domain.Trigger
+	Status         domain.RunStatus
 	Reason         string
 	IdempotencyKey string
 	WorkflowID     string
@@ -558,7 +560,7 @@ RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful
 type UpdateScheduleDefinitionParams struct {
 	Spec             json.RawMessage
 	Action           json.RawMessage
-	Overlap          string
+	Overlap          domain.Overlap
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
 	Name             string

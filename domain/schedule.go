@@ -1,0 +1,106 @@
+package domain
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// RunStatus is the status of a schedule run (schedule_runs.status).
+type RunStatus string
+
+// Run statuses. RUNNING is the only one that is not final.
+const (
+	RunRunning    RunStatus = "RUNNING"
+	RunSucceeded  RunStatus = "SUCCEEDED"
+	RunFailed     RunStatus = "FAILED"
+	RunCanceled   RunStatus = "CANCELED"
+	RunTerminated RunStatus = "TERMINATED"
+	RunSkipped    RunStatus = "SKIPPED"
+	RunMissed     RunStatus = "MISSED"
+)
+
+// Trigger says why a run exists (schedule_runs.trigger).
+type Trigger string
+
+// Triggers of a run.
+const (
+	TriggerScheduled Trigger = "scheduled"
+	TriggerCatchup   Trigger = "catchup"
+	TriggerManual    Trigger = "manual"
+	TriggerBackfill  Trigger = "backfill"
+)
+
+// Periodic reports whether the trigger is the schedule's own timing (a nominal tick, on time
+// or caught up), as opposed to an operator's trigger or backfill.
+func (t Trigger) Periodic() bool { return t == TriggerScheduled || t == TriggerCatchup }
+
+// Overlap is the policy for a tick that comes while a previous run is still running; the
+// values and meanings are Temporal Schedules'.
+type Overlap string
+
+// Overlap policies.
+const (
+	OverlapSkip           Overlap = "skip"
+	OverlapBufferOne      Overlap = "buffer_one"
+	OverlapBufferAll      Overlap = "buffer_all"
+	OverlapCancelOther    Overlap = "cancel_other"
+	OverlapTerminateOther Overlap = "terminate_other"
+	OverlapAllowAll       Overlap = "allow_all"
+)
+
+// DefaultOverlap is the policy of a schedule created without one.
+const DefaultOverlap = OverlapSkip
+
+// Overlaps lists every policy, in the order the documentation gives them.
+var Overlaps = []Overlap{OverlapSkip, OverlapBufferOne, OverlapBufferAll, OverlapCancelOther, OverlapTerminateOther, OverlapAllowAll}
+
+// Valid reports whether o is one of Overlaps.
+func (o Overlap) Valid() bool {
+	for _, v := range Overlaps {
+		if o == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Buffers reports whether the policy queues a tick behind the running run.
+func (o Overlap) Buffers() bool { return o == OverlapBufferOne || o == OverlapBufferAll }
+
+// ActionKind is what a fire does.
+type ActionKind string
+
+// Action kinds.
+const (
+	ActionEvent    ActionKind = "event"
+	ActionWorkflow ActionKind = "workflow"
+)
+
+// Action is what a fire does: append an event, or start a workflow.
+type Action struct {
+	Kind         ActionKind      `json:"kind"`
+	Topic        string          `json:"topic,omitempty"`
+	Type         string          `json:"type,omitempty"`
+	Data         json.RawMessage `json:"data,omitempty"`
+	WorkflowType string          `json:"workflow_type,omitempty"`
+	TaskQueue    string          `json:"task_queue,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+}
+
+// Event is an event_store row (and its outbox message) appended with a fire.
+type Event struct {
+	Topic string
+	Type  string
+	Data  json.RawMessage
+}
+
+// TickKey is the idempotency key of a nominal tick: unique per (schedule, tick) (S1).
+func TickKey(scheduleID int64, tick time.Time) string {
+	return fmt.Sprintf("%d@%s", scheduleID, tick.UTC().Format(time.RFC3339Nano))
+}
+
+// ManualKey is the idempotency key of a manual trigger, unique per trigger request.
+func ManualKey(scheduleID int64, requestID string) string {
+	return fmt.Sprintf("%d@manual/%s", scheduleID, requestID)
+}
