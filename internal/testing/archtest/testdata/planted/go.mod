@@ -1,0 +1,3 @@
+module github.com/tickgate/tickgate
+
+go 1.26

@@ -1,0 +1,5 @@
+package metrics
+
+import "github.com/tickgate/tickgate/internal/testing/testenv"
+
+var _ = testenv.Main
