@@ -142,34 +142,19 @@ func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compile
 	return spec, pol, nil
 }
 
+// validateAction checks an action (and fills an event action's defaults), naming the
+// offending field under "action".
 func validateAction(act *ScheduleAction) error {
-	switch act.Kind {
-	case "event":
-		if act.Topic == "" {
-			act.Topic = "schedules"
+	err := act.Normalize()
+	var fe *domain.FieldError
+	if errors.As(err, &fe) {
+		field := "action"
+		if fe.Field != "" {
+			field += "." + fe.Field
 		}
-		if act.Type == "" {
-			act.Type = "schedule.fired"
-		}
-		if act.WorkflowType != "" || act.TaskQueue != "" || len(act.Input) > 0 {
-			return BadRequest("action", "an event action takes topic, type and data only")
-		}
-	case "workflow":
-		if act.WorkflowType == "" {
-			return BadRequest("action.workflow_type", "is required for a workflow action")
-		}
-		if act.TaskQueue == "" {
-			return BadRequest("action.task_queue", "is required for a workflow action")
-		}
-		if act.Topic != "" || act.Type != "" || len(act.Data) > 0 {
-			return BadRequest("action", "a workflow action takes workflow_type, task_queue and input only")
-		}
-	case "":
-		return BadRequest("action.kind", "is required: event or workflow")
-	default:
-		return BadRequest("action.kind", "must be event or workflow, got %q", act.Kind)
+		return BadRequest(field, "%s", fe.Msg)
 	}
-	return nil
+	return err
 }
 
 func (s *Server) createSchedule(c echo.Context) error {
@@ -590,7 +575,7 @@ func (s *Server) triggerSchedule(c echo.Context) error {
 	if len(req.Input) > 0 {
 		var act ScheduleAction
 		_ = json.Unmarshal(row.Action, &act)
-		if act.Kind != "workflow" {
+		if act.Kind != domain.ActionWorkflow {
 			return BadRequest("input", "only a workflow action takes an input")
 		}
 	}

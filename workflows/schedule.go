@@ -770,7 +770,7 @@ func (w *scheduleWorkflow) eventFor(tick time.Time, trigger domain.Trigger, fire
 		"schedule": w.def.Name, "scheduled_at": tick.UTC(), "fired_at": firedAt.UTC(), "trigger": trigger,
 		"workflow_type": act.WorkflowType,
 	})
-	return &domain.Event{Topic: "schedules", Type: "schedule.fired", Data: data}
+	return &domain.Event{Topic: domain.DefaultEventTopic, Type: domain.DefaultEventType, Data: data}
 }
 
 // start records a fired run and performs its action.

@@ -16,6 +16,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -76,7 +77,7 @@ func run(ctx context.Context) error {
 	startCreate := time.Now()
 	for i := 0; i < *flagSchedules; i++ {
 		name := fmt.Sprintf("bench-%04d", i)
-		row, err := st.CreateSchedule(ctx, store.NewSchedule{Name: name, Spec: spec, Overlap: "skip",
+		row, err := st.CreateSchedule(ctx, store.NewSchedule{Name: name, Spec: spec, Overlap: domain.DefaultOverlap,
 			Action: json.RawMessage(`{"kind":"event","topic":"bench","type":"tick"}`), CatchupWindowMs: time.Minute.Milliseconds()})
 		if err != nil {
 			return err
