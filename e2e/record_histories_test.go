@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
@@ -170,14 +171,14 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 	require.Len(t, got.Devices, 4)
 	scope := workflows.DeviceScope(recordQueue)
 	want := map[string]struct {
-		status   string
+		status   domain.TaskDeviceStatus
 		attempt  int32
 		scenario string
 	}{
-		"dev-ok":      {"SUCCEEDED", 1, "device_slot_success"},
-		"dev-retry":   {"SUCCEEDED", 2, "device_slot_retry"},
-		"dev-timeout": {"SUCCEEDED", 2, "device_slot_timeout"},
-		"dev-fatal":   {"FAILED_FINAL", 1, "device_slot_fatal"},
+		"dev-ok":      {domain.TDSucceeded, 1, "device_slot_success"},
+		"dev-retry":   {domain.TDSucceeded, 2, "device_slot_retry"},
+		"dev-timeout": {domain.TDSucceeded, 2, "device_slot_timeout"},
+		"dev-fatal":   {domain.TDFailedFinal, 1, "device_slot_fatal"},
 	}
 	for _, td := range got.Devices {
 		w, ok := want[td.Device]
