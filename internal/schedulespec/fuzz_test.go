@@ -40,6 +40,13 @@ func FuzzSpec(f *testing.F) {
 		`{"interval":"1ns"}`,
 		`{"interval":"2562047h","start_at":"1970-01-01T00:00:00Z"}`,
 		`{"cron":"61 * * * *"}`,
+		// Day-of-week 7 (Sunday) and ranges that wrap the week, across a DST change too.
+		`{"cron":"0 9 * * 7","timezone":"Europe/Berlin"}`,
+		`{"cron":"30 2 * * 5-7","timezone":"America/New_York","start_at":"2026-03-05T00:00:00Z"}`,
+		`{"cron":"0 0 9 13 * 7"}`,
+		`{"cron":"*/20 1 * * FRI-MON/2","timezone":"America/New_York"}`,
+		`{"cron":"0 9 * * 8"}`,
+		`{"cron":"0 9 * * SUN-XYZ"}`,
 		`{}`,
 	} {
 		f.Add(seed, int64(1767225600))

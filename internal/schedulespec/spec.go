@@ -190,7 +190,11 @@ func Normalize(s Spec, now time.Time) (*Compiled, error) {
 		if err != nil {
 			return nil, fieldErr("spec.timezone", "unknown time zone %q", s.Timezone)
 		}
-		sched, err := parser.Parse(s.Cron)
+		readable, err := translateDow(s.Cron)
+		if err != nil {
+			return nil, fieldErr("spec.cron", "cannot parse %q: %v", s.Cron, err)
+		}
+		sched, err := parser.Parse(readable)
 		if err != nil {
 			return nil, fieldErr("spec.cron", "cannot parse %q: %v", s.Cron, err)
 		}

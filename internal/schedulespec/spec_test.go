@@ -156,3 +156,77 @@ func TestPrevFindsTheTickBeforeForDenseAndSparseSpecs(t *testing.T) {
 	require.Equal(t, start.Add(50*time.Minute), interval.Prev(at))
 	require.True(t, interval.Prev(start).IsZero(), "nothing before the first tick")
 }
+
+// weekdaysOf lists the weekdays of the next n fires of a daily-at-most cron from a Monday.
+func weekdaysOf(t *testing.T, cron string, n int) []time.Weekday {
+	t.Helper()
+	c := mustCompile(t, schedulespec.Spec{Cron: cron})
+	monday := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	require.Equal(t, time.Monday, monday.Weekday())
+	var out []time.Weekday
+	for _, tick := range c.NextN(monday, n) {
+		out = append(out, tick.Weekday())
+	}
+	return out
+}
+
+// crontab(5), Vixie cron and Temporal read day-of-week 7 as Sunday, and a range of days
+// may wrap around the end of the week (FRI-MON); see translateDow.
+func TestCronDayOfWeekSevenIsSundayAndRangesWrap(t *testing.T) {
+	t.Parallel()
+	sun, mon, tue, wed, thu, fri, sat := time.Sunday, time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday, time.Saturday
+	cases := map[string][]time.Weekday{
+		"0 9 * * 0":           {sun, sun},
+		"0 9 * * 7":           {sun, sun},
+		"0 0 9 * * 7":         {sun, sun}, // with a seconds field
+		"0 9 * * 5-7":         {fri, sat, sun, fri},
+		"0 9 * * 1,7":         {mon, sun, mon},
+		"0 9 * * 1-5,7":       {mon, tue, wed, thu, fri, sun, mon},
+		"0 9 * * 0-7":         {mon, tue, wed, thu, fri, sat, sun, mon},
+		"0 9 * * 7/2":         {sun, sun}, // N/step runs to the end of the week, and 7 is its end
+		"0 9 * * FRI-MON":     {mon, fri, sat, sun, mon},
+		"0 9 * * 5-1":         {mon, fri, sat, sun, mon},
+		"0 9 * * sat-sun":     {sat, sun, sat},
+		"0 9 * * SAT-7":       {sat, sun, sat},
+		"0 9 * * 7-TUE":       {mon, tue, sun, mon},
+		"0 9 * * FRI-MON/2":   {fri, sun, fri},
+		"0 9 * * WED,FRI-MON": {mon, wed, fri, sat, sun, mon},
+	}
+	for cron, want := range cases {
+		t.Run(cron, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, want, weekdaysOf(t, cron, len(want)))
+			// The stored spec keeps what the user wrote.
+			require.Equal(t, cron, mustCompile(t, schedulespec.Spec{Cron: cron}).Spec.Cron)
+		})
+	}
+}
+
+// 7 is Sunday in every respect, including how a restricted day-of-month and day-of-week
+// combine (either matches): "13th or Sunday".
+func TestCronDayOfWeekSevenCombinesWithDayOfMonthLikeZero(t *testing.T) {
+	t.Parallel()
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	seven := mustCompile(t, schedulespec.Spec{Cron: "0 9 13 * 7", Timezone: "Europe/Berlin"}).NextN(from, 30)
+	zero := mustCompile(t, schedulespec.Spec{Cron: "0 9 13 * 0", Timezone: "Europe/Berlin"}).NextN(from, 30)
+	require.Equal(t, zero, seven)
+	require.Contains(t, seven, time.Date(2026, 2, 13, 8, 0, 0, 0, time.UTC), "a Friday the 13th fires")
+}
+
+func TestCronBadDayOfWeekNamesTheField(t *testing.T) {
+	t.Parallel()
+	for _, cron := range []string{"0 9 * * 8", "0 9 * * 5-8", "0 9 * * MON-XYZ", "0 9 * * 1/0", "0 9 * * 5#3", "0 9 * * 1,,2", "0 9 * * -1"} {
+		t.Run(cron, func(t *testing.T) {
+			_, err := schedulespec.Normalize(schedulespec.Spec{Cron: cron}, time.Now())
+			var fe *schedulespec.FieldError
+			require.ErrorAs(t, err, &fe)
+			require.Equal(t, "spec.cron", fe.Field)
+			require.Contains(t, fe.Detail, "day-of-week")
+		})
+	}
+	// Wrapping is a day-of-week rule: an hour range across midnight is still refused.
+	_, err := schedulespec.Normalize(schedulespec.Spec{Cron: "0 22-2 * * *"}, time.Now())
+	var fe *schedulespec.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "spec.cron", fe.Field)
+}
