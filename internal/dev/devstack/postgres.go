@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -100,20 +101,39 @@ func versionOf(initdbPath string) int {
 
 // ClusterDir returns dir itself when the cluster's service user can use it, and otherwise a
 // directory under /tmp named after dir: PostgreSQL refuses to run as root, so as root the
-// cluster runs as the `postgres` user, which cannot enter a checkout under /root.
+// cluster runs as the `postgres` user, which cannot enter a checkout under /root or under a
+// `mktemp -d` directory (both 0700, owned by root).
 func ClusterDir(dir string) string {
 	if os.Geteuid() != 0 {
 		return dir
 	}
-	// `test -x` stats the parent, which fails unless every ancestor is searchable too.
 	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err == nil {
-		if exec.Command("runuser", "-u", "postgres", "--", "test", "-x", parent).Run() == nil {
-			return dir
-		}
+	if err := os.MkdirAll(parent, 0o755); err == nil && serviceUserCanEnter(parent) {
+		return dir
 	}
 	sum := sha1.Sum([]byte(dir))
-	return filepath.Join(os.TempDir(), "tickgate-pg-"+hex.EncodeToString(sum[:6]), filepath.Base(dir))
+	fallback := filepath.Join(os.TempDir(), "tickgate-pg-"+hex.EncodeToString(sum[:6]))
+	// The postgres user must be able to pass through the fallback to reach its data
+	// directory (which Start makes 0700 and its own). MkdirAll alone would leave it 0700
+	// under a strict umask, and an earlier tickgate created it 0700 (Start's MkdirAll of the
+	// data directory made it): set the mode explicitly, on a directory of ours only.
+	if err := os.MkdirAll(fallback, 0o755); err == nil {
+		if fi, err := os.Lstat(fallback); err == nil && fi.IsDir() && ownedByUs(fi) {
+			_ = os.Chmod(fallback, 0o755)
+		}
+	}
+	return filepath.Join(fallback, filepath.Base(dir))
+}
+
+// serviceUserCanEnter reports whether the postgres user can reach dir: `test -x` stats it
+// as that user, which fails unless every ancestor is searchable too.
+func serviceUserCanEnter(dir string) bool {
+	return exec.Command("runuser", "-u", "postgres", "--", "test", "-x", dir).Run() == nil
+}
+
+func ownedByUs(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // Running reports whether a postmaster answers for this data directory; if so, Port is set
@@ -153,6 +173,14 @@ func (p *Postgres) Start(ctx context.Context) error {
 	}
 	if portOpen(p.Port) {
 		return fmt.Errorf("postgres: port %d is taken by another process", p.Port)
+	}
+	// Only the data directory itself is private (initdb insists on 0700); directories above
+	// it that this creates must let the postgres user through when it runs the cluster.
+	if err := os.MkdirAll(filepath.Dir(p.DataDir), 0o755); err != nil {
+		return fmt.Errorf("postgres: create data dir's parent: %w", err)
+	}
+	if os.Geteuid() == 0 && !serviceUserCanEnter(filepath.Dir(p.DataDir)) {
+		return fmt.Errorf("postgres: the postgres user cannot reach %s (a directory above it is not searchable by that user); place the cluster with devstack.ClusterDir", p.DataDir)
 	}
 	if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
 		return fmt.Errorf("postgres: create data dir: %w", err)

@@ -1,0 +1,68 @@
+package devstack_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/internal/dev/devstack"
+)
+
+// A checkout cloned into a directory the postgres user cannot enter (as root: ~/src under
+// /root, or a `mktemp -d` directory, both 0700 and owned by root) must still get a working
+// test cluster. The harness places its cluster with ClusterDir and starts it with Start; this
+// does the same under such a parent, then starts a real cluster, queries it and stops it.
+// It also starts one where an earlier tickgate left the fallback directory 0700.
+func TestClusterStartsUnderAParentThePostgresUserCannotEnter(t *testing.T) {
+	bin, err := devstack.FindPostgresBinDir(true)
+	require.NoError(t, err)
+	home := filepath.Join(t.TempDir(), "home")
+	require.NoError(t, os.Mkdir(home, 0o700))
+	require.NoError(t, os.Chmod(home, 0o700)) // whatever the umask
+	checkoutPG := filepath.Join(home, "src", "tickgate", ".dev", "test", "pg")
+
+	dir := devstack.ClusterDir(checkoutPG)
+	if os.Geteuid() == 0 {
+		// The cluster runs as the postgres user, which cannot reach anything under home.
+		require.False(t, strings.HasPrefix(dir, home+string(os.PathSeparator)), "cluster dir %s stays under the unreachable %s", dir, home)
+		t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(dir)) })
+	} else {
+		require.Equal(t, checkoutPG, dir, "a cluster run as ourselves stays in the checkout")
+	}
+
+	pg := &devstack.Postgres{BinDir: bin, DataDir: dir, Port: 55480, FindFreePort: true}
+	t.Cleanup(func() { _ = pg.Stop() })
+	startQueryStop(t, pg)
+
+	if os.Geteuid() == 0 {
+		// Before the fix, Start created the fallback directory 0700 and initdb failed on it;
+		// a machine that ran that version still has it so. ClusterDir repairs it.
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o700))
+		again := devstack.ClusterDir(checkoutPG)
+		require.Equal(t, dir, again, "the fallback is stable: the same cluster is reused")
+		pg = &devstack.Postgres{BinDir: bin, DataDir: again, Port: 55480, FindFreePort: true}
+		startQueryStop(t, pg)
+	}
+}
+
+func startQueryStop(t *testing.T, pg *devstack.Postgres) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, pg.Start(ctx))
+	require.True(t, pg.Running(), "a postmaster answers for %s", pg.DataDir)
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	require.NoError(t, err)
+	var one int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT 1").Scan(&one))
+	require.Equal(t, 1, one)
+	require.NoError(t, conn.Close(ctx))
+	require.NoError(t, pg.Stop())
+	require.False(t, pg.Running(), "the cluster stopped")
+}
