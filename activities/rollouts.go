@@ -47,10 +47,17 @@ type PromoteResult struct {
 	Duration  time.Duration
 }
 
+// PromoteInput is what a promotion round is asked with.
+type PromoteInput struct {
+	// AsOf is the promoter workflow's time: run_at gates count as passed once it (or the
+	// database's clock) reaches them. Zero: the database's clock alone.
+	AsOf time.Time
+}
+
 // PromoteRollouts runs one set-based promotion round and wakes the rollouts it promoted into.
-func (a *RolloutActivities) PromoteRollouts(ctx context.Context) (PromoteResult, error) {
+func (a *RolloutActivities) PromoteRollouts(ctx context.Context, in PromoteInput) (PromoteResult, error) {
 	start := time.Now()
-	p, err := a.Store.PromoteRound(ctx)
+	p, err := a.Store.PromoteRoundAsOf(ctx, in.AsOf)
 	if err != nil {
 		return PromoteResult{}, err
 	}

@@ -190,14 +190,14 @@ func TestPromoteRolloutsWakesAndObservesTheRound(t *testing.T) {
 	a := &activities.RolloutActivities{Store: st, Waker: waker}
 	before := histogramCount(t, metrics.PromotionRound)
 
-	res, err := a.PromoteRollouts(ctx)
+	res, err := a.PromoteRollouts(ctx, activities.PromoteInput{})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Promoted, "R2: version 2 waits for version 1")
 	require.Equal(t, []int64{r.ID}, res.RolloutIDs)
 	require.Equal(t, int64(1), waker.wakes.Load())
 	require.Equal(t, before+1, histogramCount(t, metrics.PromotionRound))
 
-	res, err = a.PromoteRollouts(ctx)
+	res, err = a.PromoteRollouts(ctx, activities.PromoteInput{})
 	require.NoError(t, err)
 	require.Zero(t, res.Promoted)
 	require.Equal(t, int64(1), waker.wakes.Load(), "a round that promoted nothing wakes nobody")

@@ -160,14 +160,25 @@ type Promotion struct {
 
 // PromoteRound applies the four gates to every PENDING task at once: one transaction, a
 // fixed three statements whatever the number of tasks (lock, promote with waiting causes,
-// next run_at).
+// next run_at). The run_at gate reads the database's clock.
 func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
+	return s.PromoteRoundAsOf(ctx, time.Time{})
+}
+
+// PromoteRoundAsOf is PromoteRound with the run_at gate read at the later of the database's
+// clock and asOf (the zero time: the database's clock alone). The promoter passes its
+// workflow's time: the timer that woke it for a run_at decides that the run_at has come.
+func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion, error) {
+	var asOfArg *time.Time
+	if !asOf.IsZero() {
+		asOfArg = &asOf
+	}
 	var p Promotion
 	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
 		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
-		rows, err := q.PromoteTasks(ctx)
+		rows, err := q.PromoteTasks(ctx, asOfArg)
 		if err != nil {
 			return fmt.Errorf("promote: %w", err)
 		}
@@ -184,7 +195,7 @@ func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
 			}
 		}
 		sortInt64s(p.RolloutIDs)
-		next, err := q.NextRunAt(ctx)
+		next, err := q.NextRunAt(ctx, asOfArg)
 		if err != nil {
 			return fmt.Errorf("next run_at: %w", err)
 		}

@@ -25,7 +25,10 @@ func PromoterWorkflow(ctx workflow.Context) error {
 		for kick.ReceiveAsync(nil) {
 		}
 		var res activities.PromoteResult
-		if err := workflow.ExecuteLocalActivity(actx, rolloutActs.PromoteRollouts).Get(ctx, &res); err != nil {
+		// The round reads run_at against this workflow's clock too: the timer below woke it
+		// for the earliest run_at, so that run_at has come even if the database's clock lags.
+		in := activities.PromoteInput{AsOf: workflow.Now(ctx)}
+		if err := workflow.ExecuteLocalActivity(actx, rolloutActs.PromoteRollouts, in).Get(ctx, &res); err != nil {
 			return err
 		}
 		info := workflow.GetInfo(ctx)

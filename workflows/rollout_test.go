@@ -300,8 +300,8 @@ func (s *PromoterSuite) TestRunAtTimer() {
 	start := s.env.Now()
 	runAt := start.Add(20*time.Minute + 10*time.Second)
 	var rounds []time.Duration
-	s.env.OnActivity(acts.PromoteRollouts, mock.Anything).Return(
-		func(context.Context) (activities.PromoteResult, error) {
+	s.env.OnActivity(acts.PromoteRollouts, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.PromoteInput) (activities.PromoteResult, error) {
 			now := s.env.Now()
 			rounds = append(rounds, now.Sub(start))
 			if now.Before(runAt) {
@@ -329,8 +329,8 @@ func (s *PromoterSuite) TestRunAtTimer() {
 func (s *PromoterSuite) TestKickAndSafetyPoll() {
 	start := s.env.Now()
 	var rounds []time.Duration
-	s.env.OnActivity(acts.PromoteRollouts, mock.Anything).Return(
-		func(context.Context) (activities.PromoteResult, error) {
+	s.env.OnActivity(acts.PromoteRollouts, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.PromoteInput) (activities.PromoteResult, error) {
 			rounds = append(rounds, s.env.Now().Sub(start).Round(time.Second))
 			return activities.PromoteResult{}, nil
 		})

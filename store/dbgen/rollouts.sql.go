@@ -492,11 +492,14 @@ func (q *Queries) ListTaskRuns(ctx context.Context, arg ListTaskRunsParams) ([]T
 }
 
 const nextRunAt = `-- name: NextRunAt :many
-SELECT run_at FROM task_runs WHERE status = 'PENDING' AND run_at > now() ORDER BY run_at LIMIT 1
+SELECT run_at FROM task_runs
+WHERE status = 'PENDING' AND run_at > GREATEST(now(), $1::timestamptz)
+ORDER BY run_at LIMIT 1
 `
 
-func (q *Queries) NextRunAt(ctx context.Context) ([]*time.Time, error) {
-	rows, err := q.db.Query(ctx, nextRunAt)
+// The earliest run_at still ahead, by the same clock as PromoteTasks.
+func (q *Queries) NextRunAt(ctx context.Context, asOf *time.Time) ([]*time.Time, error) {
+	rows, err := q.db.Query(ctx, nextRunAt, asOf)
 	if err != nil {
 		return nil, err
 	}
@@ -544,7 +547,7 @@ pend AS MATERIALIZED (
     SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key, l.run_at, l.waiting_key,
            ro.status AS ro_status, ro.parallel_limit, ro.active AS ro_active,
            m.min_id, m.min_version, m.min_key,
-           (ro.status = 'RUNNING' AND (l.run_at IS NULL OR l.run_at <= now()) AND l.version_key = m.min_key
+           (ro.status = 'RUNNING' AND (l.run_at IS NULL OR l.run_at <= GREATEST(now(), $1::timestamptz)) AND l.version_key = m.min_key
             -- a database with an AVAILABLE/RUNNING DDL/SDL task takes nothing; a DDL/SDL
             -- task needs the database idle.
             AND (b.busy_id IS NULL OR (NOT b.seq AND NOT l.seq))) AS eligible
@@ -588,7 +591,7 @@ reasons AS (
     SELECT p.id, p.waiting_key, p.min_id, p.min_version, p.run_at, p.parallel_limit, ba.busy_id,
            CASE
                WHEN p.ro_status <> 'RUNNING' THEN 'rollout_paused'
-               WHEN p.run_at > now() THEN 'run_at'
+               WHEN p.run_at > GREATEST(now(), $1::timestamptz) THEN 'run_at'
                WHEN p.version_key > p.min_key THEN 'version'
                WHEN ba.busy_id IS NOT NULL AND (ba.seq OR p.seq) THEN 'database_busy'
                WHEN p.ro_active + coalesce(ra.n, 0) >= p.parallel_limit THEN 'parallel_limit'
@@ -645,8 +648,12 @@ type PromoteTasksRow struct {
 // statement every task left PENDING gets its waiting cause as of after the round (first
 // failing gate wins); only causes that changed are written. Returns the promoted rows
 // (status AVAILABLE) and the rows whose cause changed (status PENDING).
-func (q *Queries) PromoteTasks(ctx context.Context) ([]PromoteTasksRow, error) {
-	rows, err := q.db.Query(ctx, promoteTasks)
+// The run_at gate reads the clock as of max(now(), as_of): the promoter passes the time of
+// its workflow, whose timer woke it for that run_at, so a database clock a little behind
+// the Temporal server's does not leave the task PENDING (and the promoter re-running rounds
+// until the database catches up). as_of NULL: the database's clock alone.
+func (q *Queries) PromoteTasks(ctx context.Context, asOf *time.Time) ([]PromoteTasksRow, error) {
+	rows, err := q.db.Query(ctx, promoteTasks, asOf)
 	if err != nil {
 		return nil, err
 	}

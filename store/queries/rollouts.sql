@@ -57,6 +57,10 @@ SELECT pg_advisory_xact_lock(@key::bigint);
 -- statement every task left PENDING gets its waiting cause as of after the round (first
 -- failing gate wins); only causes that changed are written. Returns the promoted rows
 -- (status AVAILABLE) and the rows whose cause changed (status PENDING).
+-- The run_at gate reads the clock as of max(now(), as_of): the promoter passes the time of
+-- its workflow, whose timer woke it for that run_at, so a database clock a little behind
+-- the Temporal server's does not leave the task PENDING (and the promoter re-running rounds
+-- until the database catches up). as_of NULL: the database's clock alone.
 WITH live AS (
     SELECT t.id, t.rollout_id, t.database, t.version, t.version_key, t.status, t.run_at, t.waiting_key,
            t.type IN ('DDL', 'SDL') AS seq
@@ -85,7 +89,7 @@ pend AS MATERIALIZED (
     SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key, l.run_at, l.waiting_key,
            ro.status AS ro_status, ro.parallel_limit, ro.active AS ro_active,
            m.min_id, m.min_version, m.min_key,
-           (ro.status = 'RUNNING' AND (l.run_at IS NULL OR l.run_at <= now()) AND l.version_key = m.min_key
+           (ro.status = 'RUNNING' AND (l.run_at IS NULL OR l.run_at <= GREATEST(now(), sqlc.narg(as_of)::timestamptz)) AND l.version_key = m.min_key
             -- a database with an AVAILABLE/RUNNING DDL/SDL task takes nothing; a DDL/SDL
             -- task needs the database idle.
             AND (b.busy_id IS NULL OR (NOT b.seq AND NOT l.seq))) AS eligible
@@ -129,7 +133,7 @@ reasons AS (
     SELECT p.id, p.waiting_key, p.min_id, p.min_version, p.run_at, p.parallel_limit, ba.busy_id,
            CASE
                WHEN p.ro_status <> 'RUNNING' THEN 'rollout_paused'
-               WHEN p.run_at > now() THEN 'run_at'
+               WHEN p.run_at > GREATEST(now(), sqlc.narg(as_of)::timestamptz) THEN 'run_at'
                WHEN p.version_key > p.min_key THEN 'version'
                WHEN ba.busy_id IS NOT NULL AND (ba.seq OR p.seq) THEN 'database_busy'
                WHEN p.ro_active + coalesce(ra.n, 0) >= p.parallel_limit THEN 'parallel_limit'
@@ -174,7 +178,10 @@ WHERE t.id = ch.id AND t.status = 'PENDING'
 RETURNING t.id, t.rollout_id, t.status;
 
 -- name: NextRunAt :many
-SELECT run_at FROM task_runs WHERE status = 'PENDING' AND run_at > now() ORDER BY run_at LIMIT 1;
+-- The earliest run_at still ahead, by the same clock as PromoteTasks.
+SELECT run_at FROM task_runs
+WHERE status = 'PENDING' AND run_at > GREATEST(now(), sqlc.narg(as_of)::timestamptz)
+ORDER BY run_at LIMIT 1;
 
 -- name: ClaimTasks :many
 -- AVAILABLE → RUNNING for up to max_rows tasks of a running rollout; SKIP LOCKED makes each
