@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
@@ -115,7 +116,7 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		td, err := st.GetTaskDevice(ctx, cmd.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.TDSent, td.Status, "one second before the deadline the attempt is still out")
+		require.Equal(t, domain.TDSent, td.Status, "one second before the deadline the attempt is still out")
 	}, 7*time.Minute+20*time.Minute-time.Second)
 	env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{
 		TaskDeviceID: cmd.ID, TaskID: cmd.TaskID, PC: "pc1", DispatcherID: "d", Poll: time.Hour,
@@ -125,7 +126,7 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var out workflows.SlotOutcome
 	require.NoError(t, env.GetWorkflowResult(&out))
-	require.Equal(t, workflows.SlotOutcome{Status: store.TDFailedFinal, Attempt: 1, TimedOut: 1}, out)
+	require.Equal(t, workflows.SlotOutcome{Status: domain.TDFailedFinal, Attempt: 1, TimedOut: 1}, out)
 
 	timeouts := watch.startsOf("TimeoutAttempt")
 	require.Len(t, timeouts, 1)
@@ -134,7 +135,7 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, sentAt, td.SentAt.UTC())
 	require.Equal(t, timeouts[0].UTC(), td.TimeoutAt.UTC(), "the stored deadline is when it timed out")
-	require.Equal(t, store.TDFailedFinal, td.Status)
+	require.Equal(t, domain.TDFailedFinal, td.Status)
 	evs, err := st.TaskDeviceEvents(ctx, cmd.ID)
 	require.NoError(t, err)
 	var got []string
@@ -176,7 +177,7 @@ func TestRunAtPassingPromotesThroughTheRealSQLRound(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		tr, err := st.GetTaskRun(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, store.TaskPending, tr.Status, "before run_at")
+		require.Equal(t, domain.TaskPending, tr.Status, "before run_at")
 		var cause struct {
 			Reason string `json:"reason"`
 			RunAt  string `json:"run_at"`
@@ -190,7 +191,7 @@ func TestRunAtPassingPromotesThroughTheRealSQLRound(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		tr, err := st.GetTaskRun(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, store.TaskAvailable, tr.Status, "after run_at")
+		require.Equal(t, domain.TaskAvailable, tr.Status, "after run_at")
 		require.Nil(t, tr.WaitingCause)
 		require.NotNil(t, tr.PromotedAt)
 		var dbReachedRunAt bool
