@@ -66,7 +66,7 @@ func (a *authApp) do(t *testing.T, method, path, token string, body string, head
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := teststack.ContractClient(t).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -152,7 +152,7 @@ func TestAuthorizationByRoute(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, status)
 	req, _ := http.NewRequest(http.MethodGet, a.url+"/api/v1/schedules", nil)
 	req.Header.Set("Authorization", "Basic dXNlcjpwYXNz")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := teststack.ContractClient(t).Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)

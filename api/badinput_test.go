@@ -166,7 +166,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "text/plain")
 	req.Header.Set("Authorization", st.Headers["Authorization"])
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := teststack.ContractClient(t).Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)

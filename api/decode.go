@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 )
@@ -164,7 +165,9 @@ func DecodeCursor(c echo.Context) (string, error) {
 		return "", nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
+	// Every position is text (a name or a number): bytes that are not could only fail in
+	// the database.
+	if err != nil || !readable(string(b)) {
 		return "", BadRequest("cursor", "not a cursor from next_cursor")
 	}
 	return string(b), nil
@@ -207,4 +210,38 @@ func newPage[R, V any](rows []R, limit int, view func(R) V, cursor func(R) strin
 		page.Items = append(page.Items, view(r))
 	}
 	return page
+}
+
+// readableParams refuses a request whose path parameters or query (names or values) are
+// not valid UTF-8 or hold a NUL byte, naming the parameter: PostgreSQL's text refuses both,
+// so such a name, id or cursor would otherwise fail inside a query as a 500.
+func readableParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for i, name := range c.ParamNames() {
+			if i < len(c.ParamValues()) && !readable(c.ParamValues()[i]) {
+				return BadRequest(paramField(name), "path parameter %q is not valid UTF-8 text", paramField(name))
+			}
+		}
+		for name, values := range c.QueryParams() {
+			if !readable(name) {
+				return BadRequest(strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "\uFFFD"), "query parameter name is not valid UTF-8 text")
+			}
+			for _, v := range values {
+				if !readable(v) {
+					return BadRequest(name, "query parameter %q is not valid UTF-8 text", name)
+				}
+			}
+		}
+		return next(c)
+	}
+}
+
+func readable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+// paramField names a path parameter as the document does (Echo's "*" is the dashboard's file).
+func paramField(name string) string {
+	if name == "*" {
+		return "file"
+	}
+	return name
 }

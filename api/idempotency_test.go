@@ -34,7 +34,7 @@ func TestIdempotentCreate(t *testing.T) {
 		if key != "" {
 			req.Header.Set(api.IdempotencyHeader, key)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := teststack.ContractClient(t).Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var b []byte
@@ -109,7 +109,7 @@ func TestIdempotentCreate(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, st.URL+"/api/v1/tokens", stringsReader(`{"role":"viewer"}`))
 	req.Header.Set("Authorization", st.Headers["Authorization"])
 	req.Header.Set(api.IdempotencyHeader, "tok")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := teststack.ContractClient(t).Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
+	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -151,7 +152,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	require.NoError(t, err)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/openapi.yaml", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := teststack.ContractClient(t).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

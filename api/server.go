@@ -47,10 +47,13 @@ func New(s *Server) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = ErrorHandler(s.Logf)
+	answerHeadLikeGet(e)
+	e.Use(securityHeaders)
 	e.Use(middleware.Recover())
 	e.Use(observeHTTP)
 	e.Use(middleware.BodyLimit("1M"))
 	e.Use(s.authenticate(e.Routes))
+	e.Use(readableParams)
 	e.Use(s.idempotency)
 
 	e.GET("/healthz", s.healthz)

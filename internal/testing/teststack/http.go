@@ -11,6 +11,7 @@ import (
 )
 
 // Do sends a request to the API with an optional JSON body and returns the status and body.
+// The answer is checked against api/openapi.yaml (ContractClient): drift fails t.
 func (s *Stack) Do(t testing.TB, method, path string, body any) (int, []byte) {
 	t.Helper()
 	var r io.Reader
@@ -34,7 +35,7 @@ func (s *Stack) Do(t testing.TB, method, path string, body any) (int, []byte) {
 	for k, v := range s.Headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := ContractClient(t).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
