@@ -45,7 +45,9 @@ function bar(counts, order) {
   let html = '<div class="bar" title="' + esc(order.filter(k => counts[k]).map(k => k + " " + counts[k]).join(", ")) + '">';
   if (total > 0) {
     for (const k of order) {
-      if (counts[k]) html += '<span class="seg-' + esc(k) + '" style="width:' + (100 * counts[k] / total) + '%"></span>';
+      // The width goes in data-width and is applied by sizeBars: the Content-Security-Policy
+      // refuses style attributes in markup.
+      if (counts[k]) html += '<span class="seg-' + esc(k) + '" data-width="' + (100 * counts[k] / total) + '"></span>';
     }
   }
   html += "</div><div class=\"legend\">";
@@ -58,6 +60,10 @@ function waiting(c) {
   if (typeof c !== "object") return esc(c);
   const rest = Object.keys(c).filter(k => k !== "reason").map(k => esc(k.replace(/_/g, " ")) + " " + esc(c[k]));
   return "<strong>" + esc(String(c.reason || "").replace(/_/g, " ")) + "</strong>" + (rest.length ? " (" + rest.join(", ") + ")" : "");
+}
+// sizeBars sets each bar segment's width from its data-width (CSSOM, which the policy allows).
+function sizeBars(root) {
+  for (const seg of root.querySelectorAll("[data-width]")) seg.style.width = seg.dataset.width + "%";
 }
 function showError(e) { $("#error").textContent = e ? String(e.message || e) : ""; }
 
@@ -175,6 +181,7 @@ async function render() {
       default: html = await schedules();
     }
     $("#view").innerHTML = html;
+    sizeBars($("#view"));
     showError(null);
   } catch (e) {
     if (e.status === 401) { localStorage.removeItem("tickgate-token"); $("#login-error").textContent = "Token refused: " + e.message; return render(); }
