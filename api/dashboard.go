@@ -42,8 +42,14 @@ func (s *Server) registerDashboard(e *echo.Echo) {
 	configJS := []byte("window.TICKGATE = " + string(conf) + ";\n")
 	fileHandler := echo.WrapHandler(http.StripPrefix("/ui/", files))
 	e.GET("/ui/*", func(c echo.Context) error {
-		if c.Param("*") == "config.js" {
+		name := c.Param("*")
+		if name == "config.js" {
 			return c.Blob(http.StatusOK, "text/javascript; charset=utf-8", configJS)
+		}
+		// Only the assets themselves: a missing one is a 404 problem like any other (not
+		// the file server's text page), and the directory is not listed.
+		if info, err := fs.Stat(static, name); err != nil || info.IsDir() {
+			return NotFound("no dashboard file %q", name)
 		}
 		return fileHandler(c)
 	})

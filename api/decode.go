@@ -212,24 +212,16 @@ func newPage[R, V any](rows []R, limit int, view func(R) V, cursor func(R) strin
 	return page
 }
 
-// readableParams refuses a request whose path parameters or query (names or values) are
-// not valid UTF-8 or hold a NUL byte, naming the parameter: PostgreSQL's text refuses both,
-// so such a name, id or cursor would otherwise fail inside a query as a 500.
+// readableParams refuses a request whose path parameters are not valid UTF-8 or hold a NUL
+// byte, naming the parameter: PostgreSQL's text refuses both, so such a name or serial
+// would otherwise fail inside a query as a 500. (Query values are checked by their
+// readers: Limit, DecodeCursor and each handler's filters.)
 func readableParams(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		values := c.ParamValues()
 		for i, name := range c.ParamNames() {
-			if i < len(c.ParamValues()) && !readable(c.ParamValues()[i]) {
+			if i < len(values) && !readable(values[i]) {
 				return BadRequest(paramField(name), "path parameter %q is not valid UTF-8 text", paramField(name))
-			}
-		}
-		for name, values := range c.QueryParams() {
-			if !readable(name) {
-				return BadRequest(strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "\uFFFD"), "query parameter name is not valid UTF-8 text")
-			}
-			for _, v := range values {
-				if !readable(v) {
-					return BadRequest(name, "query parameter %q is not valid UTF-8 text", name)
-				}
 			}
 		}
 		return next(c)

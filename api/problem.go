@@ -37,6 +37,7 @@ var problemTitles = map[int]string{
 	http.StatusPreconditionFailed:    "precondition-failed",
 	http.StatusRequestEntityTooLarge: "payload-too-large",
 	http.StatusUnsupportedMediaType:  "unsupported-media-type",
+	http.StatusUnprocessableEntity:   "unprocessable",
 	http.StatusServiceUnavailable:    "unavailable",
 	http.StatusInternalServerError:   "internal",
 }
