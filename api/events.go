@@ -38,12 +38,14 @@ func (s *Server) listEvents(c echo.Context) error {
 		return err
 	}
 	var after int64
+	from := "after" // the parameter the position came from, named if it is unknown
 	if v := c.QueryParam("after"); v != "" {
 		after, err = strconv.ParseInt(v, 10, 64)
 		if err != nil || after < 0 {
 			return BadRequest("after", "must be an event id (a non-negative integer), got %q", v)
 		}
 	} else if v := c.QueryParam("cursor"); v != "" {
+		from = "cursor"
 		// next_cursor is a plain event id, so it works as ?after= and as ?cursor=.
 		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
 			if after, err = CursorInt(c); err != nil {
@@ -57,7 +59,7 @@ func (s *Server) listEvents(c echo.Context) error {
 	}
 	rows, err := s.Store.EventFeed(c.Request().Context(), after, topic, limit)
 	if errors.Is(err, store.ErrNotFound) {
-		return BadRequest("after", "no event with id %d", after)
+		return BadRequest(from, "no event with id %d", after)
 	}
 	if err != nil {
 		return err

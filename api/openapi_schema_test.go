@@ -70,6 +70,7 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"AgentResultRequest":    api.ResultRequest{},
 		"CreateTokenRequest":    api.TokenRequest{},
 		"Token":                 api.TokenView{},
+		"CreatedToken":          api.CreatedToken{},
 	} {
 		s, ok := doc.Components.Schemas[schema]
 		require.True(t, ok, "schema %s missing", schema)

@@ -100,7 +100,8 @@ func closeObjects(doc *openapi3.T) {
 // CheckAnswer says how an answer breaks api/openapi.yaml, or nil: its status must be one
 // the operation documents, its body must match that response's schema (formats included),
 // a problem's status must be the answer's (HEAD: GET's statuses and headers), and every answer
-// carries SecurityHeaders. A request no operation matches must get a 404 or 405 problem.
+// carries SecurityHeaders. A request no operation matches must get a 404 or 405 problem (or
+// a 401 when it has no valid token).
 func CheckAnswer(req *http.Request, status int, header http.Header, body []byte) error {
 	c, err := loadContract()
 	if err != nil {
@@ -125,7 +126,8 @@ func CheckAnswer(req *http.Request, status int, header http.Header, body []byte)
 	route, pathParams, err := c.router.FindRoute(asked)
 	switch {
 	case errors.Is(err, routers.ErrPathNotFound), errors.Is(err, routers.ErrMethodNotAllowed):
-		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+		// The token is checked before routing: without one, no route is revealed (401).
+		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed && status != http.StatusUnauthorized {
 			errs = append(errs, fmt.Errorf("no documented operation %s %s, yet it answered %d", req.Method, req.URL.Path, status))
 		} else if !head {
 			if err := c.problem(body); err != nil {
