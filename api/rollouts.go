@@ -56,11 +56,11 @@ type TaskRequest struct {
 	Payload  json.RawMessage `json:"payload,omitempty"`
 }
 
-// RolloutView is a rollout as the API shows it. Status is RUNNING, PAUSED or CANCELED as
-// an operator set it, or DONE (every task finished, none FAILED) / FAILED (every task
-// finished, some FAILED) once nothing is left. A new rollout's tasks start PENDING
-// (NOT_STARTED is reserved for staged rollouts; no route creates it); pausing keeps them
-// PENDING with the waiting cause "rollout_paused" and stops claims.
+// RolloutView is a rollout as the API shows it. Status is the store's derived status (the
+// rollout_summaries view, the one definition shared with the CLI and the dashboard):
+// RUNNING or PAUSED while a task is active, then DONE, FAILED or CANCELED. A new rollout's
+// tasks start PENDING; pausing keeps them PENDING with the waiting cause "rollout_paused"
+// and stops claims.
 type RolloutView struct {
 	ID            int64            `json:"id"`
 	Name          string           `json:"name"`
@@ -183,7 +183,7 @@ func (s *Server) createRollout(c echo.Context) error {
 		s.Logf("rollouts: %v", err)
 	}
 	s.kickPromoter(ctx)
-	view, err := s.rolloutView(ctx, r)
+	view, err := s.rolloutView(ctx, r.ID)
 	if err != nil {
 		return err
 	}
@@ -196,19 +196,20 @@ func (s *Server) kickPromoter(ctx context.Context) {
 	}
 }
 
-func (s *Server) rolloutView(ctx context.Context, r store.Rollout) (RolloutView, error) {
-	counts, err := s.Store.RolloutCounts(ctx, r.ID)
+// rolloutView reads a rollout's summary and shows it.
+func (s *Server) rolloutView(ctx context.Context, id int64) (RolloutView, error) {
+	r, err := s.Store.GetRolloutSummary(ctx, id)
 	if err != nil {
 		return RolloutView{}, err
 	}
-	return rolloutViewWith(r, counts), nil
+	return newRolloutView(r), nil
 }
 
-// rolloutViewWith is a rollout's view given its task counts per status.
-func rolloutViewWith(r store.Rollout, counts map[string]int64) RolloutView {
-	v := RolloutView{ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, Status: string(r.Status), Counts: counts,
+// newRolloutView shows a rollout summary; its status is the store's, never recomputed here.
+func newRolloutView(r store.RolloutSummary) RolloutView {
+	v := RolloutView{ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, Status: string(r.Status), Counts: r.Counts,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
-	for st, n := range counts {
+	for st, n := range r.Counts {
 		v.Progress.Total += n
 		switch domain.TaskStatus(st) {
 		case domain.TaskDone, domain.TaskSkipped, domain.TaskFailed, domain.TaskCanceled:
@@ -217,12 +218,6 @@ func rolloutViewWith(r store.Rollout, counts map[string]int64) RolloutView {
 	}
 	if v.Progress.Total > 0 {
 		v.Progress.Percent = float64(int64(10000*v.Progress.Finished/v.Progress.Total)) / 100
-	}
-	if r.Status == domain.RolloutRunning && v.Progress.Finished == v.Progress.Total {
-		v.Status = "DONE"
-		if counts[string(domain.TaskFailed)] > 0 {
-			v.Status = "FAILED"
-		}
 	}
 	return v
 }
@@ -271,12 +266,7 @@ func (s *Server) getRollout(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	r, err := s.Store.GetRollout(ctx, id)
-	if err != nil {
-		return err
-	}
-	v, err := s.rolloutView(ctx, r)
+	v, err := s.rolloutView(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -288,22 +278,11 @@ func (s *Server) listRollouts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	rows, err := s.Store.ListRollouts(ctx, after, limit+1)
+	rows, err := s.Store.ListRolloutSummaries(c.Request().Context(), after, limit+1)
 	if err != nil {
 		return err
 	}
-	// One count query for the whole page, not one per rollout.
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	counts, err := s.Store.RolloutCountsOf(ctx, ids)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(rows, limit, func(r store.Rollout) RolloutView { return rolloutViewWith(r, counts[r.ID]) },
-		func(r store.Rollout) string { return IntCursor(r.ID) }))
+	return c.JSON(http.StatusOK, newPage(rows, limit, newRolloutView, func(r store.RolloutSummary) string { return IntCursor(r.ID) }))
 }
 
 func (s *Server) listRolloutTasks(c echo.Context) error {
@@ -366,8 +345,7 @@ func (s *Server) setRolloutStatus(c echo.Context, to, from domain.RolloutStatus)
 		return err
 	}
 	ctx := c.Request().Context()
-	r, err := s.Store.SetRolloutStatus(ctx, id, to, from)
-	if err != nil {
+	if _, err := s.Store.SetRolloutStatus(ctx, id, to, from); err != nil {
 		return rolloutErr(err)
 	}
 	if to == domain.RolloutRunning {
@@ -377,7 +355,7 @@ func (s *Server) setRolloutStatus(c echo.Context, to, from domain.RolloutStatus)
 		}
 	}
 	s.kickPromoter(ctx) // new waiting causes ("rollout_paused"), or promotion after a resume
-	v, err := s.rolloutView(ctx, r)
+	v, err := s.rolloutView(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -393,15 +371,14 @@ func (s *Server) cancelRollout(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	r, _, err := s.Store.CancelRollout(ctx, id)
-	if err != nil {
+	if _, _, err := s.Store.CancelRollout(ctx, id); err != nil {
 		return rolloutErr(err)
 	}
 	if err := s.Starter.StopRollout(ctx, id); err != nil {
 		s.Logf("rollouts: %v", err)
 	}
 	s.kickPromoter(ctx)
-	v, err := s.rolloutView(ctx, r)
+	v, err := s.rolloutView(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -287,7 +287,8 @@ func TestRolloutOperations(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond)
 
 	// 4. Cancel a RUNNING task: the row is CANCELED at once and its executor (an hour-long
-	// sleep) is stopped, so the rollout finishes.
+	// sleep) is stopped, so the rollout finishes — CANCELED, not DONE: its only task never
+	// completed.
 	var r4 api.RolloutView
 	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "long", "parallel_limit": 1, "tasks": []map[string]any{
 		{"database": "v", "type": "DDL", "version": "1", "executor": "noop", "payload": map[string]any{"sleep": "1h"}},
@@ -301,8 +302,9 @@ func TestRolloutOperations(t *testing.T) {
 	var r4done api.RolloutView
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d", r4.ID), nil, http.StatusOK, &r4done)
-		return r4done.Status == "DONE"
+		return r4done.Progress.Finished == 1
 	}, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, "CANCELED", r4done.Status)
 	require.Equal(t, domain.TaskCanceled, getTask(t, st, long.ID).Status)
 	require.Eventually(t, func() bool {
 		desc, err := st.Temporal.DescribeWorkflowExecution(ctx, fmt.Sprintf("rollout/%d", r4.ID), "")

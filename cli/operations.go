@@ -283,11 +283,14 @@ var operations = map[string]map[string]op{
 					}
 					line := fmt.Sprintf("%s %s %d/%d %s %s", r.Name, progressBar(r.Progress.Finished, r.Progress.Total, 30),
 						r.Progress.Finished, r.Progress.Total, r.Status, counts(r.Counts))
-					done := r.Status == "DONE" || r.Status == "FAILED" || r.Status == "CANCELED" ||
-						(r.Progress.Total > 0 && r.Progress.Finished == r.Progress.Total)
-					failed := ""
-					if done && (r.Status == "FAILED" || r.Status == "CANCELED" || r.Counts["FAILED"] > 0) {
-						failed = fmt.Sprintf("rollout %s ended %s", c.args[0], r.Status)
+					// The server's status is the one definition of how a rollout ended
+					// (DESIGN.md §2); the counts are only shown, never judged here.
+					done, failed := false, ""
+					switch r.Status {
+					case "DONE":
+						done = true
+					case "FAILED", "CANCELED":
+						done, failed = true, fmt.Sprintf("rollout %s ended %s", c.args[0], r.Status)
 					}
 					return line, done, failed, nil
 				})

@@ -3,22 +3,24 @@ package domain
 // TaskStatus is the status of a rollout's task run (task_runs.status).
 type TaskStatus string
 
-// Task run statuses.
+// Task run statuses. A new rollout's tasks start PENDING.
 const (
-	TaskNotStarted TaskStatus = "NOT_STARTED"
-	TaskPending    TaskStatus = "PENDING"
-	TaskAvailable  TaskStatus = "AVAILABLE"
-	TaskRunning    TaskStatus = "RUNNING"
-	TaskDone       TaskStatus = "DONE"
-	TaskFailed     TaskStatus = "FAILED"
-	TaskCanceled   TaskStatus = "CANCELED"
-	TaskSkipped    TaskStatus = "SKIPPED"
+	TaskPending   TaskStatus = "PENDING"
+	TaskAvailable TaskStatus = "AVAILABLE"
+	TaskRunning   TaskStatus = "RUNNING"
+	TaskDone      TaskStatus = "DONE"
+	TaskFailed    TaskStatus = "FAILED"
+	TaskCanceled  TaskStatus = "CANCELED"
+	TaskSkipped   TaskStatus = "SKIPPED"
 )
 
 // TaskStatuses lists every task run status, in lifecycle order.
-var TaskStatuses = []TaskStatus{TaskNotStarted, TaskPending, TaskAvailable, TaskRunning, TaskDone, TaskFailed, TaskCanceled, TaskSkipped}
+var TaskStatuses = []TaskStatus{TaskPending, TaskAvailable, TaskRunning, TaskDone, TaskFailed, TaskCanceled, TaskSkipped}
 
-// RolloutStatus is the status of a rollout (rollouts.status).
+// RolloutStatus is the status of a rollout. rollouts.status holds what an operator set
+// (RUNNING, PAUSED, CANCELED); the rollout_summaries view derives the status users see from
+// it and the tasks (those three, DONE and FAILED) — the one definition, read by the store,
+// the API, the CLI and the dashboard.
 type RolloutStatus string
 
 // Rollout statuses.
@@ -26,6 +28,9 @@ const (
 	RolloutRunning  RolloutStatus = "RUNNING"
 	RolloutPaused   RolloutStatus = "PAUSED"
 	RolloutCanceled RolloutStatus = "CANCELED"
+	// RolloutDone and RolloutFailed are only derived (never stored in rollouts.status).
+	RolloutDone   RolloutStatus = "DONE"
+	RolloutFailed RolloutStatus = "FAILED"
 )
 
 // TaskType is what a task run changes on its database; DDL and SDL are sequential (R1).

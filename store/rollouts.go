@@ -87,42 +87,56 @@ func (s *Store) GetRollout(ctx context.Context, id int64) (Rollout, error) {
 	return r, nil
 }
 
-// ListRollouts pages through rollouts by id.
-func (s *Store) ListRollouts(ctx context.Context, afterID int64, limit int) ([]Rollout, error) {
-	rows, err := s.Q.ListRollouts(ctx, dbgen.ListRolloutsParams{AfterID: afterID, MaxRows: int32(limit)})
+// RolloutSummary is a rollout as users see it: its derived status and its task counts.
+type RolloutSummary struct {
+	ID            int64
+	Name          string
+	ParallelLimit int32
+	// OperatorStatus is what an operator set: RUNNING, PAUSED or CANCELED.
+	OperatorStatus domain.RolloutStatus
+	// Status is what happened, derived by the rollout_summaries view (the one definition):
+	// RUNNING or PAUSED while a task is active; then DONE, FAILED or CANCELED.
+	Status domain.RolloutStatus
+	// Counts holds the number of tasks per status, every status present.
+	Counts    map[string]int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+func summaryFrom(r dbgen.RolloutSummary) RolloutSummary {
+	return RolloutSummary{
+		ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, OperatorStatus: r.OperatorStatus, Status: r.Status,
+		Counts: map[string]int64{
+			string(domain.TaskPending): r.Pending, string(domain.TaskAvailable): r.Available,
+			string(domain.TaskRunning): r.Running, string(domain.TaskDone): r.Done,
+			string(domain.TaskFailed): r.Failed, string(domain.TaskCanceled): r.Canceled,
+			string(domain.TaskSkipped): r.Skipped,
+		},
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+// GetRolloutSummary reads a rollout with its derived status and task counts.
+func (s *Store) GetRolloutSummary(ctx context.Context, id int64) (RolloutSummary, error) {
+	r, err := s.Q.GetRolloutSummary(ctx, id)
+	if err != nil {
+		return RolloutSummary{}, fmt.Errorf("get rollout %d: %w", id, mapErr(err))
+	}
+	return summaryFrom(r), nil
+}
+
+// ListRolloutSummaries pages through rollouts by id, each with its derived status and
+// task counts (one query for the page).
+func (s *Store) ListRolloutSummaries(ctx context.Context, afterID int64, limit int) ([]RolloutSummary, error) {
+	rows, err := s.Q.ListRolloutSummaries(ctx, dbgen.ListRolloutSummariesParams{AfterID: afterID, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list rollouts: %w", mapErr(err))
 	}
-	return rows, nil
-}
-
-// RolloutCounts returns the number of tasks per status (every status present, 0 if none).
-func (s *Store) RolloutCounts(ctx context.Context, id int64) (map[string]int64, error) {
-	counts, err := s.RolloutCountsOf(ctx, []int64{id})
-	if err != nil {
-		return nil, err
+	out := make([]RolloutSummary, len(rows))
+	for i, r := range rows {
+		out[i] = summaryFrom(r)
 	}
-	return counts[id], nil
-}
-
-// RolloutCountsOf counts the tasks per status of several rollouts in one query.
-func (s *Store) RolloutCountsOf(ctx context.Context, ids []int64) (map[int64]map[string]int64, error) {
-	rows, err := s.Q.RolloutCounts(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("count tasks of rollouts %v: %w", ids, mapErr(err))
-	}
-	all := make(map[int64]map[string]int64, len(ids))
-	for _, id := range ids {
-		counts := make(map[string]int64, len(domain.TaskStatuses))
-		for _, st := range domain.TaskStatuses {
-			counts[string(st)] = 0
-		}
-		all[id] = counts
-	}
-	for _, r := range rows {
-		all[r.RolloutID][string(r.Status)] = r.N
-	}
-	return all, nil
+	return out, nil
 }
 
 // ListTaskRuns pages through a rollout's tasks by id, optionally filtered by status.

@@ -56,12 +56,11 @@ type IdempotencyKey struct {
 }
 
 type OutboxMessage struct {
-	ID          int64
-	EventID     int64
-	Topic       string
-	TxID        pgtype.Uint64
-	PublishedAt *time.Time
-	CreatedAt   time.Time
+	ID        int64
+	EventID   int64
+	Topic     string
+	TxID      pgtype.Uint64
+	CreatedAt time.Time
 }
 
 type Pc struct {
@@ -87,6 +86,23 @@ type Rollout struct {
 	Status        domain.RolloutStatus
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+}
+
+type RolloutSummary struct {
+	ID             int64
+	Name           string
+	ParallelLimit  int32
+	OperatorStatus domain.RolloutStatus
+	Status         domain.RolloutStatus
+	Pending        int64
+	Available      int64
+	Running        int64
+	Done           int64
+	Failed         int64
+	Canceled       int64
+	Skipped        int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 type Schedule struct {

@@ -37,7 +37,7 @@ const cancelRolloutTasks = `-- name: CancelRolloutTasks :many
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(),
     error = 'rollout canceled'
-WHERE rollout_id = $1 AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE')
+WHERE rollout_id = $1 AND status IN ('PENDING', 'AVAILABLE')
 RETURNING id
 `
 
@@ -99,7 +99,7 @@ func (q *Queries) CancelRunningTask(ctx context.Context, id int64) (TaskRun, err
 const cancelTask = `-- name: CancelTask :one
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(), error = 'canceled'
-WHERE id = $1 AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE')
+WHERE id = $1 AND status IN ('PENDING', 'AVAILABLE')
 RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
 `
 
@@ -195,7 +195,7 @@ func (q *Queries) ClaimTasks(ctx context.Context, arg ClaimTasksParams) ([]TaskR
 
 const countUnfinished = `-- name: CountUnfinished :one
 SELECT count(*)::bigint FROM task_runs
-WHERE rollout_id = $1 AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING')
+WHERE rollout_id = $1 AND status IN ('PENDING', 'AVAILABLE', 'RUNNING')
 `
 
 func (q *Queries) CountUnfinished(ctx context.Context, rolloutID int64) (int64, error) {
@@ -309,6 +309,34 @@ func (q *Queries) GetRollout(ctx context.Context, id int64) (Rollout, error) {
 	return i, err
 }
 
+const getRolloutSummary = `-- name: GetRolloutSummary :one
+SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at FROM rollout_summaries WHERE id = $1
+`
+
+// A rollout with its task counts and its status as derived by the rollout_summaries view
+// (migrations/00005_rollout_status.sql), the one definition of a rollout's status.
+func (q *Queries) GetRolloutSummary(ctx context.Context, id int64) (RolloutSummary, error) {
+	row := q.db.QueryRow(ctx, getRolloutSummary, id)
+	var i RolloutSummary
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.ParallelLimit,
+		&i.OperatorStatus,
+		&i.Status,
+		&i.Pending,
+		&i.Available,
+		&i.Running,
+		&i.Done,
+		&i.Failed,
+		&i.Canceled,
+		&i.Skipped,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const getTaskRun = `-- name: GetTaskRun :one
 SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE id = $1
 `
@@ -394,29 +422,37 @@ func (q *Queries) InsertTaskRuns(ctx context.Context, arg InsertTaskRunsParams) 
 	return result.RowsAffected(), nil
 }
 
-const listRollouts = `-- name: ListRollouts :many
-SELECT id, name, parallel_limit, status, created_at, updated_at FROM rollouts WHERE id > $1 ORDER BY id LIMIT $2
+const listRolloutSummaries = `-- name: ListRolloutSummaries :many
+SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at FROM rollout_summaries WHERE id > $1 ORDER BY id LIMIT $2
 `
 
-type ListRolloutsParams struct {
+type ListRolloutSummariesParams struct {
 	AfterID int64
 	MaxRows int32
 }
 
-func (q *Queries) ListRollouts(ctx context.Context, arg ListRolloutsParams) ([]Rollout, error) {
-	rows, err := q.db.Query(ctx, listRollouts, arg.AfterID, arg.MaxRows)
+func (q *Queries) ListRolloutSummaries(ctx context.Context, arg ListRolloutSummariesParams) ([]RolloutSummary, error) {
+	rows, err := q.db.Query(ctx, listRolloutSummaries, arg.AfterID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Rollout
+	var items []RolloutSummary
 	for rows.Next() {
-		var i Rollout
+		var i RolloutSummary
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
 			&i.ParallelLimit,
+			&i.OperatorStatus,
 			&i.Status,
+			&i.Pending,
+			&i.Available,
+			&i.Running,
+			&i.Done,
+			&i.Failed,
+			&i.Canceled,
+			&i.Skipped,
 			&i.CreatedAt,
 			&i.UpdatedAt,
 		); err != nil {
@@ -708,37 +744,6 @@ func (q *Queries) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
 	return i, err
 }
 
-const rolloutCounts = `-- name: RolloutCounts :many
-SELECT rollout_id, status, count(*)::bigint AS n FROM task_runs
-WHERE rollout_id = ANY($1::bigint[]) GROUP BY rollout_id, status
-`
-
-type RolloutCountsRow struct {
-	RolloutID int64
-	Status    domain.TaskStatus
-	N         int64
-}
-
-func (q *Queries) RolloutCounts(ctx context.Context, rolloutIds []int64) ([]RolloutCountsRow, error) {
-	rows, err := q.db.Query(ctx, rolloutCounts, rolloutIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []RolloutCountsRow
-	for rows.Next() {
-		var i RolloutCountsRow
-		if err := rows.Scan(&i.RolloutID, &i.Status, &i.N); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const runningTaskIDs = `-- name: RunningTaskIDs :many
 SELECT id FROM task_runs WHERE rollout_id = $1 AND status = 'RUNNING' ORDER BY id
 `
@@ -837,7 +842,7 @@ func (q *Queries) SetRolloutStatus(ctx context.Context, arg SetRolloutStatusPara
 const skipTask = `-- name: SkipTask :one
 UPDATE task_runs
 SET status = 'SKIPPED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now()
-WHERE id = $1 AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'FAILED', 'CANCELED')
+WHERE id = $1 AND status IN ('PENDING', 'AVAILABLE', 'FAILED', 'CANCELED')
 RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
 `
 

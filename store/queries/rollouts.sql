@@ -18,12 +18,13 @@ ORDER BY e.ord;
 -- name: GetRollout :one
 SELECT * FROM rollouts WHERE id = @id;
 
--- name: ListRollouts :many
-SELECT * FROM rollouts WHERE id > @after_id ORDER BY id LIMIT @max_rows;
+-- name: GetRolloutSummary :one
+-- A rollout with its task counts and its status as derived by the rollout_summaries view
+-- (migrations/00005_rollout_status.sql), the one definition of a rollout's status.
+SELECT * FROM rollout_summaries WHERE id = @id;
 
--- name: RolloutCounts :many
-SELECT rollout_id, status, count(*)::bigint AS n FROM task_runs
-WHERE rollout_id = ANY(@rollout_ids::bigint[]) GROUP BY rollout_id, status;
+-- name: ListRolloutSummaries :many
+SELECT * FROM rollout_summaries WHERE id > @after_id ORDER BY id LIMIT @max_rows;
 
 -- name: SetRolloutStatus :one
 UPDATE rollouts SET status = @status, updated_at = now()
@@ -34,7 +35,7 @@ RETURNING *;
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(),
     error = 'rollout canceled'
-WHERE rollout_id = @rollout_id AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE')
+WHERE rollout_id = @rollout_id AND status IN ('PENDING', 'AVAILABLE')
 RETURNING id;
 
 -- name: GetTaskRun :one
@@ -210,7 +211,7 @@ SELECT * FROM task_runs WHERE rollout_id = @rollout_id AND status = 'RUNNING' OR
 
 -- name: CountUnfinished :one
 SELECT count(*)::bigint FROM task_runs
-WHERE rollout_id = @rollout_id AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING');
+WHERE rollout_id = @rollout_id AND status IN ('PENDING', 'AVAILABLE', 'RUNNING');
 
 -- name: RetryTask :one
 UPDATE task_runs
@@ -222,13 +223,13 @@ RETURNING *;
 -- name: SkipTask :one
 UPDATE task_runs
 SET status = 'SKIPPED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now()
-WHERE id = @id AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'FAILED', 'CANCELED')
+WHERE id = @id AND status IN ('PENDING', 'AVAILABLE', 'FAILED', 'CANCELED')
 RETURNING *;
 
 -- name: CancelTask :one
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(), error = 'canceled'
-WHERE id = @id AND status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE')
+WHERE id = @id AND status IN ('PENDING', 'AVAILABLE')
 RETURNING *;
 
 -- name: CancelRunningTask :one

@@ -102,13 +102,17 @@ async function scheduleRuns(name) {
   return html + "</tbody></table>";
 }
 
-const taskRunOrder = ["DONE", "RUNNING", "AVAILABLE", "PENDING", "NOT_STARTED", "FAILED", "CANCELED", "SKIPPED"];
+const taskRunOrder = ["DONE", "RUNNING", "AVAILABLE", "PENDING", "FAILED", "CANCELED", "SKIPPED"];
+// rolloutStatus shows the status the API derived (DESIGN.md §2); the dashboard never recomputes it.
+function rolloutStatus(r) {
+  return '<span class="rollout-status status-' + esc(r.status) + '">' + esc(r.status) + "</span>";
+}
 
 async function rollouts() {
   const page = await api("GET", "/rollouts?limit=200");
   let html = '<h2>Rollouts</h2><table id="rollouts"><thead><tr><th>ID</th><th>Name</th><th>Status</th><th>Progress</th><th>Parallel</th><th></th></tr></thead><tbody>';
   for (const r of page.items) {
-    html += '<tr data-rollout="' + r.id + '"><td><a href="#rollout/' + r.id + '">' + r.id + "</a></td><td>" + esc(r.name) + "</td><td>" + esc(r.status) +
+    html += '<tr data-rollout="' + r.id + '"><td><a href="#rollout/' + r.id + '">' + r.id + "</a></td><td>" + esc(r.name) + "</td><td>" + rolloutStatus(r) +
       "</td><td>" + bar(r.counts || {}, taskRunOrder) + " " + (r.progress ? r.progress.finished + "/" + r.progress.total : "") +
       "</td><td>" + r.parallel_limit + "</td><td>" + temporalLink("rollout/" + r.id) + "</td></tr>";
   }
@@ -120,7 +124,7 @@ async function rollouts() {
 async function rolloutTasks(id) {
   const r = await api("GET", "/rollouts/" + encodeURIComponent(id));
   const tasks = await api("GET", "/rollouts/" + encodeURIComponent(id) + "/tasks?limit=500");
-  let html = '<h2><a href="#rollouts">Rollouts</a> / ' + esc(r.name) + " " + temporalLink("rollout/" + r.id) + "</h2>" + bar(r.counts || {}, taskRunOrder);
+  let html = '<h2><a href="#rollouts">Rollouts</a> / ' + esc(r.name) + " " + rolloutStatus(r) + " " + temporalLink("rollout/" + r.id) + "</h2>" + bar(r.counts || {}, taskRunOrder);
   html += '<table id="tasks"><thead><tr><th>ID</th><th>Database</th><th>Type</th><th>Version</th><th>Status</th><th>Waiting for</th><th>Started</th><th>Finished</th></tr></thead><tbody>';
   for (const t of tasks.items) {
     html += '<tr data-task-run="' + t.id + '"><td>' + t.id + "</td><td>" + esc(t.database) + "</td><td>" + esc(t.type) + "</td><td>" + esc(t.version) +
