@@ -402,3 +402,23 @@ func ids(p store.Promotion) []int64 {
 	}
 	return out
 }
+
+// TestClaimTasksTakesAtMostMax: a claim moves at most max AVAILABLE tasks to RUNNING, in
+// version order, and the next claim takes the rest.
+func TestClaimTasksTakesAtMostMax(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testenv.Store(t)
+	r, runs := newRollout(t, st, 10, task("m1", "DML", "1"), task("m2", "DML", "1"), task("m3", "DML", "1"))
+	require.Len(t, promote(t, st).Promoted, 3)
+	claimed, err := st.ClaimTasks(ctx, r.ID, 1)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.Equal(t, runs[0].ID, claimed[0].ID)
+	claimed, err = st.ClaimTasks(ctx, r.ID, 2)
+	require.NoError(t, err)
+	require.Len(t, claimed, 2)
+	claimed, err = st.ClaimTasks(ctx, r.ID, 2)
+	require.NoError(t, err)
+	require.Empty(t, claimed)
+}

@@ -132,16 +132,18 @@ func (q *Queries) CancelTask(ctx context.Context, id int64) (TaskRun, error) {
 }
 
 const claimTasks = `-- name: ClaimTasks :many
-UPDATE task_runs t
-SET status = 'RUNNING', started_at = now(), attempt = t.attempt + 1, updated_at = now()
-WHERE t.id IN (
+WITH picked AS MATERIALIZED (
     SELECT a.id FROM task_runs a
     WHERE a.rollout_id = $1 AND a.status = 'AVAILABLE'
       AND EXISTS (SELECT 1 FROM rollouts r WHERE r.id = $1 AND r.status = 'RUNNING')
     ORDER BY a.version_key, a.id
     LIMIT $2
     FOR UPDATE SKIP LOCKED
-) AND t.status = 'AVAILABLE'
+)
+UPDATE task_runs t
+SET status = 'RUNNING', started_at = now(), attempt = t.attempt + 1, updated_at = now()
+FROM picked
+WHERE t.id = picked.id AND t.status = 'AVAILABLE'
 RETURNING t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.run_at, t.executor, t.payload, t.status, t.waiting_cause, t.waiting_key, t.attempt, t.error, t.output, t.promoted_at, t.started_at, t.finished_at, t.created_at, t.updated_at
 `
 
@@ -151,7 +153,9 @@ type ClaimTasksParams struct {
 }
 
 // AVAILABLE → RUNNING for up to max_rows tasks of a running rollout; SKIP LOCKED makes each
-// row go to exactly one claimer (R4).
+// row go to exactly one claimer (R4). The pick is a materialized CTE, not an IN subquery:
+// as a semi-join's inner side the LIMIT subquery is rescanned per candidate row, skips the
+// rows this statement already updated, and so claims more than max_rows.
 func (q *Queries) ClaimTasks(ctx context.Context, arg ClaimTasksParams) ([]TaskRun, error) {
 	rows, err := q.db.Query(ctx, claimTasks, arg.RolloutID, arg.MaxRows)
 	if err != nil {

@@ -186,17 +186,21 @@ ORDER BY run_at LIMIT 1;
 
 -- name: ClaimTasks :many
 -- AVAILABLE → RUNNING for up to max_rows tasks of a running rollout; SKIP LOCKED makes each
--- row go to exactly one claimer (R4).
-UPDATE task_runs t
-SET status = 'RUNNING', started_at = now(), attempt = t.attempt + 1, updated_at = now()
-WHERE t.id IN (
+-- row go to exactly one claimer (R4). The pick is a materialized CTE, not an IN subquery:
+-- as a semi-join's inner side the LIMIT subquery is rescanned per candidate row, skips the
+-- rows this statement already updated, and so claims more than max_rows.
+WITH picked AS MATERIALIZED (
     SELECT a.id FROM task_runs a
     WHERE a.rollout_id = @rollout_id AND a.status = 'AVAILABLE'
       AND EXISTS (SELECT 1 FROM rollouts r WHERE r.id = @rollout_id AND r.status = 'RUNNING')
     ORDER BY a.version_key, a.id
     LIMIT @max_rows
     FOR UPDATE SKIP LOCKED
-) AND t.status = 'AVAILABLE'
+)
+UPDATE task_runs t
+SET status = 'RUNNING', started_at = now(), attempt = t.attempt + 1, updated_at = now()
+FROM picked
+WHERE t.id = picked.id AND t.status = 'AVAILABLE'
 RETURNING t.*;
 
 -- name: FinishTask :one
