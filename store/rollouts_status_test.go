@@ -256,3 +256,63 @@ func TestTaskRunOperatorTransitions(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutOperatorTransitions proves each operator transition of a rollout from every
+// status an operator can set: pause, resume and cancel move it, or refuse with ErrTaskState
+// and leave it as it was.
+func TestRolloutOperatorTransitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testenv.Store(t)
+	rolloutIn := func(status string) store.Rollout {
+		r, _ := newRollout(t, st, 1, task("ro-"+status, "DML", "1"))
+		switch status {
+		case store.RolloutPaused:
+			_, err := st.SetRolloutStatus(ctx, r.ID, store.RolloutPaused, store.RolloutRunning)
+			require.NoError(t, err)
+		case store.RolloutCanceled:
+			_, _, err := st.CancelRollout(ctx, r.ID)
+			require.NoError(t, err)
+		}
+		return r
+	}
+	cancel := func(ctx context.Context, id int64) (store.Rollout, error) {
+		r, _, err := st.CancelRollout(ctx, id)
+		return r, err
+	}
+	ops := []struct {
+		name string
+		do   func(context.Context, int64) (store.Rollout, error)
+		to   string
+		from []string
+	}{
+		{"pause", func(ctx context.Context, id int64) (store.Rollout, error) {
+			return st.SetRolloutStatus(ctx, id, store.RolloutPaused, store.RolloutRunning)
+		}, store.RolloutPaused, []string{store.RolloutRunning}},
+		{"resume", func(ctx context.Context, id int64) (store.Rollout, error) {
+			return st.SetRolloutStatus(ctx, id, store.RolloutRunning, store.RolloutPaused)
+		}, store.RolloutRunning, []string{store.RolloutPaused}},
+		{"cancel", cancel, store.RolloutCanceled, []string{store.RolloutRunning, store.RolloutPaused}},
+	}
+	for _, op := range ops {
+		for _, from := range []string{store.RolloutRunning, store.RolloutPaused, store.RolloutCanceled} {
+			r := rolloutIn(from)
+			allowed := false
+			for _, f := range op.from {
+				allowed = allowed || f == from
+			}
+			got, err := op.do(ctx, r.ID)
+			cur, gerr := st.GetRolloutSummary(ctx, r.ID)
+			require.NoError(t, gerr)
+			if !allowed {
+				require.ErrorIs(t, err, store.ErrTaskState, "%s from %s", op.name, from)
+				require.Equal(t, from, cur.OperatorStatus, "%s from %s changed the rollout", op.name, from)
+				continue
+			}
+			require.NoError(t, err, "%s from %s", op.name, from)
+			require.Equal(t, op.to, got.Status, "%s from %s", op.name, from)
+			require.Equal(t, op.to, cur.OperatorStatus)
+			require.Equal(t, op.to, cur.Status, "its one task is still PENDING or was cancelled with it")
+		}
+	}
+}
