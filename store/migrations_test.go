@@ -9,6 +9,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/migrations"
 	"github.com/tickgate/tickgate/store"
@@ -43,6 +44,6 @@ func TestMigrationsRollBackAndReapply(t *testing.T) {
 	require.NoError(t, err)
 	sum, err := st.GetRolloutSummary(ctx, r.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.RolloutRunning, sum.Status)
-	require.EqualValues(t, 1, sum.Counts[store.TaskPending])
+	require.Equal(t, domain.RolloutRunning, sum.Status)
+	require.EqualValues(t, 1, sum.Counts[string(domain.TaskPending)])
 }

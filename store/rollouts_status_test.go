@@ -264,13 +264,13 @@ func TestRolloutOperatorTransitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := testenv.Store(t)
-	rolloutIn := func(status string) store.Rollout {
-		r, _ := newRollout(t, st, 1, task("ro-"+status, "DML", "1"))
+	rolloutIn := func(status domain.RolloutStatus) store.Rollout {
+		r, _ := newRollout(t, st, 1, task("ro-"+string(status), "DML", "1"))
 		switch status {
-		case store.RolloutPaused:
-			_, err := st.SetRolloutStatus(ctx, r.ID, store.RolloutPaused, store.RolloutRunning)
+		case domain.RolloutPaused:
+			_, err := st.SetRolloutStatus(ctx, r.ID, domain.RolloutPaused, domain.RolloutRunning)
 			require.NoError(t, err)
-		case store.RolloutCanceled:
+		case domain.RolloutCanceled:
 			_, _, err := st.CancelRollout(ctx, r.ID)
 			require.NoError(t, err)
 		}
@@ -283,19 +283,19 @@ func TestRolloutOperatorTransitions(t *testing.T) {
 	ops := []struct {
 		name string
 		do   func(context.Context, int64) (store.Rollout, error)
-		to   string
-		from []string
+		to   domain.RolloutStatus
+		from []domain.RolloutStatus
 	}{
 		{"pause", func(ctx context.Context, id int64) (store.Rollout, error) {
-			return st.SetRolloutStatus(ctx, id, store.RolloutPaused, store.RolloutRunning)
-		}, store.RolloutPaused, []string{store.RolloutRunning}},
+			return st.SetRolloutStatus(ctx, id, domain.RolloutPaused, domain.RolloutRunning)
+		}, domain.RolloutPaused, []domain.RolloutStatus{domain.RolloutRunning}},
 		{"resume", func(ctx context.Context, id int64) (store.Rollout, error) {
-			return st.SetRolloutStatus(ctx, id, store.RolloutRunning, store.RolloutPaused)
-		}, store.RolloutRunning, []string{store.RolloutPaused}},
-		{"cancel", cancel, store.RolloutCanceled, []string{store.RolloutRunning, store.RolloutPaused}},
+			return st.SetRolloutStatus(ctx, id, domain.RolloutRunning, domain.RolloutPaused)
+		}, domain.RolloutRunning, []domain.RolloutStatus{domain.RolloutPaused}},
+		{"cancel", cancel, domain.RolloutCanceled, []domain.RolloutStatus{domain.RolloutRunning, domain.RolloutPaused}},
 	}
 	for _, op := range ops {
-		for _, from := range []string{store.RolloutRunning, store.RolloutPaused, store.RolloutCanceled} {
+		for _, from := range []domain.RolloutStatus{domain.RolloutRunning, domain.RolloutPaused, domain.RolloutCanceled} {
 			r := rolloutIn(from)
 			allowed := false
 			for _, f := range op.from {
