@@ -111,7 +111,9 @@ func recordRollouts(t *testing.T, st *teststack.Stack, rec *recorder) {
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", ext3), nil, http.StatusOK, nil)
 	waitTask(t, st, ext1, "RUNNING")
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/result", ext1), map[string]any{"status": "DONE", "output": map[string]any{"approved_by": "dba"}}, http.StatusAccepted, nil)
-	waitRollout(t, st, r1.ID, "DONE")
+	// Every other task is DONE, but DDL 3 was cancelled: the rollout did not do all it was
+	// asked to, so it ends CANCELED, never DONE (DESIGN §2 "Rollout status").
+	waitRollout(t, st, r1.ID, "CANCELED")
 	rec.waitClosed(workflows.RolloutWorkflowID(r1.ID))
 	rec.write(workflows.RolloutWorkflowID(r1.ID), workflows.RolloutWorkflowType, "rollout_gates_retry_cancel_task")
 
@@ -219,10 +221,17 @@ func waitStatus(t *testing.T, st *teststack.Stack, path, status string) {
 	var v struct {
 		Status string `json:"status"`
 	}
-	require.Eventually(t, func() bool {
+	deadline := time.Now().Add(time.Minute)
+	for {
 		st.JSON(t, http.MethodGet, path, nil, http.StatusOK, &v)
-		return v.Status == status
-	}, time.Minute, 50*time.Millisecond, "%s never became %s (is %s)", path, status, v.Status)
+		if v.Status == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became %s (last seen %q)", path, status, v.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // recorder fetches workflow histories from the dev server and writes them as the JSON
