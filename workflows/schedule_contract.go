@@ -1,0 +1,144 @@
+package workflows
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tickgate/tickgate/domain"
+)
+
+// ScheduleWorkflowType is the registered name of the schedule workflow.
+const ScheduleWorkflowType = "ScheduleWorkflow"
+
+// Signal and update names of ScheduleWorkflow. Other services may send them as signals
+// (fire and forget) or updates (answered); both reach the same handler, and the result is
+// mirrored in Postgres.
+const (
+	SchedulePause   = "pause"   // payload PauseRequest
+	ScheduleResume  = "resume"  // no payload
+	ScheduleTrigger = "trigger" // payload TriggerRequest; the update answers TriggerResult
+	ScheduleRefresh = "refresh" // no payload: the definition changed in Postgres, reload it
+	// ScheduleReschedule moves the next fire; payload RescheduleRequest.
+	ScheduleReschedule = "reschedule"
+	// ScheduleBackfill fires every tick of a past range once; payload BackfillRequest, the
+	// update answers BackfillResult.
+	ScheduleBackfill = "backfill"
+	// ScheduleDescribe is the query answering ScheduleDescription.
+	ScheduleDescribe = "describe"
+)
+
+// ErrBackfillTooLarge is the error type of a backfill update whose range holds too many ticks.
+const ErrBackfillTooLarge = "BackfillTooLarge"
+
+// ScheduleWorkflowID is the one workflow id of a schedule.
+func ScheduleWorkflowID(name string) string { return "schedule/" + name }
+
+// ScheduleInput starts (or continues) a schedule's workflow.
+type ScheduleInput struct {
+	ScheduleID int64
+	Name       string
+	// Carry is the state handed over by continue-as-new; nil on the first run.
+	Carry *ScheduleCarry `json:",omitempty"`
+}
+
+// ScheduleCarry is the state a schedule keeps across continue-as-new.
+type ScheduleCarry struct {
+	Watermark time.Time // the newest nominal tick already processed
+	Paused    bool
+	Note      string
+	Running   []RunningRun
+	Buffer    []BufferedTick
+	// LastSuccessAt is the nominal time of the newest run that succeeded (a manual run's
+	// nominal time is when it was triggered); skip_if_successful compares it to the
+	// previous tick.
+	LastSuccessAt time.Time
+	// ContinueAsNewAfter overrides how many loop iterations a run makes before it continues
+	// as new (0: the default); for tests and tuning.
+	ContinueAsNewAfter int `json:",omitempty"`
+	// Rescheduled replaces the next natural tick when set (reschedule).
+	Rescheduled *time.Time `json:",omitempty"`
+	// Backfills are the ranges still to fire, oldest request first.
+	Backfills []Backfill `json:",omitempty"`
+}
+
+// Backfill is a range of ticks still to fire: those after Done up to End.
+type Backfill struct {
+	Done    time.Time
+	End     time.Time
+	Overlap domain.Overlap
+}
+
+// RescheduleRequest sets the schedule's next fire time. Natural ticks before it are
+// recorded SKIPPED with the reason; ticks after it follow the spec again.
+type RescheduleRequest struct {
+	NextRunAt time.Time `json:"next_run_at"`
+}
+
+// BackfillRequest fires every tick in [Start, End] once, in order, subject to the overlap
+// policy (Overlap overrides it). Ticks that already ran are not run again.
+type BackfillRequest struct {
+	Start   time.Time      `json:"start"`
+	End     time.Time      `json:"end"`
+	Overlap domain.Overlap `json:"overlap,omitempty"`
+}
+
+// BackfillResult says how many ticks the range holds.
+type BackfillResult struct {
+	Ticks int `json:"ticks"`
+}
+
+// RunningRun is a run of a workflow action that has not finished.
+type RunningRun struct {
+	RunID       int64
+	WorkflowID  string
+	ScheduledAt time.Time
+}
+
+// BufferedTick is a tick waiting for running runs to finish (overlap buffer_one/buffer_all,
+// cancel_other).
+type BufferedTick struct {
+	Tick    time.Time
+	Trigger domain.Trigger
+	Key     string
+	Input   json.RawMessage `json:",omitempty"`
+	// Overlap is the policy the tick was buffered under ("" in state carried from before it
+	// was kept: the schedule's policy).
+	Overlap domain.Overlap `json:",omitempty"`
+}
+
+// PauseRequest pauses a schedule with an operator's note.
+type PauseRequest struct {
+	Note string `json:"note"`
+}
+
+// TriggerRequest fires a schedule now. RequestID makes a retried trigger idempotent (the
+// API sets it; a signal without one gets a fresh id); Overlap overrides the schedule's
+// policy for this run; Input overrides the workflow action's input.
+type TriggerRequest struct {
+	RequestID string          `json:"request_id,omitempty"`
+	Overlap   domain.Overlap  `json:"overlap,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+}
+
+// TriggerResult is the run a trigger recorded.
+type TriggerResult struct {
+	RunID       int64            `json:"run_id"`
+	Status      domain.RunStatus `json:"status"`
+	Reason      string           `json:"reason,omitempty"`
+	ScheduledAt time.Time        `json:"scheduled_at"`
+	// existed marks a tick recorded before (a retry, or a backfill of a tick that ran).
+	existed bool
+}
+
+// ScheduleDescription answers the describe query.
+type ScheduleDescription struct {
+	Name       string       `json:"name"`
+	Paused     bool         `json:"paused"`
+	Note       string       `json:"note,omitempty"`
+	Watermark  time.Time    `json:"watermark"`
+	NextFireAt *time.Time   `json:"next_fire_at,omitempty"`
+	Running    []RunningRun `json:"running"`
+	Buffered   int          `json:"buffered"`
+	Backfills  int          `json:"backfills"`
+	Version    int64        `json:"version"`
+}

@@ -1,0 +1,379 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
+)
+
+// dueTicks lists the ticks in (watermark, now], at most maxTicksPerRound, as a side effect.
+func (w *scheduleWorkflow) dueTicks(ctx workflow.Context, now time.Time) []time.Time {
+	var ticks []time.Time
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		var out []time.Time
+		t := w.carry.Watermark
+		for len(out) < maxTicksPerRound {
+			n := w.spec.Next(t)
+			if n.IsZero() || n.Add(w.spec.JitterFor(w.def.Name, n)).After(now) {
+				break
+			}
+			out = append(out, n)
+			t = n
+		}
+		return out
+	}).Get(&ticks)
+	return ticks
+}
+
+// processDue handles every due tick in time order: on time → fire; late but inside the
+// catch-up window → fire as catchup; older → MISSED. It reports whether more remain.
+func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
+	now := workflow.Now(ctx)
+	if w.carry.Rescheduled != nil {
+		return false, w.processRescheduled(ctx, now)
+	}
+	ticks := w.dueTicks(ctx, now)
+	if len(ticks) == 0 {
+		return false, nil
+	}
+	var missed []time.Time
+	for _, tick := range ticks {
+		late := now.Sub(tick.Add(w.spec.JitterFor(w.def.Name, tick)))
+		switch {
+		case late <= onTimeTolerance:
+			if err := w.flushMissed(ctx, &missed); err != nil {
+				return false, err
+			}
+			if _, err := w.fire(ctx, tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
+				return false, err
+			}
+		case late <= w.def.CatchupWindow:
+			if err := w.flushMissed(ctx, &missed); err != nil {
+				return false, err
+			}
+			if _, err := w.fire(ctx, tick, domain.TriggerCatchup, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
+				return false, err
+			}
+		default:
+			missed = append(missed, tick)
+			w.carry.Watermark = tick
+		}
+	}
+	if err := w.flushMissed(ctx, &missed); err != nil {
+		return false, err
+	}
+	return len(ticks) == maxTicksPerRound, nil
+}
+
+func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time) error {
+	if len(*missed) == 0 {
+		return nil
+	}
+	reason := fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", w.def.CatchupWindow)
+	if err := w.lockMirror(ctx); err != nil {
+		return err
+	}
+	defer w.unlockMirror()
+	next := w.nextAfterWatermark()
+	var res activities.MissedResult
+	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
+		ScheduleID: w.def.ID, Ticks: *missed, Reason: reason, NextRunAt: next,
+	}).Get(ctx, &res)
+	*missed = nil
+	if err != nil {
+		return err
+	}
+	w.mirrored = next
+	for _, run := range res.Running {
+		w.adoptIfUnwatched(ctx, run, nil)
+	}
+	return nil
+}
+
+// nextAfterWatermark is the tick after the watermark, to mirror as next_run_at. It is only
+// ever an activity's argument (never a decision), so it needs no side effect.
+func (w *scheduleWorkflow) nextAfterWatermark() *time.Time {
+	n := w.spec.Next(w.carry.Watermark)
+	if n.IsZero() {
+		return nil
+	}
+	return &n
+}
+
+// fire decides what one tick does under the overlap and skip_if_successful policies and
+// records it. overlap "" means the schedule's policy.
+func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, overlap domain.Overlap, input json.RawMessage) (TriggerResult, error) {
+	if (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && tick.After(w.carry.Watermark) {
+		w.carry.Watermark = tick
+	}
+	if overlap == "" {
+		overlap = w.def.Overlap
+	}
+	if (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() {
+		prev := w.previousTick(ctx, tick)
+		if w.carry.LastSuccessAt.After(prev) {
+			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
+				fmt.Sprintf("skip_if_successful: a run already succeeded at %s", w.carry.LastSuccessAt.UTC().Format(time.RFC3339)), "")
+		}
+	}
+	if len(w.carry.Running) > 0 && w.def.Action.Kind == domain.ActionWorkflow {
+		switch overlap {
+		case domain.OverlapSkip:
+			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
+				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
+		case domain.OverlapBufferOne, domain.OverlapBufferAll, domain.OverlapCancelOther:
+			if overlap == "cancel_other" {
+				if err := w.supersedeWaiting(ctx, tick); err != nil {
+					return TriggerResult{}, err
+				}
+			}
+			limit := maxBuffer
+			if overlap == domain.OverlapBufferOne {
+				limit = 1
+			}
+			if len(w.carry.Buffer) >= limit {
+				return w.record(ctx, tick, trigger, key, domain.RunSkipped,
+					fmt.Sprintf("overlap %s: buffer full (%d)", overlap, limit), "")
+			}
+			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
+			if overlap == "cancel_other" {
+				w.stopRunning(ctx, false)
+			}
+			return TriggerResult{Status: "BUFFERED", ScheduledAt: tick}, nil
+		case domain.OverlapTerminateOther:
+			w.stopRunning(ctx, true)
+		}
+	}
+	return w.start(ctx, tick, trigger, key, input)
+}
+
+// previousTick is the nominal tick before tick (for skip_if_successful).
+func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) time.Time {
+	var prev time.Time
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return w.spec.Prev(tick) }).Get(&prev)
+	return prev
+}
+
+// supersedeWaiting applies cancel_other to the ticks already waiting for the running run
+// to stop: as in Temporal Schedules, only the newest cancel_other tick waits, and each
+// older one is recorded SKIPPED with its reason. (Kept, they would each start in turn after
+// the cancelled run — uncancelled, at full length — and a schedule catching up on a
+// backlog would fall further behind with every tick.)
+func (w *scheduleWorkflow) supersedeWaiting(ctx workflow.Context, newer time.Time) error {
+	// GetVersion only when something is superseded, so other histories carry no marker.
+	if !slices.ContainsFunc(w.carry.Buffer, w.cancelsOther) ||
+		workflow.GetVersion(ctx, cancelOtherSupersedesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	reason := fmt.Sprintf("overlap cancel_other: superseded by the tick of %s", newer.UTC().Format(time.RFC3339))
+	var kept []BufferedTick
+	for _, b := range w.carry.Buffer {
+		if !w.cancelsOther(b) {
+			kept = append(kept, b)
+		} else if _, err := w.record(ctx, b.Tick, b.Trigger, b.Key, domain.RunSkipped, reason, ""); err != nil {
+			return err
+		}
+	}
+	w.carry.Buffer = kept
+	return nil
+}
+
+// cancelsOther reports whether a buffered tick waits under cancel_other (a tick carried
+// from before its policy was kept waits under the schedule's).
+func (w *scheduleWorkflow) cancelsOther(b BufferedTick) bool {
+	overlap := b.Overlap
+	if overlap == "" {
+		overlap = w.def.Overlap
+	}
+	return overlap == "cancel_other"
+}
+
+func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string) (TriggerResult, error) {
+	return w.recordWithInput(ctx, tick, trigger, key, status, reason, workflowID, nil)
+}
+
+// recordWithInput records a tick; input is the fire's own input for a run that has to be
+// adopted (see adoptIfUnwatched).
+func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string, input json.RawMessage) (TriggerResult, error) {
+	if err := w.lockMirror(ctx); err != nil {
+		return TriggerResult{}, err
+	}
+	defer w.unlockMirror()
+	rec := activities.TickRecord{
+		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
+		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,
+	}
+	if (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && !w.carry.Paused {
+		// The same transaction moves next_run_at past this tick.
+		rec.NextRunAt = w.nextAfterWatermark()
+	}
+	if status != domain.RunSkipped && status != domain.RunMissed {
+		rec.FiredAt = workflow.Now(ctx)
+		rec.Event = w.eventFor(tick, trigger, rec.FiredAt)
+	}
+	var run activities.RunRecord
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordTick, rec).Get(ctx, &run); err != nil {
+		return TriggerResult{}, err
+	}
+	w.mirrored = rec.NextRunAt
+	if !run.Created {
+		// The tick was recorded before. Whatever this attempt meant to do with it (fire it,
+		// skip it), the row decides; if it is a run nobody watches, it is adopted.
+		w.adoptIfUnwatched(ctx, run, input)
+	}
+	return TriggerResult{RunID: run.ID, Status: run.Status, Reason: reason, ScheduledAt: run.ScheduledAt, existed: !run.Created}, nil
+}
+
+// adoptIfUnwatched starts (idempotently) and watches a RUNNING run this workflow does not
+// watch. Such a row was committed by a fire whose answer was lost — a local activity retried
+// after its commit, or a workflow task whose worker died before completing it — and the
+// retry decided differently or found it "recorded before" (found by the chaos run: such runs
+// stayed RUNNING for good, and overlap policies waited on them). input is the fire's input
+// when known (nil: the action's own).
+func (w *scheduleWorkflow) adoptIfUnwatched(ctx workflow.Context, run activities.RunRecord, input json.RawMessage) {
+	if run.Status != domain.RunRunning || w.def.Action.Kind != domain.ActionWorkflow || run.WorkflowID == "" || w.isWatching(run.ID) {
+		return
+	}
+	if workflow.GetVersion(ctx, adoptUnwatchedRunChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return // recorded before the change: replays as it ran
+	}
+	w.launch(ctx, run.ID, run.WorkflowID, run.ScheduledAt, input)
+}
+
+// eventFor is the event appended with a fire: the action's own topic/type/data for an event
+// action, a schedule.fired event for a workflow action.
+func (w *scheduleWorkflow) eventFor(tick time.Time, trigger domain.Trigger, firedAt time.Time) *domain.Event {
+	act := w.def.Action
+	if act.Kind == domain.ActionEvent {
+		return &domain.Event{Topic: act.Topic, Type: act.Type, Data: act.Data}
+	}
+	data, _ := json.Marshal(map[string]any{
+		"schedule": w.def.Name, "scheduled_at": tick.UTC(), "fired_at": firedAt.UTC(), "trigger": trigger,
+		"workflow_type": act.WorkflowType,
+	})
+	return &domain.Event{Topic: domain.DefaultEventTopic, Type: domain.DefaultEventType, Data: data}
+}
+
+// start records a fired run and performs its action.
+func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, input json.RawMessage) (TriggerResult, error) {
+	if w.def.Action.Kind != domain.ActionWorkflow {
+		res, err := w.record(ctx, tick, trigger, key, domain.RunSucceeded, "", "")
+		if err == nil && !res.existed {
+			w.succeeded(tick)
+		}
+		return res, err
+	}
+	workflowID := fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
+	res, err := w.recordWithInput(ctx, tick, trigger, key, domain.RunRunning, "", workflowID, input)
+	if err != nil || res.existed {
+		return res, err // recorded before: started and watched then, or adopted by record now
+	}
+	if status := w.launch(ctx, res.RunID, workflowID, tick, input); status != "" {
+		return TriggerResult{RunID: res.RunID, Status: status, ScheduledAt: tick}, nil
+	}
+	return res, nil
+}
+
+// launch starts a recorded run's workflow and watches it. Starting is idempotent: the run's
+// workflow id is reused, never started twice. When the start fails the run is finished
+// FAILED and launch returns that status ("" otherwise).
+func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID string, tick time.Time, input json.RawMessage) domain.RunStatus {
+	if input == nil {
+		input = w.def.Action.Input
+	}
+	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
+		WorkflowID: workflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
+		Input: input, Schedule: w.def.Name,
+	}).Get(ctx, nil)
+	if err != nil {
+		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
+			RunID: runID, Status: domain.RunFailed, Error: "start run workflow: " + err.Error(),
+		}).Get(ctx, nil)
+		return domain.RunFailed
+	}
+	r := RunningRun{RunID: runID, WorkflowID: workflowID, ScheduledAt: tick}
+	w.carry.Running = append(w.carry.Running, r)
+	w.watch(ctx, r)
+	return ""
+}
+
+func keySuffix(key string) string {
+	_, suffix, found := strings.Cut(key, "@")
+	if !found {
+		return key
+	}
+	return suffix
+}
+
+// watch waits for a run's workflow to close, records its outcome and frees its place.
+func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: 365 * 24 * time.Hour,
+			HeartbeatTimeout:    activities.AwaitRunHeartbeatTimeout,
+			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second},
+			Summary:             "await run " + r.WorkflowID,
+		})
+		var out activities.RunOutcome
+		if err := workflow.ExecuteActivity(actx, scheduleActs.AwaitRunWorkflow, r.WorkflowID).Get(ctx, &out); err != nil {
+			out = activities.RunOutcome{Status: domain.RunFailed, Error: err.Error()}
+		}
+		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
+			RunID: r.RunID, Status: out.Status, Error: out.Error,
+		}).Get(ctx, nil)
+		for i, x := range w.carry.Running {
+			if x.RunID == r.RunID {
+				w.carry.Running = append(w.carry.Running[:i], w.carry.Running[i+1:]...)
+				break
+			}
+		}
+		if out.Status == domain.RunSucceeded {
+			w.succeeded(r.ScheduledAt)
+		}
+		w.dirty = true
+	})
+}
+
+// isWatching reports whether the run is one this workflow waits for.
+func (w *scheduleWorkflow) isWatching(runID int64) bool {
+	for _, r := range w.carry.Running {
+		if r.RunID == runID {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *scheduleWorkflow) succeeded(nominal time.Time) {
+	if nominal.After(w.carry.LastSuccessAt) {
+		w.carry.LastSuccessAt = nominal
+	}
+}
+
+// drainBuffer starts buffered ticks once nothing is running.
+func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
+	for len(w.carry.Buffer) > 0 && len(w.carry.Running) == 0 {
+		b := w.carry.Buffer[0]
+		w.carry.Buffer = w.carry.Buffer[1:]
+		if _, err := w.start(ctx, b.Tick, b.Trigger, b.Key, b.Input); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *scheduleWorkflow) stopRunning(ctx workflow.Context, terminate bool) {
+	for _, r := range w.carry.Running {
+		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StopRunWorkflow, activities.StopRun{
+			WorkflowID: r.WorkflowID, Terminate: terminate, Reason: "overlap policy of schedule " + w.def.Name,
+		}).Get(ctx, nil)
+	}
+}
