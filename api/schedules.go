@@ -537,10 +537,21 @@ func (s *Server) backfillSchedule(c echo.Context) error {
 	})
 	if err != nil {
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == workflows.ErrBackfillTooLarge {
-			return BadRequest("end", "the range holds too many ticks (at most 10000 per backfill)")
+		if errors.As(err, &appErr) {
+			switch appErr.Type() {
+			case workflows.ErrBackfillTooLarge:
+				return BadRequest("end", "the range holds too many ticks (at most %d per backfill)", workflows.MaxBackfillTicks)
+			case workflows.ErrBackfillEmpty:
+				return NewProblem(http.StatusUnprocessableEntity, "start", "nothing to backfill: %s", appErr.Message())
+			}
 		}
 		return s.scheduleCommandError(row.Name, err)
+	}
+	if res.Ticks == 0 {
+		// Refused before anything was queued (the workflow checks the range in its handler
+		// when its definition was not loaded yet for the validator).
+		return NewProblem(http.StatusUnprocessableEntity, "start", "nothing to backfill: the spec gives no tick from %s to %s",
+			req.Start.UTC().Format(time.RFC3339), req.End.UTC().Format(time.RFC3339))
 	}
 	return c.JSON(http.StatusAccepted, BackfillView{Ticks: res.Ticks})
 }

@@ -17,6 +17,10 @@ import (
 // whose answer was lost (see start): histories recorded before it replay the old way.
 const adoptUnwatchedRunChange = "adopt-unwatched-run"
 
+// signalValidationChange versions the signal path refusing what the update path refuses
+// (see refusesSignal): histories recorded before it applied such signals.
+const signalValidationChange = "signal-validation"
+
 // cancelOtherSupersedesChange versions cancel_other keeping only its newest waiting tick
 // (see supersedeWaiting): histories recorded before it replay the old way.
 const cancelOtherSupersedesChange = "cancel-other-supersedes-waiting"
@@ -34,8 +38,6 @@ const (
 	// backfillPerRound is how many backfill ticks are fired between two looks at new ticks
 	// and handlers, as Temporal Schedules do.
 	backfillPerRound = 10
-	// maxBackfillTicks bounds one backfill request.
-	maxBackfillTicks = 10000
 	// continueAsNewAfter bounds history even if the server never suggests continue-as-new.
 	continueAsNewAfter = 500
 )
@@ -51,19 +53,19 @@ type scheduleWorkflow struct {
 	dirty    bool // a handler changed something the loop must look at
 	reload   bool
 	inFlight int // signals being handled (they are not counted by AllHandlersFinished)
-	// mirrorBusy serialises the writes of next_run_at (fires, pause, resume, reschedule and
-	// the loop\'s mirror), so the loop and a handler never overwrite each other out of order.
-	mirrorBusy bool
-	mirrored   *time.Time // next_run_at last written to Postgres
-	next       *time.Time // next nominal tick, for describe
-	events     int        // history growth proxy
+	// mirror serialises the writes of next_run_at (fires, pause, resume, reschedule and the
+	// loop's mirror), so the loop and a handler never overwrite each other out of order.
+	mirror   workflow.Mutex
+	mirrored *time.Time // next_run_at last written to Postgres
+	next     *time.Time // next nominal tick, for describe
+	events   int        // history growth proxy
 }
 
 // ScheduleWorkflow fires one schedule's ticks exactly once each: it sleeps on a durable
 // timer until the next tick, records every fire through one Postgres transaction, and
 // answers pause / resume / trigger / refresh from the API and other services.
 func ScheduleWorkflow(ctx workflow.Context, in ScheduleInput) error {
-	w := &scheduleWorkflow{in: in}
+	w := &scheduleWorkflow{in: in, mirror: workflow.NewMutex(ctx)}
 	if in.Carry != nil {
 		w.carry = *in.Carry
 	}
@@ -87,116 +89,145 @@ func localCtx(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// setup registers the query, update and signal handlers.
+// setup registers the describe query and every command twice: as an update (answered,
+// its validator refusing bad input before anything is recorded) and as a signal (fire and
+// forget, for other services). Both paths check the command with the same validateX and
+// run the same handler.
 func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, ScheduleDescribe, func() (ScheduleDescription, error) {
 		return w.describe(), nil
 	}); err != nil {
 		return fmt.Errorf("register describe: %w", err)
 	}
-	updates := map[string]any{
-		SchedulePause: func(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
+	updates := []struct {
+		name      string
+		handler   any
+		validator any
+	}{
+		{SchedulePause, func(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
 			return w.pause(ctx, req)
-		},
-		ScheduleResume: func(ctx workflow.Context) (ScheduleDescription, error) {
+		}, nil},
+		{ScheduleResume, func(ctx workflow.Context) (ScheduleDescription, error) {
 			return w.resume(ctx)
-		},
-		ScheduleTrigger: func(ctx workflow.Context, req TriggerRequest) (TriggerResult, error) {
+		}, nil},
+		{ScheduleTrigger, func(ctx workflow.Context, req TriggerRequest) (TriggerResult, error) {
 			return w.trigger(ctx, req)
-		},
-		ScheduleRefresh: func(ctx workflow.Context) (ScheduleDescription, error) {
-			w.reload, w.dirty = true, true
-			return w.describe(), nil
-		},
-		ScheduleReschedule: func(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
+		}, func(ctx workflow.Context, req TriggerRequest) error { return validateTrigger(req) }},
+		{ScheduleRefresh, func(ctx workflow.Context) (ScheduleDescription, error) {
+			return w.refresh(), nil
+		}, nil},
+		{ScheduleReschedule, func(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
 			return w.reschedule(ctx, req)
-		},
-		ScheduleBackfill: func(ctx workflow.Context, req BackfillRequest) (BackfillResult, error) {
+		}, func(ctx workflow.Context, req RescheduleRequest) error { return w.validateReschedule(req) }},
+		{ScheduleBackfill, func(ctx workflow.Context, req BackfillRequest) (BackfillResult, error) {
 			return w.backfill(ctx, req)
-		},
+		}, func(ctx workflow.Context, req BackfillRequest) error { return w.validateBackfill(req) }},
 	}
-	validators := map[string]any{
-		ScheduleReschedule: func(ctx workflow.Context, req RescheduleRequest) error {
-			if req.NextRunAt.IsZero() {
-				return errors.New("next_run_at is required")
-			}
-			if w.carry.Paused {
-				return errors.New("the schedule is paused: resume it first")
-			}
-			return nil
-		},
-		ScheduleBackfill: func(ctx workflow.Context, req BackfillRequest) error {
-			if req.Start.IsZero() || req.End.IsZero() || req.End.Before(req.Start) {
-				return errors.New("want start <= end")
-			}
-			return nil
-		},
-	}
-	for _, name := range []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh, ScheduleReschedule, ScheduleBackfill} {
+	for _, u := range updates {
 		opts := workflow.UpdateHandlerOptions{}
-		if v, ok := validators[name]; ok {
-			opts.Validator = v
+		if u.validator != nil {
+			opts.Validator = u.validator
 		}
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, name, updates[name], opts); err != nil {
-			return fmt.Errorf("register update %s: %w", name, err)
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler, opts); err != nil {
+			return fmt.Errorf("register update %s: %w", u.name, err)
 		}
 	}
-	// Signals from other services reach the same handlers.
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		pauseCh := workflow.GetSignalChannel(ctx, SchedulePause)
-		resumeCh := workflow.GetSignalChannel(ctx, ScheduleResume)
-		triggerCh := workflow.GetSignalChannel(ctx, ScheduleTrigger)
-		refreshCh := workflow.GetSignalChannel(ctx, ScheduleRefresh)
-		rescheduleCh := workflow.GetSignalChannel(ctx, ScheduleReschedule)
-		backfillCh := workflow.GetSignalChannel(ctx, ScheduleBackfill)
-		for {
-			sel := workflow.NewSelector(ctx)
-			sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) {
-				w.inFlight++
-				defer func() { w.inFlight-- }()
-				var req PauseRequest
-				c.Receive(ctx, &req)
-				_, _ = w.pause(ctx, req)
-			})
-			sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
-				w.inFlight++
-				defer func() { w.inFlight-- }()
-				c.Receive(ctx, nil)
-				_, _ = w.resume(ctx)
-			})
-			sel.AddReceive(triggerCh, func(c workflow.ReceiveChannel, _ bool) {
-				w.inFlight++
-				defer func() { w.inFlight-- }()
-				var req TriggerRequest
-				c.Receive(ctx, &req)
-				if _, err := w.trigger(ctx, req); err != nil {
-					workflow.GetLogger(ctx).Warn("trigger signal failed", "error", err)
-				}
-			})
-			sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(ctx, nil)
-				w.reload, w.dirty = true, true
-			})
-			sel.AddReceive(rescheduleCh, func(c workflow.ReceiveChannel, _ bool) {
-				var req RescheduleRequest
-				c.Receive(ctx, &req)
-				if req.NextRunAt.IsZero() || w.carry.Paused {
-					workflow.GetLogger(ctx).Warn("reschedule signal ignored", "next_run_at", req.NextRunAt, "paused", w.carry.Paused)
-					return
-				}
-				_, _ = w.reschedule(ctx, req)
-			})
-			sel.AddReceive(backfillCh, func(c workflow.ReceiveChannel, _ bool) {
-				var req BackfillRequest
-				c.Receive(ctx, &req)
-				if _, err := w.backfill(ctx, req); err != nil {
-					workflow.GetLogger(ctx).Warn("backfill signal ignored", "error", err)
-				}
-			})
-			sel.Select(ctx)
+	workflow.Go(ctx, w.handleSignals)
+	return nil
+}
+
+// handleSignals serves the commands other services send as signals, one at a time. Each
+// handler counts itself in flight (AllHandlersFinished counts only updates), so
+// continue-as-new waits for the one that is mid-way — a reschedule whose mirror was written
+// but whose state was not yet set would otherwise be lost with the run.
+func (w *scheduleWorkflow) handleSignals(ctx workflow.Context) {
+	for {
+		sel := workflow.NewSelector(ctx)
+		w.addSignalHandlers(ctx, sel)
+		sel.Select(ctx)
+	}
+}
+
+// addSignalHandlers adds one receive per command signal, in a fixed order (a new selector
+// each round, as before the handlers were counted: the order picks among waiting signals).
+func (w *scheduleWorkflow) addSignalHandlers(ctx workflow.Context, sel workflow.Selector) {
+	logger := workflow.GetLogger(ctx)
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SchedulePause), func(c workflow.ReceiveChannel, _ bool) {
+		defer w.handling()()
+		var req PauseRequest
+		c.Receive(ctx, &req)
+		_, _ = w.pause(ctx, req)
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleResume), func(c workflow.ReceiveChannel, _ bool) {
+		defer w.handling()()
+		c.Receive(ctx, nil)
+		_, _ = w.resume(ctx)
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleTrigger), func(c workflow.ReceiveChannel, _ bool) {
+		defer w.handling()()
+		var req TriggerRequest
+		c.Receive(ctx, &req)
+		if err := validateTrigger(req); err != nil && w.refusesSignal(ctx) {
+			logger.Warn("trigger signal refused", "error", err)
+			return
+		}
+		if _, err := w.trigger(ctx, req); err != nil {
+			logger.Warn("trigger signal failed", "error", err)
 		}
 	})
-	return nil
+	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleRefresh), func(c workflow.ReceiveChannel, _ bool) {
+		defer w.handling()()
+		c.Receive(ctx, nil)
+		w.refresh()
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleReschedule), func(c workflow.ReceiveChannel, _ bool) {
+		defer w.handling()()
+		var req RescheduleRequest
+		c.Receive(ctx, &req)
+		// Refused before signalValidationChange too: no version marker needed.
+		if err := w.validateReschedule(req); err != nil {
+			logger.Warn("reschedule signal refused", "error", err)
+			return
+		}
+		_, _ = w.reschedule(ctx, req)
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleBackfill), func(c workflow.ReceiveChannel, _ bool) {
+		defer w.handling()()
+		var req BackfillRequest
+		c.Receive(ctx, &req)
+		if err := w.awaitSpec(ctx); err != nil {
+			return
+		}
+		if err := w.validateBackfill(req); err != nil && w.refusesSignal(ctx) {
+			logger.Warn("backfill signal refused", "error", err)
+			return
+		}
+		if _, err := w.backfill(ctx, req); err != nil {
+			logger.Warn("backfill signal failed", "error", err)
+		}
+	})
+}
+
+// handling counts a signal handler in flight until the returned func is called.
+func (w *scheduleWorkflow) handling() func() {
+	w.inFlight++
+	return func() { w.inFlight-- }
+}
+
+// refusesSignal reports whether a signal its validateX refuses is dropped. Histories
+// recorded before signalValidationChange applied such signals (a backfill whose end came
+// before its start queued nothing, a trigger with an unknown overlap fired as allow_all):
+// they replay that way. The marker is only written when a signal is refused.
+func (w *scheduleWorkflow) refusesSignal(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, signalValidationChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// awaitSpec waits until the definition is loaded (a command may arrive first).
+func (w *scheduleWorkflow) awaitSpec(ctx workflow.Context) error {
+	if w.spec != nil {
+		return nil
+	}
+	return workflow.Await(ctx, func() bool { return w.spec != nil })
 }
 
 // run is the schedule's loop: process due ticks, then sleep until the next one or until
@@ -341,10 +372,10 @@ func (w *scheduleWorkflow) mirrorNext(ctx workflow.Context, next *time.Time) err
 	if timesEqual(next, w.mirrored) {
 		return nil
 	}
-	if err := w.lockMirror(ctx); err != nil {
+	if err := w.mirror.Lock(ctx); err != nil {
 		return err
 	}
-	defer w.unlockMirror()
+	defer w.mirror.Unlock()
 	if w.dirty || timesEqual(next, w.mirrored) {
 		return nil // a handler changed the state meanwhile: the loop goes round again
 	}
@@ -354,16 +385,6 @@ func (w *scheduleWorkflow) mirrorNext(ctx workflow.Context, next *time.Time) err
 	w.mirrored = next
 	return nil
 }
-
-func (w *scheduleWorkflow) lockMirror(ctx workflow.Context) error {
-	if err := workflow.Await(ctx, func() bool { return !w.mirrorBusy }); err != nil {
-		return err
-	}
-	w.mirrorBusy = true
-	return nil
-}
-
-func (w *scheduleWorkflow) unlockMirror() { w.mirrorBusy = false }
 
 func timesEqual(x, y *time.Time) bool {
 	if x == nil || y == nil {

@@ -78,10 +78,10 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 		return nil
 	}
 	reason := fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", w.def.CatchupWindow)
-	if err := w.lockMirror(ctx); err != nil {
+	if err := w.mirror.Lock(ctx); err != nil {
 		return err
 	}
-	defer w.unlockMirror()
+	defer w.mirror.Unlock()
 	next := w.nextAfterWatermark()
 	var res activities.MissedResult
 	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
@@ -203,10 +203,10 @@ func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger 
 // recordWithInput records a tick; input is the fire's own input for a run that has to be
 // adopted (see adoptIfUnwatched).
 func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string, input json.RawMessage) (TriggerResult, error) {
-	if err := w.lockMirror(ctx); err != nil {
+	if err := w.mirror.Lock(ctx); err != nil {
 		return TriggerResult{}, err
 	}
-	defer w.unlockMirror()
+	defer w.mirror.Unlock()
 	rec := activities.TickRecord{
 		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
 		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -9,13 +10,14 @@ import (
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/schedulespec"
 )
 
 func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
-	if err := w.lockMirror(ctx); err != nil {
+	if err := w.mirror.Lock(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
-	defer w.unlockMirror()
+	defer w.mirror.Unlock()
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
 		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note,
 	}).Get(ctx, nil); err != nil {
@@ -28,10 +30,10 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 }
 
 func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, error) {
-	if err := w.lockMirror(ctx); err != nil {
+	if err := w.mirror.Lock(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
-	defer w.unlockMirror()
+	defer w.mirror.Unlock()
 	if !w.carry.Paused {
 		return w.describe(), nil
 	}
@@ -56,11 +58,18 @@ func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, er
 	return w.describe(), nil
 }
 
+// validateTrigger checks a trigger: its overlap, when given, is a known policy.
+func validateTrigger(req TriggerRequest) error {
+	if req.Overlap != "" && !req.Overlap.Valid() {
+		return badCommand("overlap", "must be one of %s; got %q", overlapList(), req.Overlap)
+	}
+	return nil
+}
+
+// trigger fires the schedule now, as a manual run — the one start a paused schedule allows.
 func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (TriggerResult, error) {
-	if w.spec == nil {
-		if err := workflow.Await(ctx, func() bool { return w.spec != nil }); err != nil {
-			return TriggerResult{}, err
-		}
+	if err := w.awaitSpec(ctx); err != nil {
+		return TriggerResult{}, err
 	}
 	if req.RequestID == "" {
 		_ = workflow.SideEffect(ctx, func(workflow.Context) any {
@@ -73,12 +82,30 @@ func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (Tr
 	return res, err
 }
 
+// refresh reloads the definition from Postgres on the loop's next round.
+func (w *scheduleWorkflow) refresh() ScheduleDescription {
+	w.reload, w.dirty = true, true
+	return w.describe()
+}
+
+// validateReschedule checks a reschedule: a time is given, and the schedule is not paused
+// (a paused schedule has no next fire to move).
+func (w *scheduleWorkflow) validateReschedule(req RescheduleRequest) error {
+	if req.NextRunAt.IsZero() {
+		return badCommand("next_run_at", "is required")
+	}
+	if w.carry.Paused {
+		return badCommand("paused", "the schedule is paused: resume it first")
+	}
+	return nil
+}
+
 func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
 	at := req.NextRunAt.UTC()
-	if err := w.lockMirror(ctx); err != nil {
+	if err := w.mirror.Lock(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
-	defer w.unlockMirror()
+	defer w.mirror.Unlock()
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{
 		ScheduleID: w.in.ScheduleID, NextRunAt: &at,
 	}).Get(ctx, nil); err != nil {
@@ -89,29 +116,81 @@ func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleReques
 	return w.describe(), nil
 }
 
+// validateBackfill checks a backfill: start <= end, a known overlap, and — once the
+// definition is loaded — a range that holds at least one and at most MaxBackfillTicks ticks
+// of the spec (ErrBackfillEmpty says why a range holds none).
+func (w *scheduleWorkflow) validateBackfill(req BackfillRequest) error {
+	switch {
+	case req.Start.IsZero():
+		return badCommand("start", "is required")
+	case req.End.IsZero():
+		return badCommand("end", "is required")
+	case req.End.Before(req.Start):
+		return badCommand("end", "must not be before start (want start <= end)")
+	case req.Overlap != "" && !req.Overlap.Valid():
+		return badCommand("overlap", "must be one of %s; got %q", overlapList(), req.Overlap)
+	case w.spec == nil:
+		return nil // not loaded yet: the handler counts the ticks
+	}
+	start, end := req.Start.UTC(), req.End.UTC()
+	spec := w.backfillSpec(start)
+	if why := spec.NoTickReason(start, end); why != "" {
+		return temporal.NewApplicationError(why, ErrBackfillEmpty)
+	}
+	if n := countTicks(spec, start, end, MaxBackfillTicks+1); n > MaxBackfillTicks {
+		return temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", MaxBackfillTicks), ErrBackfillTooLarge)
+	}
+	return nil
+}
+
+// backfill queues the ticks of a past range. Ticks that already ran are not run again
+// (their idempotency keys are taken); the count is of the ticks the range holds.
 func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (BackfillResult, error) {
-	if w.spec == nil {
-		if err := workflow.Await(ctx, func() bool { return w.spec != nil }); err != nil {
-			return BackfillResult{}, err
-		}
+	if err := w.awaitSpec(ctx); err != nil {
+		return BackfillResult{}, err
 	}
 	start, end := req.Start.UTC(), req.End.UTC()
 	var n int
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		count := 0
-		for t := w.spec.Next(start.Add(-time.Nanosecond)); !t.IsZero() && !t.After(end) && count <= maxBackfillTicks; t = w.spec.Next(t) {
-			count++
-		}
-		return count
+		return countTicks(w.backfillSpec(start), start, end, MaxBackfillTicks+1)
 	}).Get(&n)
-	if n > maxBackfillTicks {
-		return BackfillResult{}, temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", maxBackfillTicks), ErrBackfillTooLarge)
+	if n > MaxBackfillTicks {
+		return BackfillResult{}, temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", MaxBackfillTicks), ErrBackfillTooLarge)
 	}
 	if n > 0 {
 		w.carry.Backfills = append(w.carry.Backfills, Backfill{Done: start.Add(-time.Nanosecond), End: end, Overlap: req.Overlap})
 		w.dirty = true
 	}
 	return BackfillResult{Ticks: n}, nil
+}
+
+// backfillSpec is the spec a backfill from `from` reads: bounded only by the start_at and
+// end_at the user set, not by the schedule's creation (see schedulespec.ForBackfill).
+func (w *scheduleWorkflow) backfillSpec(from time.Time) *schedulespec.Compiled {
+	return w.spec.ForBackfill(w.def.CreatedAt, from)
+}
+
+// countTicks counts the ticks of spec in [start, end], stopping at limit.
+func countTicks(spec *schedulespec.Compiled, start, end time.Time, limit int) int {
+	count := 0
+	for t := spec.Next(start.Add(-time.Nanosecond)); !t.IsZero() && !t.After(end) && count < limit; t = spec.Next(t) {
+		count++
+	}
+	return count
+}
+
+// badCommand refuses a command's payload, naming the field.
+func badCommand(field, format string, args ...any) error {
+	return temporal.NewApplicationError(field+": "+fmt.Sprintf(format, args...), ErrBadCommand, field)
+}
+
+// overlapList names the overlap policies for an error message.
+func overlapList() string {
+	names := make([]string, len(domain.Overlaps))
+	for i, o := range domain.Overlaps {
+		names[i] = string(o)
+	}
+	return strings.Join(names, ", ")
 }
 
 // processRescheduled fires the rescheduled tick once it is due; natural ticks it replaced
@@ -147,7 +226,8 @@ func (w *scheduleWorkflow) processBackfill(ctx workflow.Context) error {
 	var ticks []time.Time
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
 		var out []time.Time
-		for t := w.spec.Next(b.Done); !t.IsZero() && !t.After(b.End) && len(out) < backfillPerRound; t = w.spec.Next(t) {
+		spec := w.backfillSpec(b.Done)
+		for t := spec.Next(b.Done); !t.IsZero() && !t.After(b.End) && len(out) < backfillPerRound; t = spec.Next(t) {
 			out = append(out, t)
 		}
 		return out

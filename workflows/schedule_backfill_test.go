@@ -1,0 +1,142 @@
+package workflows_test
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/workflows"
+)
+
+// refusedUpdate sends an update that the validator must refuse, and returns the error.
+func (s *ScheduleWorkflowSuite) refusedUpdate(name string, arg any, refused *error) {
+	s.updates++
+	s.env.UpdateWorkflow(name, "refused-"+time.Duration(s.updates).String(), &testsuite.TestUpdateCallback{
+		OnReject:   func(err error) { *refused = err },
+		OnAccept:   func() { s.Fail("update accepted", "%s %+v", name, arg) },
+		OnComplete: func(any, error) {},
+	}, arg)
+}
+
+// A backfill whose payload the update path refuses is refused on the signal path too, by
+// the same validateBackfill, and changes nothing: no run, no queued range. (Before, a
+// signal without a start backfilled everything from start_at, and one whose end came
+// before its start was accepted and queued nothing.)
+func (s *ScheduleWorkflowSuite) TestBadBackfillIsRefusedOnTheSignalPathAsOnTheUpdatePath() {
+	start := s.t0.Add(-10 * minute)
+	in := s.createSchedule("bad-backfill", schedulespec.Spec{Interval: every(1, "HOURS"), StartAt: &start}, s.t0, nil)
+	bad := []workflows.BackfillRequest{
+		{End: s.t0.Add(-minute)},                                    // no start
+		{Start: s.t0.Add(-5 * minute), End: s.t0.Add(-8 * minute)},  // end before start
+		{Start: s.t0.Add(-9 * minute), End: s.t0, Overlap: "never"}, // unknown overlap
+	}
+	refused := make([]error, len(bad))
+	var described workflows.ScheduleDescription
+	for i, req := range bad {
+		s.env.RegisterDelayedCallback(func() {
+			s.env.SignalWorkflow(workflows.ScheduleBackfill, req)
+			s.refusedUpdate(workflows.ScheduleBackfill, req, &refused[i])
+		}, time.Duration(i+1)*time.Second)
+	}
+	s.env.RegisterDelayedCallback(func() {
+		v, err := s.env.QueryWorkflow(workflows.ScheduleDescribe)
+		s.Require().NoError(err)
+		s.Require().NoError(v.Get(&described))
+	}, 30*time.Second)
+	s.stopAt(time.Minute)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Empty(s.runs("bad-backfill"), "a refused backfill records nothing")
+	s.Zero(described.Backfills, "a refused backfill queues nothing")
+	for i, field := range []string{"start", "end", "overlap"} {
+		var appErr *temporal.ApplicationError
+		s.Require().True(errors.As(refused[i], &appErr), "update %d: %v", i, refused[i])
+		s.Equal(workflows.ErrBadCommand, appErr.Type())
+		s.Contains(appErr.Message(), field)
+	}
+}
+
+// Backfill fills the ticks the spec gives in the range whenever the schedule was created:
+// an hourly cron and an hourly interval created now, backfilled over yesterday, each run
+// yesterday's 24 ticks. The interval's grid (anchored by default at its creation) extends
+// backwards on the same phase.
+func (s *ScheduleWorkflowSuite) TestBackfillBeforeCreationFillsTheTicksTheSpecGives() {
+	for _, c := range []struct {
+		name  string
+		spec  schedulespec.Spec
+		first time.Time
+	}{
+		{"bf-cron", schedulespec.Spec{Cron: "0 * * * *"}, time.Date(2026, 2, 28, 0, 0, 0, 0, time.UTC)},
+		{"bf-interval", schedulespec.Spec{Interval: every(1, "HOURS")}, time.Date(2026, 2, 28, 0, 17, 0, 0, time.UTC)},
+	} {
+		s.Run(c.name, func() {
+			s.SetupTest()
+			s.t0 = time.Date(2026, 3, 1, 12, 17, 0, 0, time.UTC) // created at 12:17: the interval's grid is at :17
+			s.env.SetStartTime(s.t0)
+			in := s.createSchedule(c.name, c.spec, s.t0, nil)
+			yesterday := time.Date(2026, 2, 28, 0, 0, 0, 0, time.UTC)
+			var result workflows.BackfillResult
+			s.env.RegisterDelayedCallback(func() {
+				s.update(workflows.ScheduleBackfill, workflows.BackfillRequest{Start: yesterday, End: yesterday.Add(24*time.Hour - time.Second)},
+					func(r any, err error) {
+						s.NoError(err)
+						result = r.(workflows.BackfillResult)
+					})
+			}, time.Minute)
+			s.stopAt(10 * time.Minute)
+			s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+			s.Equal(24, result.Ticks)
+			runs := s.runs(c.name)
+			s.Require().Len(runs, 24)
+			for i, r := range runs {
+				s.Equal(c.first.Add(time.Duration(i)*time.Hour), r.ScheduledAt.UTC(), "tick %d", i)
+				s.Equal(domain.TriggerBackfill, r.Trigger)
+				s.Equal(domain.RunSucceeded, r.Status)
+			}
+		})
+	}
+}
+
+// A range that holds no tick of the spec is refused with the reason, and records nothing:
+// a yearly cron over one day, and an interval whose start_at the user set after the range.
+func (s *ScheduleWorkflowSuite) TestBackfillOfARangeWithoutTicksIsRefusedWithTheReason() {
+	userStart := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name, reason string
+		spec         schedulespec.Spec
+	}{
+		{"bf-yearly", `no tick of cron "0 0 1 1 *" (UTC) falls in the range`, schedulespec.Spec{Cron: "0 0 1 1 *"}},
+		{"bf-started", "ends before the spec's start_at 2026-03-01T11:00:00Z", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &userStart}},
+	} {
+		s.Run(c.name, func() {
+			s.SetupTest()
+			in := s.createSchedule(c.name, c.spec, s.t0, nil)
+			yesterday := s.t0.Add(-24 * time.Hour)
+			var refused error
+			var described workflows.ScheduleDescription
+			s.env.RegisterDelayedCallback(func() {
+				s.refusedUpdate(workflows.ScheduleBackfill, workflows.BackfillRequest{Start: yesterday, End: yesterday.Add(time.Hour)}, &refused)
+			}, time.Minute)
+			s.env.RegisterDelayedCallback(func() {
+				v, err := s.env.QueryWorkflow(workflows.ScheduleDescribe)
+				s.Require().NoError(err)
+				s.Require().NoError(v.Get(&described))
+			}, 90*time.Second)
+			s.stopAt(2 * time.Minute)
+			s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+			var appErr *temporal.ApplicationError
+			s.Require().True(errors.As(refused, &appErr), "%v", refused)
+			s.Equal(workflows.ErrBackfillEmpty, appErr.Type())
+			s.Contains(appErr.Message(), c.reason)
+			s.Zero(described.Backfills)
+			for _, r := range s.runs(c.name) {
+				s.NotEqual(domain.TriggerBackfill, r.Trigger, "nothing was backfilled")
+			}
+		})
+	}
+}
