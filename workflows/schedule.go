@@ -21,6 +21,14 @@ const adoptUnwatchedRunChange = "adopt-unwatched-run"
 // (see refusesSignal): histories recorded before it applied such signals.
 const signalValidationChange = "signal-validation"
 
+// pauseHoldsBufferChange versions a paused schedule keeping its buffered ticks until
+// resume (see drainBuffer): histories recorded before it started them while paused.
+const pauseHoldsBufferChange = "pause-holds-buffer"
+
+// catchupIgnoresSkipIfSuccessfulChange versions catch-up ticks no longer being skipped by
+// skip_if_successful (see skipIfSuccessfulApplies).
+const catchupIgnoresSkipIfSuccessfulChange = "catchup-ignores-skip-if-successful"
+
 // cancelOtherSupersedesChange versions cancel_other keeping only its newest waiting tick
 // (see supersedeWaiting): histories recorded before it replay the old way.
 const cancelOtherSupersedesChange = "cancel-other-supersedes-waiting"

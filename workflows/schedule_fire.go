@@ -117,7 +117,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 	if overlap == "" {
 		overlap = w.def.Overlap
 	}
-	if (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() {
+	if w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() && w.skipIfSuccessfulApplies(ctx, trigger) {
 		prev := w.previousTick(ctx, tick)
 		if w.carry.LastSuccessAt.After(prev) {
 			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
@@ -153,6 +153,21 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 		}
 	}
 	return w.start(ctx, tick, trigger, key, input)
+}
+
+// skipIfSuccessfulApplies reports whether skip_if_successful may skip a tick of this
+// trigger: a scheduled one only. Catch-up ticks are historical runs that must execute; only
+// the overlap policy applies to them (seed 004, case 15). Manual and backfill runs were
+// asked for explicitly.
+func (w *scheduleWorkflow) skipIfSuccessfulApplies(ctx workflow.Context, trigger domain.Trigger) bool {
+	switch trigger {
+	case domain.TriggerScheduled:
+		return true
+	case domain.TriggerCatchup:
+		// Histories recorded before catchupIgnoresSkipIfSuccessfulChange applied it.
+		return workflow.GetVersion(ctx, catchupIgnoresSkipIfSuccessfulChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	}
+	return false
 }
 
 // previousTick is the nominal tick before tick (for skip_if_successful).
@@ -358,11 +373,26 @@ func (w *scheduleWorkflow) succeeded(nominal time.Time) {
 	}
 }
 
-// drainBuffer starts buffered ticks once nothing is running.
+// drainBuffer starts buffered ticks, oldest first, once nothing is running. While the
+// schedule is paused it starts only buffered manual triggers (the one start a paused
+// schedule allows): its other buffered ticks stay buffered, and start after resume under
+// the overlap policy (seed 004, case 14).
 func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
-	for len(w.carry.Buffer) > 0 && len(w.carry.Running) == 0 {
-		b := w.carry.Buffer[0]
-		w.carry.Buffer = w.carry.Buffer[1:]
+	if len(w.carry.Buffer) == 0 || len(w.carry.Running) > 0 {
+		return nil
+	}
+	// GetVersion only when the pause decides, so other histories carry no marker.
+	holdTicks := w.carry.Paused && workflow.GetVersion(ctx, pauseHoldsBufferChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	for len(w.carry.Running) == 0 {
+		i := 0
+		if holdTicks {
+			i = slices.IndexFunc(w.carry.Buffer, func(b BufferedTick) bool { return b.Trigger == domain.TriggerManual })
+		}
+		if i < 0 || i >= len(w.carry.Buffer) {
+			return nil
+		}
+		b := w.carry.Buffer[i]
+		w.carry.Buffer = slices.Delete(w.carry.Buffer, i, i+1)
 		if _, err := w.start(ctx, b.Tick, b.Trigger, b.Key, b.Input); err != nil {
 			return err
 		}
