@@ -47,3 +47,22 @@ func databaseLocalActivity(ctx workflow.Context, summary string) workflow.Contex
 		Summary:     summary,
 	})
 }
+
+// handlerCount counts a workflow's signal handlers that are mid-way. AllHandlersFinished
+// counts update handlers only; a workflow that continued as new or completed while a signal
+// handler was mid-way (between its database write and its state change, say) would lose
+// what the handler had not done yet. Every signal handler counts itself with track, and
+// the workflow waits for awaitIdle before it continues as new or completes.
+type handlerCount int
+
+// track counts a handler in flight until the returned func is called: `defer h.track()()`.
+func (h *handlerCount) track() func() {
+	*h++
+	return func() { *h-- }
+}
+
+// awaitIdle waits until no signal or update handler is mid-way. It adds no command: when
+// nothing is in flight it returns at once.
+func (h *handlerCount) awaitIdle(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool { return *h == 0 && workflow.AllHandlersFinished(ctx) })
+}

@@ -121,6 +121,7 @@ type slot struct {
 	cur      *SlotSent // the attempt in flight, nil while waiting for a send
 	resolved int32     // the highest attempt known to be resolved
 	out      SlotOutcome
+	handlers handlerCount // the sent and result handlers mid-way (see handlerCount)
 }
 
 func (s *slot) run(ctx workflow.Context) (SlotOutcome, error) {
@@ -140,7 +141,7 @@ func (s *slot) run(ctx workflow.Context) (SlotOutcome, error) {
 			return s.out, err
 		}
 		if done {
-			return s.out, nil
+			return s.out, s.handlers.awaitIdle(ctx)
 		}
 	}
 }
@@ -188,11 +189,13 @@ func (s *slot) onState(st activities.SlotState) bool {
 func (s *slot) awaitSignalOr(ctx workflow.Context, timer workflow.Future) (fired, final bool) {
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(s.sentCh, func(c workflow.ReceiveChannel, _ bool) {
+		defer s.handlers.track()()
 		var sig SlotSent
 		c.Receive(ctx, &sig)
 		s.onSent(sig)
 	})
 	sel.AddReceive(s.resCh, func(c workflow.ReceiveChannel, _ bool) {
+		defer s.handlers.track()()
 		var r SlotResult
 		c.Receive(ctx, &r)
 		final = s.onResult(r)

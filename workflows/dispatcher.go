@@ -28,6 +28,7 @@ func DispatcherWorkflow(ctx workflow.Context, in DispatcherInput) error {
 		in.Poll = 30 * time.Second
 	}
 	checks := workflow.GetSignalChannel(ctx, SignalDispatcherCheck)
+	var handlers handlerCount // the check handler, counted like every signal handler (see handlerCount)
 	actx := deviceActivityCtx(ctx)
 	for i := 0; ; i++ {
 		var adv activities.AdvanceResult
@@ -44,6 +45,7 @@ func DispatcherWorkflow(ctx workflow.Context, in DispatcherInput) error {
 		polled := false
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(checks, func(c workflow.ReceiveChannel, _ bool) {
+			defer handlers.track()()
 			var ignored any
 			c.Receive(ctx, &ignored)
 		})
@@ -64,6 +66,10 @@ func DispatcherWorkflow(ctx workflow.Context, in DispatcherInput) error {
 			}
 		}
 		if i+1 >= dispatcherIterations || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			// A check that came after the drain is answered by the next run's first Advance.
+			if err := handlers.awaitIdle(ctx); err != nil {
+				return err
+			}
 			return workflow.NewContinueAsNewError(ctx, DispatcherWorkflow, in)
 		}
 	}

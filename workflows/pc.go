@@ -26,6 +26,7 @@ func PCWorkflow(ctx workflow.Context, in PCInput) error {
 		in.Poll = time.Minute
 	}
 	refills := workflow.GetSignalChannel(ctx, SignalPCRefill)
+	var handlers handlerCount // the refill handler, counted like every signal handler (see handlerCount)
 	actx := deviceActivityCtx(ctx)
 	for i := 0; ; i++ {
 		var n int
@@ -39,6 +40,7 @@ func PCWorkflow(ctx workflow.Context, in PCInput) error {
 		timer := workflow.NewTimerWithOptions(tctx, in.Poll, workflow.TimerOptions{Summary: "PC " + in.PC + " safety refill"})
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(refills, func(c workflow.ReceiveChannel, _ bool) {
+			defer handlers.track()()
 			var ignored any
 			c.Receive(ctx, &ignored)
 		})
@@ -52,6 +54,10 @@ func PCWorkflow(ctx workflow.Context, in PCInput) error {
 			}
 		}
 		if i+1 >= pcIterations || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			// A refill asked for after the drain is done by the next run's first refill.
+			if err := handlers.awaitIdle(ctx); err != nil {
+				return err
+			}
 			return workflow.NewContinueAsNewError(ctx, PCWorkflow, in)
 		}
 	}

@@ -18,6 +18,7 @@ var promoterMaxRounds = 500
 // not depend on it being single: every round is atomic in SQL.
 func PromoterWorkflow(ctx workflow.Context) error {
 	kick := workflow.GetSignalChannel(ctx, SignalKick)
+	var handlers handlerCount // the kick handler, counted like every signal handler (see handlerCount)
 	// A round is a local activity: it is short, idempotent (re-running one after a lost
 	// workflow task promotes nothing twice) and saves two server round trips per round.
 	actx := databaseLocalActivity(ctx, "promotion round")
@@ -33,6 +34,10 @@ func PromoterWorkflow(ctx workflow.Context) error {
 		}
 		info := workflow.GetInfo(ctx)
 		if round >= promoterMaxRounds || info.GetContinueAsNewSuggested() {
+			// Kicks that came during the round are answered by the next run's first round.
+			if err := handlers.awaitIdle(ctx); err != nil {
+				return err
+			}
 			return workflow.NewContinueAsNewError(ctx, PromoterWorkflowType)
 		}
 		wait, summary := PromoterSafetyPoll, "safety poll"
@@ -45,7 +50,10 @@ func PromoterWorkflow(ctx workflow.Context) error {
 		timer := workflow.NewTimerWithOptions(tctx, wait, workflow.TimerOptions{Summary: summary})
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(timer, func(workflow.Future) {})
-		sel.AddReceive(kick, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		sel.AddReceive(kick, func(c workflow.ReceiveChannel, _ bool) {
+			defer handlers.track()()
+			c.Receive(ctx, nil)
+		})
 		sel.Select(ctx)
 		cancel()
 		if err := ctx.Err(); err != nil {

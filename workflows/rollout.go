@@ -118,6 +118,10 @@ type rolloutRun struct {
 	canceled bool
 	finished bool // an external task finished since the promoter was last kicked
 	pending  int  // activities in flight (batches and finishes)
+	// handlers are the signal handlers mid-way. They run inside the loop's selector, so
+	// they have finished whenever the loop decides; counting them keeps continue-as-new and
+	// completion waiting for one that ever blocks.
+	handlers handlerCount
 }
 
 var rolloutActs *activities.RolloutActivities
@@ -133,19 +137,23 @@ func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 		r.results[res.TaskID] = res
 	}
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalPromoted), func(c workflow.ReceiveChannel, _ bool) {
+		defer r.handlers.track()()
 		c.Receive(ctx, nil)
 		r.wake = true
 	})
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalTaskResult), func(c workflow.ReceiveChannel, _ bool) {
+		defer r.handlers.track()()
 		var res TaskResult
 		c.Receive(ctx, &res)
 		r.onResult(ctx, res)
 	})
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalCancelRollout), func(c workflow.ReceiveChannel, _ bool) {
+		defer r.handlers.track()()
 		c.Receive(ctx, nil)
 		r.canceled = true
 	})
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalCancelTask), func(c workflow.ReceiveChannel, _ bool) {
+		defer r.handlers.track()()
 		var id int64
 		c.Receive(ctx, &id)
 		r.cancelExternal(ctx, id)
@@ -180,6 +188,9 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 			}
 			if res.Unfinished == 0 && r.idle() && !r.sel.HasPending() {
 				// Nothing left and no signal waiting: the rollout is finished.
+				if err := r.handlers.awaitIdle(ctx); err != nil {
+					return err
+				}
 				r.kickPromoter(ctx)
 				logger.Info("rollout finished", "rollout", r.id)
 				return nil
@@ -191,6 +202,9 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 		}
 		if draining && r.pending == 0 && !r.sel.HasPending() {
 			// External tasks still waiting are adopted by the next run (Adopt).
+			if err := r.handlers.awaitIdle(ctx); err != nil {
+				return err
+			}
 			return workflow.NewContinueAsNewError(ctx, RolloutWorkflowType, RolloutInput{RolloutID: r.id, Results: r.carry()})
 		}
 		r.sel.Select(ctx)
@@ -418,7 +432,7 @@ func (r *rolloutRun) stop(ctx workflow.Context) error {
 		}
 	}
 	r.kickPromoter(ctx)
-	return nil
+	return r.handlers.awaitIdle(ctx)
 }
 
 // kickPromoter signals the promoter; if it is not running, an activity starts it.

@@ -60,7 +60,7 @@ type scheduleWorkflow struct {
 	carry    ScheduleCarry
 	dirty    bool // a handler changed something the loop must look at
 	reload   bool
-	inFlight int // signals being handled (they are not counted by AllHandlersFinished)
+	handlers handlerCount // signal handlers mid-way (see handlerCount)
 	// mirror serialises the writes of next_run_at (fires, pause, resume, reschedule and the
 	// loop's mirror), so the loop and a handler never overwrite each other out of order.
 	mirror   workflow.Mutex
@@ -145,8 +145,8 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 }
 
 // handleSignals serves the commands other services send as signals, one at a time. Each
-// handler counts itself in flight (AllHandlersFinished counts only updates), so
-// continue-as-new waits for the one that is mid-way — a reschedule whose mirror was written
+// handler counts itself in flight (see handlerCount), so continue-as-new waits for the one
+// that is mid-way — a reschedule whose mirror was written
 // but whose state was not yet set would otherwise be lost with the run.
 func (w *scheduleWorkflow) handleSignals(ctx workflow.Context) {
 	for {
@@ -161,18 +161,18 @@ func (w *scheduleWorkflow) handleSignals(ctx workflow.Context) {
 func (w *scheduleWorkflow) addSignalHandlers(ctx workflow.Context, sel workflow.Selector) {
 	logger := workflow.GetLogger(ctx)
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SchedulePause), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handling()()
+		defer w.handlers.track()()
 		var req PauseRequest
 		c.Receive(ctx, &req)
 		_, _ = w.pause(ctx, req)
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleResume), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handling()()
+		defer w.handlers.track()()
 		c.Receive(ctx, nil)
 		_, _ = w.resume(ctx)
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleTrigger), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handling()()
+		defer w.handlers.track()()
 		var req TriggerRequest
 		c.Receive(ctx, &req)
 		if err := validateTrigger(req); err != nil && w.refusesSignal(ctx) {
@@ -184,12 +184,12 @@ func (w *scheduleWorkflow) addSignalHandlers(ctx workflow.Context, sel workflow.
 		}
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleRefresh), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handling()()
+		defer w.handlers.track()()
 		c.Receive(ctx, nil)
 		w.refresh()
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleReschedule), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handling()()
+		defer w.handlers.track()()
 		var req RescheduleRequest
 		c.Receive(ctx, &req)
 		// Refused before signalValidationChange too: no version marker needed.
@@ -200,7 +200,7 @@ func (w *scheduleWorkflow) addSignalHandlers(ctx workflow.Context, sel workflow.
 		_, _ = w.reschedule(ctx, req)
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleBackfill), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handling()()
+		defer w.handlers.track()()
 		var req BackfillRequest
 		c.Receive(ctx, &req)
 		if err := w.awaitSpec(ctx); err != nil {
@@ -214,12 +214,6 @@ func (w *scheduleWorkflow) addSignalHandlers(ctx workflow.Context, sel workflow.
 			logger.Warn("backfill signal failed", "error", err)
 		}
 	})
-}
-
-// handling counts a signal handler in flight until the returned func is called.
-func (w *scheduleWorkflow) handling() func() {
-	w.inFlight++
-	return func() { w.inFlight-- }
 }
 
 // refusesSignal reports whether a signal its validateX refuses is dropped. Histories
@@ -439,7 +433,7 @@ func (w *scheduleWorkflow) continueAsNew(ctx workflow.Context) error {
 		return true
 	}
 	if err := workflow.Await(ctx, func() bool {
-		return workflow.AllHandlersFinished(ctx) && w.inFlight == 0 && signalsRead()
+		return w.handlers == 0 && workflow.AllHandlersFinished(ctx) && signalsRead()
 	}); err != nil {
 		return err
 	}

@@ -1,0 +1,45 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/workflows"
+)
+
+// A reschedule signal that arrives while the loop is recording a tick waits for the mirror
+// lock; the loop then decides to continue as new. Continue-as-new must wait for the
+// handler: the new run carries the reschedule, and Postgres mirrors it. (Uncounted, the
+// handler was cut off and the reschedule lost.)
+func (s *ScheduleWorkflowSuite) TestContinueAsNewWaitsForARescheduleSignalMidWay() {
+	start := s.t0
+	in := s.createSchedule("resched-can", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
+	in.Carry = &workflows.ScheduleCarry{Watermark: s.t0, ContinueAsNewAfter: 1}
+	at := s.t0.Add(45 * time.Second)
+	var once sync.Once
+	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.TickRecord) (activities.RunRecord, error) {
+		// The signal comes while the first tick is being recorded (the loop holds the lock).
+		once.Do(func() { s.env.SignalWorkflow(workflows.ScheduleReschedule, workflows.RescheduleRequest{NextRunAt: at}) })
+		return s.acts.RecordTick(ctx, rec)
+	})
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	var can *workflow.ContinueAsNewError
+	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "%v", s.env.GetWorkflowError())
+	var next workflows.ScheduleInput
+	s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	s.Require().NotNil(next.Carry.Rescheduled, "the reschedule carries over")
+	s.Equal(at, next.Carry.Rescheduled.UTC())
+	row, err := s.store.GetSchedule(context.Background(), "resched-can")
+	s.Require().NoError(err)
+	s.Require().NotNil(row.NextRunAt)
+	s.Equal(at, row.NextRunAt.UTC(), "next_run_at mirrors the reschedule")
+}
