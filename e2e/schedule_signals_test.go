@@ -144,8 +144,10 @@ func TestBackfillBeforeCreationThroughTheAPI(t *testing.T) {
 	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
 		"name": "yearly", "spec": map[string]any{"cron": "0 0 1 1 *"}, "action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
 	}, http.StatusCreated, nil)
+	// A mid-year hour of last year: yesterday would hold the yearly tick on January 2nd.
+	midYear := time.Date(time.Now().UTC().Year()-1, 6, 15, 0, 0, 0, 0, time.UTC)
 	status, body := st.Do(t, http.MethodPost, "/api/v1/schedules/yearly/backfill", map[string]any{
-		"start": yesterday.Format(time.RFC3339), "end": yesterday.Add(time.Hour).Format(time.RFC3339),
+		"start": midYear.Format(time.RFC3339), "end": midYear.Add(time.Hour).Format(time.RFC3339),
 	})
 	require.Equal(t, http.StatusUnprocessableEntity, status, "%s", body)
 	require.Contains(t, string(body), `no tick of cron \"0 0 1 1 *\"`)
