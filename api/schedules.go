@@ -341,6 +341,19 @@ func (s *Server) scheduleCommandError(name string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return NewProblem(http.StatusServiceUnavailable, "", "the workflow of schedule %q did not answer in time (is a worker running?)", name)
 	}
+	// The API checks a command before sending it, but the workflow has the last word: a
+	// schedule paused or resumed in between is a conflict, anything else the caller's input.
+	var refused *temporal.ApplicationError
+	if errors.As(err, &refused) && refused.Type() == workflows.ErrBadCommand {
+		var field string
+		if refused.HasDetails() {
+			_ = refused.Details(&field)
+		}
+		if field == "paused" {
+			return Conflict(field, "%s", refused.Message())
+		}
+		return BadRequest(field, "%s", refused.Message())
+	}
 	return err
 }
 
