@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"go.temporal.io/sdk/log"
 
@@ -57,8 +58,8 @@ func FromEnv() (Config, error) {
 		TemporalNamespace: getenv("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:         getenv("TICKGATE_TASK_QUEUE", "tickgate"),
 		HTTPAddr:          getenv("TICKGATE_HTTP_ADDR", "127.0.0.1:8080"),
-		DeviceTimeout:     20 * time.Minute,
-		DeviceMaxAttempts: 3,
+		DeviceTimeout:     domain.DefaultDeviceTimeout,
+		DeviceMaxAttempts: domain.DefaultDeviceMaxAttempts,
 		TemporalTLSCert:   os.Getenv("TEMPORAL_TLS_CERT"),
 		TemporalTLSKey:    os.Getenv("TEMPORAL_TLS_KEY"),
 		TemporalAPIKey:    os.Getenv("TEMPORAL_API_KEY"),
