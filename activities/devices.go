@@ -16,12 +16,12 @@ import (
 // task_device) no longer exists: the workflow that called it ends.
 const ErrDeviceGone = "DeviceGone"
 
-// DeviceActivities are the device dispatch engine's SQL steps (DESIGN.md §3). The worker's
-// configuration (attempts, device timeout) is copied onto a task when it is activated.
+// DeviceActivities are the device dispatch engine's SQL steps (DESIGN.md §3).
 type DeviceActivities struct {
-	Store         *store.Store
-	MaxAttempts   int
-	DeviceTimeout time.Duration
+	Store *store.Store
+	// Settings are the attempt limit and device timeout a task takes when the dispatcher
+	// activates it: the worker's configuration in force.
+	Settings store.DeviceSettings
 	// SweepGrace is how long past its deadline an in-flight execution may stay before the
 	// dispatcher's safety sweep times it out itself (its slot workflow normally does it on
 	// the dot). Default 1 minute.
@@ -38,29 +38,13 @@ type AdvanceResult struct {
 }
 
 // Advance finishes the active task when it is done, activates the oldest pending one (D1)
-// and, when a task was activated, fills every PC's slots with it.
+// with the worker's settings and, in the same transaction, fills every PC's slots with it.
 func (a *DeviceActivities) Advance(ctx context.Context) (AdvanceResult, error) {
-	attempts := a.MaxAttempts
-	if attempts <= 0 {
-		attempts = 3
-	}
-	timeout := a.DeviceTimeout
-	if timeout <= 0 {
-		timeout = 20 * time.Minute
-	}
-	adv, err := a.Store.Advance(ctx, attempts, timeout)
+	adv, err := a.Store.Advance(ctx, a.Settings)
 	if err != nil {
 		return AdvanceResult{}, err
 	}
-	res := AdvanceResult{ActiveTaskID: adv.ActiveTaskID, Finished: adv.Finished, Activated: adv.Activated, Refilled: adv.Refilled}
-	if len(adv.Activated) > 0 && adv.ActiveTaskID != 0 {
-		n, err := a.Store.RefillAll(ctx) // normally a no-op: the activation filled the PCs
-		if err != nil {
-			return res, err
-		}
-		res.Refilled += n
-	}
-	return res, nil
+	return AdvanceResult{ActiveTaskID: adv.ActiveTaskID, Finished: adv.Finished, Activated: adv.Activated, Refilled: adv.Refilled}, nil
 }
 
 // SweepResult is what a safety sweep did.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -242,15 +241,6 @@ func taskRunView(t store.TaskRun) TaskRunView {
 		Attempt: t.Attempt, Error: t.Error, Output: raw(t.Output), StartedAt: utc(t.StartedAt),
 		FinishedAt: utc(t.FinishedAt), CreatedAt: t.CreatedAt.UTC(),
 	}
-}
-
-// pathID reads :id; anything but a positive integer is an unknown id (404).
-func pathID(c echo.Context, what string) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, NotFound("no %s %q", what, c.Param("id"))
-	}
-	return id, nil
 }
 
 // rolloutErr maps the store's state error to 409.

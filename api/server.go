@@ -21,6 +21,9 @@ type Server struct {
 	Store    *store.Store
 	Temporal client.Client
 	Starter  *starter.Starter
+	// Advancer advances the active device task after a commit that may have ended it, with
+	// the configured device settings; nil hands that step to the dispatcher workflow.
+	Advancer *store.TaskAdvancer
 	Logf     func(format string, args ...any)
 	// Now is the clock (tests may pin it).
 	Now func() time.Time
@@ -28,6 +31,9 @@ type Server struct {
 	// process passes the tracker it used while connecting, so a dependency's "since"
 	// carries over; nil gets a fresh one.
 	Readiness *readiness.Tracker
+
+	// slotSignals bounds the Temporal calls arming slot workflows across all claims.
+	slotSignals chan struct{}
 }
 
 // New builds the Echo application with every route of the contract.

@@ -29,10 +29,10 @@ const (
 // DeviceStatus is a device's status (devices.status).
 type DeviceStatus string
 
-// Device statuses.
+// Device statuses: online devices are the eligible set (devices.eligible); error is set by
+// a FAILED_FINAL execution and cleared only by an operator.
 const (
 	DeviceOnline  DeviceStatus = "online"
-	DeviceBusy    DeviceStatus = "busy"
 	DeviceOffline DeviceStatus = "offline"
 	DeviceError   DeviceStatus = "error"
 )

@@ -17,6 +17,9 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
+// oneMinute are device settings whose timeout differs from the default.
+var oneMinute = store.DeviceSettings{MaxAttempts: 3, DeviceTimeout: time.Minute}
+
 // devFarm creates a PC with n devices and returns its name.
 func devFarm(t *testing.T, st *store.Store, name string, capacity int32, n int) store.PC {
 	t.Helper()
@@ -36,7 +39,7 @@ func activate(t *testing.T, st *store.Store, nt store.NewDevTask) store.DevTask 
 	ctx := context.Background()
 	task, err := st.CreateDevTask(ctx, nt)
 	require.NoError(t, err)
-	adv, err := st.Advance(ctx, 3, 20*time.Minute)
+	adv, err := st.Advance(ctx, store.DefaultDeviceSettings())
 	require.NoError(t, err)
 	require.Equal(t, task.ID, adv.ActiveTaskID)
 	_, err = st.RefillAll(ctx)
@@ -244,7 +247,7 @@ func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
 	_, err = st.Pool.Exec(ctx, "UPDATE tasks SET status = 'running', started_at = now() WHERE id = $1", t2.ID)
 	require.Error(t, err)
 
-	adv, err := st.Advance(ctx, 3, time.Minute)
+	adv, err := st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
 	require.Equal(t, t1.ID, adv.ActiveTaskID, "the first task stays active while it has work")
 	_, cmds, err := st.Claim(ctx, "pc1", 5)
@@ -252,13 +255,13 @@ func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
 	require.Len(t, cmds, 2)
 	_, err = st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
-	adv, err = st.Advance(ctx, 3, time.Minute)
+	adv, err = st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
 	require.Equal(t, t1.ID, adv.ActiveTaskID, "one execution still in flight")
 	out, err := st.ReportResult(ctx, cmds[1].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
 	require.True(t, out.CheckTask)
-	adv, err = st.Advance(ctx, 3, time.Minute)
+	adv, err = st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
 	require.Equal(t, []int64{t1.ID}, adv.Finished)
 	require.Equal(t, []int64{t2.ID}, adv.Activated)
@@ -323,7 +326,7 @@ func TestDevicesTargetCountAndAbortRule(t *testing.T) {
 	require.NoError(t, err)
 	ab, err := st.CreateDevTask(ctx, store.NewDevTask{AbortMinExecuted: &min, AbortFailedPercent: &pct})
 	require.NoError(t, err)
-	adv, err := st.Advance(ctx, 3, time.Minute)
+	adv, err := st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
 	require.Equal(t, ab.ID, adv.ActiveTaskID)
 	_, err = st.RefillAll(ctx)
@@ -360,7 +363,7 @@ func TestDevicesActivationFillsSlotsInTheSameCommit(t *testing.T) {
 	devFarm(t, st, "pc2", 4, 2)
 	task, err := st.CreateDevTask(ctx, store.NewDevTask{})
 	require.NoError(t, err)
-	adv, err := st.Advance(ctx, 3, time.Minute)
+	adv, err := st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
 	require.Equal(t, []int64{task.ID}, adv.Activated)
 	require.Equal(t, 6, adv.Refilled, "min(4, 6) + min(4, 2) executions with the activation")
@@ -436,7 +439,7 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 		}
 	}
 	run(func() error {
-		if _, err := st.Advance(ctx, 3, time.Minute); err != nil {
+		if _, err := st.Advance(ctx, oneMinute); err != nil {
 			return err
 		}
 		_, err := st.RefillAll(ctx)

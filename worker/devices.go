@@ -6,7 +6,9 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/starter"
+	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -15,9 +17,21 @@ func registerDevices(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflow(workflows.DispatcherWorkflow)
 	r.RegisterWorkflow(workflows.PCWorkflow)
 	r.RegisterWorkflow(workflows.DeviceSlotWorkflow)
-	r.RegisterActivity(&activities.DeviceActivities{
-		Store: d.Store, MaxAttempts: d.Config.DeviceMaxAttempts, DeviceTimeout: d.Config.DeviceTimeout,
-	})
+	r.RegisterActivity(&activities.DeviceActivities{Store: d.Store, Settings: DeviceSettings(d.Config)})
+}
+
+// DeviceSettings are the attempt limit and device timeout a device task takes when it
+// becomes active, from the configuration in force; the API's task advancer takes the same.
+// A field left zero (a Config built by hand, not by config.FromEnv) means DESIGN.md's default.
+func DeviceSettings(cfg config.Config) store.DeviceSettings {
+	s := store.DefaultDeviceSettings()
+	if cfg.DeviceMaxAttempts > 0 {
+		s.MaxAttempts = cfg.DeviceMaxAttempts
+	}
+	if cfg.DeviceTimeout > 0 {
+		s.DeviceTimeout = cfg.DeviceTimeout
+	}
+	return s
 }
 
 func init() {

@@ -51,7 +51,7 @@ func (s *DeviceSuite) SetupTest() {
 	s.env.RegisterWorkflow(workflows.DeviceSlotWorkflow)
 	s.env.RegisterWorkflow(workflows.DispatcherWorkflow)
 	s.env.RegisterWorkflow(workflows.PCWorkflow)
-	s.env.RegisterActivity(&activities.DeviceActivities{Store: s.store, MaxAttempts: 3, DeviceTimeout: 20 * time.Minute})
+	s.env.RegisterActivity(&activities.DeviceActivities{Store: s.store, Settings: store.DefaultDeviceSettings()})
 	s.t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s.env.SetStartTime(s.t0)
 	s.started = nil
@@ -88,7 +88,7 @@ func (s *DeviceSuite) farm(pc string, capacity int32, n int) (store.DevTask, []s
 	}
 	task, err := s.store.CreateDevTask(ctx, store.NewDevTask{})
 	s.Require().NoError(err)
-	_, err = s.store.Advance(ctx, 3, 20*time.Minute)
+	_, err = s.store.Advance(ctx, store.DefaultDeviceSettings())
 	s.Require().NoError(err)
 	_, err = s.store.RefillAll(ctx)
 	s.Require().NoError(err)

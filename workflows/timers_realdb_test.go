@@ -22,6 +22,7 @@ import (
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/worker"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -79,7 +80,7 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	ctx := context.Background()
 	st := testenv.Store(t)
 	// Wired as worker/devices.go wires them.
-	acts := &activities.DeviceActivities{Store: st, MaxAttempts: cfg.DeviceMaxAttempts, DeviceTimeout: cfg.DeviceTimeout}
+	acts := &activities.DeviceActivities{Store: st, Settings: worker.DeviceSettings(cfg)}
 	_, err = st.CreatePC(ctx, "pc1", 20)
 	require.NoError(t, err)
 	_, _, err = st.CreateDevice(ctx, "pc1", "pc1-d0")

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -238,11 +239,18 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 		done <- connection{st, tc, closeAll, err}
 	}()
 	var conn connection
-	// In-flight requests finish before the connections they use are closed.
+	var advancer *store.TaskAdvancer
+	// In-flight requests finish, then the device task advances they queued, before the
+	// connections they use are closed.
 	defer func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
+		if advancer != nil {
+			if err := advancer.Close(shutdownCtx); err != nil {
+				log.Printf("api: %v", err)
+			}
+		}
 		if conn.closeAll != nil {
 			conn.closeAll()
 		}
@@ -260,8 +268,15 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 		}
 		return conn.err
 	}
-	h.Set(api.New(&api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr,
-		Starter: &starter.Starter{Client: conn.tc, TaskQueue: cfg.TaskQueue}}))
+	st := &starter.Starter{Client: conn.tc, TaskQueue: cfg.TaskQueue}
+	advancer, err = store.NewTaskAdvancer(conn.st, store.TaskAdvancerOptions{
+		Settings: worker.DeviceSettings(cfg), Fallback: st.CheckDispatcher, Logger: slog.Default(),
+	})
+	if err != nil {
+		return err
+	}
+	advancer.Start()
+	h.Set(api.New(&api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer}))
 	log.Printf("api ready on http://%s", cfg.HTTPAddr)
 	select {
 	case err := <-errc:

@@ -31,6 +31,7 @@ type Device struct {
 	Error     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	Eligible  bool
 }
 
 type EventStore struct {
@@ -169,6 +170,7 @@ type TaskDevice struct {
 	AckedAt     *time.Time
 	CompletedAt *time.Time
 	TimeoutAt   *time.Time
+	HoldsSlot   bool
 }
 
 type TaskDeviceEvent struct {

@@ -76,9 +76,13 @@ func Start(t *testing.T, opts Options) *Stack {
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Stop)
 	}
-	srv := httptest.NewServer(api.New(&api.Server{
-		Store: st, Temporal: tc, Starter: &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}, Logf: t.Logf,
-	}))
+	starter := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}
+	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Fallback: starter.CheckDispatcher})
+	require.NoError(t, err)
+	advancer.Start()
+	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Logf: t.Logf}))
+	// Cleanups run last-in first-out: the server stops, then the advances it queued finish.
+	t.Cleanup(func() { require.NoError(t, advancer.Close(context.Background())) })
 	t.Cleanup(srv.Close)
 	stack := &Stack{URL: srv.URL, Store: st, Temporal: tc, Config: cfg}
 	stack.AdminToken = stack.NewToken(t, store.RoleAdmin, "")

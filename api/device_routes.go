@@ -1,0 +1,63 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// registerDevices mounts /pcs, /devices, /tasks, /task-devices and /agent (DESIGN.md §3):
+// one file per resource beside this one.
+func (s *Server) registerDevices(g *echo.Group) {
+	s.slotSignals = make(chan struct{}, maxSlotSignals)
+	g.POST("/pcs", s.createPC)
+	g.GET("/pcs", s.listPCs)
+	g.GET("/pcs/:name", s.getPC)
+	g.POST("/devices", s.createDevice)
+	g.GET("/devices", s.listDevices)
+	g.GET("/devices/:serial", s.getDevice)
+	g.PATCH("/devices/:serial", s.patchDevice)
+	g.POST("/tasks", s.createDevTask)
+	g.GET("/tasks", s.listDevTasks)
+	g.GET("/tasks/:id", s.getDevTask)
+	g.GET("/tasks/:id/devices", s.listTaskDevices)
+	g.POST("/tasks/:id/cancel", s.cancelDevTask)
+	g.GET("/task-devices/:id", s.getTaskDevice)
+	g.GET("/task-devices/:id/events", s.taskDeviceEvents)
+	g.POST("/agent/pcs/:name/claim", s.agentClaim)
+	g.POST("/agent/task-devices/:id/ack", s.agentAck)
+	g.POST("/agent/task-devices/:id/result", s.agentResult)
+}
+
+// devBG is a context for Temporal calls made after the SQL commit: the request may be gone,
+// the call should still go out.
+func devBG() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// nudgeDispatcher asks the dispatcher to re-check the active task. SQL already holds the
+// truth, and the dispatcher's safety poll re-checks, so a failure is logged, not returned.
+func (s *Server) nudgeDispatcher() {
+	if s.Starter == nil {
+		return
+	}
+	ctx, cancel := devBG()
+	defer cancel()
+	if err := s.Starter.CheckDispatcher(ctx); err != nil {
+		s.Logf("devices: %v", err)
+	}
+}
+
+// advanceSoon hands "advance the active task" over after a commit that may have ended it
+// (its last execution final, an abort, a cancel, a device leaving): to the task advancer,
+// which activates the next task at once with the configured settings, or — in a server
+// built without one — to the dispatcher workflow, signalled after the answer. The API
+// never advances tasks itself.
+func (s *Server) advanceSoon(why string) {
+	if s.Advancer != nil {
+		s.Advancer.AdvanceSoon(why)
+		return
+	}
+	go s.nudgeDispatcher()
+}

@@ -1,0 +1,150 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/store"
+)
+
+// The device dispatch resources as the API answers them (DESIGN.md §3), and their one set
+// of converters from store rows.
+
+// PCSlots are a PC's slots: target = min(capacity, eligible devices).
+type PCSlots struct {
+	Eligible int64 `json:"eligible"`
+	Running  int64 `json:"running"`
+	Target   int64 `json:"target"`
+}
+
+// PCView is a PC as the API answers it; GET /pcs/{name} adds its slots and devices.
+type PCView struct {
+	Name           string       `json:"name"`
+	DeviceCapacity int32        `json:"device_capacity"`
+	CreatedAt      time.Time    `json:"created_at"`
+	Slots          *PCSlots     `json:"slots,omitempty"`
+	Devices        []DeviceView `json:"devices,omitempty"`
+}
+
+// DeviceView is a device.
+type DeviceView struct {
+	Serial    string              `json:"serial"`
+	PC        string              `json:"pc"`
+	Status    domain.DeviceStatus `json:"status"`
+	Error     string              `json:"error"`
+	CreatedAt time.Time           `json:"created_at"`
+	UpdatedAt time.Time           `json:"updated_at"`
+}
+
+// AbortRule stops a task early once at least MinExecuted executions are final and more
+// than FailedPercent of them failed.
+type AbortRule struct {
+	MinExecuted   int32   `json:"min_executed"`
+	FailedPercent float64 `json:"failed_percent"`
+}
+
+// DevTaskView is a device task; GET /tasks/{id} adds its counts and executions.
+type DevTaskView struct {
+	ID          int64                   `json:"id"`
+	Payload     json.RawMessage         `json:"payload"`
+	TargetCount *int32                  `json:"target_count"`
+	Abort       *AbortRule              `json:"abort"`
+	Status      domain.DeviceTaskStatus `json:"status"`
+	Error       string                  `json:"error"`
+	MaxAttempts int32                   `json:"max_attempts"`
+	CreatedAt   time.Time               `json:"created_at"`
+	StartedAt   *time.Time              `json:"started_at"`
+	FinishedAt  *time.Time              `json:"finished_at"`
+	Counts      *DevTaskCounts          `json:"counts,omitempty"`
+	Devices     []TaskDeviceDTO         `json:"devices,omitempty"`
+}
+
+// DevTaskCounts are a task's executions by state.
+type DevTaskCounts struct {
+	Active    int64 `json:"active"`
+	Succeeded int64 `json:"succeeded"`
+	Failed    int64 `json:"failed"`
+	Cancelled int64 `json:"cancelled"`
+}
+
+// TaskDeviceDTO is one device execution (a task_device row).
+type TaskDeviceDTO struct {
+	ID          int64                   `json:"id"`
+	TaskID      int64                   `json:"task_id"`
+	Device      string                  `json:"device"`
+	PC          string                  `json:"pc"`
+	Status      domain.TaskDeviceStatus `json:"status"`
+	Attempt     int32                   `json:"attempt"`
+	MaxAttempts int32                   `json:"max_attempts"`
+	Error       string                  `json:"error"`
+	CreatedAt   *time.Time              `json:"created_at,omitempty"`
+	SentAt      *time.Time              `json:"sent_at"`
+	AckedAt     *time.Time              `json:"acked_at"`
+	CompletedAt *time.Time              `json:"completed_at"`
+	TimeoutAt   *time.Time              `json:"timeout_at"`
+	Payload     json.RawMessage         `json:"payload,omitempty"`
+}
+
+// TaskDeviceEventView is one attempt event.
+type TaskDeviceEventView struct {
+	ID           int64     `json:"id"`
+	TaskDeviceID int64     `json:"task_device_id"`
+	Attempt      int32     `json:"attempt"`
+	Type         string    `json:"type"`
+	Detail       string    `json:"detail"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+func devUTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func pcView(pc store.PC) PCView {
+	return PCView{Name: pc.Name, DeviceCapacity: pc.DeviceCapacity, CreatedAt: pc.CreatedAt.UTC()}
+}
+
+func deviceView(d store.Device, pc string) DeviceView {
+	return DeviceView{Serial: d.Serial, PC: pc, Status: d.Status, Error: d.Error, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
+}
+
+func deviceRowView(r store.DeviceRow) DeviceView {
+	return DeviceView{Serial: r.Serial, PC: r.PcName, Status: r.Status, Error: r.Error, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+func devTaskView(t store.DevTask) DevTaskView {
+	v := DevTaskView{
+		ID: t.ID, Payload: t.Payload, TargetCount: t.TargetCount, Status: t.Status, Error: t.Error, MaxAttempts: t.MaxAttempts,
+		CreatedAt: t.CreatedAt.UTC(), StartedAt: devUTC(t.StartedAt), FinishedAt: devUTC(t.FinishedAt),
+	}
+	if t.AbortMinExecuted != nil && t.AbortFailedPercent.Valid {
+		v.Abort = &AbortRule{MinExecuted: *t.AbortMinExecuted, FailedPercent: t.AbortFailedPercent.Float64}
+	}
+	return v
+}
+
+func taskDeviceDTO(td store.TaskDeviceView) TaskDeviceDTO {
+	created := td.CreatedAt.UTC()
+	return TaskDeviceDTO{
+		ID: td.ID, TaskID: td.TaskID, Device: td.DeviceSerial, PC: td.PcName, Status: td.Status, Attempt: td.Attempt,
+		MaxAttempts: td.MaxAttempts, Error: td.Error, CreatedAt: &created, SentAt: devUTC(td.SentAt), AckedAt: devUTC(td.AckedAt),
+		CompletedAt: devUTC(td.CompletedAt), TimeoutAt: devUTC(td.TimeoutAt),
+	}
+}
+
+func claimedView(pc string, cmd store.ClaimedCommand) TaskDeviceDTO {
+	return TaskDeviceDTO{
+		ID: cmd.ID, TaskID: cmd.TaskID, Device: cmd.DeviceSerial, PC: pc, Status: domain.TDSent, Attempt: cmd.Attempt,
+		MaxAttempts: cmd.MaxAttempts, SentAt: devUTC(cmd.SentAt), TimeoutAt: devUTC(cmd.TimeoutAt), Payload: cmd.Payload,
+	}
+}
+
+func taskDeviceEventView(e store.TaskDeviceEvent) TaskDeviceEventView {
+	return TaskDeviceEventView{
+		ID: e.ID, TaskDeviceID: e.TaskDeviceID, Attempt: e.Attempt, Type: e.Type, Detail: e.Detail, CreatedAt: e.CreatedAt.UTC(),
+	}
+}

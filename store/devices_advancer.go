@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// TaskAdvancer owns "advance the active task" (D1) for the API process. A request handler
+// whose commit may have ended the active task (its last execution final, an abort, a
+// cancel) calls AdvanceSoon after the commit and returns at once; the advancer's own
+// goroutine then runs Advance — the one place a task becomes active — with the settings in
+// force, so the next task starts without waiting for a Temporal round trip to the
+// dispatcher. Start and Close bound its life: Close stops taking requests, finishes the
+// queued ones and waits for them.
+//
+// The queue is bounded and coalesces: one Advance covers every commit made before it
+// started, so a request arriving while another one still waits its turn adds nothing and
+// is dropped. An Advance that fails is handed to Fallback (the dispatcher workflow, which
+// retries it), so nothing is lost.
+type TaskAdvancer struct {
+	store    *Store
+	settings DeviceSettings
+	fallback func(context.Context) error
+	logger   *slog.Logger
+	timeout  time.Duration
+
+	queue chan string
+
+	mu      sync.Mutex // guards started and closed against a send on a closed queue
+	started bool
+	closed  bool
+	done    chan struct{}
+	ctx     context.Context // cancelled when Close gives up waiting
+	cancel  context.CancelFunc
+}
+
+// TaskAdvancerOptions configure a TaskAdvancer.
+type TaskAdvancerOptions struct {
+	// Settings are the attempt limit and device timeout a task activated here takes: the
+	// process's configuration (internal/config), as the dispatcher's worker uses.
+	Settings DeviceSettings
+	// Fallback, when set, is called after an Advance failed, to hand the step to the
+	// dispatcher workflow (starter.Starter.CheckDispatcher).
+	Fallback func(context.Context) error
+	// Logger receives what each advance did and its failures (default slog.Default()).
+	Logger *slog.Logger
+	// Queue is how many requests may wait (default 16); more are coalesced.
+	Queue int
+	// Timeout bounds one Advance and its fallback (default 30 seconds).
+	Timeout time.Duration
+}
+
+// NewTaskAdvancer builds an advancer for st; it does nothing until Start.
+func NewTaskAdvancer(st *Store, opts TaskAdvancerOptions) (*TaskAdvancer, error) {
+	if err := opts.Settings.Validate(); err != nil {
+		return nil, fmt.Errorf("task advancer: %w", err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Queue <= 0 {
+		opts.Queue = 16
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &TaskAdvancer{
+		store: st, settings: opts.Settings, fallback: opts.Fallback, logger: opts.Logger, timeout: opts.Timeout,
+		queue: make(chan string, opts.Queue), done: make(chan struct{}), ctx: ctx, cancel: cancel,
+	}, nil
+}
+
+// Settings are the settings tasks activated here take.
+func (a *TaskAdvancer) Settings() DeviceSettings { return a.settings }
+
+// Start runs the advancer's goroutine; a second Start does nothing.
+func (a *TaskAdvancer) Start() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started || a.closed {
+		return
+	}
+	a.started = true
+	go a.run()
+}
+
+// AdvanceSoon asks for an Advance after a commit that may have ended the active task; why
+// says which commit, for the log. It never blocks; after Close it is a no-op (the
+// dispatcher's safety poll still advances).
+func (a *TaskAdvancer) AdvanceSoon(why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		a.logger.Warn("devices: task advancer closed; the dispatcher will advance", "after", why)
+		return
+	}
+	select {
+	case a.queue <- why:
+	default:
+		// Full: the requests waiting will run an Advance that starts after this commit.
+	}
+}
+
+// Close stops taking requests and waits until the queued ones are done, or until ctx
+// ends, when the advance in progress is cancelled (its transaction rolls back; the
+// dispatcher's safety poll does the step).
+func (a *TaskAdvancer) Close(ctx context.Context) error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	started := a.started
+	close(a.queue)
+	a.mu.Unlock()
+	if !started {
+		a.cancel()
+		if n := len(a.queue); n > 0 {
+			a.logger.Warn("devices: task advancer closed before it started; the dispatcher will advance", "requests", n)
+		}
+		return nil
+	}
+	select {
+	case <-a.done:
+		a.cancel()
+		return nil
+	case <-ctx.Done():
+		a.cancel()
+		<-a.done
+		return fmt.Errorf("close task advancer: %w", ctx.Err())
+	}
+}
+
+func (a *TaskAdvancer) run() {
+	defer close(a.done)
+	for first := range a.queue {
+		whys := []string{first}
+		for more := true; more; {
+			select {
+			case id, ok := <-a.queue:
+				if !ok {
+					more = false
+					break
+				}
+				whys = append(whys, id)
+			default:
+				more = false
+			}
+		}
+		a.advance(whys)
+	}
+}
+
+// advance runs one Advance for the commits that asked; a failure goes to the fallback.
+func (a *TaskAdvancer) advance(whys []string) {
+	ctx, cancel := context.WithTimeout(a.ctx, a.timeout)
+	defer cancel()
+	adv, err := a.store.Advance(ctx, a.settings)
+	if err == nil {
+		if len(adv.Finished) > 0 || len(adv.Activated) > 0 {
+			a.logger.Info("devices: advanced the active task", "after", whys, "finished", adv.Finished,
+				"activated", adv.Activated, "active", adv.ActiveTaskID, "refilled", adv.Refilled)
+		}
+		return
+	}
+	a.logger.Error("devices: advance failed; handing it to the dispatcher", "after", whys, "error", err)
+	if a.fallback == nil || a.ctx.Err() != nil { // closing: the dispatcher's safety poll does it
+		return
+	}
+	fctx, fcancel := context.WithTimeout(a.ctx, a.timeout)
+	defer fcancel()
+	if err := a.fallback(fctx); err != nil {
+		a.logger.Error("devices: hand the advance to the dispatcher", "after", whys, "error", err)
+	}
+}

@@ -1,0 +1,317 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/store/dbgen"
+)
+
+// TaskDevices pages through a task's executions by id.
+func (s *Store) TaskDevices(ctx context.Context, taskID, afterID int64, limit int) ([]TaskDeviceView, error) {
+	rows, err := s.Q.ListTaskDevicesOfTask(ctx, dbgen.ListTaskDevicesOfTaskParams{TaskID: taskID, AfterID: afterID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("executions of task %d: %w", taskID, mapErr(err))
+	}
+	out := make([]TaskDeviceView, len(rows))
+	for i, r := range rows {
+		out[i] = TaskDeviceView(r)
+	}
+	return out, nil
+}
+
+// GetTaskDevice reads one execution with its device serial and PC name.
+func (s *Store) GetTaskDevice(ctx context.Context, id int64) (TaskDeviceView, error) {
+	td, err := s.Q.GetTaskDeviceView(ctx, id)
+	if err != nil {
+		return TaskDeviceView{}, fmt.Errorf("get task_device %d: %w", id, mapErr(err))
+	}
+	return td, nil
+}
+
+// TaskDeviceEvents lists an execution's attempt history (ErrNotFound for an unknown id).
+func (s *Store) TaskDeviceEvents(ctx context.Context, id int64) ([]TaskDeviceEvent, error) {
+	if _, err := s.GetTaskDevice(ctx, id); err != nil {
+		return nil, err
+	}
+	evs, err := s.Q.ListTaskDeviceEvents(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("events of task_device %d: %w", id, mapErr(err))
+	}
+	return evs, nil
+}
+
+// Claim hands a PC's agent up to max of its waiting commands and marks them SENT (their
+// deadline starts now). Concurrent claims of one PC never return the same command.
+func (s *Store) Claim(ctx context.Context, pcName string, max int) (PC, []ClaimedCommand, error) {
+	pc, err := s.GetPC(ctx, pcName)
+	if err != nil {
+		return PC{}, nil, err
+	}
+	rows, err := s.Q.ClaimTaskDevices(ctx, dbgen.ClaimTaskDevicesParams{PcID: pc.ID, MaxRows: int32(max)})
+	if err != nil {
+		return pc, nil, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
+	}
+	return pc, rows, nil
+}
+
+// Ack records the agent's acknowledgement of a sent command. Acking twice is a no-op; an
+// attempt that is not in flight is ErrNotInFlight.
+func (s *Store) Ack(ctx context.Context, id int64, attempt *int32) (TaskDevice, error) {
+	var td TaskDevice
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		td, err = q.LockTaskDevice(ctx, id)
+		if err != nil {
+			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
+		}
+		if attempt != nil && *attempt != td.Attempt {
+			return fmt.Errorf("%w: task_device %d is at attempt %d, not %d", ErrNotInFlight, id, td.Attempt, *attempt)
+		}
+		switch td.Status {
+		case domain.TDAcked:
+			return nil
+		case domain.TDSent:
+		default:
+			return fmt.Errorf("%w: task_device %d is %s", ErrNotInFlight, id, td.Status)
+		}
+		if err := q.AckTaskDevice(ctx, id); err != nil {
+			return fmt.Errorf("ack task_device %d: %w", id, mapErr(err))
+		}
+		td.Status = domain.TDAcked
+		return event(ctx, q, id, td.Attempt, domain.TDAcked, "")
+	})
+	return td, err
+}
+
+// Result is an agent's report of one attempt.
+type Result struct {
+	Succeeded bool
+	Error     string
+	// NotRetryable sends a failure straight to FAILED_FINAL.
+	NotRetryable bool
+	// Attempt, when given, must be the attempt in flight.
+	Attempt *int32
+}
+
+// Outcome is what recording a result or a timeout did.
+type Outcome struct {
+	TaskDeviceID int64
+	TaskID       int64
+	PCID         int64
+	Status       domain.TaskDeviceStatus // the execution's status afterwards
+	Attempt      int32                   // its attempt afterwards (the next one when RETRY_SCHEDULED)
+	Refilled     []int64
+	// CheckTask is set when the task may have no work left (or was aborted): the dispatcher
+	// should re-check it.
+	CheckTask bool
+	Aborted   bool
+	// Stale is set when the attempt was no longer in flight and nothing changed.
+	Stale bool
+
+	pcMayBeIdle bool
+}
+
+// gatePC takes this process's gate of the PC of execution id; it returns the release.
+func (s *Store) gatePC(ctx context.Context, id int64) func() {
+	pc, err := s.Q.TaskDevicePCID(ctx, id)
+	if err != nil {
+		return func() {} // an unknown id: the transaction reports it
+	}
+	m, _ := s.pcGates.LoadOrStore(pc, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// ReportResult records an agent's result in one transaction: the execution's new state,
+// its events, the device turning error on a final failure, the PC's freed slot refilled at
+// once, and the task's abort rule. A result for an attempt that is no longer in flight (it
+// timed out, was cancelled) is recorded as a LATE_RESULT event and returns ErrNotInFlight.
+func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, error) {
+	var out Outcome
+	var late error
+	release := s.gatePC(ctx, id)
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		td, err := q.LockTaskDevice(ctx, id)
+		if err != nil {
+			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
+		}
+		inFlight := (td.Status == domain.TDSent || td.Status == domain.TDAcked) && (r.Attempt == nil || *r.Attempt == td.Attempt)
+		if !inFlight {
+			attempt := td.Attempt
+			if r.Attempt != nil && *r.Attempt > 0 && *r.Attempt <= td.MaxAttempts {
+				attempt = *r.Attempt
+			}
+			verdict := "succeeded"
+			if !r.Succeeded {
+				verdict = "failed: " + r.Error
+			}
+			detail := fmt.Sprintf("result %s for attempt %d arrived while the execution was %s at attempt %d", verdict, attempt, td.Status, td.Attempt)
+			late = fmt.Errorf("%w: %s", ErrNotInFlight, detail)
+			out = Outcome{TaskDeviceID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
+			return event(ctx, q, id, attempt, domain.EvLateResult, detail)
+		}
+		out, err = finishAttempt(ctx, q, td, !r.Succeeded, r.Error, !r.NotRetryable, domain.EvFailed)
+		return err
+	})
+	release()
+	if err != nil {
+		return Outcome{}, err
+	}
+	if late != nil {
+		return out, late
+	}
+	return out, s.afterCommit(ctx, &out)
+}
+
+// TimeoutAttempt times out attempt of execution id if it is still in flight (a conditional
+// update: a result and a timeout racing have exactly one winner). Otherwise it changes
+// nothing and returns the current state with Stale set.
+func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Outcome, error) {
+	var out Outcome
+	release := s.gatePC(ctx, id)
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		td, err := q.LockTaskDevice(ctx, id)
+		if err != nil {
+			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
+		}
+		if (td.Status != domain.TDSent && td.Status != domain.TDAcked) || td.Attempt != attempt {
+			out = Outcome{TaskDeviceID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
+			return nil
+		}
+		msg := "Task device timeout: no result"
+		if td.SentAt != nil && td.TimeoutAt != nil {
+			msg = fmt.Sprintf("Task device timeout: exceeded %s after SENT", td.TimeoutAt.Sub(*td.SentAt))
+		}
+		out, err = finishAttempt(ctx, q, td, true, msg, true, domain.EvTimeout)
+		return err
+	})
+	release()
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, s.afterCommit(ctx, &out)
+}
+
+// finishAttempt applies the outcome of the in-flight attempt of td (locked by the caller).
+func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed bool, errText string, retryable bool, failEvent string) (Outcome, error) {
+	out := Outcome{TaskDeviceID: td.ID, TaskID: td.TaskID, PCID: td.PcID, Attempt: td.Attempt}
+	if !failed {
+		if err := q.SucceedTaskDevice(ctx, td.ID); err != nil {
+			return out, fmt.Errorf("succeed task_device %d: %w", td.ID, mapErr(err))
+		}
+		if err := event(ctx, q, td.ID, td.Attempt, domain.TDSucceeded, ""); err != nil {
+			return out, err
+		}
+		out.Status = domain.TDSucceeded
+	} else {
+		if err := event(ctx, q, td.ID, td.Attempt, failEvent, errText); err != nil {
+			return out, err
+		}
+		if retryable && td.Attempt < td.MaxAttempts {
+			if err := q.RetryTaskDevice(ctx, dbgen.RetryTaskDeviceParams{ID: td.ID, Error: errText}); err != nil {
+				return out, fmt.Errorf("retry task_device %d: %w", td.ID, mapErr(err))
+			}
+			out.Status, out.Attempt = domain.TDRetryScheduled, td.Attempt+1
+			// The slot stays held: the next attempt runs on the same device.
+			return out, event(ctx, q, td.ID, td.Attempt+1, domain.TDRetryScheduled, errText)
+		}
+		if err := q.FailFinalTaskDevice(ctx, dbgen.FailFinalTaskDeviceParams{ID: td.ID, Error: errText}); err != nil {
+			return out, fmt.Errorf("fail task_device %d: %w", td.ID, mapErr(err))
+		}
+		detail := errText
+		if !retryable {
+			detail = "not retryable: " + errText
+		}
+		if err := event(ctx, q, td.ID, td.Attempt, domain.TDFailedFinal, detail); err != nil {
+			return out, err
+		}
+		// D3: the device leaves the eligible set until an operator resets it.
+		if err := q.SetDeviceErrorByID(ctx, dbgen.SetDeviceErrorByIDParams{
+			ID: td.DeviceID, Error: fmt.Sprintf("task_device %d failed after attempt %d: %s", td.ID, td.Attempt, errText),
+		}); err != nil {
+			return out, fmt.Errorf("set device %d error: %w", td.DeviceID, mapErr(err))
+		}
+		out.Status = domain.TDFailedFinal
+	}
+	task, err := q.GetDevTask(ctx, td.TaskID)
+	if err != nil {
+		return out, fmt.Errorf("task %d: %w", td.TaskID, mapErr(err))
+	}
+	// The slot is free: refill it now, in this transaction (D2). A final failure puts only
+	// this execution's device in error, and it holds no other slot (one active execution
+	// per device), so nothing needs cancelling.
+	ids, err := refillPC(ctx, q, td.PcID, false)
+	if err != nil {
+		return out, err
+	}
+	out.Refilled = ids
+	if task.Status != domain.DevTaskRunning {
+		return out, nil
+	}
+	if task.AbortMinExecuted != nil {
+		aborted, err := applyAbortRule(ctx, q, task.ID)
+		if err != nil {
+			return out, err
+		}
+		if aborted {
+			out.Aborted, out.CheckTask = true, true
+			return out, nil
+		}
+	}
+	// This PC found no more work for the task: once the transaction committed, the caller
+	// checks whether this PC's share is over (afterCommit), outside the PC lock.
+	out.pcMayBeIdle = len(ids) == 0
+	return out, nil
+}
+
+// afterCommit completes an Outcome once its transaction committed: when the PC found no
+// more work for the task and none of the PC's executions of it is left, the dispatcher
+// should check the task (CheckTask). Counting after the commit, the last of several
+// executions finishing at once always sees every other one final, so the PC's last
+// finisher asks — no task-wide or PC lock needed.
+func (s *Store) afterCommit(ctx context.Context, out *Outcome) error {
+	if !out.pcMayBeIdle || out.CheckTask {
+		return nil
+	}
+	n, err := s.Q.CountActiveOfTaskOnPC(ctx, dbgen.CountActiveOfTaskOnPCParams{PcID: out.PCID, TaskID: out.TaskID})
+	if err != nil {
+		return fmt.Errorf("count executions of task %d on pc %d: %w", out.TaskID, out.PCID, mapErr(err))
+	}
+	out.CheckTask = n == 0
+	return nil
+}
+
+func event[T ~string](ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ T, detail string) error {
+	if err := q.InsertTaskDeviceEvent(ctx, dbgen.InsertTaskDeviceEventParams{TaskDeviceID: id, Attempt: attempt, Type: string(typ), Detail: detail}); err != nil {
+		return fmt.Errorf("record %s event of task_device %d: %w", typ, id, mapErr(err))
+	}
+	return nil
+}
+
+// SweepOverdue times out in-flight executions whose deadline passed more than grace ago:
+// the safety net for a slot workflow that was never started (an API crash between the
+// claim and its signal). The slot workflows normally time them out on the dot.
+func (s *Store) SweepOverdue(ctx context.Context, grace time.Duration) ([]Outcome, error) {
+	rows, err := s.Q.OverdueInFlight(ctx, time.Now().Add(-grace))
+	if err != nil {
+		return nil, fmt.Errorf("overdue executions: %w", mapErr(err))
+	}
+	var outs []Outcome
+	for _, r := range rows {
+		o, err := s.TimeoutAttempt(ctx, r.ID, r.Attempt)
+		if err != nil {
+			return outs, err
+		}
+		if !o.Stale {
+			outs = append(outs, o)
+		}
+	}
+	return outs, nil
+}

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tickgate/tickgate/store/dbgen"
+)
+
+// refillPC is the one place slots are filled (D2): under the PC's row lock it cancels
+// executions on devices that left the eligible set (when a device changed), then inserts
+// one task_device per free slot (target - running) of the running task. With a
+// target_count the task row is locked too, so PCs refilling at once never exceed it.
+func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64, cancelIneligible bool) ([]int64, error) {
+	lock, err := q.LockPC(ctx, pcID)
+	if err != nil {
+		return nil, fmt.Errorf("lock pc %d: %w", pcID, mapErr(err))
+	}
+	if cancelIneligible {
+		if _, err := q.CancelIneligibleOfPC(ctx, pcID); err != nil {
+			return nil, fmt.Errorf("cancel ineligible executions of pc %d: %w", pcID, mapErr(err))
+		}
+	}
+	if lock.RunningTaskID == nil {
+		return nil, nil
+	}
+	if lock.RunningTargetCount != nil {
+		if _, err := q.LockDevTask(ctx, *lock.RunningTaskID); err != nil {
+			return nil, fmt.Errorf("lock task %d: %w", *lock.RunningTaskID, mapErr(err))
+		}
+	}
+	ids, err := q.RefillPC(ctx, pcID)
+	if err != nil {
+		return nil, fmt.Errorf("refill pc %d: %w", pcID, mapErr(err))
+	}
+	return ids, nil
+}
+
+// RefillPC fills a PC's free slots in its own transaction and returns the new executions.
+func (s *Store) RefillPC(ctx context.Context, pcID int64) ([]int64, error) {
+	var ids []int64
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		ids, err = refillPC(ctx, q, pcID, true)
+		return err
+	})
+	return ids, err
+}
+
+// RefillAll fills every PC's free slots in one transaction and one statement (a task just
+// became active, or the dispatcher's safety sweep) and returns how many executions it
+// created. It takes every PC's lock in id order, so it never over-fills a PC a concurrent
+// result is refilling.
+func (s *Store) RefillAll(ctx context.Context) (int, error) {
+	var n int
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		pcIDs, err := q.LockAllPCs(ctx)
+		if err != nil {
+			return fmt.Errorf("lock pcs: %w", mapErr(err))
+		}
+		task, err := q.GetRunningDevTask(ctx)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("running task: %w", mapErr(err))
+		}
+		if task.TargetCount != nil {
+			if _, err := q.LockDevTask(ctx, task.ID); err != nil {
+				return fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
+			}
+		}
+		ids, err := q.RefillAllPCs(ctx, pcIDs)
+		if err != nil {
+			return fmt.Errorf("refill every pc: %w", mapErr(err))
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/store/dbgen"
+)
+
+// NewDevTask is what CreateTask inserts.
+type NewDevTask struct {
+	Payload            json.RawMessage
+	TargetCount        *int32
+	AbortMinExecuted   *int32
+	AbortFailedPercent *float64
+}
+
+// CreateDevTask queues a task (pending); the dispatcher activates it when it is the oldest.
+func (s *Store) CreateDevTask(ctx context.Context, t NewDevTask) (DevTask, error) {
+	p := dbgen.InsertDevTaskParams{Payload: t.Payload, TargetCount: t.TargetCount, AbortMinExecuted: t.AbortMinExecuted}
+	if len(p.Payload) == 0 {
+		p.Payload = json.RawMessage(`{}`)
+	}
+	if t.AbortFailedPercent != nil {
+		p.AbortFailedPercent = pgtype.Float8{Float64: *t.AbortFailedPercent, Valid: true}
+	}
+	row, err := s.Q.InsertDevTask(ctx, p)
+	if err != nil {
+		return DevTask{}, fmt.Errorf("insert task: %w", mapErr(err))
+	}
+	return row, nil
+}
+
+// GetDevTask reads a task.
+func (s *Store) GetDevTask(ctx context.Context, id int64) (DevTask, error) {
+	t, err := s.Q.GetDevTask(ctx, id)
+	if err != nil {
+		return DevTask{}, fmt.Errorf("get task %d: %w", id, mapErr(err))
+	}
+	return t, nil
+}
+
+// ListDevTasks pages through tasks by id.
+func (s *Store) ListDevTasks(ctx context.Context, afterID int64, limit int) ([]DevTask, error) {
+	rows, err := s.Q.ListDevTasks(ctx, dbgen.ListDevTasksParams{AfterID: afterID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", mapErr(err))
+	}
+	return rows, nil
+}
+
+// DevTaskCounts are a task's executions by outcome.
+type DevTaskCounts = dbgen.DevTaskExecutionCountsRow
+
+// DevTaskCounts counts a task's executions.
+func (s *Store) DevTaskCounts(ctx context.Context, taskID int64) (DevTaskCounts, error) {
+	c, err := s.Q.DevTaskExecutionCounts(ctx, taskID)
+	if err != nil {
+		return DevTaskCounts{}, fmt.Errorf("count executions of task %d: %w", taskID, mapErr(err))
+	}
+	return c, nil
+}
+
+// CancelDevTask cancels a pending or running task and every execution of it still holding a
+// slot (sent or not); results arriving for them later are answered 409. A finished task is
+// ErrConflict.
+func (s *Store) CancelDevTask(ctx context.Context, id int64) (DevTask, error) {
+	var t DevTask
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		cur, err := q.GetDevTask(ctx, id)
+		if err != nil {
+			return fmt.Errorf("task %d: %w", id, mapErr(err))
+		}
+		if cur.Status != domain.DevTaskPending && cur.Status != domain.DevTaskRunning {
+			return fmt.Errorf("%w: task %d is already %s", ErrConflict, id, cur.Status)
+		}
+		// task_devices first, then the task row: the lock order of every other path.
+		if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
+			Reason: "task cancelled", TaskID: id, UnsentOnly: false,
+		}); err != nil {
+			return fmt.Errorf("cancel executions of task %d: %w", id, mapErr(err))
+		}
+		t, err = q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: id, Status: domain.DevTaskCancelled, Error: "cancelled by operator"})
+		if err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("%w: task %d finished meanwhile", ErrConflict, id)
+			}
+			return fmt.Errorf("cancel task %d: %w", id, mapErr(err))
+		}
+		return nil
+	})
+	return t, err
+}
+
+// applyAbortRule aborts the task (locked here, so one transaction decides) once at least
+// min_executed executions are final and more than failed_percent of them failed: its
+// unsent executions are cancelled, those in flight may finish.
+func applyAbortRule(ctx context.Context, q *dbgen.Queries, taskID int64) (bool, error) {
+	task, err := q.LockDevTask(ctx, taskID)
+	if err != nil {
+		return false, fmt.Errorf("lock task %d: %w", taskID, mapErr(err))
+	}
+	if task.Status != domain.DevTaskRunning || task.AbortMinExecuted == nil || !task.AbortFailedPercent.Valid {
+		return false, nil
+	}
+	counts, err := q.DevTaskExecutionCounts(ctx, task.ID)
+	if err != nil {
+		return false, fmt.Errorf("count executions of task %d: %w", task.ID, mapErr(err))
+	}
+	executed := counts.Succeeded + counts.Failed
+	if executed < int64(*task.AbortMinExecuted) || float64(counts.Failed)*100 <= task.AbortFailedPercent.Float64*float64(executed) {
+		return false, nil
+	}
+	reason := fmt.Sprintf("aborted: %d of %d executions failed (abort rule: more than %g%% of at least %d)",
+		counts.Failed, executed, task.AbortFailedPercent.Float64, *task.AbortMinExecuted)
+	if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
+		Reason: "task " + reason, TaskID: task.ID, UnsentOnly: true,
+	}); err != nil {
+		return false, fmt.Errorf("cancel unsent executions of task %d: %w", task.ID, mapErr(err))
+	}
+	if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: task.ID, Status: domain.DevTaskFailed, Error: reason}); err != nil {
+		return false, fmt.Errorf("abort task %d: %w", task.ID, mapErr(err))
+	}
+	return true, nil
+}
+
+// Advanced is what one dispatcher step did.
+type Advanced struct {
+	ActiveTaskID int64   // the running task afterwards (0: none)
+	Finished     []int64 // tasks it finished (all executions final, nothing left to run)
+	Activated    []int64 // tasks it made active
+	// Refilled counts the executions created with the activation, in its transaction.
+	Refilled int
+}
+
+// Advance keeps the single active task (D1), and is the one place a task becomes active:
+// it finishes the running task once all its executions are final and no eligible device is
+// left for it, then activates the oldest pending task with the settings in force and fills
+// every PC's slots with it in the same transaction. One advisory lock serialises concurrent
+// callers; the PC locks (taken before any task row, the order of every refill) keep
+// refills out while it decides.
+func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced, error) {
+	if err := settings.Validate(); err != nil {
+		return Advanced{}, fmt.Errorf("advance device tasks: %w", err)
+	}
+	var res Advanced
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		res = Advanced{}
+		if err := q.DispatcherLock(ctx); err != nil {
+			return fmt.Errorf("dispatcher lock: %w", mapErr(err))
+		}
+		// Every PC's refill lock: no refill (whose view of the running task or of a device
+		// might be older than this step's) commits while the task's progress is judged,
+		// and the activated task reaches every PC in this same commit.
+		pcIDs, err := q.LockAllPCs(ctx)
+		if err != nil {
+			return fmt.Errorf("lock pcs: %w", mapErr(err))
+		}
+		for i := 0; i < 1000; i++ {
+			t, err := q.LockRunningDevTask(ctx)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
+				return fmt.Errorf("running task: %w", mapErr(err))
+			default:
+				done, status, msg, err := taskDone(ctx, q, t)
+				if err != nil {
+					return err
+				}
+				if !done {
+					res.ActiveTaskID = t.ID
+					return nil
+				}
+				if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: t.ID, Status: status, Error: msg}); err != nil {
+					return fmt.Errorf("finish task %d: %w", t.ID, mapErr(err))
+				}
+				res.Finished = append(res.Finished, t.ID)
+			}
+			next, err := q.ActivateNextDevTask(ctx, dbgen.ActivateNextDevTaskParams{
+				MaxAttempts: int32(settings.MaxAttempts), DeviceTimeoutMs: settings.DeviceTimeout.Milliseconds(),
+			})
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("activate next task: %w", mapErr(err))
+			}
+			res.Activated = append(res.Activated, next.ID)
+			// The new task reaches every PC in the same commit that makes it active.
+			ids, err := q.RefillAllPCs(ctx, pcIDs)
+			if err != nil {
+				return fmt.Errorf("refill pcs for task %d: %w", next.ID, mapErr(err))
+			}
+			res.Refilled += len(ids)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// taskDone judges the running task t: done once nothing holds a slot for it and no eligible
+// device (within its target_count) still owes it a run. It ends success only when
+// executions ran and all of them succeeded (DESIGN.md §3 "Task status"); a task no device
+// ran ends failed, saying why.
+func taskDone(ctx context.Context, q *dbgen.Queries, t DevTask) (done bool, status domain.DeviceTaskStatus, msg string, err error) {
+	p, err := q.DevTaskProgress(ctx, t.ID)
+	if err != nil {
+		return false, "", "", fmt.Errorf("progress of task %d: %w", t.ID, mapErr(err))
+	}
+	if p.Active > 0 {
+		return false, "", "", nil
+	}
+	if p.HasUnrun && (t.TargetCount == nil || p.Created < int64(*t.TargetCount)) {
+		return false, "", "", nil
+	}
+	switch {
+	case p.Failed > 0:
+		return true, domain.DevTaskFailed, fmt.Sprintf("%d of %d executions failed", p.Failed, p.Succeeded+p.Failed), nil
+	case p.Succeeded > 0:
+		return true, domain.DevTaskSuccess, "", nil
+	case p.Cancelled > 0:
+		return true, domain.DevTaskFailed, fmt.Sprintf("no eligible device left: its %d executions were cancelled when their devices left the eligible set", p.Cancelled), nil
+	default:
+		return true, domain.DevTaskFailed, "no eligible device: no online device could run the task when it became active", nil
+	}
+}

@@ -1,0 +1,193 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/testing/testenv"
+	"github.com/tickgate/tickgate/store"
+)
+
+// TestDevicesTaskWithNoEligibleDeviceFails: a task that becomes active while no device is
+// eligible ends failed with that reason (not success), and the next task activates at once.
+func TestDevicesTaskWithNoEligibleDeviceFails(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 5, 1)
+	_, _, err := st.SetDeviceStatus(ctx, "pc1-d00", domain.DeviceOffline, "")
+	require.NoError(t, err)
+	t1, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	require.NoError(t, err)
+
+	adv, err := st.Advance(ctx, oneMinute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{t1.ID}, adv.Activated)
+	require.Equal(t, []int64{t1.ID}, adv.Finished, "nothing can run it: it ends in the same step")
+	got, err := st.GetDevTask(ctx, t1.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.DevTaskFailed, got.Status)
+	require.Contains(t, got.Error, "no eligible device")
+	require.NotNil(t, got.FinishedAt)
+
+	// The device comes back: the next task activates and runs on it.
+	_, _, err = st.SetDeviceStatus(ctx, "pc1-d00", domain.DeviceOnline, "")
+	require.NoError(t, err)
+	t2, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	require.NoError(t, err)
+	adv, err = st.Advance(ctx, oneMinute)
+	require.NoError(t, err)
+	require.Equal(t, t2.ID, adv.ActiveTaskID)
+	require.Equal(t, 1, adv.Refilled)
+}
+
+// TestDevicesTaskWhoseDevicesAllLeftFails: when every execution of the active task was
+// cancelled because its device left the eligible set, the task ends failed saying so.
+func TestDevicesTaskWhoseDevicesAllLeftFails(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 5, 1)
+	task := activate(t, st, store.NewDevTask{})
+	_, _, err := st.SetDeviceStatus(ctx, "pc1-d00", domain.DeviceOffline, "")
+	require.NoError(t, err)
+
+	adv, err := st.Advance(ctx, oneMinute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{task.ID}, adv.Finished)
+	got, err := st.GetDevTask(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.DevTaskFailed, got.Status)
+	require.Contains(t, got.Error, "no eligible device left")
+}
+
+// TestDevicesStatusesTheEngineNeverSetsAreGone: devices are never 'busy' and tasks never
+// 'retrying' (the engine has no step that sets them), so the schema refuses both.
+func TestDevicesStatusesTheEngineNeverSetsAreGone(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 5, 1)
+	task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	require.NoError(t, err)
+
+	_, err = st.Pool.Exec(ctx, "UPDATE devices SET status = 'busy' WHERE serial = 'pc1-d00'")
+	requireCheckViolation(t, err, "devices")
+	_, err = st.Pool.Exec(ctx, "UPDATE tasks SET status = 'retrying' WHERE id = $1", task.ID)
+	requireCheckViolation(t, err, "tasks")
+}
+
+// requireCheckViolation: err is a CHECK constraint of table refusing the row.
+func requireCheckViolation(t *testing.T, err error, table string) {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr), "want a check violation, got %v", err)
+	require.Equal(t, "23514", pgErr.Code, "%v", err)
+	require.Equal(t, table, pgErr.TableName)
+}
+
+// TestDevicesColumnDefaultsAreTheDomainDefaults pins the SQL column defaults a row can
+// still take (a PC inserted without a capacity, a pending task's attempt limit and
+// timeout before activation) to the Go constants, so the two cannot drift.
+func TestDevicesColumnDefaultsAreTheDomainDefaults(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	want := map[string]string{
+		"pcs.device_capacity":       strconv.Itoa(domain.DefaultDeviceCapacity),
+		"tasks.max_attempts":        strconv.Itoa(domain.DefaultDeviceMaxAttempts),
+		"tasks.device_timeout_ms":   strconv.FormatInt(domain.DefaultDeviceTimeout.Milliseconds(), 10),
+		"task_devices.max_attempts": strconv.Itoa(domain.DefaultDeviceMaxAttempts),
+	}
+	for col, def := range want {
+		var table, column string
+		for i := range col {
+			if col[i] == '.' {
+				table, column = col[:i], col[i+1:]
+			}
+		}
+		var got string
+		require.NoError(t, st.Pool.QueryRow(ctx, `SELECT column_default FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`, table, column).Scan(&got))
+		require.Equal(t, def, got, "default of %s", col)
+	}
+}
+
+// TestDevicesAdvanceTakesTheSettingsItIsGiven: the task activated after another ended takes
+// the settings in force, not the ended task's.
+func TestDevicesAdvanceTakesTheSettingsItIsGiven(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 5, 1)
+	t1 := activate(t, st, store.NewDevTask{}) // 20 minutes, 3 attempts
+	t2, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	require.NoError(t, err)
+	_, err = st.CancelDevTask(ctx, t1.ID)
+	require.NoError(t, err)
+	adv, err := st.Advance(ctx, store.DeviceSettings{MaxAttempts: 5, DeviceTimeout: 5 * time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, []int64{t2.ID}, adv.Activated)
+	got, err := st.GetDevTask(ctx, t2.ID)
+	require.NoError(t, err)
+	require.Equal(t, int32(5), got.MaxAttempts)
+	require.Equal(t, (5 * time.Minute).Milliseconds(), got.DeviceTimeoutMs)
+
+	_, err = st.Advance(ctx, store.DeviceSettings{})
+	require.ErrorContains(t, err, "max attempts")
+}
+
+// TestTaskAdvancer: a request after a commit activates the next task with the advancer's
+// settings; Close finishes the queued request before it returns; a failed advance is
+// handed to the fallback.
+func TestTaskAdvancer(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 5, 1)
+	settings := store.DeviceSettings{MaxAttempts: 4, DeviceTimeout: 7 * time.Minute}
+
+	adv, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: settings})
+	require.NoError(t, err)
+	t1, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	require.NoError(t, err)
+	adv.AdvanceSoon("queued before Start")
+	adv.Start()
+	require.NoError(t, adv.Close(ctx))
+	got, err := st.GetDevTask(ctx, t1.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.DevTaskRunning, got.Status, "Close drained the queued request")
+	require.Equal(t, int32(4), got.MaxAttempts)
+	require.Equal(t, (7 * time.Minute).Milliseconds(), got.DeviceTimeoutMs)
+	adv.AdvanceSoon("after Close: ignored, not a panic")
+
+	// A store whose pool is closed fails every Advance: the fallback gets the step.
+	broken := store.New(testenv.Store(t).Pool)
+	broken.Pool.Close()
+	var mu sync.Mutex
+	handedOver := 0
+	adv, err = store.NewTaskAdvancer(broken, store.TaskAdvancerOptions{Settings: settings, Fallback: func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		handedOver++
+		return nil
+	}})
+	require.NoError(t, err)
+	adv.Start()
+	adv.AdvanceSoon("a result")
+	require.NoError(t, adv.Close(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, handedOver)
+
+	_, err = store.NewTaskAdvancer(st, store.TaskAdvancerOptions{})
+	require.Error(t, err, "an advancer needs its settings")
+}

@@ -1,0 +1,109 @@
+-- Device dispatch (DESIGN.md §3): task_devices, the source of truth of each device
+-- execution, and their per-attempt events. CREATED and RETRY_SCHEDULED wait for the agent's
+-- claim; SENT and ACKED are out on the device; holds_slot (migrations/00006) covers all four.
+
+-- name: LockActiveOfDevice :many
+-- A device's slot-holding executions, locked before the device itself (the lock order of
+-- the result path: task_devices, then devices, then pcs).
+SELECT td.id FROM task_devices td
+WHERE td.device_id = (SELECT d.id FROM devices d WHERE d.serial = @serial)
+  AND td.holds_slot
+ORDER BY td.id
+FOR UPDATE OF td;
+
+-- name: ClaimTaskDevices :many
+-- The agent's pull: up to max waiting commands of the PC (eligible devices only) become
+-- SENT, which starts their deadline. SKIP LOCKED: two agents of one PC never get the same one.
+WITH pick AS (
+    SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
+    WHERE td.pc_id = @pc_id::bigint AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
+    ORDER BY td.id
+    LIMIT @max_rows::integer
+    -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
+    -- cancels what it sent), or this claim waits for it and sees the device's new status.
+    FOR UPDATE OF td SKIP LOCKED
+    FOR SHARE OF d
+), upd AS (
+    UPDATE task_devices td
+    SET status = 'SENT', sent_at = now(), acked_at = NULL,
+        timeout_at = now() + t.device_timeout_ms * interval '1 millisecond'
+    FROM pick, tasks t
+    WHERE td.id = pick.id AND t.id = td.task_id
+    RETURNING td.id, td.task_id, td.device_id, td.attempt, td.max_attempts, td.sent_at, td.timeout_at
+), ev AS (
+    INSERT INTO task_device_events (task_device_id, attempt, type)
+    SELECT upd.id, upd.attempt, 'SENT' FROM upd
+)
+SELECT upd.id, upd.task_id, upd.attempt, upd.max_attempts, upd.sent_at, upd.timeout_at,
+       d.serial AS device_serial, t.payload
+FROM upd JOIN devices d ON d.id = upd.device_id JOIN tasks t ON t.id = upd.task_id
+ORDER BY upd.id;
+
+-- name: TaskDevicePCID :one
+SELECT pc_id FROM task_devices WHERE id = @id;
+
+-- name: LockTaskDevice :one
+SELECT * FROM task_devices WHERE id = @id FOR UPDATE;
+
+-- name: AckTaskDevice :exec
+UPDATE task_devices SET status = 'ACKED', acked_at = now() WHERE id = @id;
+
+-- name: SucceedTaskDevice :exec
+UPDATE task_devices SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = '' WHERE id = @id;
+
+-- name: RetryTaskDevice :exec
+UPDATE task_devices
+SET status = 'RETRY_SCHEDULED', attempt = attempt + 1, error = @error, acked_at = NULL, timeout_at = NULL
+WHERE id = @id;
+
+-- name: FailFinalTaskDevice :exec
+UPDATE task_devices SET status = 'FAILED_FINAL', completed_at = clock_timestamp(), error = @error WHERE id = @id;
+
+-- name: InsertTaskDeviceEvent :exec
+INSERT INTO task_device_events (task_device_id, attempt, type, detail)
+VALUES (@task_device_id, @attempt, @type, @detail);
+
+-- name: CancelTaskDevicesOfTask :many
+-- Cancels the task's slot-holding executions (a task cancel), or with unsent_only those not
+-- out on a device (an abort: executions in flight may finish), with a CANCELLED event each.
+WITH upd AS (
+    UPDATE task_devices
+    SET status = 'CANCELLED', completed_at = now(), error = @reason::text
+    WHERE task_id = @task_id::bigint AND holds_slot
+      AND (NOT @unsent_only::boolean OR status IN ('CREATED', 'RETRY_SCHEDULED'))
+    RETURNING id, attempt, pc_id
+), ev AS (
+    INSERT INTO task_device_events (task_device_id, attempt, type, detail)
+    SELECT upd.id, upd.attempt, 'CANCELLED', @reason::text FROM upd
+)
+SELECT upd.id, upd.pc_id FROM upd ORDER BY upd.id;
+
+-- name: GetTaskDeviceView :one
+SELECT td.id, td.task_id, td.device_id, td.pc_id, td.status, td.attempt, td.max_attempts, td.error,
+       td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
+       d.serial AS device_serial, p.name AS pc_name
+FROM task_devices td JOIN devices d ON d.id = td.device_id JOIN pcs p ON p.id = td.pc_id
+WHERE td.id = @id;
+
+-- name: ListTaskDevicesOfTask :many
+SELECT td.id, td.task_id, td.device_id, td.pc_id, td.status, td.attempt, td.max_attempts, td.error,
+       td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
+       d.serial AS device_serial, p.name AS pc_name
+FROM task_devices td JOIN devices d ON d.id = td.device_id JOIN pcs p ON p.id = td.pc_id
+WHERE td.task_id = @task_id AND td.id > @after_id
+ORDER BY td.id
+LIMIT @max_rows;
+
+-- name: ListTaskDeviceEvents :many
+SELECT * FROM task_device_events WHERE task_device_id = @task_device_id ORDER BY id;
+
+-- name: OverdueInFlight :many
+-- Safety net for a slot workflow that never started: in-flight executions past deadline + grace.
+SELECT id, attempt FROM task_devices
+WHERE status IN ('SENT', 'ACKED') AND timeout_at < @before::timestamptz
+ORDER BY timeout_at
+LIMIT 200;
+
+-- name: CountActiveOfTaskOnPC :one
+SELECT count(*)::bigint FROM task_devices
+WHERE pc_id = @pc_id AND task_id = @task_id AND holds_slot;

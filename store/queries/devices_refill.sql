@@ -1,0 +1,104 @@
+-- Device dispatch (DESIGN.md §3): filling PCs' slots (D2), one task_device per free slot,
+-- under the PC's lock. Eligible devices: devices.eligible; slot holders:
+-- task_devices.holds_slot (generated columns, migrations/00006).
+
+-- name: LockPC :one
+-- The per-PC lock every slot refill holds, so two refills never over-fill a PC (D2),
+-- read with the running task (if any) in the same round trip. NO KEY UPDATE does not
+-- block the foreign-key checks of task_devices inserts.
+SELECT p.id, t.id AS running_task_id, t.target_count AS running_target_count
+FROM pcs p LEFT JOIN tasks t ON t.status = 'running'
+WHERE p.id = @id
+FOR NO KEY UPDATE OF p;
+
+-- name: LockAllPCs :many
+-- Every PC's refill lock, in id order (the order any multi-PC lock takes them).
+SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE;
+
+-- name: CancelIneligibleOfPC :many
+-- Executions holding a slot on a device that left the eligible set (offline, error) are
+-- cancelled, so the PC's running count never exceeds its shrunken target. Rows another
+-- transaction is finishing are skipped (it frees them itself).
+WITH c AS (
+    SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
+    WHERE td.pc_id = @pc_id::bigint AND td.holds_slot AND NOT d.eligible
+    FOR UPDATE OF td SKIP LOCKED
+), upd AS (
+    UPDATE task_devices td
+    SET status = 'CANCELLED', completed_at = now(), error = 'device left the eligible set'
+    FROM c WHERE td.id = c.id
+    RETURNING td.id, td.attempt
+)
+INSERT INTO task_device_events (task_device_id, attempt, type, detail)
+SELECT upd.id, upd.attempt, 'CANCELLED', 'device left the eligible set' FROM upd
+RETURNING task_device_id;
+
+-- name: RefillPC :many
+-- D2: inserts at most target - running task_devices of the running task for this PC, one
+-- per free slot, on eligible devices the task has not run on and that run nothing else.
+-- The caller holds LockPC (and LockTask when the task has a target_count).
+WITH task AS (
+    SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
+), free AS (
+    SELECT GREATEST(s.target - s.running, 0)::bigint AS n FROM pc_device_summary s WHERE s.pc_id = @pc_id::bigint
+), quota AS (
+    SELECT LEAST((SELECT n FROM free),
+                 COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
+                                               WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                          2147483647))::bigint AS n
+    FROM task
+), pick AS (
+    SELECT d.id FROM devices d
+    WHERE d.pc_id = @pc_id::bigint AND d.eligible
+      AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
+                      WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
+      AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
+    ORDER BY d.id
+    LIMIT COALESCE((SELECT GREATEST(n, 0) FROM quota), 0)
+), ins AS (
+    INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts)
+    SELECT task.id, pick.id, @pc_id::bigint, task.max_attempts FROM pick CROSS JOIN task
+    RETURNING id, attempt
+), ev AS (
+    INSERT INTO task_device_events (task_device_id, attempt, type)
+    SELECT ins.id, ins.attempt, 'CREATED' FROM ins
+)
+SELECT ins.id FROM ins ORDER BY ins.id;
+
+-- name: RefillAllPCs :many
+-- RefillPC for the given PCs in one statement (a task just became active): per PC at most
+-- target - running new executions, on eligible devices the task has not run on and that
+-- run nothing else. The caller holds those PCs' locks (and LockDevTask with a target_count).
+WITH task AS (
+    SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
+), free AS (
+    SELECT s.pc_id, GREATEST(s.target - s.running, 0)::bigint AS n FROM pc_device_summary s
+    WHERE s.pc_id = ANY (@pc_ids::bigint[])
+), cand AS (
+    SELECT d.id AS device_id, d.pc_id, row_number() OVER (PARTITION BY d.pc_id ORDER BY d.id) AS rn
+    FROM devices d
+    WHERE d.eligible
+      AND EXISTS (SELECT 1 FROM task)
+      AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
+                      WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
+      AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
+), pick AS (
+    SELECT cand.device_id, cand.pc_id, row_number() OVER (ORDER BY cand.pc_id, cand.rn) AS g
+    FROM cand JOIN free ON free.pc_id = cand.pc_id
+    WHERE cand.rn <= free.n
+), quota AS (
+    SELECT COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
+                                         WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                    2147483647)::bigint AS n
+    FROM task
+), ins AS (
+    INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts)
+    SELECT task.id, pick.device_id, pick.pc_id, task.max_attempts
+    FROM pick CROSS JOIN task
+    WHERE pick.g <= (SELECT n FROM quota)
+    RETURNING id, attempt
+), ev AS (
+    INSERT INTO task_device_events (task_device_id, attempt, type)
+    SELECT ins.id, ins.attempt, 'CREATED' FROM ins
+)
+SELECT ins.id FROM ins ORDER BY ins.id;
