@@ -15,9 +15,11 @@ import (
 
 var (
 	devSerialPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-	// deviceStatusNames are the statuses an operator may set: online (in the eligible set;
-	// it resets a device from error), offline, or error (taken out as a failed device is).
-	deviceStatusNames = map[domain.DeviceStatus]bool{domain.DeviceOnline: true, domain.DeviceOffline: true, domain.DeviceError: true}
+	// deviceStatusNames are the statuses an operator may set (the contract's
+	// PatchDeviceRequest): online (the eligible set; it resets a device from error) or
+	// offline. error says an execution failed finally on the device, so only the engine
+	// sets it.
+	deviceStatusNames = map[domain.DeviceStatus]bool{domain.DeviceOnline: true, domain.DeviceOffline: true}
 )
 
 // CreateDeviceRequest is the body of POST /devices.
@@ -82,7 +84,7 @@ func (s *Server) patchDevice(c echo.Context) error {
 		return err
 	}
 	if !deviceStatusNames[req.Status] {
-		return BadRequest("status", "must be online, offline or error, got %q", req.Status)
+		return BadRequest("status", "must be online or offline, got %q", req.Status)
 	}
 	// Applied to the PC's slots in the same transaction: an execution on a device that left
 	// the eligible set is cancelled, free slots are refilled.

@@ -18,6 +18,7 @@ import (
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/worker"
 )
 
 // deviceStack starts a stack on a task queue of its own: the device engine's workflow ids
@@ -216,7 +217,7 @@ func TestDevicesTimeoutOnRealServerAndLateResult(t *testing.T) {
 	require.Equal(t, domain.DevTaskCancelled, got.Status)
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t2.ID), nil, http.StatusOK, &got)
-		return got.Status == "running" && len(got.Devices) == 1
+		return got.Status == domain.DevTaskRunning && len(got.Devices) == 1
 	}, 30*time.Second, 50*time.Millisecond)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", t1.ID), nil, http.StatusConflict, nil)
 }
@@ -240,6 +241,8 @@ func TestDevicesBadInput(t *testing.T) {
 		{"POST", "/api/v1/devices", map[string]any{"pc": "nope", "serial": "s2"}, 404, "pc"},
 		{"POST", "/api/v1/devices", map[string]any{"pc": "p1", "serial": "s1"}, 409, "serial"},
 		{"PATCH", "/api/v1/devices/s1", map[string]any{"status": "broken"}, 400, "status"},
+		{"PATCH", "/api/v1/devices/s1", map[string]any{"status": "busy"}, 400, "status"},  // never a status the engine sets
+		{"PATCH", "/api/v1/devices/s1", map[string]any{"status": "error"}, 400, "status"}, // only a final failure sets it
 		{"PATCH", "/api/v1/devices/missing", map[string]any{"status": "online"}, 404, ""},
 		{"POST", "/api/v1/tasks", map[string]any{"payload": map[string]any{}, "target_count": 0}, 400, "target_count"},
 		{"POST", "/api/v1/tasks", map[string]any{"abort": map[string]any{"min_executed": 1, "failed_percent": 150}}, 400, "abort.failed_percent"},
@@ -271,4 +274,91 @@ func TestDevicesBadInput(t *testing.T) {
 	st.JSON(t, http.MethodGet, "/api/v1/pcs", nil, http.StatusOK, &pcs)
 	require.Len(t, pcs.Items, 1)
 	require.True(t, strings.HasPrefix(pcs.Items[0].Name, "p1"))
+}
+
+// claimOne claims on pc until one command comes back.
+func claimOne(t *testing.T, st *teststack.Stack, pc string) api.TaskDeviceDTO {
+	t.Helper()
+	var claim struct {
+		Items []api.TaskDeviceDTO `json:"items"`
+	}
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodPost, "/api/v1/agent/pcs/"+pc+"/claim", map[string]any{"max": 5}, http.StatusOK, &claim)
+		return len(claim.Items) == 1
+	}, 30*time.Second, 50*time.Millisecond)
+	return claim.Items[0]
+}
+
+// TestDevicesNextTaskTakesTheConfiguredSettings: the configuration in force is 5 minutes
+// and 5 attempts, while the running task was activated under an older one (20 minutes, 3
+// attempts, as by a worker before its restart). A task activated after it ends — by a
+// cancel or by its last result, both through the API — takes the configured settings,
+// never the ended task's. No worker runs: the dispatcher would otherwise race the test's
+// activations under the older settings (it is nudged after every advance), and it is the
+// API's own advance this test is about.
+func TestDevicesNextTaskTakesTheConfiguredSettings(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{NoWorker: true, Configure: func(c *config.Config) {
+		c.TaskQueue = fmt.Sprintf("tq-%s-%d", t.Name(), time.Now().UnixNano())
+		c.DeviceTimeout, c.DeviceMaxAttempts = 5*time.Minute, 5
+	}})
+	ctx := context.Background()
+	old := store.DeviceSettings{MaxAttempts: 3, DeviceTimeout: 20 * time.Minute}
+	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "solo", "device_capacity": 1}, http.StatusCreated, nil)
+	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "solo", "serial": "only-one"}, http.StatusCreated, nil)
+	var tasks []store.DevTask
+	for i := 0; i < 4; i++ {
+		task, err := st.Store.CreateDevTask(ctx, store.NewDevTask{})
+		require.NoError(t, err)
+		tasks = append(tasks, task)
+	}
+	requireSettings := func(cmd api.TaskDeviceDTO, task store.DevTask, want store.DeviceSettings) {
+		t.Helper()
+		require.Equal(t, task.ID, cmd.TaskID)
+		require.Equal(t, want.DeviceTimeout, cmd.TimeoutAt.Sub(*cmd.SentAt), "deadline of task %d", task.ID)
+		require.Equal(t, int32(want.MaxAttempts), cmd.MaxAttempts, "attempts of task %d", task.ID)
+	}
+
+	// Ended by a cancel.
+	_, err := st.Store.Advance(ctx, old)
+	require.NoError(t, err)
+	requireSettings(claimOne(t, st, "solo"), tasks[0], old)
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", tasks[0].ID), nil, http.StatusOK, nil)
+	requireSettings(claimOne(t, st, "solo"), tasks[1], worker.DeviceSettings(st.Config))
+
+	// Ended by its last result.
+	_, err = st.Store.CancelDevTask(ctx, tasks[1].ID)
+	require.NoError(t, err)
+	_, err = st.Store.Advance(ctx, old)
+	require.NoError(t, err)
+	cmd := claimOne(t, st, "solo")
+	requireSettings(cmd, tasks[2], old)
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/agent/task-devices/%d/result", cmd.ID), map[string]any{"status": "succeeded"}, http.StatusOK, nil)
+	requireSettings(claimOne(t, st, "solo"), tasks[3], worker.DeviceSettings(st.Config))
+}
+
+// TestDevicesTaskWithNoEligibleDeviceFailsVisibly: a task created while no device can run
+// it ends failed, with the reason in GET /tasks/{id}; the next task activates once a device
+// is there.
+func TestDevicesTaskWithNoEligibleDeviceFailsVisibly(t *testing.T) {
+	t.Parallel()
+	st := deviceStack(t, nil)
+	var t1, t2, got api.DevTaskView
+	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 1}}, http.StatusCreated, &t1)
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t1.ID), nil, http.StatusOK, &got)
+		return got.Status != domain.DevTaskPending && got.Status != domain.DevTaskRunning
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, domain.DevTaskFailed, got.Status)
+	require.Contains(t, got.Error, "no eligible device")
+	require.NotNil(t, got.FinishedAt)
+	require.Empty(t, got.Devices)
+
+	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "p1"}, http.StatusCreated, nil)
+	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "p1", "serial": "d1"}, http.StatusCreated, nil)
+	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 2}}, http.StatusCreated, &t2)
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t2.ID), nil, http.StatusOK, &got)
+		return got.Status == domain.DevTaskRunning && len(got.Devices) == 1
+	}, 30*time.Second, 50*time.Millisecond)
 }

@@ -312,7 +312,7 @@ func TestRolloutOperations(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the rollout's workflow ends once its stopped task's batch returns")
 
 	st.JSON(t, http.MethodPost, "/api/v1/task-runs/987654321/skip", nil, http.StatusNotFound, nil)
-	st.JSON(t, http.MethodGet, "/api/v1/rollouts/abc", nil, http.StatusNotFound, nil)
+	st.JSON(t, http.MethodGet, "/api/v1/rollouts/abc", nil, http.StatusBadRequest, nil) // malformed id: 400 naming it (TestPathIDsAnswerAlike)
 	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d/tasks?status=BOGUS", r3.ID), nil, http.StatusBadRequest, nil)
 }
 

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/starter"
@@ -40,6 +41,9 @@ type Options struct {
 	Configure func(*config.Config)
 	// Workers is how many worker processes (in-process workers) poll the task queue; 1 by default.
 	Workers int
+	// NoWorker starts no worker at all: no workflow runs (the dispatcher neither), so what
+	// changes is what the API itself does, or what the test does through the store.
+	NoWorker bool
 }
 
 // Start brings up a stack whose pieces stop at test cleanup. Each call gets its own
@@ -50,7 +54,7 @@ func Start(t *testing.T, opts Options) *Stack {
 	dbURL := testenv.DatabaseURL(t)
 	cfg := config.Config{
 		DatabaseURL: dbURL, TemporalAddress: testenv.TemporalAddress(t), TemporalNamespace: "default",
-		TaskQueue: "tq-" + t.Name(), DeviceTimeout: 20 * time.Minute, DeviceMaxAttempts: 3,
+		TaskQueue: "tq-" + t.Name(), DeviceTimeout: domain.DefaultDeviceTimeout, DeviceMaxAttempts: domain.DefaultDeviceMaxAttempts,
 	}
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
@@ -70,6 +74,9 @@ func Start(t *testing.T, opts Options) *Stack {
 	t.Cleanup(tc.Close)
 
 	workers := max(opts.Workers, 1)
+	if opts.NoWorker {
+		workers = 0
+	}
 	for i := 0; i < workers; i++ {
 		w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
 		require.NoError(t, err)
