@@ -51,7 +51,7 @@ func (s *Server) agentClaim(c echo.Context) error {
 	// deadline itself is already committed (timeout_at), and the dispatcher's sweep times out
 	// an attempt whose workflow never started.
 	if s.Starter != nil && len(cmds) > 0 {
-		go s.armSlots(pc.Name, cmds)
+		s.afterAnswer(time.Minute, func(ctx context.Context) { s.armSlots(ctx, pc.Name, cmds) })
 	}
 	page := Page[TaskDeviceDTO]{Items: make([]TaskDeviceDTO, 0, len(cmds))}
 	for _, cmd := range cmds {
@@ -62,9 +62,7 @@ func (s *Server) agentClaim(c echo.Context) error {
 
 // armSlots signals each claimed attempt's slot workflow (starting it), skipping attempts
 // resolved while the signal waited its turn.
-func (s *Server) armSlots(pc string, cmds []store.ClaimedCommand) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+func (s *Server) armSlots(ctx context.Context, pc string, cmds []store.ClaimedCommand) {
 	var wg sync.WaitGroup
 	for _, cmd := range cmds {
 		s.slotSignals <- struct{}{}
@@ -165,13 +163,11 @@ func (s *Server) agentResult(c echo.Context) error {
 	// resolved in SQL and ends.
 	if s.Starter != nil {
 		sig := workflows.SlotResult{Attempt: resolvedAttempt(out), Status: out.Status}
-		go func() {
-			ctx, cancel := devBG()
-			defer cancel()
+		s.afterAnswer(signalTimeout, func(ctx context.Context) {
 			if err := s.Starter.SlotResult(ctx, id, sig); err != nil {
 				s.Logf("devices: %v", err)
 			}
-		}()
+		})
 	}
 	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
 	if err != nil {

@@ -30,20 +30,15 @@ func (s *Server) registerDevices(g *echo.Group) {
 	g.POST("/agent/task-devices/:id/result", s.agentResult)
 }
 
-// devBG is a context for Temporal calls made after the SQL commit: the request may be gone,
-// the call should still go out.
-func devBG() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Second)
-}
+// signalTimeout bounds one Temporal call made after a device commit.
+const signalTimeout = 10 * time.Second
 
 // nudgeDispatcher asks the dispatcher to re-check the active task. SQL already holds the
 // truth, and the dispatcher's safety poll re-checks, so a failure is logged, not returned.
-func (s *Server) nudgeDispatcher() {
+func (s *Server) nudgeDispatcher(ctx context.Context) {
 	if s.Starter == nil {
 		return
 	}
-	ctx, cancel := devBG()
-	defer cancel()
 	if err := s.Starter.CheckDispatcher(ctx); err != nil {
 		s.Logf("devices: %v", err)
 	}
@@ -59,5 +54,5 @@ func (s *Server) advanceSoon(why string) {
 		s.Advancer.AdvanceSoon(why)
 		return
 	}
-	go s.nudgeDispatcher()
+	s.afterAnswer(signalTimeout, s.nudgeDispatcher)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"regexp"
@@ -44,7 +45,8 @@ func (s *Server) createPC(c echo.Context) error {
 		return err
 	}
 	if s.Starter != nil {
-		ctx, cancel := devBG()
+		// Starts the PC's workflow, which keeps its slots full from now on.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), signalTimeout)
 		defer cancel()
 		if err := s.Starter.RefillPC(ctx, pc.Name); err != nil {
 			s.Logf("devices: %v", err)

@@ -5,6 +5,7 @@ package api
 import (
 	"log"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -34,6 +35,8 @@ type Server struct {
 
 	// slotSignals bounds the Temporal calls arming slot workflows across all claims.
 	slotSignals chan struct{}
+	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).
+	afterAnswers sync.WaitGroup
 }
 
 // New builds the Echo application with every route of the contract.

@@ -239,13 +239,19 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 		done <- connection{st, tc, closeAll, err}
 	}()
 	var conn connection
+	var app *api.Server
 	var advancer *store.TaskAdvancer
-	// In-flight requests finish, then the device task advances they queued, before the
-	// connections they use are closed.
+	// In-flight requests finish, then the Temporal calls and device task advances they
+	// left behind, before the connections they use are closed.
 	defer func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
+		if app != nil {
+			if err := app.Drain(shutdownCtx); err != nil {
+				log.Printf("%v", err)
+			}
+		}
 		if advancer != nil {
 			if err := advancer.Close(shutdownCtx); err != nil {
 				log.Printf("api: %v", err)
@@ -276,7 +282,8 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	advancer.Start()
-	h.Set(api.New(&api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer}))
+	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer}
+	h.Set(api.New(app))
 	log.Printf("api ready on http://%s", cfg.HTTPAddr)
 	select {
 	case err := <-errc:

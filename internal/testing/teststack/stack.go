@@ -87,9 +87,12 @@ func Start(t *testing.T, opts Options) *Stack {
 	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Fallback: starter.CheckDispatcher})
 	require.NoError(t, err)
 	advancer.Start()
-	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Logf: t.Logf}))
-	// Cleanups run last-in first-out: the server stops, then the advances it queued finish.
+	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Logf: t.Logf}
+	srv := httptest.NewServer(api.New(app))
+	// Cleanups run last-in first-out: the server stops, then the calls and the advances
+	// its requests left behind finish.
 	t.Cleanup(func() { require.NoError(t, advancer.Close(context.Background())) })
+	t.Cleanup(func() { require.NoError(t, app.Drain(context.Background())) })
 	t.Cleanup(srv.Close)
 	stack := &Stack{URL: srv.URL, Store: st, Temporal: tc, Config: cfg}
 	stack.AdminToken = stack.NewToken(t, store.RoleAdmin, "")
