@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -222,9 +221,9 @@ func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error 
 		if p.Role != store.RoleAgent {
 			return forbidden(p, perm)
 		}
-		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-		if err != nil || id <= 0 {
-			return BadRequest("id", "must be a positive integer, got %q", c.Param("id"))
+		id, err := pathID(c, "task_device")
+		if err != nil {
+			return err
 		}
 		pc, err := s.Store.TaskDevicePC(c.Request().Context(), id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -343,9 +342,9 @@ func (s *Server) listTokens(c echo.Context) error {
 }
 
 func (s *Server) revokeToken(c echo.Context) error {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return BadRequest("id", "must be a positive integer, got %q", c.Param("id"))
+	id, err := pathID(c, "token")
+	if err != nil {
+		return err
 	}
 	row, err := s.Store.RevokeToken(c.Request().Context(), id)
 	if errors.Is(err, store.ErrNotFound) {

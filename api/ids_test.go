@@ -28,6 +28,7 @@ func TestPathIDsAnswerAlike(t *testing.T) {
 		{http.MethodGet, "/api/v1/task-devices/%s"},
 		{http.MethodGet, "/api/v1/task-devices/%s/events"},
 		{http.MethodPost, "/api/v1/agent/task-devices/%s/ack"},
+		{http.MethodDelete, "/api/v1/tokens/%s"},
 	}
 	for _, r := range routes {
 		for _, bad := range []string{"abc", "0", "-4", "1.5", "99999999999999999999"} {
