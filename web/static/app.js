@@ -143,7 +143,7 @@ async function pcs() {
   for (const p of details) {
     const sl = p.slots || { running: 0, target: 0, eligible: 0 };
     const devs = (p.devices || []).map(d => '<span class="status-' + esc(d.status) + '">' + esc(d.serial) + " (" + esc(d.status) + ")</span>").join(", ");
-    html += '<tr data-pc="' + esc(p.name) + '"><td>' + esc(p.name) + "</td><td>" + bar({ busy: sl.running, free: Math.max(0, sl.target - sl.running) }, ["busy", "free"]) +
+    html += '<tr data-pc="' + esc(p.name) + '"><td>' + esc(p.name) + "</td><td>" + bar({ running: sl.running, free: Math.max(0, sl.target - sl.running) }, ["running", "free"]) +
       '<span class="slots">' + sl.running + " / " + sl.target + "</span></td><td>" + sl.eligible + "</td><td>" + p.device_capacity + "</td><td>" + devs + "</td><td>" +
       temporalQuery('TickgatePC="' + p.name + '"') + "</td></tr>";
   }
