@@ -18,12 +18,13 @@ import (
 //
 // The queue is bounded and coalesces: one Advance covers every commit made before it
 // started, so a request arriving while another one still waits its turn adds nothing and
-// is dropped. An Advance that fails is handed to Fallback (the dispatcher workflow, which
-// retries it), so nothing is lost.
+// is dropped. After each Advance, committed or failed, Notify tells the dispatcher
+// workflow (starting it if needed), which owns the step from there: it retries a failed
+// one, and its safety poll covers whatever a closed advancer left.
 type TaskAdvancer struct {
 	store    *Store
 	settings DeviceSettings
-	fallback func(context.Context) error
+	notify   func(context.Context) error
 	logger   *slog.Logger
 	timeout  time.Duration
 
@@ -42,14 +43,14 @@ type TaskAdvancerOptions struct {
 	// Settings are the attempt limit and device timeout a task activated here takes: the
 	// process's configuration (internal/config), as the dispatcher's worker uses.
 	Settings DeviceSettings
-	// Fallback, when set, is called after an Advance failed, to hand the step to the
+	// Notify, when set, is called after each Advance, committed or failed, to nudge the
 	// dispatcher workflow (starter.Starter.CheckDispatcher).
-	Fallback func(context.Context) error
+	Notify func(context.Context) error
 	// Logger receives what each advance did and its failures (default slog.Default()).
 	Logger *slog.Logger
 	// Queue is how many requests may wait (default 16); more are coalesced.
 	Queue int
-	// Timeout bounds one Advance and its fallback (default 30 seconds).
+	// Timeout bounds one Advance, and its notification (default 30 seconds).
 	Timeout time.Duration
 }
 
@@ -69,7 +70,7 @@ func NewTaskAdvancer(st *Store, opts TaskAdvancerOptions) (*TaskAdvancer, error)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &TaskAdvancer{
-		store: st, settings: opts.Settings, fallback: opts.Fallback, logger: opts.Logger, timeout: opts.Timeout,
+		store: st, settings: opts.Settings, notify: opts.Notify, logger: opts.Logger, timeout: opts.Timeout,
 		queue: make(chan string, opts.Queue), done: make(chan struct{}), ctx: ctx, cancel: cancel,
 	}, nil
 }
@@ -142,12 +143,12 @@ func (a *TaskAdvancer) run() {
 		whys := []string{first}
 		for more := true; more; {
 			select {
-			case id, ok := <-a.queue:
+			case why, ok := <-a.queue:
 				if !ok {
 					more = false
 					break
 				}
-				whys = append(whys, id)
+				whys = append(whys, why)
 			default:
 				more = false
 			}
@@ -156,25 +157,24 @@ func (a *TaskAdvancer) run() {
 	}
 }
 
-// advance runs one Advance for the commits that asked; a failure goes to the fallback.
+// advance runs one Advance for the commits that asked, then notifies the dispatcher.
 func (a *TaskAdvancer) advance(whys []string) {
 	ctx, cancel := context.WithTimeout(a.ctx, a.timeout)
 	defer cancel()
 	adv, err := a.store.Advance(ctx, a.settings)
-	if err == nil {
-		if len(adv.Finished) > 0 || len(adv.Activated) > 0 {
-			a.logger.Info("devices: advanced the active task", "after", whys, "finished", adv.Finished,
-				"activated", adv.Activated, "active", adv.ActiveTaskID, "refilled", adv.Refilled)
-		}
+	switch {
+	case err != nil:
+		a.logger.Error("devices: advance failed; the dispatcher will retry it", "after", whys, "error", err)
+	case len(adv.Finished) > 0 || len(adv.Activated) > 0:
+		a.logger.Info("devices: advanced the active task", "after", whys, "finished", adv.Finished,
+			"activated", adv.Activated, "active", adv.ActiveTaskID, "refilled", adv.Refilled)
+	}
+	if a.notify == nil || a.ctx.Err() != nil { // closing: the dispatcher's safety poll does it
 		return
 	}
-	a.logger.Error("devices: advance failed; handing it to the dispatcher", "after", whys, "error", err)
-	if a.fallback == nil || a.ctx.Err() != nil { // closing: the dispatcher's safety poll does it
-		return
-	}
-	fctx, fcancel := context.WithTimeout(a.ctx, a.timeout)
-	defer fcancel()
-	if err := a.fallback(fctx); err != nil {
-		a.logger.Error("devices: hand the advance to the dispatcher", "after", whys, "error", err)
+	nctx, ncancel := context.WithTimeout(a.ctx, a.timeout)
+	defer ncancel()
+	if err := a.notify(nctx); err != nil {
+		a.logger.Error("devices: nudge the dispatcher", "after", whys, "error", err)
 	}
 }

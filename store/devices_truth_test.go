@@ -146,8 +146,8 @@ func TestDevicesAdvanceTakesTheSettingsItIsGiven(t *testing.T) {
 }
 
 // TestTaskAdvancer: a request after a commit activates the next task with the advancer's
-// settings; Close finishes the queued request before it returns; a failed advance is
-// handed to the fallback.
+// settings; Close finishes the queued request before it returns; every advance, committed
+// or failed, notifies the dispatcher.
 func TestTaskAdvancer(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
@@ -155,7 +155,20 @@ func TestTaskAdvancer(t *testing.T) {
 	devFarm(t, st, "pc1", 5, 1)
 	settings := store.DeviceSettings{MaxAttempts: 4, DeviceTimeout: 7 * time.Minute}
 
-	adv, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: settings})
+	var mu sync.Mutex
+	notified := 0
+	notify := func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		notified++
+		return nil
+	}
+	notifications := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return notified
+	}
+	adv, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: settings, Notify: notify})
 	require.NoError(t, err)
 	t1, err := st.CreateDevTask(ctx, store.NewDevTask{})
 	require.NoError(t, err)
@@ -167,26 +180,20 @@ func TestTaskAdvancer(t *testing.T) {
 	require.Equal(t, domain.DevTaskRunning, got.Status, "Close drained the queued request")
 	require.Equal(t, int32(4), got.MaxAttempts)
 	require.Equal(t, (7 * time.Minute).Milliseconds(), got.DeviceTimeoutMs)
+	require.Equal(t, 1, notifications())
 	adv.AdvanceSoon("after Close: ignored, not a panic")
+	require.Equal(t, 1, notifications())
 
-	// A store whose pool is closed fails every Advance: the fallback gets the step.
+	// A store whose pool is closed fails every Advance: the dispatcher is told all the same,
+	// and retries the step.
 	broken := store.New(testenv.Store(t).Pool)
 	broken.Pool.Close()
-	var mu sync.Mutex
-	handedOver := 0
-	adv, err = store.NewTaskAdvancer(broken, store.TaskAdvancerOptions{Settings: settings, Fallback: func(context.Context) error {
-		mu.Lock()
-		defer mu.Unlock()
-		handedOver++
-		return nil
-	}})
+	adv, err = store.NewTaskAdvancer(broken, store.TaskAdvancerOptions{Settings: settings, Notify: notify})
 	require.NoError(t, err)
 	adv.Start()
 	adv.AdvanceSoon("a result")
 	require.NoError(t, adv.Close(ctx))
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, 1, handedOver)
+	require.Equal(t, 2, notifications())
 
 	_, err = store.NewTaskAdvancer(st, store.TaskAdvancerOptions{})
 	require.Error(t, err, "an advancer needs its settings")

@@ -276,7 +276,7 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	}
 	st := &starter.Starter{Client: conn.tc, TaskQueue: cfg.TaskQueue}
 	advancer, err = store.NewTaskAdvancer(conn.st, store.TaskAdvancerOptions{
-		Settings: worker.DeviceSettings(cfg), Fallback: st.CheckDispatcher, Logger: slog.Default(),
+		Settings: worker.DeviceSettings(cfg), Notify: st.CheckDispatcher, Logger: slog.Default(),
 	})
 	if err != nil {
 		return err

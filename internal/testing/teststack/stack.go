@@ -84,7 +84,7 @@ func Start(t *testing.T, opts Options) *Stack {
 		t.Cleanup(w.Stop)
 	}
 	starter := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}
-	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Fallback: starter.CheckDispatcher})
+	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Notify: starter.CheckDispatcher})
 	require.NoError(t, err)
 	advancer.Start()
 	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Logf: t.Logf}
