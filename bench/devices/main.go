@@ -58,7 +58,7 @@ func main() {
 type row struct{ name, value string }
 
 func run(ctx context.Context) (string, error) {
-	stack, err := benchstack.Start(ctx, "devices", 55480)
+	stack, err := benchstack.Start(ctx, benchstack.Options{Name: "devices", PGPort: 55480})
 	if err != nil {
 		return "", err
 	}
@@ -73,7 +73,7 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer st.Close()
-	cfg := config.Config{DatabaseURL: dbURL, TemporalAddress: stack.Temporal.FrontendHostPort(), TemporalNamespace: "default",
+	cfg := config.Config{DatabaseURL: dbURL, TemporalAddress: stack.Temporal.Address(), TemporalNamespace: "default",
 		TaskQueue: "tickgate", DeviceTimeout: 20 * time.Minute, DeviceMaxAttempts: 3}
 	tc, err := cfg.DialTemporal(ctx)
 	if err != nil {

@@ -50,9 +50,8 @@ func main() {
 type row struct{ name, value string }
 
 func run(ctx context.Context) error {
-	// Eager activity dispatch hands a workflow's new activities straight back to the worker
-	// that completed the workflow task (a documented server setting, off by default).
-	stack, err := benchstack.Start(ctx, "rollouts", 55460, "--dynamic-config-value", "system.enableActivityEagerExecution=true")
+	// make dev's server settings: no dynamic config of the bench's own.
+	stack, err := benchstack.Start(ctx, benchstack.Options{Name: "rollouts", PGPort: 55460})
 	if err != nil {
 		return err
 	}
@@ -93,7 +92,7 @@ func run(ctx context.Context) error {
 	add("queries per round", "3 (advisory lock, promote with waiting causes, next run_at)")
 
 	// 2. tickgate end to end on two workers.
-	tps, breaches, samples, elapsed, err := runTickgate(ctx, stack, stack.Temporal.FrontendHostPort(), tasks)
+	tps, breaches, samples, elapsed, err := runTickgate(ctx, stack, stack.Temporal.Address(), tasks)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	stack, err := benchstack.Start(ctx, "schedules", 55470)
+	stack, err := benchstack.Start(ctx, benchstack.Options{Name: "schedules", PGPort: 55470, CommitTimestamps: true})
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	cfg := config.Config{DatabaseURL: dbURL, TemporalAddress: stack.Temporal.FrontendHostPort(), TemporalNamespace: "default", TaskQueue: "bench-schedules"}
+	cfg := config.Config{DatabaseURL: dbURL, TemporalAddress: stack.Temporal.Address(), TemporalNamespace: "default", TaskQueue: "bench-schedules"}
 	tc, err := cfg.DialTemporal(ctx)
 	if err != nil {
 		return err

@@ -1,5 +1,8 @@
-// Package benchstack starts what a benchmark needs on this machine: a throwaway PostgreSQL
-// cluster under .dev/bench-<name> and a Temporal dev server, and hands out fresh databases.
+// Package benchstack starts what a benchmark needs on this machine, in the shape `make dev`
+// runs: a throwaway PostgreSQL cluster under .dev/bench-<name> and Temporal with make dev's
+// settings (the CLI's dev server on a SQLite file, or with TICKGATE_DEV_TEMPORAL=server the
+// real server), and hands out fresh databases, tickgate's configuration and the processes'
+// CPU time.
 package benchstack
 
 import (
@@ -9,57 +12,85 @@ import (
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/testsuite"
 
+	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/store"
 )
 
-// Stack is a running PostgreSQL cluster and Temporal dev server.
-type Stack struct {
-	PG       *devstack.Postgres
-	Temporal *testsuite.DevServer
+// Options say which bench the stack is for and what it observes.
+type Options struct {
+	// Name places the cluster and Temporal's data under .dev/bench-<Name>.
+	Name string
+	// PGPort is the first port tried for PostgreSQL (the next free one is taken).
+	PGPort int
+	// CommitTimestamps turns on PostgreSQL's track_commit_timestamp, so a bench can read
+	// when a row's transaction committed (pg_xact_commit_timestamp). It records, it does not
+	// change what a transaction does; no other setting differs from make dev's.
+	CommitTimestamps bool
 }
 
-// Start brings both up; Stop ends them. extraTemporalArgs are added to start-dev.
-func Start(ctx context.Context, name string, pgPort int, extraTemporalArgs ...string) (*Stack, error) {
+// Stack is a running PostgreSQL cluster and Temporal.
+type Stack struct {
+	PG       *devstack.Postgres
+	Temporal Temporal
+	dir      string
+}
+
+// Start brings both up; Stop ends them.
+func Start(ctx context.Context, o Options) (*Stack, error) {
 	root, err := devstack.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
+	shape, err := ShapeFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, ".dev", "bench-"+o.Name)
 	bin, err := devstack.FindPostgresBinDir(true)
 	if err != nil {
 		return nil, err
 	}
-	pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(root, ".dev", "bench-"+name, "pg")),
-		Port: pgPort, FindFreePort: true, Log: log.Printf}
+	pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(dir, "pg")),
+		Port: o.PGPort, FindFreePort: true, Log: log.Printf}
 	if err := pg.Start(ctx); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	tbin, err := devstack.TemporalBinary(ctx, root, log.Printf)
+	if o.CommitTimestamps {
+		if err := enableCommitTimestamps(ctx, pg); err != nil {
+			_ = pg.Stop()
+			return nil, err
+		}
+	}
+	tmp, err := startTemporal(ctx, shape, root, dir, pg)
 	if err != nil {
 		_ = pg.Stop()
 		return nil, err
 	}
-	args := append([]string{}, extraTemporalArgs...)
-	for _, sa := range devstack.SearchAttributes {
-		args = append(args, "--search-attribute", sa+"=Keyword")
-	}
-	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath: tbin, LogLevel: "error", ClientOptions: &client.Options{Namespace: "default"}, ExtraArgs: args,
-	})
-	if err != nil {
-		_ = pg.Stop()
-		return nil, fmt.Errorf("temporal dev server: %w", err)
-	}
-	return &Stack{PG: pg, Temporal: dev}, nil
+	log.Printf("benchstack: %s on %s (pid %d), postgres on :%d", tmp.Describe(), tmp.Address(), tmp.PID(), pg.Port)
+	return &Stack{PG: pg, Temporal: tmp, dir: dir}, nil
 }
 
-// Stop ends the dev server and the cluster.
+// Stop ends Temporal and the cluster.
 func (s *Stack) Stop() {
-	_ = s.Temporal.Stop()
-	_ = s.PG.Stop()
+	if err := s.Temporal.Close(); err != nil {
+		log.Printf("benchstack: stop temporal: %v", err)
+	}
+	if err := s.PG.Stop(); err != nil {
+		log.Printf("benchstack: stop postgres: %v", err)
+	}
+}
+
+// Config is tickgate's configuration as `make dev` builds it (FromEnv's defaults), pointed
+// at database url and this stack's Temporal.
+func (s *Stack) Config(url string) (config.Config, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return config.Config{}, err
+	}
+	cfg.DatabaseURL, cfg.TemporalAddress, cfg.TemporalNamespace = url, s.Temporal.Address(), "default"
+	return cfg, nil
 }
 
 // FreshDatabase drops and recreates database name, migrates it and returns its URL.
