@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/tickgate/tickgate/bench/internal/benchstack"
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/starter"
+	"github.com/tickgate/tickgate/store"
+)
+
+// burstResult is what one engine did with the burst.
+type burstResult struct {
+	schedules int
+	created   time.Duration // creating every schedule (row + workflow, or native schedule)
+	ticks     []time.Time   // the measured ticks
+	late      lateness      // every measured fire; never-fired ones are +Inf
+	perBurst  []burstStat
+	// window is from the warm-up's last fire to the last measured fire: the work of exactly
+	// the measured bursts (their arming included, whenever the engine does it).
+	window time.Duration
+	cpu    benchstack.CPUSnapshot
+	events int64 // history events of the schedule workflows inside window (tickgate only)
+}
+
+// burstStat is one tick's fires.
+type burstStat struct {
+	tick            time.Time
+	fired, expected int
+	drained         time.Duration // from the tick to its last fire, or to the give-up
+}
+
+func (b burstResult) fires() int { return b.late.fired() }
+
+// runTickgateBurst creates the schedules through the store and the starter (as the API
+// does), waits through the bursts and reads each fire's commit time.
+func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
+	n := *flagSchedules
+	res := burstResult{schedules: n}
+	spec := schedulespec.Spec{Cron: *flagCron, Timezone: "UTC"}
+	compiled, err := schedulespec.Normalize(spec, time.Now())
+	if err != nil {
+		return res, fmt.Errorf("spec %q: %w", *flagCron, err)
+	}
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return res, err
+	}
+	s := &starter.Starter{Client: e.tc, TaskQueue: e.cfg.TaskQueue}
+	names := make([]string, n)
+	ids := make([]int64, n)
+	start := time.Now()
+	err = parallel(ctx, n, 8, func(i int) error {
+		// Schedule names spread over 50 tenants' prefixes, as a multi-tenant user would have.
+		names[i] = fmt.Sprintf("t%02d-burst-%04d", i%50, i)
+		row, err := e.st.CreateSchedule(ctx, store.NewSchedule{Name: names[i], Spec: specJSON, Overlap: domain.DefaultOverlap,
+			Action:          json.RawMessage(`{"kind":"event","topic":"bench","type":"tick"}`),
+			CatchupWindowMs: time.Minute.Milliseconds()})
+		if err != nil {
+			return err
+		}
+		ids[i] = row.ID
+		return s.StartSchedule(ctx, row.ID, names[i], "bench burst")
+	})
+	if err != nil {
+		return res, err
+	}
+	res.created = time.Since(start)
+	ticks := compiled.NextN(time.Now(), *flagWarmup+*flagBursts)
+	log.Printf("tickgate: %d schedules created in %s; bursts at %s … %s", n, res.created.Round(time.Millisecond),
+		ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
+
+	var from, to time.Time
+	var cpuFrom benchstack.CPUSnapshot
+	for k, tick := range ticks {
+		got, last, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countRuns(ctx, e.st, ids, tick) }, n, tick)
+		if err != nil {
+			return res, err
+		}
+		log.Printf("tickgate: burst %s: %d/%d recorded after %s", tick.Format(time.TimeOnly), got, n, last.Sub(tick).Round(time.Millisecond))
+		if k == *flagWarmup-1 || (*flagWarmup == 0 && k == 0) {
+			if cpuFrom, err = e.stack.CPU(); err != nil {
+				return res, err
+			}
+			from = time.Now()
+		}
+		if k < *flagWarmup {
+			continue
+		}
+		res.ticks = append(res.ticks, tick)
+		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n, drained: last.Sub(tick)})
+	}
+	cpuTo, err := e.stack.CPU()
+	if err != nil {
+		return res, err
+	}
+	to = time.Now()
+	res.cpu, res.window = cpuTo.Sub(cpuFrom), to.Sub(from)
+	if *flagWarmup == 0 {
+		// No warm-up: the window starts at the first burst's end and misses its work.
+		log.Printf("tickgate: -warmup-bursts 0: CPU and events per fire cover bursts 2…%d only", len(ticks))
+	}
+
+	if res.late, err = commitLateness(ctx, e.st, ids, res.ticks); err != nil {
+		return res, err
+	}
+	for i := range res.perBurst {
+		res.perBurst[i].fired = res.late.firedAt(res.perBurst[i].tick)
+	}
+	if res.events, err = historyEvents(ctx, e.tc, from, to); err != nil {
+		return res, err
+	}
+	// Paused, the schedules stay (their runs count for duplicates) and stop loading the
+	// server before the native schedules run.
+	err = parallel(ctx, n, 8, func(i int) error {
+		_, err := s.PauseSchedule(ctx, names[i], "bench: burst measured")
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("pause burst schedules: %w", err)
+	}
+	return res, nil
+}
+
+// waitFires polls count until it reaches want or -drain-timeout has passed since tick; it
+// returns the last count and when it was reached.
+func waitFires(ctx context.Context, count func(context.Context) (int, error), want int, tick time.Time) (int, time.Time, error) {
+	deadline := tick.Add(*flagDrainTimeout)
+	last, lastAt := -1, time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, time.Time{}, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Now().Before(tick) {
+			continue
+		}
+		got, err := count(ctx)
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		if got != last {
+			last, lastAt = got, time.Now()
+		}
+		if got >= want || time.Now().After(deadline) {
+			return got, lastAt, nil
+		}
+	}
+}
+
+// countRuns counts the runs of tick recorded for the schedules ids, whatever their status.
+func countRuns(ctx context.Context, st *store.Store, ids []int64, tick time.Time) (int, error) {
+	var n int
+	err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = ANY($1) AND scheduled_at = $2`, ids, tick).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count runs of %s: %w", tick, err)
+	}
+	return n, nil
+}

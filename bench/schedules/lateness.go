@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tickgate/tickgate/store"
+)
+
+// fire is one (schedule, tick) the bench expected: its lateness in milliseconds, +Inf when
+// it never fired within the drain timeout (a figure no percentile may hide).
+type fire struct {
+	tick time.Time
+	ms   float64
+}
+
+type lateness []fire
+
+func (l lateness) fired() int {
+	n := 0
+	for _, f := range l {
+		if !math.IsInf(f.ms, 1) {
+			n++
+		}
+	}
+	return n
+}
+
+func (l lateness) firedAt(tick time.Time) int {
+	n := 0
+	for _, f := range l {
+		if f.tick.Equal(tick) && !math.IsInf(f.ms, 1) {
+			n++
+		}
+	}
+	return n
+}
+
+// pct is the p-th percentile (nearest rank), +Inf when it falls on a fire that never came.
+func (l lateness) pct(p float64) float64 {
+	if len(l) == 0 {
+		return math.NaN()
+	}
+	ms := make([]float64, len(l))
+	for i, f := range l {
+		ms[i] = f.ms
+	}
+	slices.Sort(ms)
+	i := int(math.Ceil(p/100*float64(len(ms)))) - 1
+	return ms[min(max(i, 0), len(ms)-1)]
+}
+
+// commitLateness reads, for each schedule of ids and each tick, when its fire became what a
+// user sees: the commit of the transaction that wrote the run and its event
+// (pg_xact_commit_timestamp of the event row's xmin; event rows are never updated, so xmin
+// is that transaction), or the row's visible_at when the schema has one and it is later
+// (an armed fire committed ahead of its tick is seen at the tick). Lateness is that moment
+// − the nominal tick; ticks without a fired run are +Inf.
+func commitLateness(ctx context.Context, st *store.Store, ids []int64, ticks []time.Time) (lateness, error) {
+	felt, joins, err := feltExpr(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.Pool.Query(ctx, `
+		SELECT r.schedule_id, r.scheduled_at, min(extract(epoch FROM (`+felt+` - r.scheduled_at)) * 1000)
+		FROM schedule_runs r JOIN event_store e ON e.schedule_run_id = r.id `+joins+`
+		WHERE r.schedule_id = ANY($1) AND r.scheduled_at = ANY($2) AND r.fired_at IS NOT NULL
+		GROUP BY r.schedule_id, r.scheduled_at`, ids, ticks)
+	if err != nil {
+		return nil, fmt.Errorf("read commit times: %w", err)
+	}
+	defer rows.Close()
+	type key struct {
+		id   int64
+		tick int64
+	}
+	got := map[key]float64{}
+	for rows.Next() {
+		var id int64
+		var tick time.Time
+		var ms *float64
+		if err := rows.Scan(&id, &tick, &ms); err != nil {
+			return nil, err
+		}
+		if ms == nil {
+			return nil, fmt.Errorf("schedule %d tick %s: no commit timestamp (is track_commit_timestamp on?)", id, tick)
+		}
+		got[key{id, tick.UnixNano()}] = *ms
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out lateness
+	for _, tick := range ticks {
+		for _, id := range ids {
+			ms, ok := got[key{id, tick.UnixNano()}]
+			if !ok {
+				ms = math.Inf(1)
+			}
+			out = append(out, fire{tick: tick, ms: ms})
+		}
+	}
+	return out, nil
+}
+
+// feltExpr is the SQL for the moment a fire is seen: its commit, or a later visible_at of
+// the run, its event or its outbox row when the schema has that column.
+func feltExpr(ctx context.Context, st *store.Store) (expr, joins string, err error) {
+	rows, err := st.Pool.Query(ctx, `SELECT table_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND column_name = 'visible_at'
+		  AND table_name IN ('schedule_runs', 'event_store', 'outbox_messages')`)
+	if err != nil {
+		return "", "", fmt.Errorf("read schema: %w", err)
+	}
+	defer rows.Close()
+	terms := []string{"pg_xact_commit_timestamp(e.xmin)"}
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return "", "", err
+		}
+		switch t {
+		case "schedule_runs":
+			terms = append(terms, "r.visible_at")
+		case "event_store":
+			terms = append(terms, "e.visible_at")
+		case "outbox_messages":
+			joins = "LEFT JOIN outbox_messages o ON o.event_id = e.id"
+			terms = append(terms, "o.visible_at")
+		}
+	}
+	if len(terms) == 1 {
+		return terms[0], joins, rows.Err()
+	}
+	return "GREATEST(" + strings.Join(terms, ", ") + ")", joins, rows.Err()
+}
+
+// countDuplicates counts runs beyond the first of one (schedule, tick) (S1), and events
+// beyond the first of one run.
+func countDuplicates(ctx context.Context, st *store.Store) (runs, events int64, err error) {
+	err = st.Pool.QueryRow(ctx, `SELECT
+		(SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM schedule_runs
+			WHERE trigger IN ('scheduled', 'catchup') GROUP BY schedule_id, scheduled_at HAVING count(*) > 1) d),
+		(SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM event_store
+			WHERE schedule_run_id IS NOT NULL GROUP BY schedule_run_id HAVING count(*) > 1) d)`).Scan(&runs, &events)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count duplicates: %w", err)
+	}
+	return runs, events, nil
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"math"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/internal/schedulespec"
+)
+
+// The native schedules' action: a workflow that does nothing, on a queue of its own whose
+// worker runs in this process.
+const (
+	nativeTaskQueue = "bench-native"
+	nativeWorkflow  = "BenchNoop"
+)
+
+type workflowRegistry interface {
+	RegisterWorkflowWithOptions(w interface{}, options workflow.RegisterOptions)
+}
+
+func registerNative(r workflowRegistry) {
+	r.RegisterWorkflowWithOptions(func(workflow.Context) error { return nil }, workflow.RegisterOptions{Name: nativeWorkflow})
+}
+
+// runNativeBurst runs the same specs as native Temporal Schedules (client.ScheduleClient,
+// default policies) on the same server; a fire's lateness is the started workflow's start
+// time − its scheduled time (TemporalScheduledStartTime). The schedules are deleted after.
+func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
+	n := *flagSchedules
+	res := burstResult{schedules: n}
+	compiled, err := schedulespec.Normalize(schedulespec.Spec{Cron: *flagCron, Timezone: "UTC"}, time.Now())
+	if err != nil {
+		return res, fmt.Errorf("spec %q: %w", *flagCron, err)
+	}
+	sc := e.tc.ScheduleClient()
+	ids := make([]string, n)
+	start := time.Now()
+	err = parallel(ctx, n, 8, func(i int) error {
+		ids[i] = fmt.Sprintf("t%02d-native-%04d", i%50, i)
+		_, err := sc.Create(ctx, client.ScheduleOptions{
+			ID:     ids[i],
+			Spec:   client.ScheduleSpec{CronExpressions: []string{*flagCron}},
+			Action: &client.ScheduleWorkflowAction{ID: ids[i], Workflow: nativeWorkflow, TaskQueue: nativeTaskQueue},
+		})
+		if err != nil {
+			return fmt.Errorf("create native schedule %s: %w", ids[i], err)
+		}
+		return nil
+	})
+	defer func() {
+		// Cleaned up whatever happened; a schedule never created is not found, which is fine.
+		for _, id := range ids {
+			if id != "" {
+				_ = sc.GetHandle(context.Background(), id).Delete(context.Background())
+			}
+		}
+	}()
+	if err != nil {
+		return res, err
+	}
+	res.created = time.Since(start)
+	ticks := compiled.NextN(time.Now(), *flagWarmup+*flagBursts)
+	log.Printf("native: %d schedules created in %s; bursts at %s … %s", n, res.created.Round(time.Millisecond),
+		ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
+
+	var from time.Time
+	cpuStart, err := e.stack.CPU()
+	if err != nil {
+		return res, err
+	}
+	for k, tick := range ticks {
+		got, last, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countStarted(ctx, e.tc, tick) }, n, tick)
+		if err != nil {
+			return res, err
+		}
+		log.Printf("native: burst %s: %d/%d started after %s", tick.Format(time.TimeOnly), got, n, last.Sub(tick).Round(time.Millisecond))
+		if k == *flagWarmup-1 || (*flagWarmup == 0 && k == 0) {
+			if cpuStart, err = e.stack.CPU(); err != nil {
+				return res, err
+			}
+			from = time.Now()
+		}
+		if k < *flagWarmup {
+			continue
+		}
+		res.ticks = append(res.ticks, tick)
+		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n, drained: last.Sub(tick)})
+	}
+	cpuEnd, err := e.stack.CPU()
+	if err != nil {
+		return res, err
+	}
+	res.cpu, res.window = cpuEnd.Sub(cpuStart), time.Since(from)
+	if res.late, err = nativeLateness(ctx, e.tc, ids, res.ticks); err != nil {
+		return res, err
+	}
+	for i := range res.perBurst {
+		res.perBurst[i].fired = res.late.firedAt(res.perBurst[i].tick)
+	}
+	return res, nil
+}
+
+// countStarted counts the native schedules' workflows started for tick.
+func countStarted(ctx context.Context, tc client.Client, tick time.Time) (int, error) {
+	resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowType = '%s' AND TemporalScheduledStartTime = '%s'", nativeWorkflow, tick.UTC().Format(time.RFC3339Nano)),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count native starts: %w", err)
+	}
+	return int(resp.Count), nil
+}
+
+// nativeLateness lists the started workflows and pairs each with its schedule and scheduled
+// time; (schedule, tick) pairs that never started are +Inf.
+func nativeLateness(ctx context.Context, tc client.Client, ids []string, ticks []time.Time) (lateness, error) {
+	type key struct {
+		id   string
+		tick int64
+	}
+	got := map[key]float64{}
+	dc := converter.GetDefaultDataConverter()
+	var token []byte
+	for {
+		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowType = '%s'", nativeWorkflow), PageSize: 1000, NextPageToken: token,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list native starts: %w", err)
+		}
+		for _, ex := range resp.Executions {
+			fields := ex.GetSearchAttributes().GetIndexedFields()
+			var scheduled time.Time
+			var by string
+			if p := fields["TemporalScheduledStartTime"]; p == nil || dc.FromPayload(p, &scheduled) != nil {
+				return nil, fmt.Errorf("workflow %s: no readable TemporalScheduledStartTime", ex.Execution.WorkflowId)
+			}
+			if p := fields["TemporalScheduledById"]; p == nil || dc.FromPayload(p, &by) != nil {
+				return nil, fmt.Errorf("workflow %s: no readable TemporalScheduledById", ex.Execution.WorkflowId)
+			}
+			ms := float64(ex.GetStartTime().AsTime().Sub(scheduled).Microseconds()) / 1000
+			k := key{by, scheduled.UnixNano()}
+			if old, ok := got[k]; !ok || ms < old {
+				got[k] = ms
+			}
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	var out lateness
+	for _, tick := range ticks {
+		for _, id := range ids {
+			ms, ok := got[key{id, tick.UnixNano()}]
+			if !ok {
+				ms = math.Inf(1)
+			}
+			out = append(out, fire{tick: tick, ms: ms})
+		}
+	}
+	return out, nil
+}
