@@ -1,9 +1,11 @@
 // Command devices benchmarks the device dispatch engine (`make bench-devices`): 50 PCs × 25
-// devices (capacity 20), simulated agents answering after 50 ms, 8 tasks × 1,250 devices =
-// 10,000 device executions, end to end through the HTTP API, one worker and a Temporal dev
-// server. It measures slot utilisation (running ÷ target, sampled), refill latency (slot
-// freed → next command claimable) and executions per second. It starts its own PostgreSQL
-// cluster and Temporal dev server, prints a Markdown table and ends with a `RESULT …` line.
+// devices (capacity 20), simulated agents (one per PC, up to 20 device answerers each: 1,000
+// answering at once) answering after 50 ms, 8 tasks × 1,250 devices = 10,000 device
+// executions, end to end through the HTTP API, one worker and Temporal with make dev's
+// settings. It measures, at the agents, a result from its request to its answer and a refill
+// from the freed slot's result request to the claim that hands out the slot's next execution;
+// executions per second; and utilisation both as slot time and as sampled running ÷ target.
+// It prints a Markdown table and ends with a `RESULT …` line.
 package main
 
 import (
@@ -23,7 +25,6 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
-	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -68,13 +69,15 @@ func run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, err := store.Open(ctx, dbURL+"&pool_max_conns=48")
+	st, err := store.Open(ctx, dbURL) // make dev's pool size
 	if err != nil {
 		return "", err
 	}
 	defer st.Close()
-	cfg := config.Config{DatabaseURL: dbURL, TemporalAddress: stack.Temporal.Address(), TemporalNamespace: "default",
-		TaskQueue: "tickgate", DeviceTimeout: 20 * time.Minute, DeviceMaxAttempts: 3}
+	cfg, err := stack.Config(dbURL)
+	if err != nil {
+		return "", err
+	}
 	tc, err := cfg.DialTemporal(ctx)
 	if err != nil {
 		return "", err
@@ -91,9 +94,7 @@ func run(ctx context.Context) (string, error) {
 	if err := worker.StartSingletons(ctx, worker.Deps{Config: cfg, Store: st, Temporal: tc}); err != nil {
 		return "", err
 	}
-	// Server-side refill latency: a result's request handled (the slot is freed when the
-	// result reaches the handler; its transaction refills the slot and commits before the
-	// answer is written, the slot workflow is signalled after).
+	// A result request's time inside the API handler, for comparison with the agent's view.
 	var mu sync.Mutex
 	var handled []time.Duration
 	app := api.New(&api.Server{Store: st, Temporal: tc, Starter: &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue},
@@ -148,30 +149,19 @@ func run(ctx context.Context) (string, error) {
 	tasks := (*flagExecutions + perTask - 1) / perTask
 	log.Printf("farm: %d PCs × %d devices (capacity %d); %d tasks × %d devices", *flagPCs, *flagDevices, *flagCapacity, tasks, perTask)
 
-	// Refill latency: the agent posts a result (the slot is freed when the server gets it)
-	// and the next command of that slot is claimable once the result's transaction commits,
-	// which happens before the answer: the result round trip bounds it from above.
-	var refill []time.Duration
-	sentAt := map[int64]time.Time{}
+	// What the agents saw: each command's claim, its result request and the answer, and
+	// how long each claim request took; paired into result and refill latencies afterwards.
+	obs := newObserver()
 	runCtx, cancel := context.WithTimeout(ctx, *flagTimeout)
 	defer cancel()
 	fleet := agentsim.Start(runCtx, agentsim.Options{
 		BaseURL: base, PCs: pcs, Max: *flagCapacity, Latency: *flagLatency, FailRate: *flagFailRate,
-		OnAnswering: func(c agentsim.Command, _ agentsim.Outcome, at time.Time) {
-			mu.Lock()
-			sentAt[c.ID*8+int64(c.Attempt)] = at
-			mu.Unlock()
-		},
-		OnAnswered: func(c agentsim.Command, _ agentsim.Outcome, code int, at time.Time) {
-			mu.Lock()
-			defer mu.Unlock()
-			if code == http.StatusOK {
-				refill = append(refill, at.Sub(sentAt[c.ID*8+int64(c.Attempt)]))
-			}
-			delete(sentAt, c.ID*8+int64(c.Attempt))
-		},
-		Logf:     log.Printf,
-		PCTokens: agentTokens,
+		OnClaimed:   obs.claimed,
+		OnAnswering: obs.answering,
+		OnAnswered:  obs.answered,
+		HTTPClient:  obs.httpClient(),
+		Logf:        log.Printf,
+		PCTokens:    agentTokens,
 	})
 
 	start := time.Now()
@@ -222,32 +212,36 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	mu.Lock()
-	slices.Sort(refill)
 	slices.Sort(handled)
-	rt50, rt99 := pct(refill, 50), pct(refill, 99)
 	h50, h99 := pct(handled, 50), pct(handled, 99)
 	nHandled := len(handled)
 	mu.Unlock()
-	sqlRefill, err := refillLatencies(ctx, st, *flagCapacity)
-	if err != nil {
-		return "", err
-	}
-	p50, p99 := pct(sqlRefill, 50), pct(sqlRefill, 99)
+	result := obs.resultLatencies()
+	refill, unpaired := obs.refillLatencies(*flagCapacity)
+	claimRTT := obs.claimRoundTrips()
+	slotBusy := obs.busySlotTime()
 
-	util := sumRunning / max(sumDemand, 1)
-	utilRaw := sumRunning / max(sumTarget, 1)
+	utilSampled := sumRunning / max(sumDemand, 1)
+	utilSampledRaw := sumRunning / max(sumTarget, 1)
+	// Slot time: every PC's capacity × the wall time, against the time its slots held a
+	// command (claim answered → result answered, at the agent).
+	utilSlotTime := slotBusy.Seconds() / (float64(*flagPCs**flagCapacity) * elapsed.Seconds())
 	eps := float64(executions) / elapsed.Seconds()
 	rows := []row{
-		{"farm", fmt.Sprintf("%d PCs × %d devices, capacity %d (target 20 per PC)", *flagPCs, *flagDevices, *flagCapacity)},
-		{"workload", fmt.Sprintf("%d tasks × %d devices; agents answer after %s, fail rate %.2f", tasks, perTask, *flagLatency, *flagFailRate)},
+		{"Temporal", stack.Temporal.Describe()},
+		{"farm", fmt.Sprintf("%d PCs × %d devices, capacity %d", *flagPCs, *flagDevices, *flagCapacity)},
+		{"agents", fmt.Sprintf("%d PC agents claiming up to %d each: %d device answerers in flight at once at full slots", *flagPCs, *flagCapacity, *flagPCs**flagCapacity)},
+		{"workload", fmt.Sprintf("%d tasks × %d devices; devices answer after %s, fail rate %.2f", tasks, perTask, *flagLatency, *flagFailRate)},
 		{"device executions", fmt.Sprintf("%d (%d succeeded, %d attempts), %d tasks final", executions, succeeded, attempts, finalTasks)},
 		{"wall time", elapsed.Round(time.Millisecond).String()},
 		{"executions per second", fmt.Sprintf("%.1f", eps)},
-		{"slot utilisation (running ÷ target, target capped by the active task's devices left)", fmt.Sprintf("%.3f over %d samples", util, samples)},
-		{"slot utilisation, raw (running ÷ min(capacity, eligible), incl. task drain and switch)", fmt.Sprintf("%.3f", utilRaw)},
-		{"refill latency p50 / p99 (slot freed → next command claimable: the freed execution's completed_at → the new execution's created_at, clock_timestamp() in the result's transaction, which commits both at once)", fmt.Sprintf("%.2f ms / %.2f ms (%d refills)", ms(p50), ms(p99), len(sqlRefill))},
-		{"result request handled p50 / p99 (server side, incl. queueing for the PC lock, the pool and CPU)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(h50), ms(h99), nHandled)},
-		{"result round trip p50 / p99 at the agent", fmt.Sprintf("%.1f ms / %.1f ms", ms(rt50), ms(rt99))},
+		{"result p50 / p99 (agent side: the result request sent → its answer received, resends included)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(pct(result, 50)), ms(pct(result, 99)), len(result))},
+		{"refill end to end p50 / p99 (agent side: the freed slot's result request sent → the claim answer holding the slot's next execution; an upper bound of claimable by at most one claim round trip)", fmt.Sprintf("%.1f ms / %.1f ms (%d refills; %d freed slots had no later execution of their task on that PC)", ms(pct(refill, 50)), ms(pct(refill, 99)), len(refill), unpaired)},
+		{"claim round trip p50 / p99 (agent side)", fmt.Sprintf("%.1f ms / %.1f ms (%d claims)", ms(pct(claimRTT, 50)), ms(pct(claimRTT, 99)), len(claimRTT))},
+		{"result request handled p50 / p99 (server side, in the API handler)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(h50), ms(h99), nHandled)},
+		{"utilisation, slot time (Σ claim → result answered at the agents ÷ (PCs × capacity × wall time))", fmt.Sprintf("%.3f", utilSlotTime)},
+		{"utilisation, sampled (running ÷ target, target capped by the active task's devices left), every " + flagSample.String(), fmt.Sprintf("%.3f over %d samples", utilSampled, samples)},
+		{"utilisation, sampled raw (running ÷ min(capacity, eligible), incl. task drain and switch)", fmt.Sprintf("%.3f", utilSampledRaw)},
 		{"samples with running > target (D2)", fmt.Sprintf("%d", overTarget)},
 		{"agent fleet", fleet.Stats.String()},
 	}
@@ -259,42 +253,9 @@ func run(ctx context.Context) (string, error) {
 		fmt.Fprintf(&b, "| %s | %s |\n", r.name, r.value)
 	}
 	fmt.Fprintln(&b)
-	fmt.Fprintf(&b, "RESULT utilisation=%.3f utilisation_raw=%.3f refill_p50_ms=%.2f refill_p99_ms=%.2f result_p99_ms=%.1f executions_per_s=%.1f d2_violations=%d\n",
-		util, utilRaw, ms(p50), ms(p99), ms(h99), eps, overTarget)
+	fmt.Fprintf(&b, "RESULT result_p50_ms=%.1f result_p99_ms=%.1f refill_e2e_p50_ms=%.1f refill_e2e_p99_ms=%.1f executions_per_s=%.1f utilisation_slot_time=%.3f utilisation_sampled=%.3f utilisation_sampled_raw=%.3f d2_violations=%d\n",
+		ms(pct(result, 50)), ms(pct(result, 99)), ms(pct(refill, 50)), ms(pct(refill, 99)), eps, utilSlotTime, utilSampled, utilSampledRaw, overTarget)
 	return b.String(), nil
-}
-
-// refillLatencies pairs every execution created by a refill (beyond each PC's initial
-// fill of capacity executions per task) with the latest execution of its PC that became
-// final before it — the one whose result freed the slot, in the same transaction — and
-// returns created_at − completed_at, sorted.
-func refillLatencies(ctx context.Context, st *store.Store, capacity int) ([]time.Duration, error) {
-	if _, err := st.Pool.Exec(ctx, `CREATE INDEX IF NOT EXISTS bench_td_pc_completed ON task_devices (pc_id, completed_at)`); err != nil {
-		return nil, err
-	}
-	rows, err := st.Pool.Query(ctx, `
-		WITH r AS (
-			SELECT n.pc_id, n.created_at, row_number() OVER (PARTITION BY n.task_id, n.pc_id ORDER BY n.id) AS rn
-			FROM task_devices n)
-		SELECT (extract(epoch FROM r.created_at - f.completed_at) * 1e6)::bigint
-		FROM r CROSS JOIN LATERAL (
-			SELECT max(o.completed_at) AS completed_at FROM task_devices o
-			WHERE o.pc_id = r.pc_id AND o.completed_at <= r.created_at) f
-		WHERE r.rn > $1 AND f.completed_at IS NOT NULL`, capacity)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []time.Duration
-	for rows.Next() {
-		var us int64
-		if err := rows.Scan(&us); err != nil {
-			return nil, err
-		}
-		out = append(out, time.Duration(us)*time.Microsecond)
-	}
-	slices.Sort(out)
-	return out, rows.Err()
 }
 
 type slotSample struct {
