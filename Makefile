@@ -75,16 +75,18 @@ bench: bench-schedules bench-rollouts bench-devices
 clean:
 	rm -rf bin
 
-# Benchmarks: programs under bench/ that run on the local stack and print a Markdown table
-# ending with one `RESULT key=value …` line. Not tests.
+# Benchmarks: programs under bench/ that run on the local stack in make dev's shape and
+# settings (TICKGATE_DEV_TEMPORAL=server picks the real server as for make dev) and print a
+# Markdown table ending with one `RESULT key=value …` line. Not tests. BENCH_FLAGS passes
+# flags, e.g. `make bench-schedules BENCH_FLAGS=-capacity` (go run ./bench/<name> -h lists them).
 bench-schedules: tools
-	$(GO) run ./bench/schedules
+	$(GO) run ./bench/schedules $(BENCH_FLAGS)
 
 bench-rollouts: tools
-	$(GO) run ./bench/rollouts
+	$(GO) run ./bench/rollouts $(BENCH_FLAGS)
 
 bench-devices: tools
-	$(GO) run ./bench/devices
+	$(GO) run ./bench/devices $(BENCH_FLAGS)
 
 # The surface's per-request cost: token auth, idempotent replay, /metrics scrape.
 bench-api: postgres
