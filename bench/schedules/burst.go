@@ -32,7 +32,7 @@ type burstResult struct {
 type burstStat struct {
 	tick            time.Time
 	fired, expected int
-	drained         time.Duration // from the tick to its last fire, or to the give-up
+	lastMs          float64 // the tick's latest fire (+Inf if one never came)
 }
 
 func (b burstResult) fires() int { return b.late.fired() }
@@ -93,7 +93,7 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 			continue
 		}
 		res.ticks = append(res.ticks, tick)
-		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n, drained: last.Sub(tick)})
+		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n})
 	}
 	cpuTo, err := e.stack.CPU()
 	if err != nil {
@@ -111,6 +111,7 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	}
 	for i := range res.perBurst {
 		res.perBurst[i].fired = res.late.firedAt(res.perBurst[i].tick)
+		res.perBurst[i].lastMs = res.late.maxAt(res.perBurst[i].tick)
 	}
 	if res.events, err = historyEvents(ctx, e.tc, from, to); err != nil {
 		return res, err

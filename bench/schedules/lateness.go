@@ -40,6 +40,17 @@ func (l lateness) firedAt(tick time.Time) int {
 	return n
 }
 
+// maxAt is the latest fire of tick in milliseconds (+Inf if one never came).
+func (l lateness) maxAt(tick time.Time) float64 {
+	m := math.Inf(-1)
+	for _, f := range l {
+		if f.tick.Equal(tick) {
+			m = max(m, f.ms)
+		}
+	}
+	return m
+}
+
 // pct is the p-th percentile (nearest rank), +Inf when it falls on a fire that never came.
 func (l lateness) pct(p float64) float64 {
 	if len(l) == 0 {

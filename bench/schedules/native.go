@@ -98,7 +98,7 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 			continue
 		}
 		res.ticks = append(res.ticks, tick)
-		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n, drained: last.Sub(tick)})
+		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n})
 	}
 	cpuEnd, err := e.stack.CPU()
 	if err != nil {
@@ -110,6 +110,7 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 	}
 	for i := range res.perBurst {
 		res.perBurst[i].fired = res.late.firedAt(res.perBurst[i].tick)
+		res.perBurst[i].lastMs = res.late.maxAt(res.perBurst[i].tick)
 	}
 	return res, nil
 }

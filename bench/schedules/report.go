@@ -87,7 +87,7 @@ func (r *report) burstRows(row func(string, string, ...any), who string, br burs
 	row(who+": lateness p50 / p95 / p99 / max", "%s / %s / %s / %s ms over %d expected fires, %d fired (%s)",
 		fmtMs(br.late.pct(50)), fmtMs(br.late.pct(95)), fmtMs(br.late.pct(99)), fmtMs(br.late.pct(100)), len(br.late), br.fires(), how)
 	for _, p := range br.perBurst {
-		row(who+": burst at "+p.tick.Format(time.TimeOnly), "%d/%d fired; last one %s after the tick", p.fired, p.expected, p.drained.Round(time.Millisecond))
+		row(who+": burst at "+p.tick.Format(time.TimeOnly), "%d/%d fired; the last %s ms after the tick", p.fired, p.expected, fmtMs(p.lastMs))
 	}
 }
 
