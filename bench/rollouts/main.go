@@ -86,7 +86,7 @@ func run(ctx context.Context) error {
 	st.Close()
 	steady := slices.Clone(rounds[1:])
 	slices.Sort(steady)
-	add("promotion round, 10,000 PENDING (first: promotes + writes every waiting cause)", "%.1f ms (%d promoted, %d causes written)",
+	add(fmt.Sprintf("promotion round, %d PENDING (first: promotes + writes every waiting cause)", len(tasks)), "%.1f ms (%d promoted, %d causes written)",
 		ms(rounds[0]), len(first.Promoted), first.CausesWritten)
 	add("promotion round, steady state (median of 6)", "%.1f ms", ms(steady[len(steady)/2]))
 	add("queries per round", "3 (advisory lock, promote with waiting causes, next run_at)")
@@ -104,7 +104,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	add("seed-style baseline (per-task gate queries; a round whenever tasks finish, coalesced like tickgate's promoter kicks, 5 s safety poll)", "%.1f tasks/s (%d tasks in %s window)", btps, bdone, belapsed.Round(time.Second))
+	add("seed-style baseline (per-task gate queries; a round whenever tasks finish, coalesced like tickgate's promoter kicks, 5 s safety poll)", "%.1f tasks/s (%d of %d tasks in %s; window %s)", btps, bdone, len(tasks), belapsed.Round(time.Millisecond), *flagBaseline)
 
 	fmt.Println()
 	fmt.Println("| figure | value |")

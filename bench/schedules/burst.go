@@ -78,7 +78,7 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	var from, to time.Time
 	var cpuFrom benchstack.CPUSnapshot
 	for k, tick := range ticks {
-		got, last, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countRuns(ctx, e.st, ids, tick) }, n, tick)
+		got, last, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countRuns(ctx, e.st, ids, tick) }, n, tick, 250*time.Millisecond)
 		if err != nil {
 			return res, err
 		}
@@ -128,16 +128,17 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	return res, nil
 }
 
-// waitFires polls count until it reaches want or -drain-timeout has passed since tick; it
-// returns the last count and when it was reached.
-func waitFires(ctx context.Context, count func(context.Context) (int, error), want int, tick time.Time) (int, time.Time, error) {
+// waitFires polls count every poll until it reaches want or -drain-timeout has passed since
+// tick; it returns the last count and when it was reached. It only paces the run (the CPU
+// window's ends); lateness is read afterwards from what was recorded.
+func waitFires(ctx context.Context, count func(context.Context) (int, error), want int, tick time.Time, poll time.Duration) (int, time.Time, error) {
 	deadline := tick.Add(*flagDrainTimeout)
 	last, lastAt := -1, time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return 0, time.Time{}, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(poll):
 		}
 		if time.Now().Before(tick) {
 			continue

@@ -45,7 +45,7 @@ func (r *report) String() string {
 	if r.native != nil {
 		n := *r.native
 		nativeP50, nativeP99 = n.late.pct(50), n.late.pct(99)
-		r.burstRows(row, "native Temporal Schedules", n, "started workflow's start time − its TemporalScheduledStartTime (default policies, trivial workflow, same server)")
+		r.burstRows(row, "native Temporal Schedules", n, "started workflow's start time − its TemporalScheduledStartTime (default policies but overlap ALLOW_ALL, trivial workflow, same server)")
 		if nf := n.fires(); nf > 0 {
 			row("native CPU per fire: Temporal server + worker", "%.2f ms (server %.2f + worker %.2f, the worker running the trivial workflow)",
 				(n.cpu.Temporal.Ms()+n.cpu.Worker.Ms())/float64(nf), n.cpu.Temporal.Ms()/float64(nf), n.cpu.Worker.Ms()/float64(nf))
