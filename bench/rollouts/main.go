@@ -60,6 +60,7 @@ func run(ctx context.Context) error {
 	tasks := workload()
 	var rows []row
 	add := func(name, format string, args ...any) { rows = append(rows, row{name, fmt.Sprintf(format, args...)}) }
+	add("Temporal", "%s", stack.Temporal.Describe())
 	add("workload", "%d noop tasks, %d databases (DDL/DML mixed, versions 1–10), parallel limit %d", len(tasks), *flagDatabases, *flagLimit)
 
 	// 1. One promotion round with every task PENDING.
