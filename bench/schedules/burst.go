@@ -26,6 +26,9 @@ type burstResult struct {
 	window time.Duration
 	cpu    benchstack.CPUSnapshot
 	events int64 // history events of the schedule workflows inside window (tickgate only)
+	// overlapped: the warm-up burst was still firing at the first measured tick, so the
+	// window misses part of the measured bursts' work and per-fire costs are not attributable.
+	overlapped bool
 }
 
 // burstStat is one tick's fires.
@@ -101,6 +104,7 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	}
 	to = time.Now()
 	res.cpu, res.window = cpuTo.Sub(cpuFrom), to.Sub(from)
+	res.overlapped = len(res.ticks) > 0 && from.After(res.ticks[0])
 	if *flagWarmup == 0 {
 		// No warm-up: the window starts at the first burst's end and misses its work.
 		log.Printf("tickgate: -warmup-bursts 0: CPU and events per fire cover bursts 2…%d only", len(ticks))

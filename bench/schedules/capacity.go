@@ -32,63 +32,119 @@ type capacityResult struct {
 // ticks fire with the workflows' start-up.
 const capacitySettle = 5 * time.Second
 
-// runCapacity adds every-second schedules step by step (×-capacity-growth) until p99
-// lateness over a step's window exceeds -capacity-p99 or -capacity-max is reached. Ticks
-// still unrecorded -capacity-p99 after the window count as later than the bound.
+// runCapacity steps the number of every-second schedules up (×-capacity-growth) while a
+// step's p99 lateness stays ≤ -capacity-p99, up to -capacity-max. If the first step already
+// fails it steps down instead (pausing the surplus schedules) until one holds or
+// -capacity-min is passed, so the figure says what this machine sustains rather than 0.
+// Ticks still unrecorded -capacity-p99 after a window count as later than the bound.
 func runCapacity(ctx context.Context, e *env) (capacityResult, error) {
 	var res capacityResult
-	s := &starter.Starter{Client: e.tc, TaskQueue: e.cfg.TaskQueue}
-	var ids []int64
-	for count := *flagCapStart; count <= *flagCapMax; count = max(count+1, int(float64(count)**flagCapGrowth)) {
-		anchor := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
-		spec, err := json.Marshal(schedulespec.Spec{Interval: &schedulespec.Interval{Every: 1, Unit: "SECONDS"}, StartAt: &anchor, Timezone: "UTC"})
-		if err != nil {
-			return res, err
-		}
-		have := len(ids)
-		more := make([]int64, count-have)
-		err = parallel(ctx, len(more), 8, func(i int) error {
-			name := fmt.Sprintf("t%02d-cap-%05d", (have+i)%50, have+i)
-			row, err := e.st.CreateSchedule(ctx, store.NewSchedule{Name: name, Spec: spec, Overlap: domain.DefaultOverlap,
-				Action:          json.RawMessage(`{"kind":"event","topic":"bench","type":"tick"}`),
-				CatchupWindowMs: time.Minute.Milliseconds()})
-			if err != nil {
-				return err
-			}
-			more[i] = row.ID
-			return s.StartSchedule(ctx, row.ID, name, "bench capacity")
-		})
-		if err != nil {
-			return res, err
-		}
-		ids = append(ids, more...)
-		from := time.Now().UTC().Truncate(time.Second).Add(capacitySettle)
-		to := from.Add(*flagCapWindow)
-		var ticks []time.Time
-		for t := from; t.Before(to); t = t.Add(time.Second) {
-			ticks = append(ticks, t)
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(time.Until(to.Add(*flagCapBound))):
-		}
-		late, err := commitLateness(ctx, e.st, ids, ticks)
-		if err != nil {
-			return res, err
-		}
-		step := capacityStep{schedules: count, expected: len(late), fired: late.fired(), p50: late.pct(50), p99: late.pct(99)}
-		step.firesPerS = float64(step.fired) / to.Sub(from).Seconds()
-		step.pass = step.p99 <= float64(flagCapBound.Milliseconds())
-		res.steps = append(res.steps, step)
-		log.Printf("capacity: %d every-second schedules: %d/%d fired, p50 %s p99 %s ms, %.0f fires/s → %s",
-			count, step.fired, step.expected, fmtMs(step.p50), fmtMs(step.p99), step.firesPerS, map[bool]string{true: "holds", false: "fails"}[step.pass])
-		if !step.pass {
-			break
-		}
-		res.best = &res.steps[len(res.steps)-1]
+	c := &capacityRun{e: e, s: &starter.Starter{Client: e.tc, TaskQueue: e.cfg.TaskQueue}}
+	count := *flagCapStart
+	first, err := c.measure(ctx, count)
+	if err != nil {
+		return res, err
 	}
-	return res, nil
+	res.steps = append(res.steps, first)
+	up := first.pass
+	for {
+		if up {
+			res.best = &res.steps[len(res.steps)-1]
+			if count = max(count+1, int(float64(count)**flagCapGrowth)); count > *flagCapMax {
+				return res, nil
+			}
+		} else if count = int(float64(count) / *flagCapGrowth); count < *flagCapMin {
+			return res, nil
+		}
+		step, err := c.measure(ctx, count)
+		if err != nil {
+			return res, err
+		}
+		res.steps = append(res.steps, step)
+		if step.pass != up { // up: the first failure ends it; down: the first hold does
+			if step.pass {
+				res.best = &res.steps[len(res.steps)-1]
+			}
+			return res, nil
+		}
+	}
+}
+
+// capacityRun holds the every-second schedules created so far; the first running of them
+// fire, the rest are paused.
+type capacityRun struct {
+	e       *env
+	s       *starter.Starter
+	names   []string
+	ids     []int64
+	running int
+}
+
+// measure makes exactly count schedules fire, lets them settle and measures one window.
+func (c *capacityRun) measure(ctx context.Context, count int) (capacityStep, error) {
+	if err := c.scale(ctx, count); err != nil {
+		return capacityStep{}, err
+	}
+	from := time.Now().UTC().Truncate(time.Second).Add(capacitySettle)
+	to := from.Add(*flagCapWindow)
+	var ticks []time.Time
+	for t := from; t.Before(to); t = t.Add(time.Second) {
+		ticks = append(ticks, t)
+	}
+	select {
+	case <-ctx.Done():
+		return capacityStep{}, ctx.Err()
+	case <-time.After(time.Until(to.Add(*flagCapBound))):
+	}
+	late, err := commitLateness(ctx, c.e.st, c.ids[:count], ticks)
+	if err != nil {
+		return capacityStep{}, err
+	}
+	step := capacityStep{schedules: count, expected: len(late), fired: late.fired(), p50: late.pct(50), p99: late.pct(99)}
+	step.firesPerS = float64(step.fired) / to.Sub(from).Seconds()
+	step.pass = step.p99 <= float64(flagCapBound.Milliseconds())
+	log.Printf("capacity: %d every-second schedules: %d/%d fired, p50 %s p99 %s ms, %.0f fires/s → %s",
+		count, step.fired, step.expected, fmtMs(step.p50), fmtMs(step.p99), step.firesPerS, map[bool]string{true: "holds", false: "fails"}[step.pass])
+	return step, nil
+}
+
+// scale creates schedules up to count, or pauses those beyond it.
+func (c *capacityRun) scale(ctx context.Context, count int) error {
+	if count < c.running {
+		err := parallel(ctx, c.running-count, 8, func(i int) error {
+			_, err := c.s.PauseSchedule(ctx, c.names[count+i], "bench: capacity step down")
+			return err
+		})
+		c.running = count
+		if err != nil {
+			return fmt.Errorf("pause capacity schedules: %w", err)
+		}
+		return nil
+	}
+	anchor := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
+	spec, err := json.Marshal(schedulespec.Spec{Interval: &schedulespec.Interval{Every: 1, Unit: "SECONDS"}, StartAt: &anchor, Timezone: "UTC"})
+	if err != nil {
+		return err
+	}
+	have := len(c.ids)
+	names := make([]string, count-have)
+	ids := make([]int64, count-have)
+	err = parallel(ctx, len(ids), 8, func(i int) error {
+		names[i] = fmt.Sprintf("t%02d-cap-%05d", (have+i)%50, have+i)
+		row, err := c.e.st.CreateSchedule(ctx, store.NewSchedule{Name: names[i], Spec: spec, Overlap: domain.DefaultOverlap,
+			Action:          json.RawMessage(`{"kind":"event","topic":"bench","type":"tick"}`),
+			CatchupWindowMs: time.Minute.Milliseconds()})
+		if err != nil {
+			return err
+		}
+		ids[i] = row.ID
+		return c.s.StartSchedule(ctx, row.ID, names[i], "bench capacity")
+	})
+	c.names, c.ids, c.running = append(c.names, names...), append(c.ids, ids...), count
+	if err != nil {
+		return fmt.Errorf("create capacity schedules: %w", err)
+	}
+	return nil
 }
 
 func fmtMs(v float64) string {

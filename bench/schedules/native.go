@@ -111,6 +111,7 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 		return res, err
 	}
 	res.cpu, res.window = cpuEnd.Sub(cpuStart), time.Since(from)
+	res.overlapped = len(res.ticks) > 0 && from.After(res.ticks[0])
 	if res.late, err = nativeLateness(ctx, e.tc, ids, res.ticks); err != nil {
 		return res, err
 	}

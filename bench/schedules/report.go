@@ -29,24 +29,29 @@ func (r *report) String() string {
 	r.burstRows(row, "tickgate", r.burst, "commit of the fire's transaction − nominal tick (pg_xact_commit_timestamp of its event row; a later visible_at if the schema has one)")
 	fires := r.burst.fires()
 	perFire := func(v float64) float64 {
-		if fires == 0 {
+		if fires == 0 || r.burst.overlapped {
 			return math.NaN()
 		}
 		return v / float64(fires)
 	}
+	if r.burst.overlapped {
+		row("tickgate per-fire costs", "not attributable (na): the warm-up burst was still firing at the first measured tick, so the window misses part of the measured bursts' work")
+	}
 	cpuServerWorker := perFire(r.burst.cpu.Temporal.Ms() + r.burst.cpu.Worker.Ms())
 	eventsPerFire := perFire(float64(r.burst.events))
-	row("tickgate history events per fire", "%.2f (%d events of the schedule workflows written in the %s window of the measured bursts ÷ %d fires)",
-		eventsPerFire, r.burst.events, r.burst.window.Round(time.Millisecond), fires)
-	row("tickgate CPU per fire: Temporal server + worker", "%.2f ms (server %.2f + worker %.2f; /proc utime+stime over the same window; the worker is this process, which then runs only the tickgate workers and a poll of the run count)",
-		cpuServerWorker, perFire(r.burst.cpu.Temporal.Ms()), perFire(r.burst.cpu.Worker.Ms()))
-	row("tickgate CPU per fire: PostgreSQL (not in cpu_ms_per_fire)", "%.2f ms", perFire(r.burst.cpu.Postgres.Ms()))
+	row("tickgate history events per fire", "%s (%d events of the schedule workflows written in the %s window of the measured bursts ÷ %d fires)",
+		fmt2(eventsPerFire), r.burst.events, r.burst.window.Round(time.Millisecond), fires)
+	row("tickgate CPU per fire: Temporal server + worker", "%s ms (server %s + worker %s; /proc utime+stime over the same window; the worker is this process, which then runs only the tickgate workers and a poll of the run count)",
+		fmt2(cpuServerWorker), fmt2(perFire(r.burst.cpu.Temporal.Ms())), fmt2(perFire(r.burst.cpu.Worker.Ms())))
+	row("tickgate CPU per fire: PostgreSQL (not in cpu_ms_per_fire)", "%s ms", fmt2(perFire(r.burst.cpu.Postgres.Ms())))
 	nativeP50, nativeP99 := math.NaN(), math.NaN()
 	if r.native != nil {
 		n := *r.native
 		nativeP50, nativeP99 = n.late.pct(50), n.late.pct(99)
 		r.burstRows(row, "native Temporal Schedules", n, "started workflow's start time − its TemporalScheduledStartTime (default policies but overlap ALLOW_ALL, trivial workflow, same server)")
-		if nf := n.fires(); nf > 0 {
+		if n.overlapped {
+			row("native CPU per fire", "not attributable: the warm-up burst was still starting at the first measured tick")
+		} else if nf := n.fires(); nf > 0 {
 			row("native CPU per fire: Temporal server + worker", "%.2f ms (server %.2f + worker %.2f, the worker running the trivial workflow)",
 				(n.cpu.Temporal.Ms()+n.cpu.Worker.Ms())/float64(nf), n.cpu.Temporal.Ms()/float64(nf), n.cpu.Worker.Ms()/float64(nf))
 		}
@@ -68,7 +73,7 @@ func (r *report) String() string {
 			capacity = c.best.firesPerS
 			row("capacity", "%.0f fires/s committed with %d every-second schedules, the most that kept p99 ≤ %s", capacity, c.best.schedules, *flagCapBound)
 		} else {
-			row("capacity", "no step kept p99 ≤ %s (the first had %d schedules)", *flagCapBound, *flagCapStart)
+			row("capacity", "no step kept p99 ≤ %s, down to %d schedules (-capacity-min)", *flagCapBound, *flagCapMin)
 			capacity = 0
 		}
 	} else {
