@@ -119,6 +119,15 @@ func run(ctx context.Context) error {
 	return nil
 }
 
+// lastFinish is the time from start to the rollout's last finished_at.
+func lastFinish(ctx context.Context, st *store.Store, rolloutID int64, start time.Time) (time.Duration, error) {
+	var last time.Time
+	if err := st.Pool.QueryRow(ctx, `SELECT max(finished_at) FROM task_runs WHERE rollout_id = $1`, rolloutID).Scan(&last); err != nil {
+		return 0, fmt.Errorf("last finish of rollout %d: %w", rolloutID, err)
+	}
+	return last.Sub(start), nil
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // workload: each database gets versions 1..10, each task DDL or DML at random, in shuffled
@@ -202,11 +211,13 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string,
 		}
 	}()
 
-	start := time.Now()
+	// Both engines are timed from their rollout's rows being in place to its last finish
+	// (finished_at, read from the database for both).
 	r, err := st.CreateRollout(ctx, "bench", int32(*flagLimit), tasks)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
+	start := time.Now()
 	if err := s.StartRollout(ctx, r.ID); err != nil {
 		return 0, 0, 0, 0, err
 	}
@@ -232,7 +243,10 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string,
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	elapsed := time.Since(start)
+	elapsed, err := lastFinish(ctx, st, r.ID, start)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
 	close(stop)
 	wg.Wait()
 	return float64(len(tasks)) / elapsed.Seconds(), int(breaches.Load()), int(samples.Load()), elapsed, nil
@@ -260,7 +274,7 @@ func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	var done, lastDone atomic.Int64
+	var done atomic.Int64
 	start := time.Now()
 	deadline := start.Add(*flagBaseline)
 	tickleRunning := make(chan struct{}, 1)
@@ -299,9 +313,7 @@ func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 				go func(id int64) {
 					defer wg.Done()
 					if _, err := st.Pool.Exec(runCtx, "UPDATE task_runs SET status = 'DONE', finished_at = now() WHERE id = $1 AND status = 'RUNNING'", id); err == nil {
-						if done.Add(1) == int64(len(tasks)) {
-							lastDone.Store(time.Now().UnixNano())
-						}
+						done.Add(1)
 						tickle(ticklePending)
 					}
 				}(id)
@@ -323,11 +335,13 @@ func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 		}
 	}
 	elapsed := min(time.Since(start), *flagBaseline)
-	if t := lastDone.Load(); t != 0 {
-		elapsed = time.Unix(0, t).Sub(start) // all done: up to the last finish, as tickgate's run is timed
-	}
 	cancel()
 	wg.Wait()
+	if done.Load() == int64(len(tasks)) { // all done: up to the last finish, as tickgate's run is timed
+		if elapsed, err = lastFinish(ctx, st, r.ID, start); err != nil {
+			return 0, 0, 0, err
+		}
+	}
 	return float64(done.Load()) / elapsed.Seconds(), done.Load(), elapsed, nil
 }
 
