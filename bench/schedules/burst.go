@@ -68,7 +68,8 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 			return err
 		}
 		ids[i] = row.ID
-		return s.StartSchedule(ctx, row.ID, names[i], "bench burst")
+		// StartSchedule keeps a workflow already running under the id: a retry is safe.
+		return retryTransient(ctx, func() error { return s.StartSchedule(ctx, row.ID, names[i], "bench burst") })
 	})
 	if err != nil {
 		return res, err
@@ -123,8 +124,10 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	// Paused, the schedules stay (their runs count for duplicates) and stop loading the
 	// server before the native schedules run.
 	err = parallel(ctx, n, 8, func(i int) error {
-		_, err := s.PauseSchedule(ctx, names[i], "bench: burst measured")
-		return err
+		return retryTransient(ctx, func() error {
+			_, err := s.PauseSchedule(ctx, names[i], "bench: burst measured")
+			return err
+		})
 	})
 	if err != nil {
 		return res, fmt.Errorf("pause burst schedules: %w", err)

@@ -138,7 +138,7 @@ func (c *capacityRun) scale(ctx context.Context, count int) error {
 			return err
 		}
 		ids[i] = row.ID
-		return c.s.StartSchedule(ctx, row.ID, names[i], "bench capacity")
+		return retryTransient(ctx, func() error { return c.s.StartSchedule(ctx, row.ID, names[i], "bench capacity") })
 	})
 	c.names, c.ids, c.running = append(c.names, names...), append(c.ids, ids...), count
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/internal/schedulespec"
@@ -52,14 +54,23 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 	start := time.Now()
 	err = parallel(ctx, n, 8, func(i int) error {
 		ids[i] = fmt.Sprintf("t%02d-native-%04d", i%50, i)
-		_, err := sc.Create(ctx, client.ScheduleOptions{
-			ID:     ids[i],
-			Spec:   client.ScheduleSpec{CronExpressions: []string{*flagCron}},
-			Action: &client.ScheduleWorkflowAction{ID: ids[i], Workflow: nativeWorkflow, TaskQueue: nativeTaskQueue},
-			// Every tick starts its run, as every tick of a tickgate event action fires: the
-			// default (skip while the last run is open) would drop ticks whenever the trivial
-			// workflow had not completed yet, which is not lateness.
-			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
+		first := true
+		err := retryTransient(ctx, func() error {
+			_, err := sc.Create(ctx, client.ScheduleOptions{
+				ID:     ids[i],
+				Spec:   client.ScheduleSpec{CronExpressions: []string{*flagCron}},
+				Action: &client.ScheduleWorkflowAction{ID: ids[i], Workflow: nativeWorkflow, TaskQueue: nativeTaskQueue},
+				// Every tick starts its run, as every tick of a tickgate event action fires: the
+				// default (skip while the last run is open) would drop ticks whenever the trivial
+				// workflow had not completed yet, which is not lateness.
+				Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
+			})
+			// A retry after a create that did land finds the schedule there.
+			if !first && errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+				return nil
+			}
+			first = false
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("create native schedule %s: %w", ids[i], err)
