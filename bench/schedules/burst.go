@@ -151,6 +151,9 @@ func waitFires(ctx context.Context, count func(context.Context) (int, error), wa
 			continue
 		}
 		got, err := count(ctx)
+		if err != nil && transient(err) && time.Now().Before(deadline) {
+			continue // a busy server's "not now" only delays the next look
+		}
 		if err != nil {
 			return 0, time.Time{}, err
 		}

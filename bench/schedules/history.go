@@ -20,10 +20,14 @@ func historyEvents(ctx context.Context, tc client.Client, from, to time.Time) (i
 	var runs []run
 	var token []byte
 	for {
-		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         fmt.Sprintf("%s = '%s'", workflows.KindKey.GetName(), workflows.KindSchedule),
-			PageSize:      1000,
-			NextPageToken: token,
+		var resp *workflowservice.ListWorkflowExecutionsResponse
+		err := retryTransient(ctx, func() (err error) {
+			resp, err = tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Query:         fmt.Sprintf("%s = '%s'", workflows.KindKey.GetName(), workflows.KindSchedule),
+				PageSize:      1000,
+				NextPageToken: token,
+			})
+			return err
 		})
 		if err != nil {
 			return 0, fmt.Errorf("list schedule workflows: %w", err)
@@ -37,16 +41,24 @@ func historyEvents(ctx context.Context, tc client.Client, from, to time.Time) (i
 	}
 	var total atomic.Int64
 	err := parallel(ctx, len(runs), 8, func(i int) error {
-		it := tc.GetWorkflowHistory(ctx, runs[i].id, runs[i].runID, false, 0)
 		var n int64
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				return fmt.Errorf("history of %s: %w", runs[i].id, err)
+		// A history read that fails part-way is read again from its start.
+		err := retryTransient(ctx, func() error {
+			n = 0
+			it := tc.GetWorkflowHistory(ctx, runs[i].id, runs[i].runID, false, 0)
+			for it.HasNext() {
+				ev, err := it.Next()
+				if err != nil {
+					return err
+				}
+				if t := ev.GetEventTime().AsTime(); t.After(from) && !t.After(to) {
+					n++
+				}
 			}
-			if t := ev.GetEventTime().AsTime(); t.After(from) && !t.After(to) {
-				n++
-			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("history of %s: %w", runs[i].id, err)
 		}
 		total.Add(n)
 		return nil

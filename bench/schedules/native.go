@@ -158,8 +158,12 @@ func nativeLateness(ctx context.Context, tc client.Client, ids []string, ticks [
 	dc := converter.GetDefaultDataConverter()
 	var token []byte
 	for {
-		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf("WorkflowType = '%s'", nativeWorkflow), PageSize: 1000, NextPageToken: token,
+		var resp *workflowservice.ListWorkflowExecutionsResponse
+		err := retryTransient(ctx, func() (err error) {
+			resp, err = tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Query: fmt.Sprintf("WorkflowType = '%s'", nativeWorkflow), PageSize: 1000, NextPageToken: token,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("list native starts: %w", err)
