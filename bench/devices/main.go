@@ -274,7 +274,7 @@ func sample(ctx context.Context, st *store.Store) (slotSample, error) {
 		WITH t AS (SELECT id FROM tasks WHERE status = 'running')
 		SELECT s.running, s.target,
 		       (SELECT count(*) FROM devices d
-		        WHERE d.pc_id = s.pc_id AND d.status IN ('online', 'busy')
+		        WHERE d.pc_id = s.pc_id AND d.eligible
 		          AND EXISTS (SELECT 1 FROM t)
 		          AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN t ON x.task_id = t.id
 		                          WHERE x.device_id = d.id AND x.status <> 'CANCELLED')) AS unrun
