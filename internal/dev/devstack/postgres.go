@@ -312,3 +312,13 @@ func tail(b []byte) string {
 	}
 	return string(b)
 }
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

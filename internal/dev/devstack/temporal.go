@@ -41,14 +41,20 @@ func RepoRoot() (string, error) {
 }
 
 // TemporalBinary returns .dev/bin/temporal under root, building it from the tools/temporal
-// module when missing (about three minutes cold; cached afterwards). A file lock keeps two
-// concurrent callers (parallel test packages) from building twice.
+// module when missing (about three minutes cold; cached afterwards).
 func TemporalBinary(ctx context.Context, root string, logf func(string, ...any)) (string, error) {
-	bin := filepath.Join(root, ".dev", "bin", "temporal")
+	return ToolBinary(ctx, root, "temporal", TemporalCLIModule, logf)
+}
+
+// ToolBinary returns .dev/bin/<name> under root, building pkg from the tools/temporal
+// module when missing. A file lock keeps two concurrent callers (parallel test packages)
+// from building twice.
+func ToolBinary(ctx context.Context, root, name, pkg string, logf func(string, ...any)) (string, error) {
+	bin := filepath.Join(root, ".dev", "bin", name)
 	if fileExists(bin) {
 		return bin, nil
 	}
-	unlock, err := LockFile(filepath.Join(root, ".dev", "temporal-build.lock"))
+	unlock, err := LockFile(filepath.Join(root, ".dev", name+"-build.lock"))
 	if err != nil {
 		return "", err
 	}
@@ -57,19 +63,36 @@ func TemporalBinary(ctx context.Context, root string, logf func(string, ...any))
 		return bin, nil
 	}
 	if logf != nil {
-		logf("temporal: building %s (pinned in tools/temporal; first time only)", TemporalCLIModule)
+		logf("%s: building %s (pinned in tools/temporal; first time only)", name, pkg)
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return "", fmt.Errorf("%s: bin dir: %w", name, err)
 	}
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, TemporalCLIModule)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, pkg)
 	cmd.Dir = filepath.Join(root, "tools", "temporal")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("temporal: build CLI: %w\n%s", err, tail(out))
+		return "", fmt.Errorf("%s: build: %w\n%s", name, err, tail(out))
 	}
 	if err := os.Rename(tmp, bin); err != nil {
-		return "", fmt.Errorf("temporal: install binary: %w", err)
+		return "", fmt.Errorf("%s: install binary: %w", name, err)
 	}
 	return bin, nil
 }
+
+// TemporalService is a Temporal the stack runs: the CLI's dev server or the real server.
+type TemporalService interface {
+	// Address is the frontend's host:port; UIAddress the Web UI's.
+	Address() string
+	UIAddress() string
+	// Start starts the server (again, after Stop, on the same ports and data).
+	Start(ctx context.Context) error
+	// Stop ends the server process; Close ends everything Start started.
+	Stop() error
+	Close() error
+}
+
+var _ TemporalService = (*Temporal)(nil)
 
 // LockFile takes an exclusive flock on path, creating it, and returns the release func.
 func LockFile(path string) (func(), error) {
@@ -103,6 +126,12 @@ type Temporal struct {
 
 // Address is the frontend's host:port.
 func (t *Temporal) Address() string { return fmt.Sprintf("127.0.0.1:%d", t.Port) }
+
+// UIAddress is the Web UI's host:port.
+func (t *Temporal) UIAddress() string { return fmt.Sprintf("127.0.0.1:%d", t.UIPort) }
+
+// Close stops the dev server, which is the whole of it.
+func (t *Temporal) Close() error { return t.Stop() }
 
 // Args are the start-dev arguments, search attributes included.
 func (t *Temporal) Args() []string {
