@@ -19,6 +19,9 @@ func init() {
 	register("dev", "run the whole stack locally: PostgreSQL, Temporal + UI, worker, API (no Docker)", runDev)
 }
 
+// devTemporalEnv picks make dev's Temporal: "dev" (default) or "server".
+const devTemporalEnv = "TICKGATE_DEV_TEMPORAL"
+
 // Dev stack ports: PostgreSQL on its own port so it never meets a system cluster.
 const (
 	devPostgresPort = 55432
@@ -45,12 +48,20 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	logf := func(f string, a ...any) { log.Printf("dev: "+f, a...) }
 
-	if cfg.DatabaseURL == "" {
+	shape := os.Getenv(devTemporalEnv)
+	if shape != "" && shape != "dev" && shape != "server" {
+		return fmt.Errorf("%s: want dev (the CLI's dev server, the default) or server (the real server on PostgreSQL), got %q", devTemporalEnv, shape)
+	}
+	runTemporal := os.Getenv("TEMPORAL_ADDRESS") == ""
+	var pg *devstack.Postgres
+	// The real server keeps its persistence in the throwaway cluster even when tickgate's
+	// own database is elsewhere.
+	if cfg.DatabaseURL == "" || (runTemporal && shape == "server") {
 		bin, err := devstack.FindPostgresBinDir(true)
 		if err != nil {
 			return err
 		}
-		pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(devDir, "pg")), Port: devPostgresPort, Log: logf}
+		pg = &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(devDir, "pg")), Port: devPostgresPort, Log: logf}
 		if err := pg.Start(ctx); err != nil {
 			return err
 		}
@@ -60,6 +71,8 @@ func runDev(ctx context.Context, args []string) error {
 				logf("%v", err)
 			}
 		}()
+	}
+	if cfg.DatabaseURL == "" {
 		if err := pg.EnsureDatabase(ctx, "tickgate"); err != nil {
 			return err
 		}
@@ -72,20 +85,15 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 
-	if os.Getenv("TEMPORAL_ADDRESS") == "" {
-		bin, err := devstack.TemporalBinary(ctx, root, logf)
+	uiAddr := fmt.Sprintf("127.0.0.1:%d", devUIPort)
+	if runTemporal {
+		tmp, err := devTemporal(ctx, shape, root, devDir, pg, logf)
 		if err != nil {
-			return err
-		}
-		tmp := &devstack.Temporal{Bin: bin, DBFile: filepath.Join(devDir, "temporal.db"), Port: devTemporalPort,
-			UIPort: devUIPort, LogFile: filepath.Join(devDir, "temporal.log")}
-		logf("starting Temporal dev server on %s (UI http://127.0.0.1:%d, log %s)", tmp.Address(), devUIPort, tmp.LogFile)
-		if err := tmp.Start(ctx); err != nil {
 			return err
 		}
 		defer func() {
 			logf("stopping temporal")
-			_ = tmp.Stop()
+			_ = tmp.Close()
 		}()
 		cfg.TemporalAddress = tmp.Address()
 	} else {
@@ -107,8 +115,8 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	go func() {
 		if waitHTTP(ctx, "http://"+cfg.HTTPAddr+"/readyz") == nil {
-			fmt.Printf("\ntickgate is up:\n  API          http://%s/api/v1\n  Temporal UI  http://127.0.0.1:%d\n  PostgreSQL   %s\nCtrl-C stops everything.\n\n",
-				cfg.HTTPAddr, devUIPort, cfg.DatabaseURL)
+			fmt.Printf("\ntickgate is up:\n  API          http://%s/api/v1\n  Temporal UI  http://%s\n  PostgreSQL   %s\nCtrl-C stops everything.\n\n",
+				cfg.HTTPAddr, uiAddr, cfg.DatabaseURL)
 		}
 	}()
 	var runErr error
@@ -132,4 +140,38 @@ func waitHTTP(ctx context.Context, url string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// devTemporal starts make dev's Temporal: the CLI's dev server (SQLite, one shard), or with
+// TICKGATE_DEV_TEMPORAL=server the production shape — the real server on the dev cluster's
+// PostgreSQL with DefaultHistoryShards shards — both with the Web UI on :8233.
+func devTemporal(ctx context.Context, shape, root, devDir string, pg *devstack.Postgres, logf func(string, ...any)) (devstack.TemporalService, error) {
+	if shape == "server" {
+		bins, err := devstack.BuildServerBinaries(ctx, root, logf)
+		if err != nil {
+			return nil, err
+		}
+		ports := devstack.DefaultServerPorts()
+		ports.Frontend, ports.UI = devTemporalPort, devUIPort
+		srv := &devstack.TemporalServer{Bins: bins, PG: pg, Dir: filepath.Join(devDir, "temporal-server"), Ports: ports,
+			Shards: devstack.DefaultHistoryShards, Log: logf}
+		if err := srv.Start(ctx); err != nil {
+			_ = srv.Close()
+			return nil, err
+		}
+		logf("Temporal server %s on PostgreSQL (databases temporal, temporal_visibility), %d history shards, UI http://%s, log %s",
+			srv.Address(), srv.Shards, srv.UIAddress(), srv.LogFile())
+		return srv, nil
+	}
+	bin, err := devstack.TemporalBinary(ctx, root, logf)
+	if err != nil {
+		return nil, err
+	}
+	tmp := &devstack.Temporal{Bin: bin, DBFile: filepath.Join(devDir, "temporal.db"), Port: devTemporalPort,
+		UIPort: devUIPort, LogFile: filepath.Join(devDir, "temporal.log")}
+	logf("starting Temporal dev server on %s (UI http://%s, log %s)", tmp.Address(), tmp.UIAddress(), tmp.LogFile)
+	if err := tmp.Start(ctx); err != nil {
+		return nil, err
+	}
+	return tmp, nil
 }

@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/internal/testing/testenv"
+	"github.com/tickgate/tickgate/store"
+)
+
+// TestTwoAPIsAndTwoWorkersShareOneState runs tickgate as a load-balanced deployment does:
+// two `tickgate api` and two `tickgate worker` processes on one database and one Temporal
+// namespace, with the clients spread over both APIs. Nothing one API knows may be missing
+// from the other:
+//   - an Idempotency-Key replay sent to the other API returns the first answer and creates
+//     nothing more, and the same key sent to both at once creates once;
+//   - a token created through one API works on the other, and revoking it through the other
+//     locks it out of both;
+//   - each API's /readyz tells its own truth: the API whose PostgreSQL is cut says 503
+//     naming postgres while the other says 200 and serves;
+//   - the work a client hands to either API is done: a rollout created through one finishes,
+//     and schedules created through both fire.
+func TestTwoAPIsAndTwoWorkersShareOneState(t *testing.T) {
+	t.Parallel()
+	bin := buildTickgate(t)
+	dbURL := testenv.DatabaseURL(t)
+	address := testenv.TemporalAddress(t)
+	ns := newNamespace(t)
+	queue := fmt.Sprintf("two-apis-%d", time.Now().UnixNano())
+	// The second API reaches PostgreSQL through a proxy, so the test can cut it alone.
+	pgTarget, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	pgProxy := newTCPProxy(t, pgTarget.Host)
+	pgProxy.Start()
+	proxied := *pgTarget
+	proxied.Host = pgProxy.addr
+	common := []string{"TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=" + ns, "TICKGATE_TASK_QUEUE=" + queue}
+	env := func(db string, extra ...string) []string {
+		return append(append([]string{"DATABASE_URL=" + db}, common...), extra...)
+	}
+	apis := []string{"http://" + freeLoopbackAddr(t), "http://" + freeLoopbackAddr(t)}
+	workers := []string{"http://" + freeLoopbackAddr(t), "http://" + freeLoopbackAddr(t)}
+	startTickgate(t, bin, "api-1", env(dbURL, "TICKGATE_HTTP_ADDR="+strings.TrimPrefix(apis[0], "http://")), "api")
+	startTickgate(t, bin, "api-2", env(proxied.String(), "TICKGATE_HTTP_ADDR="+strings.TrimPrefix(apis[1], "http://")), "api")
+	for i, w := range workers {
+		startTickgate(t, bin, fmt.Sprintf("worker-%d", i+1), env(dbURL, "TICKGATE_WORKER_METRICS_ADDR="+strings.TrimPrefix(w, "http://")), "worker")
+	}
+	for _, base := range append(append([]string{}, apis...), workers...) {
+		waitReadyz(t, base, http.StatusOK)
+	}
+
+	ctx := context.Background()
+	st, err := store.Open(ctx, dbURL)
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	_, admin, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "two-apis e2e"})
+	require.NoError(t, err)
+
+	// Idempotency-Key: the replay reaches the other API.
+	schedule := func(name string) map[string]any {
+		return map[string]any{"name": name, "spec": map[string]any{"interval": "1s"},
+			"action": map[string]any{"kind": "event", "topic": "two-apis", "type": "tick"}}
+	}
+	post := func(base, path, key string, body any) (int, http.Header, []byte) {
+		t.Helper()
+		return doHTTPWith(t, http.MethodPost, base+path, admin, map[string]string{"Idempotency-Key": key}, body)
+	}
+	code, _, first := post(apis[0], "/api/v1/schedules", "create-across-1", schedule("across-1"))
+	require.Equal(t, http.StatusCreated, code, "%s", first)
+	code, header, replay := post(apis[1], "/api/v1/schedules", "create-across-1", schedule("across-1"))
+	require.Equal(t, http.StatusCreated, code, "%s", replay)
+	require.Equal(t, "true", header.Get("Idempotent-Replayed"), "the other API replays the stored answer")
+	require.JSONEq(t, string(first), string(replay))
+
+	// The same key at both APIs at once: one creates, the other replays or is told the
+	// first is in flight (409); never two.
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i, base := range apis {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _, _ = post(base, "/api/v1/rollouts", "rollout-across", map[string]any{
+				"name": "across", "parallel_limit": 4, "tasks": noopTasks(8),
+			})
+		}()
+	}
+	wg.Wait()
+	for _, c := range codes {
+		require.Contains(t, []int{http.StatusCreated, http.StatusConflict}, c, "codes %v", codes)
+	}
+	require.Contains(t, codes, http.StatusCreated, "codes %v", codes)
+	var schedules, rollouts int
+	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM schedules WHERE name = 'across-1'),
+		(SELECT count(*) FROM rollouts WHERE name = 'across')`).Scan(&schedules, &rollouts))
+	require.Equal(t, 1, schedules, "one schedule for one key")
+	require.Equal(t, 1, rollouts, "one rollout for one key")
+
+	// Tokens: created through API 1, used on API 2, revoked through API 2, refused by both.
+	code, _, body := doHTTP(t, http.MethodPost, apis[0]+"/api/v1/tokens", admin, map[string]any{"role": "viewer"})
+	require.Equal(t, http.StatusCreated, code, "%s", body)
+	var viewer struct {
+		ID    json.Number `json:"id"`
+		Token string      `json:"token"`
+	}
+	require.NoError(t, json.Unmarshal(body, &viewer))
+	for _, base := range apis {
+		code, _, body := doHTTP(t, http.MethodGet, base+"/api/v1/schedules", viewer.Token, nil)
+		require.Equal(t, http.StatusOK, code, "%s: %s", base, body)
+		code, _, _ = doHTTP(t, http.MethodPost, base+"/api/v1/schedules", viewer.Token, schedule("viewer-may-not"))
+		require.Equal(t, http.StatusForbidden, code, "%s: a viewer cannot create", base)
+	}
+	code, _, body = doHTTP(t, http.MethodDelete, apis[1]+"/api/v1/tokens/"+viewer.ID.String(), admin, nil)
+	require.Less(t, code, 300, "%s", body)
+	for _, base := range apis {
+		code, _, _ := doHTTP(t, http.MethodGet, base+"/api/v1/schedules", viewer.Token, nil)
+		require.Equal(t, http.StatusUnauthorized, code, "%s: a revoked token is refused at once", base)
+	}
+
+	// The work handed to either API gets done by the two workers.
+	code, _, body = post(apis[1], "/api/v1/schedules", "create-across-2", schedule("across-2"))
+	require.Equal(t, http.StatusCreated, code, "%s", body)
+	require.Eventually(t, func() bool {
+		var fired int
+		require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(DISTINCT s.name) FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
+			WHERE s.name IN ('across-1', 'across-2') AND r.fired_at IS NOT NULL`).Scan(&fired))
+		return fired == 2
+	}, time.Minute, 200*time.Millisecond, "both schedules fire")
+	require.Eventually(t, func() bool {
+		var done int
+		require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM task_runs t JOIN rollouts r ON r.id = t.rollout_id
+			WHERE r.name = 'across' AND t.status = 'DONE'`).Scan(&done))
+		return done == 8
+	}, 2*time.Minute, 200*time.Millisecond, "the rollout created through either API finishes")
+
+	// /readyz: API 2 loses PostgreSQL, API 1 does not; each says so.
+	pgProxy.Stop()
+	r := waitReadyz(t, apis[1], http.StatusServiceUnavailable)
+	require.False(t, r.Checks["postgres"].OK, "API 2 names postgres: %+v", r)
+	require.Equal(t, http.StatusOK, getReadyz(t, apis[0]).code, "API 1 still reaches PostgreSQL")
+	code, _, body = doHTTP(t, http.MethodGet, apis[0]+"/api/v1/schedules", admin, nil)
+	require.Equal(t, http.StatusOK, code, "API 1 serves meanwhile: %s", body)
+	pgProxy.Start()
+	waitReadyz(t, apis[1], http.StatusOK)
+	code, _, body = doHTTP(t, http.MethodGet, apis[1]+"/api/v1/schedules", admin, nil)
+	require.Equal(t, http.StatusOK, code, "API 2 serves again: %s", body)
+}
+
+// noopTasks are n DML task runs on four databases that the noop executor finishes at once.
+func noopTasks(n int) []map[string]any {
+	tasks := make([]map[string]any, n)
+	for i := range tasks {
+		tasks[i] = map[string]any{"database": fmt.Sprintf("db%d", i%4), "type": "DML", "version": fmt.Sprintf("1.%d", i),
+			"executor": "noop", "payload": map[string]any{}}
+	}
+	return tasks
+}
+
+// doHTTPWith is doHTTP with extra request headers.
+func doHTTPWith(t *testing.T, method, url, token string, headers map[string]string, body any) (int, http.Header, []byte) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	require.NoError(t, err)
+	req, err := http.NewRequest(method, url, bytes.NewReader(b))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := readyzHTTP.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, out
+}
