@@ -5,11 +5,18 @@ GO        ?= go
 DEV       := .dev
 BIN       := $(DEV)/bin
 TEMPORAL  := $(BIN)/temporal
+# The real server (TICKGATE_DEV_TEMPORAL=server, make test-cluster, chaos -temporal server):
+# go.temporal.io/server at the version the pinned CLI embeds, its SQL schema tool and the
+# Web UI server, from the same tools module.
+TEMPORAL_SERVER   := $(BIN)/temporal-server
+TEMPORAL_SQL_TOOL := $(BIN)/temporal-sql-tool
+TEMPORAL_UI       := $(BIN)/temporal-ui-server
+SERVER_TOOLS      := $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI)
 SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short lint generate tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories chaos fuzz
+.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories chaos fuzz
 
 all: build
 
@@ -21,6 +28,23 @@ $(TEMPORAL): tools/temporal/go.mod tools/temporal/go.sum
 	@mkdir -p $(BIN)
 	cd tools/temporal && $(GO) build -o ../../$(TEMPORAL).tmp github.com/temporalio/cli/cmd/temporal
 	mv $(TEMPORAL).tmp $(TEMPORAL)
+
+$(TEMPORAL_SERVER): tools/temporal/go.mod tools/temporal/go.sum
+	@mkdir -p $(BIN)
+	cd tools/temporal && $(GO) build -o ../../$@.tmp go.temporal.io/server/cmd/server
+	mv $@.tmp $@
+
+$(TEMPORAL_SQL_TOOL): tools/temporal/go.mod tools/temporal/go.sum
+	@mkdir -p $(BIN)
+	cd tools/temporal && $(GO) build -o ../../$@.tmp go.temporal.io/server/cmd/tools/sql
+	mv $@.tmp $@
+
+$(TEMPORAL_UI): tools/temporal/go.mod tools/temporal/go.sum
+	@mkdir -p $(BIN)
+	cd tools/temporal && $(GO) build -o ../../$@.tmp github.com/temporalio/ui-server/v2/cmd/server
+	mv $@.tmp $@
+
+server-tools: $(SERVER_TOOLS)
 
 $(SQLC): tools/sqlc/go.mod tools/sqlc/go.sum
 	@mkdir -p $(BIN)
@@ -36,13 +60,26 @@ chromium:
 postgres:
 	@scripts/ensure-postgres.sh
 
-dev: build $(TEMPORAL) postgres
+# TICKGATE_DEV_TEMPORAL=server make dev: the real server on PostgreSQL instead of the dev server.
+dev: build $(TEMPORAL) postgres $(if $(filter server,$(TICKGATE_DEV_TEMPORAL)),$(SERVER_TOOLS))
 	$(TICKGATE) dev
 
-test: tools chromium
+test: tools server-tools chromium
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" && exit 1)
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
+	$(MAKE) test-deploy
+
+# deploy/ rendered with kustomize's Go library and decoded into Kubernetes API types, in a
+# module of its own (deploy/check) so those dependencies stay out of tickgate's go.mod.
+test-deploy:
+	cd deploy/check && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# The end-to-end suite once more on the production shape: the real Temporal server on
+# PostgreSQL with several history shards instead of the dev server. Not in `make test`
+# (it doubles the e2e suite's time).
+test-cluster: tools server-tools chromium
+	TICKGATE_TEST_TEMPORAL=server $(GO) test $(TEST_FLAGS) ./e2e/ ./internal/dev/devstack/
 
 lint:
 	gofmt -l . | (! grep .)
@@ -93,9 +130,10 @@ bench-api: postgres
 	$(GO) run ./bench/api
 
 # The chaos run (issue #7): the stack on its own PostgreSQL cluster and Temporal dev server,
-# two workers and the API under 220 schedules, a 2,000-task rollout and device dispatch over
+# two workers and two APIs under 220 schedules, a 2,000-task rollout and device dispatch over
 # 10 PCs, while workers are killed 20 times and PostgreSQL, Temporal and the API restarted.
 # Prints the faults and invariant checks and exits non-zero on any breach. Not in `make test`
-# (a short profile of it is: e2e/chaos_test.go). CHAOS_FLAGS=-seed N repeats a fault plan.
-chaos: build tools
+# (a short profile of it is: e2e/chaos_test.go). CHAOS_FLAGS=-seed N repeats a fault plan;
+# CHAOS_FLAGS='-temporal server' runs it on the real server (PostgreSQL, several shards).
+chaos: build tools server-tools
 	$(TICKGATE) chaos -profile full $(CHAOS_FLAGS)

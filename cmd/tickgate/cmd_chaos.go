@@ -24,6 +24,7 @@ func runChaos(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 0, "fault plan seed, to repeat a run (0: random)")
 	keep := fs.Bool("keep", false, "keep the clusters' data of a passing run (a failing run always keeps it)")
 	faultPhase := fs.Duration("fault-phase", 0, "override the profile's fault phase length")
+	temporal := fs.String("temporal", chaos.TemporalDev, "the Temporal to run on: dev (the CLI's dev server) or server (the real server on PostgreSQL, the production shape)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func runChaos(ctx context.Context, args []string) error {
 		return fmt.Errorf("chaos: own binary: %w", err)
 	}
 	start := time.Now()
-	r, err := chaos.Run(ctx, p, chaos.Options{Binary: bin, Dir: *dir, Seed: *seed, Out: os.Stdout})
+	r, err := chaos.Run(ctx, p, chaos.Options{Binary: bin, Dir: *dir, Seed: *seed, Out: os.Stdout, Temporal: *temporal})
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,6 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/tickgate/tickgate/cli"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/store"
 )
@@ -36,11 +35,22 @@ type Options struct {
 	Seed uint64
 	// Out receives the progress lines and the report.
 	Out io.Writer
+	// Temporal is the server the run attacks: TemporalDev (the CLI's dev server, SQLite,
+	// one shard; the default) or TemporalServer (the real server on PostgreSQL, several
+	// history shards: the production shape).
+	Temporal string
 }
+
+// The Temporal shapes a run can use.
+const (
+	TemporalDev    = "dev"
+	TemporalServer = "server"
+)
 
 // Report is a run's outcome.
 type Report struct {
 	Profile      Profile
+	Temporal     string // the shape the run used
 	Seed         uint64
 	Faults       []Injected
 	Checks       []CheckResult
@@ -89,8 +99,14 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("chaos: run dir: %w", err)
 	}
-	logf("chaos: profile %s, seed %d, logs in %s", p.Name, opts.Seed, opts.Dir)
-	s, err := startStack(ctx, opts.Dir, opts.Binary, logf)
+	if opts.Temporal == "" {
+		opts.Temporal = TemporalDev
+	}
+	if opts.Temporal != TemporalDev && opts.Temporal != TemporalServer {
+		return nil, fmt.Errorf("chaos: temporal %q: want %q or %q", opts.Temporal, TemporalDev, TemporalServer)
+	}
+	logf("chaos: profile %s, temporal %s, seed %d, logs in %s", p.Name, opts.Temporal, opts.Seed, opts.Dir)
+	s, err := startStack(ctx, opts.Dir, opts.Binary, opts.Temporal, logf)
 	defer func() {
 		if s != nil {
 			if err := s.close(); err != nil {
@@ -105,7 +121,8 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err := s.startProcesses(ctx, p, taskQueue); err != nil {
 		return nil, fmt.Errorf("chaos: start processes: %w", err)
 	}
-	logf("chaos: postgres %s, temporal %s (UI :%d), api %s, 2 workers", s.dbURL, s.temporal.Address(), s.temporal.UIPort, s.apiAddr)
+	logf("chaos: postgres %s, temporal %s %s (UI %s), APIs %s, %d workers", s.dbURL, opts.Temporal, s.temporal.Address(), s.temporal.UIAddress(),
+		strings.Join(s.apiAddrs, " "), len(s.workers))
 
 	stopTargets, err := startTargetWorker(ctx, s.temporal.Address(), "chaos-targets", filepath.Join(opts.Dir, "targets.log"))
 	if err != nil {
@@ -120,12 +137,12 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	defer st.Close()
 	pool := st.Pool
 
-	api := &apiClient{cli.Client{Server: "http://" + s.apiAddr, Token: s.adminToken}}
+	api := newAPIClient(s.adminToken, s.apiAddrs)
 	l, err := createLoad(ctx, api, p, "chaos-targets")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: create load: %w", err)
 	}
-	if err := s.startAgents(p, strings.Join(l.pcNames, ",")); err != nil {
+	if err := s.startAgents(p, l.pcNames); err != nil {
 		return nil, err
 	}
 	logf("chaos: load created: %d + %d schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks",
@@ -196,7 +213,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Profile: p, Seed: opts.Seed, Faults: faults, Final: final, SettleTime: settleTime, SettleReason: why}
+	r := &Report{Profile: p, Temporal: opts.Temporal, Seed: opts.Seed, Faults: faults, Final: final, SettleTime: settleTime, SettleReason: why}
 	r.Checks, r.Unreachable = chk.snapshot()
 	for _, c := range r.Checks {
 		r.Breaches += c.Breaches
@@ -280,7 +297,7 @@ func DefaultDir(root string) string {
 
 // Print writes the report's tables and its RESULT line.
 func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "\n## Chaos run — profile %s, seed %d, %s\n\n", r.Profile.Name, r.Seed, r.Elapsed.Round(time.Second))
+	fmt.Fprintf(w, "\n## Chaos run — profile %s, Temporal %s, seed %d, %s\n\n", r.Profile.Name, r.Temporal, r.Seed, r.Elapsed.Round(time.Second))
 	fmt.Fprintln(w, "| fault | injected | failed | down | recovery p50 | recovery max |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
 	for _, kind := range []string{faultWorkerKill, faultPostgresRestart, faultTemporalRestart, faultAPIKill} {

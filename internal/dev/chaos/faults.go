@@ -14,7 +14,7 @@ import (
 const (
 	faultWorkerKill      = "kill -9 worker"
 	faultPostgresRestart = "restart PostgreSQL (immediate stop)"
-	faultTemporalRestart = "restart Temporal dev server"
+	faultTemporalRestart = "restart Temporal server"
 	faultAPIKill         = "kill -9 API"
 )
 
@@ -92,8 +92,9 @@ func (in *injector) inject(ctx context.Context, kind string) Injected {
 		r.Target, r.Down = w.name, time.Duration(500+in.rng.IntN(4500))*time.Millisecond
 		r.Err = w.killAndRestart(ctx, r.Down)
 	case faultAPIKill:
-		r.Target, r.Down = in.s.api.name, 2*time.Second
-		r.Err = in.s.api.killAndRestart(ctx, r.Down)
+		api := in.s.apis[in.rng.IntN(len(in.s.apis))]
+		r.Target, r.Down = api.name, 2*time.Second
+		r.Err = api.killAndRestart(ctx, r.Down)
 	case faultPostgresRestart:
 		// Down longer than one local-activity attempt window (10 s): the outage must be
 		// waited out, not turned into a failed workflow.

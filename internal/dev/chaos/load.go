@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -18,27 +19,40 @@ import (
 // overlapPolicies are cycled through by the workflow-action schedules.
 var overlapPolicies = []string{"skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"}
 
-// apiClient calls the tickgate API with the run's admin token, retrying while the API is
-// down (it is one of the things the run kills).
-type apiClient struct{ cli.Client }
+// apiClient calls the tickgate APIs with the run's admin token, as clients behind a load
+// balancer do: each call goes to the next API in turn, and a call that finds its API down
+// (it is one of the things the run kills) or answering 5xx is sent to the other one, for
+// up to a minute. Any other error is returned at once. A POST carries an Idempotency-Key
+// that its resends keep, so a create whose first answer was lost — whichever API it
+// reached — does not create twice.
+type apiClient struct {
+	clients []cli.Client
+	next    atomic.Uint64
+}
 
-// do sends body to path and decodes the answer into out. An API that cannot be reached or
-// answers 5xx is retried for up to a minute; any other error is returned at once. A POST
-// carries an Idempotency-Key, so a retried create whose first answer was lost does not
-// create twice.
+func newAPIClient(token string, addrs []string) *apiClient {
+	c := &apiClient{}
+	for _, a := range addrs {
+		c.clients = append(c.clients, cli.Client{Server: "http://" + a, Token: token})
+	}
+	return c
+}
+
 func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
-	call := c.Client
+	var headers map[string]string
 	if method == http.MethodPost {
-		call.Headers = map[string]string{"Idempotency-Key": fmt.Sprintf("chaos-%d", rand.Uint64())}
+		headers = map[string]string{"Idempotency-Key": fmt.Sprintf("chaos-%d", rand.Uint64())}
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
+		call := c.clients[c.next.Add(1)%uint64(len(c.clients))]
+		call.Headers = headers
 		err := call.Do(ctx, method, path, body, out)
 		if err == nil {
 			return nil
 		}
 		if cli.ExitCode(err) != cli.ExitUnavailable || time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s %s: %w", method, path, err)
+			return fmt.Errorf("%s %s%s: %w", method, call.Server, path, err)
 		}
 		sleepCtx(ctx, 500*time.Millisecond)
 	}

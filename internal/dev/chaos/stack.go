@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,22 +17,27 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// stack is the local product the run attacks: its own PostgreSQL cluster and Temporal dev
-// server (never the ones `make dev` or the tests use, since the run restarts them), two
-// worker processes, the API process and the agent simulator.
+// stack is the local product the run attacks: its own PostgreSQL cluster and Temporal
+// (never the ones `make dev` or the tests use, since the run restarts them), two worker
+// processes, two API processes, as behind a load balancer, and two agent simulators, each
+// calling one of the APIs.
 type stack struct {
 	dir        string
 	bin        string // the tickgate binary
 	pg         *devstack.Postgres
-	temporal   *devstack.Temporal
+	temporal   devstack.TemporalService
 	dbURL      string
-	apiAddr    string
+	apiAddrs   []string
 	adminToken string
 	workers    []*process
-	api        *process
-	agents     *process
+	apis       []*process
+	agents     []*process
 	logf       func(string, ...any)
 }
+
+// processCount is how many worker and API processes the run starts: more than one of
+// each, so nothing may live in one process's memory that another needs.
+const processCount = 2
 
 // process is one tickgate subcommand run as a child process, restartable after a kill.
 type process struct {
@@ -137,19 +142,11 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+var freePort = devstack.FreePort
 
 // startStack brings up PostgreSQL, Temporal, the database schema and an admin token.
 // The tickgate processes are started by startProcesses.
-func startStack(ctx context.Context, dir, bin string, logf func(string, ...any)) (*stack, error) {
+func startStack(ctx context.Context, dir, bin, shape string, logf func(string, ...any)) (*stack, error) {
 	root, err := devstack.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -173,21 +170,7 @@ func startStack(ctx context.Context, dir, bin string, logf func(string, ...any))
 	}
 	s.dbURL = s.pg.URL("tickgate")
 
-	temporalBin, err := devstack.TemporalBinary(ctx, root, logf)
-	if err != nil {
-		return s, err
-	}
-	tPort, err := freePort()
-	if err != nil {
-		return s, err
-	}
-	uiPort, err := freePort()
-	if err != nil {
-		return s, err
-	}
-	s.temporal = &devstack.Temporal{Bin: temporalBin, DBFile: filepath.Join(dir, "temporal.db"), Port: tPort, UIPort: uiPort,
-		LogFile: filepath.Join(dir, "temporal.log")}
-	if err := s.temporal.Start(ctx); err != nil {
+	if s.temporal, err = startTemporal(ctx, root, dir, shape, s.pg, logf); err != nil {
 		return s, err
 	}
 	if err := store.Migrate(ctx, s.dbURL); err != nil {
@@ -206,18 +189,47 @@ func startStack(ctx context.Context, dir, bin string, logf func(string, ...any))
 	return s, nil
 }
 
-// startProcesses starts the workers and the API and waits for them to be ready.
-func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string) error {
-	apiPort, err := freePort()
-	if err != nil {
-		return err
+// startTemporal starts the run's Temporal: the CLI's dev server on a SQLite file, or the
+// real server with its persistence in the run's PostgreSQL cluster (so the PostgreSQL
+// restart hits Temporal too, as it would in production).
+func startTemporal(ctx context.Context, root, dir, shape string, pg *devstack.Postgres, logf func(string, ...any)) (devstack.TemporalService, error) {
+	if shape == TemporalServer {
+		bins, err := devstack.BuildServerBinaries(ctx, root, logf)
+		if err != nil {
+			return nil, err
+		}
+		ports, err := devstack.FreeServerPorts()
+		if err != nil {
+			return nil, err
+		}
+		srv := &devstack.TemporalServer{Bins: bins, PG: pg, Dir: filepath.Join(dir, "temporal-server"), Ports: ports,
+			Shards: devstack.DefaultHistoryShards, Log: logf}
+		return srv, srv.Start(ctx)
 	}
-	s.apiAddr = fmt.Sprintf("127.0.0.1:%d", apiPort)
+	temporalBin, err := devstack.TemporalBinary(ctx, root, logf)
+	if err != nil {
+		return nil, err
+	}
+	tPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	uiPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dev := &devstack.Temporal{Bin: temporalBin, DBFile: filepath.Join(dir, "temporal.db"), Port: tPort, UIPort: uiPort,
+		LogFile: filepath.Join(dir, "temporal.log")}
+	return dev, dev.Start(ctx)
+}
+
+// startProcesses starts the workers and the APIs and waits for them to be ready.
+func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string) error {
 	common := []string{
 		"DATABASE_URL=" + s.dbURL, "TEMPORAL_ADDRESS=" + s.temporal.Address(), "TICKGATE_TASK_QUEUE=" + taskQueue,
 		"TICKGATE_DEVICE_TIMEOUT=" + p.DeviceTimeout.String(),
 	}
-	for i := 1; i <= 2; i++ {
+	for i := 1; i <= processCount; i++ {
 		port, err := freePort()
 		if err != nil {
 			return err
@@ -229,10 +241,18 @@ func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string)
 			logPath: filepath.Join(s.dir, fmt.Sprintf("worker-%d.log", i)), readyURL: "http://" + metricsAddr + "/readyz",
 		})
 	}
-	s.api = &process{
-		name: "api", bin: s.bin, args: []string{"api"},
-		env:     append(append([]string{}, common...), "TICKGATE_HTTP_ADDR="+s.apiAddr),
-		logPath: filepath.Join(s.dir, "api.log"), readyURL: "http://" + s.apiAddr + "/readyz",
+	for i := 1; i <= processCount; i++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		s.apiAddrs = append(s.apiAddrs, addr)
+		s.apis = append(s.apis, &process{
+			name: fmt.Sprintf("api-%d", i), bin: s.bin, args: []string{"api"},
+			env:     append(append([]string{}, common...), "TICKGATE_HTTP_ADDR="+addr),
+			logPath: filepath.Join(s.dir, fmt.Sprintf("api-%d.log", i)), readyURL: "http://" + addr + "/readyz",
+		})
 	}
 	for _, proc := range s.services() {
 		if err := proc.start(); err != nil {
@@ -247,37 +267,50 @@ func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string)
 	return nil
 }
 
-// services are the processes with a /readyz: the workers and the API.
+// services are the processes with a /readyz: the workers and the APIs.
 func (s *stack) services() []*process {
-	return append(append([]*process{}, s.workers...), s.api)
+	return append(append([]*process{}, s.workers...), s.apis...)
 }
 
-// startAgents runs the agent simulator for the run's PCs.
-func (s *stack) startAgents(p Profile, pcs string) error {
-	s.agents = &process{
-		name: "agent-sim", bin: s.bin,
-		args: []string{"agent-sim", "-server", "http://" + s.apiAddr, "-pcs", pcs, "-token", s.adminToken,
-			"-latency", p.DeviceLatency.String(), "-jitter", p.DeviceLatency.String(),
-			"-fail-rate", fmt.Sprint(p.FailRate), "-no-answer-rate", fmt.Sprint(p.NoAnswerRate), "-report", "10s"},
-		logPath: filepath.Join(s.dir, "agent-sim.log"),
+// startAgents runs one agent simulator per API, the PCs dealt out between them.
+func (s *stack) startAgents(p Profile, pcs []string) error {
+	for i, addr := range s.apiAddrs {
+		var mine []string
+		for j := i; j < len(pcs); j += len(s.apiAddrs) {
+			mine = append(mine, pcs[j])
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		agents := &process{
+			name: fmt.Sprintf("agent-sim-%d", i+1), bin: s.bin,
+			args: []string{"agent-sim", "-server", "http://" + addr, "-pcs", strings.Join(mine, ","), "-token", s.adminToken,
+				"-latency", p.DeviceLatency.String(), "-jitter", p.DeviceLatency.String(),
+				"-fail-rate", fmt.Sprint(p.FailRate), "-no-answer-rate", fmt.Sprint(p.NoAnswerRate), "-report", "10s"},
+			logPath: filepath.Join(s.dir, fmt.Sprintf("agent-sim-%d.log", i+1)),
+		}
+		if err := agents.start(); err != nil {
+			return err
+		}
+		s.agents = append(s.agents, agents)
 	}
-	return s.agents.start()
+	return nil
 }
 
 // close stops everything the stack started; the directory stays for the logs.
 func (s *stack) close() error {
 	var errs []error
-	if s.agents != nil {
-		s.agents.stop()
+	for _, a := range s.agents {
+		a.stop()
 	}
-	if s.api != nil {
-		s.api.stop()
+	for _, a := range s.apis {
+		a.stop()
 	}
 	for _, w := range s.workers {
 		w.stop()
 	}
 	if s.temporal != nil {
-		errs = append(errs, s.temporal.Stop())
+		errs = append(errs, s.temporal.Close())
 	}
 	if s.pg != nil {
 		errs = append(errs, s.pg.Stop())
@@ -295,8 +328,9 @@ func (s *stack) restartPostgres(ctx context.Context, down time.Duration) error {
 	return s.pg.Start(ctx)
 }
 
-// restartTemporal stops the dev server and starts it again on the same ports and SQLite
-// file after down: workflows, timers and task queues survive in the file.
+// restartTemporal stops the server and starts it again on the same ports and data after
+// down: workflows, timers and task queues survive in its SQLite file or PostgreSQL
+// databases.
 func (s *stack) restartTemporal(ctx context.Context, down time.Duration) error {
 	if err := s.temporal.Stop(); err != nil {
 		return fmt.Errorf("temporal: stop: %w", err)
