@@ -24,6 +24,7 @@ func runChaos(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 0, "fault plan seed, to repeat a run (0: random)")
 	keep := fs.Bool("keep", false, "keep the clusters' data of a passing run (a failing run always keeps it)")
 	faultPhase := fs.Duration("fault-phase", 0, "override the profile's fault phase length")
+	settle := fs.Duration("settle", 0, "override the profile's bound on the wait for the work to finish after the faults")
 	temporal := fs.String("temporal", chaos.TemporalDev, "the Temporal to run on: dev (the CLI's dev server) or server (the real server on PostgreSQL, the production shape)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -34,6 +35,9 @@ func runChaos(ctx context.Context, args []string) error {
 	}
 	if *faultPhase > 0 {
 		p.FaultPhase = *faultPhase
+	}
+	if *settle > 0 {
+		p.Settle = *settle
 	}
 	if *dir == "" {
 		root, err := devstack.RepoRoot()
