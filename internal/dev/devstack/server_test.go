@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
@@ -74,6 +75,11 @@ func TestTemporalServerIsTheProductionShape(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Stop())
 	require.NoError(t, s.Start(ctx), "a second start updates the schemas and registers again without error")
+	// The client from before the restart reconnects on its own, after gRPC's dial backoff.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		_, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+		assert.NoError(ct, err)
+	}, time.Minute, 250*time.Millisecond, "the old client reaches the restarted server")
 	requireSearchAttributes()
 	require.EqualValues(t, devstack.DefaultHistoryShards, describe()["historyShardCount"])
 	d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
