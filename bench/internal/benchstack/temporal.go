@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 )
@@ -20,10 +23,6 @@ const (
 	ShapeDev    = "dev"    // the CLI's dev server (SQLite, one shard): make dev's default
 	ShapeServer = "server" // the real server on PostgreSQL: make dev's production shape
 )
-
-// ErrServerShapeUnavailable is returned for TICKGATE_DEV_TEMPORAL=server while this build's
-// devstack cannot run the real server; the bench refuses rather than measure another shape.
-var ErrServerShapeUnavailable = errors.New(ShapeEnv + "=server: the real server shape is not available in this build (internal/dev/devstack runs only the CLI's dev server)")
 
 // ShapeFromEnv reads ShapeEnv: empty or "dev" is the dev server, "server" the real server.
 func ShapeFromEnv() (string, error) {
@@ -54,7 +53,7 @@ func startTemporal(ctx context.Context, shape, root, dir string, pg *devstack.Po
 	case ShapeDev:
 		return startDevServer(ctx, root, dir)
 	case ShapeServer:
-		return nil, ErrServerShapeUnavailable
+		return startServer(ctx, root, dir, pg)
 	}
 	return nil, fmt.Errorf("temporal shape %q", shape)
 }
@@ -114,6 +113,45 @@ func (d *devServer) Describe() string {
 }
 
 func (d *devServer) Close() error { return d.Stop() }
+
+// realServer is make dev's production shape: the real server with its persistence in the
+// bench's own cluster, in databases emptied first (as the dev server starts from a new file).
+type realServer struct {
+	*devstack.TemporalServer
+}
+
+func startServer(ctx context.Context, root, dir string, pg *devstack.Postgres) (*realServer, error) {
+	bins, err := devstack.BuildServerBinaries(ctx, root, log.Printf)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := devstack.FreeServerPorts()
+	if err != nil {
+		return nil, err
+	}
+	srv := &devstack.TemporalServer{Bins: bins, PG: pg, Dir: filepath.Join(dir, "temporal-server"),
+		Ports: ports, Shards: devstack.DefaultHistoryShards, Log: log.Printf}
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		return nil, fmt.Errorf("temporal server: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	storeDB, visibilityDB := srv.Databases()
+	for _, db := range []string{storeDB, visibilityDB} {
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return nil, fmt.Errorf("temporal server: drop %s: %w", db, err)
+		}
+	}
+	if err := srv.Start(ctx); err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	return &realServer{TemporalServer: srv}, nil
+}
+
+func (r *realServer) Describe() string {
+	return fmt.Sprintf("Temporal server (tools/temporal pin) on PostgreSQL, %d history shards, make dev's settings", r.Shards)
+}
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"text/template"
@@ -125,7 +126,10 @@ type TemporalServer struct {
 	Shards int
 	// DBPrefix names the databases; "temporal" when empty.
 	DBPrefix string
-	Log      func(string, ...any)
+	// DynamicConfig sets dynamic-config keys beside the defaults (the values are YAML
+	// scalars), as the dev server's --dynamic-config-value does.
+	DynamicConfig map[string]string
+	Log           func(string, ...any)
 
 	server, ui *child
 }
@@ -136,6 +140,14 @@ var _ TemporalService = (*TemporalServer)(nil)
 func (t *TemporalServer) Address() string { return fmt.Sprintf("127.0.0.1:%d", t.Ports.Frontend) }
 
 // UIAddress is the Web UI's host:port.
+// PID is the server process's id (0 when it is not running), for a bench reading its CPU time.
+func (t *TemporalServer) PID() int {
+	if t.server == nil || t.server.cmd == nil || t.server.cmd.Process == nil {
+		return 0
+	}
+	return t.server.cmd.Process.Pid
+}
+
 func (t *TemporalServer) UIAddress() string { return fmt.Sprintf("127.0.0.1:%d", t.Ports.UI) }
 
 // LogFile is the server's log.
@@ -400,7 +412,16 @@ func (t *TemporalServer) writeConfig() error {
 	if err := os.WriteFile(filepath.Join(t.Dir, "config", "tickgate.yaml"), []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("temporal server: write config: %w", err)
 	}
-	if err := os.WriteFile(data.DynamicConfig, []byte(serverDynamicConfig), 0o644); err != nil {
+	dynamic := serverDynamicConfig
+	keys := make([]string, 0, len(t.DynamicConfig))
+	for k := range t.DynamicConfig {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		dynamic += fmt.Sprintf("%s:\n  - value: %s\n", k, t.DynamicConfig[k])
+	}
+	if err := os.WriteFile(data.DynamicConfig, []byte(dynamic), 0o644); err != nil {
 		return fmt.Errorf("temporal server: write dynamic config: %w", err)
 	}
 	return nil
