@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -233,12 +234,27 @@ func pauseAll(ctx context.Context, api *apiClient, pool *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("list schedules: %w", err)
 	}
-	var errs []error
+	// Eight at a time: each pause waits for its schedule's workflow to take the update, and
+	// 220 of them one after another took minutes on a loaded machine.
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 8)
+	)
 	for _, n := range names {
-		if err := api.do(ctx, http.MethodPost, "/api/v1/schedules/"+n+"/pause", map[string]any{"note": "chaos run ends"}, nil); err != nil {
-			errs = append(errs, err)
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := api.do(ctx, http.MethodPost, "/api/v1/schedules/"+n+"/pause", map[string]any{"note": "chaos run ends"}, nil); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
