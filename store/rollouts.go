@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
@@ -235,7 +236,32 @@ func sortInt64s(xs []int64) {
 // ClaimTasks moves up to max AVAILABLE tasks of a running rollout to RUNNING; each row goes
 // to exactly one caller however many claim at once (R4).
 func (s *Store) ClaimTasks(ctx context.Context, rolloutID int64, max int) ([]TaskRun, error) {
-	rows, err := s.Q.ClaimTasks(ctx, dbgen.ClaimTasksParams{RolloutID: rolloutID, MaxRows: int32(max)})
+	return s.ClaimTasksOf(ctx, rolloutID, max, ClaimAll)
+}
+
+// ClaimKind selects the executors a claim takes.
+type ClaimKind int
+
+const (
+	// ClaimAll claims tasks of every executor.
+	ClaimAll ClaimKind = iota
+	// ClaimExternal claims only external tasks (their result comes from outside).
+	ClaimExternal
+	// ClaimRunnable claims only the tasks an executor runs (noop, http, sql).
+	ClaimRunnable
+)
+
+// ClaimTasksOf is ClaimTasks restricted to one kind of executor; each row still goes to
+// exactly one caller (R4).
+func (s *Store) ClaimTasksOf(ctx context.Context, rolloutID int64, max int, kind ClaimKind) ([]TaskRun, error) {
+	var ext pgtype.Bool
+	switch kind {
+	case ClaimExternal:
+		ext = pgtype.Bool{Bool: true, Valid: true}
+	case ClaimRunnable:
+		ext = pgtype.Bool{Bool: false, Valid: true}
+	}
+	rows, err := s.Q.ClaimTasks(ctx, dbgen.ClaimTasksParams{RolloutID: rolloutID, MaxRows: int32(max), External: ext})
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks of rollout %d: %w", rolloutID, mapErr(err))
 	}
@@ -440,6 +466,15 @@ func (s *Store) TaskRunsByIDs(ctx context.Context, ids []int64) ([]TaskRun, erro
 	rows, err := s.Q.TaskRunsByIDs(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read task runs: %w", mapErr(err))
+	}
+	return rows, nil
+}
+
+// RunningRunnableTasks lists a rollout's RUNNING tasks that an executor runs (not external).
+func (s *Store) RunningRunnableTasks(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
+	rows, err := s.Q.RunningRunnableTasks(ctx, rolloutID)
+	if err != nil {
+		return nil, fmt.Errorf("running tasks of rollout %d: %w", rolloutID, mapErr(err))
 	}
 	return rows, nil
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/tickgate/tickgate/domain"
 )
 
@@ -136,8 +137,11 @@ WITH picked AS MATERIALIZED (
     SELECT a.id FROM task_runs a
     WHERE a.rollout_id = $1 AND a.status = 'AVAILABLE'
       AND EXISTS (SELECT 1 FROM rollouts r WHERE r.id = $1 AND r.status = 'RUNNING')
+      -- external: NULL claims every executor; true only external tasks (the workflow waits
+      -- for their result); false only the ones an executor runs (the rollout's runner).
+      AND ($2::boolean IS NULL OR (a.executor = 'external') = $2::boolean)
     ORDER BY a.version_key, a.id
-    LIMIT $2
+    LIMIT $3
     FOR UPDATE SKIP LOCKED
 )
 UPDATE task_runs t
@@ -149,6 +153,7 @@ RETURNING t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.ru
 
 type ClaimTasksParams struct {
 	RolloutID int64
+	External  pgtype.Bool
 	MaxRows   int32
 }
 
@@ -157,7 +162,7 @@ type ClaimTasksParams struct {
 // as a semi-join's inner side the LIMIT subquery is rescanned per candidate row, skips the
 // rows this statement already updated, and so claims more than max_rows.
 func (q *Queries) ClaimTasks(ctx context.Context, arg ClaimTasksParams) ([]TaskRun, error) {
-	rows, err := q.db.Query(ctx, claimTasks, arg.RolloutID, arg.MaxRows)
+	rows, err := q.db.Query(ctx, claimTasks, arg.RolloutID, arg.External, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -673,13 +678,14 @@ SET status = ch.status,
     updated_at = CASE WHEN ch.status = 'AVAILABLE' THEN now() ELSE t.updated_at END
 FROM changes ch
 WHERE t.id = ch.id AND t.status = 'PENDING'
-RETURNING t.id, t.rollout_id, t.status
+RETURNING t.id, t.rollout_id, t.status, t.executor
 `
 
 type PromoteTasksRow struct {
 	ID        int64
 	RolloutID int64
 	Status    domain.TaskStatus
+	Executor  domain.Executor
 }
 
 // One set-based round of the four gates (run_at, version order per database, database
@@ -701,7 +707,12 @@ func (q *Queries) PromoteTasks(ctx context.Context, asOf *time.Time) ([]PromoteT
 	var items []PromoteTasksRow
 	for rows.Next() {
 		var i PromoteTasksRow
-		if err := rows.Scan(&i.ID, &i.RolloutID, &i.Status); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.RolloutID,
+			&i.Status,
+			&i.Executor,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -746,6 +757,55 @@ func (q *Queries) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const runningRunnableTasks = `-- name: RunningRunnableTasks :many
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs
+WHERE rollout_id = $1 AND status = 'RUNNING' AND executor <> 'external'
+ORDER BY id
+`
+
+// A rollout's RUNNING tasks that an executor runs (not external): all held by its one
+// runner activity, whose retry after a lost worker adopts them.
+func (q *Queries) RunningRunnableTasks(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
+	rows, err := q.db.Query(ctx, runningRunnableTasks, rolloutID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskRun
+	for rows.Next() {
+		var i TaskRun
+		if err := rows.Scan(
+			&i.ID,
+			&i.RolloutID,
+			&i.Database,
+			&i.Type,
+			&i.Version,
+			&i.VersionKey,
+			&i.RunAt,
+			&i.Executor,
+			&i.Payload,
+			&i.Status,
+			&i.WaitingCause,
+			&i.WaitingKey,
+			&i.Attempt,
+			&i.Error,
+			&i.Output,
+			&i.PromotedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const runningTaskIDs = `-- name: RunningTaskIDs :many

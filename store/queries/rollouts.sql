@@ -176,7 +176,7 @@ SET status = ch.status,
     updated_at = CASE WHEN ch.status = 'AVAILABLE' THEN now() ELSE t.updated_at END
 FROM changes ch
 WHERE t.id = ch.id AND t.status = 'PENDING'
-RETURNING t.id, t.rollout_id, t.status;
+RETURNING t.id, t.rollout_id, t.status, t.executor;
 
 -- name: NextRunAt :many
 -- The earliest run_at still ahead, by the same clock as PromoteTasks.
@@ -193,6 +193,9 @@ WITH picked AS MATERIALIZED (
     SELECT a.id FROM task_runs a
     WHERE a.rollout_id = @rollout_id AND a.status = 'AVAILABLE'
       AND EXISTS (SELECT 1 FROM rollouts r WHERE r.id = @rollout_id AND r.status = 'RUNNING')
+      -- external: NULL claims every executor; true only external tasks (the workflow waits
+      -- for their result); false only the ones an executor runs (the rollout's runner).
+      AND (sqlc.narg(external)::boolean IS NULL OR (a.executor = 'external') = sqlc.narg(external)::boolean)
     ORDER BY a.version_key, a.id
     LIMIT @max_rows
     FOR UPDATE SKIP LOCKED
@@ -265,3 +268,10 @@ FROM jsonb_to_recordset(@results::jsonb) AS x(id bigint, attempt integer, status
 WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
   AND x.status IN ('DONE', 'FAILED', 'CANCELED')
 RETURNING t.id, t.status;
+
+-- name: RunningRunnableTasks :many
+-- A rollout's RUNNING tasks that an executor runs (not external): all held by its one
+-- runner activity, whose retry after a lost worker adopts them.
+SELECT * FROM task_runs
+WHERE rollout_id = @rollout_id AND status = 'RUNNING' AND executor <> 'external'
+ORDER BY id;
