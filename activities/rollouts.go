@@ -62,7 +62,7 @@ func (a *RolloutActivities) PromoteRollouts(ctx context.Context, in PromoteInput
 		return PromoteResult{}, err
 	}
 	res := PromoteResult{Promoted: len(p.Promoted), RolloutIDs: p.RolloutIDs, NextRunAt: p.NextRunAt, Duration: time.Since(start)}
-	metrics.PromotionRound.Observe(res.Duration.Seconds())
+	observePromotion(res.Duration)
 	if len(p.RolloutIDs) > 0 && a.Waker != nil {
 		if err := a.Waker.WakeRollouts(ctx, p.RolloutIDs); err != nil {
 			// The tasks are AVAILABLE in Postgres; the rollouts' safety poll claims them anyway.
@@ -97,6 +97,8 @@ type ClaimInput struct {
 	// Adopt are RUNNING tasks the workflow found it does not hold (orphans of a lost
 	// workflow task or of a terminated run): they are returned to be run again.
 	Adopt []int64 `json:",omitempty"`
+	// ExternalOnly claims only external tasks: the rollout's runner claims the others.
+	ExternalOnly bool `json:",omitempty"`
 }
 
 // ClaimResult is what a claim got and the state of the rollout.
@@ -135,7 +137,11 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 			}
 		}
 	}
-	rows, err := a.Store.ClaimTasks(ctx, in.RolloutID, max(in.Max, 1))
+	kind := store.ClaimAll
+	if in.ExternalOnly {
+		kind = store.ClaimExternal
+	}
+	rows, err := a.Store.ClaimTasksOf(ctx, in.RolloutID, max(in.Max, 1), kind)
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -188,3 +194,5 @@ func (a *RolloutActivities) FinishRolloutTask(ctx context.Context, in FinishInpu
 	_, ok, err := a.Store.FinishTask(ctx, in.TaskID, in.Attempt, in.Status, in.Error, out)
 	return ok, err
 }
+
+func observePromotion(d time.Duration) { metrics.PromotionRound.Observe(d.Seconds()) }

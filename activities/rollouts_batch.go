@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,11 @@ type BatchInput struct {
 	// Backoff is the first pause between two executor attempts of a task (default 1 s,
 	// doubled each time, at most 30 s).
 	Backoff time.Duration
+	// Refill makes the batch the rollout's one runner (runRollout): after results are
+	// written it promotes and claims RolloutID's next tasks itself, up to ClaimMax at once.
+	Refill    bool  `json:",omitempty"`
+	RolloutID int64 `json:",omitempty"`
+	ClaimMax  int   `json:",omitempty"`
 }
 
 // BatchResult lists what the batch finished.
@@ -42,6 +48,9 @@ const KickDelay = 5 * time.Millisecond
 // heartbeats; a worker killed mid-batch misses its heartbeat, Temporal retries the
 // activity elsewhere, and the retry runs only the tasks still RUNNING under the same claim.
 func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) (BatchResult, error) {
+	if in.Refill {
+		return a.runRollout(ctx, in)
+	}
 	tasks := in.Tasks
 	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
 		var err error
@@ -284,6 +293,9 @@ type FailInput struct {
 	Tasks  []ClaimedTask
 	Status domain.TaskStatus // FAILED or CANCELED
 	Error  string
+	// RunnerOf, when set, also ends every RUNNING non-external task of that rollout: the
+	// tasks its runner claimed, which the workflow does not know one by one.
+	RunnerOf int64 `json:",omitempty"`
 }
 
 // EndRolloutTasks marks the given tasks that are still their RUNNING claim FAILED or
@@ -294,7 +306,17 @@ func (a *RolloutActivities) EndRolloutTasks(ctx context.Context, in FailInput) (
 		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cannot end tasks as %q", in.Status), "BadStatus", nil)
 	}
 	n := 0
-	for _, t := range in.Tasks {
+	tasks := slices.Clone(in.Tasks)
+	if in.RunnerOf != 0 {
+		rows, err := a.Store.RunningRunnableTasks(ctx, in.RunnerOf)
+		if err != nil {
+			return 0, err
+		}
+		for _, t := range rows {
+			tasks = append(tasks, claimedFrom(t))
+		}
+	}
+	for _, t := range tasks {
 		_, ok, err := a.Store.FinishTask(ctx, t.ID, t.Attempt, in.Status, in.Error, nil)
 		if err != nil {
 			return n, err

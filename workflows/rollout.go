@@ -90,8 +90,15 @@ var (
 // rollout has no unfinished task (retrying one starts it again).
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
 	r := newRolloutRun(ctx, in)
+	// Runs that began before the runner keep running their tasks in fixed batches.
+	r.runnerMode = workflow.GetVersion(ctx, rolloutRunnerChange, workflow.DefaultVersion, 1) >= 1
 	return r.run(ctx)
 }
+
+// rolloutRunnerChange: from version 1 the tasks an executor runs go to one runner activity
+// at a time that promotes and claims the next ones itself (activities.BatchInput.Refill);
+// the workflow claims only external tasks while it runs.
+const rolloutRunnerChange = "rollout-runner"
 
 type batch struct {
 	tasks  []activities.ClaimedTask
@@ -122,6 +129,9 @@ type rolloutRun struct {
 	// they have finished whenever the loop decides; counting them keeps continue-as-new and
 	// completion waiting for one that ever blocks.
 	handlers handlerCount
+	// runnerMode: executor tasks go to one refilling runner; runnerBusy: it is in flight
+	// (it then holds every RUNNING non-external task of the rollout).
+	runnerMode, runnerBusy bool
 }
 
 var rolloutActs *activities.RolloutActivities
@@ -173,6 +183,7 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 		draining := r.shouldContinueAsNew(ctx)
 		if r.wake && !draining {
 			r.wake = false
+			runnerHeld := r.runnerBusy
 			res, err := r.claim(ctx)
 			if err != nil {
 				return err
@@ -181,7 +192,10 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 				return r.stop(ctx)
 			}
 			r.start(ctx, res.Tasks)
-			r.adopt = r.orphans(res.RunningIDs)
+			if !runnerHeld {
+				// (While a runner is in flight the RUNNING tasks not held here are its own.)
+				r.adopt = r.orphans(res.RunningIDs)
+			}
 			if len(r.adopt) > 0 {
 				r.wake = true
 				continue
@@ -244,6 +258,10 @@ func (r *rolloutRun) claim(ctx workflow.Context) (activities.ClaimResult, error)
 	lctx := databaseLocalActivity(ctx, "claim AVAILABLE tasks")
 	var res activities.ClaimResult
 	in := activities.ClaimInput{RolloutID: r.id, Max: claimBatch, Adopt: r.adopt}
+	if r.runnerBusy {
+		// The runner claims the rest, and holds the RUNNING tasks this run does not.
+		in.Adopt, in.ExternalOnly = nil, true
+	}
 	r.adopt = nil
 	if err := workflow.ExecuteLocalActivity(lctx, rolloutActs.ClaimRolloutTasks, in).Get(ctx, &res); err != nil {
 		return res, fmt.Errorf("claim tasks of rollout %d: %w", r.id, err)
@@ -282,14 +300,21 @@ func (r *rolloutRun) start(ctx workflow.Context, tasks []activities.ClaimedTask)
 			r.onResult(ctx, res)
 		}
 	}
+	if r.runnerMode {
+		if len(run) > 0 {
+			r.startBatch(ctx, run, true)
+		}
+		return
+	}
 	for len(run) > 0 {
 		n := min(len(run), TaskBatch)
-		r.startBatch(ctx, run[:n])
+		r.startBatch(ctx, run[:n], false)
 		run = run[n:]
 	}
 }
 
-func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.ClaimedTask) {
+// startBatch runs tasks in one activity; refill makes it the rollout's runner.
+func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.ClaimedTask, refill bool) {
 	seq := r.nextBatch
 	r.nextBatch++
 	cctx, cancel := workflow.WithCancel(ctx)
@@ -301,6 +326,11 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 	if len(tasks) > 1 {
 		summary = fmt.Sprintf("%d tasks, %d…%d", len(tasks), tasks[0].ID, tasks[len(tasks)-1].ID)
 	}
+	var runnerOf int64
+	if refill {
+		summary = "runner: " + summary + ", then the rollout's next tasks"
+		r.runnerBusy, runnerOf = true, r.id
+	}
 	actx := workflow.WithActivityOptions(cctx, workflow.ActivityOptions{
 		StartToCloseTimeout: TaskStartToClose,
 		HeartbeatTimeout:    TaskHeartbeat,
@@ -311,10 +341,14 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		Summary:     summary,
 	})
 	r.pending++
-	in := activities.BatchInput{Tasks: tasks, MaxAttempts: TaskMaxAttempts}
+	in := activities.BatchInput{Tasks: tasks, MaxAttempts: TaskMaxAttempts, Refill: refill, RolloutID: runnerOf}
 	r.sel.AddFuture(workflow.ExecuteActivity(actx, rolloutActs.RunRolloutTasks, in), func(f workflow.Future) {
 		r.pending--
 		delete(r.batches, seq)
+		if refill {
+			// Claim again: tasks promoted after its last refill are AVAILABLE, unclaimed.
+			r.runnerBusy, r.wake = false, true
+		}
 		for _, t := range tasks {
 			delete(r.inBatch, t.ID)
 		}
@@ -324,14 +358,15 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		case temporal.IsCanceledError(err):
 			// stop() ends the canceled batches' tasks.
 		default:
-			r.end(ctx, tasks, domain.TaskFailed, errorMessage(err))
+			r.end(ctx, tasks, domain.TaskFailed, errorMessage(err), runnerOf)
 		}
 		r.wakeIfIdle()
 	})
 }
 
 // end marks tasks still RUNNING under their claim FAILED or CANCELED (asynchronously).
-func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, status domain.TaskStatus, msg string) workflow.Future {
+// runnerOf (a rollout id) also ends the RUNNING tasks its runner claimed.
+func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, status domain.TaskStatus, msg string, runnerOf int64) workflow.Future {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
@@ -341,7 +376,7 @@ func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, s
 	for _, t := range tasks {
 		r.closing[t.ID] = true
 	}
-	f := workflow.ExecuteActivity(actx, rolloutActs.EndRolloutTasks, activities.FailInput{Tasks: tasks, Status: status, Error: msg})
+	f := workflow.ExecuteActivity(actx, rolloutActs.EndRolloutTasks, activities.FailInput{Tasks: tasks, Status: status, Error: msg, RunnerOf: runnerOf})
 	r.sel.AddFuture(f, func(f workflow.Future) {
 		r.pending--
 		for _, t := range tasks {
@@ -413,6 +448,10 @@ func (r *rolloutRun) cancelExternal(ctx workflow.Context, id int64) {
 // stop cancels the batches in flight, marks every task it still holds CANCELED and ends.
 func (r *rolloutRun) stop(ctx workflow.Context) error {
 	var held []activities.ClaimedTask
+	var runnerOf int64
+	if r.runnerBusy {
+		runnerOf = r.id
+	}
 	for _, seq := range sortedIntKeys(r.batches) {
 		b := r.batches[seq]
 		held = append(held, b.tasks...)
@@ -425,8 +464,8 @@ func (r *rolloutRun) stop(ctx workflow.Context) error {
 	for r.pending > 0 {
 		r.sel.Select(ctx)
 	}
-	if len(held) > 0 {
-		r.end(ctx, held, domain.TaskCanceled, "rollout canceled")
+	if len(held) > 0 || runnerOf != 0 {
+		r.end(ctx, held, domain.TaskCanceled, "rollout canceled", runnerOf)
 		for r.pending > 0 {
 			r.sel.Select(ctx)
 		}

@@ -116,8 +116,9 @@ func (s *RolloutWorkflowSuite) TestExternalResultBeforeClaim() {
 	s.NoError(s.env.GetWorkflowError())
 }
 
-// Claimed tasks run in batches of TaskBatch per activity.
+// Claimed tasks run in batches of TaskBatch per activity (runs begun before the runner).
 func (s *RolloutWorkflowSuite) TestTasksRunInBatches() {
+	s.env.OnGetVersion("rollout-runner", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	first := running(120)
 	for i := int64(1); i <= 120; i++ {
 		first.Tasks = append(first.Tasks, task(100+i, domain.ExecutorNoop))
@@ -133,6 +134,64 @@ func (s *RolloutWorkflowSuite) TestTasksRunInBatches() {
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
 	s.ElementsMatch([]int{50, 50, 20}, sizes)
+}
+
+// From the runner version on, every claimed task an executor runs goes to one runner
+// activity (Refill), which claims the rollout's next tasks itself; while it runs the
+// workflow claims only external tasks and adopts nothing (the runner holds the RUNNING
+// tasks), and once it ends the workflow claims everything again.
+func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
+	first := running(122)
+	for i := int64(1); i <= 120; i++ {
+		first.Tasks = append(first.Tasks, task(100+i, domain.ExecutorNoop))
+	}
+	first.Tasks = append(first.Tasks, task(300, domain.ExecutorExternal))
+	during := running(121)
+	during.RunningIDs = []int64{400, 401} // claimed by the runner meanwhile: not orphans
+	var inputs []activities.ClaimInput
+	calls := 0
+	s.env.OnActivity(acts.ClaimRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ClaimInput) (activities.ClaimResult, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			inputs = append(inputs, in)
+			calls++
+			switch calls {
+			case 1:
+				return first, nil
+			case 2:
+				return during, nil
+			}
+			return running(0), nil
+		})
+	var batches []activities.BatchInput
+	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.BatchInput) (activities.BatchResult, error) {
+			s.locked(func() { batches = append(batches, in) })
+			s.env.SignalWorkflow(workflows.SignalPromoted, nil)
+			time.Sleep(50 * time.Millisecond) // the wake-up is handled while the runner runs
+			return activities.BatchResult{}, nil
+		})
+	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(true, nil)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskResult{TaskID: 300, Status: "DONE"})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
+	s.NoError(s.env.GetWorkflowError())
+	s.locked(func() {
+		s.Require().Len(batches, 1, "one runner, not batches of TaskBatch")
+		s.True(batches[0].Refill)
+		s.Equal(int64(7), batches[0].RolloutID)
+		s.Len(batches[0].Tasks, 120)
+		s.Require().GreaterOrEqual(len(inputs), 3)
+		s.False(inputs[0].ExternalOnly)
+		s.True(inputs[1].ExternalOnly, "while the runner runs the workflow claims external tasks only")
+		s.Nil(inputs[1].Adopt)
+		for _, in := range inputs[2:] {
+			s.False(in.ExternalOnly, "after the runner the workflow claims everything again")
+			s.Nil(in.Adopt, "the runner's tasks were not taken for orphans")
+		}
+	})
 }
 
 // A batch whose activity keeps failing (its worker dies every time) is retried by Temporal
