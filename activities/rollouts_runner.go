@@ -16,6 +16,11 @@ import (
 // RunnerClaimMax is the most tasks one refill of a runner claims.
 const RunnerClaimMax = 1000
 
+// RunnerCausesEvery is how often a runner's round is a full one, writing the waiting cause
+// of every task left PENDING; its other rounds promote without (a cause shown may then be
+// up to this old). A variable so tests may change it.
+var RunnerCausesEvery = time.Second
+
 // runRollout is RunRolloutTasks with Refill: the rollout's one runner. It runs its tasks
 // like a batch and, after each write of the results that ended together, runs a promotion
 // round itself (the gates are atomic in SQL, so any number of promoters may run rounds)
@@ -90,6 +95,7 @@ func (a *RolloutActivities) runRollout(ctx context.Context, in BatchInput) (Batc
 	var res BatchResult
 	var finErr error
 	refills := 0
+	lastFull := time.Now() // the round that promoted its first tasks wrote the causes
 	heartbeat := time.NewTicker(min(check, time.Second))
 	defer heartbeat.Stop()
 	lastCheck := time.Now()
@@ -98,7 +104,7 @@ func (a *RolloutActivities) runRollout(ctx context.Context, in BatchInput) (Batc
 			if ctx.Err() != nil || finErr != nil {
 				break
 			}
-			got, err := a.refill(ctx, in.RolloutID, claimMax)
+			got, err := a.refill(ctx, in.RolloutID, claimMax, &lastFull)
 			refills++
 			if err != nil {
 				return res, err
@@ -129,7 +135,7 @@ func (a *RolloutActivities) runRollout(ctx context.Context, in BatchInput) (Batc
 			if ctx.Err() != nil || finErr != nil {
 				continue // drain: no new work
 			}
-			got, err := a.refill(ctx, in.RolloutID, claimMax)
+			got, err := a.refill(ctx, in.RolloutID, claimMax, &lastFull)
 			refills++
 			if err != nil {
 				// The tasks stay AVAILABLE; the next refill (or the workflow) claims them.
@@ -203,9 +209,15 @@ func (a *RolloutActivities) recordResults(ctx context.Context, group []runnerRes
 // refill runs a promotion round, wakes the other rollouts it promoted into (and this one's
 // workflow if it promoted external tasks, which the workflow claims), and claims up to max
 // of this rollout's AVAILABLE tasks that an executor runs.
-func (a *RolloutActivities) refill(ctx context.Context, rolloutID int64, max int) ([]ClaimedTask, error) {
+// Its round is a full one (waiting causes written) at most every RunnerCausesEvery, a
+// cheaper heads-only one otherwise (PromoteHeadsRound: same gates, no causes).
+func (a *RolloutActivities) refill(ctx context.Context, rolloutID int64, max int, lastFull *time.Time) ([]ClaimedTask, error) {
 	start := time.Now()
-	p, err := a.Store.PromoteRound(ctx)
+	round := a.Store.PromoteHeadsRound
+	if start.Sub(*lastFull) >= RunnerCausesEvery {
+		round, *lastFull = a.Store.PromoteRound, start
+	}
+	p, err := round(ctx)
 	if err != nil {
 		return nil, err
 	}

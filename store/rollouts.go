@@ -225,6 +225,38 @@ func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion
 	return p, nil
 }
 
+// PromoteHeadsRound is a promotion round without the waiting causes (PromoteHeads): the
+// same gates under the same lock, cheaper because it looks only at each database's head
+// tasks and writes no cause. A runner runs it between batches of its tasks; the causes of
+// the tasks it leaves PENDING are brought up to date by the next full round. NextRunAt is
+// not read.
+func (s *Store) PromoteHeadsRound(ctx context.Context) (Promotion, error) {
+	var p Promotion
+	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
+		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		rows, err := q.PromoteHeads(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("promote: %w", err)
+		}
+		seen := map[int64]bool{}
+		for _, r := range rows {
+			p.Promoted = append(p.Promoted, dbgen.PromoteTasksRow(r))
+			if !seen[r.RolloutID] {
+				seen[r.RolloutID] = true
+				p.RolloutIDs = append(p.RolloutIDs, r.RolloutID)
+			}
+		}
+		sortInt64s(p.RolloutIDs)
+		return nil
+	})
+	if err != nil {
+		return Promotion{}, fmt.Errorf("promotion round (heads): %w", mapErr(err))
+	}
+	return p, nil
+}
+
 func sortInt64s(xs []int64) {
 	for i := 1; i < len(xs); i++ {
 		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {

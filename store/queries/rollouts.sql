@@ -275,3 +275,62 @@ RETURNING t.id, t.status;
 SELECT * FROM task_runs
 WHERE rollout_id = @rollout_id AND status = 'RUNNING' AND executor <> 'external'
 ORDER BY id;
+
+-- name: PromoteHeads :many
+-- PromoteTasks without the waiting causes, for a runner's round between two batches of
+-- its tasks: the same four gates, applied the same way under the promotion advisory lock,
+-- but only the heads of each database (its smallest live version) are looked at — no
+-- other task can pass the version gate — and no cause is written: the causes of the
+-- tasks left PENDING are brought up to date by the next full round (PromoteTasks).
+WITH live AS (
+    SELECT t.id, t.rollout_id, t.database, t.version_key, t.status, t.run_at,
+           t.type IN ('DDL', 'SDL') AS seq
+    FROM task_runs t
+    WHERE t.status IN ('PENDING', 'AVAILABLE', 'RUNNING')
+),
+db_min AS MATERIALIZED (
+    SELECT l.database, min(l.version_key) AS min_key FROM live l GROUP BY l.database
+),
+heads AS MATERIALIZED (
+    SELECT l.id, l.rollout_id, l.database, l.version_key, l.run_at, l.seq
+    FROM live l JOIN db_min m ON m.database = l.database AND l.version_key = m.min_key
+    WHERE l.status = 'PENDING'
+),
+ro_active AS (
+    SELECT l.rollout_id, count(*) AS n FROM live l
+    WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.rollout_id
+),
+ro AS MATERIALIZED (
+    SELECT r.id, r.parallel_limit, coalesce(a.n, 0) AS active
+    FROM rollouts r LEFT JOIN ro_active a ON a.rollout_id = r.id
+    WHERE r.status = 'RUNNING' AND r.id IN (SELECT DISTINCT h.rollout_id FROM heads h)
+),
+db_busy AS MATERIALIZED (
+    SELECT DISTINCT ON (l.database) l.database, l.id AS busy_id, l.seq
+    FROM live l WHERE l.status IN ('AVAILABLE', 'RUNNING')
+    ORDER BY l.database, l.seq DESC, l.id
+),
+cand AS (
+    SELECT h.id, h.rollout_id, h.database, h.seq, h.version_key, ro.parallel_limit, ro.active AS ro_active,
+           row_number() OVER (PARTITION BY h.database ORDER BY h.id) AS db_rank
+    FROM heads h
+    JOIN ro ON ro.id = h.rollout_id
+    LEFT JOIN db_busy b ON b.database = h.database
+    WHERE (h.run_at IS NULL OR h.run_at <= GREATEST(now(), sqlc.narg(as_of)::timestamptz))
+      AND (b.busy_id IS NULL OR (NOT b.seq AND NOT h.seq))
+),
+cand_first_seq AS (
+    SELECT c.*, min(c.db_rank) FILTER (WHERE c.seq) OVER (PARTITION BY c.database) AS first_seq
+    FROM cand c
+),
+picked AS (
+    SELECT c.id, c.rollout_id, c.parallel_limit, c.ro_active,
+           row_number() OVER (PARTITION BY c.rollout_id ORDER BY c.version_key, c.id) AS ro_rank
+    FROM cand_first_seq c
+    WHERE (c.seq AND c.db_rank = 1) OR (NOT c.seq AND (c.first_seq IS NULL OR c.db_rank < c.first_seq))
+)
+UPDATE task_runs t
+SET status = 'AVAILABLE', waiting_key = NULL, waiting_cause = NULL, promoted_at = now(), updated_at = now()
+FROM picked p
+WHERE t.id = p.id AND p.ro_rank <= p.parallel_limit - p.ro_active AND t.status = 'PENDING'
+RETURNING t.id, t.rollout_id, t.status, t.executor;
