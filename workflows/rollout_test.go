@@ -169,7 +169,14 @@ func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
 		func(_ context.Context, in activities.BatchInput) (activities.BatchResult, error) {
 			s.locked(func() { batches = append(batches, in) })
 			s.env.SignalWorkflow(workflows.SignalPromoted, nil)
-			time.Sleep(50 * time.Millisecond) // the wake-up is handled while the runner runs
+			// The wake-up is handled (a second claim) while the runner runs.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				n := 0
+				s.locked(func() { n = calls })
+				if n >= 2 {
+					break
+				}
+			}
 			return activities.BatchResult{}, nil
 		})
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(true, nil)
