@@ -16,8 +16,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tickgate/tickgate/internal/config"
@@ -25,6 +28,7 @@ import (
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
+	"github.com/tickgate/tickgate/workflows"
 )
 
 // TestReadinessWaitsForDependenciesAndFollowsOutages starts `tickgate api` and `tickgate
@@ -244,6 +248,26 @@ func newNamespace(t *testing.T) string {
 		have, err := tc.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
 		return err == nil && len(have.GetCustomAttributes()) >= len(worker.SearchAttributes)
 	}, 30*time.Second, 200*time.Millisecond)
+	// Listed is not yet usable: the real server's frontend maps a namespace's search
+	// attributes from a cache it refreshes on its own schedule, and refuses a start that
+	// sets one it has not mapped yet. A probe start setting every one of them says when.
+	probe, err := client.Dial(client.Options{HostPort: testenv.TemporalAddress(t), Namespace: ns})
+	require.NoError(t, err)
+	defer probe.Close()
+	attrs := temporal.NewSearchAttributes(
+		workflows.KindKey.ValueSet("probe"), workflows.ScheduleKey.ValueSet("probe"), workflows.RolloutKey.ValueSet("probe"),
+		workflows.PCKey.ValueSet("probe"), workflows.TaskKey.ValueSet("probe"))
+	require.Eventually(t, func() bool {
+		run, err := probe.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: "search-attribute-probe", TaskQueue: "search-attribute-probe", TypedSearchAttributes: attrs,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
+		}, "SearchAttributeProbe")
+		if err != nil {
+			return false
+		}
+		require.NoError(t, probe.TerminateWorkflow(ctx, run.GetID(), run.GetRunID(), "probe only"))
+		return true
+	}, 30*time.Second, 200*time.Millisecond, "search attributes never usable in %s", ns)
 	return ns
 }
 
