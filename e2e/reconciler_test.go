@@ -42,9 +42,12 @@ func TestReconcilerStartsMissingWorkflowsAndStopsOrphans(t *testing.T) {
 	}
 	// A row whose workflow never started (say the API crashed between insert and start).
 	lonely := newRow("reconcile-lonely-" + queue)
-	// A workflow whose row was deleted behind the API's back.
+	// A workflow whose row was deleted behind the API's back. It is started on a queue no
+	// worker polls: a schedule workflow that loads its row and finds it gone ends itself,
+	// and on the real server it would do so before visibility lists it as running.
 	orphan := newRow("reconcile-orphan-" + queue)
-	require.NoError(t, s.StartSchedule(ctx, orphan.ID, orphan.Name, ""))
+	idle := &starter.Starter{Client: tc, TaskQueue: queue + "-unpolled"}
+	require.NoError(t, idle.StartSchedule(ctx, orphan.ID, orphan.Name, ""))
 	_, err = st.DeleteSchedule(ctx, orphan.Name)
 	require.NoError(t, err)
 	// Visibility is eventually consistent: wait until the orphan is listed as running.
