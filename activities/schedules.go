@@ -101,6 +101,10 @@ type RunRecord struct {
 	ScheduledAt time.Time
 	WorkflowID  string
 	Created     bool
+	// NextRunAt is the record's NextRunAt, returned as it was asked for (nil: no further
+	// tick). Returned, it is a result the workflow's history holds: the schedule loop plans
+	// its next tick on it instead of recomputing the spec in a side effect of its own.
+	NextRunAt *time.Time
 }
 
 // RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
@@ -116,7 +120,10 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	if created {
 		observeTick(r.Status, r.Trigger, r.ScheduledAt, r.FiredAt)
 	}
-	return RunRecord{ID: run.ID, Status: run.Status, ScheduledAt: run.ScheduledAt.UTC(), WorkflowID: run.WorkflowID, Created: created}, nil
+	return RunRecord{
+		ID: run.ID, Status: run.Status, ScheduledAt: run.ScheduledAt.UTC(), WorkflowID: run.WorkflowID, Created: created,
+		NextRunAt: r.NextRunAt,
+	}, nil
 }
 
 // MissedTicks records ticks that fell outside the catch-up window, one MISSED row each.

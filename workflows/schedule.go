@@ -33,6 +33,11 @@ const catchupIgnoresSkipIfSuccessfulChange = "catchup-ignores-skip-if-successful
 // (see supersedeWaiting): histories recorded before it replay the old way.
 const cancelOtherSupersedesChange = "cancel-other-supersedes-waiting"
 
+// plannedTickChange versions the loop taking the tick after its watermark from the last
+// record's answer (see plannedTick) instead of from a side effect: an on-time fire then
+// writes no marker besides its record. Histories recorded before it replay the old way.
+const plannedTickChange = "planned-tick-from-record"
+
 // Scheduling constants.
 const (
 	// onTimeTolerance is how late a tick may be processed and still count as on time
@@ -64,9 +69,10 @@ type scheduleWorkflow struct {
 	// mirror serialises the writes of next_run_at (fires, pause, resume, reschedule and the
 	// loop's mirror), so the loop and a handler never overwrite each other out of order.
 	mirror   workflow.Mutex
-	mirrored *time.Time // next_run_at last written to Postgres
-	next     *time.Time // next nominal tick, for describe
-	events   int        // history growth proxy
+	mirrored *time.Time   // next_run_at last written to Postgres
+	next     *time.Time   // next nominal tick, for describe
+	planned  *plannedTick // the tick after the watermark, as a record answered it
+	events   int          // history growth proxy
 }
 
 // ScheduleWorkflow fires one schedule's ticks exactly once each: it sleeps on a durable
@@ -332,6 +338,33 @@ func (w *scheduleWorkflow) stopIfGone(err error) error {
 	return err
 }
 
+// plannedTick is a fact the history holds: the spec's tick after `after` is `next` (nil:
+// none). A record that moves next_run_at past its tick computes that tick anyway; its
+// answer returns it (RunRecord.NextRunAt), so the loop knows the tick after its watermark
+// without a side effect of its own, and replays read the same answer.
+type plannedTick struct {
+	after time.Time
+	next  *time.Time
+}
+
+// plan keeps what a record answered about the tick after `after`, under plannedTickChange.
+// A run started before the change never plans (its version stays the default to its end).
+func (w *scheduleWorkflow) plan(ctx workflow.Context, after time.Time, next *time.Time) {
+	if workflow.GetVersion(ctx, plannedTickChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	w.planned = &plannedTick{after: after, next: next}
+}
+
+// plannedNext returns the tick after the watermark when a record answered it; known is false
+// when it has to be computed (the watermark moved otherwise, or the spec was reloaded).
+func (w *scheduleWorkflow) plannedNext() (next *time.Time, known bool) {
+	if w.planned == nil || !w.planned.after.Equal(w.carry.Watermark) {
+		return nil, false
+	}
+	return w.planned.next, true
+}
+
 func (w *scheduleWorkflow) load(ctx workflow.Context) error {
 	var def activities.ScheduleDefinition
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.LoadSchedule, w.in.ScheduleID).Get(ctx, &def); err != nil {
@@ -342,11 +375,13 @@ func (w *scheduleWorkflow) load(ctx workflow.Context) error {
 		return temporal.NewNonRetryableApplicationError("stored spec is invalid: "+err.Error(), "BadSpec", err)
 	}
 	w.def, w.spec = def, spec
+	w.planned = nil // answered under the definition this load replaces
 	return nil
 }
 
-// nextTick computes the first tick after the watermark. It runs as a side effect so that a
-// later change to time zone data or the cron library cannot change a replayed history.
+// nextTick is the first tick after the watermark: the one the last record answered, else
+// computed in a side effect, so that a later change to time zone data or the cron library
+// cannot change a replayed history.
 func (w *scheduleWorkflow) nextTick(ctx workflow.Context) *time.Time {
 	if w.carry.Paused {
 		w.next = nil
@@ -356,6 +391,10 @@ func (w *scheduleWorkflow) nextTick(ctx workflow.Context) *time.Time {
 		next := *w.carry.Rescheduled
 		w.next = &next
 		return &next
+	}
+	if next, known := w.plannedNext(); known {
+		w.next = next
+		return next
 	}
 	var next time.Time
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {

@@ -40,6 +40,26 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	if w.carry.Rescheduled != nil {
 		return false, w.processRescheduled(ctx, now)
 	}
+	// On time, the tick the last record answered fires without computing the spec again.
+	for fired := 0; fired < maxTicksPerRound; fired++ {
+		tick, known := w.plannedNext()
+		if !known {
+			break
+		}
+		if tick == nil {
+			return false, nil // no further tick
+		}
+		fireAt := tick.Add(w.spec.JitterFor(w.def.Name, *tick))
+		if fireAt.After(now) {
+			return false, nil // not due yet
+		}
+		if now.Sub(fireAt) > onTimeTolerance {
+			break // late: catch-up or missed, decided below over every due tick
+		}
+		if _, err := w.fire(ctx, *tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, *tick), "", nil); err != nil {
+			return false, err
+		}
+	}
 	ticks := w.dueTicks(ctx, now)
 	if len(ticks) == 0 {
 		return false, nil
@@ -226,8 +246,11 @@ func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time,
 		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
 		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,
 	}
-	if (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && !w.carry.Paused {
-		// The same transaction moves next_run_at past this tick.
+	// The same transaction moves next_run_at past a scheduled tick, and its answer tells the
+	// loop which tick that is (see plannedTick).
+	plans := (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && !w.carry.Paused
+	after := w.carry.Watermark
+	if plans {
 		rec.NextRunAt = w.nextAfterWatermark()
 	}
 	if status != domain.RunSkipped && status != domain.RunMissed {
@@ -239,6 +262,9 @@ func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time,
 		return TriggerResult{}, err
 	}
 	w.mirrored = rec.NextRunAt
+	if plans {
+		w.plan(ctx, after, run.NextRunAt)
+	}
 	if !run.Created {
 		// The tick was recorded before. Whatever this attempt meant to do with it (fire it,
 		// skip it), the row decides; if it is a run nobody watches, it is adopted.
