@@ -22,13 +22,7 @@ type Deps struct {
 
 // New creates a worker on cfg.TaskQueue with every engine registered.
 func New(d Deps) (sdkworker.Worker, error) {
-	pollers := d.Config.WorkerPollers
-	if pollers < 2 {
-		pollers = config.DefaultWorkerPollers
-	}
-	w := sdkworker.New(d.Temporal, d.Config.TaskQueue, sdkworker.Options{
-		MaxConcurrentWorkflowTaskPollers: pollers, MaxConcurrentActivityTaskPollers: pollers,
-	})
+	w := sdkworker.New(d.Temporal, d.Config.TaskQueue, PollerOptions(d.Config.WorkerPollers))
 	if err := Register(w, d); err != nil {
 		return nil, err
 	}

@@ -45,9 +45,10 @@ type Config struct {
 }
 
 // DefaultWorkerPollers is twice the task queue partitions a Temporal server has by default
-// (4). The SDK's default of 2 pollers, split between the sticky and the normal queue, left
-// partitions unpolled for a long-poll's minute: in the chaos run a backlog of 109 workflow
-// tasks waited there with two idle workers.
+// (4): the workflow polls a worker opens to begin with (they scale from there, see
+// worker.PollerOptions) and its activity pollers. The SDK's default of 2 pollers, split
+// between the sticky and the normal queue, left partitions unpolled for a long-poll's
+// minute: in the chaos run a backlog of 109 workflow tasks waited there with two idle workers.
 const DefaultWorkerPollers = 8
 
 // FromEnv reads the environment, applying DESIGN.md's defaults.

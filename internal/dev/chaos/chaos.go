@@ -24,6 +24,7 @@ import (
 
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/worker"
 )
 
 // Options are a run's inputs besides its profile.
@@ -295,9 +296,7 @@ func startTargetWorker(ctx context.Context, address, queue, logPath string) (fun
 		logFile.Close()
 		return nil, fmt.Errorf("chaos: target worker: dial %s: %w", address, err)
 	}
-	w := sdkworker.New(tc, queue, sdkworker.Options{
-		MaxConcurrentWorkflowTaskPollers: config.DefaultWorkerPollers, MaxConcurrentActivityTaskPollers: config.DefaultWorkerPollers,
-	})
+	w := sdkworker.New(tc, queue, worker.PollerOptions(config.DefaultWorkerPollers))
 	w.RegisterWorkflowWithOptions(TargetWorkflow, workflow.RegisterOptions{Name: TargetWorkflowName})
 	if err := w.Start(); err != nil {
 		tc.Close()
