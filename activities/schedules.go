@@ -105,6 +105,9 @@ type RunRecord struct {
 	// tick). Returned, it is a result the workflow's history holds: the schedule loop plans
 	// its next tick on it instead of recomputing the spec in a side effect of its own.
 	NextRunAt *time.Time
+	// CommittedAt is the worker's clock once the transaction committed; the schedule loop
+	// measures from it how long it has worked without ending its workflow task.
+	CommittedAt time.Time
 }
 
 // RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
@@ -122,7 +125,7 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	}
 	return RunRecord{
 		ID: run.ID, Status: run.Status, ScheduledAt: run.ScheduledAt.UTC(), WorkflowID: run.WorkflowID, Created: created,
-		NextRunAt: r.NextRunAt,
+		NextRunAt: r.NextRunAt, CommittedAt: time.Now().UTC(),
 	}, nil
 }
 

@@ -73,6 +73,7 @@ type scheduleWorkflow struct {
 	next     *time.Time   // next nominal tick, for describe
 	planned  *plannedTick // the tick after the watermark, as a record answered it
 	events   int          // history growth proxy
+	work     workSpan     // records since the loop last waited (see yieldIfSpent)
 }
 
 // ScheduleWorkflow fires one schedule's ticks exactly once each: it sleeps on a durable
@@ -291,7 +292,12 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 				return w.stopIfGone(err)
 			}
 			if more || len(w.carry.Backfills) > 0 {
-				continue // a long outage or a backfill: keep working through it before sleeping
+				// A long outage or a backfill: keep working through it before sleeping,
+				// committing the work every workflowTaskBudget.
+				if err := w.yieldIfSpent(ctx); err != nil {
+					return err
+				}
+				continue
 			}
 		}
 		next := w.nextTick(ctx)
@@ -311,6 +317,7 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 		}
 		fireAt := next.Add(w.spec.JitterFor(w.def.Name, *next))
 		workflow.SetCurrentDetails(ctx, w.details(&fireAt))
+		w.work = workSpan{} // the wait ends this workflow task
 		wait := fireAt.Sub(workflow.Now(ctx))
 		if wait > 0 {
 			_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{

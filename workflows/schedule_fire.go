@@ -59,6 +59,9 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 		if _, err := w.fire(ctx, *tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, *tick), "", nil); err != nil {
 			return false, err
 		}
+		if w.work.spent() {
+			return true, nil
+		}
 	}
 	ticks := w.dueTicks(ctx, now)
 	if len(ticks) == 0 {
@@ -85,6 +88,10 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 		default:
 			missed = append(missed, tick)
 			w.carry.Watermark = tick
+			continue
+		}
+		if w.work.spent() {
+			return true, nil // the rest in the next workflow task (missed is flushed before each fire)
 		}
 	}
 	if err := w.flushMissed(ctx, &missed); err != nil {
@@ -262,6 +269,7 @@ func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time,
 		return TriggerResult{}, err
 	}
 	w.mirrored = rec.NextRunAt
+	w.work.add(run.CommittedAt)
 	if plans {
 		w.plan(ctx, after, run.NextRunAt)
 	}

@@ -232,11 +232,14 @@ func (w *scheduleWorkflow) processBackfill(ctx workflow.Context) error {
 		}
 		return out
 	}).Get(&ticks)
-	for _, tick := range ticks {
+	for i, tick := range ticks {
 		if _, err := w.fire(ctx, tick, domain.TriggerBackfill, domain.TickKey(w.def.ID, tick), b.Overlap, nil); err != nil {
 			return err
 		}
 		b.Done = tick
+		if w.work.spent() && i < len(ticks)-1 {
+			return nil // the rest of this round after the loop yields (see yieldIfSpent)
+		}
 	}
 	if len(ticks) < backfillPerRound {
 		w.carry.Backfills = w.carry.Backfills[1:]
