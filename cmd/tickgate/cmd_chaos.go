@@ -25,6 +25,7 @@ func runChaos(ctx context.Context, args []string) error {
 	keep := fs.Bool("keep", false, "keep the clusters' data of a passing run (a failing run always keeps it)")
 	faultPhase := fs.Duration("fault-phase", 0, "override the profile's fault phase length")
 	settle := fs.Duration("settle", 0, "override the profile's bound on the wait for the work to finish after the faults")
+	eventSchedules := fs.Int("event-schedules", 0, "override the profile's every-second event schedules (size the load to the machine: see docs/operations.md)")
 	temporal := fs.String("temporal", chaos.TemporalDev, "the Temporal to run on: dev (the CLI's dev server) or server (the real server on PostgreSQL, the production shape)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -38,6 +39,9 @@ func runChaos(ctx context.Context, args []string) error {
 	}
 	if *settle > 0 {
 		p.Settle = *settle
+	}
+	if *eventSchedules > 0 {
+		p.EventSchedules = *eventSchedules
 	}
 	if *dir == "" {
 		root, err := devstack.RepoRoot()
