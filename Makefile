@@ -135,6 +135,7 @@ bench-api: postgres
 # 10 PCs, while workers are killed 20 times and PostgreSQL, Temporal and the API restarted.
 # Prints the faults and invariant checks and exits non-zero on any breach. Not in `make test`
 # (a short profile of it is: e2e/chaos_test.go). CHAOS_FLAGS=-seed N repeats a fault plan;
-# CHAOS_FLAGS='-temporal server' runs it on the real server (PostgreSQL, several shards).
+# CHAOS_FLAGS='-temporal server' runs it on the real server (PostgreSQL, several shards); on
+# 2 cores add -event-schedules 50 (a fire costs the real server ~2.4x the dev server's CPU).
 chaos: build tools server-tools
 	$(TICKGATE) chaos -profile full $(CHAOS_FLAGS)
