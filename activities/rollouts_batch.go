@@ -125,26 +125,11 @@ func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) 
 				}
 			}
 			timer.Stop()
-			finished, err := a.Store.FinishTasks(context.WithoutCancel(ctx), group)
+			recorded, err := a.finishTasks(ctx, group, &res)
 			if err != nil {
 				finErr = errors.Join(finErr, err)
-				continue
 			}
-			done := make(map[int64]bool, len(finished))
-			for _, id := range finished {
-				done[id] = true
-			}
-			for _, r := range group {
-				switch {
-				case !done[r.ID]:
-					// No longer this RUNNING claim (canceled meanwhile): nothing recorded.
-				case r.Status == domain.TaskDone:
-					res.Done = append(res.Done, r.ID)
-				default:
-					res.Failed = append(res.Failed, r.ID)
-				}
-			}
-			if len(finished) > 0 {
+			if recorded > 0 {
 				kicker.kick()
 			}
 		}

@@ -185,10 +185,18 @@ func (a *RolloutActivities) recordResults(ctx context.Context, group []runnerRes
 	if len(rs) == 0 {
 		return
 	}
+	if _, err := a.finishTasks(ctx, rs, res); err != nil {
+		*finErr = errors.Join(*finErr, err)
+	}
+}
+
+// finishTasks writes results in one statement and tallies what was recorded: a result whose
+// task is no longer that RUNNING claim (canceled meanwhile) records nothing. It returns how
+// many were recorded.
+func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskResult, res *BatchResult) (int, error) {
 	finished, err := a.Store.FinishTasks(context.WithoutCancel(ctx), rs)
 	if err != nil {
-		*finErr = errors.Join(*finErr, err)
-		return
+		return 0, err
 	}
 	done := make(map[int64]bool, len(finished))
 	for _, id := range finished {
@@ -197,13 +205,13 @@ func (a *RolloutActivities) recordResults(ctx context.Context, group []runnerRes
 	for _, r := range rs {
 		switch {
 		case !done[r.ID]:
-			// No longer this RUNNING claim (canceled meanwhile): nothing recorded.
 		case r.Status == domain.TaskDone:
 			res.Done = append(res.Done, r.ID)
 		default:
 			res.Failed = append(res.Failed, r.ID)
 		}
 	}
+	return len(finished), nil
 }
 
 // refill runs a promotion round, wakes the other rollouts it promoted into (and this one's
