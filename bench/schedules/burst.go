@@ -79,33 +79,11 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	log.Printf("tickgate: %d schedules created in %s; bursts at %s … %s", n, res.created.Round(time.Millisecond),
 		ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
 
-	var from, to time.Time
-	var cpuFrom benchstack.CPUSnapshot
-	for k, tick := range ticks {
-		got, last, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countRuns(ctx, e.st, ids, tick) }, n, tick, 250*time.Millisecond)
-		if err != nil {
-			return res, err
-		}
-		log.Printf("tickgate: burst %s: %d/%d recorded after %s", tick.Format(time.TimeOnly), got, n, last.Sub(tick).Round(time.Millisecond))
-		if k == *flagWarmup-1 || (*flagWarmup == 0 && k == 0) {
-			if cpuFrom, err = e.stack.CPU(); err != nil {
-				return res, err
-			}
-			from = time.Now()
-		}
-		if k < *flagWarmup {
-			continue
-		}
-		res.ticks = append(res.ticks, tick)
-		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n})
-	}
-	cpuTo, err := e.stack.CPU()
+	from, to, err := res.waitBursts(ctx, e, "tickgate", "recorded", ticks, n, 250*time.Millisecond,
+		func(ctx context.Context, tick time.Time) (int, error) { return countRuns(ctx, e.st, ids, tick) })
 	if err != nil {
 		return res, err
 	}
-	to = time.Now()
-	res.cpu, res.window = cpuTo.Sub(cpuFrom), to.Sub(from)
-	res.overlapped = len(res.ticks) > 0 && from.After(res.ticks[0])
 	if *flagWarmup == 0 {
 		// No warm-up: the window starts at the first burst's end and misses its work.
 		log.Printf("tickgate: -warmup-bursts 0: CPU and events per fire cover bursts 2…%d only", len(ticks))
@@ -114,10 +92,7 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	if res.late, err = commitLateness(ctx, e.st, ids, res.ticks); err != nil {
 		return res, err
 	}
-	for i := range res.perBurst {
-		res.perBurst[i].fired = res.late.firedAt(res.perBurst[i].tick)
-		res.perBurst[i].lastMs = res.late.maxAt(res.perBurst[i].tick)
-	}
+	res.tallyBursts()
 	if res.events, err = historyEvents(ctx, e.tc, from, to); err != nil {
 		return res, err
 	}
@@ -133,6 +108,48 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 		return res, fmt.Errorf("pause burst schedules: %w", err)
 	}
 	return res, nil
+}
+
+// waitBursts waits through each tick's fires (count polled every poll), keeps the measured
+// ticks (after the -warmup-bursts), and reads the CPU over the window from the warm-up's last
+// fire to the last measured fire, which it returns.
+func (res *burstResult) waitBursts(ctx context.Context, e *env, who, verb string, ticks []time.Time, n int, poll time.Duration,
+	count func(context.Context, time.Time) (int, error)) (from, to time.Time, err error) {
+	var cpuFrom benchstack.CPUSnapshot
+	for k, tick := range ticks {
+		got, last, err := waitFires(ctx, func(ctx context.Context) (int, error) { return count(ctx, tick) }, n, tick, poll)
+		if err != nil {
+			return from, to, err
+		}
+		log.Printf("%s: burst %s: %d/%d %s after %s", who, tick.Format(time.TimeOnly), got, n, verb, last.Sub(tick).Round(time.Millisecond))
+		if k == *flagWarmup-1 || (*flagWarmup == 0 && k == 0) {
+			if cpuFrom, err = e.stack.CPU(); err != nil {
+				return from, to, err
+			}
+			from = time.Now()
+		}
+		if k < *flagWarmup {
+			continue
+		}
+		res.ticks = append(res.ticks, tick)
+		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n})
+	}
+	cpuTo, err := e.stack.CPU()
+	if err != nil {
+		return from, to, err
+	}
+	to = time.Now()
+	res.cpu, res.window = cpuTo.Sub(cpuFrom), to.Sub(from)
+	res.overlapped = len(res.ticks) > 0 && from.After(res.ticks[0])
+	return from, to, nil
+}
+
+// tallyBursts fills each measured burst's fired count and latest fire from res.late.
+func (res *burstResult) tallyBursts() {
+	for i := range res.perBurst {
+		res.perBurst[i].fired = res.late.firedAt(res.perBurst[i].tick)
+		res.perBurst[i].lastMs = res.late.maxAt(res.perBurst[i].tick)
+	}
 }
 
 // waitFires polls count every poll until it reaches want or -drain-timeout has passed since

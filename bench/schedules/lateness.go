@@ -85,11 +85,7 @@ func commitLateness(ctx context.Context, st *store.Store, ids []int64, ticks []t
 		return nil, fmt.Errorf("read commit times: %w", err)
 	}
 	defer rows.Close()
-	type key struct {
-		id   int64
-		tick int64
-	}
-	got := map[key]float64{}
+	got := map[fireKey[int64]]float64{}
 	for rows.Next() {
 		var id int64
 		var tick time.Time
@@ -100,22 +96,34 @@ func commitLateness(ctx context.Context, st *store.Store, ids []int64, ticks []t
 		if ms == nil {
 			return nil, fmt.Errorf("schedule %d tick %s: no commit timestamp (is track_commit_timestamp on?)", id, tick)
 		}
-		got[key{id, tick.UnixNano()}] = *ms
+		got[fireKey[int64]{id, tick.UnixNano()}] = *ms
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	return collect(ids, ticks, got), nil
+}
+
+// fireKey names one schedule's fire of one tick (the tick as UnixNano, a comparable key).
+type fireKey[ID comparable] struct {
+	id   ID
+	tick int64
+}
+
+// collect lists the lateness of every (schedule, tick) pair; a pair not in got never fired
+// and is +Inf.
+func collect[ID comparable](ids []ID, ticks []time.Time, got map[fireKey[ID]]float64) lateness {
 	var out lateness
 	for _, tick := range ticks {
 		for _, id := range ids {
-			ms, ok := got[key{id, tick.UnixNano()}]
+			ms, ok := got[fireKey[ID]{id, tick.UnixNano()}]
 			if !ok {
 				ms = math.Inf(1)
 			}
 			out = append(out, fire{tick: tick, ms: ms})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // feltExpr is the SQL for the moment a fire is seen: its commit, or a later visible_at of

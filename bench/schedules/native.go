@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"math"
 	"strings"
 	"time"
 
@@ -93,43 +92,15 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 	log.Printf("native: %d schedules created in %s; bursts at %s … %s", n, res.created.Round(time.Millisecond),
 		ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
 
-	var from time.Time
-	cpuStart, err := e.stack.CPU()
-	if err != nil {
+	// Polled once a second: each count is a visibility query on the server being measured.
+	if _, _, err := res.waitBursts(ctx, e, "native", "started", ticks, n, time.Second,
+		func(ctx context.Context, tick time.Time) (int, error) { return countStarted(ctx, e.tc, tick) }); err != nil {
 		return res, err
 	}
-	for k, tick := range ticks {
-		// Polled once a second: each count is a visibility query on the server being measured.
-		got, last, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countStarted(ctx, e.tc, tick) }, n, tick, time.Second)
-		if err != nil {
-			return res, err
-		}
-		log.Printf("native: burst %s: %d/%d started after %s", tick.Format(time.TimeOnly), got, n, last.Sub(tick).Round(time.Millisecond))
-		if k == *flagWarmup-1 || (*flagWarmup == 0 && k == 0) {
-			if cpuStart, err = e.stack.CPU(); err != nil {
-				return res, err
-			}
-			from = time.Now()
-		}
-		if k < *flagWarmup {
-			continue
-		}
-		res.ticks = append(res.ticks, tick)
-		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n})
-	}
-	cpuEnd, err := e.stack.CPU()
-	if err != nil {
-		return res, err
-	}
-	res.cpu, res.window = cpuEnd.Sub(cpuStart), time.Since(from)
-	res.overlapped = len(res.ticks) > 0 && from.After(res.ticks[0])
 	if res.late, err = nativeLateness(ctx, e.tc, ids, res.ticks); err != nil {
 		return res, err
 	}
-	for i := range res.perBurst {
-		res.perBurst[i].fired = res.late.firedAt(res.perBurst[i].tick)
-		res.perBurst[i].lastMs = res.late.maxAt(res.perBurst[i].tick)
-	}
+	res.tallyBursts()
 	return res, nil
 }
 
@@ -150,11 +121,7 @@ func countStarted(ctx context.Context, tc client.Client, tick time.Time) (int, e
 // nativeLateness lists the started workflows and pairs each with its schedule and scheduled
 // time; (schedule, tick) pairs that never started are +Inf.
 func nativeLateness(ctx context.Context, tc client.Client, ids []string, ticks []time.Time) (lateness, error) {
-	type key struct {
-		id   string
-		tick int64
-	}
-	got := map[key]float64{}
+	got := map[fireKey[string]]float64{}
 	dc := converter.GetDefaultDataConverter()
 	var token []byte
 	for {
@@ -179,7 +146,7 @@ func nativeLateness(ctx context.Context, tc client.Client, ids []string, ticks [
 				return nil, fmt.Errorf("workflow %s: no readable TemporalScheduledById", ex.Execution.WorkflowId)
 			}
 			ms := float64(ex.GetStartTime().AsTime().Sub(scheduled).Microseconds()) / 1000
-			k := key{by, scheduled.UnixNano()}
+			k := fireKey[string]{by, scheduled.UnixNano()}
 			if old, ok := got[k]; !ok || ms < old {
 				got[k] = ms
 			}
@@ -188,15 +155,5 @@ func nativeLateness(ctx context.Context, tc client.Client, ids []string, ticks [
 			break
 		}
 	}
-	var out lateness
-	for _, tick := range ticks {
-		for _, id := range ids {
-			ms, ok := got[key{id, tick.UnixNano()}]
-			if !ok {
-				ms = math.Inf(1)
-			}
-			out = append(out, fire{tick: tick, ms: ms})
-		}
-	}
-	return out, nil
+	return collect(ids, ticks, got), nil
 }
