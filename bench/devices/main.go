@@ -40,6 +40,7 @@ var (
 	flagFailRate   = flag.Float64("fail-rate", 0, "fraction of attempts the agents report failed (retryable)")
 	flagSample     = flag.Duration("sample", 50*time.Millisecond, "utilisation sampling interval")
 	flagTimeout    = flag.Duration("timeout", 15*time.Minute, "give up after this long")
+	flagBaseline   = flag.Bool("baseline", true, "also run the same fleet against seed 003's plain SQL queue, in the same run")
 )
 
 func main() {
@@ -221,6 +222,15 @@ func run(ctx context.Context) (string, error) {
 	claimRTT := obs.claimRoundTrips()
 	slotBusy := obs.busySlotTime()
 
+	var alt baselineResult
+	if *flagBaseline {
+		log.Printf("baseline: the same fleet against seed 003's plain SQL queue")
+		if alt, err = runBaseline(ctx, st.Pool, pcs, tasks); err != nil {
+			return "", err
+		}
+	}
+	baseEPS := float64(alt.executions) / max(alt.elapsed.Seconds(), 1e-9)
+
 	utilSampled := sumRunning / max(sumDemand, 1)
 	utilSampledRaw := sumRunning / max(sumTarget, 1)
 	// Slot time: every PC's capacity × the wall time, against the time its slots held a
@@ -245,6 +255,14 @@ func run(ctx context.Context) (string, error) {
 		{"samples with running > target (D2)", fmt.Sprintf("%d", overTarget)},
 		{"agent fleet", fleet.Stats.String()},
 	}
+	if *flagBaseline {
+		rows = append(rows,
+			row{"alternative: seed 003's plain SQL queue (one claim statement capped per PC, one UPDATE per result; no workflow, timeout or retry), same fleet, same database", fmt.Sprintf("%d executions in %s", alt.executions, alt.elapsed.Round(time.Millisecond))},
+			row{"alternative: executions per second", fmt.Sprintf("%.1f", baseEPS)},
+			row{"alternative: result p50 / p99 (agent side)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(pct(alt.result, 50)), ms(pct(alt.result, 99)), len(alt.result))},
+			row{"alternative: refill end to end p50 / p99 (agent side)", fmt.Sprintf("%.1f ms / %.1f ms (%d refills)", ms(pct(alt.refill, 50)), ms(pct(alt.refill, 99)), len(alt.refill))},
+		)
+	}
 	var b strings.Builder
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| figure | value |")
@@ -253,8 +271,13 @@ func run(ctx context.Context) (string, error) {
 		fmt.Fprintf(&b, "| %s | %s |\n", r.name, r.value)
 	}
 	fmt.Fprintln(&b)
-	fmt.Fprintf(&b, "RESULT result_p50_ms=%.1f result_p99_ms=%.1f refill_e2e_p50_ms=%.1f refill_e2e_p99_ms=%.1f executions_per_s=%.1f utilisation_slot_time=%.3f utilisation_sampled=%.3f utilisation_sampled_raw=%.3f d2_violations=%d\n",
-		ms(pct(result, 50)), ms(pct(result, 99)), ms(pct(refill, 50)), ms(pct(refill, 99)), eps, utilSlotTime, utilSampled, utilSampledRaw, overTarget)
+	baselineKeys := "baseline_result_p99_ms=na baseline_refill_e2e_p99_ms=na baseline_executions_per_s=na"
+	if *flagBaseline {
+		baselineKeys = fmt.Sprintf("baseline_result_p99_ms=%.1f baseline_refill_e2e_p99_ms=%.1f baseline_executions_per_s=%.1f",
+			ms(pct(alt.result, 99)), ms(pct(alt.refill, 99)), baseEPS)
+	}
+	fmt.Fprintf(&b, "RESULT result_p50_ms=%.1f result_p99_ms=%.1f refill_e2e_p50_ms=%.1f refill_e2e_p99_ms=%.1f executions_per_s=%.1f utilisation_slot_time=%.3f utilisation_sampled=%.3f utilisation_sampled_raw=%.3f d2_violations=%d %s\n",
+		ms(pct(result, 50)), ms(pct(result, 99)), ms(pct(refill, 50)), ms(pct(refill, 99)), eps, utilSlotTime, utilSampled, utilSampledRaw, overTarget, baselineKeys)
 	return b.String(), nil
 }
 
