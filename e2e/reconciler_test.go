@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -26,7 +27,11 @@ func TestReconcilerStartsMissingWorkflowsAndStopsOrphans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := testenv.Store(t)
-	tc := testenv.TemporalClient(t)
+	// A namespace of its own: the round stops every schedule workflow in its namespace whose
+	// row is not in this test's database, which in "default" are the other tests' schedules.
+	tc, err := client.Dial(client.Options{HostPort: testenv.TemporalAddress(t), Namespace: newNamespace(t)})
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
 	queue := "reconcile-" + time.Now().Format("150405.000000")
 	w, err := worker.New(worker.Deps{Config: config.Config{TaskQueue: queue}, Store: st, Temporal: tc})
 	require.NoError(t, err)
