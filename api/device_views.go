@@ -70,10 +70,12 @@ type DevTaskCounts struct {
 
 // TaskDeviceDTO is one device execution (a task_device row).
 type TaskDeviceDTO struct {
-	ID          int64                   `json:"id"`
-	TaskID      int64                   `json:"task_id"`
-	Device      string                  `json:"device"`
-	PC          string                  `json:"pc"`
+	ID     int64  `json:"id"`
+	TaskID int64  `json:"task_id"`
+	Device string `json:"device"`
+	PC     string `json:"pc"`
+	// Slot is the numbered slot of its PC (1..device_capacity) the execution runs in.
+	Slot        *int32                  `json:"slot"`
 	Status      domain.TaskDeviceStatus `json:"status"`
 	Attempt     int32                   `json:"attempt"`
 	MaxAttempts int32                   `json:"max_attempts"`
@@ -130,7 +132,7 @@ func devTaskView(t store.DevTask) DevTaskView {
 func taskDeviceDTO(td store.TaskDeviceView) TaskDeviceDTO {
 	created := td.CreatedAt.UTC()
 	return TaskDeviceDTO{
-		ID: td.ID, TaskID: td.TaskID, Device: td.DeviceSerial, PC: td.PcName, Status: td.Status, Attempt: td.Attempt,
+		ID: td.ID, TaskID: td.TaskID, Device: td.DeviceSerial, PC: td.PcName, Slot: td.Slot, Status: td.Status, Attempt: td.Attempt,
 		MaxAttempts: td.MaxAttempts, Error: td.Error, CreatedAt: &created, SentAt: devUTC(td.SentAt), AckedAt: devUTC(td.AckedAt),
 		CompletedAt: devUTC(td.CompletedAt), TimeoutAt: devUTC(td.TimeoutAt),
 	}
@@ -138,7 +140,7 @@ func taskDeviceDTO(td store.TaskDeviceView) TaskDeviceDTO {
 
 func claimedView(pc string, cmd store.ClaimedCommand) TaskDeviceDTO {
 	return TaskDeviceDTO{
-		ID: cmd.ID, TaskID: cmd.TaskID, Device: cmd.DeviceSerial, PC: pc, Status: domain.TDSent, Attempt: cmd.Attempt,
+		ID: cmd.ID, TaskID: cmd.TaskID, Device: cmd.DeviceSerial, PC: pc, Slot: &cmd.Slot, Status: domain.TDSent, Attempt: cmd.Attempt,
 		MaxAttempts: cmd.MaxAttempts, SentAt: devUTC(cmd.SentAt), TimeoutAt: devUTC(cmd.TimeoutAt), Payload: cmd.Payload,
 	}
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -117,18 +116,6 @@ type Outcome struct {
 	pcMayBeIdle bool
 }
 
-// gatePC takes this process's gate of the PC of execution id; it returns the release.
-func (s *Store) gatePC(ctx context.Context, id int64) func() {
-	pc, err := s.Q.TaskDevicePCID(ctx, id)
-	if err != nil {
-		return func() {} // an unknown id: the transaction reports it
-	}
-	m, _ := s.pcGates.LoadOrStore(pc, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
-}
-
 // ReportResult records an agent's result in one transaction: the execution's new state,
 // its events, the device turning error on a final failure, the PC's freed slot refilled at
 // once, and the task's abort rule. A result for an attempt that is no longer in flight (it
@@ -136,7 +123,6 @@ func (s *Store) gatePC(ctx context.Context, id int64) func() {
 func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, error) {
 	var out Outcome
 	var late error
-	release := s.gatePC(ctx, id)
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		td, err := q.LockTaskDevice(ctx, id)
 		if err != nil {
@@ -160,7 +146,6 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 		out, err = finishAttempt(ctx, q, td, !r.Succeeded, r.Error, !r.NotRetryable, domain.EvFailed)
 		return err
 	})
-	release()
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -175,7 +160,6 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 // nothing and returns the current state with Stale set.
 func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Outcome, error) {
 	var out Outcome
-	release := s.gatePC(ctx, id)
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		td, err := q.LockTaskDevice(ctx, id)
 		if err != nil {
@@ -192,7 +176,6 @@ func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Ou
 		out, err = finishAttempt(ctx, q, td, true, msg, true, domain.EvTimeout)
 		return err
 	})
-	release()
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -244,10 +227,10 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 	if err != nil {
 		return out, fmt.Errorf("task %d: %w", td.TaskID, mapErr(err))
 	}
-	// The slot is free: refill it now, in this transaction (D2). A final failure puts only
-	// this execution's device in error, and it holds no other slot (one active execution
-	// per device), so nothing needs cancelling.
-	ids, err := refillPC(ctx, q, td.PcID, false)
+	// The slot is free: refill that same slot now, in this transaction (D2). A final
+	// failure puts only this execution's device in error, and it holds no other slot (one
+	// active execution per device), so nothing needs cancelling.
+	ids, err := refillSlot(ctx, q, td, task)
 	if err != nil {
 		return out, err
 	}

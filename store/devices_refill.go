@@ -7,12 +7,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
-// refillPC is the one place slots are filled (D2): under the PC's row lock it cancels
+// refillPC fills a PC's free slots in bulk (D2): under the PC's row lock it cancels
 // executions on devices that left the eligible set (when a device changed), then inserts
-// one task_device per free slot (target - running) of the running task. With a
+// one task_device per free slot (target - running) of the running task, numbered with the
+// slot. A result refills the slot it frees itself (refillSlot). With a
 // target_count the task row is locked too, so PCs refilling at once never exceed it.
 func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64, cancelIneligible bool) ([]int64, error) {
 	lock, err := q.LockPC(ctx, pcID)
@@ -37,6 +39,54 @@ func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64, cancelIneligibl
 		return nil, fmt.Errorf("refill pc %d: %w", pcID, mapErr(err))
 	}
 	return ids, nil
+}
+
+// refillAttempts bounds the retries of a slot refill that lost its device to a concurrent
+// refill of the same PC (each retry reads afresh and takes the next free device).
+const refillAttempts = 5
+
+// refillSlot gives the slot td just freed (in this transaction) the running task's next
+// execution on this PC, if the task has a device left there (D2: one freed slot, at most
+// one new execution). It takes no PC lock: the slot number and the device are each unique
+// among slot holders, so results freeing different slots of one PC proceed in parallel.
+// With a target_count the task row is locked, so the task's quota is never exceeded.
+// ownTask is td's task as the caller read it: when it is running it is the running task
+// (D1), which saves reading that again.
+func refillSlot(ctx context.Context, q *dbgen.Queries, td TaskDevice, ownTask DevTask) ([]int64, error) {
+	if td.Slot == nil {
+		return nil, fmt.Errorf("task_device %d holds no numbered slot", td.ID)
+	}
+	task := ownTask
+	if task.Status != domain.DevTaskRunning {
+		var err error
+		task, err = q.GetRunningDevTask(ctx)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("running task: %w", mapErr(err))
+		}
+	}
+	if task.TargetCount != nil {
+		if _, err := q.LockDevTask(ctx, task.ID); err != nil {
+			return nil, fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
+		}
+	}
+	for range refillAttempts {
+		r, err := q.RefillSlot(ctx, dbgen.RefillSlotParams{PcID: td.PcID, Slot: *td.Slot})
+		if err != nil {
+			return nil, fmt.Errorf("refill slot %d of pc %d: %w", *td.Slot, td.PcID, mapErr(err))
+		}
+		if r.Created != 0 {
+			return []int64{r.Created}, nil
+		}
+		if r.Picked == 0 {
+			return nil, nil // no device of this PC left for the task
+		}
+	}
+	// Every try lost its device to another slot's refill: the PC workflow's safety refill
+	// fills the slot.
+	return nil, nil
 }
 
 // RefillPC fills a PC's free slots in its own transaction and returns the new executions.

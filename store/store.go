@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,12 +33,6 @@ var ErrStale = errors.New("stale version")
 type Store struct {
 	Pool *pgxpool.Pool
 	Q    *dbgen.Queries
-
-	// pcGates queue, inside this process, the transactions that free and refill a slot of
-	// the same PC (a *sync.Mutex per PC id), so that results arriving together for one PC
-	// wait here instead of each holding a pooled connection while blocked on the PC's row
-	// lock (which still decides, across processes). See gatePC.
-	pcGates sync.Map
 }
 
 // New wraps an existing pool.

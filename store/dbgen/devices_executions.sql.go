@@ -85,12 +85,12 @@ WITH pick AS (
         timeout_at = now() + t.device_timeout_ms * interval '1 millisecond'
     FROM pick, tasks t
     WHERE td.id = pick.id AND t.id = td.task_id
-    RETURNING td.id, td.task_id, td.device_id, td.attempt, td.max_attempts, td.sent_at, td.timeout_at
+    RETURNING td.id, td.task_id, td.device_id, td.slot, td.attempt, td.max_attempts, td.sent_at, td.timeout_at
 ), ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
     SELECT upd.id, upd.attempt, 'SENT' FROM upd
 )
-SELECT upd.id, upd.task_id, upd.attempt, upd.max_attempts, upd.sent_at, upd.timeout_at,
+SELECT upd.id, upd.task_id, upd.slot::integer AS slot, upd.attempt, upd.max_attempts, upd.sent_at, upd.timeout_at,
        d.serial AS device_serial, t.payload
 FROM upd JOIN devices d ON d.id = upd.device_id JOIN tasks t ON t.id = upd.task_id
 ORDER BY upd.id
@@ -104,6 +104,7 @@ type ClaimTaskDevicesParams struct {
 type ClaimTaskDevicesRow struct {
 	ID           int64
 	TaskID       int64
+	Slot         int32
 	Attempt      int32
 	MaxAttempts  int32
 	SentAt       *time.Time
@@ -126,6 +127,7 @@ func (q *Queries) ClaimTaskDevices(ctx context.Context, arg ClaimTaskDevicesPara
 		if err := rows.Scan(
 			&i.ID,
 			&i.TaskID,
+			&i.Slot,
 			&i.Attempt,
 			&i.MaxAttempts,
 			&i.SentAt,
@@ -175,7 +177,7 @@ func (q *Queries) FailFinalTaskDevice(ctx context.Context, arg FailFinalTaskDevi
 }
 
 const getTaskDeviceView = `-- name: GetTaskDeviceView :one
-SELECT td.id, td.task_id, td.device_id, td.pc_id, td.status, td.attempt, td.max_attempts, td.error,
+SELECT td.id, td.task_id, td.device_id, td.pc_id, td.slot, td.status, td.attempt, td.max_attempts, td.error,
        td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
        d.serial AS device_serial, p.name AS pc_name
 FROM task_devices td JOIN devices d ON d.id = td.device_id JOIN pcs p ON p.id = td.pc_id
@@ -187,6 +189,7 @@ type GetTaskDeviceViewRow struct {
 	TaskID       int64
 	DeviceID     int64
 	PcID         int64
+	Slot         *int32
 	Status       domain.TaskDeviceStatus
 	Attempt      int32
 	MaxAttempts  int32
@@ -208,6 +211,7 @@ func (q *Queries) GetTaskDeviceView(ctx context.Context, id int64) (GetTaskDevic
 		&i.TaskID,
 		&i.DeviceID,
 		&i.PcID,
+		&i.Slot,
 		&i.Status,
 		&i.Attempt,
 		&i.MaxAttempts,
@@ -277,7 +281,7 @@ func (q *Queries) ListTaskDeviceEvents(ctx context.Context, taskDeviceID int64) 
 }
 
 const listTaskDevicesOfTask = `-- name: ListTaskDevicesOfTask :many
-SELECT td.id, td.task_id, td.device_id, td.pc_id, td.status, td.attempt, td.max_attempts, td.error,
+SELECT td.id, td.task_id, td.device_id, td.pc_id, td.slot, td.status, td.attempt, td.max_attempts, td.error,
        td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
        d.serial AS device_serial, p.name AS pc_name
 FROM task_devices td JOIN devices d ON d.id = td.device_id JOIN pcs p ON p.id = td.pc_id
@@ -297,6 +301,7 @@ type ListTaskDevicesOfTaskRow struct {
 	TaskID       int64
 	DeviceID     int64
 	PcID         int64
+	Slot         *int32
 	Status       domain.TaskDeviceStatus
 	Attempt      int32
 	MaxAttempts  int32
@@ -324,6 +329,7 @@ func (q *Queries) ListTaskDevicesOfTask(ctx context.Context, arg ListTaskDevices
 			&i.TaskID,
 			&i.DeviceID,
 			&i.PcID,
+			&i.Slot,
 			&i.Status,
 			&i.Attempt,
 			&i.MaxAttempts,
@@ -381,7 +387,7 @@ func (q *Queries) LockActiveOfDevice(ctx context.Context, serial string) ([]int6
 }
 
 const lockTaskDevice = `-- name: LockTaskDevice :one
-SELECT id, task_id, device_id, pc_id, status, attempt, max_attempts, error, created_at, sent_at, acked_at, completed_at, timeout_at, holds_slot FROM task_devices WHERE id = $1 FOR UPDATE
+SELECT id, task_id, device_id, pc_id, status, attempt, max_attempts, error, created_at, sent_at, acked_at, completed_at, timeout_at, holds_slot, slot FROM task_devices WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockTaskDevice(ctx context.Context, id int64) (TaskDevice, error) {
@@ -402,6 +408,7 @@ func (q *Queries) LockTaskDevice(ctx context.Context, id int64) (TaskDevice, err
 		&i.CompletedAt,
 		&i.TimeoutAt,
 		&i.HoldsSlot,
+		&i.Slot,
 	)
 	return i, err
 }
@@ -453,6 +460,39 @@ type RetryTaskDeviceParams struct {
 func (q *Queries) RetryTaskDevice(ctx context.Context, arg RetryTaskDeviceParams) error {
 	_, err := q.db.Exec(ctx, retryTaskDevice, arg.Error, arg.ID)
 	return err
+}
+
+const slotExecution = `-- name: SlotExecution :one
+SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
+FROM task_devices td JOIN pcs p ON p.id = td.pc_id
+WHERE p.name = $1 AND td.slot = $2 AND td.holds_slot
+`
+
+type SlotExecutionParams struct {
+	PcName string
+	Slot   *int32
+}
+
+type SlotExecutionRow struct {
+	ID        int64
+	Status    domain.TaskDeviceStatus
+	Attempt   int32
+	SentAt    *time.Time
+	TimeoutAt *time.Time
+}
+
+// The execution holding a PC's numbered slot, for the slot's timer (ErrNoRows: the slot is empty).
+func (q *Queries) SlotExecution(ctx context.Context, arg SlotExecutionParams) (SlotExecutionRow, error) {
+	row := q.db.QueryRow(ctx, slotExecution, arg.PcName, arg.Slot)
+	var i SlotExecutionRow
+	err := row.Scan(
+		&i.ID,
+		&i.Status,
+		&i.Attempt,
+		&i.SentAt,
+		&i.TimeoutAt,
+	)
+	return i, err
 }
 
 const succeedTaskDevice = `-- name: SucceedTaskDevice :exec

@@ -114,9 +114,15 @@ WITH task AS (
       AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
                       WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
       AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
+), slots AS (
+    SELECT p.id AS pc_id, s.n AS slot, row_number() OVER (PARTITION BY p.id ORDER BY s.n) AS rn
+    FROM pcs p CROSS JOIN LATERAL generate_series(1, p.device_capacity) AS s (n)
+    WHERE p.id = ANY ($1::bigint[])
+      AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.pc_id = p.id AND y.slot = s.n AND y.holds_slot)
 ), pick AS (
-    SELECT cand.device_id, cand.pc_id, row_number() OVER (ORDER BY cand.pc_id, cand.rn) AS g
+    SELECT cand.device_id, cand.pc_id, slots.slot, row_number() OVER (ORDER BY cand.pc_id, cand.rn) AS g
     FROM cand JOIN free ON free.pc_id = cand.pc_id
+    JOIN slots ON slots.pc_id = cand.pc_id AND slots.rn = cand.rn
     WHERE cand.rn <= free.n
 ), quota AS (
     SELECT COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
@@ -124,10 +130,11 @@ WITH task AS (
                     2147483647)::bigint AS n
     FROM task
 ), ins AS (
-    INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts)
-    SELECT task.id, pick.device_id, pick.pc_id, task.max_attempts
+    INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts, slot)
+    SELECT task.id, pick.device_id, pick.pc_id, task.max_attempts, pick.slot
     FROM pick CROSS JOIN task
     WHERE pick.g <= (SELECT n FROM quota)
+    ON CONFLICT DO NOTHING
     RETURNING id, attempt
 ), ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
@@ -137,8 +144,8 @@ SELECT ins.id FROM ins ORDER BY ins.id
 `
 
 // RefillPC for the given PCs in one statement (a task just became active): per PC at most
-// target - running new executions, on eligible devices the task has not run on and that
-// run nothing else. The caller holds those PCs' locks (and LockDevTask with a target_count).
+// target - running new executions, each in a free numbered slot, on eligible devices the
+// task has not run on and that run nothing else. The caller holds those PCs' locks (and LockDevTask with a target_count).
 func (q *Queries) RefillAllPCs(ctx context.Context, pcIds []int64) ([]int64, error) {
 	rows, err := q.db.Query(ctx, refillAllPCs, pcIds)
 	if err != nil {
@@ -170,17 +177,25 @@ WITH task AS (
                                                WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
                           2147483647))::bigint AS n
     FROM task
+), slots AS (
+    SELECT s.n AS slot, row_number() OVER (ORDER BY s.n) AS rn
+    FROM pcs p CROSS JOIN LATERAL generate_series(1, p.device_capacity) AS s (n)
+    WHERE p.id = $1::bigint
+      AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.pc_id = p.id AND y.slot = s.n AND y.holds_slot)
 ), pick AS (
-    SELECT d.id FROM devices d
-    WHERE d.pc_id = $1::bigint AND d.eligible
-      AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
-                      WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
-      AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
-    ORDER BY d.id
-    LIMIT COALESCE((SELECT GREATEST(n, 0) FROM quota), 0)
+    SELECT c.id, row_number() OVER (ORDER BY c.id) AS rn
+    FROM (SELECT d.id FROM devices d
+          WHERE d.pc_id = $1::bigint AND d.eligible
+            AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
+                            WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
+            AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
+          ORDER BY d.id
+          LIMIT COALESCE((SELECT GREATEST(n, 0) FROM quota), 0)) c
 ), ins AS (
-    INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts)
-    SELECT task.id, pick.id, $1::bigint, task.max_attempts FROM pick CROSS JOIN task
+    INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts, slot)
+    SELECT task.id, pick.id, $1::bigint, task.max_attempts, slots.slot
+    FROM pick JOIN slots ON slots.rn = pick.rn CROSS JOIN task
+    ON CONFLICT DO NOTHING
     RETURNING id, attempt
 ), ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
@@ -190,8 +205,10 @@ SELECT ins.id FROM ins ORDER BY ins.id
 `
 
 // D2: inserts at most target - running task_devices of the running task for this PC, one
-// per free slot, on eligible devices the task has not run on and that run nothing else.
-// The caller holds LockPC (and LockTask when the task has a target_count).
+// per free slot and numbered with it, on eligible devices the task has not run on and that
+// run nothing else. The caller holds LockPC (and LockTask when the task has a target_count).
+// A result refilling its own slot does not take LockPC: a device it took meanwhile is a
+// conflict this insert skips (the next refill fills that slot).
 func (q *Queries) RefillPC(ctx context.Context, pcID int64) ([]int64, error) {
 	rows, err := q.db.Query(ctx, refillPC, pcID)
 	if err != nil {
@@ -210,4 +227,58 @@ func (q *Queries) RefillPC(ctx context.Context, pcID int64) ([]int64, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const refillSlot = `-- name: RefillSlot :one
+WITH task AS (
+    SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
+), quota AS (
+    SELECT COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
+                                         WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                    1)::bigint AS n
+    FROM task
+), pick AS (
+    SELECT d.id FROM devices d
+    WHERE d.pc_id = $1::bigint AND d.eligible
+      AND COALESCE((SELECT n FROM quota), 0) > 0
+      AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
+                      WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
+      AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
+    ORDER BY d.id
+    LIMIT 1
+    FOR NO KEY UPDATE OF d SKIP LOCKED
+), ins AS (
+    INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts, slot)
+    SELECT task.id, pick.id, $1::bigint, task.max_attempts, $2::integer FROM pick CROSS JOIN task
+    ON CONFLICT DO NOTHING
+    RETURNING id, attempt
+), ev AS (
+    INSERT INTO task_device_events (task_device_id, attempt, type)
+    SELECT ins.id, ins.attempt, 'CREATED' FROM ins
+)
+SELECT COALESCE((SELECT id FROM pick), 0)::bigint AS picked, COALESCE((SELECT id FROM ins), 0)::bigint AS created
+`
+
+type RefillSlotParams struct {
+	PcID int64
+	Slot int32
+}
+
+type RefillSlotRow struct {
+	Picked  int64
+	Created int64
+}
+
+// D2 on the result path: the slot a result just freed (in this transaction) gets the next
+// execution of the running task, on an eligible device of the PC that the task has not run
+// on and that runs nothing else. No PC lock: the slot's number and the device are each
+// unique among slot holders, so results freeing different slots of one PC commit in
+// parallel. The device is locked (SKIP LOCKED: another slot's refill is taking it);
+// picked without created means a concurrent refill took that device first, and the caller
+// tries again. The caller holds LockDevTask when the task has a target_count.
+func (q *Queries) RefillSlot(ctx context.Context, arg RefillSlotParams) (RefillSlotRow, error) {
+	row := q.db.QueryRow(ctx, refillSlot, arg.PcID, arg.Slot)
+	var i RefillSlotRow
+	err := row.Scan(&i.Picked, &i.Created)
+	return i, err
 }

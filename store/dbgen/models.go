@@ -171,6 +171,7 @@ type TaskDevice struct {
 	CompletedAt *time.Time
 	TimeoutAt   *time.Time
 	HoldsSlot   bool
+	Slot        *int32
 }
 
 type TaskDeviceEvent struct {

@@ -29,12 +29,12 @@ WITH pick AS (
         timeout_at = now() + t.device_timeout_ms * interval '1 millisecond'
     FROM pick, tasks t
     WHERE td.id = pick.id AND t.id = td.task_id
-    RETURNING td.id, td.task_id, td.device_id, td.attempt, td.max_attempts, td.sent_at, td.timeout_at
+    RETURNING td.id, td.task_id, td.device_id, td.slot, td.attempt, td.max_attempts, td.sent_at, td.timeout_at
 ), ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
     SELECT upd.id, upd.attempt, 'SENT' FROM upd
 )
-SELECT upd.id, upd.task_id, upd.attempt, upd.max_attempts, upd.sent_at, upd.timeout_at,
+SELECT upd.id, upd.task_id, upd.slot::integer AS slot, upd.attempt, upd.max_attempts, upd.sent_at, upd.timeout_at,
        d.serial AS device_serial, t.payload
 FROM upd JOIN devices d ON d.id = upd.device_id JOIN tasks t ON t.id = upd.task_id
 ORDER BY upd.id;
@@ -79,14 +79,14 @@ WITH upd AS (
 SELECT upd.id, upd.pc_id FROM upd ORDER BY upd.id;
 
 -- name: GetTaskDeviceView :one
-SELECT td.id, td.task_id, td.device_id, td.pc_id, td.status, td.attempt, td.max_attempts, td.error,
+SELECT td.id, td.task_id, td.device_id, td.pc_id, td.slot, td.status, td.attempt, td.max_attempts, td.error,
        td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
        d.serial AS device_serial, p.name AS pc_name
 FROM task_devices td JOIN devices d ON d.id = td.device_id JOIN pcs p ON p.id = td.pc_id
 WHERE td.id = @id;
 
 -- name: ListTaskDevicesOfTask :many
-SELECT td.id, td.task_id, td.device_id, td.pc_id, td.status, td.attempt, td.max_attempts, td.error,
+SELECT td.id, td.task_id, td.device_id, td.pc_id, td.slot, td.status, td.attempt, td.max_attempts, td.error,
        td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
        d.serial AS device_serial, p.name AS pc_name
 FROM task_devices td JOIN devices d ON d.id = td.device_id JOIN pcs p ON p.id = td.pc_id
@@ -107,3 +107,9 @@ LIMIT 200;
 -- name: CountActiveOfTaskOnPC :one
 SELECT count(*)::bigint FROM task_devices
 WHERE pc_id = @pc_id AND task_id = @task_id AND holds_slot;
+
+-- name: SlotExecution :one
+-- The execution holding a PC's numbered slot, for the slot's timer (ErrNoRows: the slot is empty).
+SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
+FROM task_devices td JOIN pcs p ON p.id = td.pc_id
+WHERE p.name = @pc_name AND td.slot = @slot AND td.holds_slot;
