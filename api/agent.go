@@ -10,8 +10,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tickgate/tickgate/domain"
-	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
 )
@@ -46,10 +44,10 @@ func (s *Server) agentClaim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Each sent attempt starts (or reaches) its slot workflow, whose durable timer then races
-	// the result. That happens after the answer, so agents never wait on Temporal: the
-	// deadline itself is already committed (timeout_at), and the dispatcher's sweep times out
-	// an attempt whose workflow never started.
+	// Each sent attempt's deadline is watched by its slot's durable timer. Telling the
+	// timer happens after the answer, so agents never wait on Temporal: the deadline itself
+	// is already committed (timeout_at), and the dispatcher's sweep times out an attempt
+	// whose timer was never told.
 	if s.Starter != nil && len(cmds) > 0 {
 		s.afterAnswer(time.Minute, func(ctx context.Context) { s.armSlots(ctx, pc.Name, cmds) })
 	}
@@ -60,31 +58,30 @@ func (s *Server) agentClaim(c echo.Context) error {
 	return c.JSON(http.StatusOK, page)
 }
 
-// armSlots signals each claimed attempt's slot workflow (starting it), skipping attempts
-// resolved while the signal waited its turn.
+// armSlots tells the slots of the claimed attempts their deadlines, except those whose
+// workflow already wakes in time (see slotArms).
 func (s *Server) armSlots(ctx context.Context, pc string, cmds []store.ClaimedCommand) {
 	var wg sync.WaitGroup
+	now := time.Now()
 	for _, cmd := range cmds {
+		if cmd.TimeoutAt == nil {
+			continue
+		}
+		k, deadline := slotKey{pc: pc, slot: cmd.Slot}, cmd.TimeoutAt.UTC()
+		if !s.slotArms.needsSignal(k, deadline, now) {
+			continue
+		}
 		s.slotSignals <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-s.slotSignals }()
-			td, err := s.Store.GetTaskDevice(ctx, cmd.ID)
-			if err == nil && (td.Attempt != cmd.Attempt || (td.Status != domain.TDSent && td.Status != domain.TDAcked)) {
+			d := workflows.SlotDeadline{TaskDeviceID: cmd.ID, Attempt: cmd.Attempt, TimeoutAt: deadline}
+			if err := s.Starter.ArmSlot(ctx, pc, cmd.Slot, d); err != nil {
+				s.Logf("devices: %v", err)
 				return
 			}
-			sig := workflows.SlotSent{Attempt: cmd.Attempt}
-			if cmd.SentAt != nil {
-				sig.SentAt = cmd.SentAt.UTC()
-			}
-			if cmd.TimeoutAt != nil {
-				sig.TimeoutAt = cmd.TimeoutAt.UTC()
-			}
-			ref := starter.SlotRef{TaskDeviceID: cmd.ID, TaskID: cmd.TaskID, PC: pc, Device: cmd.DeviceSerial}
-			if err := s.Starter.SlotSent(ctx, ref, sig); err != nil {
-				s.Logf("devices: %v", err)
-			}
+			s.slotArms.toldAt(k, deadline)
 		}()
 	}
 	wg.Wait()
@@ -157,29 +154,12 @@ func (s *Server) agentResult(c echo.Context) error {
 	if out.CheckTask {
 		s.advanceSoon(fmt.Sprintf("task_device %d of task %d %s", id, out.TaskID, out.Status))
 	}
-	// The result is committed (and the freed slot refilled): tell the slot workflow, which
-	// cancels its timer — after the answer, so the agent never waits on Temporal. A lost
-	// signal costs nothing but a later wake-up: the workflow's timer finds the attempt
-	// resolved in SQL and ends.
-	if s.Starter != nil {
-		sig := workflows.SlotResult{Attempt: resolvedAttempt(out), Status: out.Status}
-		s.afterAnswer(signalTimeout, func(ctx context.Context) {
-			if err := s.Starter.SlotResult(ctx, id, sig); err != nil {
-				s.Logf("devices: %v", err)
-			}
-		})
-	}
+	// The result is committed and the freed slot refilled. The slot's timer is not told:
+	// when it wakes it finds the attempt resolved in SQL (the race has one winner there)
+	// and sleeps until whatever is in flight in the slot by then.
 	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, taskDeviceDTO(td))
-}
-
-// resolvedAttempt is the attempt a result resolved (Outcome.Attempt is the next one after a retry).
-func resolvedAttempt(o store.Outcome) int32 {
-	if o.Status == domain.TDRetryScheduled {
-		return o.Attempt - 1
-	}
-	return o.Attempt
 }

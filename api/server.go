@@ -35,6 +35,8 @@ type Server struct {
 
 	// slotSignals bounds the Temporal calls arming slot workflows across all claims.
 	slotSignals chan struct{}
+	// slotArms remembers the deadlines this process told each slot's timer.
+	slotArms slotArms
 	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).
 	afterAnswers sync.WaitGroup
 }

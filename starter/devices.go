@@ -2,12 +2,9 @@ package starter
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -66,41 +63,18 @@ func (s *Starter) RefillPC(ctx context.Context, pc string) error {
 	return nil
 }
 
-// SlotRef names one task_device execution.
-type SlotRef struct {
-	TaskDeviceID int64
-	TaskID       int64
-	PC           string
-	Device       string
-}
-
-// SlotSent tells the execution's slot workflow (starting it if needed) that an attempt was
-// sent: its durable timer starts from the attempt's deadline.
-func (s *Starter) SlotSent(ctx context.Context, ref SlotRef, sig workflows.SlotSent) error {
-	id := workflows.SlotWorkflowID(s.deviceScope(), ref.TaskDeviceID)
-	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalSlotSent, sig, client.StartWorkflowOptions{
+// ArmSlot tells numbered slot n of a PC (starting its workflow if needed) the deadline of
+// an attempt just sent in it: its durable timer wakes at that deadline at the latest.
+func (s *Starter) ArmSlot(ctx context.Context, pc string, n int32, d workflows.SlotDeadline) error {
+	id := workflows.SlotDeadlineWorkflowID(s.deviceScope(), pc, n)
+	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalSlotDeadline, d, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             s.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KindKey.ValueSet(workflows.KindDeviceSlot),
-			workflows.PCKey.ValueSet(ref.PC), workflows.TaskKey.ValueSet(strconv.FormatInt(ref.TaskID, 10))),
-		StaticSummary: fmt.Sprintf("task %d on device %s (PC %s)", ref.TaskID, ref.Device, ref.PC),
-	}, workflows.DeviceSlotWorkflow, workflows.SlotInput{
-		TaskDeviceID: ref.TaskDeviceID, TaskID: ref.TaskID, PC: ref.PC, DispatcherID: s.DispatcherID(),
-	})
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KindKey.ValueSet(workflows.KindDeviceSlot), workflows.PCKey.ValueSet(pc)),
+		StaticSummary:         fmt.Sprintf("the deadline timer of slot %d of PC %s", n, pc),
+	}, workflows.SlotDeadlineWorkflow, workflows.SlotDeadlineInput{PC: pc, Slot: n, DispatcherID: s.DispatcherID()})
 	if err != nil {
-		return fmt.Errorf("signal slot workflow %s: %w", id, err)
-	}
-	return nil
-}
-
-// SlotResult tells the execution's slot workflow that a result was recorded; a workflow
-// that is not running (already final, never started) is not an error.
-func (s *Starter) SlotResult(ctx context.Context, taskDeviceID int64, sig workflows.SlotResult) error {
-	id := workflows.SlotWorkflowID(s.deviceScope(), taskDeviceID)
-	err := s.Client.SignalWorkflow(ctx, id, "", workflows.SignalSlotResult, sig)
-	var notFound *serviceerror.NotFound
-	if err != nil && !errors.As(err, &notFound) {
 		return fmt.Errorf("signal slot workflow %s: %w", id, err)
 	}
 	return nil

@@ -16,6 +16,9 @@ import (
 func registerDevices(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflow(workflows.DispatcherWorkflow)
 	r.RegisterWorkflow(workflows.PCWorkflow)
+	r.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
+	// The per-execution slot workflow of releases before numbered slots: still registered
+	// so that executions it was watching when the worker was upgraded finish under it.
 	r.RegisterWorkflow(workflows.DeviceSlotWorkflow)
 	r.RegisterActivity(&activities.DeviceActivities{Store: d.Store, Settings: DeviceSettings(d.Config)})
 }

@@ -465,12 +465,12 @@ func (q *Queries) RetryTaskDevice(ctx context.Context, arg RetryTaskDeviceParams
 const slotExecution = `-- name: SlotExecution :one
 SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
 FROM task_devices td JOIN pcs p ON p.id = td.pc_id
-WHERE p.name = $1 AND td.slot = $2 AND td.holds_slot
+WHERE p.name = $1 AND td.slot = $2::integer AND td.holds_slot
 `
 
 type SlotExecutionParams struct {
 	PcName string
-	Slot   *int32
+	Slot   int32
 }
 
 type SlotExecutionRow struct {

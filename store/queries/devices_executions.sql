@@ -112,4 +112,4 @@ WHERE pc_id = @pc_id AND task_id = @task_id AND holds_slot;
 -- The execution holding a PC's numbered slot, for the slot's timer (ErrNoRows: the slot is empty).
 SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
 FROM task_devices td JOIN pcs p ON p.id = td.pc_id
-WHERE p.name = @pc_name AND td.slot = @slot AND td.holds_slot;
+WHERE p.name = @pc_name AND td.slot = @slot::integer AND td.holds_slot;

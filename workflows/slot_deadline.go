@@ -1,0 +1,172 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+)
+
+// SignalSlotDeadline tells a numbered slot's workflow that an attempt was sent in the slot
+// and when its deadline is (sent_at + the task's device timeout, from SQL).
+const SignalSlotDeadline = "deadline"
+
+// SlotDeadlineWorkflowID is the id of the workflow holding the durable timer of numbered
+// slot n of a PC.
+func SlotDeadlineWorkflowID(scope, pc string, n int32) string {
+	return fmt.Sprintf("%sslot/%s/%d", scope, pc, n)
+}
+
+// SlotDeadline is the payload of SignalSlotDeadline.
+type SlotDeadline struct {
+	TaskDeviceID int64
+	Attempt      int32
+	TimeoutAt    time.Time
+}
+
+// SlotDeadlineInput starts (or continues) a slot's workflow.
+type SlotDeadlineInput struct {
+	PC   string
+	Slot int32
+	// DispatcherID is the dispatcher to nudge when a timeout may have finished the task.
+	DispatcherID string
+	// Deadline and Told carry the workflow's wake-ups over a continue-as-new (see slotTimer).
+	Deadline time.Time
+	Told     []time.Time
+	// IdlePoll is how long an idle slot sleeps before checking that its PC still exists.
+	// Default 1 hour.
+	IdlePoll time.Duration
+}
+
+// slotIterations bounds one run's history before it continues as new.
+const slotIterations = 200
+
+// SlotDeadlineWorkflow is the durable timer of one numbered slot of a PC (D3): it sleeps
+// until the deadline of the attempt in flight in the slot, and then times it out if the
+// agent's result has not been recorded meanwhile (CheckSlot: SQL decides that race, so a
+// result needs no signal). When it wakes it reads the slot again and sleeps until the
+// deadline of whatever is in flight there now — a retry, or the slot's next execution.
+//
+// The API signals a deadline when it claims an attempt, unless it already told this slot
+// of a deadline that is still ahead and not later than the new one: the workflow wakes at
+// every deadline it was told, so by then at the latest it finds the new attempt in SQL and
+// sleeps until that attempt's deadline. One signal per slot thus covers a run of
+// executions, and an execution costs no Temporal call of its own.
+func SlotDeadlineWorkflow(ctx workflow.Context, in SlotDeadlineInput) error {
+	if in.IdlePoll <= 0 {
+		in.IdlePoll = time.Hour
+	}
+	t := &slotTimer{in: in, deadline: in.Deadline, told: in.Told, deadlines: workflow.GetSignalChannel(ctx, SignalSlotDeadline)}
+	return t.run(ctx)
+}
+
+// slotTimer is a slot workflow's state: deadline is the deadline in flight the last check
+// found (zero: none), told the deadlines signalled that have not passed, in order. The
+// workflow wakes at the earliest of them, so it keeps every wake-up it was promised.
+type slotTimer struct {
+	in        SlotDeadlineInput
+	deadline  time.Time
+	told      []time.Time
+	deadlines workflow.ReceiveChannel
+	handlers  handlerCount
+}
+
+func (t *slotTimer) run(ctx workflow.Context) error {
+	for i := 0; ; i++ {
+		woke, err := t.sleep(ctx)
+		if err != nil {
+			return err
+		}
+		if woke {
+			done, err := t.check(ctx)
+			if err != nil || done {
+				return err
+			}
+		}
+		if i+1 >= slotIterations || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			t.drainSignals()
+			if err := t.handlers.awaitIdle(ctx); err != nil {
+				return err
+			}
+			in := t.in
+			in.Deadline, in.Told = t.deadline, t.told
+			return workflow.NewContinueAsNewError(ctx, SlotDeadlineWorkflow, in)
+		}
+	}
+}
+
+// onDeadline keeps a signalled deadline as a wake-up.
+func (t *slotTimer) onDeadline(d SlotDeadline) {
+	i, found := slices.BinarySearchFunc(t.told, d.TimeoutAt, time.Time.Compare)
+	if !found {
+		t.told = slices.Insert(t.told, i, d.TimeoutAt)
+	}
+}
+
+func (t *slotTimer) drainSignals() {
+	var d SlotDeadline
+	for t.deadlines.ReceiveAsync(&d) {
+		t.onDeadline(d)
+	}
+}
+
+// next is the earliest wake-up, zero when there is none.
+func (t *slotTimer) next() time.Time {
+	next := t.deadline
+	if len(t.told) > 0 && (next.IsZero() || t.told[0].Before(next)) {
+		next = t.told[0]
+	}
+	return next
+}
+
+// sleep waits for the next wake-up (or, with none, the idle poll) or a signal; woke says
+// the timer fired.
+func (t *slotTimer) sleep(ctx workflow.Context) (woke bool, err error) {
+	wait, summary := t.in.IdlePoll, fmt.Sprintf("slot %d of PC %s is idle: re-check that the PC exists", t.in.Slot, t.in.PC)
+	if next := t.next(); !next.IsZero() {
+		wait = max(next.Sub(workflow.Now(ctx)), 0)
+		summary = fmt.Sprintf("deadline %s in slot %d of PC %s", next.UTC().Format(time.RFC3339), t.in.Slot, t.in.PC)
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimerWithOptions(tctx, wait, workflow.TimerOptions{Summary: summary})
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(t.deadlines, func(c workflow.ReceiveChannel, _ bool) {
+		defer t.handlers.track()()
+		var d SlotDeadline
+		c.Receive(ctx, &d)
+		t.onDeadline(d)
+	})
+	sel.AddFuture(timer, func(f workflow.Future) { woke = f.Get(ctx, nil) == nil })
+	sel.Select(ctx)
+	return woke, nil
+}
+
+// check runs at a wake-up: it drops the wake-ups that passed, times out what is overdue
+// in the slot and keeps the deadline in flight there now. done says the PC is gone.
+func (t *slotTimer) check(ctx workflow.Context) (done bool, err error) {
+	now := workflow.Now(ctx)
+	for len(t.told) > 0 && !t.told[0].After(now) {
+		t.told = t.told[1:]
+	}
+	var res activities.SlotCheck
+	err = workflow.ExecuteActivity(deviceActivityCtx(ctx), deviceActs.CheckSlot,
+		activities.SlotRef{PC: t.in.PC, Slot: t.in.Slot, AsOf: now}).Get(ctx, &res)
+	if isDeviceGone(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if res.CheckTask {
+		nudgeDispatcher(ctx, t.in.DispatcherID)
+	}
+	t.deadline = time.Time{}
+	if res.Deadline != nil {
+		t.deadline = *res.Deadline
+	}
+	return false, nil
+}
