@@ -81,7 +81,7 @@ func (s *Server) armSlots(ctx context.Context, pc string, cmds []store.ClaimedCo
 				s.Logf("devices: %v", err)
 				return
 			}
-			s.slotArms.toldAt(k, deadline)
+			s.slotArms.toldAt(k, deadline, time.Now())
 		}()
 	}
 	wg.Wait()

@@ -37,14 +37,14 @@ func (a *slotArms) needsSignal(k slotKey, d, now time.Time) bool {
 	return !ok || !told.After(now.Add(armMargin)) || told.After(d)
 }
 
-// toldAt records that slot k's workflow was told deadline d.
-func (a *slotArms) toldAt(k slotKey, d time.Time) {
+// toldAt records that slot k's workflow was told deadline d (now: this process's clock).
+func (a *slotArms) toldAt(k slotKey, d, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.told == nil {
 		a.told = map[slotKey]time.Time{}
 	}
-	if told, ok := a.told[k]; !ok || d.After(told) || !told.After(time.Now()) {
+	if told, ok := a.told[k]; !ok || d.After(told) || !told.After(now) {
 		a.told[k] = d
 	}
 }

@@ -465,6 +465,17 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 				mu.Unlock()
 			}
 		}
+		// Every slot held is one of the PC's numbered slots.
+		var outside int
+		if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM task_devices td JOIN pcs p ON p.id = td.pc_id
+			WHERE td.holds_slot AND (td.slot IS NULL OR td.slot > p.device_capacity)`).Scan(&outside); err != nil {
+			return err
+		}
+		if outside > 0 {
+			mu.Lock()
+			violations = append(violations, fmt.Sprintf("%d executions outside their PC's slots", outside))
+			mu.Unlock()
+		}
 		return nil
 	})
 	require.Eventually(t, func() bool {
@@ -495,4 +506,101 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 			require.True(t, domain.TDFinal(td.Status), "execution %d is %s", td.ID, td.Status)
 		}
 	}
+}
+
+// heldSlots maps each slot of pc held by an execution to that execution.
+func heldSlots(t *testing.T, st *store.Store, pc string) map[int32]int64 {
+	t.Helper()
+	rows, err := st.Pool.Query(context.Background(), `
+		SELECT td.slot, td.id FROM task_devices td JOIN pcs p ON p.id = td.pc_id
+		WHERE p.name = $1 AND td.holds_slot`, pc)
+	require.NoError(t, err)
+	out := map[int32]int64{}
+	for rows.Next() {
+		var slot int32
+		var id int64
+		require.NoError(t, rows.Scan(&slot, &id))
+		out[slot] = id
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// Each execution holding a slot holds a numbered one, 1..capacity, and a result refills
+// the very slot it freed.
+func TestDevicesSlotsAreNumberedAndAResultRefillsItsOwn(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 3, 5)
+	activate(t, st, store.NewDevTask{})
+	held := heldSlots(t, st, "pc1")
+	require.Len(t, held, 3)
+	for n := int32(1); n <= 3; n++ {
+		require.NotZero(t, held[n], "slot %d is held", n)
+	}
+	_, cmds, err := st.Claim(ctx, "pc1", 3)
+	require.NoError(t, err)
+	require.Len(t, cmds, 3)
+	var inSlot2 store.ClaimedCommand
+	for _, c := range cmds {
+		if c.Slot == 2 {
+			inSlot2 = c
+		}
+	}
+	require.Equal(t, held[2], inSlot2.ID, "the claim reports the slot")
+	out, err := st.ReportResult(ctx, inSlot2.ID, store.Result{Succeeded: true})
+	require.NoError(t, err)
+	require.Len(t, out.Refilled, 1)
+	after := heldSlots(t, st, "pc1")
+	require.Equal(t, out.Refilled[0], after[2], "the freed slot 2 holds the next execution")
+	require.Equal(t, held[1], after[1])
+	require.Equal(t, held[3], after[3])
+
+	// Two executions in one slot are refused by the table itself.
+	_, err = st.Pool.Exec(ctx, `
+		INSERT INTO task_devices (task_id, device_id, pc_id, slot)
+		SELECT td.task_id, d.id, td.pc_id, 1 FROM task_devices td, devices d
+		WHERE td.id = $1 AND d.serial = 'pc1-d04'`, after[1])
+	require.ErrorContains(t, err, "task_devices_pc_slot")
+}
+
+// A result frees and refills its own slot without the PC's refill lock, so results for
+// different slots of one PC do not queue behind each other (nor behind a bulk refill).
+func TestDevicesAResultDoesNotWaitForThePCLock(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 2, 4)
+	activate(t, st, store.NewDevTask{})
+	_, cmds, err := st.Claim(ctx, "pc1", 2)
+	require.NoError(t, err)
+	require.Len(t, cmds, 2)
+
+	// Hold the PC's refill lock (what LockPC takes) in another transaction.
+	tx, err := st.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "SELECT id FROM pcs WHERE name = 'pc1' FOR NO KEY UPDATE")
+	require.NoError(t, err)
+
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	outs := make([]store.Outcome, len(cmds))
+	errs := make([]error, len(cmds))
+	for i, c := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = st.ReportResult(rctx, c.ID, store.Result{Succeeded: true})
+		}()
+	}
+	wg.Wait()
+	for i := range cmds {
+		require.NoError(t, errs[i], "result %d finished while the PC lock was held", i)
+		require.Len(t, outs[i].Refilled, 1)
+	}
+	require.NotEqual(t, outs[0].Refilled[0], outs[1].Refilled[0])
+	require.Len(t, heldSlots(t, st, "pc1"), 2)
 }

@@ -66,9 +66,9 @@ func (w *timeWatch) startsOf(name string) []time.Time {
 
 // With TICKGATE_DEVICE_TIMEOUT unset, the worker's configuration gives the 20-minute
 // default; the dispatcher's step copies it onto the task it activates; the agent's claim
-// stamps SENT and the deadline in SQL; the slot workflow, told of the send exactly as the
-// API tells it (armSlots: the claimed row's sent_at and timeout_at), times the attempt out
-// at SENT + 20m of workflow time — not before — and the stored timeout_at is that instant.
+// stamps SENT and the deadline in SQL; the slot's timer, told the deadline exactly as the
+// API tells it (armSlots: the claimed row's timeout_at), times the attempt out at SENT +
+// 20m of workflow time — not before — and the stored timeout_at is that instant.
 func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	t.Setenv("TICKGATE_DEVICE_TIMEOUT", "")
 	require.NoError(t, os.Unsetenv("TICKGATE_DEVICE_TIMEOUT"))
@@ -102,34 +102,30 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	ts.SetLogger(testLogger())
 	env := ts.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
-	env.RegisterWorkflow(workflows.DeviceSlotWorkflow)
+	env.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
 	env.RegisterActivity(acts)
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, workflows.SignalDispatcherCheck, mock.Anything).Return(nil).Maybe()
 	watch := watchActivities(env)
-	// The slot workflow is already waiting for a send 7 minutes before it (a deadline counted
-	// from the workflow's start would show as 13 minutes after SENT); the send arrives when
-	// the workflow clock reaches the database's SENT.
+	// The slot's workflow is already waiting 7 minutes before the send (a deadline counted
+	// from the workflow's start would show as 13 minutes after SENT); the deadline arrives
+	// when the workflow clock reaches the database's SENT.
 	env.SetStartTime(sentAt.Add(-7 * time.Minute))
 	env.RegisterDelayedCallback(func() {
 		require.True(t, env.Now().Equal(sentAt))
-		env.SignalWorkflow(workflows.SignalSlotSent, workflows.SlotSent{Attempt: cmd.Attempt, SentAt: sentAt, TimeoutAt: cmd.TimeoutAt.UTC()})
+		env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{TaskDeviceID: cmd.ID, Attempt: cmd.Attempt, TimeoutAt: cmd.TimeoutAt.UTC()})
 	}, 7*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		td, err := st.GetTaskDevice(ctx, cmd.ID)
 		require.NoError(t, err)
 		require.Equal(t, domain.TDSent, td.Status, "one second before the deadline the attempt is still out")
 	}, 7*time.Minute+20*time.Minute-time.Second)
-	env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{
-		TaskDeviceID: cmd.ID, TaskID: cmd.TaskID, PC: "pc1", DispatcherID: "d", Poll: time.Hour,
+	env.RegisterDelayedCallback(env.CancelWorkflow, 7*time.Minute+30*time.Minute)
+	env.ExecuteWorkflow(workflows.SlotDeadlineWorkflow, workflows.SlotDeadlineInput{
+		PC: "pc1", Slot: cmd.Slot, DispatcherID: "d", IdlePoll: 24 * time.Hour,
 	})
-
 	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var out workflows.SlotOutcome
-	require.NoError(t, env.GetWorkflowResult(&out))
-	require.Equal(t, workflows.SlotOutcome{Status: domain.TDFailedFinal, Attempt: 1, TimedOut: 1}, out)
 
-	timeouts := watch.startsOf("TimeoutAttempt")
+	timeouts := watch.startsOf("CheckSlot")
 	require.Len(t, timeouts, 1)
 	require.Equal(t, sentAt.Add(20*time.Minute), timeouts[0].UTC(), "timed out at SENT + 20m of workflow time")
 	td, err := st.GetTaskDevice(ctx, cmd.ID)

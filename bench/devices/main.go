@@ -98,7 +98,20 @@ func run(ctx context.Context) (string, error) {
 	// A result request's time inside the API handler, for comparison with the agent's view.
 	var mu sync.Mutex
 	var handled []time.Duration
-	app := api.New(&api.Server{Store: st, Temporal: tc, Starter: &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue},
+	// Wired as `tickgate serve` wires it: the task advancer activates the next task in the
+	// API process, and nudges the dispatcher after.
+	starter := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}
+	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Notify: starter.CheckDispatcher})
+	if err != nil {
+		return "", err
+	}
+	advancer.Start()
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = advancer.Close(closeCtx)
+	}()
+	app := api.New(&api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer,
 		Logf: func(f string, a ...any) { log.Printf("api: "+f, a...) }})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/result") {

@@ -1,0 +1,33 @@
+package api
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A claim skips telling its slot only when this process told the slot a deadline that is
+// still comfortably ahead and not later than the claim's own.
+func TestSlotArmsSignalOnlyWhenTheSlotIsNotDueToWakeInTime(t *testing.T) {
+	var a slotArms
+	k := slotKey{pc: "pc1", slot: 3}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	d1 := now.Add(20 * time.Minute)
+	require.True(t, a.needsSignal(k, d1, now), "never told")
+	a.toldAt(k, d1, now)
+
+	later := now.Add(5 * time.Minute)
+	require.False(t, a.needsSignal(k, later.Add(20*time.Minute), later), "told 20m, still ahead: the slot wakes then and finds the claim")
+	require.True(t, a.needsSignal(k, d1.Add(-time.Minute), later), "a deadline before the told one (a task with a shorter timeout)")
+	require.True(t, a.needsSignal(k, d1.Add(time.Hour), d1.Add(-time.Second)), "the told deadline is less than the margin ahead")
+	require.True(t, a.needsSignal(k, d1.Add(time.Hour), d1.Add(time.Minute)), "the told deadline passed")
+	require.True(t, a.needsSignal(slotKey{pc: "pc1", slot: 4}, d1, later), "another slot was never told")
+
+	// Telling a later deadline moves what is remembered forward; an earlier one does not
+	// move it back while the later one is ahead.
+	a.toldAt(k, d1.Add(10*time.Minute), later)
+	a.toldAt(k, d1.Add(5*time.Minute), later)
+	require.False(t, a.needsSignal(k, d1.Add(10*time.Minute), later))
+	require.True(t, a.needsSignal(k, d1.Add(9*time.Minute), later))
+}
