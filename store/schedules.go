@@ -67,7 +67,7 @@ func (s *Store) DeleteSchedule(ctx context.Context, name string) (int64, error) 
 		if id, err = q.LockScheduleByName(ctx, name); err != nil {
 			return fmt.Errorf("lock schedule %q: %w", name, mapErr(err))
 		}
-		if _, err := retractArmed(ctx, q, id); err != nil {
+		if _, err := retractArmed(ctx, q, id, false); err != nil {
 			return err
 		}
 		if _, err := q.DeleteSchedule(ctx, name); err != nil {
@@ -88,7 +88,7 @@ func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note strin
 			return fmt.Errorf("set schedule %d paused=%v: %w", id, paused, mapErr(err))
 		}
 		if paused {
-			retracted, err = retractArmed(ctx, q, id)
+			retracted, err = retractArmed(ctx, q, id, true)
 		}
 		return err
 	})
@@ -103,7 +103,7 @@ func (s *Store) Reschedule(ctx context.Context, id int64, next *time.Time) (retr
 			return fmt.Errorf("set next_run_at of schedule %d: %w", id, mapErr(err))
 		}
 		var err error
-		retracted, err = retractArmed(ctx, q, id)
+		retracted, err = retractArmed(ctx, q, id, true)
 		return err
 	})
 	return retracted, err
@@ -113,11 +113,14 @@ func (s *Store) Reschedule(ctx context.Context, id int64, next *time.Time) (retr
 // outbox message) and returns their ticks. The caller holds the schedule's row lock, which
 // the releaser takes too before it releases a fire: of a retraction and a release racing
 // for one fire exactly one wins.
-func retractArmed(ctx context.Context, q *dbgen.Queries, scheduleID int64) ([]time.Time, error) {
-	if err := q.DeleteArmedEvents(ctx, scheduleID); err != nil {
+//
+// A fire whose visible time has already come is kept unless the schedule itself goes
+// (keepDue false): it was due before the command, and the releaser releases it even if late.
+func retractArmed(ctx context.Context, q *dbgen.Queries, scheduleID int64, keepDue bool) ([]time.Time, error) {
+	if err := q.DeleteArmedEvents(ctx, dbgen.DeleteArmedEventsParams{ScheduleID: scheduleID, KeepDue: keepDue}); err != nil {
 		return nil, fmt.Errorf("retract armed events of schedule %d: %w", scheduleID, mapErr(err))
 	}
-	ticks, err := q.DeleteArmedRuns(ctx, scheduleID)
+	ticks, err := q.DeleteArmedRuns(ctx, dbgen.DeleteArmedRunsParams{ScheduleID: scheduleID, KeepDue: keepDue})
 	if err != nil {
 		return nil, fmt.Errorf("retract armed runs of schedule %d: %w", scheduleID, mapErr(err))
 	}
@@ -377,7 +380,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule,
 		if err != nil {
 			return err
 		}
-		_, err = retractArmed(ctx, q, row.ID)
+		_, err = retractArmed(ctx, q, row.ID, true)
 		return err
 	})
 	if err == nil {

@@ -16,24 +16,39 @@ import (
 const deleteArmedEvents = `-- name: DeleteArmedEvents :exec
 DELETE FROM event_store e USING schedule_runs r
 WHERE e.schedule_run_id = r.id AND r.schedule_id = $1 AND r.armed
+  AND (NOT $2::boolean OR r.visible_at > now())
 `
+
+type DeleteArmedEventsParams struct {
+	ScheduleID int64
+	KeepDue    bool
+}
 
 // Retraction, part 1 (under the schedule's row lock): the events of the schedule's armed,
 // unreleased runs, and by cascade their outbox messages, which never had a feed position.
-func (q *Queries) DeleteArmedEvents(ctx context.Context, scheduleID int64) error {
-	_, err := q.db.Exec(ctx, deleteArmedEvents, scheduleID)
+// keep_due keeps those whose visible time has come (a late releaser still releases them:
+// their fire was due before the command); a deleted schedule takes them all.
+func (q *Queries) DeleteArmedEvents(ctx context.Context, arg DeleteArmedEventsParams) error {
+	_, err := q.db.Exec(ctx, deleteArmedEvents, arg.ScheduleID, arg.KeepDue)
 	return err
 }
 
 const deleteArmedRuns = `-- name: DeleteArmedRuns :many
-DELETE FROM schedule_runs WHERE schedule_id = $1 AND armed RETURNING scheduled_at
+DELETE FROM schedule_runs
+WHERE schedule_id = $1 AND armed AND (NOT $2::boolean OR visible_at > now())
+RETURNING scheduled_at
 `
+
+type DeleteArmedRunsParams struct {
+	ScheduleID int64
+	KeepDue    bool
+}
 
 // Retraction, part 2: the armed, unreleased runs themselves; it answers their ticks. A run
 // the releaser released first is no longer armed and stays (one winner: both hold the
 // schedule's row lock).
-func (q *Queries) DeleteArmedRuns(ctx context.Context, scheduleID int64) ([]time.Time, error) {
-	rows, err := q.db.Query(ctx, deleteArmedRuns, scheduleID)
+func (q *Queries) DeleteArmedRuns(ctx context.Context, arg DeleteArmedRunsParams) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, deleteArmedRuns, arg.ScheduleID, arg.KeepDue)
 	if err != nil {
 		return nil, err
 	}

@@ -90,14 +90,19 @@ SELECT * FROM schedule_runs WHERE id = @id AND schedule_id = @schedule_id AND NO
 -- name: DeleteArmedEvents :exec
 -- Retraction, part 1 (under the schedule's row lock): the events of the schedule's armed,
 -- unreleased runs, and by cascade their outbox messages, which never had a feed position.
+-- keep_due keeps those whose visible time has come (a late releaser still releases them:
+-- their fire was due before the command); a deleted schedule takes them all.
 DELETE FROM event_store e USING schedule_runs r
-WHERE e.schedule_run_id = r.id AND r.schedule_id = @schedule_id AND r.armed;
+WHERE e.schedule_run_id = r.id AND r.schedule_id = @schedule_id AND r.armed
+  AND (NOT @keep_due::boolean OR r.visible_at > now());
 
 -- name: DeleteArmedRuns :many
 -- Retraction, part 2: the armed, unreleased runs themselves; it answers their ticks. A run
 -- the releaser released first is no longer armed and stays (one winner: both hold the
 -- schedule's row lock).
-DELETE FROM schedule_runs WHERE schedule_id = @schedule_id AND armed RETURNING scheduled_at;
+DELETE FROM schedule_runs
+WHERE schedule_id = @schedule_id AND armed AND (NOT @keep_due::boolean OR visible_at > now())
+RETURNING scheduled_at;
 
 -- name: LockSchedulesWithDueFires :many
 -- The release, step 1: lock the schedules that have armed runs due, skipping any a fire,
