@@ -33,11 +33,17 @@ const releaseBatch = 2000
 // their feed position, and counts them on their schedules. Several processes may run it at
 // once. It returns the fires it released.
 func (s *Store) ReleaseDue(ctx context.Context) ([]ReleasedFire, error) {
+	return s.ReleaseDueAsOf(ctx, nil)
+}
+
+// ReleaseDueAsOf is ReleaseDue at the time asOf instead of the database's now() (nil): the
+// fires visible by then are released as if then. For tests on a simulated clock.
+func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time) ([]ReleasedFire, error) {
 	var out []ReleasedFire
 	for {
 		var locked int
 		err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-			ids, err := q.LockSchedulesWithDueFires(ctx, releaseBatch)
+			ids, err := q.LockSchedulesWithDueFires(ctx, dbgen.LockSchedulesWithDueFiresParams{AsOf: asOf, MaxRows: releaseBatch})
 			if err != nil {
 				return fmt.Errorf("lock schedules with due fires: %w", mapErr(err))
 			}
@@ -45,7 +51,7 @@ func (s *Store) ReleaseDue(ctx context.Context) ([]ReleasedFire, error) {
 			if locked == 0 {
 				return nil
 			}
-			rows, err := q.ReleaseDueFires(ctx, ids)
+			rows, err := q.ReleaseDueFires(ctx, dbgen.ReleaseDueFiresParams{AsOf: asOf, ScheduleIds: ids})
 			if err != nil {
 				return fmt.Errorf("release due fires of %d schedules: %w", len(ids), mapErr(err))
 			}

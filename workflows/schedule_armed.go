@@ -49,17 +49,21 @@ func armOffset(schedule string, tick time.Time) time.Duration {
 // tick instead. Only an event action that no policy has to decide at the tick is armed:
 // overlap policies apply to workflow actions only (see fire), skip_if_successful needs the
 // runs up to the tick, a rescheduled tick fires as the reschedule says. One armed fire at a
-// time: the next is armed once the last one's fire time has come.
+// time: the next is armed once the last one's fire time has come, and only if that is still
+// armLead before its own (a schedule with ticks closer together fires each at its tick).
 func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time) (at time.Time, ok bool) {
 	if w.def.Action.Kind != domain.ActionEvent || w.def.SkipIfSuccessful || w.carry.Paused || w.carry.Rescheduled != nil {
 		return time.Time{}, false
 	}
 	at = fireAt.Add(-armLead - armOffset(w.def.Name, tick))
+	if w.carry.Watermark.After(at) {
+		at = w.carry.Watermark // not before the tick it follows (or the schedule's creation, a resume)
+	}
 	if a := w.carry.Armed; a != nil && a.FireAt.After(at) {
 		at = a.FireAt
 	}
-	if fireAt.Sub(at) < armMinAhead {
-		return time.Time{}, false
+	if fireAt.Sub(at) < armLead {
+		return time.Time{}, false // ticks closer together than the lead fire at their tick
 	}
 	// GetVersion only when a tick could be armed, so other histories carry no marker.
 	if workflow.GetVersion(ctx, armedFiresChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {

@@ -559,17 +559,23 @@ func (q *Queries) LockScheduleByName(ctx context.Context, name string) (int64, e
 
 const lockSchedulesWithDueFires = `-- name: LockSchedulesWithDueFires :many
 SELECT s.id FROM schedules s
-WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r WHERE r.armed AND r.visible_at <= now())
+WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()))
 ORDER BY s.id
-LIMIT $1
+LIMIT $2
 FOR NO KEY UPDATE OF s SKIP LOCKED
 `
 
+type LockSchedulesWithDueFiresParams struct {
+	AsOf    *time.Time
+	MaxRows int32
+}
+
 // The release, step 1: lock the schedules that have armed runs due, skipping any a fire,
-// command or other releaser holds (they are released on the next round). Every writer of
+// command or other releaser holds (they are released on the next round). as_of is the
+// release's time (NULL: now(); tests pass their workflow clock). Every writer of
 // an armed run holds its schedule's row lock, so holding it decides release vs retraction.
-func (q *Queries) LockSchedulesWithDueFires(ctx context.Context, maxRows int32) ([]int64, error) {
-	rows, err := q.db.Query(ctx, lockSchedulesWithDueFires, maxRows)
+func (q *Queries) LockSchedulesWithDueFires(ctx context.Context, arg LockSchedulesWithDueFiresParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, lockSchedulesWithDueFires, arg.AsOf, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -604,8 +610,8 @@ func (q *Queries) NextArmedFireIn(ctx context.Context) (float64, error) {
 const releaseDueFires = `-- name: ReleaseDueFires :many
 WITH released AS (
     UPDATE schedule_runs r
-    SET armed = false, fired_at = now(), finished_at = now()
-    WHERE r.armed AND r.visible_at <= now() AND r.schedule_id = ANY($1::bigint[])
+    SET armed = false, fired_at = COALESCE($1::timestamptz, now()), finished_at = COALESCE($1::timestamptz, now())
+    WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()) AND r.schedule_id = ANY($2::bigint[])
     RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.release_next_run_at
 ), positioned AS (
     UPDATE outbox_messages o
@@ -620,7 +626,7 @@ WITH released AS (
 ), counted AS (
     UPDATE schedules s
     SET fired_count = s.fired_count + p.n,
-        last_run_at = GREATEST(s.last_run_at, now()),
+        last_run_at = GREATEST(s.last_run_at, COALESCE($1::timestamptz, now())),
         next_run_at = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
         updated_at  = now()
     FROM per_schedule p
@@ -628,9 +634,14 @@ WITH released AS (
     RETURNING s.id
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
-       now()::timestamptz AS released_at
+       COALESCE($1::timestamptz, now())::timestamptz AS released_at
 FROM released
 `
+
+type ReleaseDueFiresParams struct {
+	AsOf        *time.Time
+	ScheduleIds []int64
+}
 
 type ReleaseDueFiresRow struct {
 	ID          int64
@@ -645,8 +656,8 @@ type ReleaseDueFiresRow struct {
 // becomes true now (fired_at, finished_at), its outbox message takes this transaction's id
 // as its feed position, and its schedule counts it (fired, last_run_at) and moves next_run_at
 // past it unless something moved it already.
-func (q *Queries) ReleaseDueFires(ctx context.Context, scheduleIds []int64) ([]ReleaseDueFiresRow, error) {
-	rows, err := q.db.Query(ctx, releaseDueFires, scheduleIds)
+func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams) ([]ReleaseDueFiresRow, error) {
+	rows, err := q.db.Query(ctx, releaseDueFires, arg.AsOf, arg.ScheduleIds)
 	if err != nil {
 		return nil, err
 	}

@@ -106,10 +106,11 @@ RETURNING scheduled_at;
 
 -- name: LockSchedulesWithDueFires :many
 -- The release, step 1: lock the schedules that have armed runs due, skipping any a fire,
--- command or other releaser holds (they are released on the next round). Every writer of
+-- command or other releaser holds (they are released on the next round). as_of is the
+-- release's time (NULL: now(); tests pass their workflow clock). Every writer of
 -- an armed run holds its schedule's row lock, so holding it decides release vs retraction.
 SELECT s.id FROM schedules s
-WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r WHERE r.armed AND r.visible_at <= now())
+WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r WHERE r.armed AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now()))
 ORDER BY s.id
 LIMIT @max_rows
 FOR NO KEY UPDATE OF s SKIP LOCKED;
@@ -121,8 +122,8 @@ FOR NO KEY UPDATE OF s SKIP LOCKED;
 -- past it unless something moved it already.
 WITH released AS (
     UPDATE schedule_runs r
-    SET armed = false, fired_at = now(), finished_at = now()
-    WHERE r.armed AND r.visible_at <= now() AND r.schedule_id = ANY(@schedule_ids::bigint[])
+    SET armed = false, fired_at = COALESCE(sqlc.narg(as_of)::timestamptz, now()), finished_at = COALESCE(sqlc.narg(as_of)::timestamptz, now())
+    WHERE r.armed AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now()) AND r.schedule_id = ANY(@schedule_ids::bigint[])
     RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.release_next_run_at
 ), positioned AS (
     UPDATE outbox_messages o
@@ -137,7 +138,7 @@ WITH released AS (
 ), counted AS (
     UPDATE schedules s
     SET fired_count = s.fired_count + p.n,
-        last_run_at = GREATEST(s.last_run_at, now()),
+        last_run_at = GREATEST(s.last_run_at, COALESCE(sqlc.narg(as_of)::timestamptz, now())),
         next_run_at = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
         updated_at  = now()
     FROM per_schedule p
@@ -145,7 +146,7 @@ WITH released AS (
     RETURNING s.id
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
-       now()::timestamptz AS released_at
+       COALESCE(sqlc.narg(as_of)::timestamptz, now())::timestamptz AS released_at
 FROM released;
 
 -- name: NextArmedFireIn :one
