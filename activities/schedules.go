@@ -92,6 +92,9 @@ type TickRecord struct {
 	WorkflowID     string
 	Event          *domain.Event
 	NextRunAt      *time.Time
+	// VisibleAt arms the fire (an event action's, ahead of its tick): committed now, shown
+	// at VisibleAt, when the worker's releaser releases it (store.Releaser).
+	VisibleAt *time.Time `json:",omitempty"`
 }
 
 // RunRecord is the recorded run.
@@ -116,11 +119,12 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	run, created, err := a.Store.RecordFire(ctx, store.Fire{
 		ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt, FiredAt: r.FiredAt, Trigger: r.Trigger, Status: r.Status,
 		Reason: r.Reason, IdempotencyKey: r.IdempotencyKey, WorkflowID: r.WorkflowID, Event: r.Event, NextRunAt: r.NextRunAt,
+		VisibleAt: r.VisibleAt,
 	})
 	if err != nil {
 		return RunRecord{}, gone(err, r.ScheduleID)
 	}
-	if created {
+	if created && r.VisibleAt == nil { // an armed fire is counted when it is released (ObserveReleased)
 		observeTick(r.Status, r.Trigger, r.ScheduledAt, r.FiredAt)
 	}
 	return RunRecord{
@@ -167,26 +171,71 @@ type PausedState struct {
 	NextRunAt  *time.Time
 }
 
-// MirrorPaused writes the workflow's paused state (and next fire) to the schedule row.
-func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) error {
-	if _, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note); err != nil {
-		return gone(err, p.ScheduleID)
+// Retracted are the ticks of armed fires a command retracted (deleted before their
+// release) in the transaction of its mirror write.
+type Retracted struct {
+	Ticks []time.Time `json:",omitempty"`
+}
+
+// Has reports whether tick is among the retracted ones.
+func (r Retracted) Has(tick time.Time) bool {
+	for _, t := range r.Ticks {
+		if t.Equal(tick) {
+			return true
+		}
+	}
+	return false
+}
+
+// MirrorPaused writes the workflow's paused state (and next fire) to the schedule row; a
+// pause retracts the schedule's armed fires not yet released, in the same transaction.
+func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) (Retracted, error) {
+	_, ticks, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note)
+	if err != nil {
+		return Retracted{}, gone(err, p.ScheduleID)
 	}
 	if !p.Paused {
-		return gone(a.Store.SetNextRunAt(ctx, p.ScheduleID, p.NextRunAt), p.ScheduleID)
+		return Retracted{}, gone(a.Store.SetNextRunAt(ctx, p.ScheduleID, p.NextRunAt), p.ScheduleID)
 	}
-	return nil
+	return Retracted{Ticks: ticks}, nil
 }
 
 // NextRun is the next planned fire to mirror.
 type NextRun struct {
 	ScheduleID int64
 	NextRunAt  *time.Time
+	// Retract (a reschedule) retracts the schedule's armed fires not yet released, in the
+	// same transaction.
+	Retract bool `json:",omitempty"`
 }
 
-// MirrorNextRun writes next_run_at.
-func (a *ScheduleActivities) MirrorNextRun(ctx context.Context, n NextRun) error {
-	return gone(a.Store.SetNextRunAt(ctx, n.ScheduleID, n.NextRunAt), n.ScheduleID)
+// MirrorNextRun writes next_run_at (and, for a reschedule, retracts armed fires).
+func (a *ScheduleActivities) MirrorNextRun(ctx context.Context, n NextRun) (Retracted, error) {
+	if !n.Retract {
+		return Retracted{}, gone(a.Store.SetNextRunAt(ctx, n.ScheduleID, n.NextRunAt), n.ScheduleID)
+	}
+	ticks, err := a.Store.Reschedule(ctx, n.ScheduleID, n.NextRunAt)
+	return Retracted{Ticks: ticks}, gone(err, n.ScheduleID)
+}
+
+// ArmedTick names an armed fire of a schedule.
+type ArmedTick struct {
+	ScheduleID int64
+	Key        string
+}
+
+// ArmedKept reports whether an armed fire still stands (released, or still to be), or was
+// retracted by an update of the definition (the API's transaction) meanwhile.
+func (a *ScheduleActivities) ArmedKept(ctx context.Context, t ArmedTick) (bool, error) {
+	return a.Store.ArmedRunKept(ctx, t.Key)
+}
+
+// ObserveReleased counts released armed fires in the metrics, with their lateness from
+// the nominal tick to the release.
+func ObserveReleased(fires []store.ReleasedFire) {
+	for _, f := range fires {
+		observeTick(domain.RunSucceeded, f.Trigger, f.ScheduledAt, f.ReleasedAt)
+	}
 }
 
 // StartRun is a run of a workflow action to start.

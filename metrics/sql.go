@@ -72,7 +72,7 @@ func (c *SQLCollector) Collect(ch chan<- prometheus.Metric) {
 	report("lateness", c.histogram(ctx, ch, descLateness, LatenessBuckets,
 		fmt.Sprintf(`SELECT date_part('epoch', fired_at - scheduled_at) FROM (
 		   SELECT fired_at, scheduled_at FROM schedule_runs
-		   WHERE fired_at IS NOT NULL AND trigger IN ('scheduled', 'catchup')
+		   WHERE fired_at IS NOT NULL AND NOT armed AND trigger IN ('scheduled', 'catchup')
 		   ORDER BY id DESC LIMIT %d) AS recent`, LatenessWindow)))
 	report("refill", c.histogram(ctx, ch, descRefill, RefillBuckets,
 		`SELECT date_part('epoch', td.created_at - f.freed)
@@ -82,7 +82,7 @@ func (c *SQLCollector) Collect(ch chan<- prometheus.Metric) {
 		                       AND p.completed_at <= td.created_at
 		                       AND p.completed_at > td.created_at - interval '5 minutes') f
 		 WHERE f.freed IS NOT NULL`))
-	report("schedule_runs", c.counts(ctx, ch, descScheduleRuns, `SELECT status, count(*) FROM schedule_runs GROUP BY status`))
+	report("schedule_runs", c.counts(ctx, ch, descScheduleRuns, `SELECT status, count(*) FROM schedule_runs WHERE NOT armed GROUP BY status`))
 	report("task_runs", c.counts(ctx, ch, descTaskRuns, `SELECT status, count(*) FROM task_runs GROUP BY status`))
 	report("tasks", c.counts(ctx, ch, descDeviceTasks, `SELECT status, count(*) FROM tasks GROUP BY status`))
 	report("slots", c.slots(ctx, ch))

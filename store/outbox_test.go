@@ -24,5 +24,5 @@ func TestOutboxHasNoPublishedMark(t *testing.T) {
 		cols = append(cols, c)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"id", "event_id", "topic", "tx_id", "created_at"}, cols)
+	require.Equal(t, []string{"id", "event_id", "topic", "tx_id", "created_at", "visible_at"}, cols)
 }

@@ -58,21 +58,76 @@ func (s *Store) ListSchedules(ctx context.Context, afterName string, limit int) 
 }
 
 // DeleteSchedule removes a schedule and (by cascade) its runs; it returns the schedule's id.
+// The events of its armed, unreleased fires go with it in the same transaction (they never
+// happened); released events stay, as the feed's history.
 func (s *Store) DeleteSchedule(ctx context.Context, name string) (int64, error) {
-	id, err := s.Q.DeleteSchedule(ctx, name)
-	if err != nil {
-		return 0, fmt.Errorf("delete schedule %q: %w", name, mapErr(err))
-	}
-	return id, nil
+	var id int64
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		if id, err = q.LockScheduleByName(ctx, name); err != nil {
+			return fmt.Errorf("lock schedule %q: %w", name, mapErr(err))
+		}
+		if _, err := retractArmed(ctx, q, id, false); err != nil {
+			return err
+		}
+		if _, err := q.DeleteSchedule(ctx, name); err != nil {
+			return fmt.Errorf("delete schedule %q: %w", name, mapErr(err))
+		}
+		return nil
+	})
+	return id, err
 }
 
-// SetPaused mirrors a pause or resume decided by the schedule's workflow.
-func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note string) (Schedule, error) {
-	row, err := s.Q.SetSchedulePaused(ctx, dbgen.SetSchedulePausedParams{ID: id, Paused: paused, PauseNote: note})
-	if err != nil {
-		return Schedule{}, fmt.Errorf("set schedule %d paused=%v: %w", id, paused, mapErr(err))
+// SetPaused mirrors a pause or resume decided by the schedule's workflow. A pause retracts
+// the schedule's armed, unreleased fires in the same transaction and returns their ticks.
+func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note string) (row Schedule, retracted []time.Time, err error) {
+	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		row, err = q.SetSchedulePaused(ctx, dbgen.SetSchedulePausedParams{ID: id, Paused: paused, PauseNote: note})
+		if err != nil {
+			return fmt.Errorf("set schedule %d paused=%v: %w", id, paused, mapErr(err))
+		}
+		if paused {
+			retracted, err = retractArmed(ctx, q, id, true)
+		}
+		return err
+	})
+	return row, retracted, err
+}
+
+// Reschedule mirrors a reschedule's next fire and retracts the schedule's armed, unreleased
+// fires in the same transaction, returning their ticks.
+func (s *Store) Reschedule(ctx context.Context, id int64, next *time.Time) (retracted []time.Time, err error) {
+	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if err := q.SetScheduleNextRunAt(ctx, dbgen.SetScheduleNextRunAtParams{ID: id, NextRunAt: next}); err != nil {
+			return fmt.Errorf("set next_run_at of schedule %d: %w", id, mapErr(err))
+		}
+		var err error
+		retracted, err = retractArmed(ctx, q, id, true)
+		return err
+	})
+	return retracted, err
+}
+
+// retractArmed deletes the schedule's armed fires that are not released yet (run, event,
+// outbox message) and returns their ticks. The caller holds the schedule's row lock, which
+// the releaser takes too before it releases a fire: of a retraction and a release racing
+// for one fire exactly one wins.
+//
+// A fire whose visible time has already come is kept unless the schedule itself goes
+// (keepDue false): it was due before the command, and the releaser releases it even if late.
+func retractArmed(ctx context.Context, q *dbgen.Queries, scheduleID int64, keepDue bool) ([]time.Time, error) {
+	if err := q.DeleteArmedEvents(ctx, dbgen.DeleteArmedEventsParams{ScheduleID: scheduleID, KeepDue: keepDue}); err != nil {
+		return nil, fmt.Errorf("retract armed events of schedule %d: %w", scheduleID, mapErr(err))
 	}
-	return row, nil
+	ticks, err := q.DeleteArmedRuns(ctx, dbgen.DeleteArmedRunsParams{ScheduleID: scheduleID, KeepDue: keepDue})
+	if err != nil {
+		return nil, fmt.Errorf("retract armed runs of schedule %d: %w", scheduleID, mapErr(err))
+	}
+	for i := range ticks {
+		ticks[i] = ticks[i].UTC()
+	}
+	return ticks, nil
 }
 
 // SetNextRunAt mirrors the workflow's next planned fire.
@@ -96,10 +151,16 @@ type Fire struct {
 	WorkflowID     string
 	Event          *domain.Event // appended with its outbox message when the run fired
 	NextRunAt      *time.Time    // the schedule's next planned fire after this one
+	// VisibleAt arms the fire: committed now, it stays hidden until the releaser releases it
+	// at VisibleAt (see ReleaseDue). Until then the schedule's next_run_at stays on this tick
+	// and its counters and last_run_at do not count it; the release applies NextRunAt.
+	VisibleAt *time.Time
 }
 
 // RecordFire commits a tick in one transaction: the schedule_runs row, its event and outbox
-// message, and the schedule's next_run_at, last_run_at and counters. The idempotency key
+// message, and the schedule's next_run_at, last_run_at and counters (an armed fire, with
+// VisibleAt, leaves those to its release and its outbox message without a feed position
+// until then). The idempotency key
 // makes it safe to retry: a key already recorded changes nothing and returns the existing
 // run with created=false (invariant S1). A deleted schedule is ErrNotFound.
 func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, created bool, err error) {
@@ -113,22 +174,36 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 			Status: f.Status, Reason: f.Reason, IdempotencyKey: f.IdempotencyKey, WorkflowID: f.WorkflowID,
 		}
 		fired := f.Status != domain.RunSkipped && f.Status != domain.RunMissed
+		armed := fired && f.VisibleAt != nil
+		if armed && (f.Status != domain.RunSucceeded || f.Event == nil) {
+			return fmt.Errorf("arm run %s: only a fired event can be armed", f.IdempotencyKey)
+		}
 		if fired {
 			firedAt := f.FiredAt.UTC()
+			if armed {
+				firedAt = f.VisibleAt.UTC() // until the release sets when it became true
+			}
 			params.FiredAt = &firedAt
 		}
 		if f.Status != domain.RunRunning {
 			now := time.Now().UTC()
 			if fired {
-				now = f.FiredAt.UTC()
+				now = *params.FiredAt
 			}
 			params.FinishedAt = &now
+		}
+		if armed {
+			params.Armed, params.VisibleAt, params.ReleaseNextRunAt = true, params.FiredAt, f.NextRunAt
 		}
 		if run, created, err = insertRunOnce(ctx, q, params); err != nil || !created {
 			return err // recorded before (a retried activity, a duplicate signal): that run
 		}
 		upd := dbgen.UpdateScheduleAfterFireParams{ID: f.ScheduleID, NextRunAt: f.NextRunAt}
 		switch {
+		case armed:
+			// Nothing is true yet: the armed tick stays the next fire until the release.
+			tick := f.ScheduledAt.UTC()
+			upd.NextRunAt = &tick
 		case fired:
 			upd.LastRunAt, upd.Fired = params.FiredAt, 1
 		case f.Status == domain.RunSkipped:
@@ -143,11 +218,17 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 			}
 			ev, err := q.InsertEvent(ctx, dbgen.InsertEventParams{
 				Topic: f.Event.Topic, Type: f.Event.Type, AggregateID: sched.Name, Data: data, ScheduleRunID: &run.ID,
+				CreatedAt: params.VisibleAt,
 			})
 			if err != nil {
 				return fmt.Errorf("insert event of run %d: %w", run.ID, mapErr(err))
 			}
-			if err := q.InsertOutboxMessage(ctx, dbgen.InsertOutboxMessageParams{EventID: ev.ID, Topic: ev.Topic}); err != nil {
+			if armed {
+				err = q.InsertArmedOutboxMessage(ctx, dbgen.InsertArmedOutboxMessageParams{EventID: ev.ID, Topic: ev.Topic, VisibleAt: params.VisibleAt})
+			} else {
+				err = q.InsertOutboxMessage(ctx, dbgen.InsertOutboxMessageParams{EventID: ev.ID, Topic: ev.Topic})
+			}
+			if err != nil {
 				return fmt.Errorf("insert outbox message of event %d: %w", ev.ID, mapErr(err))
 			}
 		}
@@ -286,10 +367,21 @@ type ScheduleChange struct {
 
 // UpdateSchedule replaces a schedule's definition if its version still is the expected
 // one: ErrStale when another change came first, ErrNotFound when there is no such schedule.
+// The schedule's armed, unreleased fires are retracted in the same transaction: the new
+// definition decides the next tick (the workflow re-arms it on its reload).
 func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule, error) {
-	row, err := s.Q.UpdateScheduleDefinition(ctx, dbgen.UpdateScheduleDefinitionParams{
-		Name: c.Name, ExpectedVersion: c.ExpectedVersion, Spec: c.Spec, Action: c.Action, Overlap: c.Overlap,
-		CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful,
+	var row Schedule
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		row, err = q.UpdateScheduleDefinition(ctx, dbgen.UpdateScheduleDefinitionParams{
+			Name: c.Name, ExpectedVersion: c.ExpectedVersion, Spec: c.Spec, Action: c.Action, Overlap: c.Overlap,
+			CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful,
+		})
+		if err != nil {
+			return err
+		}
+		_, err = retractArmed(ctx, q, row.ID, true)
+		return err
 	})
 	if err == nil {
 		return row, nil

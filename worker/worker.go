@@ -20,13 +20,14 @@ type Deps struct {
 	Temporal client.Client
 }
 
-// New creates a worker on cfg.TaskQueue with every engine registered.
+// New creates a worker on cfg.TaskQueue with every engine registered; while it runs, it
+// also releases armed schedule fires when they come due (see releasingWorker).
 func New(d Deps) (sdkworker.Worker, error) {
 	w := sdkworker.New(d.Temporal, d.Config.TaskQueue, PollerOptions(d.Config.WorkerPollers))
 	if err := Register(w, d); err != nil {
 		return nil, err
 	}
-	return w, nil
+	return withReleaser(w, d.Store), nil
 }
 
 // Register registers every workflow and activity of the three engines on r.

@@ -269,6 +269,9 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 			if err := w.load(ctx); err != nil {
 				return w.stopIfGone(err)
 			}
+			if err := w.checkArmedAfterReload(ctx); err != nil {
+				return w.stopIfGone(err)
+			}
 			if !specsEqual(oldSpec, w.spec.Spec) {
 				// A changed spec counts ticks from the change on: ticks the new spec puts in
 				// the past were never due under the old one.
@@ -301,7 +304,23 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 			}
 		}
 		next := w.nextTick(ctx)
-		if err := w.mirrorNext(ctx, next); err != nil {
+		var armAt time.Time
+		if next != nil {
+			armed, wake, err := w.armIfDue(ctx, *next, next.Add(w.spec.JitterFor(w.def.Name, *next)))
+			if err != nil {
+				return w.stopIfGone(err)
+			}
+			if armed {
+				continue // the tick is processed; the loop plans the one after it
+			}
+			armAt = wake
+		}
+		mirrored := next
+		if a := w.pendingArmed(workflow.Now(ctx)); a != nil {
+			mirrored = &a.Tick // not yet visible, the armed fire is still the next one
+			w.next = &a.Tick
+		}
+		if err := w.mirrorNext(ctx, mirrored); err != nil {
 			return w.stopIfGone(err)
 		}
 		if w.shouldContinueAsNew(ctx) {
@@ -318,11 +337,15 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 		fireAt := next.Add(w.spec.JitterFor(w.def.Name, *next))
 		workflow.SetCurrentDetails(ctx, w.details(&fireAt))
 		w.work = workSpan{} // the wait ends this workflow task
-		wait := fireAt.Sub(workflow.Now(ctx))
+		wakeAt, summary := fireAt, "next fire at "+fireAt.UTC().Format(time.RFC3339)
+		if !armAt.IsZero() {
+			wakeAt, summary = armAt, "arm the fire of "+fireAt.UTC().Format(time.RFC3339)
+		}
+		wait := wakeAt.Sub(workflow.Now(ctx))
 		if wait > 0 {
 			_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 				Timeout:      wait,
-				TimerOptions: workflow.TimerOptions{Summary: "next fire at " + fireAt.UTC().Format(time.RFC3339)},
+				TimerOptions: workflow.TimerOptions{Summary: summary},
 			}, func() bool { return w.dirty })
 			if err != nil {
 				return err

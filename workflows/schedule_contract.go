@@ -69,6 +69,9 @@ type ScheduleCarry struct {
 	Rescheduled *time.Time `json:",omitempty"`
 	// Backfills are the ranges still to fire, oldest request first.
 	Backfills []Backfill `json:",omitempty"`
+	// Armed is the fire armed last (see arm), until a command retracts it or the next
+	// one is armed.
+	Armed *ArmedFire `json:",omitempty"`
 }
 
 // Backfill is a range of ticks still to fire: those after Done up to End.

@@ -239,12 +239,12 @@ func (w *scheduleWorkflow) cancelsOther(b BufferedTick) bool {
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string) (TriggerResult, error) {
-	return w.recordWithInput(ctx, tick, trigger, key, status, reason, workflowID, nil)
+	return w.recordFire(ctx, tick, trigger, key, status, reason, workflowID, nil, nil)
 }
 
-// recordWithInput records a tick; input is the fire's own input for a run that has to be
-// adopted (see adoptIfUnwatched).
-func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string, input json.RawMessage) (TriggerResult, error) {
+// recordFire records a tick; input is the fire's own input for a run that has to be
+// adopted (see adoptIfUnwatched); visibleAt arms the fire (see arm).
+func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string, input json.RawMessage, visibleAt *time.Time) (TriggerResult, error) {
 	if err := w.mirror.Lock(ctx); err != nil {
 		return TriggerResult{}, err
 	}
@@ -264,11 +264,16 @@ func (w *scheduleWorkflow) recordWithInput(ctx workflow.Context, tick time.Time,
 		rec.FiredAt = workflow.Now(ctx)
 		rec.Event = w.eventFor(tick, trigger, rec.FiredAt)
 	}
+	rec.VisibleAt = visibleAt
 	var run activities.RunRecord
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordTick, rec).Get(ctx, &run); err != nil {
 		return TriggerResult{}, err
 	}
 	w.mirrored = rec.NextRunAt
+	if visibleAt != nil {
+		armedTick := tick // an armed fire keeps next_run_at on its tick until its release
+		w.mirrored = &armedTick
+	}
 	w.work.add(run.CommittedAt)
 	if plans {
 		w.plan(ctx, after, run.NextRunAt)
@@ -321,7 +326,7 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger d
 		return res, err
 	}
 	workflowID := fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
-	res, err := w.recordWithInput(ctx, tick, trigger, key, domain.RunRunning, "", workflowID, input)
+	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", workflowID, input, nil)
 	if err != nil || res.existed {
 		return res, err // recorded before: started and watched then, or adopted by record now
 	}

@@ -18,9 +18,10 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 		return ScheduleDescription{}, err
 	}
 	defer w.mirror.Unlock()
-	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
+	// The same transaction retracts an armed fire not yet due: a paused schedule fires nothing.
+	if err := w.getRetracted(ctx, workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
 		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note,
-	}).Get(ctx, nil); err != nil {
+	})); err != nil {
 		return ScheduleDescription{}, err
 	}
 	// Pausing drops a pending reschedule: a paused schedule catches nothing up.
@@ -106,9 +107,11 @@ func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleReques
 		return ScheduleDescription{}, err
 	}
 	defer w.mirror.Unlock()
-	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{
-		ScheduleID: w.in.ScheduleID, NextRunAt: &at,
-	}).Get(ctx, nil); err != nil {
+	// The same transaction retracts an armed fire not yet due: the reschedule decides the
+	// next fire (the tick it replaces is recorded SKIPPED, see processRescheduled).
+	if err := w.getRetracted(ctx, workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{
+		ScheduleID: w.in.ScheduleID, NextRunAt: &at, Retract: w.carry.Armed != nil,
+	})); err != nil {
 		return ScheduleDescription{}, err
 	}
 	w.carry.Rescheduled, w.mirrored, w.next = &at, &at, &at

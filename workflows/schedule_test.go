@@ -74,7 +74,16 @@ func every(n int64, unit string) *schedulespec.Interval {
 	return &schedulespec.Interval{Every: n, Unit: unit}
 }
 
+// release does what the worker's releaser has done by the test clock's now: armed fires
+// visible by then are released (as of then).
+func (s *ScheduleWorkflowSuite) release() {
+	now := s.env.Now()
+	_, err := s.store.ReleaseDueAsOf(context.Background(), &now)
+	s.Require().NoError(err)
+}
+
 func (s *ScheduleWorkflowSuite) runs(name string) []store.ScheduleRun {
+	s.release()
 	row, err := s.store.GetSchedule(context.Background(), name)
 	s.Require().NoError(err)
 	runs, err := s.store.ListRuns(context.Background(), row.ID, 0, 10000)

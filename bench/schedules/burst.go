@@ -186,7 +186,7 @@ func waitFires(ctx context.Context, count func(context.Context) (int, error), wa
 // countRuns counts the runs of tick recorded for the schedules ids, whatever their status.
 func countRuns(ctx context.Context, st *store.Store, ids []int64, tick time.Time) (int, error) {
 	var n int
-	err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = ANY($1) AND scheduled_at = $2`, ids, tick).Scan(&n)
+	err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = ANY($1) AND scheduled_at = $2 AND NOT armed`, ids, tick).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count runs of %s: %w", tick, err)
 	}

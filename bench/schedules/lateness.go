@@ -68,9 +68,12 @@ func (l lateness) pct(p float64) float64 {
 // commitLateness reads, for each schedule of ids and each tick, when its fire became what a
 // user sees: the commit of the transaction that wrote the run and its event
 // (pg_xact_commit_timestamp of the event row's xmin; event rows are never updated, so xmin
-// is that transaction), or the row's visible_at when the schema has one and it is later
-// (an armed fire committed ahead of its tick is seen at the tick). Lateness is that moment
-// − the nominal tick; ticks without a fired run are +Inf.
+// is that transaction). With armed fires (outbox_messages.visible_at, migration 00008) it is
+// the commit of the transaction that gave the fire's outbox message its feed position — the
+// fire's own for a fire recorded at its tick, the release's for an armed one (the outbox
+// row's xmin: the release is the only update it gets) — and never earlier than a
+// visible_at; a fire not yet released is not seen. Lateness is that moment − the nominal
+// tick, unclamped; ticks without a fire seen are +Inf.
 func commitLateness(ctx context.Context, st *store.Store, ids []int64, ticks []time.Time) (lateness, error) {
 	felt, joins, err := feltExpr(ctx, st)
 	if err != nil {
@@ -126,8 +129,9 @@ func collect[ID comparable](ids []ID, ticks []time.Time, got map[fireKey[ID]]flo
 	return out
 }
 
-// feltExpr is the SQL for the moment a fire is seen: its commit, or a later visible_at of
-// the run, its event or its outbox row when the schema has that column.
+// feltExpr is the SQL for the moment a fire is seen: its commit, or, when the schema arms
+// fires, the later of that, its release's commit and the visible_at of the run, its event
+// or its outbox row.
 func feltExpr(ctx context.Context, st *store.Store) (expr, joins string, err error) {
 	rows, err := st.Pool.Query(ctx, `SELECT table_name FROM information_schema.columns
 		WHERE table_schema = current_schema() AND column_name = 'visible_at'
@@ -148,8 +152,8 @@ func feltExpr(ctx context.Context, st *store.Store) (expr, joins string, err err
 		case "event_store":
 			terms = append(terms, "e.visible_at")
 		case "outbox_messages":
-			joins = "LEFT JOIN outbox_messages o ON o.event_id = e.id"
-			terms = append(terms, "o.visible_at")
+			joins = "JOIN outbox_messages o ON o.event_id = e.id AND o.tx_id IS NOT NULL"
+			terms = append(terms, "pg_xact_commit_timestamp(o.xmin)", "o.visible_at")
 		}
 	}
 	if len(terms) == 1 {

@@ -26,7 +26,7 @@ func (r *report) String() string {
 	row("Temporal", "%s", r.temporal)
 	row("workload", "%d schedules on `%s` (every tick shared by all), %d measured bursts after %d warm-up; event action; %d tickgate worker(s)",
 		r.burst.schedules, *flagCron, len(r.burst.ticks), *flagWarmup, r.workers)
-	r.burstRows(row, "tickgate", r.burst, "commit of the fire's transaction − nominal tick (pg_xact_commit_timestamp of its event row; a later visible_at if the schema has one)")
+	r.burstRows(row, "tickgate", r.burst, "commit of the transaction that made the fire visible in the feed (its own, or an armed fire's release) − nominal tick")
 	fires := r.burst.fires()
 	perFire := func(v float64) float64 {
 		if fires == 0 || r.burst.overlapped {

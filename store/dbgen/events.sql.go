@@ -11,9 +11,25 @@ import (
 	"time"
 )
 
+const insertArmedOutboxMessage = `-- name: InsertArmedOutboxMessage :exec
+INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at) VALUES ($1, $2, NULL, $3)
+`
+
+type InsertArmedOutboxMessageParams struct {
+	EventID   int64
+	Topic     string
+	VisibleAt *time.Time
+}
+
+// An armed fire's message: no feed position until the release gives it one (ReleaseDueFires).
+func (q *Queries) InsertArmedOutboxMessage(ctx context.Context, arg InsertArmedOutboxMessageParams) error {
+	_, err := q.db.Exec(ctx, insertArmedOutboxMessage, arg.EventID, arg.Topic, arg.VisibleAt)
+	return err
+}
+
 const insertEvent = `-- name: InsertEvent :one
-INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
+VALUES ($1, $2, $3, $4, $5, COALESCE($6::timestamptz, now()))
 RETURNING id, topic, type, aggregate_id, data, schedule_run_id, created_at
 `
 
@@ -23,8 +39,10 @@ type InsertEventParams struct {
 	AggregateID   string
 	Data          json.RawMessage
 	ScheduleRunID *int64
+	CreatedAt     *time.Time
 }
 
+// created_at is the event's time: now, or an armed fire's visible time.
 func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (EventStore, error) {
 	row := q.db.QueryRow(ctx, insertEvent,
 		arg.Topic,
@@ -32,6 +50,7 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event
 		arg.AggregateID,
 		arg.Data,
 		arg.ScheduleRunID,
+		arg.CreatedAt,
 	)
 	var i EventStore
 	err := row.Scan(
@@ -64,7 +83,8 @@ const listOutboxEvents = `-- name: ListOutboxEvents :many
 SELECT e.id, e.topic, e.type, e.aggregate_id, e.data, e.created_at, o.tx_id::text::bigint AS tx
 FROM outbox_messages o
 JOIN event_store e ON e.id = o.event_id
-WHERE (o.tx_id::text::bigint, o.event_id) > ($1::bigint, $2::bigint)
+WHERE o.tx_id IS NOT NULL
+  AND (o.tx_id::text::bigint, o.event_id) > ($1::bigint, $2::bigint)
   AND o.tx_id < pg_snapshot_xmin(pg_current_snapshot())
   AND ($3::text = '' OR o.topic = $3::text)
 ORDER BY o.tx_id, o.event_id
@@ -90,7 +110,9 @@ type ListOutboxEventsRow struct {
 
 // The consumer feed, in (transaction, id) order, showing only rows whose writing
 // transaction is older than every transaction still running: rows appear in the order
-// they become final, so a reader's cursor never passes a row that commits later.
+// they become final, so a reader's cursor never passes a row that commits later. An armed
+// fire's message has no tx_id until its release sets it to the releasing transaction's, so
+// it appears at the release, after everything a cursor taken before it could have seen.
 func (q *Queries) ListOutboxEvents(ctx context.Context, arg ListOutboxEventsParams) ([]ListOutboxEventsRow, error) {
 	rows, err := q.db.Query(ctx, listOutboxEvents,
 		arg.AfterTx,
@@ -125,7 +147,7 @@ func (q *Queries) ListOutboxEvents(ctx context.Context, arg ListOutboxEventsPara
 }
 
 const outboxPosition = `-- name: OutboxPosition :one
-SELECT tx_id::text::bigint AS tx, id FROM outbox_messages WHERE event_id = $1
+SELECT tx_id::text::bigint AS tx, id FROM outbox_messages WHERE event_id = $1 AND tx_id IS NOT NULL
 `
 
 type OutboxPositionRow struct {
@@ -133,6 +155,7 @@ type OutboxPositionRow struct {
 	ID int64
 }
 
+// A message not yet released has no position: the feed never showed it.
 func (q *Queries) OutboxPosition(ctx context.Context, eventID int64) (OutboxPositionRow, error) {
 	row := q.db.QueryRow(ctx, outboxPosition, eventID)
 	var i OutboxPositionRow

@@ -62,6 +62,7 @@ type OutboxMessage struct {
 	Topic     string
 	TxID      pgtype.Uint64
 	CreatedAt time.Time
+	VisibleAt *time.Time
 }
 
 type Pc struct {
@@ -127,18 +128,21 @@ type Schedule struct {
 }
 
 type ScheduleRun struct {
-	ID             int64
-	ScheduleID     int64
-	ScheduledAt    time.Time
-	FiredAt        *time.Time
-	Trigger        domain.Trigger
-	Status         domain.RunStatus
-	Reason         string
-	IdempotencyKey string
-	WorkflowID     string
-	Error          string
-	FinishedAt     *time.Time
-	CreatedAt      time.Time
+	ID               int64
+	ScheduleID       int64
+	ScheduledAt      time.Time
+	FiredAt          *time.Time
+	Trigger          domain.Trigger
+	Status           domain.RunStatus
+	Reason           string
+	IdempotencyKey   string
+	WorkflowID       string
+	Error            string
+	FinishedAt       *time.Time
+	CreatedAt        time.Time
+	Armed            bool
+	VisibleAt        *time.Time
+	ReleaseNextRunAt *time.Time
 }
 
 type Task struct {

@@ -13,6 +13,60 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
+const deleteArmedEvents = `-- name: DeleteArmedEvents :exec
+DELETE FROM event_store e USING schedule_runs r
+WHERE e.schedule_run_id = r.id AND r.schedule_id = $1 AND r.armed
+  AND (NOT $2::boolean OR r.visible_at > now())
+`
+
+type DeleteArmedEventsParams struct {
+	ScheduleID int64
+	KeepDue    bool
+}
+
+// Retraction, part 1 (under the schedule's row lock): the events of the schedule's armed,
+// unreleased runs, and by cascade their outbox messages, which never had a feed position.
+// keep_due keeps those whose visible time has come (a late releaser still releases them:
+// their fire was due before the command); a deleted schedule takes them all.
+func (q *Queries) DeleteArmedEvents(ctx context.Context, arg DeleteArmedEventsParams) error {
+	_, err := q.db.Exec(ctx, deleteArmedEvents, arg.ScheduleID, arg.KeepDue)
+	return err
+}
+
+const deleteArmedRuns = `-- name: DeleteArmedRuns :many
+DELETE FROM schedule_runs
+WHERE schedule_id = $1 AND armed AND (NOT $2::boolean OR visible_at > now())
+RETURNING scheduled_at
+`
+
+type DeleteArmedRunsParams struct {
+	ScheduleID int64
+	KeepDue    bool
+}
+
+// Retraction, part 2: the armed, unreleased runs themselves; it answers their ticks. A run
+// the releaser released first is no longer armed and stays (one winner: both hold the
+// schedule's row lock).
+func (q *Queries) DeleteArmedRuns(ctx context.Context, arg DeleteArmedRunsParams) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, deleteArmedRuns, arg.ScheduleID, arg.KeepDue)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []time.Time
+	for rows.Next() {
+		var scheduled_at time.Time
+		if err := rows.Scan(&scheduled_at); err != nil {
+			return nil, err
+		}
+		items = append(items, scheduled_at)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deleteSchedule = `-- name: DeleteSchedule :one
 DELETE FROM schedules WHERE name = $1 RETURNING id
 `
@@ -28,7 +82,7 @@ const finishScheduleRun = `-- name: FinishScheduleRun :one
 UPDATE schedule_runs
 SET status = $1, error = $2, finished_at = now()
 WHERE id = $3 AND status = 'RUNNING'
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at
 `
 
 type FinishScheduleRunParams struct {
@@ -53,6 +107,9 @@ func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunPa
 		&i.Error,
 		&i.FinishedAt,
 		&i.CreatedAt,
+		&i.Armed,
+		&i.VisibleAt,
+		&i.ReleaseNextRunAt,
 	)
 	return i, err
 }
@@ -116,7 +173,7 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 }
 
 const getScheduleRun = `-- name: GetScheduleRun :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at FROM schedule_runs WHERE id = $1 AND schedule_id = $2
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND NOT armed
 `
 
 type GetScheduleRunParams struct {
@@ -140,12 +197,15 @@ func (q *Queries) GetScheduleRun(ctx context.Context, arg GetScheduleRunParams) 
 		&i.Error,
 		&i.FinishedAt,
 		&i.CreatedAt,
+		&i.Armed,
+		&i.VisibleAt,
+		&i.ReleaseNextRunAt,
 	)
 	return i, err
 }
 
 const getScheduleRunByKey = `-- name: GetScheduleRunByKey :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at FROM schedule_runs WHERE idempotency_key = $1
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE idempotency_key = $1
 `
 
 func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string) (ScheduleRun, error) {
@@ -164,6 +224,9 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 		&i.Error,
 		&i.FinishedAt,
 		&i.CreatedAt,
+		&i.Armed,
+		&i.VisibleAt,
+		&i.ReleaseNextRunAt,
 	)
 	return i, err
 }
@@ -222,30 +285,36 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 }
 
 const insertScheduleRun = `-- name: InsertScheduleRun :one
-INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
+                           armed, visible_at, release_next_run_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+        $10, $11, $12)
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
 WHERE schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at
 `
 
 type InsertScheduleRunParams struct {
-	ScheduleID     int64
-	ScheduledAt    time.Time
-	FiredAt        *time.Time
-	Trigger        domain.Trigger
-	Status         domain.RunStatus
-	Reason         string
-	IdempotencyKey string
-	WorkflowID     string
-	FinishedAt     *time.Time
+	ScheduleID       int64
+	ScheduledAt      time.Time
+	FiredAt          *time.Time
+	Trigger          domain.Trigger
+	Status           domain.RunStatus
+	Reason           string
+	IdempotencyKey   string
+	WorkflowID       string
+	FinishedAt       *time.Time
+	Armed            bool
+	VisibleAt        *time.Time
+	ReleaseNextRunAt *time.Time
 }
 
 // S1: a second insert of the same idempotency key inserts nothing and returns no row.
 // The one exception: a backfill may run a tick that was only recorded MISSED (it never
 // ran), turning that row into the run.
+// An armed run (armed, visible_at, release_next_run_at) is hidden until its release.
 func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunParams) (ScheduleRun, error) {
 	row := q.db.QueryRow(ctx, insertScheduleRun,
 		arg.ScheduleID,
@@ -257,6 +326,9 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		arg.IdempotencyKey,
 		arg.WorkflowID,
 		arg.FinishedAt,
+		arg.Armed,
+		arg.VisibleAt,
+		arg.ReleaseNextRunAt,
 	)
 	var i ScheduleRun
 	err := row.Scan(
@@ -272,6 +344,9 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		&i.Error,
 		&i.FinishedAt,
 		&i.CreatedAt,
+		&i.Armed,
+		&i.VisibleAt,
+		&i.ReleaseNextRunAt,
 	)
 	return i, err
 }
@@ -306,7 +381,7 @@ func (q *Queries) ListAllScheduleNames(ctx context.Context) ([]ListAllScheduleNa
 }
 
 const listRunningScheduleRuns = `-- name: ListRunningScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
 `
 
 func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
@@ -331,6 +406,9 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 			&i.Error,
 			&i.FinishedAt,
 			&i.CreatedAt,
+			&i.Armed,
+			&i.VisibleAt,
+			&i.ReleaseNextRunAt,
 		); err != nil {
 			return nil, err
 		}
@@ -343,8 +421,8 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 }
 
 const listScheduleRuns = `-- name: ListScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at FROM schedule_runs
-WHERE schedule_id = $1 AND ($2::bigint = 0 OR id < $2::bigint)
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs
+WHERE schedule_id = $1 AND NOT armed AND ($2::bigint = 0 OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
 `
@@ -355,6 +433,7 @@ type ListScheduleRunsParams struct {
 	MaxRows    int32
 }
 
+// Armed runs are not runs yet: they show once released.
 func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsParams) ([]ScheduleRun, error) {
 	rows, err := q.db.Query(ctx, listScheduleRuns, arg.ScheduleID, arg.BeforeID, arg.MaxRows)
 	if err != nil {
@@ -377,6 +456,9 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 			&i.Error,
 			&i.FinishedAt,
 			&i.CreatedAt,
+			&i.Armed,
+			&i.VisibleAt,
+			&i.ReleaseNextRunAt,
 		); err != nil {
 			return nil, err
 		}
@@ -462,6 +544,143 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const lockScheduleByName = `-- name: LockScheduleByName :one
+SELECT id FROM schedules WHERE name = $1 FOR NO KEY UPDATE
+`
+
+func (q *Queries) LockScheduleByName(ctx context.Context, name string) (int64, error) {
+	row := q.db.QueryRow(ctx, lockScheduleByName, name)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const lockSchedulesWithDueFires = `-- name: LockSchedulesWithDueFires :many
+SELECT s.id FROM schedules s
+WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()))
+ORDER BY s.id
+LIMIT $2
+FOR NO KEY UPDATE OF s SKIP LOCKED
+`
+
+type LockSchedulesWithDueFiresParams struct {
+	AsOf    *time.Time
+	MaxRows int32
+}
+
+// The release, step 1: lock the schedules that have armed runs due, skipping any a fire,
+// command or other releaser holds (they are released on the next round). as_of is the
+// release's time (NULL: now(); tests pass their workflow clock). Every writer of
+// an armed run holds its schedule's row lock, so holding it decides release vs retraction.
+func (q *Queries) LockSchedulesWithDueFires(ctx context.Context, arg LockSchedulesWithDueFiresParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, lockSchedulesWithDueFires, arg.AsOf, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const nextArmedFireIn = `-- name: NextArmedFireIn :one
+SELECT COALESCE(EXTRACT(EPOCH FROM min(visible_at) - clock_timestamp())::float8, 'Infinity'::float8)::float8 AS seconds
+FROM schedule_runs WHERE armed
+`
+
+// How long until the next armed run is due, by the database's clock (+Inf: none armed).
+func (q *Queries) NextArmedFireIn(ctx context.Context) (float64, error) {
+	row := q.db.QueryRow(ctx, nextArmedFireIn)
+	var seconds float64
+	err := row.Scan(&seconds)
+	return seconds, err
+}
+
+const releaseDueFires = `-- name: ReleaseDueFires :many
+WITH released AS (
+    UPDATE schedule_runs r
+    SET armed = false, fired_at = COALESCE($1::timestamptz, now()), finished_at = COALESCE($1::timestamptz, now())
+    WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()) AND r.schedule_id = ANY($2::bigint[])
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.release_next_run_at
+), positioned AS (
+    UPDATE outbox_messages o
+    SET tx_id = pg_current_xact_id()
+    FROM event_store e, released
+    WHERE e.schedule_run_id = released.id AND o.event_id = e.id AND o.tx_id IS NULL
+    RETURNING o.id
+), per_schedule AS (
+    SELECT schedule_id, count(*) AS n, max(scheduled_at) AS last_tick,
+           (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
+    FROM released GROUP BY schedule_id
+), counted AS (
+    UPDATE schedules s
+    SET fired_count = s.fired_count + p.n,
+        last_run_at = GREATEST(s.last_run_at, COALESCE($1::timestamptz, now())),
+        next_run_at = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
+        updated_at  = now()
+    FROM per_schedule p
+    WHERE s.id = p.schedule_id
+    RETURNING s.id
+)
+SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
+       COALESCE($1::timestamptz, now())::timestamptz AS released_at
+FROM released
+`
+
+type ReleaseDueFiresParams struct {
+	AsOf        *time.Time
+	ScheduleIds []int64
+}
+
+type ReleaseDueFiresRow struct {
+	ID          int64
+	ScheduleID  int64
+	ScheduledAt time.Time
+	VisibleAt   time.Time
+	Trigger     string
+	ReleasedAt  time.Time
+}
+
+// The release, step 2, one statement for every due run of the locked schedules: the run
+// becomes true now (fired_at, finished_at), its outbox message takes this transaction's id
+// as its feed position, and its schedule counts it (fired, last_run_at) and moves next_run_at
+// past it unless something moved it already.
+func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams) ([]ReleaseDueFiresRow, error) {
+	rows, err := q.db.Query(ctx, releaseDueFires, arg.AsOf, arg.ScheduleIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReleaseDueFiresRow
+	for rows.Next() {
+		var i ReleaseDueFiresRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ScheduleID,
+			&i.ScheduledAt,
+			&i.VisibleAt,
+			&i.Trigger,
+			&i.ReleasedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const setScheduleNextRunAt = `-- name: SetScheduleNextRunAt :exec

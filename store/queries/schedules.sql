@@ -45,8 +45,11 @@ WHERE id = @id;
 -- S1: a second insert of the same idempotency key inserts nothing and returns no row.
 -- The one exception: a backfill may run a tick that was only recorded MISSED (it never
 -- ran), turning that row into the run.
-INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at)
-VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @idempotency_key, @workflow_id, @finished_at)
+-- An armed run (armed, visible_at, release_next_run_at) is hidden until its release.
+INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
+                           armed, visible_at, release_next_run_at)
+VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @idempotency_key, @workflow_id, @finished_at,
+        @armed, sqlc.narg(visible_at), sqlc.narg(release_next_run_at))
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
@@ -63,8 +66,9 @@ WHERE id = @id AND status = 'RUNNING'
 RETURNING *;
 
 -- name: ListScheduleRuns :many
+-- Armed runs are not runs yet: they show once released.
 SELECT * FROM schedule_runs
-WHERE schedule_id = @schedule_id AND (@before_id::bigint = 0 OR id < @before_id::bigint)
+WHERE schedule_id = @schedule_id AND NOT armed AND (@before_id::bigint = 0 OR id < @before_id::bigint)
 ORDER BY id DESC
 LIMIT @max_rows;
 
@@ -81,4 +85,74 @@ WHERE name = @name AND (@expected_version::bigint = 0 OR version = @expected_ver
 RETURNING *;
 
 -- name: GetScheduleRun :one
-SELECT * FROM schedule_runs WHERE id = @id AND schedule_id = @schedule_id;
+SELECT * FROM schedule_runs WHERE id = @id AND schedule_id = @schedule_id AND NOT armed;
+
+-- name: DeleteArmedEvents :exec
+-- Retraction, part 1 (under the schedule's row lock): the events of the schedule's armed,
+-- unreleased runs, and by cascade their outbox messages, which never had a feed position.
+-- keep_due keeps those whose visible time has come (a late releaser still releases them:
+-- their fire was due before the command); a deleted schedule takes them all.
+DELETE FROM event_store e USING schedule_runs r
+WHERE e.schedule_run_id = r.id AND r.schedule_id = @schedule_id AND r.armed
+  AND (NOT @keep_due::boolean OR r.visible_at > now());
+
+-- name: DeleteArmedRuns :many
+-- Retraction, part 2: the armed, unreleased runs themselves; it answers their ticks. A run
+-- the releaser released first is no longer armed and stays (one winner: both hold the
+-- schedule's row lock).
+DELETE FROM schedule_runs
+WHERE schedule_id = @schedule_id AND armed AND (NOT @keep_due::boolean OR visible_at > now())
+RETURNING scheduled_at;
+
+-- name: LockSchedulesWithDueFires :many
+-- The release, step 1: lock the schedules that have armed runs due, skipping any a fire,
+-- command or other releaser holds (they are released on the next round). as_of is the
+-- release's time (NULL: now(); tests pass their workflow clock). Every writer of
+-- an armed run holds its schedule's row lock, so holding it decides release vs retraction.
+SELECT s.id FROM schedules s
+WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r WHERE r.armed AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now()))
+ORDER BY s.id
+LIMIT @max_rows
+FOR NO KEY UPDATE OF s SKIP LOCKED;
+
+-- name: ReleaseDueFires :many
+-- The release, step 2, one statement for every due run of the locked schedules: the run
+-- becomes true now (fired_at, finished_at), its outbox message takes this transaction's id
+-- as its feed position, and its schedule counts it (fired, last_run_at) and moves next_run_at
+-- past it unless something moved it already.
+WITH released AS (
+    UPDATE schedule_runs r
+    SET armed = false, fired_at = COALESCE(sqlc.narg(as_of)::timestamptz, now()), finished_at = COALESCE(sqlc.narg(as_of)::timestamptz, now())
+    WHERE r.armed AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now()) AND r.schedule_id = ANY(@schedule_ids::bigint[])
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.release_next_run_at
+), positioned AS (
+    UPDATE outbox_messages o
+    SET tx_id = pg_current_xact_id()
+    FROM event_store e, released
+    WHERE e.schedule_run_id = released.id AND o.event_id = e.id AND o.tx_id IS NULL
+    RETURNING o.id
+), per_schedule AS (
+    SELECT schedule_id, count(*) AS n, max(scheduled_at) AS last_tick,
+           (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
+    FROM released GROUP BY schedule_id
+), counted AS (
+    UPDATE schedules s
+    SET fired_count = s.fired_count + p.n,
+        last_run_at = GREATEST(s.last_run_at, COALESCE(sqlc.narg(as_of)::timestamptz, now())),
+        next_run_at = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
+        updated_at  = now()
+    FROM per_schedule p
+    WHERE s.id = p.schedule_id
+    RETURNING s.id
+)
+SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
+       COALESCE(sqlc.narg(as_of)::timestamptz, now())::timestamptz AS released_at
+FROM released;
+
+-- name: NextArmedFireIn :one
+-- How long until the next armed run is due, by the database's clock (+Inf: none armed).
+SELECT COALESCE(EXTRACT(EPOCH FROM min(visible_at) - clock_timestamp())::float8, 'Infinity'::float8)::float8 AS seconds
+FROM schedule_runs WHERE armed;
+
+-- name: LockScheduleByName :one
+SELECT id FROM schedules WHERE name = @name FOR NO KEY UPDATE;

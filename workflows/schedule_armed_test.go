@@ -1,0 +1,164 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
+)
+
+// armedRow is what the database holds of a tick's run, armed or not, whatever the API shows.
+type armedRow struct {
+	exists, armed    bool
+	visibleAt        *time.Time
+	events, unplaced int // events of the schedule; outbox messages without a feed position
+	firedCount       int64
+	nextRunAt        *time.Time
+}
+
+// future runs the test clock a day ahead of the database's: a retraction keeps the armed
+// fires whose visible time has come by the database's clock (now()), so the ticks of these
+// tests must lie ahead of it.
+func (s *ScheduleWorkflowSuite) future() {
+	s.t0 = time.Now().UTC().Add(24 * time.Hour).Truncate(time.Hour)
+	s.env.SetStartTime(s.t0)
+}
+
+func (s *ScheduleWorkflowSuite) armedState(name string, tick time.Time) armedRow {
+	ctx := context.Background()
+	var r armedRow
+	row, err := s.store.GetSchedule(ctx, name)
+	s.Require().NoError(err)
+	r.firedCount, r.nextRunAt = row.FiredCount, row.NextRunAt
+	err = s.store.Pool.QueryRow(ctx, `SELECT armed, visible_at FROM schedule_runs WHERE schedule_id = $1 AND scheduled_at = $2`,
+		row.ID, tick).Scan(&r.armed, &r.visibleAt)
+	r.exists = err == nil
+	s.Require().NoError(s.store.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE o.tx_id IS NULL)
+		FROM event_store e JOIN outbox_messages o ON o.event_id = e.id WHERE e.aggregate_id = $1`, name).Scan(&r.events, &r.unplaced))
+	return r
+}
+
+// An event schedule commits its fire 30–50 s before the tick, hidden: no run in the lists,
+// no count, next_run_at still on the tick, an outbox message without a feed position. The
+// release at the tick makes it true.
+func (s *ScheduleWorkflowSuite) TestEventScheduleArmsItsFireAheadOfTheTick() {
+	s.future()
+	in := s.minuteTicks("armed", nil)
+	tick := s.t0.Add(minute)
+	var atArm armedRow
+	s.env.RegisterDelayedCallback(func() { atArm = s.armedState("armed", tick) }, 31*time.Second)
+	s.stopAt(55 * time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.True(atArm.exists && atArm.armed, "the tick is armed 29 s ahead: %+v", atArm)
+	s.Require().NotNil(atArm.visibleAt)
+	s.Equal(tick, atArm.visibleAt.UTC())
+	s.Equal(1, atArm.events)
+	s.Equal(1, atArm.unplaced, "its outbox message has no feed position yet")
+	s.Zero(atArm.firedCount, "not counted before its time")
+	s.Require().NotNil(atArm.nextRunAt)
+	s.Equal(tick, atArm.nextRunAt.UTC(), "the armed tick is still the next fire")
+	s.Empty(s.runs("armed"), "no run listed before the tick (released as of 55 s: nothing)")
+
+	// The releaser at the tick.
+	_, err := s.store.ReleaseDueAsOf(context.Background(), &tick)
+	s.Require().NoError(err)
+	after := s.armedState("armed", tick)
+	s.False(after.armed)
+	s.Zero(after.unplaced)
+	s.Equal(int64(1), after.firedCount)
+	s.Require().NotNil(after.nextRunAt)
+	s.Equal(s.t0.Add(2*minute), after.nextRunAt.UTC(), "the release moves next_run_at past the tick")
+}
+
+// A pause before the tick retracts the armed fire in its own transaction: nothing of it is
+// left, and the paused time is not caught up. A pause lifted before the tick fires it.
+func (s *ScheduleWorkflowSuite) TestPauseBeforeTheTickRetractsTheArmedFire() {
+	s.future()
+	in := s.minuteTicks("armed-pause", nil)
+	var paused armedRow
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "hold"}, func(r any, err error) { s.NoError(err) })
+	}, 40*time.Second)
+	s.env.RegisterDelayedCallback(func() { paused = s.armedState("armed-pause", s.t0.Add(minute)) }, 41*time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleResume, nil, func(r any, err error) { s.NoError(err) })
+	}, 70*time.Second)
+	s.stopAt(2*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.False(paused.exists, "the armed run is gone")
+	s.Zero(paused.events, "with its event and outbox message")
+	s.Equal(map[time.Duration]string{2 * minute: "SUCCEEDED"}, s.outcomes("armed-pause"), "1m came while paused: not caught up")
+}
+
+func (s *ScheduleWorkflowSuite) TestPauseAndResumeBeforeTheTickStillFiresIt() {
+	s.future()
+	in := s.minuteTicks("armed-blip", nil)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.SchedulePause, workflows.PauseRequest{}, func(r any, err error) { s.NoError(err) })
+	}, 40*time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleResume, nil, func(r any, err error) { s.NoError(err) })
+	}, 45*time.Second)
+	s.stopAt(minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{minute: "SUCCEEDED"}, s.outcomes("armed-blip"), "the retracted tick's watermark was given back")
+}
+
+// A reschedule before the tick retracts the armed fire; the tick it replaces is recorded
+// SKIPPED with the reason, as for any replaced tick.
+func (s *ScheduleWorkflowSuite) TestRescheduleBeforeTheTickRetractsTheArmedFire() {
+	s.future()
+	in := s.minuteTicks("armed-resched", nil)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleReschedule, workflows.RescheduleRequest{NextRunAt: s.t0.Add(150 * time.Second)},
+			func(r any, err error) { s.NoError(err) })
+	}, 40*time.Second)
+	s.stopAt(2*minute + 40*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{
+		1 * minute: "SKIPPED", 2 * minute: "SKIPPED", 150 * time.Second: "SUCCEEDED",
+	}, s.outcomes("armed-resched"))
+	var events int
+	s.Require().NoError(s.store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM event_store e
+		JOIN schedule_runs r ON r.id = e.schedule_run_id WHERE e.aggregate_id = 'armed-resched' AND r.scheduled_at = $1`,
+		s.t0.Add(minute)).Scan(&events))
+	s.Zero(events, "the retracted fire's event is gone; its tick is recorded SKIPPED")
+}
+
+// An update before the tick retracts the armed fire in the API's transaction; the workflow
+// learns it on its reload and the new spec decides the next tick.
+func (s *ScheduleWorkflowSuite) TestUpdateBeforeTheTickRetractsTheArmedFire() {
+	s.future()
+	in := s.minuteTicks("armed-update", nil)
+	s.env.RegisterDelayedCallback(func() {
+		start := s.t0
+		spec, _ := json.Marshal(schedulespec.Spec{Interval: every(2, "MINUTES"), StartAt: &start})
+		_, err := s.store.UpdateSchedule(context.Background(), store.ScheduleChange{
+			Name: "armed-update", Spec: spec, Action: json.RawMessage(`{"kind":"event","topic":"billing","type":"invoice.due"}`), Overlap: "skip",
+		})
+		s.Require().NoError(err)
+		s.env.SignalWorkflow(workflows.ScheduleRefresh, nil)
+	}, 40*time.Second)
+	s.stopAt(2*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{2 * minute: "SUCCEEDED"}, s.outcomes("armed-update"))
+	s.False(s.armedState("armed-update", s.t0.Add(minute)).exists, "the 1m fire was retracted")
+}
+
+// A workflow action is not armed: it starts at its tick, as before.
+func (s *ScheduleWorkflowSuite) TestWorkflowActionIsNotArmed() {
+	s.future()
+	in := s.minuteTicks("not-armed", withOverlap("allow_all"))
+	s.mockTargets(time.Second)
+	var before armedRow
+	s.env.RegisterDelayedCallback(func() { before = s.armedState("not-armed", s.t0.Add(minute)) }, 55*time.Second)
+	s.stopAt(minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.False(before.exists, "nothing recorded before the tick")
+	s.Len(s.runs("not-armed"), 1)
+}
