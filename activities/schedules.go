@@ -218,16 +218,14 @@ func (a *ScheduleActivities) MirrorNextRun(ctx context.Context, n NextRun) (Retr
 	return Retracted{Ticks: ticks}, gone(err, n.ScheduleID)
 }
 
-// ArmedTick names an armed fire of a schedule.
-type ArmedTick struct {
-	ScheduleID int64
-	Key        string
-}
-
-// ArmedKept reports whether an armed fire still stands (released, or still to be), or was
-// retracted by an update of the definition (the API's transaction) meanwhile.
-func (a *ScheduleActivities) ArmedKept(ctx context.Context, t ArmedTick) (bool, error) {
-	return a.Store.ArmedRunKept(ctx, t.Key)
+// RetractArmed retracts the schedule's armed fires not yet due, after its workflow took a
+// new definition (which decides those ticks anew), and answers their ticks.
+func (a *ScheduleActivities) RetractArmed(ctx context.Context, scheduleID int64) (Retracted, error) {
+	ticks, err := a.Store.RetractArmed(ctx, scheduleID)
+	if err != nil {
+		return Retracted{}, gone(err, scheduleID)
+	}
+	return Retracted{Ticks: ticks}, nil
 }
 
 // ObserveReleased counts released armed fires in the metrics, with their lateness from

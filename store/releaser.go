@@ -82,19 +82,6 @@ func (s *Store) NextArmedFireIn(ctx context.Context) (wait time.Duration, ok boo
 	return time.Duration(secs * float64(time.Second)), true, nil
 }
 
-// ArmedRunKept reports whether the run with this idempotency key still exists (an armed
-// fire that no command retracted; released or not).
-func (s *Store) ArmedRunKept(ctx context.Context, key string) (bool, error) {
-	_, err := s.Q.GetScheduleRunByKey(ctx, key)
-	switch mapErr(err) {
-	case nil:
-		return true, nil
-	case ErrNotFound:
-		return false, nil
-	}
-	return false, fmt.Errorf("read run %s: %w", key, mapErr(err))
-}
-
 // Releaser runs ReleaseDue when armed fires come due: it sleeps until the next visible_at
 // (by the database's clock), at most ReleasePoll, so a fire armed meanwhile (always at least
 // seconds ahead) is never waited past. Every worker process runs one; they share the work

@@ -109,6 +109,19 @@ func (s *Store) Reschedule(ctx context.Context, id int64, next *time.Time) (retr
 	return retracted, err
 }
 
+// RetractArmed retracts the schedule's armed fires not yet due, under its row lock, and
+// returns their ticks: its workflow took a new definition, which decides those ticks anew.
+func (s *Store) RetractArmed(ctx context.Context, scheduleID int64) (retracted []time.Time, err error) {
+	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if _, err := q.LockScheduleByID(ctx, scheduleID); err != nil {
+			return fmt.Errorf("lock schedule %d: %w", scheduleID, mapErr(err))
+		}
+		retracted, err = retractArmed(ctx, q, scheduleID, true)
+		return err
+	})
+	return retracted, err
+}
+
 // retractArmed deletes the schedule's armed fires that are not released yet (run, event,
 // outbox message) and returns their ticks. The caller holds the schedule's row lock, which
 // the releaser takes too before it releases a fire: of a retraction and a release racing
@@ -367,8 +380,10 @@ type ScheduleChange struct {
 
 // UpdateSchedule replaces a schedule's definition if its version still is the expected
 // one: ErrStale when another change came first, ErrNotFound when there is no such schedule.
-// The schedule's armed, unreleased fires are retracted in the same transaction: the new
-// definition decides the next tick (the workflow re-arms it on its reload).
+// An armed fire is retracted by the schedule's workflow when it reloads the definition
+// (RetractArmed), not here: until the workflow has the new definition it fires under the
+// old one, armed or not, so a refresh that never arrives can delay an update but never
+// lose a tick.
 func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule, error) {
 	var row Schedule
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
@@ -377,10 +392,6 @@ func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule,
 			Name: c.Name, ExpectedVersion: c.ExpectedVersion, Spec: c.Spec, Action: c.Action, Overlap: c.Overlap,
 			CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful,
 		})
-		if err != nil {
-			return err
-		}
-		_, err = retractArmed(ctx, q, row.ID, true)
 		return err
 	})
 	if err == nil {

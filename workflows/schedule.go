@@ -269,7 +269,7 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 			if err := w.load(ctx); err != nil {
 				return w.stopIfGone(err)
 			}
-			if err := w.checkArmedAfterReload(ctx); err != nil {
+			if err := w.retractArmedAfterReload(ctx); err != nil {
 				return w.stopIfGone(err)
 			}
 			if !specsEqual(oldSpec, w.spec.Spec) {

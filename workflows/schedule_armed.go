@@ -137,21 +137,18 @@ func (w *scheduleWorkflow) getRetracted(ctx workflow.Context, f workflow.Future)
 	return nil
 }
 
-// checkArmedAfterReload asks whether the armed fire survived an update of the definition
-// (the API's transaction retracts armed fires not yet due) and unarms it if not.
-func (w *scheduleWorkflow) checkArmedAfterReload(ctx workflow.Context) error {
-	a := w.carry.Armed
-	if a == nil {
+// retractArmedAfterReload retracts the armed fire, if it is not due yet, once the
+// workflow took a new definition: the new definition decides that tick anew (it may arm it
+// again). Until the workflow reloads, the fire stands under the old definition, as a fire
+// at the tick would, so an update whose refresh never arrives loses no tick.
+func (w *scheduleWorkflow) retractArmedAfterReload(ctx workflow.Context) error {
+	if w.carry.Armed == nil {
 		return nil
 	}
-	var kept bool
-	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.ArmedKept, activities.ArmedTick{
-		ScheduleID: w.def.ID, Key: domain.TickKey(w.def.ID, a.Tick),
-	}).Get(ctx, &kept); err != nil {
+	var r activities.Retracted
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RetractArmed, w.def.ID).Get(ctx, &r); err != nil {
 		return err
 	}
-	if !kept {
-		w.unarm(activities.Retracted{Ticks: []time.Time{a.Tick}})
-	}
+	w.unarm(r)
 	return nil
 }

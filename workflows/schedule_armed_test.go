@@ -130,8 +130,8 @@ func (s *ScheduleWorkflowSuite) TestRescheduleBeforeTheTickRetractsTheArmedFire(
 	s.Zero(events, "the retracted fire's event is gone; its tick is recorded SKIPPED")
 }
 
-// An update before the tick retracts the armed fire in the API's transaction; the workflow
-// learns it on its reload and the new spec decides the next tick.
+// An update before the tick retracts the armed fire when the workflow reloads the
+// definition (in its own transaction); the new spec decides the next tick.
 func (s *ScheduleWorkflowSuite) TestUpdateBeforeTheTickRetractsTheArmedFire() {
 	s.future()
 	in := s.minuteTicks("armed-update", nil)
@@ -148,6 +148,26 @@ func (s *ScheduleWorkflowSuite) TestUpdateBeforeTheTickRetractsTheArmedFire() {
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 	s.Equal(map[time.Duration]string{2 * minute: "SUCCEEDED"}, s.outcomes("armed-update"))
 	s.False(s.armedState("armed-update", s.t0.Add(minute)).exists, "the 1m fire was retracted")
+}
+
+// An update whose refresh never reaches the workflow retracts nothing: the armed fire
+// stands under the definition the workflow has, as a fire at the tick would, and no tick is
+// lost.
+func (s *ScheduleWorkflowSuite) TestUpdateWithoutARefreshLeavesTheArmedFire() {
+	s.future()
+	in := s.minuteTicks("armed-no-refresh", nil)
+	s.env.RegisterDelayedCallback(func() {
+		start := s.t0
+		spec, _ := json.Marshal(schedulespec.Spec{Interval: every(2, "MINUTES"), StartAt: &start})
+		_, err := s.store.UpdateSchedule(context.Background(), store.ScheduleChange{
+			Name: "armed-no-refresh", Spec: spec, Action: json.RawMessage(`{"kind":"event","topic":"billing","type":"invoice.due"}`), Overlap: "skip",
+		})
+		s.Require().NoError(err)
+	}, 40*time.Second)
+	s.stopAt(minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Equal(map[time.Duration]string{minute: "SUCCEEDED"}, s.outcomes("armed-no-refresh"))
+	s.True(s.armedState("armed-no-refresh", s.t0.Add(minute)).exists, "the 1m fire stands")
 }
 
 // A workflow action is not armed: it starts at its tick, as before.
