@@ -191,7 +191,7 @@ func TestAgentOnlyItsOwnPC(t *testing.T) {
 		var pcID, devID int64
 		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO pcs (name) VALUES ($1) RETURNING id`, pc).Scan(&pcID))
 		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO devices (pc_id, serial) VALUES ($1, $2) RETURNING id`, pcID, pc+"-dev").Scan(&devID))
-		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO task_devices (task_id, device_id, pc_id) VALUES ($1, $2, $3) RETURNING id`,
+		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO task_devices (task_id, device_id, pc_id, slot) VALUES ($1, $2, $3, 1) RETURNING id`,
 			taskID, devID, pcID).Scan(dst))
 	}
 	agentA := a.stack.NewToken(t, store.RoleAgent, "pc-a")

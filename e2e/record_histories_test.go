@@ -34,8 +34,9 @@ const recordQueue = workflows.DefaultTaskQueue
 // TestHistoriesOfARealRunReplay drives a rollout and a device task to completion on the
 // whole product (real PostgreSQL, Temporal dev server, worker, HTTP API, simulated agent),
 // fetches each workflow's history and replays it against the current workflow code: the
-// rollout, promoter, dispatcher, PC and device-slot workflows must replay what they did on
-// a real server, worker-task boundaries included.
+// rollout, promoter, dispatcher, PC and slot-timer workflows must replay what they did on
+// a real server, worker-task boundaries included. (The per-execution DeviceSlotWorkflow of
+// releases before numbered slots keeps the histories it recorded then.)
 //
 // With TICKGATE_RECORD_HISTORIES=1 (`make record-histories`) it also writes the histories
 // to workflows/testdata/<type>_<scenario>.json, where TestReplayHistories replays them on
@@ -74,7 +75,7 @@ func TestHistoriesOfARealRunReplay(t *testing.T) {
 		require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "the history %s of a real run does not replay", name)
 		types[hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()] = true
 	}
-	for _, typ := range []string{workflows.RolloutWorkflowType, workflows.PromoterWorkflowType, "DispatcherWorkflow", "PCWorkflow", "DeviceSlotWorkflow"} {
+	for _, typ := range []string{workflows.RolloutWorkflowType, workflows.PromoterWorkflowType, "DispatcherWorkflow", "PCWorkflow", "SlotDeadlineWorkflow"} {
 		require.True(t, types[typ], "no history of %s recorded", typ)
 	}
 }
@@ -173,23 +174,26 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 	require.Len(t, got.Devices, 4)
 	scope := workflows.DeviceScope(recordQueue)
 	want := map[string]struct {
-		status   domain.TaskDeviceStatus
-		attempt  int32
-		scenario string
+		status  domain.TaskDeviceStatus
+		attempt int32
 	}{
-		"dev-ok":      {domain.TDSucceeded, 1, "device_slot_success"},
-		"dev-retry":   {domain.TDSucceeded, 2, "device_slot_retry"},
-		"dev-timeout": {domain.TDSucceeded, 2, "device_slot_timeout"},
-		"dev-fatal":   {domain.TDFailedFinal, 1, "device_slot_fatal"},
+		"dev-ok":      {domain.TDSucceeded, 1},
+		"dev-retry":   {domain.TDSucceeded, 2},
+		"dev-timeout": {domain.TDSucceeded, 2},
+		"dev-fatal":   {domain.TDFailedFinal, 1},
 	}
 	for _, td := range got.Devices {
 		w, ok := want[td.Device]
 		require.True(t, ok, td.Device)
 		require.Equal(t, w.status, td.Status, td.Device)
 		require.Equal(t, w.attempt, td.Attempt, td.Device)
-		id := workflows.SlotWorkflowID(scope, td.ID)
-		rec.waitClosed(id)
-		rec.write(id, "DeviceSlotWorkflow", w.scenario)
+	}
+	// The two numbered slots' timers: between them they watched every attempt, and one
+	// timed out dev-timeout's first attempt. They run on, so they are taken once idle.
+	for _, n := range []int32{1, 2} {
+		id := workflows.SlotDeadlineWorkflowID(scope, "rack-1", n)
+		rec.waitIdle(id)
+		rec.write(id, "SlotDeadlineWorkflow", fmt.Sprintf("slot_deadline_%d", n))
 	}
 	pcID := workflows.PCWorkflowID(scope, "rack-1")
 	rec.waitIdle(pcID)
