@@ -122,6 +122,15 @@ type Outcome struct {
 // once, and the task's abort rule. A result for an attempt that is no longer in flight (it
 // timed out, was cancelled) is recorded as a LATE_RESULT event and returns ErrNotInFlight.
 func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, error) {
+	if r.Succeeded {
+		out, ok, err := s.succeedAndRefill(ctx, id, r.Attempt)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if ok {
+			return out, s.afterCommit(ctx, &out)
+		}
+	}
 	var out Outcome
 	var late error
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
@@ -154,6 +163,44 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 		return out, late
 	}
 	return out, s.afterCommit(ctx, &out)
+}
+
+// succeedAndRefill is ReportResult's common case in one statement (SucceedAndRefill): a
+// success of the attempt in flight, of a task with neither target_count nor abort rule.
+// ok is false when that is not the case, and nothing changed.
+func (s *Store) succeedAndRefill(ctx context.Context, id int64, attempt *int32) (Outcome, bool, error) {
+	var want int32
+	if attempt != nil {
+		want = *attempt
+	}
+	row, err := s.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: id, Attempt: want})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Outcome{}, false, nil
+	}
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("succeed task_device %d: %w", id, mapErr(err))
+	}
+	out := Outcome{TaskDeviceID: row.ID, TaskID: row.TaskID, PCID: row.PcID, Status: domain.TDSucceeded, Attempt: row.Attempt}
+	switch {
+	case row.Created != 0:
+		out.Refilled = []int64{row.Created}
+	case row.Picked != 0:
+		// A concurrent refill took the device this one picked: fill the slot afresh.
+		for range refillAttempts {
+			r, err := s.Q.RefillSlot(ctx, dbgen.RefillSlotParams{PcID: row.PcID, Slot: row.Slot})
+			if err != nil {
+				return Outcome{}, false, fmt.Errorf("refill slot %d of pc %d: %w", row.Slot, row.PcID, mapErr(err))
+			}
+			if r.Created != 0 {
+				out.Refilled = []int64{r.Created}
+			}
+			if r.Created != 0 || r.Picked == 0 {
+				break
+			}
+		}
+	}
+	out.pcMayBeIdle = len(out.Refilled) == 0
+	return out, true, nil
 }
 
 // TimeoutAttempt times out attempt of execution id if it is still in flight (a conditional

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/store/dbgen"
 )
 
 // oneMinute are device settings whose timeout differs from the default.
@@ -603,4 +605,41 @@ func TestDevicesAResultDoesNotWaitForThePCLock(t *testing.T) {
 	}
 	require.NotEqual(t, outs[0].Refilled[0], outs[1].Refilled[0])
 	require.Len(t, heldSlots(t, st, "pc1"), 2)
+}
+
+// The common success is one statement: the attempt succeeds and the slot it frees holds
+// the next execution, numbered the same, without a retry; a task with a target_count or an
+// abort rule is left to the general path.
+func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 1, 2)
+	activate(t, st, store.NewDevTask{})
+	_, cmds, err := st.Claim(ctx, "pc1", 1)
+	require.NoError(t, err)
+	require.Len(t, cmds, 1)
+	row, err := st.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID, Attempt: cmds[0].Attempt})
+	require.NoError(t, err)
+	require.NotZero(t, row.Created, "refilled by the statement itself (picked %d)", row.Picked)
+	require.Equal(t, map[int32]int64{1: row.Created}, heldSlots(t, st, "pc1"))
+	require.Equal(t, []string{"CREATED#1", "SENT#1", "SUCCEEDED#1"}, eventTypes(t, st, cmds[0].ID))
+	require.Equal(t, []string{"CREATED#1"}, eventTypes(t, st, row.Created))
+
+	// Not in flight any more: no row, nothing changed.
+	_, err = st.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID})
+	require.ErrorIs(t, err, pgx.ErrNoRows)
+
+	// A task with a target_count goes through the general path (its quota needs the task lock).
+	st2 := testenv.Store(t)
+	devFarm(t, st2, "pc2", 1, 2)
+	two := int32(2)
+	activate(t, st2, store.NewDevTask{TargetCount: &two})
+	_, cmds, err = st2.Claim(ctx, "pc2", 1)
+	require.NoError(t, err)
+	_, err = st2.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID})
+	require.ErrorIs(t, err, pgx.ErrNoRows)
+	out, err := st2.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
+	require.NoError(t, err)
+	require.Len(t, out.Refilled, 1)
 }

@@ -113,3 +113,49 @@ WHERE pc_id = @pc_id AND task_id = @task_id AND holds_slot;
 SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
 FROM task_devices td JOIN pcs p ON p.id = td.pc_id
 WHERE p.name = @pc_name AND td.slot = @slot::integer AND td.holds_slot;
+
+-- name: SucceedAndRefill :one
+-- The common result in one statement (no transaction round trips): an attempt in flight
+-- succeeds, with its event, and the slot it frees gets the running task's next execution
+-- on this PC, with its event — what ReportResult's transaction does, for a task with no
+-- target_count (no task lock needed) and no abort rule (a success cannot abort it). No
+-- row: the general path decides (another task, a stale attempt, a rule to apply).
+-- The new execution takes the freed slot's number in the same statement: the freed row's
+-- old index entry was deleted by this very statement, so it is no conflict. picked without
+-- created means a concurrent refill took that device first; the caller refills again.
+WITH cur AS (
+    SELECT td.id FROM task_devices td JOIN tasks t ON t.id = td.task_id
+    WHERE td.id = @id AND td.status IN ('SENT', 'ACKED')
+      AND (@attempt::integer = 0 OR td.attempt = @attempt::integer)
+      AND t.status = 'running' AND t.target_count IS NULL AND t.abort_min_executed IS NULL
+    FOR UPDATE OF td
+), done AS (
+    UPDATE task_devices x SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = ''
+    FROM cur WHERE x.id = cur.id
+    RETURNING x.id, x.task_id, x.pc_id, x.slot, x.attempt
+), done_ev AS (
+    INSERT INTO task_device_events (task_device_id, attempt, type)
+    SELECT done.id, done.attempt, 'SUCCEEDED' FROM done
+), pick AS (
+    SELECT d.id FROM devices d, done
+    WHERE d.pc_id = done.pc_id AND d.eligible
+      AND NOT EXISTS (SELECT 1 FROM task_devices x
+                      WHERE x.task_id = done.task_id AND x.device_id = d.id AND x.status <> 'CANCELLED')
+      AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
+    ORDER BY d.id
+    LIMIT 1
+    FOR NO KEY UPDATE OF d SKIP LOCKED
+), ins AS (
+    INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts, slot)
+    SELECT done.task_id, pick.id, done.pc_id, t.max_attempts, done.slot
+    FROM done CROSS JOIN pick JOIN tasks t ON t.id = done.task_id
+    ON CONFLICT DO NOTHING
+    RETURNING id, attempt
+), ins_ev AS (
+    INSERT INTO task_device_events (task_device_id, attempt, type)
+    SELECT ins.id, ins.attempt, 'CREATED' FROM ins
+)
+SELECT done.id, done.task_id, done.pc_id, done.slot::integer AS slot, done.attempt,
+       COALESCE((SELECT id FROM pick), 0)::bigint AS picked,
+       COALESCE((SELECT id FROM ins), 0)::bigint AS created
+FROM done;
