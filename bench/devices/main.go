@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ var (
 	flagSample     = flag.Duration("sample", 50*time.Millisecond, "utilisation sampling interval")
 	flagTimeout    = flag.Duration("timeout", 15*time.Minute, "give up after this long")
 	flagBaseline   = flag.Bool("baseline", true, "also run the same fleet against seed 003's plain SQL queue, in the same run")
+	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of this process (agents, API and worker) during tickgate's run to this file")
 )
 
 func main() {
@@ -178,6 +180,16 @@ func run(ctx context.Context) (string, error) {
 		PCTokens:    agentTokens,
 	})
 
+	if *flagCPUProfile != "" {
+		f, err := os.Create(*flagCPUProfile)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return "", err
+		}
+	}
 	start := time.Now()
 	for i := 0; i < tasks; i++ {
 		if err := post(base+"/tasks", fmt.Sprintf(`{"payload":{"bench":%d}}`, i)); err != nil {
@@ -213,6 +225,7 @@ func run(ctx context.Context) (string, error) {
 		sumDemand += float64(s.demand)
 	}
 	elapsed := time.Since(start)
+	pprof.StopCPUProfile() // a no-op without -cpuprofile
 	cancel()
 	fleet.Wait()
 
