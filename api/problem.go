@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/tickgate/tickgate/store"
 )
@@ -69,6 +70,16 @@ func Conflict(field, format string, args ...any) *Problem {
 	return NewProblem(http.StatusConflict, field, format, args...)
 }
 
+// temporalBusy reports whether err is Temporal refusing a call for now: an update or query
+// of a workflow whose task is failing and being retried (WorkflowNotReady: the server under
+// load timed it out), the server shedding load, or not reachable.
+func temporalBusy(err error) bool {
+	var notReady *serviceerror.WorkflowNotReady
+	var exhausted *serviceerror.ResourceExhausted
+	var unavailable *serviceerror.Unavailable
+	return errors.As(err, &notReady) || errors.As(err, &exhausted) || errors.As(err, &unavailable)
+}
+
 // ErrorHandler renders every error as application/problem+json: a *Problem as is, Echo's
 // own errors (404 route, 405, 413 body limit) with their status, store sentinels mapped,
 // an unreachable database as a 503 with Retry-After, anything else as a 500 whose detail
@@ -90,6 +101,15 @@ func ErrorHandler(logf func(string, ...any)) echo.HTTPErrorHandler {
 			p = Conflict("", "%v", err)
 		case errors.Is(err, store.ErrStale):
 			p = NewProblem(http.StatusPreconditionFailed, "version", "%v", err)
+		case temporalBusy(err):
+			// Temporal cannot take the command right now (the workflow's task is being
+			// retried, the server sheds load): nothing changed, and the same request may be
+			// sent again shortly.
+			if logf != nil {
+				logf("api: %s %s: temporal busy: %v", c.Request().Method, c.Request().URL.Path, err)
+			}
+			c.Response().Header().Set("Retry-After", "1")
+			p = NewProblem(http.StatusServiceUnavailable, "", "the workflow engine cannot take this now, retry shortly: %v", err)
 		case store.IsUnavailable(err):
 			// PostgreSQL restarting or unreachable: the same request may be sent again
 			// shortly (an agent's claim or result, an operator's command); see IsUnavailable.
