@@ -510,10 +510,12 @@ WITH cur AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
     SELECT done.id, done.attempt, 'SUCCEEDED' FROM done
 ), pick AS (
-    SELECT d.id FROM devices d, done
-    WHERE d.pc_id = done.pc_id AND d.eligible
+    -- The PC and task as scalars, so the scan is the PC's devices by index (a join with
+    -- the CTE let the planner test every device of every PC).
+    SELECT d.id FROM devices d
+    WHERE d.pc_id = (SELECT pc_id FROM done) AND d.eligible
       AND NOT EXISTS (SELECT 1 FROM task_devices x
-                      WHERE x.task_id = done.task_id AND x.device_id = d.id AND x.status <> 'CANCELLED')
+                      WHERE x.task_id = (SELECT task_id FROM done) AND x.device_id = d.id AND x.status <> 'CANCELLED')
       AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
     ORDER BY d.id
     LIMIT 1
