@@ -72,7 +72,9 @@ func (q *Queries) CancelTaskDevicesOfTask(ctx context.Context, arg CancelTaskDev
 const claimTaskDevices = `-- name: ClaimTaskDevices :many
 WITH pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
-    WHERE td.pc_id = $1::bigint AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
+    -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_active, in id
+    -- order) instead of every execution ever made.
+    WHERE td.pc_id = $1::bigint AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
     ORDER BY td.id
     LIMIT $2::integer
     -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
