@@ -71,6 +71,7 @@ func (s *Server) armSlots(ctx context.Context, pc string, cmds []store.ClaimedCo
 		if !s.slotArms.needsSignal(k, deadline, now) {
 			continue
 		}
+		s.slotArms.toldAt(k, deadline, now)
 		s.slotSignals <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -78,10 +79,9 @@ func (s *Server) armSlots(ctx context.Context, pc string, cmds []store.ClaimedCo
 			defer func() { <-s.slotSignals }()
 			d := workflows.SlotDeadline{TaskDeviceID: cmd.ID, Attempt: cmd.Attempt, TimeoutAt: deadline}
 			if err := s.Starter.ArmSlot(ctx, pc, cmd.Slot, d); err != nil {
+				s.slotArms.forget(k, deadline)
 				s.Logf("devices: %v", err)
-				return
 			}
-			s.slotArms.toldAt(k, deadline, time.Now())
 		}()
 	}
 	wg.Wait()

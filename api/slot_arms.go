@@ -18,7 +18,9 @@ type slotKey struct {
 }
 
 // slotArms remembers, per numbered slot, the latest deadline this process told the slot's
-// workflow. The workflow wakes at every deadline it was told, and when it wakes it reads
+// workflow (or is telling it: a signal in flight counts, so claims of a slot arriving while
+// Temporal is slow do not each signal; a signal that fails is forgotten, and the claims
+// that relied on it fall to the dispatcher's overdue sweep, as after an API crash). The workflow wakes at every deadline it was told, and when it wakes it reads
 // the slot in SQL and sleeps until the deadline in flight there. So a claim whose deadline
 // is not earlier than a told one still ahead needs no signal: the workflow wakes by then,
 // after the claim committed, and finds it. Another process's signals only add wake-ups, so
@@ -46,5 +48,15 @@ func (a *slotArms) toldAt(k slotKey, d, now time.Time) {
 	}
 	if told, ok := a.told[k]; !ok || d.After(told) || !told.After(now) {
 		a.told[k] = d
+	}
+}
+
+// forget drops what toldAt recorded for slot k if it is still deadline d: telling the slot
+// failed.
+func (a *slotArms) forget(k slotKey, d time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if told, ok := a.told[k]; ok && told.Equal(d) {
+		delete(a.told, k)
 	}
 }

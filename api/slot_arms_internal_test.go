@@ -31,3 +31,21 @@ func TestSlotArmsSignalOnlyWhenTheSlotIsNotDueToWakeInTime(t *testing.T) {
 	require.False(t, a.needsSignal(k, d1.Add(10*time.Minute), later))
 	require.True(t, a.needsSignal(k, d1.Add(9*time.Minute), later))
 }
+
+// A signal that failed is forgotten, so the next claim of the slot signals again; a later
+// deadline told meanwhile is kept.
+func TestSlotArmsForgetAFailedSignal(t *testing.T) {
+	var a slotArms
+	k := slotKey{pc: "pc1", slot: 1}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	d := now.Add(20 * time.Minute)
+	a.toldAt(k, d, now)
+	require.False(t, a.needsSignal(k, d.Add(time.Second), now.Add(time.Second)), "in flight: a claim relies on it")
+	a.forget(k, d)
+	require.True(t, a.needsSignal(k, d.Add(time.Second), now.Add(time.Second)), "it failed: signal again")
+
+	a.toldAt(k, d, now)
+	a.toldAt(k, d.Add(time.Minute), now)
+	a.forget(k, d) // the earlier signal failed after a later one was told
+	require.False(t, a.needsSignal(k, d.Add(2*time.Minute), now.Add(time.Second)))
+}
