@@ -129,7 +129,7 @@ func runBaseline(ctx context.Context, pool *pgxpool.Pool, pcs []string, tasks in
 		case <-runCtx.Done():
 			fleet.Wait()
 			return res, fmt.Errorf("baseline: timed out with %d executions open", open)
-		case <-time.After(*flagSample):
+		case <-time.After(endPoll):
 		}
 	}
 	res.elapsed = time.Since(start)
