@@ -186,17 +186,8 @@ func (s *Store) succeedAndRefill(ctx context.Context, id int64, attempt *int32) 
 		out.Refilled = []int64{row.Created}
 	case row.Picked != 0:
 		// A concurrent refill took the device this one picked: fill the slot afresh.
-		for range refillAttempts {
-			r, err := s.Q.RefillSlot(ctx, dbgen.RefillSlotParams{PcID: row.PcID, Slot: row.Slot})
-			if err != nil {
-				return Outcome{}, false, fmt.Errorf("refill slot %d of pc %d: %w", row.Slot, row.PcID, mapErr(err))
-			}
-			if r.Created != 0 {
-				out.Refilled = []int64{r.Created}
-			}
-			if r.Created != 0 || r.Picked == 0 {
-				break
-			}
+		if out.Refilled, err = fillSlot(ctx, s.Q, row.PcID, row.Slot); err != nil {
+			return Outcome{}, false, err
 		}
 	}
 	out.pcMayBeIdle = len(out.Refilled) == 0

@@ -72,10 +72,17 @@ func refillSlot(ctx context.Context, q *dbgen.Queries, td TaskDevice, ownTask De
 			return nil, fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
 		}
 	}
+	return fillSlot(ctx, q, td.PcID, *td.Slot)
+}
+
+// fillSlot gives free slot n of a PC the running task's next execution there, if the task
+// has a device left on the PC, retrying when a concurrent refill of the same PC took the
+// device it picked. After refillAttempts lost races the PC workflow's safety refill fills it.
+func fillSlot(ctx context.Context, q *dbgen.Queries, pcID int64, n int32) ([]int64, error) {
 	for range refillAttempts {
-		r, err := q.RefillSlot(ctx, dbgen.RefillSlotParams{PcID: td.PcID, Slot: *td.Slot})
+		r, err := q.RefillSlot(ctx, dbgen.RefillSlotParams{PcID: pcID, Slot: n})
 		if err != nil {
-			return nil, fmt.Errorf("refill slot %d of pc %d: %w", *td.Slot, td.PcID, mapErr(err))
+			return nil, fmt.Errorf("refill slot %d of pc %d: %w", n, pcID, mapErr(err))
 		}
 		if r.Created != 0 {
 			return []int64{r.Created}, nil
@@ -84,8 +91,6 @@ func refillSlot(ctx context.Context, q *dbgen.Queries, td TaskDevice, ownTask De
 			return nil, nil // no device of this PC left for the task
 		}
 	}
-	// Every try lost its device to another slot's refill: the PC workflow's safety refill
-	// fills the slot.
 	return nil, nil
 }
 
