@@ -560,12 +560,6 @@ func (s *Server) backfillSchedule(c echo.Context) error {
 		}
 		return s.scheduleCommandError(row.Name, err)
 	}
-	if res.Ticks == 0 {
-		// Refused before anything was queued (the workflow checks the range in its handler
-		// when its definition was not loaded yet for the validator).
-		return NewProblem(http.StatusUnprocessableEntity, "start", "nothing to backfill: the spec gives no tick from %s to %s",
-			req.Start.UTC().Format(time.RFC3339), req.End.UTC().Format(time.RFC3339))
-	}
 	return c.JSON(http.StatusAccepted, BackfillView{Ticks: res.Ticks})
 }
 

@@ -140,3 +140,30 @@ func (s *ScheduleWorkflowSuite) TestBackfillOfARangeWithoutTicksIsRefusedWithThe
 		})
 	}
 }
+
+// A backfill that reaches the workflow before its definition is loaded (the validator
+// cannot count ticks yet) is refused by the handler with the same type and reason as once
+// loaded, not accepted with zero ticks. The API's answer depended on the race before.
+func (s *ScheduleWorkflowSuite) TestBackfillBeforeTheDefinitionLoadsIsRefusedWithTheReason() {
+	in := s.createSchedule("bf-early", schedulespec.Spec{Cron: "0 0 1 1 *"}, s.t0, nil)
+	yesterday := s.t0.Add(-24 * time.Hour)
+	var outcome error
+	answered := false
+	s.env.RegisterDelayedCallback(func() {
+		s.env.UpdateWorkflow(workflows.ScheduleBackfill, "early", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { outcome, answered = err, true },
+			OnAccept:   func() {},
+			OnComplete: func(_ any, err error) { outcome, answered = err, true },
+		}, workflows.BackfillRequest{Start: yesterday, End: yesterday.Add(time.Hour)})
+	}, 0)
+	s.stopAt(time.Minute)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.Require().True(answered, "the update was answered")
+	var appErr *temporal.ApplicationError
+	s.Require().True(errors.As(outcome, &appErr), "%v", outcome)
+	s.Equal(workflows.ErrBackfillEmpty, appErr.Type())
+	s.Contains(appErr.Message(), `no tick of cron "0 0 1 1 *" (UTC) falls in the range`)
+	for _, r := range s.runs("bf-early") {
+		s.NotEqual(domain.TriggerBackfill, r.Trigger, "nothing was backfilled")
+	}
+}

@@ -157,13 +157,21 @@ func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
 		return countTicks(w.backfillSpec(start), start, end, MaxBackfillTicks+1)
 	}).Get(&n)
-	if n > MaxBackfillTicks {
+	switch {
+	case n > MaxBackfillTicks:
 		return BackfillResult{}, temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", MaxBackfillTicks), ErrBackfillTooLarge)
+	case n == 0:
+		// Sent before the definition was loaded, the validator could not look: the same
+		// refusal, with the same reason, as once loaded. (The reason is a pure function of
+		// the spec and the range, so replay agrees.)
+		why := w.backfillSpec(start).NoTickReason(start, end)
+		if why == "" {
+			why = fmt.Sprintf("the spec gives no tick from %s to %s", start.Format(time.RFC3339), end.Format(time.RFC3339))
+		}
+		return BackfillResult{}, temporal.NewApplicationError(why, ErrBackfillEmpty)
 	}
-	if n > 0 {
-		w.carry.Backfills = append(w.carry.Backfills, Backfill{Done: start.Add(-time.Nanosecond), End: end, Overlap: req.Overlap})
-		w.dirty = true
-	}
+	w.carry.Backfills = append(w.carry.Backfills, Backfill{Done: start.Add(-time.Nanosecond), End: end, Overlap: req.Overlap})
+	w.dirty = true
 	return BackfillResult{Ticks: n}, nil
 }
 
