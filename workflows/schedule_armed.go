@@ -14,6 +14,10 @@ import (
 // histories recorded before it fire every tick at the tick.
 const armedFiresChange = "armed-event-fires"
 
+// armedWindowsChange versions arming ticks closer together than armLead in windows (see
+// armTime): histories recorded before it fire such ticks at the tick.
+const armedWindowsChange = "armed-fire-windows"
+
 // Arming (issue 13). Many schedules sharing a tick would all wake, and all commit their
 // fire, in the same second; an event action needs nothing from the moment of its tick, so
 // its fire is committed ahead instead — spread over a window — and made visible at the tick
@@ -27,33 +31,66 @@ const (
 	// armMinAhead: a tick is only armed while its fire time is at least this far ahead,
 	// so the arming commits before it; a later one fires at the tick as before.
 	armMinAhead = 5 * time.Second
+
+	// Ticks closer together than armLead (an every-second schedule) are armed in windows:
+	// one transaction and one workflow task for every few seconds of ticks instead of one
+	// per tick. A window is armed armWindowLead before its first fire, less a spread of up
+	// to armWindowSpread by a hash of (schedule, first tick) so that schedules sharing a
+	// grid do not all wake together, and holds the ticks firing up to armWindowSpan after
+	// that lead (at most armWindowMax of them).
+	armWindowLead   = 10 * time.Second
+	armWindowSpread = 5 * time.Second
+	armWindowSpan   = 20 * time.Second
+	armWindowMax    = 100
 )
 
-// ArmedFire is the fire a schedule armed last: committed ahead, visible at FireAt. Before
-// is the watermark it replaced, restored if a command retracts the fire.
+// ArmedFire is the fire a schedule armed last: committed ahead, visible at FireAt. Earlier
+// are the fires armed before it that were still pending when it was armed (a window's),
+// oldest first. Before is the watermark before the first of them, restored if a command
+// retracts them all.
 type ArmedFire struct {
-	Tick   time.Time
-	FireAt time.Time
-	Before time.Time
+	Tick    time.Time
+	FireAt  time.Time
+	Before  time.Time
+	Earlier []activities.ArmedTick `json:",omitempty"`
+}
+
+// all lists the armed fires, oldest first.
+func (a *ArmedFire) all() []activities.ArmedTick {
+	return append(append([]activities.ArmedTick(nil), a.Earlier...), activities.ArmedTick{Tick: a.Tick, FireAt: a.FireAt})
+}
+
+// armedFires is the ArmedFire of fires, oldest first (nil: none).
+func armedFires(fires []activities.ArmedTick, before time.Time) *ArmedFire {
+	if len(fires) == 0 {
+		return nil
+	}
+	last := fires[len(fires)-1]
+	return &ArmedFire{Tick: last.Tick, FireAt: last.FireAt, Before: before, Earlier: fires[:len(fires)-1]}
 }
 
 // armOffset is the tick's deterministic place in the arming window.
 func armOffset(schedule string, tick time.Time) time.Duration {
+	return spreadOffset("arm/", schedule, tick, armSpread)
+}
+
+// spreadOffset hashes (schedule, tick) into [0, spread).
+func spreadOffset(kind, schedule string, tick time.Time, spread time.Duration) time.Duration {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte("arm/" + schedule + "/"))
+	_, _ = h.Write([]byte(kind + schedule + "/"))
 	_, _ = h.Write([]byte(tick.UTC().Format(time.RFC3339Nano)))
-	return time.Duration(h.Sum64() % uint64(armSpread))
+	return time.Duration(h.Sum64() % uint64(spread))
 }
 
 // armTime is when the tick firing at fireAt is armed; ok is false when it fires at its
 // tick instead. Only an event action that no policy has to decide at the tick is armed:
 // overlap policies apply to workflow actions only (see fire), skip_if_successful needs the
-// runs up to the tick, a rescheduled tick fires as the reschedule says. One armed fire at a
-// time: the next is armed once the last one's fire time has come, and only if that is still
-// armLead before its own (a schedule with ticks closer together fires each at its tick).
-func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time) (at time.Time, ok bool) {
+// runs up to the tick, a rescheduled tick fires as the reschedule says. A tick at least
+// armLead after the one before is armed alone, once that one's fire time has come; ticks
+// closer together are armed in windows (window is true).
+func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time) (at time.Time, window, ok bool) {
 	if w.def.Action.Kind != domain.ActionEvent || w.def.SkipIfSuccessful || w.carry.Paused || w.carry.Rescheduled != nil {
-		return time.Time{}, false
+		return time.Time{}, false, false
 	}
 	at = fireAt.Add(-armLead - armOffset(w.def.Name, tick))
 	if w.carry.Watermark.After(at) {
@@ -62,26 +99,35 @@ func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time)
 	if a := w.carry.Armed; a != nil && a.FireAt.After(at) {
 		at = a.FireAt
 	}
-	if fireAt.Sub(at) < armLead {
-		return time.Time{}, false // ticks closer together than the lead fire at their tick
+	if fireAt.Sub(at) >= armLead {
+		// GetVersion only when a tick could be armed, so other histories carry no marker.
+		if workflow.GetVersion(ctx, armedFiresChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return time.Time{}, false, false
+		}
+		return at, false, true
 	}
-	// GetVersion only when a tick could be armed, so other histories carry no marker.
-	if workflow.GetVersion(ctx, armedFiresChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return time.Time{}, false
+	if workflow.GetVersion(ctx, armedWindowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return time.Time{}, false, false
 	}
-	return at, true
+	// Not held back by the fires armed before: they are committed, the window follows them.
+	return fireAt.Add(-armWindowLead - spreadOffset("window/", w.def.Name, tick, armWindowSpread)), true, true
 }
 
-// armIfDue arms the next tick when its arming time has come and its fire time is still far
-// enough ahead; it reports whether it did, and otherwise when to wake (zero: at the fire).
+// armIfDue arms the next tick (or the window it starts) when its arming time has come; it
+// reports whether it did, and otherwise when to wake (zero: at the fire).
 func (w *scheduleWorkflow) armIfDue(ctx workflow.Context, tick, fireAt time.Time) (armed bool, wake time.Time, err error) {
-	at, ok := w.armTime(ctx, tick, fireAt)
+	at, window, ok := w.armTime(ctx, tick, fireAt)
 	if !ok {
 		return false, time.Time{}, nil
 	}
 	now := workflow.Now(ctx)
 	if now.Before(at) {
 		return false, at, nil
+	}
+	if window {
+		// Even a window that starts less than armMinAhead ahead is armed: firing its first
+		// ticks at their tick would leave every later one as close, and none armed again.
+		return w.armWindow(ctx, tick, now.Add(armWindowLead+armWindowSpan))
 	}
 	if fireAt.Sub(now) < armMinAhead {
 		return false, time.Time{}, nil // woke too late to arm: it fires at the tick
@@ -101,26 +147,86 @@ func (w *scheduleWorkflow) arm(ctx workflow.Context, tick, fireAt time.Time) err
 	return nil
 }
 
-// pendingArmed is the armed fire not yet due at now, if any: until then it is the
-// schedule's next fire.
-func (w *scheduleWorkflow) pendingArmed(now time.Time) *ArmedFire {
+// armWindow commits the fires of the ticks from first on that fire by until, in one
+// transaction, each visible at its fire time; the watermark moves past the last. armed is
+// false when the window held no tick (the spec ends): the tick fires at its time then.
+func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Time) (armed bool, wake time.Time, err error) {
+	if err := w.mirror.Lock(ctx); err != nil {
+		return false, time.Time{}, err
+	}
+	defer w.mirror.Unlock()
+	var res activities.ArmedWindow
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.ArmWindow, activities.ArmWindowRequest{
+		ScheduleID: w.def.ID, Name: w.def.Name, Spec: w.def.Spec, CreatedAt: w.def.CreatedAt,
+		First: first, Until: until, Max: armWindowMax, Event: *w.eventFor(first, domain.TriggerScheduled, until),
+	}).Get(ctx, &res); err != nil {
+		return false, time.Time{}, err
+	}
+	w.work.add(res.CommittedAt)
+	if len(res.Ticks) == 0 {
+		return false, time.Time{}, nil
+	}
+	// The fires armed before that are still pending stay listed ahead of the window's (a
+	// retraction takes them too); Before is then the last of the earlier ones already due.
+	now := workflow.Now(ctx)
+	before, pending := w.carry.Watermark, []activities.ArmedTick(nil)
 	if a := w.carry.Armed; a != nil && a.FireAt.After(now) {
-		return a
+		before = a.Before
+		for _, f := range a.all() {
+			if f.FireAt.After(now) {
+				pending = append(pending, f)
+			} else {
+				before = f.Tick
+			}
+		}
+	}
+	last := res.Ticks[len(res.Ticks)-1]
+	w.carry.Watermark = last.Tick
+	w.carry.Armed = armedFires(append(pending, res.Ticks...), before)
+	w.plan(ctx, last.Tick, res.NextRunAt)
+	if p := w.pendingArmed(now); p != nil {
+		w.mirrored = &p.Tick // the transaction put next_run_at on the first armed fire
+	}
+	return true, time.Time{}, nil
+}
+
+// pendingArmed is the first armed fire not yet due at now, if any: until then it is the
+// schedule's next fire.
+func (w *scheduleWorkflow) pendingArmed(now time.Time) *activities.ArmedTick {
+	a := w.carry.Armed
+	if a == nil || !a.FireAt.After(now) {
+		return nil
+	}
+	for _, f := range a.all() {
+		if f.FireAt.After(now) {
+			return &f
+		}
 	}
 	return nil
 }
 
-// unarm forgets the armed fire after a command's transaction retracted it (ticks): the
-// tick was never processed, so the watermark goes back to before it.
+// unarm forgets the armed fires a command's transaction retracted (ticks): those ticks
+// were never processed, so the watermark goes back to the last armed fire the command left
+// (one already due), or to before them all. A retraction takes every fire not yet due, so
+// when the last armed one stands, none was taken.
 func (w *scheduleWorkflow) unarm(retracted activities.Retracted) {
 	a := w.carry.Armed
 	if a == nil || !retracted.Has(a.Tick) {
 		return
 	}
+	var kept []activities.ArmedTick
+	for _, f := range a.all() {
+		if !retracted.Has(f.Tick) {
+			kept = append(kept, f)
+		}
+	}
 	if w.carry.Watermark.Equal(a.Tick) {
 		w.carry.Watermark = a.Before
+		if len(kept) > 0 {
+			w.carry.Watermark = kept[len(kept)-1].Tick
+		}
 	}
-	w.carry.Armed = nil
+	w.carry.Armed = armedFires(kept, a.Before)
 }
 
 // getRetracted waits for a command's mirror write and unarms what it retracted. Only a

@@ -21,7 +21,10 @@ import (
 // handler was cut off and the reschedule lost.)
 func (s *ScheduleWorkflowSuite) TestContinueAsNewWaitsForARescheduleSignalMidWay() {
 	start := s.t0
-	in := s.createSchedule("resched-can", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
+	// A workflow action: it fires at its ticks, through RecordTick (an event schedule this
+	// fast arms windows ahead).
+	in := s.createSchedule("resched-can", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, withOverlap("allow_all"))
+	s.mockTargets(time.Second)
 	in.Carry = &workflows.ScheduleCarry{Watermark: s.t0, ContinueAsNewAfter: 1}
 	at := s.t0.Add(45 * time.Second)
 	var once sync.Once

@@ -314,10 +314,14 @@ func (s *ScheduleWorkflowSuite) TestRescheduleMovesTheNextFireAndRecordsReplaced
 	}, s.outcomes("reschedule"))
 }
 
+// A workflow action fires at its ticks (an event schedule this fast arms windows ahead,
+// see TestEveryTickOfAFastScheduleIsArmedInWindowsOnce), so the watermark is the last tick.
 func (s *ScheduleWorkflowSuite) TestContinueAsNewKeepsWatermarkAndPause() {
 	start := s.t0
-	in := s.createSchedule("long-life", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
-	in.Carry = &workflows.ScheduleCarry{Watermark: s.t0, ContinueAsNewAfter: 4, LastSuccessAt: s.t0}
+	in := s.createSchedule("long-life", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, withOverlap("allow_all"))
+	s.mockTargets(time.Second)
+	// Seven waits before the pause: before each tick and after each run's end (1 s later).
+	in.Carry = &workflows.ScheduleCarry{Watermark: s.t0, ContinueAsNewAfter: 7, LastSuccessAt: s.t0}
 	s.env.RegisterDelayedCallback(func() {
 		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "kept"}, func(r any, err error) { s.NoError(err) })
 	}, 35*time.Second)
@@ -338,6 +342,8 @@ func (s *ScheduleWorkflowSuite) TestContinueAsNewKeepsWatermarkAndPause() {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.ScheduleWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleWorkflowType})
 	env.RegisterActivity(s.acts)
+	env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return("run", nil)
+	env.OnActivity(s.acts.AwaitRunWorkflow, mock.Anything, mock.Anything).After(time.Second).Return(activities.RunOutcome{Status: domain.RunSucceeded}, nil)
 	env.SetStartTime(s.t0.Add(36 * time.Second))
 	next.Carry.ContinueAsNewAfter = 1000
 	env.RegisterDelayedCallback(func() {

@@ -127,9 +127,11 @@ func (s *ScheduleWorkflowSuite) TestTicksFireInOrderOncePerTick() {
 		s.Equal(domain.TriggerScheduled, r.Trigger)
 		s.Equal(domain.RunSucceeded, r.Status)
 	}
+	// Ticks of the next window may be armed already: only released fires are in the feed.
 	var events, outbox int
-	s.Require().NoError(s.store.Pool.QueryRow(context.Background(),
-		"SELECT (SELECT count(*) FROM event_store WHERE topic='billing' AND type='invoice.due'), (SELECT count(*) FROM outbox_messages)").Scan(&events, &outbox))
+	s.Require().NoError(s.store.Pool.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM event_store e JOIN schedule_runs r ON r.id = e.schedule_run_id WHERE e.topic='billing' AND e.type='invoice.due' AND NOT r.armed),
+		(SELECT count(*) FROM outbox_messages WHERE tx_id IS NOT NULL)`).Scan(&events, &outbox))
 	s.Equal(5, events)
 	s.Equal(5, outbox)
 	row, err := s.store.GetSchedule(context.Background(), "ticks")
@@ -153,9 +155,11 @@ func (s *ScheduleWorkflowSuite) TestIntervalTicksStayAnchoredAtStartAt() {
 }
 
 func (s *ScheduleWorkflowSuite) TestPausedScheduleFiresNothingAndResumeDoesNotCatchUp() {
+	s.future()
 	start := s.t0
 	in := s.createSchedule("pausing", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
 	s.env.RegisterDelayedCallback(func() {
+		s.release() // the releaser has made 10s and 20s true; the pause retracts the window's rest
 		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "maintenance"}, func(r any, err error) { s.NoError(err) })
 	}, 25*time.Second)
 	s.env.RegisterDelayedCallback(func() {
@@ -243,28 +247,67 @@ func (s *ScheduleWorkflowSuite) loseFirstRecordAnswers() map[string]int {
 	return attempts
 }
 
-func (s *ScheduleWorkflowSuite) TestRetriedFireAfterCommitDoesNotDuplicateTheRun() {
-	// The test environment dates a local activity retry's deadline by its mock clock
-	// compared with the wall clock, so this test runs its mock clock from now.
-	s.t0 = time.Now().UTC().Truncate(time.Second)
-	s.env.SetStartTime(s.t0)
-	start := s.t0
-	in := s.createSchedule("retried", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
-	attempts := s.loseFirstRecordAnswers()
-	s.stopAt(35 * time.Second)
-	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+// loseFirstArmWindowAnswers makes the first attempt of each window's arming fail after its
+// commit, as loseFirstRecordAnswers does for RecordTick; it counts attempts per first tick.
+func (s *ScheduleWorkflowSuite) loseFirstArmWindowAnswers() map[time.Time]int {
+	var mu sync.Mutex
+	attempts := map[time.Time]int{}
+	s.env.OnActivity(s.acts.ArmWindow, mock.Anything, mock.Anything).Return(func(ctx context.Context, r activities.ArmWindowRequest) (activities.ArmedWindow, error) {
+		res, err := s.acts.ArmWindow(ctx, r)
+		mu.Lock()
+		defer mu.Unlock()
+		attempts[r.First]++
+		if err == nil && attempts[r.First] == 1 {
+			return activities.ArmedWindow{}, errors.New("connection reset after commit")
+		}
+		return res, err
+	})
+	return attempts
+}
 
-	runs := s.runs("retried")
-	s.Require().Len(runs, 3)
-	for _, n := range attempts {
-		s.Equal(2, n, "each tick's fire was retried once")
+// A fire whose transaction commits but whose answer is lost (the local activity's first
+// attempt fails after its commit) is retried and finds its rows: no tick gets a second run
+// or event. A tick armed alone (40 s after the last: RecordTick) and ticks armed in
+// windows (10 s apart: ArmWindow).
+func (s *ScheduleWorkflowSuite) TestRetriedFireAfterCommitDoesNotDuplicateTheRun() {
+	for _, c := range []struct {
+		name  string
+		every int64
+		stop  time.Duration
+	}{{"retried-alone", 40, 125 * time.Second}, {"retried-window", 10, 35 * time.Second}} {
+		s.Run(c.name, func() {
+			s.SetupTest()
+			// The test environment dates a local activity retry's deadline by its mock clock
+			// compared with the wall clock, so this test runs its mock clock from now.
+			s.t0 = time.Now().UTC().Truncate(time.Second)
+			s.env.SetStartTime(s.t0)
+			start := s.t0
+			in := s.createSchedule(c.name, schedulespec.Spec{Interval: every(c.every, "SECONDS"), StartAt: &start}, s.t0, nil)
+			records, windows := s.loseFirstRecordAnswers(), s.loseFirstArmWindowAnswers()
+			s.stopAt(c.stop)
+			s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+			runs := s.runs(c.name)
+			s.Require().Len(runs, 3)
+			s.NotEmpty(len(records)+len(windows), "fires were recorded through the mocks")
+			for _, n := range records {
+				s.Equal(2, n, "each tick's fire was retried once")
+			}
+			for _, n := range windows {
+				s.Equal(2, n, "each window's arming was retried once")
+			}
+			// Released or still armed, every tick has one run and one event.
+			var rows, ticks, events, eventRuns int
+			s.Require().NoError(s.store.Pool.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT r.scheduled_at), count(e.id), count(DISTINCT e.schedule_run_id)
+				FROM schedule_runs r LEFT JOIN event_store e ON e.schedule_run_id = r.id WHERE r.schedule_id = $1`, in.ScheduleID).Scan(&rows, &ticks, &events, &eventRuns))
+			s.Equal(rows, ticks, "one run per tick")
+			s.Equal(rows, events, "one event per run despite the retries")
+			s.Equal(rows, eventRuns)
+			row, err := s.store.GetSchedule(context.Background(), c.name)
+			s.Require().NoError(err)
+			s.Equal(int64(3), row.FiredCount)
+		})
 	}
-	var events int
-	s.Require().NoError(s.store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM event_store").Scan(&events))
-	s.Equal(3, events, "one event per tick despite the retries")
-	row, err := s.store.GetSchedule(context.Background(), "retried")
-	s.Require().NoError(err)
-	s.Equal(int64(3), row.FiredCount)
 }
 
 func (s *ScheduleWorkflowSuite) TestOutageLongerThanCatchupWindowRecordsMissedTicks() {

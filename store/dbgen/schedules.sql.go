@@ -13,6 +13,86 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
+const armWindow = `-- name: ArmWindow :many
+WITH given AS (
+    -- set-returning functions in one select list advance together: row i of each array
+    SELECT unnest($1::timestamptz[]) AS scheduled_at, unnest($2::timestamptz[]) AS visible_at,
+           unnest($3::text[]) AS idempotency_key
+), ticks AS (
+    SELECT g.scheduled_at, g.visible_at, g.idempotency_key,
+           COALESCE(lead(g.scheduled_at) OVER (ORDER BY g.scheduled_at), $4::timestamptz) AS release_next_run_at
+    FROM given g
+), runs AS (
+    INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
+                               armed, visible_at, release_next_run_at)
+    SELECT $5, scheduled_at, visible_at, 'scheduled', 'SUCCEEDED', '', idempotency_key, '', visible_at,
+           true, visible_at, release_next_run_at
+    FROM ticks
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING id, scheduled_at, visible_at
+), events AS (
+    INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
+    SELECT $6, $7, $8, $9, id, visible_at FROM runs
+    RETURNING id, topic, created_at
+), messages AS (
+    INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
+    SELECT id, topic, NULL, created_at FROM events
+)
+SELECT id, scheduled_at FROM runs
+`
+
+type ArmWindowParams struct {
+	ScheduledAt     []time.Time
+	VisibleAt       []time.Time
+	IdempotencyKeys []string
+	AfterLast       *time.Time
+	ScheduleID      int64
+	Topic           string
+	Type            string
+	AggregateID     string
+	Data            json.RawMessage
+}
+
+type ArmWindowRow struct {
+	ID          int64
+	ScheduledAt time.Time
+}
+
+// Arms a window of ticks of one event schedule in one statement (the caller holds the
+// schedule's row lock): per tick an armed run, its event and its outbox message without a
+// feed position, as RecordFire arms one. Each run's release moves next_run_at to the tick
+// after it (the next in the window; after_last for the last). A tick recorded before (a
+// retried arming) inserts nothing (S1); the statement answers the runs it created.
+func (q *Queries) ArmWindow(ctx context.Context, arg ArmWindowParams) ([]ArmWindowRow, error) {
+	rows, err := q.db.Query(ctx, armWindow,
+		arg.ScheduledAt,
+		arg.VisibleAt,
+		arg.IdempotencyKeys,
+		arg.AfterLast,
+		arg.ScheduleID,
+		arg.Topic,
+		arg.Type,
+		arg.AggregateID,
+		arg.Data,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ArmWindowRow
+	for rows.Next() {
+		var i ArmWindowRow
+		if err := rows.Scan(&i.ID, &i.ScheduledAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deleteArmedEvents = `-- name: DeleteArmedEvents :exec
 DELETE FROM event_store e USING schedule_runs r
 WHERE e.schedule_run_id = r.id AND r.schedule_id = $1 AND r.armed
@@ -681,6 +761,20 @@ func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams
 		return nil, err
 	}
 	return items, nil
+}
+
+const setNextRunAtToFirstArmed = `-- name: SetNextRunAtToFirstArmed :exec
+UPDATE schedules
+SET next_run_at = COALESCE((SELECT min(r.scheduled_at) FROM schedule_runs r WHERE r.schedule_id = $1 AND r.armed), next_run_at),
+    updated_at  = now()
+WHERE id = $1
+`
+
+// After arming a window: the schedule's next fire is its earliest armed run not yet
+// released (a run of the window before may still be pending).
+func (q *Queries) SetNextRunAtToFirstArmed(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, setNextRunAtToFirstArmed, id)
+	return err
 }
 
 const setScheduleNextRunAt = `-- name: SetScheduleNextRunAt :exec

@@ -104,6 +104,46 @@ DELETE FROM schedule_runs
 WHERE schedule_id = @schedule_id AND armed AND (NOT @keep_due::boolean OR visible_at > now())
 RETURNING scheduled_at;
 
+-- name: ArmWindow :many
+-- Arms a window of ticks of one event schedule in one statement (the caller holds the
+-- schedule's row lock): per tick an armed run, its event and its outbox message without a
+-- feed position, as RecordFire arms one. Each run's release moves next_run_at to the tick
+-- after it (the next in the window; after_last for the last). A tick recorded before (a
+-- retried arming) inserts nothing (S1); the statement answers the runs it created.
+WITH given AS (
+    -- set-returning functions in one select list advance together: row i of each array
+    SELECT unnest(@scheduled_at::timestamptz[]) AS scheduled_at, unnest(@visible_at::timestamptz[]) AS visible_at,
+           unnest(@idempotency_keys::text[]) AS idempotency_key
+), ticks AS (
+    SELECT g.scheduled_at, g.visible_at, g.idempotency_key,
+           COALESCE(lead(g.scheduled_at) OVER (ORDER BY g.scheduled_at), sqlc.narg(after_last)::timestamptz) AS release_next_run_at
+    FROM given g
+), runs AS (
+    INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
+                               armed, visible_at, release_next_run_at)
+    SELECT @schedule_id, scheduled_at, visible_at, 'scheduled', 'SUCCEEDED', '', idempotency_key, '', visible_at,
+           true, visible_at, release_next_run_at
+    FROM ticks
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING id, scheduled_at, visible_at
+), events AS (
+    INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
+    SELECT @topic, @type, @aggregate_id, @data, id, visible_at FROM runs
+    RETURNING id, topic, created_at
+), messages AS (
+    INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
+    SELECT id, topic, NULL, created_at FROM events
+)
+SELECT id, scheduled_at FROM runs;
+
+-- name: SetNextRunAtToFirstArmed :exec
+-- After arming a window: the schedule's next fire is its earliest armed run not yet
+-- released (a run of the window before may still be pending).
+UPDATE schedules
+SET next_run_at = COALESCE((SELECT min(r.scheduled_at) FROM schedule_runs r WHERE r.schedule_id = @id AND r.armed), next_run_at),
+    updated_at  = now()
+WHERE id = @id;
+
 -- name: LockSchedulesWithDueFires :many
 -- The release, step 1: lock the schedules that have armed runs due, skipping any a fire,
 -- command or other releaser holds (they are released on the next round). as_of is the
