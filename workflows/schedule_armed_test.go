@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/stretchr/testify/mock"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
@@ -181,4 +185,87 @@ func (s *ScheduleWorkflowSuite) TestWorkflowActionIsNotArmed() {
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 	s.False(before.exists, "nothing recorded before the tick")
 	s.Len(s.runs("not-armed"), 1)
+}
+
+// armings counts the windows an every-second schedule arms, and checks each was armed
+// before its first fire.
+func (s *ScheduleWorkflowSuite) armings() *int {
+	n := new(int)
+	s.env.OnActivity(s.acts.ArmWindow, mock.Anything, mock.Anything).Return(func(ctx context.Context, r activities.ArmWindowRequest) (activities.ArmedWindow, error) {
+		*n++
+		s.True(r.First.After(s.env.Now()), "window from %s armed at %s: before its first tick", r.First, s.env.Now())
+		return s.acts.ArmWindow(ctx, r)
+	})
+	return n
+}
+
+// An every-second event schedule arms its ticks in windows: a few arming transactions for
+// two minutes of ticks, each tick's fire committed ahead and made true once by the release,
+// none lost (S2) or doubled (S1); next_run_at follows the releases.
+func (s *ScheduleWorkflowSuite) TestEveryTickOfAFastScheduleIsArmedInWindowsOnce() {
+	start := s.t0
+	in := s.createSchedule("every-second", schedulespec.Spec{Interval: every(1, "SECONDS"), StartAt: &start}, s.t0, nil)
+	windows := s.armings()
+	var nextAt61 *time.Time
+	for sec := 1; sec <= 120; sec++ { // the releaser, every second
+		s.env.RegisterDelayedCallback(s.release, time.Duration(sec)*time.Second+100*time.Millisecond)
+	}
+	s.env.RegisterDelayedCallback(func() {
+		row, err := s.store.GetSchedule(context.Background(), "every-second")
+		s.Require().NoError(err)
+		nextAt61 = row.NextRunAt
+	}, 61*time.Second+200*time.Millisecond)
+	s.stopAt(120*time.Second + 500*time.Millisecond)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	runs := s.runs("every-second")
+	s.Require().Len(runs, 120)
+	for i, r := range runs {
+		s.Equal(s.t0.Add(time.Duration(i+1)*time.Second), r.ScheduledAt.UTC(), "tick %d once, in order", i+1)
+		s.Equal(domain.RunSucceeded, r.Status)
+	}
+	s.LessOrEqual(*windows, 120/10, "ticks armed in windows, not one by one")
+	s.GreaterOrEqual(*windows, 120/30)
+	s.Require().NotNil(nextAt61)
+	s.Equal(s.t0.Add(62*time.Second), nextAt61.UTC(), "next_run_at is the first fire not yet released")
+	row, err := s.store.GetSchedule(context.Background(), "every-second")
+	s.Require().NoError(err)
+	s.Equal(int64(120), row.FiredCount)
+}
+
+// A pause retracts every armed fire of the windows not yet due, in its own transaction; the
+// paused time is not caught up, and the resumed schedule arms windows again.
+func (s *ScheduleWorkflowSuite) TestPauseRetractsTheArmedWindows() {
+	s.future()
+	start := s.t0
+	in := s.createSchedule("window-pause", schedulespec.Spec{Interval: every(1, "SECONDS"), StartAt: &start}, s.t0, nil)
+	var pendingAtPause int
+	s.env.RegisterDelayedCallback(func() {
+		s.release()
+		s.Require().NoError(s.store.Pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND armed`, in.ScheduleID).Scan(&pendingAtPause))
+		s.update(workflows.SchedulePause, workflows.PauseRequest{}, func(r any, err error) { s.NoError(err) })
+	}, 30*time.Second+500*time.Millisecond)
+	var afterPause armedRow
+	s.env.RegisterDelayedCallback(func() { afterPause = s.armedState("window-pause", s.t0.Add(31*time.Second)) }, 31*time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleResume, nil, func(r any, err error) { s.NoError(err) })
+	}, 60*time.Second+500*time.Millisecond)
+	s.stopAt(70*time.Second + 500*time.Millisecond)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Positive(pendingAtPause, "fires after 30 s were armed when the pause came")
+	s.False(afterPause.exists, "the pause retracted them")
+	s.Zero(afterPause.unplaced, "with their events and outbox messages")
+	var got []time.Duration
+	for _, r := range s.runs("window-pause") {
+		got = append(got, r.ScheduledAt.Sub(s.t0))
+	}
+	var want []time.Duration
+	for sec := 1; sec <= 70; sec++ {
+		if sec <= 30 || sec > 60 {
+			want = append(want, time.Duration(sec)*time.Second)
+		}
+	}
+	s.Equal(want, got, "1–30 s before the pause, 61–70 s after the resume, nothing of the paused time")
 }
