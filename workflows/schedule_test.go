@@ -228,41 +228,34 @@ func (s *ScheduleWorkflowSuite) TestTriggerSignalFromAnotherServiceFires() {
 	s.Equal("by billing", row.PauseNote)
 }
 
-// loseFirstRecordAnswers makes every tick's first RecordTick attempt commit and then "lose"
-// its answer, so it is retried; it returns the attempts per idempotency key, counted as
-// they happen (read them after the workflow ends).
-func (s *ScheduleWorkflowSuite) loseFirstRecordAnswers() map[string]int {
+// loseFirstAnswers makes the first attempt of activity act for each key commit and then
+// "lose" its answer, so it is retried; it returns the attempts per key, counted as they
+// happen (read them after the workflow ends).
+func loseFirstAnswers[Req any, Res any, K comparable](env *testsuite.TestWorkflowEnvironment, act func(context.Context, Req) (Res, error), key func(Req) K) map[K]int {
 	var mu sync.Mutex
-	attempts := map[string]int{}
-	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.TickRecord) (activities.RunRecord, error) {
-		res, err := s.acts.RecordTick(ctx, rec)
+	attempts := map[K]int{}
+	env.OnActivity(act, mock.Anything, mock.Anything).Return(func(ctx context.Context, r Req) (Res, error) {
+		res, err := act(ctx, r)
 		mu.Lock()
 		defer mu.Unlock()
-		attempts[rec.IdempotencyKey]++
-		if err == nil && attempts[rec.IdempotencyKey] == 1 {
-			return activities.RunRecord{}, errors.New("connection reset after commit")
+		attempts[key(r)]++
+		if err == nil && attempts[key(r)] == 1 {
+			var lost Res
+			return lost, errors.New("connection reset after commit")
 		}
 		return res, err
 	})
 	return attempts
 }
 
-// loseFirstArmWindowAnswers makes the first attempt of each window's arming fail after its
-// commit, as loseFirstRecordAnswers does for RecordTick; it counts attempts per first tick.
+// loseFirstRecordAnswers loses every tick's first RecordTick answer (per idempotency key).
+func (s *ScheduleWorkflowSuite) loseFirstRecordAnswers() map[string]int {
+	return loseFirstAnswers(s.env, s.acts.RecordTick, func(r activities.TickRecord) string { return r.IdempotencyKey })
+}
+
+// loseFirstArmWindowAnswers loses each window's first ArmWindow answer (per first tick).
 func (s *ScheduleWorkflowSuite) loseFirstArmWindowAnswers() map[time.Time]int {
-	var mu sync.Mutex
-	attempts := map[time.Time]int{}
-	s.env.OnActivity(s.acts.ArmWindow, mock.Anything, mock.Anything).Return(func(ctx context.Context, r activities.ArmWindowRequest) (activities.ArmedWindow, error) {
-		res, err := s.acts.ArmWindow(ctx, r)
-		mu.Lock()
-		defer mu.Unlock()
-		attempts[r.First]++
-		if err == nil && attempts[r.First] == 1 {
-			return activities.ArmedWindow{}, errors.New("connection reset after commit")
-		}
-		return res, err
-	})
-	return attempts
+	return loseFirstAnswers(s.env, s.acts.ArmWindow, func(r activities.ArmWindowRequest) time.Time { return r.First })
 }
 
 // A fire whose transaction commits but whose answer is lost (the local activity's first
