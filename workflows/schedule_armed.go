@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"hash/fnv"
 	"time"
 
@@ -141,10 +142,25 @@ func (w *scheduleWorkflow) arm(ctx workflow.Context, tick, fireAt time.Time) err
 	before := w.carry.Watermark
 	w.carry.Watermark = tick
 	if _, err := w.recordFire(ctx, tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, tick), domain.RunSucceeded, "", "", nil, &fireAt); err != nil {
+		if errors.Is(err, errArmingOvertaken) {
+			w.carry.Watermark = before // nothing was armed: the loop looks again
+			return nil
+		}
 		return err
 	}
 	w.carry.Armed = &ArmedFire{Tick: tick, FireAt: fireAt, Before: before}
 	return nil
+}
+
+// errArmingOvertaken: a pause or reschedule took the mirror lock while an arming waited
+// for it, so the tick is no longer to be armed (see armingOvertaken).
+var errArmingOvertaken = errors.New("arming overtaken by a command")
+
+// armingOvertaken reports whether a command that rules out arming ran while an arming
+// waited for the mirror lock: armTime's decision was taken before it. Checked under the
+// lock, the arming and the command are then ordered one way or the other, never both.
+func (w *scheduleWorkflow) armingOvertaken() bool {
+	return w.carry.Paused || w.carry.Rescheduled != nil
 }
 
 // armWindow commits the fires of the ticks from first on that fire by until, in one
@@ -155,6 +171,9 @@ func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Tim
 		return false, time.Time{}, err
 	}
 	defer w.mirror.Unlock()
+	if w.armingOvertaken() {
+		return false, time.Time{}, nil // the loop looks again
+	}
 	var res activities.ArmedWindow
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.ArmWindow, activities.ArmWindowRequest{
 		ScheduleID: w.def.ID, Name: w.def.Name, Spec: w.def.Spec, CreatedAt: w.def.CreatedAt,

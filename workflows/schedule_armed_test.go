@@ -269,3 +269,38 @@ func (s *ScheduleWorkflowSuite) TestPauseRetractsTheArmedWindows() {
 	}
 	s.Equal(want, got, "1–30 s before the pause, 61–70 s after the resume, nothing of the paused time")
 }
+
+// A reschedule that reaches a new schedule while it loads, 10 s before its first tick,
+// wins over the window the loop was about to arm for that tick: the loop decided to arm
+// before the reschedule took the mirror lock, and finds it taken after. The replaced tick
+// is recorded SKIPPED, the rescheduled one fires, and next_run_at is the reschedule's.
+// (Without the check under the lock the window was armed anyway: the replaced tick fired
+// and next_run_at went back to it — seen in TestScheduleRescheduleAndBackfillThroughTheAPI.)
+func (s *ScheduleWorkflowSuite) TestRescheduleWhileTheFirstWindowIsDecidedWins() {
+	s.future()
+	created := s.t0.Add(50 * time.Second) // the first tick, t0 + 1m, is 10 s ahead
+	s.env.SetStartTime(created)
+	start := s.t0
+	in := s.createSchedule("resched-first", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, created, nil)
+	at := s.t0.Add(75 * time.Second)
+	// The load takes 2 s and the reschedule's mirror write 3 s: the reschedule holds the
+	// mirror lock from 1 s to 4 s, while the loop, loaded at 2 s, decides to arm the first
+	// tick's window and waits for the lock.
+	s.env.OnActivity(s.acts.LoadSchedule, mock.Anything, mock.Anything).After(2 * time.Second).Return(s.acts.LoadSchedule)
+	s.env.OnActivity(s.acts.MirrorNextRun, mock.Anything, mock.Anything).After(3 * time.Second).Return(s.acts.MirrorNextRun)
+	var nextAfter *time.Time
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleReschedule, workflows.RescheduleRequest{NextRunAt: at}, func(r any, err error) {
+			s.Require().NoError(err)
+			row, err := s.store.GetSchedule(context.Background(), "resched-first")
+			s.Require().NoError(err)
+			nextAfter = row.NextRunAt
+		})
+	}, time.Second)
+	s.stopAt(40 * time.Second) // t0 + 90 s
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Require().NotNil(nextAfter)
+	s.Equal(at, nextAfter.UTC(), "next_run_at is the reschedule's")
+	s.Equal(map[time.Duration]string{minute: "SKIPPED", 75 * time.Second: "SUCCEEDED"}, s.outcomes("resched-first"))
+}

@@ -249,6 +249,9 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 		return TriggerResult{}, err
 	}
 	defer w.mirror.Unlock()
+	if visibleAt != nil && w.armingOvertaken() {
+		return TriggerResult{}, errArmingOvertaken
+	}
 	rec := activities.TickRecord{
 		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
 		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,
