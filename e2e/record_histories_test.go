@@ -44,12 +44,7 @@ const recordQueue = workflows.DefaultTaskQueue
 // breaks replay of the old histories is what that test is there to catch, so do not
 // re-record to make it pass.
 func TestHistoriesOfARealRunReplay(t *testing.T) {
-	out := t.TempDir()
-	if os.Getenv("TICKGATE_RECORD_HISTORIES") == "1" {
-		root, err := devstack.RepoRoot()
-		require.NoError(t, err)
-		out = filepath.Join(root, "workflows", "testdata")
-	}
+	out := recordDir(t)
 	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
 		c.TaskQueue = recordQueue
 		// Short, so that an unanswered attempt times out through its slot's timer in seconds.
@@ -236,6 +231,19 @@ func waitStatus(t *testing.T, st *teststack.Stack, path, status string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// recordDir is where recorded histories go: workflows/testdata with
+// TICKGATE_RECORD_HISTORIES=1 (`make record-histories`), else a temporary directory (the
+// histories are then only replayed).
+func recordDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("TICKGATE_RECORD_HISTORIES") != "1" {
+		return t.TempDir()
+	}
+	root, err := devstack.RepoRoot()
+	require.NoError(t, err)
+	return filepath.Join(root, "workflows", "testdata")
 }
 
 // recorder fetches workflow histories from the dev server and writes them as the JSON

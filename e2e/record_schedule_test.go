@@ -3,15 +3,12 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
 
-	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/worker"
 	"github.com/tickgate/tickgate/workflows"
@@ -25,14 +22,8 @@ import (
 // it after later changes.
 func TestArmedWindowHistoryReplays(t *testing.T) {
 	t.Parallel()
-	out := t.TempDir()
-	if os.Getenv("TICKGATE_RECORD_HISTORIES") == "1" {
-		root, err := devstack.RepoRoot()
-		require.NoError(t, err)
-		out = filepath.Join(root, "workflows", "testdata")
-	}
 	st := teststack.Start(t, teststack.Options{})
-	rec := &recorder{t: t, tc: st.Temporal, dir: out, recorded: map[string]*historypb.History{}}
+	rec := &recorder{t: t, tc: st.Temporal, dir: recordDir(t), recorded: map[string]*historypb.History{}}
 	ctx := context.Background()
 
 	created := time.Now()
