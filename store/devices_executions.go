@@ -167,7 +167,8 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 
 // succeedAndRefill is ReportResult's common case in one statement (SucceedAndRefill): a
 // success of the attempt in flight, of a task with neither target_count nor abort rule.
-// ok is false when that is not the case, and nothing changed.
+// ok is false when that is not the case, or another transaction holds the execution's row
+// (the general path waits for it), and nothing changed.
 func (s *Store) succeedAndRefill(ctx context.Context, id int64, attempt *int32) (Outcome, bool, error) {
 	var want int32
 	if attempt != nil {
@@ -244,6 +245,16 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 			// The slot stays held: the next attempt runs on the same device.
 			return out, event(ctx, q, td.ID, td.Attempt+1, domain.TDRetryScheduled, errText)
 		}
+		// D3: the device leaves the eligible set until an operator resets it. Its row is
+		// taken before the execution gives up the device: a refill holding the device's
+		// row (SKIP LOCKED) and inserting on it then finds the execution still holding the
+		// device and gives up, instead of waiting for this transaction while it waits for
+		// that row (a deadlock the concurrency test hit).
+		if err := q.SetDeviceErrorByID(ctx, dbgen.SetDeviceErrorByIDParams{
+			ID: td.DeviceID, Error: fmt.Sprintf("task_device %d failed after attempt %d: %s", td.ID, td.Attempt, errText),
+		}); err != nil {
+			return out, fmt.Errorf("set device %d error: %w", td.DeviceID, mapErr(err))
+		}
 		if err := q.FailFinalTaskDevice(ctx, dbgen.FailFinalTaskDeviceParams{ID: td.ID, Error: errText}); err != nil {
 			return out, fmt.Errorf("fail task_device %d: %w", td.ID, mapErr(err))
 		}
@@ -253,12 +264,6 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		}
 		if err := event(ctx, q, td.ID, td.Attempt, domain.TDFailedFinal, detail); err != nil {
 			return out, err
-		}
-		// D3: the device leaves the eligible set until an operator resets it.
-		if err := q.SetDeviceErrorByID(ctx, dbgen.SetDeviceErrorByIDParams{
-			ID: td.DeviceID, Error: fmt.Sprintf("task_device %d failed after attempt %d: %s", td.ID, td.Attempt, errText),
-		}); err != nil {
-			return out, fmt.Errorf("set device %d error: %w", td.DeviceID, mapErr(err))
 		}
 		out.Status = domain.TDFailedFinal
 	}

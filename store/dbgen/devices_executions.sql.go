@@ -503,7 +503,7 @@ WITH cur AS (
     WHERE td.id = $1 AND td.status IN ('SENT', 'ACKED')
       AND ($2::integer = 0 OR td.attempt = $2::integer)
       AND t.status = 'running' AND t.target_count IS NULL AND t.abort_min_executed IS NULL
-    FOR UPDATE OF td
+    FOR UPDATE OF td SKIP LOCKED
 ), done AS (
     UPDATE task_devices x SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = ''
     FROM cur WHERE x.id = cur.id
@@ -561,6 +561,9 @@ type SucceedAndRefillRow struct {
 // The new execution takes the freed slot's number in the same statement: the freed row's
 // old index entry was deleted by this very statement, so it is no conflict. picked without
 // created means a concurrent refill took that device first; the caller refills again.
+// SKIP LOCKED: the statement never waits before it picks a device (the general path waits
+// instead). A statement that waited for its row would pick from the snapshot it took
+// before the wait, and could take a device that found an execution meanwhile.
 func (q *Queries) SucceedAndRefill(ctx context.Context, arg SucceedAndRefillParams) (SucceedAndRefillRow, error) {
 	row := q.db.QueryRow(ctx, succeedAndRefill, arg.ID, arg.Attempt)
 	var i SucceedAndRefillRow

@@ -125,12 +125,15 @@ WHERE p.name = @pc_name AND td.slot = @slot::integer AND td.holds_slot;
 -- The new execution takes the freed slot's number in the same statement: the freed row's
 -- old index entry was deleted by this very statement, so it is no conflict. picked without
 -- created means a concurrent refill took that device first; the caller refills again.
+-- SKIP LOCKED: the statement never waits before it picks a device (the general path waits
+-- instead). A statement that waited for its row would pick from the snapshot it took
+-- before the wait, and could take a device that found an execution meanwhile.
 WITH cur AS (
     SELECT td.id FROM task_devices td JOIN tasks t ON t.id = td.task_id
     WHERE td.id = @id AND td.status IN ('SENT', 'ACKED')
       AND (@attempt::integer = 0 OR td.attempt = @attempt::integer)
       AND t.status = 'running' AND t.target_count IS NULL AND t.abort_min_executed IS NULL
-    FOR UPDATE OF td
+    FOR UPDATE OF td SKIP LOCKED
 ), done AS (
     UPDATE task_devices x SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = ''
     FROM cur WHERE x.id = cur.id
