@@ -59,7 +59,7 @@ func (s *Server) agentClaim(c echo.Context) error {
 }
 
 // armSlots tells the slots of the claimed attempts their deadlines, except those whose
-// workflow already wakes in time (see slotArms).
+// workflow already wakes in time and those a newer attempt has replaced (see slotArms).
 func (s *Server) armSlots(ctx context.Context, pc string, cmds []store.ClaimedCommand) {
 	var wg sync.WaitGroup
 	now := time.Now()
@@ -67,8 +67,12 @@ func (s *Server) armSlots(ctx context.Context, pc string, cmds []store.ClaimedCo
 		if cmd.TimeoutAt == nil {
 			continue
 		}
+		var sentAt time.Time
+		if cmd.SentAt != nil {
+			sentAt = *cmd.SentAt
+		}
 		k, deadline := slotKey{pc: pc, slot: cmd.Slot}, cmd.TimeoutAt.UTC()
-		if !s.slotArms.needsSignal(k, deadline, now) {
+		if !s.slotArms.needsSignal(k, sentAt, deadline, now) {
 			continue
 		}
 		s.slotArms.toldAt(k, deadline, now)
