@@ -161,6 +161,9 @@ func (s *Server) agentResult(c echo.Context) error {
 	// The result is committed and the freed slot refilled. The slot's timer is not told:
 	// when it wakes it finds the attempt resolved in SQL (the race has one winner there)
 	// and sleeps until whatever is in flight in the slot by then.
+	if out.View != nil {
+		return c.JSON(http.StatusOK, taskDeviceDTO(*out.View))
+	}
 	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
 	if err != nil {
 		return err

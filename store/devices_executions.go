@@ -113,6 +113,9 @@ type Outcome struct {
 	Aborted   bool
 	// Stale is set when the attempt was no longer in flight and nothing changed.
 	Stale bool
+	// View is the execution as the result left it, when the statement that recorded the
+	// result read it back (the one-statement success); nil otherwise.
+	View *TaskDeviceView
 
 	pcMayBeIdle bool
 }
@@ -181,7 +184,16 @@ func (s *Store) succeedAndRefill(ctx context.Context, id int64, attempt *int32) 
 	if err != nil {
 		return Outcome{}, false, fmt.Errorf("succeed task_device %d: %w", id, mapErr(err))
 	}
-	out := Outcome{TaskDeviceID: row.ID, TaskID: row.TaskID, PCID: row.PcID, Status: domain.TDSucceeded, Attempt: row.Attempt}
+	slot := row.Slot
+	out := Outcome{
+		TaskDeviceID: row.ID, TaskID: row.TaskID, PCID: row.PcID, Status: domain.TDSucceeded, Attempt: row.Attempt,
+		View: &TaskDeviceView{
+			ID: row.ID, TaskID: row.TaskID, DeviceID: row.DeviceID, PcID: row.PcID, Slot: &slot,
+			Status: domain.TaskDeviceStatus(row.Status), Attempt: row.Attempt, MaxAttempts: row.MaxAttempts,
+			Error: row.Error, CreatedAt: row.CreatedAt, SentAt: row.SentAt, AckedAt: row.AckedAt,
+			CompletedAt: row.CompletedAt, TimeoutAt: row.TimeoutAt, DeviceSerial: row.DeviceSerial, PcName: row.PcName,
+		},
+	}
 	switch {
 	case row.Created != 0:
 		out.Refilled = []int64{row.Created}

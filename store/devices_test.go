@@ -643,3 +643,55 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out.Refilled, 1)
 }
+
+// The one-statement success answers with the execution as it left it, the same view a
+// read afterwards gives; the general path leaves the answer to such a read.
+func TestDevicesSuccessAnswersWithTheExecutionAsItLeftIt(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 2, 3)
+	activate(t, st, store.NewDevTask{})
+	_, cmds, err := st.Claim(ctx, "pc1", 2)
+	require.NoError(t, err)
+	require.Len(t, cmds, 2)
+	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true, Attempt: &cmds[0].Attempt})
+	require.NoError(t, err)
+	require.NotNil(t, out.View)
+	read, err := st.GetTaskDevice(ctx, cmds[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, read, *out.View)
+	require.Equal(t, domain.TDSucceeded, out.View.Status)
+	require.NotNil(t, out.View.CompletedAt)
+
+	out, err = st.ReportResult(ctx, cmds[1].ID, store.Result{Succeeded: false, Error: "boom"})
+	require.NoError(t, err)
+	require.Nil(t, out.View, "a failure takes the general path")
+}
+
+// The one-statement success never waits for its execution's row: while another
+// transaction holds it, the statement changes nothing and the general path (which waits,
+// then reads with a fresh snapshot) records the result.
+func TestDevicesSuccessOfAHeldExecutionTakesTheGeneralPath(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "pc1", 1, 2)
+	activate(t, st, store.NewDevTask{})
+	_, cmds, err := st.Claim(ctx, "pc1", 1)
+	require.NoError(t, err)
+	tx, err := st.Pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM task_devices WHERE id = $1 FOR UPDATE`, cmds[0].ID)
+	require.NoError(t, err)
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = st.Q.SucceedAndRefill(waitCtx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID, Attempt: cmds[0].Attempt})
+	require.ErrorIs(t, err, pgx.ErrNoRows, "skipped, not waited for")
+	require.NoError(t, tx.Rollback(ctx))
+
+	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
+	require.NoError(t, err)
+	require.Equal(t, domain.TDSucceeded, out.Status)
+	require.Len(t, out.Refilled, 1)
+}

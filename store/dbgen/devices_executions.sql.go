@@ -507,7 +507,7 @@ WITH cur AS (
 ), done AS (
     UPDATE task_devices x SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = ''
     FROM cur WHERE x.id = cur.id
-    RETURNING x.id, x.task_id, x.pc_id, x.slot, x.attempt
+    RETURNING x.id, x.task_id, x.device_id, x.pc_id, x.status, x.attempt, x.max_attempts, x.error, x.created_at, x.sent_at, x.acked_at, x.completed_at, x.timeout_at, x.holds_slot, x.slot
 ), done_ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
     SELECT done.id, done.attempt, 'SUCCEEDED' FROM done
@@ -532,10 +532,12 @@ WITH cur AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
     SELECT ins.id, ins.attempt, 'CREATED' FROM ins
 )
-SELECT done.id, done.task_id, done.pc_id, done.slot::integer AS slot, done.attempt,
+SELECT done.id, done.task_id, done.device_id, done.pc_id, done.slot::integer AS slot, done.status,
+       done.attempt, done.max_attempts, done.error, done.created_at, done.sent_at, done.acked_at,
+       done.completed_at, done.timeout_at, d.serial AS device_serial, p.name AS pc_name,
        COALESCE((SELECT id FROM pick), 0)::bigint AS picked,
        COALESCE((SELECT id FROM ins), 0)::bigint AS created
-FROM done
+FROM done JOIN devices d ON d.id = done.device_id JOIN pcs p ON p.id = done.pc_id
 `
 
 type SucceedAndRefillParams struct {
@@ -544,13 +546,24 @@ type SucceedAndRefillParams struct {
 }
 
 type SucceedAndRefillRow struct {
-	ID      int64
-	TaskID  int64
-	PcID    int64
-	Slot    int32
-	Attempt int32
-	Picked  int64
-	Created int64
+	ID           int64
+	TaskID       int64
+	DeviceID     int64
+	PcID         int64
+	Slot         int32
+	Status       string
+	Attempt      int32
+	MaxAttempts  int32
+	Error        string
+	CreatedAt    time.Time
+	SentAt       *time.Time
+	AckedAt      *time.Time
+	CompletedAt  *time.Time
+	TimeoutAt    *time.Time
+	DeviceSerial string
+	PcName       string
+	Picked       int64
+	Created      int64
 }
 
 // The common result in one statement (no transaction round trips): an attempt in flight
@@ -564,15 +577,28 @@ type SucceedAndRefillRow struct {
 // SKIP LOCKED: the statement never waits before it picks a device (the general path waits
 // instead). A statement that waited for its row would pick from the snapshot it took
 // before the wait, and could take a device that found an execution meanwhile.
+// The execution as this statement left it comes back with the answer (GetTaskDeviceView's
+// columns), so the agent's answer needs no second round trip.
 func (q *Queries) SucceedAndRefill(ctx context.Context, arg SucceedAndRefillParams) (SucceedAndRefillRow, error) {
 	row := q.db.QueryRow(ctx, succeedAndRefill, arg.ID, arg.Attempt)
 	var i SucceedAndRefillRow
 	err := row.Scan(
 		&i.ID,
 		&i.TaskID,
+		&i.DeviceID,
 		&i.PcID,
 		&i.Slot,
+		&i.Status,
 		&i.Attempt,
+		&i.MaxAttempts,
+		&i.Error,
+		&i.CreatedAt,
+		&i.SentAt,
+		&i.AckedAt,
+		&i.CompletedAt,
+		&i.TimeoutAt,
+		&i.DeviceSerial,
+		&i.PcName,
 		&i.Picked,
 		&i.Created,
 	)

@@ -137,7 +137,7 @@ WITH cur AS (
 ), done AS (
     UPDATE task_devices x SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = ''
     FROM cur WHERE x.id = cur.id
-    RETURNING x.id, x.task_id, x.pc_id, x.slot, x.attempt
+    RETURNING x.*
 ), done_ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
     SELECT done.id, done.attempt, 'SUCCEEDED' FROM done
@@ -162,7 +162,11 @@ WITH cur AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
     SELECT ins.id, ins.attempt, 'CREATED' FROM ins
 )
-SELECT done.id, done.task_id, done.pc_id, done.slot::integer AS slot, done.attempt,
+-- The execution as this statement left it comes back with the answer (GetTaskDeviceView's
+-- columns), so the agent's answer needs no second round trip.
+SELECT done.id, done.task_id, done.device_id, done.pc_id, done.slot::integer AS slot, done.status,
+       done.attempt, done.max_attempts, done.error, done.created_at, done.sent_at, done.acked_at,
+       done.completed_at, done.timeout_at, d.serial AS device_serial, p.name AS pc_name,
        COALESCE((SELECT id FROM pick), 0)::bigint AS picked,
        COALESCE((SELECT id FROM ins), 0)::bigint AS created
-FROM done;
+FROM done JOIN devices d ON d.id = done.device_id JOIN pcs p ON p.id = done.pc_id;
