@@ -40,7 +40,8 @@ func (s *Server) agentClaim(c echo.Context) error {
 			return BadRequest("max", "must be from 1 to %d, got %d", maxClaim, max)
 		}
 	}
-	pc, cmds, err := s.Store.Claim(c.Request().Context(), c.Param("name"), max)
+	pc := c.Param("name")
+	cmds, err := s.Store.Claim(c.Request().Context(), pc, max)
 	if err != nil {
 		return err
 	}
@@ -49,11 +50,11 @@ func (s *Server) agentClaim(c echo.Context) error {
 	// is already committed (timeout_at), and the dispatcher's sweep times out an attempt
 	// whose timer was never told.
 	if s.Starter != nil && len(cmds) > 0 {
-		s.afterAnswer(time.Minute, func(ctx context.Context) { s.armSlots(ctx, pc.Name, cmds) })
+		s.afterAnswer(time.Minute, func(ctx context.Context) { s.armSlots(ctx, pc, cmds) })
 	}
 	page := Page[TaskDeviceDTO]{Items: make([]TaskDeviceDTO, 0, len(cmds))}
 	for _, cmd := range cmds {
-		page.Items = append(page.Items, claimedView(pc.Name, cmd))
+		page.Items = append(page.Items, claimedView(pc, cmd))
 	}
 	return c.JSON(http.StatusOK, page)
 }

@@ -48,16 +48,18 @@ func (s *Store) TaskDeviceEvents(ctx context.Context, id int64) ([]TaskDeviceEve
 
 // Claim hands a PC's agent up to max of its waiting commands and marks them SENT (their
 // deadline starts now). Concurrent claims of one PC never return the same command.
-func (s *Store) Claim(ctx context.Context, pcName string, max int) (PC, []ClaimedCommand, error) {
-	pc, err := s.GetPC(ctx, pcName)
+func (s *Store) Claim(ctx context.Context, pcName string, max int) ([]ClaimedCommand, error) {
+	rows, err := s.Q.ClaimTaskDevices(ctx, dbgen.ClaimTaskDevicesParams{PcName: pcName, MaxRows: int32(max)})
 	if err != nil {
-		return PC{}, nil, err
+		return nil, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
 	}
-	rows, err := s.Q.ClaimTaskDevices(ctx, dbgen.ClaimTaskDevicesParams{PcID: pc.ID, MaxRows: int32(max)})
-	if err != nil {
-		return pc, nil, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
+	if len(rows) == 0 {
+		// Nothing to send, or no such PC: only an empty claim reads the PC, to tell which.
+		if _, err := s.GetPC(ctx, pcName); err != nil {
+			return nil, err
+		}
 	}
-	return pc, rows, nil
+	return rows, nil
 }
 
 // Ack records the agent's acknowledgement of a sent command. Acking twice is a no-op; an

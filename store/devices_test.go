@@ -81,7 +81,7 @@ func TestDevicesRefillCreatesOnePerFreedSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, ids)
 
-	_, cmds, err := st.Claim(ctx, "pc1", 10)
+	cmds, err := st.Claim(ctx, "pc1", 10)
 	require.NoError(t, err)
 	require.Len(t, cmds, 3)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
@@ -119,7 +119,7 @@ func TestDevicesClaimRaceTwoAgentsSamePC(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 10; i++ {
-				_, cmds, err := st.Claim(ctx, "pc1", 3)
+				cmds, err := st.Claim(ctx, "pc1", 3)
 				if err != nil {
 					t.Error(err)
 					return
@@ -137,7 +137,7 @@ func TestDevicesClaimRaceTwoAgentsSamePC(t *testing.T) {
 	for id, n := range seen {
 		require.Equal(t, 1, n, "command %d handed to two agents", id)
 	}
-	_, cmds, err := st.Claim(ctx, "pc1", 20)
+	cmds, err := st.Claim(ctx, "pc1", 20)
 	require.NoError(t, err)
 	require.Empty(t, cmds)
 }
@@ -151,7 +151,7 @@ func TestDevicesRetriesThenFailedFinalDeviceError(t *testing.T) {
 
 	var id int64
 	for attempt := int32(1); attempt <= 3; attempt++ {
-		_, cmds, err := st.Claim(ctx, "pc1", 5)
+		cmds, err := st.Claim(ctx, "pc1", 5)
 		require.NoError(t, err)
 		require.Len(t, cmds, 1)
 		require.Equal(t, attempt, cmds[0].Attempt)
@@ -188,7 +188,7 @@ func TestDevicesNotRetryableGoesFinal(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 1)
 	activate(t, st, store.NewDevTask{})
-	_, cmds, err := st.Claim(ctx, "pc1", 5)
+	cmds, err := st.Claim(ctx, "pc1", 5)
 	require.NoError(t, err)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Error: "unsupported model", NotRetryable: true})
 	require.NoError(t, err)
@@ -203,7 +203,7 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 1)
 	activate(t, st, store.NewDevTask{})
-	_, cmds, err := st.Claim(ctx, "pc1", 5)
+	cmds, err := st.Claim(ctx, "pc1", 5)
 	require.NoError(t, err)
 	require.Equal(t, 20*time.Minute, cmds[0].TimeoutAt.Sub(*cmds[0].SentAt), "deadline is 20 minutes after SENT")
 	id := cmds[0].ID
@@ -225,7 +225,7 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 	require.Equal(t, domain.TDRetryScheduled, td.Status)
 
 	// A result that wins the race makes the timeout a no-op.
-	_, cmds, err = st.Claim(ctx, "pc1", 5)
+	cmds, err = st.Claim(ctx, "pc1", 5)
 	require.NoError(t, err)
 	require.Equal(t, int32(2), cmds[0].Attempt)
 	_, err = st.ReportResult(ctx, id, store.Result{Succeeded: true})
@@ -252,7 +252,7 @@ func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
 	adv, err := st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
 	require.Equal(t, t1.ID, adv.ActiveTaskID, "the first task stays active while it has work")
-	_, cmds, err := st.Claim(ctx, "pc1", 5)
+	cmds, err := st.Claim(ctx, "pc1", 5)
 	require.NoError(t, err)
 	require.Len(t, cmds, 2)
 	_, err = st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
@@ -278,7 +278,7 @@ func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 3, 3)
 	activate(t, st, store.NewDevTask{})
-	_, cmds, err := st.Claim(ctx, "pc1", 5)
+	cmds, err := st.Claim(ctx, "pc1", 5)
 	require.NoError(t, err)
 	require.Len(t, cmds, 3)
 
@@ -333,7 +333,7 @@ func TestDevicesTargetCountAndAbortRule(t *testing.T) {
 	require.Equal(t, ab.ID, adv.ActiveTaskID)
 	_, err = st.RefillAll(ctx)
 	require.NoError(t, err)
-	_, cmds, err := st.Claim(ctx, "pcC", 2)
+	cmds, err := st.Claim(ctx, "pcC", 2)
 	require.NoError(t, err)
 	require.Len(t, cmds, 2)
 	_, err = st.ReportResult(ctx, cmds[0].ID, store.Result{Error: "x", NotRetryable: true})
@@ -426,7 +426,7 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 	for _, pc := range pcs {
 		for agent := 0; agent < 2; agent++ {
 			run(func() error {
-				_, cmds, err := st.Claim(ctx, pc, 3)
+				cmds, err := st.Claim(ctx, pc, 3)
 				if err != nil {
 					return err
 				}
@@ -541,7 +541,7 @@ func TestDevicesSlotsAreNumberedAndAResultRefillsItsOwn(t *testing.T) {
 	for n := int32(1); n <= 3; n++ {
 		require.NotZero(t, held[n], "slot %d is held", n)
 	}
-	_, cmds, err := st.Claim(ctx, "pc1", 3)
+	cmds, err := st.Claim(ctx, "pc1", 3)
 	require.NoError(t, err)
 	require.Len(t, cmds, 3)
 	var inSlot2 store.ClaimedCommand
@@ -575,7 +575,7 @@ func TestDevicesAResultDoesNotWaitForThePCLock(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 2, 4)
 	activate(t, st, store.NewDevTask{})
-	_, cmds, err := st.Claim(ctx, "pc1", 2)
+	cmds, err := st.Claim(ctx, "pc1", 2)
 	require.NoError(t, err)
 	require.Len(t, cmds, 2)
 
@@ -616,7 +616,7 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 1, 2)
 	activate(t, st, store.NewDevTask{})
-	_, cmds, err := st.Claim(ctx, "pc1", 1)
+	cmds, err := st.Claim(ctx, "pc1", 1)
 	require.NoError(t, err)
 	require.Len(t, cmds, 1)
 	row, err := st.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID, Attempt: cmds[0].Attempt})
@@ -635,7 +635,7 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	devFarm(t, st2, "pc2", 1, 2)
 	two := int32(2)
 	activate(t, st2, store.NewDevTask{TargetCount: &two})
-	_, cmds, err = st2.Claim(ctx, "pc2", 1)
+	cmds, err = st2.Claim(ctx, "pc2", 1)
 	require.NoError(t, err)
 	_, err = st2.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID})
 	require.ErrorIs(t, err, pgx.ErrNoRows)
@@ -652,7 +652,7 @@ func TestDevicesSuccessAnswersWithTheExecutionAsItLeftIt(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 2, 3)
 	activate(t, st, store.NewDevTask{})
-	_, cmds, err := st.Claim(ctx, "pc1", 2)
+	cmds, err := st.Claim(ctx, "pc1", 2)
 	require.NoError(t, err)
 	require.Len(t, cmds, 2)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true, Attempt: &cmds[0].Attempt})
@@ -678,7 +678,7 @@ func TestDevicesSuccessOfAHeldExecutionTakesTheGeneralPath(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 1, 2)
 	activate(t, st, store.NewDevTask{})
-	_, cmds, err := st.Claim(ctx, "pc1", 1)
+	cmds, err := st.Claim(ctx, "pc1", 1)
 	require.NoError(t, err)
 	tx, err := st.Pool.Begin(ctx)
 	require.NoError(t, err)

@@ -101,7 +101,7 @@ func (s *DeviceSuite) farm(pc string, capacity int32, n int) (store.DevTask, []s
 // claimAndSignal plays the agent claiming its PC's commands at the current workflow time:
 // the SQL claim, then the sent signal with a deadline 20 minutes later.
 func (s *DeviceSuite) claimAndSignal(pc string, id int64) {
-	_, cmds, err := s.store.Claim(context.Background(), pc, 1)
+	cmds, err := s.store.Claim(context.Background(), pc, 1)
 	s.Require().NoError(err)
 	s.Require().Len(cmds, 1)
 	s.Require().Equal(id, cmds[0].ID)
@@ -210,7 +210,7 @@ func (s *DeviceSuite) TestDispatcherActivatesNextTaskOnlyWhenCurrentIsFinal() {
 		return t.Status
 	}
 	s.env.RegisterDelayedCallback(func() {
-		_, cmds, err := s.store.Claim(ctx, "pc1", 5)
+		cmds, err := s.store.Claim(ctx, "pc1", 5)
 		s.Require().NoError(err)
 		s.Require().Len(cmds, 2)
 		_, err = s.store.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})

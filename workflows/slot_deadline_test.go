@@ -21,7 +21,7 @@ import (
 // tells the slot its deadline, as the API does when the slot is not already due to wake.
 func (s *DeviceSuite) claimAt(pc string, id int64, tell bool) time.Time {
 	ctx := context.Background()
-	_, cmds, err := s.store.Claim(ctx, pc, 1)
+	cmds, err := s.store.Claim(ctx, pc, 1)
 	s.Require().NoError(err)
 	s.Require().Len(cmds, 1)
 	s.Require().Equal(id, cmds[0].ID)

@@ -90,7 +90,7 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	adv, err := acts.Advance(ctx) // the dispatcher's step: activate with the configuration in force
 	require.NoError(t, err)
 	require.Equal(t, task.ID, adv.ActiveTaskID)
-	_, cmds, err := st.Claim(ctx, "pc1", 1) // the agent's pull
+	cmds, err := st.Claim(ctx, "pc1", 1) // the agent's pull
 	require.NoError(t, err)
 	require.Len(t, cmds, 1)
 	cmd := cmds[0]

@@ -74,7 +74,7 @@ WITH pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
     -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_active, in id
     -- order) instead of every execution ever made.
-    WHERE td.pc_id = $1::bigint AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
+    WHERE td.pc_id = (SELECT p.id FROM pcs p WHERE p.name = $1::text) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
     ORDER BY td.id
     LIMIT $2::integer
     -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
@@ -99,7 +99,7 @@ ORDER BY upd.id
 `
 
 type ClaimTaskDevicesParams struct {
-	PcID    int64
+	PcName  string
 	MaxRows int32
 }
 
@@ -117,8 +117,9 @@ type ClaimTaskDevicesRow struct {
 
 // The agent's pull: up to max waiting commands of the PC (eligible devices only) become
 // SENT, which starts their deadline. SKIP LOCKED: two agents of one PC never get the same one.
+// The PC by name, in the same statement (an unknown PC claims nothing).
 func (q *Queries) ClaimTaskDevices(ctx context.Context, arg ClaimTaskDevicesParams) ([]ClaimTaskDevicesRow, error) {
-	rows, err := q.db.Query(ctx, claimTaskDevices, arg.PcID, arg.MaxRows)
+	rows, err := q.db.Query(ctx, claimTaskDevices, arg.PcName, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}

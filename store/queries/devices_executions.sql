@@ -14,11 +14,12 @@ FOR UPDATE OF td;
 -- name: ClaimTaskDevices :many
 -- The agent's pull: up to max waiting commands of the PC (eligible devices only) become
 -- SENT, which starts their deadline. SKIP LOCKED: two agents of one PC never get the same one.
+-- The PC by name, in the same statement (an unknown PC claims nothing).
 WITH pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
     -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_active, in id
     -- order) instead of every execution ever made.
-    WHERE td.pc_id = @pc_id::bigint AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
+    WHERE td.pc_id = (SELECT p.id FROM pcs p WHERE p.name = @pc_name::text) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
     ORDER BY td.id
     LIMIT @max_rows::integer
     -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
