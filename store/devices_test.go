@@ -49,6 +49,14 @@ func activate(t *testing.T, st *store.Store, nt store.NewDevTask) store.DevTask 
 	return task
 }
 
+// claimed is an agent's claim of up to max commands of pc, which must succeed.
+func claimed(t *testing.T, st *store.Store, pc string, max int) []store.ClaimedCommand {
+	t.Helper()
+	cmds, err := st.Claim(context.Background(), pc, max)
+	require.NoError(t, err)
+	return cmds
+}
+
 func slots(t *testing.T, st *store.Store, pc string) store.PCSummary {
 	t.Helper()
 	d, err := st.GetPCDetail(context.Background(), pc)
@@ -81,8 +89,7 @@ func TestDevicesRefillCreatesOnePerFreedSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, ids)
 
-	cmds, err := st.Claim(ctx, "pc1", 10)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 10)
 	require.Len(t, cmds, 3)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
@@ -137,8 +144,7 @@ func TestDevicesClaimRaceTwoAgentsSamePC(t *testing.T) {
 	for id, n := range seen {
 		require.Equal(t, 1, n, "command %d handed to two agents", id)
 	}
-	cmds, err := st.Claim(ctx, "pc1", 20)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 20)
 	require.Empty(t, cmds)
 }
 
@@ -151,8 +157,7 @@ func TestDevicesRetriesThenFailedFinalDeviceError(t *testing.T) {
 
 	var id int64
 	for attempt := int32(1); attempt <= 3; attempt++ {
-		cmds, err := st.Claim(ctx, "pc1", 5)
-		require.NoError(t, err)
+		cmds := claimed(t, st, "pc1", 5)
 		require.Len(t, cmds, 1)
 		require.Equal(t, attempt, cmds[0].Attempt)
 		if id == 0 {
@@ -188,8 +193,7 @@ func TestDevicesNotRetryableGoesFinal(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 1)
 	activate(t, st, store.NewDevTask{})
-	cmds, err := st.Claim(ctx, "pc1", 5)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 5)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Error: "unsupported model", NotRetryable: true})
 	require.NoError(t, err)
 	require.Equal(t, domain.TDFailedFinal, out.Status)
@@ -203,8 +207,7 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 1)
 	activate(t, st, store.NewDevTask{})
-	cmds, err := st.Claim(ctx, "pc1", 5)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 5)
 	require.Equal(t, 20*time.Minute, cmds[0].TimeoutAt.Sub(*cmds[0].SentAt), "deadline is 20 minutes after SENT")
 	id := cmds[0].ID
 
@@ -225,8 +228,7 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 	require.Equal(t, domain.TDRetryScheduled, td.Status)
 
 	// A result that wins the race makes the timeout a no-op.
-	cmds, err = st.Claim(ctx, "pc1", 5)
-	require.NoError(t, err)
+	cmds = claimed(t, st, "pc1", 5)
 	require.Equal(t, int32(2), cmds[0].Attempt)
 	_, err = st.ReportResult(ctx, id, store.Result{Succeeded: true})
 	require.NoError(t, err)
@@ -252,8 +254,7 @@ func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
 	adv, err := st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
 	require.Equal(t, t1.ID, adv.ActiveTaskID, "the first task stays active while it has work")
-	cmds, err := st.Claim(ctx, "pc1", 5)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 5)
 	require.Len(t, cmds, 2)
 	_, err = st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
@@ -278,13 +279,12 @@ func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 3, 3)
 	activate(t, st, store.NewDevTask{})
-	cmds, err := st.Claim(ctx, "pc1", 5)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 5)
 	require.Len(t, cmds, 3)
 
 	// An operator takes a device with a command out offline: its execution is cancelled and
 	// the target shrinks with it.
-	_, _, err = st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, domain.DeviceOffline, "")
+	_, _, err := st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, domain.DeviceOffline, "")
 	require.NoError(t, err)
 	s := slots(t, st, "pc1")
 	require.Equal(t, int64(2), s.Target)
@@ -333,8 +333,7 @@ func TestDevicesTargetCountAndAbortRule(t *testing.T) {
 	require.Equal(t, ab.ID, adv.ActiveTaskID)
 	_, err = st.RefillAll(ctx)
 	require.NoError(t, err)
-	cmds, err := st.Claim(ctx, "pcC", 2)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pcC", 2)
 	require.Len(t, cmds, 2)
 	_, err = st.ReportResult(ctx, cmds[0].ID, store.Result{Error: "x", NotRetryable: true})
 	require.NoError(t, err)
@@ -541,8 +540,7 @@ func TestDevicesSlotsAreNumberedAndAResultRefillsItsOwn(t *testing.T) {
 	for n := int32(1); n <= 3; n++ {
 		require.NotZero(t, held[n], "slot %d is held", n)
 	}
-	cmds, err := st.Claim(ctx, "pc1", 3)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 3)
 	require.Len(t, cmds, 3)
 	var inSlot2 store.ClaimedCommand
 	for _, c := range cmds {
@@ -575,8 +573,7 @@ func TestDevicesAResultDoesNotWaitForThePCLock(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 2, 4)
 	activate(t, st, store.NewDevTask{})
-	cmds, err := st.Claim(ctx, "pc1", 2)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 2)
 	require.Len(t, cmds, 2)
 
 	// Hold the PC's refill lock (what LockPC takes) in another transaction.
@@ -616,8 +613,7 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 1, 2)
 	activate(t, st, store.NewDevTask{})
-	cmds, err := st.Claim(ctx, "pc1", 1)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 1)
 	require.Len(t, cmds, 1)
 	row, err := st.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID, Attempt: cmds[0].Attempt})
 	require.NoError(t, err)
@@ -635,8 +631,7 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	devFarm(t, st2, "pc2", 1, 2)
 	two := int32(2)
 	activate(t, st2, store.NewDevTask{TargetCount: &two})
-	cmds, err = st2.Claim(ctx, "pc2", 1)
-	require.NoError(t, err)
+	cmds = claimed(t, st2, "pc2", 1)
 	_, err = st2.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID})
 	require.ErrorIs(t, err, pgx.ErrNoRows)
 	out, err := st2.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
@@ -652,8 +647,7 @@ func TestDevicesSuccessAnswersWithTheExecutionAsItLeftIt(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 2, 3)
 	activate(t, st, store.NewDevTask{})
-	cmds, err := st.Claim(ctx, "pc1", 2)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 2)
 	require.Len(t, cmds, 2)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true, Attempt: &cmds[0].Attempt})
 	require.NoError(t, err)
@@ -678,8 +672,7 @@ func TestDevicesSuccessOfAHeldExecutionTakesTheGeneralPath(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 1, 2)
 	activate(t, st, store.NewDevTask{})
-	cmds, err := st.Claim(ctx, "pc1", 1)
-	require.NoError(t, err)
+	cmds := claimed(t, st, "pc1", 1)
 	tx, err := st.Pool.Begin(ctx)
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, `SELECT 1 FROM task_devices WHERE id = $1 FOR UPDATE`, cmds[0].ID)
