@@ -53,11 +53,11 @@ func (s *Store) Claim(ctx context.Context, pcName string, max int) ([]ClaimedCom
 	if err != nil {
 		return nil, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
 	}
-	if len(rows) == 0 {
-		// Nothing to send, or no such PC: only an empty claim reads the PC, to tell which.
-		if _, err := s.GetPC(ctx, pcName); err != nil {
-			return nil, err
-		}
+	switch {
+	case len(rows) == 0:
+		return nil, fmt.Errorf("get pc %q: %w", pcName, ErrNotFound)
+	case rows[0].ID == 0:
+		return nil, nil // a known PC with nothing to send
 	}
 	return rows, nil
 }

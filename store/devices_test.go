@@ -688,3 +688,29 @@ func TestDevicesSuccessOfAHeldExecutionTakesTheGeneralPath(t *testing.T) {
 	require.Equal(t, domain.TDSucceeded, out.Status)
 	require.Len(t, out.Refilled, 1)
 }
+
+// A claim reads its PC in the same statement: an unknown PC is ErrNotFound, a known one
+// with nothing to send (no active task, or every command out) is an empty claim, and
+// nothing changes either way.
+func TestDevicesClaimOfAnUnknownOrIdlePC(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	_, err := st.Claim(ctx, "nope", 5)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	devFarm(t, st, "pc1", 2, 2)
+	require.Empty(t, claimed(t, st, "pc1", 5), "no active task")
+	activate(t, st, store.NewDevTask{})
+	cmds := claimed(t, st, "pc1", 5)
+	require.Len(t, cmds, 2)
+	for _, c := range cmds {
+		require.NotZero(t, c.ID)
+		td, err := st.GetTaskDevice(ctx, c.ID)
+		require.NoError(t, err)
+		require.Equal(t, domain.TDSent, td.Status)
+	}
+	require.Empty(t, claimed(t, st, "pc1", 5), "every command is out")
+	_, err = st.Claim(ctx, "nope", 5)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}

@@ -14,12 +14,15 @@ FOR UPDATE OF td;
 -- name: ClaimTaskDevices :many
 -- The agent's pull: up to max waiting commands of the PC (eligible devices only) become
 -- SENT, which starts their deadline. SKIP LOCKED: two agents of one PC never get the same one.
--- The PC by name, in the same statement (an unknown PC claims nothing).
-WITH pick AS (
+-- The PC by name, in the same statement: no row means no such PC, and a known PC with
+-- nothing to send gives one row of zeros (id 0), so an idle agent's poll is one round trip.
+WITH pc AS (
+    SELECT p.id FROM pcs p WHERE p.name = @pc_name::text
+), pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
     -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_active, in id
     -- order) instead of every execution ever made.
-    WHERE td.pc_id = (SELECT p.id FROM pcs p WHERE p.name = @pc_name::text) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
+    WHERE td.pc_id = (SELECT pc.id FROM pc) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
     ORDER BY td.id
     LIMIT @max_rows::integer
     -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
@@ -36,11 +39,17 @@ WITH pick AS (
 ), ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type)
     SELECT upd.id, upd.attempt, 'SENT' FROM upd
+), claimed AS (
+    SELECT upd.id, upd.task_id, upd.slot, upd.attempt, upd.max_attempts, upd.sent_at, upd.timeout_at,
+           d.serial, t.payload
+    FROM upd JOIN devices d ON d.id = upd.device_id JOIN tasks t ON t.id = upd.task_id
 )
-SELECT upd.id, upd.task_id, upd.slot::integer AS slot, upd.attempt, upd.max_attempts, upd.sent_at, upd.timeout_at,
-       d.serial AS device_serial, t.payload
-FROM upd JOIN devices d ON d.id = upd.device_id JOIN tasks t ON t.id = upd.task_id
-ORDER BY upd.id;
+SELECT COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::bigint AS task_id,
+       COALESCE(c.slot, 0)::integer AS slot, COALESCE(c.attempt, 0)::integer AS attempt,
+       COALESCE(c.max_attempts, 0)::integer AS max_attempts, c.sent_at, c.timeout_at,
+       COALESCE(c.serial, '')::text AS device_serial, COALESCE(c.payload, 'null'::jsonb) AS payload
+FROM pc LEFT JOIN claimed c ON true
+ORDER BY c.id;
 
 -- name: TaskDevicePCID :one
 SELECT pc_id FROM task_devices WHERE id = @id;
