@@ -43,7 +43,7 @@ type slotArm struct {
 
 // needsSignal reports whether a claim in slot k of the attempt sent at sentAt with
 // deadline d must tell the slot's workflow (now: this process's clock after the claim
-// committed).
+// committed). It also records sentAt as the slot's newest attempt when it is.
 func (a *slotArms) needsSignal(k slotKey, sentAt, d, now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -47,7 +47,8 @@ func (s *Store) TaskDeviceEvents(ctx context.Context, id int64) ([]TaskDeviceEve
 }
 
 // Claim hands a PC's agent up to max of its waiting commands and marks them SENT (their
-// deadline starts now). Concurrent claims of one PC never return the same command.
+// deadline starts now). Concurrent claims of one PC never return the same command. An
+// unknown PC is ErrNotFound; a PC with nothing to send claims nothing.
 func (s *Store) Claim(ctx context.Context, pcName string, max int) ([]ClaimedCommand, error) {
 	rows, err := s.Q.ClaimTaskDevices(ctx, dbgen.ClaimTaskDevicesParams{PcName: pcName, MaxRows: int32(max)})
 	if err != nil {
