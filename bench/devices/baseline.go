@@ -19,6 +19,7 @@ type baselineResult struct {
 	executions     int64
 	elapsed        time.Duration
 	result, refill []time.Duration
+	statements     []statementCount
 }
 
 // runBaseline runs the same fleet (agentsim, the same PCs, capacity, latency and observer)
@@ -28,7 +29,7 @@ type baselineResult struct {
 // is one UPDATE. Nothing else: no workflow, no dispatcher, no timeout or retry bookkeeping,
 // so it is the floor of what a queue on the same PostgreSQL costs, not a like-for-like
 // product.
-func runBaseline(ctx context.Context, pool *pgxpool.Pool, pcs []string, tasks int) (baselineResult, error) {
+func runBaseline(ctx context.Context, pool *pgxpool.Pool, stmts *statementCounter, pcs []string, tasks int) (baselineResult, error) {
 	var res baselineResult
 	if _, err := pool.Exec(ctx, `
 		CREATE TABLE baseline_task_devices (
@@ -109,6 +110,9 @@ func runBaseline(ctx context.Context, pool *pgxpool.Pool, pcs []string, tasks in
 	obs := newObserver()
 	runCtx, cancel := context.WithTimeout(ctx, *flagTimeout)
 	defer cancel()
+	if err := stmts.reset(ctx); err != nil {
+		return res, err
+	}
 	start := time.Now()
 	fleet := agentsim.Start(runCtx, agentsim.Options{
 		BaseURL: srv.URL, PCs: pcs, Max: *flagCapacity, Latency: *flagLatency,
@@ -117,7 +121,7 @@ func runBaseline(ctx context.Context, pool *pgxpool.Pool, pcs []string, tasks in
 	})
 	for {
 		var open int64
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM baseline_task_devices WHERE status <> 'done'`).Scan(&open); err != nil {
+		if err := stmts.observer.QueryRow(ctx, `SELECT count(*) FROM baseline_task_devices WHERE status <> 'done'`).Scan(&open); err != nil {
 			cancel()
 			fleet.Wait()
 			return res, err
@@ -133,6 +137,12 @@ func runBaseline(ctx context.Context, pool *pgxpool.Pool, pcs []string, tasks in
 		}
 	}
 	res.elapsed = time.Since(start)
+	var err error
+	if res.statements, err = stmts.counts(ctx); err != nil {
+		cancel()
+		fleet.Wait()
+		return res, err
+	}
 	cancel()
 	fleet.Wait()
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM baseline_task_devices`).Scan(&res.executions); err != nil {

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
@@ -62,7 +64,7 @@ func main() {
 type row struct{ name, value string }
 
 func run(ctx context.Context) (string, error) {
-	stack, err := benchstack.Start(ctx, benchstack.Options{Name: "devices", PGPort: 55480})
+	stack, err := benchstack.Start(ctx, benchstack.Options{Name: "devices", PGPort: 55480, StatementStats: true})
 	if err != nil {
 		return "", err
 	}
@@ -77,6 +79,14 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer st.Close()
+	// The statements tickgate sends, counted over the measured window; the bench's own
+	// queries run as another role, so they are not counted.
+	stmts, err := newStatementCounter(ctx, dbURL)
+	if err != nil {
+		return "", err
+	}
+	defer stmts.Close()
+	observer := stmts.observer
 	cfg, err := stack.Config(dbURL)
 	if err != nil {
 		return "", err
@@ -190,6 +200,9 @@ func run(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	if err := stmts.reset(ctx); err != nil {
+		return "", err
+	}
 	start := time.Now()
 	for i := 0; i < tasks; i++ {
 		if err := post(base+"/tasks", fmt.Sprintf(`{"payload":{"bench":%d}}`, i)); err != nil {
@@ -211,7 +224,7 @@ func run(ctx context.Context) (string, error) {
 		// The end is polled often (the wall time is exact to endPoll); the slots, whose
 		// query is the costly one, every -sample.
 		withSlots := time.Since(lastSample) >= *flagSample
-		s, err := sample(ctx, st, withSlots)
+		s, err := sample(ctx, observer, withSlots)
 		if err != nil {
 			return "", err
 		}
@@ -234,16 +247,20 @@ func run(ctx context.Context) (string, error) {
 	}
 	elapsed := time.Since(start)
 	pprof.StopCPUProfile() // a no-op without -cpuprofile
+	counted, err := stmts.counts(ctx)
+	if err != nil {
+		return "", err
+	}
 	cancel()
 	fleet.Wait()
 
 	var executions, succeeded, attempts int64
-	if err := st.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'SUCCEEDED'), coalesce(sum(attempt), 0) FROM task_devices`).
+	if err := observer.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'SUCCEEDED'), coalesce(sum(attempt), 0) FROM task_devices`).
 		Scan(&executions, &succeeded, &attempts); err != nil {
 		return "", err
 	}
 	var finalTasks int64
-	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('success', 'failed')`).Scan(&finalTasks); err != nil {
+	if err := observer.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('success', 'failed')`).Scan(&finalTasks); err != nil {
 		return "", err
 	}
 	mu.Lock()
@@ -259,7 +276,7 @@ func run(ctx context.Context) (string, error) {
 	var alt baselineResult
 	if *flagBaseline {
 		log.Printf("baseline: the same fleet against seed 003's plain SQL queue")
-		if alt, err = runBaseline(ctx, st.Pool, pcs, tasks); err != nil {
+		if alt, err = runBaseline(ctx, st.Pool, stmts, pcs, tasks); err != nil {
 			return "", err
 		}
 	}
@@ -271,6 +288,7 @@ func run(ctx context.Context) (string, error) {
 	// command (claim answered → result answered, at the agent).
 	utilSlotTime := slotBusy.Seconds() / (float64(*flagPCs**flagCapacity) * elapsed.Seconds())
 	eps := float64(executions) / elapsed.Seconds()
+	spe := perExecution(totalCalls(counted), executions)
 	rows := []row{
 		{"Temporal", stack.Temporal.Describe()},
 		{"farm", fmt.Sprintf("%d PCs × %d devices, capacity %d", *flagPCs, *flagDevices, *flagCapacity)},
@@ -287,6 +305,7 @@ func run(ctx context.Context) (string, error) {
 		{"utilisation, sampled (running ÷ target, target capped by the active task's devices left), every " + flagSample.String(), fmt.Sprintf("%.3f over %d samples", utilSampled, samples)},
 		{"utilisation, sampled raw (running ÷ min(capacity, eligible), incl. task drain and switch)", fmt.Sprintf("%.3f", utilSampledRaw)},
 		{"samples with running > target (D2)", fmt.Sprintf("%d", overTarget)},
+		{"statements per execution (pg_stat_statements over the measured window, every statement tickgate sent, BEGIN and COMMIT included)", fmt.Sprintf("%.3f (%d statements)", spe, totalCalls(counted))},
 		{"agent fleet", fleet.Stats.String()},
 	}
 	if *flagBaseline {
@@ -295,6 +314,7 @@ func run(ctx context.Context) (string, error) {
 			row{"alternative: executions per second", fmt.Sprintf("%.1f", baseEPS)},
 			row{"alternative: result p50 / p99 (agent side)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(pct(alt.result, 50)), ms(pct(alt.result, 99)), len(alt.result))},
 			row{"alternative: refill end to end p50 / p99 (agent side)", fmt.Sprintf("%.1f ms / %.1f ms (%d refills)", ms(pct(alt.refill, 50)), ms(pct(alt.refill, 99)), len(alt.refill))},
+			row{"alternative: statements per execution", fmt.Sprintf("%.3f (%d statements)", perExecution(totalCalls(alt.statements), alt.executions), totalCalls(alt.statements))},
 		)
 	}
 	var b strings.Builder
@@ -304,14 +324,18 @@ func run(ctx context.Context) (string, error) {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s |\n", r.name, r.value)
 	}
-	fmt.Fprintln(&b)
-	baselineKeys := "baseline_result_p99_ms=na baseline_refill_e2e_p99_ms=na baseline_executions_per_s=na"
+	fmt.Fprint(&b, statementTable("tickgate's statements", counted, executions))
 	if *flagBaseline {
-		baselineKeys = fmt.Sprintf("baseline_result_p99_ms=%.1f baseline_refill_e2e_p99_ms=%.1f baseline_executions_per_s=%.1f",
-			ms(pct(alt.result, 99)), ms(pct(alt.refill, 99)), baseEPS)
+		fmt.Fprint(&b, statementTable("the plain queue's statements", alt.statements, alt.executions))
 	}
-	fmt.Fprintf(&b, "RESULT result_p50_ms=%.1f result_p99_ms=%.1f refill_e2e_p50_ms=%.1f refill_e2e_p99_ms=%.1f executions_per_s=%.1f utilisation_slot_time=%.3f utilisation_sampled=%.3f utilisation_sampled_raw=%.3f d2_violations=%d %s\n",
-		ms(pct(result, 50)), ms(pct(result, 99)), ms(pct(refill, 50)), ms(pct(refill, 99)), eps, utilSlotTime, utilSampled, utilSampledRaw, overTarget, baselineKeys)
+	fmt.Fprintln(&b)
+	baselineKeys := "baseline_result_p99_ms=na baseline_refill_e2e_p99_ms=na baseline_executions_per_s=na baseline_statements_per_execution=na"
+	if *flagBaseline {
+		baselineKeys = fmt.Sprintf("baseline_result_p99_ms=%.1f baseline_refill_e2e_p99_ms=%.1f baseline_executions_per_s=%.1f baseline_statements_per_execution=%.3f",
+			ms(pct(alt.result, 99)), ms(pct(alt.refill, 99)), baseEPS, perExecution(totalCalls(alt.statements), alt.executions))
+	}
+	fmt.Fprintf(&b, "RESULT result_p50_ms=%.1f result_p99_ms=%.1f refill_e2e_p50_ms=%.1f refill_e2e_p99_ms=%.1f executions_per_s=%.1f utilisation_slot_time=%.3f utilisation_sampled=%.3f utilisation_sampled_raw=%.3f d2_violations=%d statements_per_execution=%.3f %s\n",
+		ms(pct(result, 50)), ms(pct(result, 99)), ms(pct(refill, 50)), ms(pct(refill, 99)), eps, utilSlotTime, utilSampled, utilSampledRaw, overTarget, spe, baselineKeys)
 	return b.String(), nil
 }
 
@@ -326,15 +350,15 @@ type slotSample struct {
 const endPoll = 50 * time.Millisecond
 
 // sample counts the open tasks and, withSlots, reads every PC's slots.
-func sample(ctx context.Context, st *store.Store, withSlots bool) (slotSample, error) {
+func sample(ctx context.Context, observer *pgxpool.Pool, withSlots bool) (slotSample, error) {
 	var s slotSample
-	if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('pending', 'running')`).Scan(&s.open); err != nil {
+	if err := observer.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('pending', 'running')`).Scan(&s.open); err != nil {
 		return s, err
 	}
 	if !withSlots || s.open == 0 {
 		return s, nil
 	}
-	rows, err := st.Pool.Query(ctx, `
+	rows, err := observer.Query(ctx, `
 		WITH t AS (SELECT id FROM tasks WHERE status = 'running')
 		SELECT s.running, s.target,
 		       (SELECT count(*) FROM devices d

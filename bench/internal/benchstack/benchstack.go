@@ -28,6 +28,10 @@ type Options struct {
 	// when a row's transaction committed (pg_xact_commit_timestamp). It records, it does not
 	// change what a transaction does; no other setting differs from make dev's.
 	CommitTimestamps bool
+	// StatementStats loads pg_stat_statements, so a bench can count the statements sent
+	// (CREATE EXTENSION pg_stat_statements in its database). It records, it does not change
+	// what a statement does.
+	StatementStats bool
 }
 
 // Stack is a running PostgreSQL cluster and Temporal.
@@ -59,6 +63,12 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if o.CommitTimestamps {
 		if err := enableCommitTimestamps(ctx, pg); err != nil {
+			_ = pg.Stop()
+			return nil, err
+		}
+	}
+	if o.StatementStats {
+		if err := enableStatementStats(ctx, pg); err != nil {
 			_ = pg.Stop()
 			return nil, err
 		}
