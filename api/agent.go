@@ -49,14 +49,20 @@ func (s *Server) agentClaim(c echo.Context) error {
 	// timer happens after the answer, so agents never wait on Temporal: the deadline itself
 	// is already committed (timeout_at), and the dispatcher's sweep times out an attempt
 	// whose timer was never told.
-	if s.Starter != nil && len(cmds) > 0 {
-		s.afterAnswer(time.Minute, func(ctx context.Context) { s.armSlots(ctx, pc, cmds) })
-	}
+	s.armSlotsAfterAnswer(pc, cmds)
 	page := Page[TaskDeviceDTO]{Items: make([]TaskDeviceDTO, 0, len(cmds))}
 	for _, cmd := range cmds {
 		page.Items = append(page.Items, claimedView(pc, cmd))
 	}
 	return c.JSON(http.StatusOK, page)
+}
+
+// armSlotsAfterAnswer tells the slots of attempts just sent their deadlines, after the
+// answer: agents never wait on Temporal.
+func (s *Server) armSlotsAfterAnswer(pc string, cmds []store.ClaimedCommand) {
+	if s.Starter != nil && len(cmds) > 0 {
+		s.afterAnswer(time.Minute, func(ctx context.Context) { s.armSlots(ctx, pc, cmds) })
+	}
 }
 
 // armSlots tells the slots of the claimed attempts their deadlines, except those whose
@@ -125,6 +131,17 @@ type ResultRequest struct {
 	Error     string `json:"error"`
 	Retryable *bool  `json:"retryable"`
 	Attempt   *int32 `json:"attempt"`
+	// ClaimNext asks for the slot's next execution in the answer (ResultView.Next), so an
+	// agent that keeps working needs no claim of its own.
+	ClaimNext bool `json:"claim_next"`
+}
+
+// ResultView answers a result: the execution as the result left it, and, when the request
+// asked (claim_next) and its slot was refilled at once, the slot's next execution, SENT to
+// this agent with its payload (as a claim would hand it).
+type ResultView struct {
+	TaskDeviceDTO
+	Next *TaskDeviceDTO `json:"next,omitempty"`
 }
 
 func (s *Server) agentResult(c echo.Context) error {
@@ -149,6 +166,70 @@ func (s *Server) agentResult(c echo.Context) error {
 	if req.Retryable != nil && !*req.Retryable {
 		r.NotRetryable = true
 	}
+	p := PrincipalOf(c)
+	kr := keyedRequestOf(c)
+	pc := "" // the execution's PC, once known
+	if r.Succeeded {
+		var handled bool
+		if handled, pc, err = s.recordSuccess(c, id, req, p, kr); handled || err != nil {
+			return err
+		}
+	}
+	// The general path: a failure, or a success the group commit left undecided.
+	if err := s.checkAgentTaskDevice(c.Request().Context(), p, id, pc); err != nil {
+		return err
+	}
+	record := func(c echo.Context) error { return s.recordResult(c, id, r) }
+	if kr != nil {
+		return s.runIdempotent(c, kr, record, s.replayResultAnswer)
+	}
+	return record(c)
+}
+
+// recordSuccess reports a success to the group commit (store.ResultBatcher): one statement
+// for the results arriving together checks the agent's PC and the Idempotency-Key, records
+// the result, refills the slot and hands the agent its next execution. handled is false
+// when the statement left the result to the general path; pc is then the execution's PC.
+func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *Principal, kr *keyedRequest) (handled bool, pc string, err error) {
+	rep := store.SuccessReport{ID: id, Attempt: req.Attempt, ClaimNext: req.ClaimNext}
+	if p != nil && p.Role == store.RoleAgent {
+		rep.AgentPC = p.PC
+	}
+	if kr != nil {
+		rep.Key, rep.RequestHash = kr.key, kr.hash
+	}
+	ans, err := s.results.Report(c.Request().Context(), rep)
+	if err != nil {
+		return true, "", err
+	}
+	switch ans.Verdict {
+	case store.SuccessRecorded:
+		s.afterResult(id, ans.Outcome)
+		if ans.Next != nil {
+			s.armSlotsAfterAnswer(ans.PCName, []store.ClaimedCommand{*ans.Next})
+		}
+		return true, "", c.JSON(http.StatusOK, resultView(*ans.Done, ans.Next))
+	case store.SuccessReplayed:
+		if ans.Stored != nil {
+			return true, "", replayed(c, ans.Stored)
+		}
+		c.Response().Header().Set(ReplayedHeader, "true")
+		return true, "", c.JSON(http.StatusOK, resultView(*ans.Done, ans.Next))
+	case store.SuccessNotFound:
+		return true, "", NotFound("no task_device %d", id)
+	case store.SuccessForbidden:
+		return true, "", s.checkAgentTaskDevice(c.Request().Context(), p, id, ans.PCName)
+	case store.SuccessKeyReused:
+		return true, "", NewProblem(http.StatusUnprocessableEntity, IdempotencyHeader, "%v", store.ErrKeyReused)
+	case store.SuccessKeyInProgress:
+		c.Response().Header().Set("Retry-After", "1")
+		return true, "", Conflict(IdempotencyHeader, "%v", store.ErrInFlight)
+	}
+	return false, ans.PCName, nil
+}
+
+// recordResult is the general path: one transaction decides any result.
+func (s *Server) recordResult(c echo.Context, id int64, r store.Result) error {
 	out, err := s.Store.ReportResult(c.Request().Context(), id, r)
 	if err != nil {
 		if errors.Is(err, store.ErrNotInFlight) {
@@ -156,18 +237,40 @@ func (s *Server) agentResult(c echo.Context) error {
 		}
 		return err
 	}
-	if out.CheckTask {
-		s.advanceSoon(fmt.Sprintf("task_device %d of task %d %s", id, out.TaskID, out.Status))
-	}
-	// The result is committed and the freed slot refilled. The slot's timer is not told:
-	// when it wakes it finds the attempt resolved in SQL (the race has one winner there)
-	// and sleeps until whatever is in flight in the slot by then.
+	s.afterResult(id, out)
 	if out.View != nil {
-		return c.JSON(http.StatusOK, taskDeviceDTO(*out.View))
+		return c.JSON(http.StatusOK, resultView(*out.View, nil))
 	}
 	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, taskDeviceDTO(td))
+	return c.JSON(http.StatusOK, resultView(td, nil))
+}
+
+// afterResult hands over what a committed result leaves to do. The slot's timer is not
+// told: when it wakes it finds the attempt resolved in SQL (the race has one winner there)
+// and sleeps until whatever is in flight in the slot by then.
+func (s *Server) afterResult(id int64, out store.Outcome) {
+	if out.CheckTask {
+		s.advanceSoon(fmt.Sprintf("task_device %d of task %d %s", id, out.TaskID, out.Status))
+	}
+}
+
+// replayResultAnswer renders a result's first answer kept with its Idempotency-Key.
+func (s *Server) replayResultAnswer(c echo.Context, answer []byte) error {
+	done, next, err := s.Store.StoredResultAnswer(c.Request().Context(), answer)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, resultView(*done, next))
+}
+
+func resultView(td store.TaskDeviceView, next *store.ClaimedCommand) ResultView {
+	v := ResultView{TaskDeviceDTO: taskDeviceDTO(td)}
+	if next != nil {
+		n := claimedView(td.PcName, *next)
+		v.Next = &n
+	}
+	return v
 }

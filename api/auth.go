@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -24,6 +25,10 @@ const (
 	PermAdmin                                 // admin only: tokens
 	PermAgentPC                               // an agent of PC :name, or admin
 	PermAgentTaskDevice                       // an agent of the PC running task_device :id, or admin
+	// PermAgentResult is PermAgentTaskDevice checked in two steps: the middleware checks the
+	// role, and the statement that records the result checks the PC (store.SuccessReport's
+	// AgentPC), so a result costs no statement of its own for it.
+	PermAgentResult
 )
 
 func (p Permission) String() string {
@@ -36,7 +41,7 @@ func (p Permission) String() string {
 		return "write"
 	case PermAdmin:
 		return "admin"
-	case PermAgentPC, PermAgentTaskDevice:
+	case PermAgentPC, PermAgentTaskDevice, PermAgentResult:
 		return "agent"
 	}
 	return "unknown"
@@ -93,7 +98,7 @@ var RoutePermissions = map[string]Permission{
 	"GET /api/v1/task-devices/:id/events":        PermRead,
 	"POST /api/v1/agent/pcs/:name/claim":         PermAgentPC,
 	"POST /api/v1/agent/task-devices/:id/ack":    PermAgentTaskDevice,
-	"POST /api/v1/agent/task-devices/:id/result": PermAgentTaskDevice,
+	"POST /api/v1/agent/task-devices/:id/result": PermAgentResult,
 	"POST /api/v1/tokens":                        PermAdmin,
 	"GET /api/v1/tokens":                         PermAdmin,
 	"DELETE /api/v1/tokens/:id":                  PermAdmin,
@@ -182,7 +187,7 @@ func (s *Server) principal(c echo.Context) (*Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return nil, unauthorized(c, "the Authorization header must be \"Bearer <token>\"")
 	}
-	row, err := s.Store.Authenticate(c.Request().Context(), strings.TrimSpace(token))
+	row, err := s.authenticateToken(c.Request().Context(), strings.TrimSpace(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, unauthorized(c, "unknown or revoked token")
 	}
@@ -194,6 +199,15 @@ func (s *Server) principal(c echo.Context) (*Principal, error) {
 		p.PC = *row.Pc
 	}
 	return p, nil
+}
+
+// authenticateToken reads a token from the process's cache when it has a fresh one
+// (store.Listener's freshness rule), else from the database.
+func (s *Server) authenticateToken(ctx context.Context, token string) (store.Token, error) {
+	if s.Listener != nil {
+		return s.Listener.Authenticate(ctx, s.Store, token)
+	}
+	return s.Store.Authenticate(ctx, token)
 }
 
 func unauthorized(c echo.Context, detail string) *Problem {
@@ -214,7 +228,7 @@ func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error 
 			return NewProblem(http.StatusForbidden, "name", "this agent token belongs to PC %q, not %q", p.PC, c.Param("name"))
 		}
 		return nil
-	case PermAgentTaskDevice:
+	case PermAgentTaskDevice, PermAgentResult:
 		if p.Role == store.RoleAdmin {
 			return nil
 		}
@@ -222,23 +236,35 @@ func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error 
 			return forbidden(p, perm)
 		}
 		id, err := pathID(c, "task_device")
-		if err != nil {
-			return err
+		if err != nil || perm == PermAgentResult {
+			return err // the result's statement checks the PC
 		}
-		pc, err := s.Store.TaskDevicePC(c.Request().Context(), id)
+		return s.checkAgentTaskDevice(c.Request().Context(), p, id, "")
+	}
+	if !roleGrants(p.Role, perm) {
+		return forbidden(p, perm)
+	}
+	return nil
+}
+
+// checkAgentTaskDevice refuses an agent task_device id of another PC than its own; pc is
+// the execution's PC when the caller knows it already ("": read it).
+func (s *Server) checkAgentTaskDevice(ctx context.Context, p *Principal, id int64, pc string) error {
+	if p == nil || p.Role != store.RoleAgent {
+		return nil
+	}
+	if pc == "" {
+		var err error
+		pc, err = s.Store.TaskDevicePC(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return NotFound("no task_device %d", id)
 		}
 		if err != nil {
 			return err
 		}
-		if pc != p.PC {
-			return NewProblem(http.StatusForbidden, "id", "task_device %d runs on another PC than this agent's (%q)", id, p.PC)
-		}
-		return nil
 	}
-	if !roleGrants(p.Role, perm) {
-		return forbidden(p, perm)
+	if pc != p.PC {
+		return NewProblem(http.StatusForbidden, "id", "task_device %d runs on another PC than this agent's (%q)", id, p.PC)
 	}
 	return nil
 }
@@ -346,12 +372,30 @@ func (s *Server) revokeToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	row, err := s.Store.RevokeToken(c.Request().Context(), id)
+	ctx := c.Request().Context()
+	// Every API process drops its cached tokens when the revocation commits; the answer
+	// waits until each has said so (or has stopped trusting its cache), so the token is
+	// refused everywhere from the next request on.
+	var watch *store.TokenChangeWatch
+	if s.Listener != nil {
+		watch = s.Listener.WatchTokenChange(id)
+		defer watch.Stop()
+	}
+	row, err := s.Store.RevokeToken(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return NotFound("no token %d", id)
 	}
 	if err != nil {
 		return err
+	}
+	if watch != nil {
+		missing, err := watch.Await(ctx, s.Store)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			s.Logf("api: token %d revoked; listeners %v did not acknowledge in time, and no longer trust their caches", id, missing)
+		}
 	}
 	return c.JSON(http.StatusOK, tokenView(row))
 }

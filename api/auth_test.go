@@ -111,7 +111,7 @@ func TestAuthorizationByRoute(t *testing.T) {
 			return role == "admin" || role == "operator"
 		case api.PermAdmin:
 			return role == "admin"
-		case api.PermAgentPC, api.PermAgentTaskDevice:
+		case api.PermAgentPC, api.PermAgentTaskDevice, api.PermAgentResult:
 			return role == "admin" // the agent here owns no PC the path names
 		}
 		return false
@@ -143,6 +143,11 @@ func TestAuthorizationByRoute(t *testing.T) {
 				// an agent learns only that the task_device is not there (TestAgentOnlyItsOwnPC
 				// checks another PC's is 403)
 				require.Equal(t, http.StatusNotFound, status, "%s %s as %s: %s", r.Method, path, role, b)
+			} else if role == "agent" && perm == api.PermAgentResult {
+				// a result's body is read before its execution's PC is checked (in the
+				// statement that records it): the bad body is the answer here, and
+				// TestAgentOnlyItsOwnPC checks another PC's result is 403
+				require.Equal(t, http.StatusBadRequest, status, "%s %s as %s: %s", r.Method, path, role, b)
 			} else if allowed(role, perm) {
 				require.NotEqual(t, http.StatusForbidden, status, "%s %s as %s: %s", r.Method, path, role, b)
 			} else {

@@ -5,12 +5,15 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/tickgate/tickgate/store"
 )
 
 // registerDevices mounts /pcs, /devices, /tasks, /task-devices and /agent (DESIGN.md §3):
 // one file per resource beside this one.
 func (s *Server) registerDevices(g *echo.Group) {
 	s.slotSignals = make(chan struct{}, maxSlotSignals)
+	s.results = s.Store.NewResultBatcher(store.ResultBatcherOptions{})
 	g.POST("/pcs", s.createPC)
 	g.GET("/pcs", s.listPCs)
 	g.GET("/pcs/:name", s.getPC)

@@ -50,83 +50,138 @@ func (s *Server) maybePrune() {
 // A claim left by a process that died mid-request, or by one whose database connection
 // broke mid-request, stays "in progress" until pruned: whether that request's own
 // transaction committed is unknown, and running it again could apply a create twice.
+//
+// On the routes of foldedIdempotency the handler records the key itself, in the statement
+// that does the request's work (keyedRequestOf); this middleware only checks the key and
+// hashes the body for it.
 func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		req := c.Request()
-		key := req.Header.Get(IdempotencyHeader)
-		if req.Method != http.MethodPost || key == "" {
-			return next(c)
-		}
-		p := PrincipalOf(c)
-		if p == nil {
-			return next(c)
-		}
-		if len(key) > 255 {
-			return BadRequest(IdempotencyHeader, "at most 255 characters")
-		}
-		if c.Path() == "/api/v1/tokens" {
-			return BadRequest(IdempotencyHeader, "not accepted on POST /tokens: a token is shown once and never stored")
-		}
-		s.maybePrune()
-		body, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
-		if err != nil {
-			return BadRequest("", "read body: %v", err)
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		sum := sha256.Sum256(body)
-		k := store.IdempotencyKey{TokenID: p.TokenID, Key: key, Method: req.Method, Path: req.URL.Path}
-		ctx := req.Context()
-		stored, err := s.Store.BeginIdempotent(ctx, k, sum[:])
-		switch {
-		case errors.Is(err, store.ErrInFlight):
-			// Worth resending later: the first request is still running.
-			c.Response().Header().Set("Retry-After", "1")
-			return Conflict(IdempotencyHeader, "%v", err)
-		case errors.Is(err, store.ErrKeyReused):
-			return NewProblem(http.StatusUnprocessableEntity, IdempotencyHeader, "%v", err)
-		case err != nil:
-			return err
-		case stored != nil:
-			c.Response().Header().Set(ReplayedHeader, "true")
-			if stored.ContentType != "" {
-				c.Response().Header().Set(echo.HeaderContentType, stored.ContentType)
+		kr, err := s.keyedRequest(c)
+		if err != nil || kr == nil {
+			if err != nil {
+				return err
 			}
-			c.Response().WriteHeader(stored.Status)
-			_, err := c.Response().Write(stored.Body)
-			return err
+			return next(c)
 		}
+		if foldedIdempotency[c.Path()] {
+			c.Set(keyedRequestKey, kr)
+			return next(c)
+		}
+		return s.runIdempotent(c, kr, next, nil)
+	}
+}
 
-		rec := &recorder{ResponseWriter: c.Response().Writer}
-		c.Response().Writer = rec
-		handlerErr := next(c)
-		if handlerErr != nil {
-			c.Error(handlerErr) // render now, so the problem document is what gets stored
-		}
-		c.Response().Writer = rec.ResponseWriter
-		// Store even when the client has gone away.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		status := c.Response().Status
-		if store.IsUnavailable(handlerErr) {
-			// The database went away mid-request: what the request wrote may have committed,
-			// and releasing the key would let a resend apply it a second time. The key stays
-			// in progress (409) until pruned.
-			s.Logf("api: %s %s: database lost mid-request, Idempotency-Key kept in progress: %v", req.Method, req.URL.Path, handlerErr)
-			return nil
-		}
-		if status < 200 || status >= 300 {
-			if err := s.Store.ReleaseIdempotent(sctx, k); err != nil {
-				s.Logf("api: %v", err)
-			}
-			return nil
-		}
-		if err := s.Store.FinishIdempotent(sctx, k, store.StoredResponse{
-			Status: status, ContentType: c.Response().Header().Get(echo.HeaderContentType), Body: rec.body.Bytes(),
-		}); err != nil {
+// foldedIdempotency lists the routes whose handler records the Idempotency-Key in its own
+// statement: an agent's result (store.ResultBatcher).
+var foldedIdempotency = map[string]bool{"/api/v1/agent/task-devices/:id/result": true}
+
+// keyedRequest is a POST's Idempotency-Key, scoped to its token and path, and the hash of
+// its body.
+type keyedRequest struct {
+	key  store.IdempotencyKey
+	hash []byte
+}
+
+const keyedRequestKey = "tickgate.idempotency"
+
+// keyedRequestOf returns the key of a request on a folded route (nil when it carries none).
+func keyedRequestOf(c echo.Context) *keyedRequest {
+	kr, _ := c.Get(keyedRequestKey).(*keyedRequest)
+	return kr
+}
+
+// keyedRequest checks the request's Idempotency-Key and hashes its body (restoring the body
+// for the handler); nil when the request carries no key or is not an authenticated POST.
+func (s *Server) keyedRequest(c echo.Context) (*keyedRequest, error) {
+	req := c.Request()
+	key := req.Header.Get(IdempotencyHeader)
+	if req.Method != http.MethodPost || key == "" {
+		return nil, nil
+	}
+	p := PrincipalOf(c)
+	if p == nil {
+		return nil, nil
+	}
+	if len(key) > 255 {
+		return nil, BadRequest(IdempotencyHeader, "at most 255 characters")
+	}
+	if c.Path() == "/api/v1/tokens" {
+		return nil, BadRequest(IdempotencyHeader, "not accepted on POST /tokens: a token is shown once and never stored")
+	}
+	s.maybePrune()
+	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, BadRequest("", "read body: %v", err)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.Sum256(body)
+	return &keyedRequest{key: store.IdempotencyKey{TokenID: p.TokenID, Key: key, Method: req.Method, Path: req.URL.Path}, hash: sum[:]}, nil
+}
+
+// replayed writes a stored first answer again.
+func replayed(c echo.Context, stored *store.StoredResponse) error {
+	c.Response().Header().Set(ReplayedHeader, "true")
+	if stored.ContentType != "" {
+		c.Response().Header().Set(echo.HeaderContentType, stored.ContentType)
+	}
+	c.Response().WriteHeader(stored.Status)
+	_, err := c.Response().Write(stored.Body)
+	return err
+}
+
+// runIdempotent runs next once for kr's key (see idempotency). A replayed key whose first
+// answer was kept as data (store.StoredResponse.Answer) is rendered by replayAnswer.
+func (s *Server) runIdempotent(c echo.Context, kr *keyedRequest, next echo.HandlerFunc, replayAnswer func(echo.Context, []byte) error) error {
+	req := c.Request()
+	k := kr.key
+	ctx := req.Context()
+	stored, err := s.Store.BeginIdempotent(ctx, k, kr.hash)
+	switch {
+	case errors.Is(err, store.ErrInFlight):
+		// Worth resending later: the first request is still running.
+		c.Response().Header().Set("Retry-After", "1")
+		return Conflict(IdempotencyHeader, "%v", err)
+	case errors.Is(err, store.ErrKeyReused):
+		return NewProblem(http.StatusUnprocessableEntity, IdempotencyHeader, "%v", err)
+	case err != nil:
+		return err
+	case stored != nil && stored.Answer != nil && replayAnswer != nil:
+		c.Response().Header().Set(ReplayedHeader, "true")
+		return replayAnswer(c, stored.Answer)
+	case stored != nil:
+		return replayed(c, stored)
+	}
+
+	rec := &recorder{ResponseWriter: c.Response().Writer}
+	c.Response().Writer = rec
+	handlerErr := next(c)
+	if handlerErr != nil {
+		c.Error(handlerErr) // render now, so the problem document is what gets stored
+	}
+	c.Response().Writer = rec.ResponseWriter
+	// Store even when the client has gone away.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	status := c.Response().Status
+	if store.IsUnavailable(handlerErr) {
+		// The database went away mid-request: what the request wrote may have committed,
+		// and releasing the key would let a resend apply it a second time. The key stays
+		// in progress (409) until pruned.
+		s.Logf("api: %s %s: database lost mid-request, Idempotency-Key kept in progress: %v", req.Method, req.URL.Path, handlerErr)
+		return nil
+	}
+	if status < 200 || status >= 300 {
+		if err := s.Store.ReleaseIdempotent(sctx, k); err != nil {
 			s.Logf("api: %v", err)
 		}
 		return nil
 	}
+	if err := s.Store.FinishIdempotent(sctx, k, store.StoredResponse{
+		Status: status, ContentType: c.Response().Header().Get(echo.HeaderContentType), Body: rec.body.Bytes(),
+	}); err != nil {
+		s.Logf("api: %v", err)
+	}
+	return nil
 }
 
 // recorder copies what a handler writes.

@@ -25,6 +25,10 @@ type Server struct {
 	// Advancer advances the active device task after a commit that may have ended it, with
 	// the configured device settings; nil hands that step to the dispatcher workflow.
 	Advancer *store.TaskAdvancer
+	// Listener is the process's listening connection (store.StartListener): it keeps the
+	// token cache and wakes agents' long-polls. nil: every request reads its token from
+	// the database, and a claim's wait is not honoured (it answers at once).
+	Listener *store.Listener
 	Logf     func(format string, args ...any)
 	// Now is the clock (tests may pin it).
 	Now func() time.Time
@@ -35,6 +39,8 @@ type Server struct {
 
 	// slotSignals bounds the Temporal calls arming slot workflows across all claims.
 	slotSignals chan struct{}
+	// results group-commits agents' successes.
+	results *store.ResultBatcher
 	// slotArms remembers the deadlines this process told each slot's timer.
 	slotArms slotArms
 	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).

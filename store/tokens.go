@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -38,8 +39,16 @@ func ValidRole(role string) bool {
 
 // HashToken is what the database keeps of a token.
 func HashToken(token string) []byte {
-	sum := sha256.Sum256([]byte(token))
+	sum := tokenHash(token)
 	return sum[:]
+}
+
+func tokenHash(token string) [32]byte { return sha256.Sum256([]byte(token)) }
+
+// validTokenShape reports whether token could be one of ours (anything else is unknown
+// without asking the database).
+func validTokenShape(token string) bool {
+	return strings.HasPrefix(token, TokenPrefix) && len(token) <= 200
 }
 
 // NewToken is what CreateToken needs; PC is required for (and only for) the agent role.
@@ -79,7 +88,7 @@ func (s *Store) CreateToken(ctx context.Context, n NewToken) (Token, string, err
 // Authenticate returns the active (not revoked) token row for token; anything else is
 // ErrNotFound.
 func (s *Store) Authenticate(ctx context.Context, token string) (Token, error) {
-	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 200 {
+	if !validTokenShape(token) {
 		return Token{}, ErrNotFound
 	}
 	row, err := s.Q.GetActiveTokenByHash(ctx, HashToken(token))
@@ -125,11 +134,14 @@ type IdempotencyKey struct {
 	Path    string
 }
 
-// StoredResponse is the first answer to an idempotent request.
+// StoredResponse is the first answer to an idempotent request: a rendered response, or
+// (an agent's result, recorded with its key in one statement) Answer, the data the handler
+// renders the answer from.
 type StoredResponse struct {
 	Status      int
 	ContentType string
 	Body        []byte
+	Answer      json.RawMessage
 }
 
 // ErrInFlight means a request with the same idempotency key is still being processed.
@@ -166,7 +178,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, k IdempotencyKey, requestHa
 	if row.Status == 0 {
 		return nil, ErrInFlight
 	}
-	return &StoredResponse{Status: int(row.Status), ContentType: row.ContentType, Body: row.Body}, nil
+	return &StoredResponse{Status: int(row.Status), ContentType: row.ContentType, Body: row.Body, Answer: row.Answer}, nil
 }
 
 // FinishIdempotent stores the response of a claimed key.

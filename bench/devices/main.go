@@ -123,7 +123,11 @@ func run(ctx context.Context) (string, error) {
 		defer cancel()
 		_ = advancer.Close(closeCtx)
 	}()
-	app := api.New(&api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer,
+	// Wired as `tickgate api` wires it: the listening connection keeps the token cache and
+	// wakes the agents' long-polls.
+	listener := st.StartListener(store.ListenerOptions{Logf: log.Printf})
+	defer listener.Close()
+	app := api.New(&api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener,
 		Logf: func(f string, a ...any) { log.Printf("api: "+f, a...) }})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/result") {

@@ -241,6 +241,7 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	var conn connection
 	var app *api.Server
 	var advancer *store.TaskAdvancer
+	var listener *store.Listener
 	// In-flight requests finish, then the Temporal calls and device task advances they
 	// left behind, before the connections they use are closed.
 	defer func() {
@@ -256,6 +257,9 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 			if err := advancer.Close(shutdownCtx); err != nil {
 				log.Printf("api: %v", err)
 			}
+		}
+		if listener != nil {
+			listener.Close()
 		}
 		if conn.closeAll != nil {
 			conn.closeAll()
@@ -282,7 +286,8 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	advancer.Start()
-	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer}
+	listener = conn.st.StartListener(store.ListenerOptions{Logf: log.Printf})
+	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer, Listener: listener}
 	h.Set(api.New(app))
 	log.Printf("api ready on http://%s", cfg.HTTPAddr)
 	select {

@@ -54,6 +54,7 @@ type IdempotencyKey struct {
 	ContentType string
 	Body        []byte
 	CreatedAt   time.Time
+	Answer      []byte
 }
 
 type OutboxMessage struct {

@@ -99,7 +99,7 @@ func (q *Queries) GetActiveTokenByHash(ctx context.Context, tokenHash []byte) (A
 }
 
 const getIdempotencyKey = `-- name: GetIdempotencyKey :one
-SELECT token_id, key, method, path, request_hash, status, content_type, body, created_at FROM idempotency_keys WHERE token_id = $1 AND key = $2 AND method = $3 AND path = $4
+SELECT token_id, key, method, path, request_hash, status, content_type, body, created_at, answer FROM idempotency_keys WHERE token_id = $1 AND key = $2 AND method = $3 AND path = $4
 `
 
 type GetIdempotencyKeyParams struct {
@@ -127,6 +127,7 @@ func (q *Queries) GetIdempotencyKey(ctx context.Context, arg GetIdempotencyKeyPa
 		&i.ContentType,
 		&i.Body,
 		&i.CreatedAt,
+		&i.Answer,
 	)
 	return i, err
 }
@@ -198,6 +199,33 @@ func (q *Queries) ListTokens(ctx context.Context, arg ListTokensParams) ([]ApiTo
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listenerPIDs = `-- name: ListenerPIDs :many
+SELECT pid::integer FROM pg_catalog.pg_stat_activity
+WHERE application_name = $1::text AND datname = current_database()
+`
+
+// The backends of the API processes' listening connections (store/listener.go) on this
+// database: a token's revocation waits until each has acknowledged it.
+func (q *Queries) ListenerPIDs(ctx context.Context, applicationName string) ([]int32, error) {
+	rows, err := q.db.Query(ctx, listenerPIDs, applicationName)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int32
+	for rows.Next() {
+		var pid int32
+		if err := rows.Scan(&pid); err != nil {
+			return nil, err
+		}
+		items = append(items, pid)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

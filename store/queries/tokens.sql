@@ -34,3 +34,9 @@ WHERE token_id = @token_id AND key = @key AND method = @method AND path = @path 
 
 -- name: DeleteIdempotencyKeysBefore :execrows
 DELETE FROM idempotency_keys WHERE created_at < @before;
+
+-- name: ListenerPIDs :many
+-- The backends of the API processes' listening connections (store/listener.go) on this
+-- database: a token's revocation waits until each has acknowledged it.
+SELECT pid::integer FROM pg_catalog.pg_stat_activity
+WHERE application_name = @application_name::text AND datname = current_database();

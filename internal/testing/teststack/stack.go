@@ -87,8 +87,10 @@ func Start(t *testing.T, opts Options) *Stack {
 	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Notify: starter.CheckDispatcher})
 	require.NoError(t, err)
 	advancer.Start()
-	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Logf: t.Logf}
+	listener := st.StartListener(store.ListenerOptions{Logf: t.Logf})
+	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf}
 	srv := httptest.NewServer(api.New(app))
+	t.Cleanup(listener.Close)
 	// Cleanups run last-in first-out: the server stops, then the calls and the advances
 	// its requests left behind finish.
 	t.Cleanup(func() { require.NoError(t, advancer.Close(context.Background())) })
