@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
 )
@@ -20,10 +21,16 @@ import (
 // ClaimRequest is the body of POST /agent/pcs/{name}/claim.
 type ClaimRequest struct {
 	Max *int `json:"max"`
+	// Wait makes the claim a long-poll: with nothing to send, the answer waits up to this
+	// long (a Go duration, at most maxClaimWait) for the PC's next execution.
+	Wait *schedulespec.Duration `json:"wait"`
 }
 
 // maxClaim caps one claim.
 const maxClaim = 1000
+
+// maxClaimWait caps a claim's long-poll.
+const maxClaimWait = time.Minute
 
 // maxSlotSignals bounds the Temporal calls arming slot workflows across all claims.
 const maxSlotSignals = 64
@@ -40,8 +47,15 @@ func (s *Server) agentClaim(c echo.Context) error {
 			return BadRequest("max", "must be from 1 to %d, got %d", maxClaim, max)
 		}
 	}
+	var wait time.Duration
+	if req.Wait != nil {
+		wait = time.Duration(*req.Wait)
+		if wait < 0 || wait > maxClaimWait {
+			return BadRequest("wait", "must be from 0s to %s, got %s", maxClaimWait, wait)
+		}
+	}
 	pc := c.Param("name")
-	cmds, err := s.Store.Claim(c.Request().Context(), pc, max)
+	cmds, err := s.Store.ClaimWithin(c.Request().Context(), s.Listener, pc, max, wait)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -22,8 +23,20 @@ type (
 	TaskDeviceView  = dbgen.GetTaskDeviceViewRow
 	TaskDeviceEvent = dbgen.TaskDeviceEvent
 	PCSummary       = dbgen.PcDeviceSummary
-	ClaimedCommand  = dbgen.ClaimTaskDevicesRow
 )
+
+// ClaimedCommand is an attempt handed to an agent: SENT, its deadline started.
+type ClaimedCommand struct {
+	ID           int64
+	TaskID       int64
+	Slot         int32
+	Attempt      int32
+	MaxAttempts  int32
+	SentAt       *time.Time
+	TimeoutAt    *time.Time
+	DeviceSerial string
+	Payload      json.RawMessage
+}
 
 // ErrNotInFlight is returned when an ack or result names an attempt that is no longer out
 // on the device (it timed out, was cancelled, or a newer attempt was sent): HTTP 409.

@@ -50,17 +50,49 @@ func (s *Store) TaskDeviceEvents(ctx context.Context, id int64) ([]TaskDeviceEve
 // deadline starts now). Concurrent claims of one PC never return the same command. An
 // unknown PC is ErrNotFound; a PC with nothing to send claims nothing.
 func (s *Store) Claim(ctx context.Context, pcName string, max int) ([]ClaimedCommand, error) {
+	cmds, _, err := s.claim(ctx, pcName, max)
+	return cmds, err
+}
+
+// ClaimWithin is Claim as a long-poll: finding nothing to send, it waits up to wait for an
+// execution of the PC to become claimable, as l hears it (migrations/00021: a trigger
+// notifies), and claims again; it answers empty when wait ends first. An idle agent's poll
+// thus costs one statement per wait, not one per poll interval. With l nil it claims once.
+func (s *Store) ClaimWithin(ctx context.Context, l *Listener, pcName string, max int, wait time.Duration) ([]ClaimedCommand, error) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		var mark uint64
+		if l != nil {
+			mark = l.ClaimMark()
+		}
+		cmds, pcID, err := s.claim(ctx, pcName, max)
+		if err != nil || len(cmds) > 0 || l == nil || wait <= 0 {
+			return cmds, err
+		}
+		if !l.WaitClaimable(wctx, pcID, mark) {
+			return nil, nil
+		}
+	}
+}
+
+func (s *Store) claim(ctx context.Context, pcName string, max int) ([]ClaimedCommand, int64, error) {
 	rows, err := s.Q.ClaimTaskDevices(ctx, dbgen.ClaimTaskDevicesParams{PcName: pcName, MaxRows: int32(max)})
 	if err != nil {
-		return nil, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
+		return nil, 0, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
 	}
 	switch {
 	case len(rows) == 0:
-		return nil, fmt.Errorf("get pc %q: %w", pcName, ErrNotFound)
+		return nil, 0, fmt.Errorf("get pc %q: %w", pcName, ErrNotFound)
 	case rows[0].ID == 0:
-		return nil, nil // a known PC with nothing to send
+		return nil, rows[0].PcID, nil // a known PC with nothing to send
 	}
-	return rows, nil
+	cmds := make([]ClaimedCommand, len(rows))
+	for i, r := range rows {
+		cmds[i] = ClaimedCommand{ID: r.ID, TaskID: r.TaskID, Slot: r.Slot, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+			SentAt: r.SentAt, TimeoutAt: r.TimeoutAt, DeviceSerial: r.DeviceSerial, Payload: r.Payload}
+	}
+	return cmds, rows[0].PcID, nil
 }
 
 // Ack records the agent's acknowledgement of a sent command. Acking twice is a no-op; an

@@ -45,6 +45,7 @@ type Listener struct {
 	done      chan struct{}
 
 	mu        sync.Mutex
+	closed    bool // Close was called: long-polls end at once
 	connected bool
 	freshAt   time.Time // when the last successful round trip started
 	// epoch changes whenever cached tokens may be wrong: at every (re)connection and every
@@ -97,8 +98,13 @@ func (s *Store) StartListener(opts ListenerOptions) *Listener {
 	return l
 }
 
-// Close stops listening; the cache stops answering at once.
+// Close stops listening: the cache stops answering, and long-polls answer at once (close
+// it before the HTTP server waits for its requests).
 func (l *Listener) Close() {
+	l.mu.Lock()
+	l.closed = true
+	l.wakeAll()
+	l.mu.Unlock()
 	l.cancel()
 	<-l.done
 }
@@ -390,6 +396,10 @@ const deafPoll = time.Second
 // waits at most deafPoll.
 func (l *Listener) WaitClaimable(ctx context.Context, pcID int64, mark uint64) bool {
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false
+	}
 	if l.pcSeq[pcID] > mark || l.resetSeq > mark {
 		l.mu.Unlock()
 		return true
@@ -405,7 +415,9 @@ func (l *Listener) WaitClaimable(ctx context.Context, pcID int64, mark uint64) b
 	l.mu.Unlock()
 	select {
 	case <-w:
-		return true
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return !l.closed
 	case <-deaf:
 		l.dropWaiter(pcID, w)
 		return true

@@ -115,7 +115,9 @@ func runBaseline(ctx context.Context, pool *pgxpool.Pool, stmts *statementCounte
 	}
 	start := time.Now()
 	fleet := agentsim.Start(runCtx, agentsim.Options{
-		BaseURL: srv.URL, PCs: pcs, Max: *flagCapacity, Latency: *flagLatency,
+		// The plain queue knows only the older shapes: claims that do not wait, results
+		// answered without the next command.
+		BaseURL: srv.URL, PCs: pcs, Max: *flagCapacity, Latency: *flagLatency, Legacy: true,
 		OnClaimed: obs.claimed, OnAnswering: obs.answering, OnAnswered: obs.answered,
 		HTTPClient: obs.httpClient(), Logf: func(string, ...any) {},
 	})

@@ -22,7 +22,11 @@ func init() {
 
 func runAgentSim(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("agent-sim", flag.ContinueOnError)
-	server := fs.String("server", "http://127.0.0.1:8080", "tickgate API address")
+	defaultServer := os.Getenv("TICKGATE_SERVER")
+	if defaultServer == "" {
+		defaultServer = "http://127.0.0.1:8080"
+	}
+	server := fs.String("server", defaultServer, "tickgate API address (default $TICKGATE_SERVER, else http://127.0.0.1:8080)")
 	pcs := fs.String("pcs", "", "comma-separated PC names to run agents for (default: every PC the API lists)")
 	max := fs.Int("max", 20, "commands asked for per claim")
 	latency := fs.Duration("latency", 200*time.Millisecond, "how long a device takes to answer")
@@ -32,6 +36,8 @@ func runAgentSim(ctx context.Context, args []string) error {
 	noAnswer := fs.Float64("no-answer-rate", 0, "fraction of attempts never answered (they time out)")
 	ack := fs.Bool("ack", true, "ack each command before its result")
 	every := fs.Duration("report", 5*time.Second, "how often to print the counters (0: never)")
+	wait := fs.Duration("wait", 20*time.Second, "how long a claim long-polls for work")
+	legacy := fs.Bool("legacy", false, "speak the protocol as an older agent does: claims do not wait, results do not ask for the next command")
 	token := fs.String("token", os.Getenv("TICKGATE_TOKEN"), "API bearer token (default $TICKGATE_TOKEN, else .dev/admin-token); an agent token runs its own PC only")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -46,6 +52,9 @@ func runAgentSim(ctx context.Context, args []string) error {
 	}
 	if *max < 1 {
 		return fmt.Errorf("-max: want at least 1, got %d", *max)
+	}
+	if *wait < 0 || *wait > time.Minute {
+		return fmt.Errorf("-wait: want from 0s to 1m, got %s", *wait)
 	}
 	base := strings.TrimRight(*server, "/") + "/api/v1"
 	if *token == "" {
@@ -69,6 +78,7 @@ func runAgentSim(ctx context.Context, args []string) error {
 	fleet := agentsim.Start(ctx, agentsim.Options{
 		BaseURL: base, PCs: names, Max: *max, Latency: *latency, Jitter: *jitter,
 		FailRate: *failRate, FatalRate: *fatalRate, NoAnswerRate: *noAnswer, Ack: *ack, Logf: log.Printf, Token: *token,
+		Wait: *wait, Legacy: *legacy,
 	})
 	if *every > 0 {
 		go func() {

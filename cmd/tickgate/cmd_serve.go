@@ -247,6 +247,9 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	defer func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		if listener != nil { // agents' long-polls answer now instead of holding the shutdown
+			listener.Close()
+		}
 		_ = srv.Shutdown(shutdownCtx)
 		if app != nil {
 			if err := app.Drain(shutdownCtx); err != nil {
@@ -257,9 +260,6 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 			if err := advancer.Close(shutdownCtx); err != nil {
 				log.Printf("api: %v", err)
 			}
-		}
-		if listener != nil {
-			listener.Close()
 		}
 		if conn.closeAll != nil {
 			conn.closeAll()

@@ -44,7 +44,7 @@ WITH pc AS (
            d.serial, t.payload
     FROM upd JOIN devices d ON d.id = upd.device_id JOIN tasks t ON t.id = upd.task_id
 )
-SELECT COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::bigint AS task_id,
+SELECT pc.id AS pc_id, COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::bigint AS task_id,
        COALESCE(c.slot, 0)::integer AS slot, COALESCE(c.attempt, 0)::integer AS attempt,
        COALESCE(c.max_attempts, 0)::integer AS max_attempts, c.sent_at, c.timeout_at,
        COALESCE(c.serial, '')::text AS device_serial, COALESCE(c.payload, 'null'::jsonb) AS payload

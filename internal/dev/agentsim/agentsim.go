@@ -1,7 +1,10 @@
-// Package agentsim simulates the PC agents of tickgate's device dispatch engine (DESIGN.md
-// §3) over the HTTP API: one loop per PC claims its commands, waits a latency, and then
-// acks and reports succeeded, failed, failed-not-retryable, or never answers. `tickgate
-// agent-sim`, the end-to-end test and the benchmark all use it.
+// Package agentsim simulates the PC agents of tickgate's device dispatch engine over the
+// HTTP API, speaking the agent protocol of docs/devices.md: per PC, a claim loop keeps up
+// to Max commands in hand, long-polling for more while it has room; each command waits a
+// latency, then is acked (optionally) and answered succeeded, failed, failed-not-retryable,
+// or never; and the answer to a result carries the slot's next command, which the same
+// device answerer takes on without a claim. `tickgate agent-sim`, the end-to-end tests and
+// the benchmark all use it.
 package agentsim
 
 import (
@@ -51,9 +54,13 @@ type Options struct {
 	Jitter  time.Duration
 	// FailRate, FatalRate and NoAnswerRate are fractions of the attempts (the rest succeed).
 	FailRate, FatalRate, NoAnswerRate float64
-	// Poll is the wait after a claim that returned nothing (default 25ms); a result posted
-	// by the PC's devices wakes the loop at once.
-	Poll time.Duration
+	// Wait is how long a claim long-polls for work (default 20s); 0 with Legacy set.
+	Wait time.Duration
+	// Legacy speaks the protocol without its two shortcuts (an older agent): claims do not
+	// wait, results do not ask for the next command, and an empty claim is followed by a
+	// Poll pause (default 25ms) unless a result wakes the loop first.
+	Legacy bool
+	Poll   time.Duration
 	// Ack sends an ack before each result.
 	Ack bool
 	// Decide, when set, chooses each outcome instead of the rates.
@@ -108,10 +115,13 @@ func Start(ctx context.Context, opts Options) *Fleet {
 	if opts.Poll <= 0 {
 		opts.Poll = 25 * time.Millisecond
 	}
+	if opts.Wait <= 0 && !opts.Legacy {
+		opts.Wait = 20 * time.Second
+	}
 	if opts.HTTPClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 1024
-		opts.HTTPClient = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+		opts.HTTPClient = &http.Client{Transport: tr, Timeout: opts.Wait + 30*time.Second}
 	}
 	if opts.DeliverFor <= 0 {
 		opts.DeliverFor = 5 * time.Minute
@@ -134,12 +144,24 @@ func Start(ctx context.Context, opts Options) *Fleet {
 // Wait blocks until every agent loop and in-flight answer has stopped.
 func (f *Fleet) Wait() { f.wg.Wait() }
 
+// agent is one PC's claim loop: it claims as many commands as it has room for (Max minus
+// those in hand), long-polling while there is none, and hands each to a device answerer.
 func (f *Fleet) agent(ctx context.Context, pc string) {
 	defer f.wg.Done()
 	wake := make(chan struct{}, 1)
+	var inHand atomic.Int64
 	backoff := time.Duration(0) // after a failed claim: RetryBackoff doubled up to 2 s
 	for ctx.Err() == nil {
-		cmds, err := f.claim(ctx, pc)
+		room := f.opts.Max - int(inHand.Load())
+		if room <= 0 {
+			select {
+			case <-ctx.Done():
+			case <-wake:
+			}
+			continue
+		}
+		asked := time.Now()
+		cmds, err := f.claim(ctx, pc, room)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -157,31 +179,50 @@ func (f *Fleet) agent(ctx context.Context, pc string) {
 			continue
 		}
 		backoff = 0
-		now := time.Now()
-		for _, cmd := range cmds {
-			cmd.PC = pc
-			f.Stats.Claimed.Add(1)
-			if f.opts.OnClaimed != nil {
-				f.opts.OnClaimed(cmd, now)
-			}
-			f.wg.Add(1)
-			go func() {
-				defer f.wg.Done()
-				f.answer(ctx, cmd)
-				select {
-				case wake <- struct{}{}:
-				default:
-				}
-			}()
-		}
-		if len(cmds) > 0 {
-			continue // claim again at once: more may be waiting
+		f.handOut(ctx, pc, cmds, time.Now(), &inHand, wake)
+		// Claim again at once when more may wait, or when the claim did wait (a long-poll
+		// that ended empty); an API that answered an empty long-poll at once (one that
+		// honours no wait) gets the Poll pause, as an older agent's claims do.
+		if len(cmds) > 0 || (f.opts.Wait > 0 && time.Since(asked) >= f.opts.Wait/2) {
+			continue
 		}
 		select {
 		case <-ctx.Done():
 		case <-wake:
 		case <-time.After(f.opts.Poll):
 		}
+	}
+}
+
+// handOut gives each command a device answerer of its own, which answers it and then every
+// next command the answers carry; when the chain ends it leaves room for the claim loop.
+func (f *Fleet) handOut(ctx context.Context, pc string, cmds []Command, at time.Time, inHand *atomic.Int64, wake chan struct{}) {
+	for _, cmd := range cmds {
+		inHand.Add(1)
+		f.claimed(pc, &cmd, at)
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			for next := &cmd; next != nil; {
+				next = f.answer(ctx, *next)
+				if next != nil {
+					f.claimed(pc, next, time.Now())
+				}
+			}
+			inHand.Add(-1)
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}()
+	}
+}
+
+func (f *Fleet) claimed(pc string, cmd *Command, at time.Time) {
+	cmd.PC = pc
+	f.Stats.Claimed.Add(1)
+	if f.opts.OnClaimed != nil {
+		f.opts.OnClaimed(*cmd, at)
 	}
 }
 
@@ -201,14 +242,15 @@ func (f *Fleet) decide(cmd Command) Outcome {
 	return Succeed
 }
 
-func (f *Fleet) answer(ctx context.Context, cmd Command) {
+// answer answers cmd after its latency and returns the next command the answer carries.
+func (f *Fleet) answer(ctx context.Context, cmd Command) *Command {
 	delay := f.opts.Latency
 	if f.opts.Jitter > 0 {
 		delay += rand.N(f.opts.Jitter)
 	}
 	select {
 	case <-ctx.Done():
-		return
+		return nil
 	case <-time.After(delay):
 	}
 	out := f.decide(cmd)
@@ -217,11 +259,11 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) {
 	}
 	if out == NoAnswer {
 		f.Stats.NoAnswer.Add(1)
-		return
+		return nil
 	}
 	if f.opts.Ack {
 		path := fmt.Sprintf("/agent/task-devices/%d/ack", cmd.ID)
-		if _, err := f.deliver(ctx, cmd.PC, path, fmt.Sprintf("ack-%d-%d", cmd.ID, cmd.Attempt), map[string]any{"attempt": cmd.Attempt}); err != nil && ctx.Err() == nil {
+		if _, err := f.deliver(ctx, cmd.PC, path, fmt.Sprintf("ack-%d-%d", cmd.ID, cmd.Attempt), map[string]any{"attempt": cmd.Attempt}, nil); err != nil && ctx.Err() == nil {
 			f.Stats.Errors.Add(1)
 			f.opts.Logf("agentsim: ack of %d: %v", cmd.ID, err)
 		}
@@ -233,7 +275,13 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) {
 	case Fatal:
 		body = map[string]any{"status": "failed", "error": "simulated fatal failure", "retryable": false, "attempt": cmd.Attempt}
 	}
-	code, err := f.deliver(ctx, cmd.PC, fmt.Sprintf("/agent/task-devices/%d/result", cmd.ID), fmt.Sprintf("result-%d-%d", cmd.ID, cmd.Attempt), body)
+	if !f.opts.Legacy {
+		body["claim_next"] = true
+	}
+	var answer struct {
+		Next *Command `json:"next"`
+	}
+	code, err := f.deliver(ctx, cmd.PC, fmt.Sprintf("/agent/task-devices/%d/result", cmd.ID), fmt.Sprintf("result-%d-%d", cmd.ID, cmd.Attempt), body, &answer)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -252,16 +300,21 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) {
 	if f.opts.OnAnswered != nil {
 		f.opts.OnAnswered(cmd, out, code, time.Now())
 	}
+	if code != http.StatusOK {
+		return nil
+	}
+	return answer.Next
 }
 
 // deliver posts an ack or a result until the API gives a definite answer (2xx, or a 4xx
 // other than 429), resending with capped backoff for up to DeliverFor while it cannot be
-// reached or answers 5xx/429. key identifies the delivery across resends.
-func (f *Fleet) deliver(ctx context.Context, pc, path, key string, body any) (int, error) {
+// reached or answers 5xx/429. key identifies the delivery across resends; a 2xx answer is
+// decoded into out.
+func (f *Fleet) deliver(ctx context.Context, pc, path, key string, body, out any) (int, error) {
 	deadline := time.Now().Add(f.opts.DeliverFor)
 	wait := f.opts.RetryBackoff
 	for {
-		code, retryAfter, err := f.send(ctx, pc, path, key, body, nil)
+		code, retryAfter, err := f.send(ctx, pc, path, key, body, out)
 		if ctx.Err() != nil || !worthResending(code, retryAfter) || time.Now().Add(wait).After(deadline) {
 			return code, err
 		}
@@ -282,11 +335,15 @@ func worthResending(code int, retryAfter bool) bool {
 	return code == 0 || code == http.StatusTooManyRequests || code >= 500 || (code == http.StatusConflict && retryAfter)
 }
 
-func (f *Fleet) claim(ctx context.Context, pc string) ([]Command, error) {
+func (f *Fleet) claim(ctx context.Context, pc string, max int) ([]Command, error) {
 	var page struct {
 		Items []Command `json:"items"`
 	}
-	code, err := f.post(ctx, pc, "/agent/pcs/"+pc+"/claim", map[string]any{"max": f.opts.Max}, &page)
+	body := map[string]any{"max": max}
+	if f.opts.Wait > 0 {
+		body["wait"] = f.opts.Wait.String()
+	}
+	code, err := f.post(ctx, pc, "/agent/pcs/"+pc+"/claim", body, &page)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package agentsim_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,6 +24,7 @@ type agentAPI struct {
 
 	mu             sync.Mutex
 	claims, posts  int
+	claimBodies    []map[string]any
 	keys           []string // Idempotency-Key of each result post, in order
 	bodies         []map[string]any
 	deliveredPaths []string
@@ -33,6 +35,9 @@ func (a *agentAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer a.mu.Unlock()
 	if strings.HasSuffix(r.URL.Path, "/claim") {
 		a.claims++
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		a.claimBodies = append(a.claimBodies, body)
 		status, items := a.claim(a.claims)
 		if status != http.StatusOK {
 			w.WriteHeader(status)
@@ -117,7 +122,7 @@ func TestResultIsResentUntilTheAPIAnswers(t *testing.T) {
 	require.Equal(t, []string{"result-7-2", "result-7-2", "result-7-2"}, api.keys, "one key across resends")
 	for i, b := range api.bodies {
 		require.True(t, strings.HasSuffix(api.deliveredPaths[i], "/agent/task-devices/7/result"), api.deliveredPaths[i])
-		require.Equal(t, map[string]any{"status": "succeeded", "attempt": float64(2)}, b)
+		require.Equal(t, map[string]any{"status": "succeeded", "attempt": float64(2), "claim_next": true}, b)
 	}
 	// The 503 is always resent by the agent; the dropped connection may already be retried
 	// by Go's transport, which replays a request carrying an Idempotency-Key.
@@ -192,4 +197,89 @@ func TestClaimRecoversAfterFailures(t *testing.T) {
 	api.mu.Lock()
 	defer api.mu.Unlock()
 	require.Equal(t, 1, api.posts)
+}
+
+// The protocol of docs/devices.md: a claim asks for the room the agent has and long-polls
+// (wait), and a result asks for the slot's next command (claim_next) and answers that one
+// too, without a claim of its own, until an answer carries none.
+func TestNextCommandsComeWithTheAnswers(t *testing.T) {
+	t.Parallel()
+	api := &agentAPI{
+		claim: claimOnce(agentsim.Command{ID: 1, TaskID: 1, Attempt: 1}),
+		result: func(w http.ResponseWriter, r *http.Request, n int) {
+			next := ""
+			if n < 3 {
+				next = fmt.Sprintf(`, "next": {"id": %d, "task_id": 1, "attempt": 1, "payload": {}}`, n+1)
+			}
+			_, _ = fmt.Fprintf(w, `{"id": %d%s}`, n, next)
+		},
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var claimed, answered []int64
+	third := make(chan struct{})
+	fleet := agentsim.Start(ctx, agentsim.Options{
+		BaseURL: srv.URL, PCs: []string{"pc"}, Max: 5, Wait: time.Second,
+		OnClaimed: func(c agentsim.Command, _ time.Time) { mu.Lock(); claimed = append(claimed, c.ID); mu.Unlock() },
+		OnAnswered: func(c agentsim.Command, _ agentsim.Outcome, code int, _ time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, http.StatusOK, code)
+			answered = append(answered, c.ID)
+			if c.ID == 3 {
+				close(third)
+			}
+		},
+	})
+	select {
+	case <-third:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the chain of next commands was not answered")
+	}
+	cancel()
+	fleet.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int64{1, 2, 3}, claimed, "the answers' next commands are handed out as claimed")
+	require.Equal(t, []int64{1, 2, 3}, answered)
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	require.Equal(t, map[string]any{"max": float64(5), "wait": "1s"}, api.claimBodies[0], "the first claim asks for all its room, long-polling")
+	for i, b := range api.bodies {
+		require.Equal(t, true, b["claim_next"], "result %d asks for the next command", i)
+	}
+	require.Equal(t, 3, api.posts, "three results, and no claim for the two next commands")
+}
+
+// An older agent (Legacy) sends the shapes of before the shortcuts: no wait, no
+// claim_next.
+func TestLegacyAgentSendsTheOldShapes(t *testing.T) {
+	t.Parallel()
+	api := &agentAPI{
+		claim:  claimOnce(agentsim.Command{ID: 4, Attempt: 1}),
+		result: func(w http.ResponseWriter, _ *http.Request, _ int) { _, _ = w.Write([]byte(`{}`)) },
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	answered := make(chan struct{}, 1)
+	fleet := agentsim.Start(ctx, agentsim.Options{
+		BaseURL: srv.URL, PCs: []string{"pc"}, Max: 3, Legacy: true,
+		OnAnswered: func(agentsim.Command, agentsim.Outcome, int, time.Time) { answered <- struct{}{} },
+	})
+	select {
+	case <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer")
+	}
+	cancel()
+	fleet.Wait()
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	require.Equal(t, map[string]any{"max": float64(3)}, api.claimBodies[0])
+	require.Equal(t, map[string]any{"status": "succeeded", "attempt": float64(1)}, api.bodies[0])
 }
