@@ -68,6 +68,7 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"TaskDevice":            api.TaskDeviceDTO{},
 		"TaskDeviceEvent":       api.TaskDeviceEventView{},
 		"AgentResultRequest":    api.ResultRequest{},
+		"AgentResult":           api.ResultView{},
 		"CreateTokenRequest":    api.TokenRequest{},
 		"Token":                 api.TokenView{},
 		"CreatedToken":          api.CreatedToken{},
@@ -90,6 +91,6 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 	}
 	sort.Strings(names)
 	require.Equal(t, jsonFields(reflect.TypeOf(api.TaskRequest{})), names)
-	require.Equal(t, []string{"max"}, jsonFields(reflect.TypeOf(api.ClaimRequest{})))
+	require.Equal(t, []string{"max", "wait"}, jsonFields(reflect.TypeOf(api.ClaimRequest{})))
 	require.Equal(t, []string{"attempt"}, jsonFields(reflect.TypeOf(api.AckRequest{})))
 }
