@@ -155,20 +155,12 @@ type Outcome struct {
 	pcMayBeIdle bool
 }
 
-// ReportResult records an agent's result in one transaction: the execution's new state,
+// ReportResult records an agent's result in one transaction (the general path; the common
+// success is group-committed by RecordSuccesses instead): the execution's new state,
 // its events, the device turning error on a final failure, the PC's freed slot refilled at
 // once, and the task's abort rule. A result for an attempt that is no longer in flight (it
 // timed out, was cancelled) is recorded as a LATE_RESULT event and returns ErrNotInFlight.
 func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, error) {
-	if r.Succeeded {
-		out, ok, err := s.succeedAndRefill(ctx, id, r.Attempt)
-		if err != nil {
-			return Outcome{}, err
-		}
-		if ok {
-			return out, s.afterCommit(ctx, &out)
-		}
-	}
 	var out Outcome
 	var late error
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
@@ -201,45 +193,6 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 		return out, late
 	}
 	return out, s.afterCommit(ctx, &out)
-}
-
-// succeedAndRefill is ReportResult's common case in one statement (SucceedAndRefill): a
-// success of the attempt in flight, of a task with neither target_count nor abort rule.
-// ok is false when that is not the case, or another transaction holds the execution's row
-// (the general path waits for it), and nothing changed.
-func (s *Store) succeedAndRefill(ctx context.Context, id int64, attempt *int32) (Outcome, bool, error) {
-	var want int32
-	if attempt != nil {
-		want = *attempt
-	}
-	row, err := s.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: id, Attempt: want})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Outcome{}, false, nil
-	}
-	if err != nil {
-		return Outcome{}, false, fmt.Errorf("succeed task_device %d: %w", id, mapErr(err))
-	}
-	slot := row.Slot
-	out := Outcome{
-		TaskDeviceID: row.ID, TaskID: row.TaskID, PCID: row.PcID, Status: domain.TDSucceeded, Attempt: row.Attempt,
-		View: &TaskDeviceView{
-			ID: row.ID, TaskID: row.TaskID, DeviceID: row.DeviceID, PcID: row.PcID, Slot: &slot,
-			Status: domain.TaskDeviceStatus(row.Status), Attempt: row.Attempt, MaxAttempts: row.MaxAttempts,
-			Error: row.Error, CreatedAt: row.CreatedAt, SentAt: row.SentAt, AckedAt: row.AckedAt,
-			CompletedAt: row.CompletedAt, TimeoutAt: row.TimeoutAt, DeviceSerial: row.DeviceSerial, PcName: row.PcName,
-		},
-	}
-	switch {
-	case row.Created != 0:
-		out.Refilled = []int64{row.Created}
-	case row.Picked != 0:
-		// A concurrent refill took the device this one picked: fill the slot afresh.
-		if out.Refilled, err = fillSlot(ctx, s.Q, row.PcID, row.Slot); err != nil {
-			return Outcome{}, false, err
-		}
-	}
-	out.pcMayBeIdle = len(out.Refilled) == 0
-	return out, true, nil
 }
 
 // TimeoutAttempt times out attempt of execution id if it is still in flight (a conditional

@@ -10,13 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
-	"github.com/tickgate/tickgate/store/dbgen"
 )
 
 // oneMinute are device settings whose timeout differs from the default.
@@ -604,9 +602,9 @@ func TestDevicesAResultDoesNotWaitForThePCLock(t *testing.T) {
 	require.Len(t, heldSlots(t, st, "pc1"), 2)
 }
 
-// The common success is one statement: the attempt succeeds and the slot it frees holds
-// the next execution, numbered the same, without a retry; a task with a target_count or an
-// abort rule is left to the general path.
+// The common success is one statement (RecordSuccesses): the attempt succeeds and the
+// slot it frees holds the next execution, numbered the same, without a retry; a task with
+// a target_count or an abort rule is left to the general path.
 func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
@@ -615,16 +613,20 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	activate(t, st, store.NewDevTask{})
 	cmds := claimed(t, st, "pc1", 1)
 	require.Len(t, cmds, 1)
-	row, err := st.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID, Attempt: cmds[0].Attempt})
+	ans, err := st.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], false)})
 	require.NoError(t, err)
-	require.NotZero(t, row.Created, "refilled by the statement itself (picked %d)", row.Picked)
-	require.Equal(t, map[int32]int64{1: row.Created}, heldSlots(t, st, "pc1"))
+	require.Equal(t, store.SuccessRecorded, ans[0].Verdict)
+	require.Len(t, ans[0].Outcome.Refilled, 1, "refilled by the statement itself")
+	created := ans[0].Outcome.Refilled[0]
+	require.Equal(t, map[int32]int64{1: created}, heldSlots(t, st, "pc1"))
 	require.Equal(t, []string{"CREATED#1", "SENT#1", "SUCCEEDED#1"}, eventTypes(t, st, cmds[0].ID))
-	require.Equal(t, []string{"CREATED#1"}, eventTypes(t, st, row.Created))
+	require.Equal(t, []string{"CREATED#1"}, eventTypes(t, st, created))
 
-	// Not in flight any more: no row, nothing changed.
-	_, err = st.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID})
-	require.ErrorIs(t, err, pgx.ErrNoRows)
+	// Not in flight any more: left to the general path, nothing changed.
+	ans, err = st.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], false)})
+	require.NoError(t, err)
+	require.Equal(t, store.SuccessUndecided, ans[0].Verdict)
+	require.Equal(t, []string{"CREATED#1", "SENT#1", "SUCCEEDED#1"}, eventTypes(t, st, cmds[0].ID))
 
 	// A task with a target_count goes through the general path (its quota needs the task lock).
 	st2 := testenv.Store(t)
@@ -632,15 +634,17 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	two := int32(2)
 	activate(t, st2, store.NewDevTask{TargetCount: &two})
 	cmds = claimed(t, st2, "pc2", 1)
-	_, err = st2.Q.SucceedAndRefill(ctx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID})
-	require.ErrorIs(t, err, pgx.ErrNoRows)
+	ans, err = st2.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], true)})
+	require.NoError(t, err)
+	require.Equal(t, store.SuccessUndecided, ans[0].Verdict)
+	require.Equal(t, domain.TDSent, executionStatus(t, st2, cmds[0].ID))
 	out, err := st2.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
 	require.Len(t, out.Refilled, 1)
 }
 
 // The one-statement success answers with the execution as it left it, the same view a
-// read afterwards gives; the general path leaves the answer to such a read.
+// read afterwards gives.
 func TestDevicesSuccessAnswersWithTheExecutionAsItLeftIt(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
@@ -649,23 +653,34 @@ func TestDevicesSuccessAnswersWithTheExecutionAsItLeftIt(t *testing.T) {
 	activate(t, st, store.NewDevTask{})
 	cmds := claimed(t, st, "pc1", 2)
 	require.Len(t, cmds, 2)
-	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true, Attempt: &cmds[0].Attempt})
+	ans, err := st.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], false)})
 	require.NoError(t, err)
-	require.NotNil(t, out.View)
+	require.NotNil(t, ans[0].Done)
 	read, err := st.GetTaskDevice(ctx, cmds[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, read, *out.View)
-	require.Equal(t, domain.TDSucceeded, out.View.Status)
-	require.NotNil(t, out.View.CompletedAt)
+	done := *ans[0].Done
+	require.Equal(t, inUTC(read), inUTC(done))
+	require.Equal(t, domain.TDSucceeded, done.Status)
+}
 
-	out, err = st.ReportResult(ctx, cmds[1].ID, store.Result{Succeeded: false, Error: "boom"})
-	require.NoError(t, err)
-	require.Nil(t, out.View, "a failure takes the general path")
+// inUTC is v with its times in UTC (a view read from JSON and one read from a row name the
+// same instants in different locations).
+func inUTC(v store.TaskDeviceView) store.TaskDeviceView {
+	utc := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		u := t.UTC()
+		return &u
+	}
+	v.CreatedAt = v.CreatedAt.UTC()
+	v.SentAt, v.AckedAt, v.CompletedAt, v.TimeoutAt = utc(v.SentAt), utc(v.AckedAt), utc(v.CompletedAt), utc(v.TimeoutAt)
+	return v
 }
 
 // The one-statement success never waits for its execution's row: while another
-// transaction holds it, the statement changes nothing and the general path (which waits,
-// then reads with a fresh snapshot) records the result.
+// transaction holds it, the statement changes nothing and leaves it to the general path
+// (which waits, then reads with a fresh snapshot).
 func TestDevicesSuccessOfAHeldExecutionTakesTheGeneralPath(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
@@ -679,8 +694,9 @@ func TestDevicesSuccessOfAHeldExecutionTakesTheGeneralPath(t *testing.T) {
 	require.NoError(t, err)
 	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err = st.Q.SucceedAndRefill(waitCtx, dbgen.SucceedAndRefillParams{ID: cmds[0].ID, Attempt: cmds[0].Attempt})
-	require.ErrorIs(t, err, pgx.ErrNoRows, "skipped, not waited for")
+	ans, err := st.RecordSuccesses(waitCtx, []store.SuccessReport{success(cmds[0], true)})
+	require.NoError(t, err, "skipped, not waited for")
+	require.Equal(t, store.SuccessUndecided, ans[0].Verdict)
 	require.NoError(t, tx.Rollback(ctx))
 
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})

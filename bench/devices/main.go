@@ -365,11 +365,7 @@ func sample(ctx context.Context, observer *pgxpool.Pool, withSlots bool) (slotSa
 	rows, err := observer.Query(ctx, `
 		WITH t AS (SELECT id FROM tasks WHERE status = 'running')
 		SELECT s.running, s.target,
-		       (SELECT count(*) FROM devices d
-		        WHERE d.pc_id = s.pc_id AND d.eligible
-		          AND EXISTS (SELECT 1 FROM t)
-		          AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN t ON x.task_id = t.id
-		                          WHERE x.device_id = d.id AND x.status <> 'CANCELLED')) AS unrun
+		       (SELECT count(*) FROM t CROSS JOIN LATERAL devices_unrun_by(t.id) d WHERE d.pc_id = s.pc_id) AS unrun
 		FROM pc_device_summary s`)
 	if err != nil {
 		return s, err

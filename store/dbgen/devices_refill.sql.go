@@ -87,9 +87,11 @@ type LockPCRow struct {
 	RunningTargetCount *int32
 }
 
-// Device dispatch (DESIGN.md §3): filling PCs' slots (D2), one task_device per free slot,
-// under the PC's lock. Eligible devices: devices.eligible; slot holders:
-// task_devices.holds_slot (generated columns, migrations/00006).
+// Device dispatch (docs/devices.md): filling PCs' slots (D2), one task_device per free
+// slot, under the PC's lock. Which devices a slot may get is devices_free_for
+// (migrations/00022_device_rules.sql), read by every statement that gives a task a device;
+// eligible devices are devices.eligible and slot holders task_devices.holds_slot
+// (generated columns, migrations/00007).
 // The per-PC lock every slot refill holds, so two refills never over-fill a PC (D2),
 // read with the running task (if any) in the same round trip. NO KEY UPDATE does not
 // block the foreign-key checks of task_devices inserts.
@@ -107,13 +109,9 @@ WITH task AS (
     SELECT s.pc_id, GREATEST(s.target - s.running, 0)::bigint AS n FROM pc_device_summary s
     WHERE s.pc_id = ANY ($1::bigint[])
 ), cand AS (
-    SELECT d.id AS device_id, d.pc_id, row_number() OVER (PARTITION BY d.pc_id ORDER BY d.id) AS rn
-    FROM devices d
-    WHERE d.eligible
-      AND EXISTS (SELECT 1 FROM task)
-      AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
-                      WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
-      AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
+    SELECT f.id AS device_id, f.pc_id, row_number() OVER (PARTITION BY f.pc_id ORDER BY f.id) AS rn
+    FROM pcs p CROSS JOIN task CROSS JOIN LATERAL devices_free_for(p.id, task.id) f
+    WHERE p.id = ANY ($1::bigint[])
 ), slots AS (
     SELECT p.id AS pc_id, s.n AS slot, row_number() OVER (PARTITION BY p.id ORDER BY s.n) AS rn
     FROM pcs p CROSS JOIN LATERAL generate_series(1, p.device_capacity) AS s (n)
@@ -144,8 +142,8 @@ SELECT ins.id FROM ins ORDER BY ins.id
 `
 
 // RefillPC for the given PCs in one statement (a task just became active): per PC at most
-// target - running new executions, each in a free numbered slot, on eligible devices the
-// task has not run on and that run nothing else. The caller holds those PCs' locks (and LockDevTask with a target_count).
+// target - running new executions, each in a free numbered slot, on the devices a slot may
+// get (devices_free_for). The caller holds those PCs' locks (and LockDevTask with a target_count).
 func (q *Queries) RefillAllPCs(ctx context.Context, pcIds []int64) ([]int64, error) {
 	rows, err := q.db.Query(ctx, refillAllPCs, pcIds)
 	if err != nil {
@@ -184,12 +182,8 @@ WITH task AS (
       AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.pc_id = p.id AND y.slot = s.n AND y.holds_slot)
 ), pick AS (
     SELECT c.id, row_number() OVER (ORDER BY c.id) AS rn
-    FROM (SELECT d.id FROM devices d
-          WHERE d.pc_id = $1::bigint AND d.eligible
-            AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
-                            WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
-            AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
-          ORDER BY d.id
+    FROM (SELECT f.id FROM task CROSS JOIN LATERAL devices_free_for($1::bigint, task.id) f
+          ORDER BY f.id
           LIMIT COALESCE((SELECT GREATEST(n, 0) FROM quota), 0)) c
 ), ins AS (
     INSERT INTO task_devices (task_id, device_id, pc_id, max_attempts, slot)
@@ -205,8 +199,7 @@ SELECT ins.id FROM ins ORDER BY ins.id
 `
 
 // D2: inserts at most target - running task_devices of the running task for this PC, one
-// per free slot and numbered with it, on eligible devices the task has not run on and that
-// run nothing else. The caller holds LockPC (and LockTask when the task has a target_count).
+// per free slot and numbered with it, on the devices a slot may get (devices_free_for). The caller holds LockPC (and LockTask when the task has a target_count).
 // A result refilling its own slot does not take LockPC: a device it took meanwhile is a
 // conflict this insert skips (the next refill fills that slot).
 func (q *Queries) RefillPC(ctx context.Context, pcID int64) ([]int64, error) {
@@ -239,11 +232,8 @@ WITH task AS (
     FROM task
 ), pick AS (
     SELECT d.id FROM devices d
-    WHERE d.pc_id = $1::bigint AND d.eligible
+    WHERE d.id IN (SELECT f.id FROM task CROSS JOIN LATERAL devices_free_for($1::bigint, task.id) f)
       AND COALESCE((SELECT n FROM quota), 0) > 0
-      AND NOT EXISTS (SELECT 1 FROM task_devices x JOIN task ON x.task_id = task.id
-                      WHERE x.device_id = d.id AND x.status <> 'CANCELLED')
-      AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
     ORDER BY d.id
     LIMIT 1
     FOR NO KEY UPDATE OF d SKIP LOCKED
@@ -270,8 +260,7 @@ type RefillSlotRow struct {
 }
 
 // D2 on the result path: the slot a result just freed (in this transaction) gets the next
-// execution of the running task, on an eligible device of the PC that the task has not run
-// on and that runs nothing else. No PC lock: the slot's number and the device are each
+// execution of the running task, on a device of the PC a slot may get (devices_free_for). No PC lock: the slot's number and the device are each
 // unique among slot holders, so results freeing different slots of one PC commit in
 // parallel. The device is locked (SKIP LOCKED: another slot's refill is taking it);
 // picked without created means a concurrent refill took that device first, and the caller

@@ -56,10 +56,5 @@ SELECT count(*) FILTER (WHERE td.holds_slot)::bigint                AS active,
        count(*) FILTER (WHERE td.status = 'FAILED_FINAL')::bigint  AS failed,
        count(*) FILTER (WHERE td.status = 'CANCELLED')::bigint     AS cancelled,
        count(*) FILTER (WHERE td.status <> 'CANCELLED')::bigint    AS created,
-       EXISTS (
-           SELECT 1 FROM devices d
-           WHERE d.eligible
-             AND NOT EXISTS (SELECT 1 FROM task_devices x
-                             WHERE x.task_id = @task_id AND x.device_id = d.id AND x.status <> 'CANCELLED')
-       )::boolean AS has_unrun
+       EXISTS (SELECT 1 FROM devices_unrun_by(@task_id::bigint))::boolean AS has_unrun
 FROM task_devices td WHERE td.task_id = @task_id;
