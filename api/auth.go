@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -107,7 +108,7 @@ var RoutePermissions = map[string]Permission{
 // Principal is the authenticated caller.
 type Principal struct {
 	TokenID int64
-	Role    string
+	Role    domain.TokenRole
 	PC      string // agent tokens only
 }
 
@@ -120,7 +121,7 @@ func PrincipalOf(c echo.Context) *Principal {
 }
 
 // roleGrants says which plain permissions a role has; agent permissions are checked apart.
-func roleGrants(role string, p Permission) bool {
+func roleGrants(role domain.TokenRole, p Permission) bool {
 	switch role {
 	case store.RoleAdmin:
 		return true
@@ -283,20 +284,20 @@ func (s *Server) registerTokens(g *echo.Group) {
 
 // TokenRequest is the body of POST /tokens.
 type TokenRequest struct {
-	Role string `json:"role"`
-	PC   string `json:"pc,omitempty"`
-	Note string `json:"note,omitempty"`
+	Role domain.TokenRole `json:"role"`
+	PC   string           `json:"pc,omitempty"`
+	Note string           `json:"note,omitempty"`
 }
 
 // TokenView is a token as listed: never the token itself.
 type TokenView struct {
-	ID        int64      `json:"id"`
-	Role      string     `json:"role"`
-	PC        string     `json:"pc,omitempty"`
-	Note      string     `json:"note,omitempty"`
-	Prefix    string     `json:"prefix"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	ID        int64            `json:"id"`
+	Role      domain.TokenRole `json:"role"`
+	PC        string           `json:"pc,omitempty"`
+	Note      string           `json:"note,omitempty"`
+	Prefix    string           `json:"prefix"`
+	CreatedAt time.Time        `json:"created_at"`
+	RevokedAt *time.Time       `json:"revoked_at,omitempty"`
 }
 
 // CreatedToken is the answer to POST /tokens: the only time the token is shown.
@@ -335,7 +336,7 @@ func (s *Server) createToken(c echo.Context) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	if !store.ValidRole(req.Role) {
+	if !req.Role.Valid() {
 		return BadRequest("role", "must be admin, operator, viewer or agent, got %q", req.Role)
 	}
 	if req.Role == store.RoleAgent && !pcNameOK(req.PC) {

@@ -194,9 +194,9 @@ func TestAgentOnlyItsOwnPC(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO tasks (payload) VALUES ('{}') RETURNING id`).Scan(&taskID))
 	for pc, dst := range map[string]*int64{"pc-a": &tdA, "pc-b": &tdB} {
 		var pcID, devID int64
-		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO pcs (name) VALUES ($1) RETURNING id`, pc).Scan(&pcID))
+		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO pcs (name, device_capacity) VALUES ($1, 1) RETURNING id`, pc).Scan(&pcID))
 		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO devices (pc_id, serial) VALUES ($1, $2) RETURNING id`, pcID, pc+"-dev").Scan(&devID))
-		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO task_devices (task_id, device_id, pc_id, slot) VALUES ($1, $2, $3, 1) RETURNING id`,
+		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO task_devices (task_id, device_id, pc_id, slot, max_attempts) VALUES ($1, $2, $3, 1, 3) RETURNING id`,
 			taskID, devID, pcID).Scan(dst))
 	}
 	agentA := a.stack.NewToken(t, store.RoleAgent, "pc-a")

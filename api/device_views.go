@@ -52,12 +52,14 @@ type DevTaskView struct {
 	Abort       *AbortRule              `json:"abort"`
 	Status      domain.DeviceTaskStatus `json:"status"`
 	Error       string                  `json:"error"`
-	MaxAttempts int32                   `json:"max_attempts"`
-	CreatedAt   time.Time               `json:"created_at"`
-	StartedAt   *time.Time              `json:"started_at"`
-	FinishedAt  *time.Time              `json:"finished_at"`
-	Counts      *DevTaskCounts          `json:"counts,omitempty"`
-	Devices     []TaskDeviceDTO         `json:"devices,omitempty"`
+	// MaxAttempts is the attempt limit the task took when it became active (the
+	// configuration then in force); null until then.
+	MaxAttempts *int32          `json:"max_attempts"`
+	CreatedAt   time.Time       `json:"created_at"`
+	StartedAt   *time.Time      `json:"started_at"`
+	FinishedAt  *time.Time      `json:"finished_at"`
+	Counts      *DevTaskCounts  `json:"counts,omitempty"`
+	Devices     []TaskDeviceDTO `json:"devices,omitempty"`
 }
 
 // DevTaskCounts are a task's executions by state.
@@ -90,12 +92,12 @@ type TaskDeviceDTO struct {
 
 // TaskDeviceEventView is one attempt event.
 type TaskDeviceEventView struct {
-	ID           int64     `json:"id"`
-	TaskDeviceID int64     `json:"task_device_id"`
-	Attempt      int32     `json:"attempt"`
-	Type         string    `json:"type"`
-	Detail       string    `json:"detail"`
-	CreatedAt    time.Time `json:"created_at"`
+	ID           int64                      `json:"id"`
+	TaskDeviceID int64                      `json:"task_device_id"`
+	Attempt      int32                      `json:"attempt"`
+	Type         domain.TaskDeviceEventType `json:"type"`
+	Detail       string                     `json:"detail"`
+	CreatedAt    time.Time                  `json:"created_at"`
 }
 
 func devUTC(t *time.Time) *time.Time {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/cli"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
@@ -36,7 +37,7 @@ func run(t *testing.T, st *teststack.Stack, token string, args ...string) result
 		}
 		return ""
 	}, CreateTokenInDB: func(ctx context.Context, _ string, role, pc, note string) (int64, string, error) {
-		row, tok, err := st.Store.CreateToken(ctx, store.NewToken{Role: role, PC: pc, Note: note})
+		row, tok, err := st.Store.CreateToken(ctx, store.NewToken{Role: domain.TokenRole(role), PC: pc, Note: note})
 		return row.ID, tok, err
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

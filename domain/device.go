@@ -19,11 +19,23 @@ func TDFinal(s TaskDeviceStatus) bool {
 	return s == TDSucceeded || s == TDFailedFinal || s == TDCancelled
 }
 
-// Execution event types (task_device_events.type) beyond the statuses above.
+// TaskDeviceEventType is the type of one attempt event (task_device_events.type).
+type TaskDeviceEventType string
+
+// Execution event types: one per status an attempt enters, and FAILED, TIMEOUT (an attempt
+// that failed or timed out, before its retry or final failure) and LATE_RESULT (a result
+// for an attempt no longer in flight).
 const (
-	EvFailed     = "FAILED"
-	EvTimeout    = "TIMEOUT"
-	EvLateResult = "LATE_RESULT"
+	EvCreated        TaskDeviceEventType = "CREATED"
+	EvSent           TaskDeviceEventType = "SENT"
+	EvAcked          TaskDeviceEventType = "ACKED"
+	EvSucceeded      TaskDeviceEventType = "SUCCEEDED"
+	EvFailed         TaskDeviceEventType = "FAILED"
+	EvTimeout        TaskDeviceEventType = "TIMEOUT"
+	EvRetryScheduled TaskDeviceEventType = "RETRY_SCHEDULED"
+	EvFailedFinal    TaskDeviceEventType = "FAILED_FINAL"
+	EvCancelled      TaskDeviceEventType = "CANCELLED"
+	EvLateResult     TaskDeviceEventType = "LATE_RESULT"
 )
 
 // DeviceStatus is a device's status (devices.status).

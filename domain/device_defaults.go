@@ -2,9 +2,10 @@ package domain
 
 import "time"
 
-// Device dispatch defaults (DESIGN.md §3, D2 and D3), defined once: the configuration,
-// the API and the engine read them from here, and a store test pins the SQL column
-// defaults of migrations/00003_devices.sql to them.
+// Device dispatch defaults (docs/devices.md, D2 and D3), defined once: the configuration,
+// the API and the engine read them from here. No SQL column carries a copy
+// (migrations/00024_device_settings_from_config.sql; a store test checks it): a task takes
+// the configured values when it becomes active.
 const (
 	// DefaultDeviceTimeout is how long after SENT an attempt may run before it times out
 	// (TICKGATE_DEVICE_TIMEOUT unset).

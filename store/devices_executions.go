@@ -119,7 +119,7 @@ func (s *Store) Ack(ctx context.Context, id int64, attempt *int32) (TaskDevice, 
 			return fmt.Errorf("ack task_device %d: %w", id, mapErr(err))
 		}
 		td.Status = domain.TDAcked
-		return event(ctx, q, id, td.Attempt, domain.TDAcked, "")
+		return event(ctx, q, id, td.Attempt, domain.EvAcked, "")
 	})
 	return td, err
 }
@@ -223,13 +223,13 @@ func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Ou
 }
 
 // finishAttempt applies the outcome of the in-flight attempt of td (locked by the caller).
-func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed bool, errText string, retryable bool, failEvent string) (Outcome, error) {
+func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed bool, errText string, retryable bool, failEvent domain.TaskDeviceEventType) (Outcome, error) {
 	out := Outcome{TaskDeviceID: td.ID, TaskID: td.TaskID, PCID: td.PcID, Attempt: td.Attempt}
 	if !failed {
 		if err := q.SucceedTaskDevice(ctx, td.ID); err != nil {
 			return out, fmt.Errorf("succeed task_device %d: %w", td.ID, mapErr(err))
 		}
-		if err := event(ctx, q, td.ID, td.Attempt, domain.TDSucceeded, ""); err != nil {
+		if err := event(ctx, q, td.ID, td.Attempt, domain.EvSucceeded, ""); err != nil {
 			return out, err
 		}
 		out.Status = domain.TDSucceeded
@@ -243,7 +243,7 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 			}
 			out.Status, out.Attempt = domain.TDRetryScheduled, td.Attempt+1
 			// The slot stays held: the next attempt runs on the same device.
-			return out, event(ctx, q, td.ID, td.Attempt+1, domain.TDRetryScheduled, errText)
+			return out, event(ctx, q, td.ID, td.Attempt+1, domain.EvRetryScheduled, errText)
 		}
 		// D3: the device leaves the eligible set until an operator resets it. Its row is
 		// taken before the execution gives up the device: a refill holding the device's
@@ -262,7 +262,7 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		if !retryable {
 			detail = "not retryable: " + errText
 		}
-		if err := event(ctx, q, td.ID, td.Attempt, domain.TDFailedFinal, detail); err != nil {
+		if err := event(ctx, q, td.ID, td.Attempt, domain.EvFailedFinal, detail); err != nil {
 			return out, err
 		}
 		out.Status = domain.TDFailedFinal
@@ -315,8 +315,8 @@ func (s *Store) afterCommit(ctx context.Context, out *Outcome) error {
 	return nil
 }
 
-func event[T ~string](ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ T, detail string) error {
-	if err := q.InsertTaskDeviceEvent(ctx, dbgen.InsertTaskDeviceEventParams{TaskDeviceID: id, Attempt: attempt, Type: string(typ), Detail: detail}); err != nil {
+func event(ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ domain.TaskDeviceEventType, detail string) error {
+	if err := q.InsertTaskDeviceEvent(ctx, dbgen.InsertTaskDeviceEventParams{TaskDeviceID: id, Attempt: attempt, Type: typ, Detail: detail}); err != nil {
 		return fmt.Errorf("record %s event of task_device %d: %w", typ, id, mapErr(err))
 	}
 	return nil
@@ -352,10 +352,15 @@ type SlotCheck struct {
 }
 
 // CheckSlot is a slot timer's wake-up: it times out the attempt in flight in slot n of
-// pcName if its deadline has passed (by the database's clock, which set it) (TimeoutAttempt: a result racing it has exactly one
-// winner), and reports the deadline of whatever is in flight there afterwards — a retry
-// of the same execution, or the next execution once it is claimed. ErrNotFound: the PC
-// is gone.
+// pcName if its deadline is not after asOf (TimeoutAttempt: a result racing it has exactly
+// one winner), and reports the deadline of whatever is in flight there afterwards — a
+// retry of the same execution, or the next execution once it is claimed. ErrNotFound: the
+// PC is gone.
+//
+// asOf is the slot workflow's clock when its timer fired, not the database's: the timer
+// runs on that clock, so a wake-up at a deadline always finds that deadline passed, and a
+// clock skew between Temporal and PostgreSQL moves a timeout by the skew instead of making
+// the timer wake again and again until the database's clock catches up.
 func (s *Store) CheckSlot(ctx context.Context, pcName string, n int32, asOf time.Time) (SlotCheck, error) {
 	var res SlotCheck
 	for range 2 {

@@ -557,8 +557,8 @@ func TestDevicesSlotsAreNumberedAndAResultRefillsItsOwn(t *testing.T) {
 
 	// Two executions in one slot are refused by the table itself.
 	_, err = st.Pool.Exec(ctx, `
-		INSERT INTO task_devices (task_id, device_id, pc_id, slot)
-		SELECT td.task_id, d.id, td.pc_id, 1 FROM task_devices td, devices d
+		INSERT INTO task_devices (task_id, device_id, pc_id, slot, max_attempts)
+		SELECT td.task_id, d.id, td.pc_id, 1, td.max_attempts FROM task_devices td, devices d
 		WHERE td.id = $1 AND d.serial = 'pc1-d04'`, after[1])
 	require.ErrorContains(t, err, "task_devices_pc_slot")
 }

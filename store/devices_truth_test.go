@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -94,31 +93,28 @@ func requireCheckViolation(t *testing.T, err error, table string) {
 	require.Equal(t, table, pgErr.TableName)
 }
 
-// TestDevicesColumnDefaultsAreTheDomainDefaults pins the SQL column defaults a row can
-// still take (a PC inserted without a capacity, a pending task's attempt limit and
-// timeout before activation) to the Go constants, so the two cannot drift.
-func TestDevicesColumnDefaultsAreTheDomainDefaults(t *testing.T) {
+// TestDevicesSettingsHaveNoSQLDefault: a device setting's default is written once, in
+// domain/device_defaults.go. No column carries a copy: a pending task has no attempt limit
+// or timeout until it becomes active and takes the configuration's, and a PC or an
+// execution is always given its capacity or attempt limit by the code.
+func TestDevicesSettingsHaveNoSQLDefault(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	want := map[string]string{
-		"pcs.device_capacity":       strconv.Itoa(domain.DefaultDeviceCapacity),
-		"tasks.max_attempts":        strconv.Itoa(domain.DefaultDeviceMaxAttempts),
-		"tasks.device_timeout_ms":   strconv.FormatInt(domain.DefaultDeviceTimeout.Milliseconds(), 10),
-		"task_devices.max_attempts": strconv.Itoa(domain.DefaultDeviceMaxAttempts),
-	}
-	for col, def := range want {
-		var table, column string
-		for i := range col {
-			if col[i] == '.' {
-				table, column = col[:i], col[i+1:]
-			}
-		}
-		var got string
+	for _, col := range [][2]string{
+		{"pcs", "device_capacity"}, {"tasks", "max_attempts"}, {"tasks", "device_timeout_ms"}, {"task_devices", "max_attempts"},
+	} {
+		var def *string
 		require.NoError(t, st.Pool.QueryRow(ctx, `SELECT column_default FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`, table, column).Scan(&got))
-		require.Equal(t, def, got, "default of %s", col)
+			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`, col[0], col[1]).Scan(&def))
+		require.Nil(t, def, "%s.%s has a default of its own", col[0], col[1])
 	}
+	task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	require.NoError(t, err)
+	require.Nil(t, task.MaxAttempts, "a pending task has no attempt limit yet")
+	require.Nil(t, task.DeviceTimeoutMs)
+	_, err = st.Pool.Exec(ctx, `UPDATE tasks SET max_attempts = 3 WHERE id = $1`, task.ID)
+	requireCheckViolation(t, err, "tasks")
 }
 
 // TestDevicesAdvanceTakesTheSettingsItIsGiven: the task activated after another ended takes
@@ -138,8 +134,8 @@ func TestDevicesAdvanceTakesTheSettingsItIsGiven(t *testing.T) {
 	require.Equal(t, []int64{t2.ID}, adv.Activated)
 	got, err := st.GetDevTask(ctx, t2.ID)
 	require.NoError(t, err)
-	require.Equal(t, int32(5), got.MaxAttempts)
-	require.Equal(t, (5 * time.Minute).Milliseconds(), got.DeviceTimeoutMs)
+	require.Equal(t, int32(5), *got.MaxAttempts)
+	require.Equal(t, (5 * time.Minute).Milliseconds(), *got.DeviceTimeoutMs)
 
 	_, err = st.Advance(ctx, store.DeviceSettings{})
 	require.ErrorContains(t, err, "max attempts")
@@ -178,8 +174,8 @@ func TestTaskAdvancer(t *testing.T) {
 	got, err := st.GetDevTask(ctx, t1.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.DevTaskRunning, got.Status, "Close drained the queued request")
-	require.Equal(t, int32(4), got.MaxAttempts)
-	require.Equal(t, (7 * time.Minute).Milliseconds(), got.DeviceTimeoutMs)
+	require.Equal(t, int32(4), *got.MaxAttempts)
+	require.Equal(t, (7 * time.Minute).Milliseconds(), *got.DeviceTimeoutMs)
 	require.Equal(t, 1, notifications())
 	adv.AdvanceSoon("after Close: ignored, not a panic")
 	require.Equal(t, 1, notifications())

@@ -11,31 +11,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
 // Token is an api_tokens row (its hash, never the token itself).
 type Token = dbgen.ApiToken
 
-// Token roles.
+// Token roles (domain.TokenRole), named here too for the store's callers.
 const (
-	RoleAdmin    = "admin"
-	RoleOperator = "operator"
-	RoleViewer   = "viewer"
-	RoleAgent    = "agent"
+	RoleAdmin    = domain.RoleAdmin
+	RoleOperator = domain.RoleOperator
+	RoleViewer   = domain.RoleViewer
+	RoleAgent    = domain.RoleAgent
 )
 
 // TokenPrefix starts every API token, so a leaked one is easy to recognise (and to scan for).
 const TokenPrefix = "tg_"
-
-// ValidRole reports whether role is one of the four token roles.
-func ValidRole(role string) bool {
-	switch role {
-	case RoleAdmin, RoleOperator, RoleViewer, RoleAgent:
-		return true
-	}
-	return false
-}
 
 // HashToken is what the database keeps of a token.
 func HashToken(token string) []byte {
@@ -53,7 +45,7 @@ func validTokenShape(token string) bool {
 
 // NewToken is what CreateToken needs; PC is required for (and only for) the agent role.
 type NewToken struct {
-	Role string
+	Role domain.TokenRole
 	PC   string
 	Note string
 }
@@ -61,7 +53,7 @@ type NewToken struct {
 // CreateToken makes a random token, stores its hash and returns the row and the token,
 // which is never stored and cannot be read back.
 func (s *Store) CreateToken(ctx context.Context, n NewToken) (Token, string, error) {
-	if !ValidRole(n.Role) {
+	if !n.Role.Valid() {
 		return Token{}, "", fmt.Errorf("create token: unknown role %q (admin, operator, viewer, agent)", n.Role)
 	}
 	if (n.Role == RoleAgent) != (n.PC != "") {

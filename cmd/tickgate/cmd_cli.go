@@ -10,6 +10,7 @@ import (
 
 	"github.com/tickgate/tickgate/cli"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -66,7 +67,7 @@ func createTokenInDB(ctx context.Context, databaseURL, role, pc, note string) (i
 		return 0, "", err
 	}
 	defer st.Close()
-	row, token, err := st.CreateToken(ctx, store.NewToken{Role: role, PC: pc, Note: note})
+	row, token, err := st.CreateToken(ctx, store.NewToken{Role: domain.TokenRole(role), PC: pc, Note: note})
 	if err != nil {
 		return 0, "", err
 	}

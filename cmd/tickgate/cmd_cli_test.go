@@ -54,7 +54,7 @@ func TestCreateTokenInDB(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := testenv.DatabaseURL(t)
-	id, token, err := createTokenInDB(ctx, dbURL, store.RoleAgent, "pc-1", "bootstrap")
+	id, token, err := createTokenInDB(ctx, dbURL, string(store.RoleAgent), "pc-1", "bootstrap")
 	require.NoError(t, err)
 	require.Positive(t, id)
 	st, err := store.Open(ctx, dbURL)

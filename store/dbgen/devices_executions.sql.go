@@ -249,7 +249,7 @@ VALUES ($1, $2, $3, $4)
 type InsertTaskDeviceEventParams struct {
 	TaskDeviceID int64
 	Attempt      int32
-	Type         string
+	Type         domain.TaskDeviceEventType
 	Detail       string
 }
 

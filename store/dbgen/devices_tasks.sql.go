@@ -15,7 +15,7 @@ import (
 
 const activateNextDevTask = `-- name: ActivateNextDevTask :one
 UPDATE tasks
-SET status = 'running', started_at = now(), max_attempts = $1, device_timeout_ms = $2
+SET status = 'running', started_at = now(), max_attempts = $1::integer, device_timeout_ms = $2::bigint
 WHERE id = (SELECT p.id FROM tasks p WHERE p.status = 'pending' ORDER BY p.id LIMIT 1)
 RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at
 `

@@ -14,7 +14,7 @@ import (
 
 type ApiToken struct {
 	ID        int64
-	Role      string
+	Role      domain.TokenRole
 	Pc        *string
 	Note      string
 	TokenHash []byte
@@ -154,8 +154,8 @@ type Task struct {
 	AbortFailedPercent pgtype.Float8
 	Status             domain.DeviceTaskStatus
 	Error              string
-	MaxAttempts        int32
-	DeviceTimeoutMs    int64
+	MaxAttempts        *int32
+	DeviceTimeoutMs    *int64
 	CreatedAt          time.Time
 	StartedAt          *time.Time
 	FinishedAt         *time.Time
@@ -183,7 +183,7 @@ type TaskDeviceEvent struct {
 	ID           int64
 	TaskDeviceID int64
 	Attempt      int32
-	Type         string
+	Type         domain.TaskDeviceEventType
 	Detail       string
 	CreatedAt    time.Time
 }

@@ -8,6 +8,8 @@ package dbgen
 import (
 	"context"
 	"time"
+
+	"github.com/tickgate/tickgate/domain"
 )
 
 const claimIdempotencyKey = `-- name: ClaimIdempotencyKey :one
@@ -139,7 +141,7 @@ RETURNING id, role, pc, note, token_hash, prefix, created_at, revoked_at
 `
 
 type InsertTokenParams struct {
-	Role      string
+	Role      domain.TokenRole
 	Pc        *string
 	Note      string
 	TokenHash []byte

@@ -29,7 +29,7 @@ SELECT pg_advisory_xact_lock(7400000003);
 -- name: ActivateNextDevTask :one
 -- D1: the oldest pending task becomes the running one (the unique index backs it up).
 UPDATE tasks
-SET status = 'running', started_at = now(), max_attempts = @max_attempts, device_timeout_ms = @device_timeout_ms
+SET status = 'running', started_at = now(), max_attempts = @max_attempts::integer, device_timeout_ms = @device_timeout_ms::bigint
 WHERE id = (SELECT p.id FROM tasks p WHERE p.status = 'pending' ORDER BY p.id LIMIT 1)
 RETURNING *;
 

@@ -103,7 +103,7 @@ func Start(t *testing.T, opts Options) *Stack {
 }
 
 // NewToken creates an API token of role (pc names an agent's PC) straight in the database.
-func (s *Stack) NewToken(t testing.TB, role, pc string) string {
+func (s *Stack) NewToken(t testing.TB, role domain.TokenRole, pc string) string {
 	t.Helper()
 	_, token, err := s.Store.CreateToken(context.Background(), store.NewToken{Role: role, PC: pc, Note: "teststack"})
 	require.NoError(t, err)
