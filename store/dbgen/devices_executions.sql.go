@@ -86,7 +86,7 @@ WITH pc AS (
 ), upd AS (
     UPDATE task_devices td
     SET status = 'SENT', sent_at = now(), acked_at = NULL,
-        timeout_at = now() + t.device_timeout_ms * interval '1 millisecond'
+        timeout_at = attempt_deadline(now(), t.device_timeout_ms)
     FROM pick, tasks t
     WHERE td.id = pick.id AND t.id = td.task_id
     RETURNING td.id, td.task_id, td.device_id, td.slot, td.attempt, td.max_attempts, td.sent_at, td.timeout_at

@@ -113,7 +113,7 @@ WITH req AS (
     SELECT placed.task_id, placed.device_id, placed.pc_id, placed.max_attempts, placed.slot,
            CASE WHEN placed.claim_next THEN 'SENT' ELSE 'CREATED' END,
            CASE WHEN placed.claim_next THEN placed.at END,
-           CASE WHEN placed.claim_next THEN placed.at + placed.device_timeout_ms * interval '1 millisecond' END
+           CASE WHEN placed.claim_next THEN attempt_deadline(placed.at, placed.device_timeout_ms) END
     FROM placed
     ORDER BY placed.device_id
     ON CONFLICT DO NOTHING
