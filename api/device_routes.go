@@ -9,7 +9,7 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// registerDevices mounts /pcs, /devices, /tasks, /task-devices and /agent (DESIGN.md §3):
+// registerDevices mounts /pcs, /devices, /tasks, /task-devices and /agent (docs/devices.md):
 // one file per resource beside this one.
 func (s *Server) registerDevices(g *echo.Group) {
 	s.slotSignals = make(chan struct{}, maxSlotSignals)
