@@ -52,7 +52,7 @@ type Listener struct {
 	// token change heard. A token read from the database under an older epoch is not kept.
 	epoch  uint64
 	tokens map[[32]byte]cachedToken
-	acks   []string                         // token changes applied, to acknowledge
+	acks   []string                      // token changes applied, to acknowledge
 	heard  map[int64][]*TokenChangeWatch // token id → the revocations waiting for its acks
 	// Claim wakeups: seq numbers every claimable notification (and reconnection), pcSeq
 	// the last one per PC, resetSeq the last reconnection (notifications may be lost).

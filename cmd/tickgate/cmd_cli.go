@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tickgate/tickgate/cli"
-	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/store"
 )
 
