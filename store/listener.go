@@ -273,11 +273,11 @@ func (l *Listener) wakeAll() {
 	}
 }
 
-// fresh reports the cache's epoch and whether it may answer now (the freshness rule).
-func (l *Listener) fresh() (uint64, bool) {
+// Fresh reports whether the token cache may answer now (the freshness rule).
+func (l *Listener) Fresh() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.epoch, l.connected && time.Since(l.freshAt) < l.freshFor
+	return l.connected && time.Since(l.freshAt) < l.freshFor
 }
 
 // Authenticate is Store.Authenticate answered from this process's cache when the cache is
