@@ -191,7 +191,8 @@ func TestAgentOnlyItsOwnPC(t *testing.T) {
 	ctx := context.Background()
 	pool := a.stack.Store.Pool
 	var taskID, tdA, tdB int64
-	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO tasks (payload) VALUES ('{}') RETURNING id`).Scan(&taskID))
+	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO tasks (payload, status, started_at, max_attempts, device_timeout_ms)
+		VALUES ('{}', 'running', now(), 3, 60000) RETURNING id`).Scan(&taskID))
 	for pc, dst := range map[string]*int64{"pc-a": &tdA, "pc-b": &tdB} {
 		var pcID, devID int64
 		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO pcs (name, device_capacity) VALUES ($1, 1) RETURNING id`, pc).Scan(&pcID))

@@ -420,6 +420,10 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 			}
 		}()
 	}
+	// Two agents per PC: one reports every result through the general path; the other
+	// reports its successes to the group commit, going on with the next execution each
+	// answer hands it.
+	batcher := st.NewResultBatcher(store.ResultBatcherOptions{})
 	for _, pc := range pcs {
 		for agent := 0; agent < 2; agent++ {
 			run(func() error {
@@ -428,9 +432,23 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 					return err
 				}
 				for i, c := range cmds {
-					r := store.Result{Succeeded: i%3 != 0, Error: "flaky", Attempt: &c.Attempt}
-					if _, err := st.ReportResult(ctx, c.ID, r); err != nil && !errors.Is(err, store.ErrNotInFlight) {
-						return err
+					for next := &c; next != nil; {
+						cur := *next
+						next = nil
+						if agent == 1 && i%3 != 0 {
+							ans, err := batcher.Report(ctx, store.SuccessReport{ID: cur.ID, Attempt: &cur.Attempt, ClaimNext: true})
+							if err != nil {
+								return err
+							}
+							if ans.Verdict == store.SuccessRecorded {
+								next = ans.Next
+								continue
+							}
+						}
+						r := store.Result{Succeeded: i%3 != 0, Error: "flaky", Attempt: &cur.Attempt}
+						if _, err := st.ReportResult(ctx, cur.ID, r); err != nil && !errors.Is(err, store.ErrNotInFlight) {
+							return err
+						}
 					}
 				}
 				return nil
