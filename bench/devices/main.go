@@ -2,10 +2,13 @@
 // devices (capacity 20), simulated agents (one per PC, up to 20 device answerers each: 1,000
 // answering at once) answering after 50 ms, 8 tasks × 1,250 devices = 10,000 device
 // executions, end to end through the HTTP API, one worker and Temporal with make dev's
-// settings. It measures, at the agents, a result from its request to its answer and a refill
-// from the freed slot's result request to the claim that hands out the slot's next execution;
-// executions per second; and utilisation both as slot time and as sampled running ÷ target.
-// It prints a Markdown table and ends with a `RESULT …` line.
+// settings. The agents speak the documented protocol (docs/devices.md): long-poll claims,
+// and results that ask for the slot's next execution. It measures, at the agents, a result
+// from its request to its answer and a refill from the freed slot's result request to the
+// answer that hands out the slot's next execution (that result's own answer, or a claim);
+// executions per second; utilisation both as slot time and as sampled running ÷ target;
+// and, with pg_stat_statements, the statements sent per execution. It prints Markdown
+// tables and ends with a `RESULT …` line.
 package main
 
 import (
@@ -302,7 +305,7 @@ func run(ctx context.Context) (string, error) {
 		{"wall time", elapsed.Round(time.Millisecond).String()},
 		{"executions per second", fmt.Sprintf("%.1f", eps)},
 		{"result p50 / p99 (agent side: the result request sent → its answer received, resends included)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(pct(result, 50)), ms(pct(result, 99)), len(result))},
-		{"refill end to end p50 / p99 (agent side: the freed slot's result request sent → the claim answer holding the slot's next execution; an upper bound of claimable by at most one claim round trip)", fmt.Sprintf("%.1f ms / %.1f ms (%d refills; %d freed slots had no later execution of their task on that PC)", ms(pct(refill, 50)), ms(pct(refill, 99)), len(refill), unpaired)},
+		{"refill end to end p50 / p99 (agent side: the freed slot's result request sent → the answer handing out the slot's next execution: that result's own answer, or a claim's)", fmt.Sprintf("%.1f ms / %.1f ms (%d refills; %d freed slots had no later execution of their task on that PC)", ms(pct(refill, 50)), ms(pct(refill, 99)), len(refill), unpaired)},
 		{"claim round trip p50 / p99 (agent side)", fmt.Sprintf("%.1f ms / %.1f ms (%d claims)", ms(pct(claimRTT, 50)), ms(pct(claimRTT, 99)), len(claimRTT))},
 		{"result request handled p50 / p99 (server side, in the API handler)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(h50), ms(h99), nHandled)},
 		{"utilisation, slot time (Σ claim → result answered at the agents ÷ (PCs × capacity × wall time))", fmt.Sprintf("%.3f", utilSlotTime)},
