@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,9 +11,10 @@ import (
 
 // Device dispatch rows (docs/devices.md). The engine's SQL is split by concern: PCs and their
 // devices (devices_pcs.go), the task queue and its single active task (devices_tasks.go),
-// executions and their attempts (devices_executions.go), filling slots (devices_refill.go),
-// and the component that advances the active task off the request path
-// (devices_advancer.go).
+// executions and their attempts (devices_executions.go), the group commit of agents'
+// results (devices_results.go), filling slots (devices_refill.go), and the component that
+// advances the active task off the request path (devices_advancer.go). The API process's
+// listening connection (listener.go) wakes agents' long-polls and keeps its token cache.
 type (
 	PC              = dbgen.Pc
 	Device          = dbgen.Device
@@ -23,20 +23,10 @@ type (
 	TaskDeviceView  = dbgen.GetTaskDeviceViewRow
 	TaskDeviceEvent = dbgen.TaskDeviceEvent
 	PCSummary       = dbgen.PcDeviceSummary
+	// ClaimedCommand is an attempt handed to an agent: SENT, its deadline started, with
+	// its task's payload (and its PC's id).
+	ClaimedCommand = dbgen.ClaimTaskDevicesRow
 )
-
-// ClaimedCommand is an attempt handed to an agent: SENT, its deadline started.
-type ClaimedCommand struct {
-	ID           int64
-	TaskID       int64
-	Slot         int32
-	Attempt      int32
-	MaxAttempts  int32
-	SentAt       *time.Time
-	TimeoutAt    *time.Time
-	DeviceSerial string
-	Payload      json.RawMessage
-}
 
 // ErrNotInFlight is returned when an ack or result names an attempt that is no longer out
 // on the device (it timed out, was cancelled, or a newer attempt was sent): HTTP 409.

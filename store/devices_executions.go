@@ -87,12 +87,7 @@ func (s *Store) claim(ctx context.Context, pcName string, max int) ([]ClaimedCom
 	case rows[0].ID == 0:
 		return nil, rows[0].PcID, nil // a known PC with nothing to send
 	}
-	cmds := make([]ClaimedCommand, len(rows))
-	for i, r := range rows {
-		cmds[i] = ClaimedCommand{ID: r.ID, TaskID: r.TaskID, Slot: r.Slot, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
-			SentAt: r.SentAt, TimeoutAt: r.TimeoutAt, DeviceSerial: r.DeviceSerial, Payload: r.Payload}
-	}
-	return cmds, rows[0].PcID, nil
+	return rows, rows[0].PcID, nil
 }
 
 // Ack records the agent's acknowledgement of a sent command. Acking twice is a no-op; an

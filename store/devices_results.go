@@ -362,7 +362,7 @@ func decodeResultAnswer(b, nextPayload []byte) (*TaskDeviceView, *ClaimedCommand
 		payload = json.RawMessage("null")
 	}
 	return done, &ClaimedCommand{
-		ID: n.ID, TaskID: n.TaskID, Slot: n.Slot, Attempt: n.Attempt, MaxAttempts: n.MaxAttempts,
+		PcID: done.PcID, ID: n.ID, TaskID: n.TaskID, Slot: n.Slot, Attempt: n.Attempt, MaxAttempts: n.MaxAttempts,
 		SentAt: n.SentAt, TimeoutAt: n.TimeoutAt, DeviceSerial: n.Serial, Payload: payload,
 	}, nil
 }

@@ -3,6 +3,7 @@ package benchstack
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,29 +13,36 @@ import (
 // enableCommitTimestamps sets track_commit_timestamp, which takes a restart; a cluster that
 // has it already (the data directory is kept between runs) is left as it is.
 func enableCommitTimestamps(ctx context.Context, pg *devstack.Postgres) error {
+	return restartWith(ctx, pg, "track_commit_timestamp", func(v string) (string, bool) { return "on", v == "on" })
+}
+
+// restartWith sets a server setting that takes a restart: want maps its current value to
+// the one wanted and whether it is there already (then nothing is done).
+func restartWith(ctx context.Context, pg *devstack.Postgres, setting string, want func(string) (string, bool)) error {
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
 	if err != nil {
-		return fmt.Errorf("commit timestamps: connect: %w", err)
+		return fmt.Errorf("%s: connect: %w", setting, err)
 	}
-	var on string
-	if err := conn.QueryRow(ctx, "SHOW track_commit_timestamp").Scan(&on); err != nil {
+	var cur string
+	if err := conn.QueryRow(ctx, "SHOW "+setting).Scan(&cur); err != nil {
 		conn.Close(ctx)
-		return fmt.Errorf("commit timestamps: read setting: %w", err)
+		return fmt.Errorf("%s: read: %w", setting, err)
 	}
-	if on == "on" {
+	value, ok := want(cur)
+	if ok {
 		conn.Close(ctx)
 		return nil
 	}
-	_, err = conn.Exec(ctx, "ALTER SYSTEM SET track_commit_timestamp = on")
+	_, err = conn.Exec(ctx, "ALTER SYSTEM SET "+setting+" = '"+strings.ReplaceAll(value, "'", "''")+"'")
 	conn.Close(ctx)
 	if err != nil {
-		return fmt.Errorf("commit timestamps: set: %w", err)
+		return fmt.Errorf("%s: set: %w", setting, err)
 	}
 	if err := pg.Stop(); err != nil {
-		return fmt.Errorf("commit timestamps: restart: %w", err)
+		return fmt.Errorf("%s: restart: %w", setting, err)
 	}
 	if err := pg.Start(ctx); err != nil {
-		return fmt.Errorf("commit timestamps: restart: %w", err)
+		return fmt.Errorf("%s: restart: %w", setting, err)
 	}
 	return nil
 }
