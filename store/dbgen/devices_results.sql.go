@@ -124,10 +124,11 @@ WITH req AS (
     FROM ins CROSS JOIN LATERAL (VALUES (1, 'CREATED'), (2, 'SENT')) AS e (step, type)
     WHERE e.step = 1 OR ins.status = 'SENT'
     ORDER BY ins.id, e.step
-), left_on_pc AS (
+), left_on_pc AS MATERIALIZED (
     -- What this PC still runs of the task once the batch commits, as this statement sees it
     -- (0: the PC's share of the task may be over). Concurrent writers are not seen: the
     -- caller counts again after the commit when this is not 0 and nothing was refilled.
+    -- MATERIALIZED: counted once per PC, not once per row it is joined to.
     SELECT f.pc_id,
            (SELECT count(*) FROM task_devices y WHERE y.pc_id = f.pc_id AND y.task_id = f.task_id AND y.holds_slot)
            - f.slots + (SELECT count(*) FROM ins WHERE ins.pc_id = f.pc_id) AS executions
