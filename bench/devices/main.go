@@ -47,6 +47,7 @@ var (
 	flagSample     = flag.Duration("sample", 250*time.Millisecond, "utilisation sampling interval (its query costs PostgreSQL; the end of the run is polled every 50ms)")
 	flagTimeout    = flag.Duration("timeout", 15*time.Minute, "give up after this long")
 	flagBaseline   = flag.Bool("baseline", true, "also run the same fleet against seed 003's plain SQL queue, in the same run")
+	flagLegacy     = flag.Bool("legacy-agents", false, "tickgate's agents speak the protocol as older agents do (claims that do not wait, results that do not ask for the next execution), to measure what the two shortcuts bring")
 	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of this process (agents, API and worker) during tickgate's run to this file")
 )
 
@@ -188,7 +189,7 @@ func run(ctx context.Context) (string, error) {
 	runCtx, cancel := context.WithTimeout(ctx, *flagTimeout)
 	defer cancel()
 	fleet := agentsim.Start(runCtx, agentsim.Options{
-		BaseURL: base, PCs: pcs, Max: *flagCapacity, Latency: *flagLatency, FailRate: *flagFailRate,
+		BaseURL: base, PCs: pcs, Max: *flagCapacity, Latency: *flagLatency, FailRate: *flagFailRate, Legacy: *flagLegacy,
 		OnClaimed:   obs.claimed,
 		OnAnswering: obs.answering,
 		OnAnswered:  obs.answered,
@@ -299,7 +300,7 @@ func run(ctx context.Context) (string, error) {
 	rows := []row{
 		{"Temporal", stack.Temporal.Describe()},
 		{"farm", fmt.Sprintf("%d PCs × %d devices, capacity %d", *flagPCs, *flagDevices, *flagCapacity)},
-		{"agents", fmt.Sprintf("%d PC agents claiming up to %d each: %d device answerers in flight at once at full slots", *flagPCs, *flagCapacity, *flagPCs**flagCapacity)},
+		{"agents", fmt.Sprintf("%d PC agents claiming up to %d each: %d device answerers in flight at once at full slots; %s", *flagPCs, *flagCapacity, *flagPCs**flagCapacity, agentProtocol())},
 		{"workload", fmt.Sprintf("%d tasks × %d devices; devices answer after %s, fail rate %.2f", tasks, perTask, *flagLatency, *flagFailRate)},
 		{"device executions", fmt.Sprintf("%d (%d succeeded, %d attempts), %d tasks final", executions, succeeded, attempts, finalTasks)},
 		{"wall time", elapsed.Round(time.Millisecond).String()},
@@ -344,6 +345,13 @@ func run(ctx context.Context) (string, error) {
 	fmt.Fprintf(&b, "RESULT result_p50_ms=%.1f result_p99_ms=%.1f refill_e2e_p50_ms=%.1f refill_e2e_p99_ms=%.1f executions_per_s=%.1f utilisation_slot_time=%.3f utilisation_sampled=%.3f utilisation_sampled_raw=%.3f d2_violations=%d statements_per_execution=%.3f %s\n",
 		ms(pct(result, 50)), ms(pct(result, 99)), ms(pct(refill, 50)), ms(pct(refill, 99)), eps, utilSlotTime, utilSampled, utilSampledRaw, overTarget, spe, baselineKeys)
 	return b.String(), nil
+}
+
+func agentProtocol() string {
+	if *flagLegacy {
+		return "older protocol (-legacy-agents: claims answer at once, results without the next execution)"
+	}
+	return "docs/devices.md's protocol (long-poll claims, the next execution in the result's answer)"
 }
 
 type slotSample struct {
