@@ -38,6 +38,10 @@ const cancelOtherSupersedesChange = "cancel-other-supersedes-waiting"
 // writes no marker besides its record. Histories recorded before it replay the old way.
 const plannedTickChange = "planned-tick-from-record"
 
+// bufferedRowsChange versions a buffered tick being recorded as a BUFFERED row when it is
+// buffered (see buffer): histories recorded before it kept the buffer in workflow state only.
+const bufferedRowsChange = "buffered-rows"
+
 // Scheduling constants.
 const (
 	// onTimeTolerance is how late a tick may be processed and still count as on time

@@ -157,7 +157,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
 		case domain.OverlapBufferOne, domain.OverlapBufferAll, domain.OverlapCancelOther:
-			if overlap == "cancel_other" {
+			if overlap == domain.OverlapCancelOther {
 				if err := w.supersedeWaiting(ctx, tick); err != nil {
 					return TriggerResult{}, err
 				}
@@ -170,16 +170,36 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 				return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 					fmt.Sprintf("overlap %s: buffer full (%d)", overlap, limit), "")
 			}
-			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
-			if overlap == "cancel_other" {
+			res, err := w.buffer(ctx, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
+			if err == nil && overlap == domain.OverlapCancelOther {
 				w.stopRunning(ctx, false)
 			}
-			return TriggerResult{Status: "BUFFERED", ScheduledAt: tick}, nil
+			return res, err
 		case domain.OverlapTerminateOther:
 			w.stopRunning(ctx, true)
 		}
 	}
 	return w.start(ctx, tick, trigger, key, input)
+}
+
+// buffer queues a tick behind the running run and records it as a BUFFERED row with the
+// reason it waits, so that what is waiting is in PostgreSQL like every other tick (S2). A
+// tick recorded before with another outcome (a retried fire, a backfill of a tick that
+// ran) is that outcome, and does not wait.
+func (w *scheduleWorkflow) buffer(ctx workflow.Context, b BufferedTick) (TriggerResult, error) {
+	waiting := TriggerResult{Status: domain.RunBuffered, ScheduledAt: b.Tick}
+	// GetVersion only when a tick is buffered, so other histories carry no marker.
+	if workflow.GetVersion(ctx, bufferedRowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		w.carry.Buffer = append(w.carry.Buffer, b)
+		return waiting, nil // recorded before the change: the buffer lived in workflow state only
+	}
+	reason := fmt.Sprintf("overlap %s: waiting for run %d to end", b.Overlap, w.carry.Running[0].RunID)
+	res, err := w.record(ctx, b.Tick, b.Trigger, b.Key, domain.RunBuffered, reason, "")
+	if err != nil || res.Status != domain.RunBuffered {
+		return res, err
+	}
+	w.carry.Buffer = append(w.carry.Buffer, b)
+	return res, nil
 }
 
 // skipIfSuccessfulApplies reports whether skip_if_successful may skip a tick of this
@@ -235,7 +255,7 @@ func (w *scheduleWorkflow) cancelsOther(b BufferedTick) bool {
 	if overlap == "" {
 		overlap = w.def.Overlap
 	}
-	return overlap == "cancel_other"
+	return overlap == domain.OverlapCancelOther
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string) (TriggerResult, error) {

@@ -372,7 +372,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
-WHERE schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL
+WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
+   OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
 RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at
 `
 
@@ -392,8 +393,9 @@ type InsertScheduleRunParams struct {
 }
 
 // S1: a second insert of the same idempotency key inserts nothing and returns no row.
-// The one exception: a backfill may run a tick that was only recorded MISSED (it never
-// ran), turning that row into the run.
+// Two exceptions turn the recorded row into the new outcome: a backfill may run a tick that
+// was only recorded MISSED (it never ran), and a BUFFERED tick (waiting under its overlap
+// policy) starts or is superseded.
 // An armed run (armed, visible_at, release_next_run_at) is hidden until its release.
 func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunParams) (ScheduleRun, error) {
 	row := q.db.QueryRow(ctx, insertScheduleRun,
@@ -450,6 +452,47 @@ func (q *Queries) ListAllScheduleNames(ctx context.Context) ([]ListAllScheduleNa
 	for rows.Next() {
 		var i ListAllScheduleNamesRow
 		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listBufferedRuns = `-- name: ListBufferedRuns :many
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
+`
+
+// What is waiting under the overlap policy, oldest tick first.
+func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
+	rows, err := q.db.Query(ctx, listBufferedRuns, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduleRun
+	for rows.Next() {
+		var i ScheduleRun
+		if err := rows.Scan(
+			&i.ID,
+			&i.ScheduleID,
+			&i.ScheduledAt,
+			&i.FiredAt,
+			&i.Trigger,
+			&i.Status,
+			&i.Reason,
+			&i.IdempotencyKey,
+			&i.WorkflowID,
+			&i.Error,
+			&i.FinishedAt,
+			&i.CreatedAt,
+			&i.Armed,
+			&i.VisibleAt,
+			&i.ReleaseNextRunAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

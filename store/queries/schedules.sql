@@ -43,8 +43,9 @@ WHERE id = @id;
 
 -- name: InsertScheduleRun :one
 -- S1: a second insert of the same idempotency key inserts nothing and returns no row.
--- The one exception: a backfill may run a tick that was only recorded MISSED (it never
--- ran), turning that row into the run.
+-- Two exceptions turn the recorded row into the new outcome: a backfill may run a tick that
+-- was only recorded MISSED (it never ran), and a BUFFERED tick (waiting under its overlap
+-- policy) starts or is superseded.
 -- An armed run (armed, visible_at, release_next_run_at) is hidden until its release.
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                            armed, visible_at, release_next_run_at)
@@ -53,7 +54,8 @@ VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @ide
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
-WHERE schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL
+WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
+   OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
 RETURNING *;
 
 -- name: GetScheduleRunByKey :one
@@ -196,3 +198,7 @@ FROM schedule_runs WHERE armed;
 
 -- name: LockScheduleByName :one
 SELECT id FROM schedules WHERE name = @name FOR NO KEY UPDATE;
+
+-- name: ListBufferedRuns :many
+-- What is waiting under the overlap policy, oldest tick first.
+SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'BUFFERED' ORDER BY scheduled_at, id;
