@@ -42,6 +42,15 @@ const plannedTickChange = "planned-tick-from-record"
 // buffered (see buffer): histories recorded before it kept the buffer in workflow state only.
 const bufferedRowsChange = "buffered-rows"
 
+// backfillWhilePausedChange versions backfills running while the schedule is paused, as
+// an explicit request like a manual trigger (see backfilling): histories recorded before it
+// held them until resume.
+const backfillWhilePausedChange = "backfill-while-paused"
+
+// mirrorBackfillsChange versions the pending backfill ranges being mirrored to the
+// schedule's row (see mirrorBackfills).
+const mirrorBackfillsChange = "mirror-backfills"
+
 // Scheduling constants.
 const (
 	// onTimeTolerance is how late a tick may be processed and still count as on time
@@ -288,24 +297,25 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 		if err := w.drainBuffer(ctx); err != nil {
 			return w.stopIfGone(err)
 		}
-		if !w.carry.Paused && len(w.carry.Backfills) > 0 {
+		if w.backfilling(ctx) {
 			if err := w.processBackfill(ctx); err != nil {
 				return w.stopIfGone(err)
 			}
 		}
+		more := false
 		if !w.carry.Paused {
-			more, err := w.processDue(ctx)
-			if err != nil {
+			var err error
+			if more, err = w.processDue(ctx); err != nil {
 				return w.stopIfGone(err)
 			}
-			if more || len(w.carry.Backfills) > 0 {
-				// A long outage or a backfill: keep working through it before sleeping,
-				// committing the work every workflowTaskBudget.
-				if err := w.yieldIfSpent(ctx); err != nil {
-					return err
-				}
-				continue
+		}
+		if more || w.backfilling(ctx) {
+			// A long outage or a backfill: keep working through it before sleeping,
+			// committing the work every workflowTaskBudget.
+			if err := w.yieldIfSpent(ctx); err != nil {
+				return err
 			}
+			continue
 		}
 		next := w.nextTick(ctx)
 		var armAt time.Time

@@ -436,9 +436,9 @@ func (w *scheduleWorkflow) succeeded(nominal time.Time) {
 }
 
 // drainBuffer starts buffered ticks, oldest first, once nothing is running. While the
-// schedule is paused it starts only buffered manual triggers (the one start a paused
-// schedule allows): its other buffered ticks stay buffered, and start after resume under
-// the overlap policy (seed 004, case 14).
+// schedule is paused it starts only buffered manual triggers and backfill ticks (the
+// explicit requests a paused schedule allows): its other buffered ticks stay buffered, and
+// start after resume under the overlap policy (seed 004, case 14).
 func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 	if len(w.carry.Buffer) == 0 || len(w.carry.Running) > 0 {
 		return nil
@@ -448,7 +448,9 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 	for len(w.carry.Running) == 0 {
 		i := 0
 		if holdTicks {
-			i = slices.IndexFunc(w.carry.Buffer, func(b BufferedTick) bool { return b.Trigger == domain.TriggerManual })
+			i = slices.IndexFunc(w.carry.Buffer, func(b BufferedTick) bool {
+				return b.Trigger == domain.TriggerManual || (b.Trigger == domain.TriggerBackfill && w.backfillsRunWhilePaused(ctx))
+			})
 		}
 		if i < 0 || i >= len(w.carry.Buffer) {
 			return nil

@@ -93,6 +93,38 @@ func (q *Queries) ArmWindow(ctx context.Context, arg ArmWindowParams) ([]ArmWind
 	return items, nil
 }
 
+const countBufferedRuns = `-- name: CountBufferedRuns :many
+SELECT schedule_id, count(*)::bigint AS buffered FROM schedule_runs
+WHERE status = 'BUFFERED' AND schedule_id = ANY($1::bigint[])
+GROUP BY schedule_id
+`
+
+type CountBufferedRunsRow struct {
+	ScheduleID int64
+	Buffered   int64
+}
+
+// How many ticks wait under each schedule's overlap policy (schedules with none are absent).
+func (q *Queries) CountBufferedRuns(ctx context.Context, scheduleIds []int64) ([]CountBufferedRunsRow, error) {
+	rows, err := q.db.Query(ctx, countBufferedRuns, scheduleIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CountBufferedRunsRow
+	for rows.Next() {
+		var i CountBufferedRunsRow
+		if err := rows.Scan(&i.ScheduleID, &i.Buffered); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deleteArmedEvents = `-- name: DeleteArmedEvents :exec
 DELETE FROM event_store e USING schedule_runs r
 WHERE e.schedule_run_id = r.id AND r.schedule_id = $1 AND r.armed
@@ -195,7 +227,7 @@ func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunPa
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -219,12 +251,13 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -248,6 +281,7 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 	)
 	return i, err
 }
@@ -314,7 +348,7 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 const insertSchedule = `-- name: InsertSchedule :one
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills
 `
 
 type InsertScheduleParams struct {
@@ -360,6 +394,7 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 	)
 	return i, err
 }
@@ -594,7 +629,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -629,6 +664,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.MissedCount,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Backfills,
 		); err != nil {
 			return nil, err
 		}
@@ -641,7 +677,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -665,6 +701,7 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 	)
 	return i, err
 }
@@ -820,6 +857,20 @@ func (q *Queries) SetNextRunAtToFirstArmed(ctx context.Context, id int64) error 
 	return err
 }
 
+const setScheduleBackfills = `-- name: SetScheduleBackfills :exec
+UPDATE schedules SET backfills = $1 WHERE id = $2
+`
+
+type SetScheduleBackfillsParams struct {
+	Backfills json.RawMessage
+	ID        int64
+}
+
+func (q *Queries) SetScheduleBackfills(ctx context.Context, arg SetScheduleBackfillsParams) error {
+	_, err := q.db.Exec(ctx, setScheduleBackfills, arg.Backfills, arg.ID)
+	return err
+}
+
 const setScheduleNextRunAt = `-- name: SetScheduleNextRunAt :exec
 UPDATE schedules SET next_run_at = $1, updated_at = now() WHERE id = $2
 `
@@ -839,7 +890,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills
 `
 
 type SetSchedulePausedParams struct {
@@ -869,6 +920,7 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 	)
 	return i, err
 }
@@ -910,7 +962,7 @@ UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
     skip_if_successful = $5, version = version + 1, updated_at = now()
 WHERE name = $6 AND ($7::bigint = 0 OR version = $7::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -954,6 +1006,7 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 	)
 	return i, err
 }

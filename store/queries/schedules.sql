@@ -202,3 +202,12 @@ SELECT id FROM schedules WHERE name = @name FOR NO KEY UPDATE;
 -- name: ListBufferedRuns :many
 -- What is waiting under the overlap policy, oldest tick first.
 SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'BUFFERED' ORDER BY scheduled_at, id;
+
+-- name: SetScheduleBackfills :exec
+UPDATE schedules SET backfills = @backfills WHERE id = @id;
+
+-- name: CountBufferedRuns :many
+-- How many ticks wait under each schedule's overlap policy (schedules with none are absent).
+SELECT schedule_id, count(*)::bigint AS buffered FROM schedule_runs
+WHERE status = 'BUFFERED' AND schedule_id = ANY(@schedule_ids::bigint[])
+GROUP BY schedule_id;
