@@ -33,6 +33,11 @@ func (s RunStatus) Fired() bool {
 // Final reports whether the status can no longer change.
 func (s RunStatus) Final() bool { return s != RunBuffered && s != RunRunning }
 
+// OnTimeTolerance is how late a tick may fire and still count as on time (timer, worker
+// and release latency). Later than that, a tick is late: fired late while tickgate runs,
+// caught up or MISSED after an outage (see the catch-up window).
+const OnTimeTolerance = 10 * time.Second
+
 // Trigger says why a run exists (schedule_runs.trigger).
 type Trigger string
 

@@ -51,11 +51,14 @@ const backfillWhilePausedChange = "backfill-while-paused"
 // schedule's row (see mirrorBackfills).
 const mirrorBackfillsChange = "mirror-backfills"
 
+// lateIsNotMissedChange versions the lateness rule (see lateness): a late tick is MISSED
+// only when tickgate was down since it and it is older than the catch-up window; late
+// while tickgate ran, it fires late. Histories recorded before it treated every late tick
+// as an outage's.
+const lateIsNotMissedChange = "late-is-not-missed"
+
 // Scheduling constants.
 const (
-	// onTimeTolerance is how late a tick may be processed and still count as on time
-	// (timer and worker latency), whatever the catch-up window.
-	onTimeTolerance = 10 * time.Second
 	// maxTicksPerRound bounds the ticks handled between two waits, so a long outage is
 	// worked through in slices and the workflow stays responsive.
 	maxTicksPerRound = 500

@@ -33,8 +33,9 @@ func (w *scheduleWorkflow) dueTicks(ctx workflow.Context, now time.Time) []time.
 	return ticks
 }
 
-// processDue handles every due tick in time order: on time → fire; late but inside the
-// catch-up window → fire as catchup; older → MISSED. It reports whether more remain.
+// processDue handles every due tick in time order, judged by how late it is (see lateness):
+// on time, or late while tickgate ran → fire; late after an outage → fire as catchup inside
+// the catch-up window, MISSED beyond it. It reports whether more remain.
 func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	now := workflow.Now(ctx)
 	if w.carry.Rescheduled != nil {
@@ -53,7 +54,7 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 		if fireAt.After(now) {
 			return false, nil // not due yet
 		}
-		if now.Sub(fireAt) > onTimeTolerance {
+		if now.Sub(fireAt) > domain.OnTimeTolerance {
 			break // late: catch-up or missed, decided below over every due tick
 		}
 		if _, err := w.fire(ctx, *tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, *tick), "", nil); err != nil {
@@ -67,44 +68,97 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	if len(ticks) == 0 {
 		return false, nil
 	}
+	judge, err := w.judgeLateness(ctx, ticks, now)
+	if err != nil {
+		return false, err
+	}
 	var missed []time.Time
+	var missedReason string
 	for _, tick := range ticks {
-		late := now.Sub(tick.Add(w.spec.JitterFor(w.def.Name, tick)))
-		switch {
-		case late <= onTimeTolerance:
-			if err := w.flushMissed(ctx, &missed); err != nil {
-				return false, err
+		trigger, reason := judge.fate(tick, now.Sub(tick.Add(w.spec.JitterFor(w.def.Name, tick))))
+		if reason != "" {
+			if reason != missedReason {
+				if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
+					return false, err
+				}
 			}
-			if _, err := w.fire(ctx, tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
-				return false, err
-			}
-		case late <= w.def.CatchupWindow:
-			if err := w.flushMissed(ctx, &missed); err != nil {
-				return false, err
-			}
-			if _, err := w.fire(ctx, tick, domain.TriggerCatchup, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
-				return false, err
-			}
-		default:
-			missed = append(missed, tick)
+			missed, missedReason = append(missed, tick), reason
 			w.carry.Watermark = tick
 			continue
+		}
+		if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
+			return false, err
+		}
+		if _, err := w.fire(ctx, tick, trigger, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
+			return false, err
 		}
 		if w.work.spent() {
 			return true, nil // the rest in the next workflow task (missed is flushed before each fire)
 		}
 	}
-	if err := w.flushMissed(ctx, &missed); err != nil {
+	if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
 		return false, err
 	}
 	return len(ticks) == maxTicksPerRound, nil
 }
 
-func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time) error {
+// lateness judges due ticks by how late they are processed (S2): on time within
+// domain.OnTimeTolerance; later than that, late because tickgate was busy — fired late,
+// as scheduled — or because it was down: an outage (a span with no worker alive) since the
+// tick makes it a catch-up fire inside the catch-up window, and MISSED beyond it.
+type lateness struct {
+	window time.Duration
+	// outages since the oldest late tick; consulted only under lateIsNotMissedChange.
+	outages  []activities.Outage
+	evidence bool
+}
+
+// fate is the trigger a tick fires with, or the reason it is MISSED (trigger "").
+func (l lateness) fate(tick time.Time, late time.Duration) (domain.Trigger, string) {
+	if late <= domain.OnTimeTolerance {
+		return domain.TriggerScheduled, ""
+	}
+	if !l.evidence { // recorded before lateIsNotMissedChange: every late tick was an outage's
+		if late <= l.window {
+			return domain.TriggerCatchup, ""
+		}
+		return "", fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", l.window)
+	}
+	for _, o := range l.outages {
+		if o.Until.After(tick) { // tickgate was down for part of the time since the tick
+			if late <= l.window {
+				return domain.TriggerCatchup, ""
+			}
+			return "", o.MissedReason
+		}
+	}
+	return domain.TriggerScheduled, "" // alive all along, only behind: fired late
+}
+
+// judgeLateness reads the evidence the due ticks need: the outages since the oldest tick
+// that is late, if any is (in a local activity, so replays read the same answer).
+func (w *scheduleWorkflow) judgeLateness(ctx workflow.Context, ticks []time.Time, now time.Time) (lateness, error) {
+	l := lateness{window: w.def.CatchupWindow}
+	first := ticks[0]
+	if now.Sub(first.Add(w.spec.JitterFor(w.def.Name, first))) <= domain.OnTimeTolerance {
+		return l, nil // the oldest due tick is on time, and so is every later one
+	}
+	// GetVersion only when a tick is late, so other histories carry no marker.
+	if workflow.GetVersion(ctx, lateIsNotMissedChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return l, nil
+	}
+	l.evidence = true
+	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.Outages, activities.OutagesRequest{
+		Since: first, Until: now, CatchupWindow: w.def.CatchupWindow,
+	}).Get(ctx, &l.outages)
+	return l, err
+}
+
+// flushMissed records the missed ticks gathered so far, all with the same reason.
+func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time, reason string) error {
 	if len(*missed) == 0 {
 		return nil
 	}
-	reason := fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", w.def.CatchupWindow)
 	if err := w.mirror.Lock(ctx); err != nil {
 		return err
 	}

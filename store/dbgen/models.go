@@ -210,3 +210,9 @@ type TaskRun struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
+
+type WorkerLiveness struct {
+	WorkerID  string
+	StartedAt time.Time
+	BeatAt    time.Time
+}
