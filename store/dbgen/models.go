@@ -144,6 +144,7 @@ type ScheduleRun struct {
 	Armed            bool
 	VisibleAt        *time.Time
 	ReleaseNextRunAt *time.Time
+	RetractedAt      *time.Time
 }
 
 type Task struct {
