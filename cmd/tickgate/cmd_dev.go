@@ -61,7 +61,7 @@ func runDev(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		pg = &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(devDir, "pg")), Port: devPostgresPort, Log: logf}
+		pg = &devstack.Postgres{BinDir: bin, DataDir: filepath.Join(devDir, "pg"), Port: devPostgresPort, Log: logf}
 		if err := pg.Start(ctx); err != nil {
 			return err
 		}
