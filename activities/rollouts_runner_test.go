@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/store"
@@ -92,7 +93,7 @@ func TestRunnerRunsTheRolloutAndRecordsEachResultOnce(t *testing.T) {
 				return
 			case <-time.After(2 * time.Millisecond):
 			}
-			b, err := st.CheckRolloutInvariants(ctx)
+			b, err := invariants.RolloutBreaches(ctx, st.Pool)
 			if err == nil {
 				breaches = append(breaches, b...)
 			}

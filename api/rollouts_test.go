@@ -19,6 +19,7 @@ import (
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/internal/version"
@@ -108,7 +109,7 @@ func TestRolloutEndToEnd(t *testing.T) {
 				return
 			default:
 			}
-			b, err := st.Store.CheckRolloutInvariants(ctx)
+			b, err := invariants.RolloutBreaches(ctx, st.Store.Pool)
 			if err == nil {
 				breaches = append(breaches, b...)
 				samples.Add(1)

@@ -8,11 +8,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
+
+// Rollouts and their task runs (docs/rollouts.md): creating and reading them, the
+// operator's commands (pause, resume, cancel a rollout; retry, skip, cancel a task) and
+// recording a task's result. Promotion and the claim, the moves the gates govern, are in
+// rollouts_promotion.go.
 
 // Rollout is a rollouts row.
 type Rollout = dbgen.Rollout
@@ -23,11 +27,6 @@ type TaskRun = dbgen.TaskRun
 // ErrTaskState is returned when an operation does not apply to a row's current status
 // (retrying a DONE task, pausing a canceled rollout); the API answers 409.
 var ErrTaskState = errors.New("not allowed in the current status")
-
-// promotionLockKey is the transaction-level advisory lock every promotion round holds, and
-// that every change adding PENDING work takes too, so rounds never interleave with each
-// other or with a new blocker (R1–R3 hold with any number of promoters).
-const promotionLockKey int64 = 0x726f6c6c6f7574 // "rollout"
 
 // NewTask is one task of a rollout to create; VersionKey comes from internal/version.
 type NewTask struct {
@@ -161,145 +160,6 @@ func (s *Store) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 	return t, nil
 }
 
-// Promotion is the result of one promotion round.
-type Promotion struct {
-	// Promoted are the tasks moved PENDING → AVAILABLE.
-	Promoted []dbgen.PromoteTasksRow
-	// RolloutIDs are the distinct rollouts promoted into, ascending.
-	RolloutIDs []int64
-	// NextRunAt is the earliest future run_at of a PENDING task (nil if none).
-	NextRunAt *time.Time
-	// CausesWritten is how many PENDING tasks got a new waiting cause.
-	CausesWritten int64
-}
-
-// PromoteRound applies the four gates to every PENDING task at once: one transaction, a
-// fixed three statements whatever the number of tasks (lock, promote with waiting causes,
-// next run_at). The run_at gate reads the database's clock.
-func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
-	return s.PromoteRoundAsOf(ctx, time.Time{})
-}
-
-// PromoteRoundAsOf is PromoteRound with the run_at gate read at the later of the database's
-// clock and asOf (the zero time: the database's clock alone). The promoter passes its
-// workflow's time: the timer that woke it for a run_at decides that the run_at has come.
-func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion, error) {
-	var asOfArg *time.Time
-	if !asOf.IsZero() {
-		asOfArg = &asOf
-	}
-	var p Promotion
-	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		rows, err := q.PromoteTasks(ctx, asOfArg)
-		if err != nil {
-			return fmt.Errorf("promote: %w", err)
-		}
-		seen := map[int64]bool{}
-		for _, r := range rows {
-			if r.Status != domain.TaskAvailable {
-				p.CausesWritten++
-				continue
-			}
-			p.Promoted = append(p.Promoted, r)
-			if !seen[r.RolloutID] {
-				seen[r.RolloutID] = true
-				p.RolloutIDs = append(p.RolloutIDs, r.RolloutID)
-			}
-		}
-		sortInt64s(p.RolloutIDs)
-		next, err := q.NextRunAt(ctx, asOfArg)
-		if err != nil {
-			return fmt.Errorf("next run_at: %w", err)
-		}
-		if len(next) > 0 {
-			p.NextRunAt = next[0]
-		}
-		return nil
-	})
-	if err != nil {
-		return Promotion{}, fmt.Errorf("promotion round: %w", mapErr(err))
-	}
-	return p, nil
-}
-
-// PromoteHeadsRound is a promotion round without the waiting causes (PromoteHeads): the
-// same gates under the same lock, cheaper because it looks only at each database's head
-// tasks and writes no cause. A runner runs it between batches of its tasks; the causes of
-// the tasks it leaves PENDING are brought up to date by the next full round. NextRunAt is
-// not read.
-func (s *Store) PromoteHeadsRound(ctx context.Context) (Promotion, error) {
-	var p Promotion
-	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		rows, err := q.PromoteHeads(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("promote: %w", err)
-		}
-		seen := map[int64]bool{}
-		for _, r := range rows {
-			p.Promoted = append(p.Promoted, dbgen.PromoteTasksRow(r))
-			if !seen[r.RolloutID] {
-				seen[r.RolloutID] = true
-				p.RolloutIDs = append(p.RolloutIDs, r.RolloutID)
-			}
-		}
-		sortInt64s(p.RolloutIDs)
-		return nil
-	})
-	if err != nil {
-		return Promotion{}, fmt.Errorf("promotion round (heads): %w", mapErr(err))
-	}
-	return p, nil
-}
-
-func sortInt64s(xs []int64) {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
-}
-
-// ClaimTasks moves up to max AVAILABLE tasks of a running rollout to RUNNING; each row goes
-// to exactly one caller however many claim at once (R4).
-func (s *Store) ClaimTasks(ctx context.Context, rolloutID int64, max int) ([]TaskRun, error) {
-	return s.ClaimTasksOf(ctx, rolloutID, max, ClaimAll)
-}
-
-// ClaimKind selects the executors a claim takes.
-type ClaimKind int
-
-const (
-	// ClaimAll claims tasks of every executor.
-	ClaimAll ClaimKind = iota
-	// ClaimExternal claims only external tasks (their result comes from outside).
-	ClaimExternal
-	// ClaimRunnable claims only the tasks an executor runs (noop, http, sql).
-	ClaimRunnable
-)
-
-// ClaimTasksOf is ClaimTasks restricted to one kind of executor; each row still goes to
-// exactly one caller (R4).
-func (s *Store) ClaimTasksOf(ctx context.Context, rolloutID int64, max int, kind ClaimKind) ([]TaskRun, error) {
-	var ext pgtype.Bool
-	switch kind {
-	case ClaimExternal:
-		ext = pgtype.Bool{Bool: true, Valid: true}
-	case ClaimRunnable:
-		ext = pgtype.Bool{Bool: false, Valid: true}
-	}
-	rows, err := s.Q.ClaimTasks(ctx, dbgen.ClaimTasksParams{RolloutID: rolloutID, MaxRows: int32(max), External: ext})
-	if err != nil {
-		return nil, fmt.Errorf("claim tasks of rollout %d: %w", rolloutID, mapErr(err))
-	}
-	return rows, nil
-}
-
 // FinishTask moves a RUNNING task claimed as attempt to DONE, FAILED or CANCELED. It
 // reports false when the task is no longer that RUNNING attempt (already finished,
 // canceled, or claimed again): the result is then ignored.
@@ -431,41 +291,6 @@ func (s *Store) taskTransition(ctx context.Context, id int64, verb string, fn fu
 		return TaskRun{}, fmt.Errorf("%s task run %d: %w", verb, id, mapErr(err))
 	}
 	return t, nil
-}
-
-// CheckRolloutInvariants reads the task runs once (one snapshot) and describes every breach
-// of R1–R3 it finds (none: an empty slice). Tests and benchmarks sample it while rollouts run.
-//   - R1: a database with an AVAILABLE/RUNNING DDL or SDL task has no other active task.
-//   - R2: no active task has a smaller-version PENDING/AVAILABLE/RUNNING task on its database.
-//   - R3: per rollout, AVAILABLE + RUNNING ≤ parallel_limit.
-func (s *Store) CheckRolloutInvariants(ctx context.Context) ([]string, error) {
-	const q = `
-WITH live AS (
-    SELECT id, rollout_id, database, type, version, version_key, status FROM task_runs
-    WHERE status IN ('PENDING', 'AVAILABLE', 'RUNNING')
-)
-SELECT 'R1: database ' || database || ' has ' || count(*) || ' active tasks, one of them DDL/SDL'
-FROM live WHERE status IN ('AVAILABLE', 'RUNNING')
-GROUP BY database HAVING bool_or(type IN ('DDL', 'SDL')) AND count(*) > 1
-UNION ALL
-SELECT 'R2: task ' || a.id || ' (version ' || a.version || ') is ' || a.status || ' while task ' || b.id ||
-       ' (version ' || b.version || ') is ' || b.status || ' on database ' || a.database
-FROM live a JOIN live b ON b.database = a.database AND b.version_key < a.version_key
-WHERE a.status IN ('AVAILABLE', 'RUNNING')
-UNION ALL
-SELECT 'R3: rollout ' || r.id || ' has ' || count(*) || ' active tasks, limit ' || r.parallel_limit
-FROM live l JOIN rollouts r ON r.id = l.rollout_id
-WHERE l.status IN ('AVAILABLE', 'RUNNING')
-GROUP BY r.id, r.parallel_limit HAVING count(*) > r.parallel_limit`
-	rows, err := s.Pool.Query(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("check rollout invariants: %w", err)
-	}
-	breaches, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("check rollout invariants: %w", err)
-	}
-	return breaches, nil
 }
 
 // CancelRunningTask marks a RUNNING task CANCELED; its executor notices at its next status

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/store/dbgen"
@@ -73,7 +74,7 @@ func TestPromoteHeadsPromotesWhatAFullRoundWould(t *testing.T) {
 		slices.Sort(got)
 		require.Equal(t, got, want, "round %d", rounds)
 		promoted += len(got)
-		breaches, err := st.CheckRolloutInvariants(ctx)
+		breaches, err := invariants.RolloutBreaches(ctx, st.Pool)
 		require.NoError(t, err)
 		require.Empty(t, breaches)
 		// Claim some, finish some of the RUNNING ones.

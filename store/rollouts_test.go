@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/store"
@@ -37,7 +38,7 @@ func promote(t *testing.T, st *store.Store) store.Promotion {
 	t.Helper()
 	p, err := st.PromoteRound(context.Background())
 	require.NoError(t, err)
-	breaches, err := st.CheckRolloutInvariants(context.Background())
+	breaches, err := invariants.RolloutBreaches(context.Background(), st.Pool)
 	require.NoError(t, err)
 	require.Empty(t, breaches)
 	return p
@@ -297,7 +298,7 @@ func TestRolloutConcurrentPromotersAndClaimers(t *testing.T) {
 					fail(err)
 					return
 				}
-				breaches, err := st.CheckRolloutInvariants(ctx)
+				breaches, err := invariants.RolloutBreaches(ctx, st.Pool)
 				if err != nil {
 					fail(err)
 					return

@@ -23,6 +23,7 @@ import (
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -200,7 +201,7 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string,
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			b, err := st.CheckRolloutInvariants(ctx)
+			b, err := invariants.RolloutBreaches(ctx, st.Pool)
 			if err == nil {
 				samples.Add(1)
 				breaches.Add(int64(len(b)))
