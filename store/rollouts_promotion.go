@@ -153,4 +153,3 @@ func (s *Store) ClaimTasksOf(ctx context.Context, rolloutID int64, max int, kind
 	}
 	return rows, nil
 }
-
