@@ -17,7 +17,7 @@ import (
 
 // BatchInput is a group of claimed tasks one activity runs side by side.
 type BatchInput struct {
-	Tasks []ClaimedTask
+	Tasks []ClaimedTaskRun
 	// MaxAttempts is how many times each task's executor runs before the task is FAILED
 	// (a non-retryable error fails it at once).
 	MaxAttempts int32
@@ -84,7 +84,7 @@ type batchRun struct {
 
 	mu       sync.Mutex // guards cancels and inflight, shared with the status check
 	cancels  map[int64]context.CancelFunc
-	inflight map[int64]ClaimedTask
+	inflight map[int64]ClaimedTaskRun
 	// results gets one message per started task, canceled ones included; running counts
 	// the started tasks whose message has not been received.
 	results chan taskOutcome
@@ -97,14 +97,14 @@ type batchRun struct {
 
 // taskOutcome is how one task's executor ended.
 type taskOutcome struct {
-	store.TaskResult
+	store.TaskRunResult
 	skip bool // canceled: nothing to record
 }
 
 func (a *RolloutActivities) newBatchRun(ctx context.Context, in BatchInput) *batchRun {
 	b := &batchRun{
 		a: a, ctx: ctx, maxAttempts: max(in.MaxAttempts, 1), backoff: in.Backoff, check: in.StatusCheck,
-		cancels: map[int64]context.CancelFunc{}, inflight: map[int64]ClaimedTask{},
+		cancels: map[int64]context.CancelFunc{}, inflight: map[int64]ClaimedTaskRun{},
 		results: make(chan taskOutcome, 256),
 	}
 	if b.backoff <= 0 {
@@ -117,7 +117,7 @@ func (a *RolloutActivities) newBatchRun(ctx context.Context, in BatchInput) *bat
 }
 
 // start runs each task's executor, with its retries, in a goroutine of its own.
-func (b *batchRun) start(tasks []ClaimedTask) {
+func (b *batchRun) start(tasks []ClaimedTaskRun) {
 	for _, t := range tasks {
 		tctx, cancel := context.WithCancel(b.ctx)
 		b.mu.Lock()
@@ -135,8 +135,8 @@ func (b *batchRun) start(tasks []ClaimedTask) {
 			b.mu.Unlock()
 			// The activity was canceled (the workflow marks its tasks), or an operator
 			// canceled this task and its row already says so.
-			skip := b.ctx.Err() != nil || status == domain.TaskCanceled
-			b.results <- taskOutcome{skip: skip, TaskResult: store.TaskResult{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
+			skip := b.ctx.Err() != nil || status == domain.TaskRunCanceled
+			b.results <- taskOutcome{skip: skip, TaskRunResult: store.TaskRunResult{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
 		}()
 	}
 }
@@ -188,10 +188,10 @@ func (b *batchRun) gather(first taskOutcome) []taskOutcome {
 
 // record writes the group's results in one statement and returns how many it recorded.
 func (b *batchRun) record(group []taskOutcome) int {
-	var rs []store.TaskResult
+	var rs []store.TaskRunResult
 	for _, r := range group {
 		if !r.skip {
-			rs = append(rs, r.TaskResult)
+			rs = append(rs, r.TaskRunResult)
 		}
 	}
 	if len(rs) == 0 {
@@ -231,7 +231,7 @@ func (b *batchRun) stopCanceled() {
 	if len(ids) == 0 {
 		return
 	}
-	states, err := b.a.Store.TaskStates(b.ctx, ids)
+	states, err := b.a.Store.TaskRunStates(b.ctx, ids)
 	if err != nil {
 		return // checked again at the next tick
 	}
@@ -240,25 +240,25 @@ func (b *batchRun) stopCanceled() {
 	for _, id := range ids {
 		t, ok := b.inflight[id]
 		st, found := states[id]
-		if ok && (!found || st.Status != domain.TaskRunning || st.Attempt != t.Attempt) {
+		if ok && (!found || st.Status != domain.TaskRunRunning || st.Attempt != t.Attempt) {
 			b.cancels[id]()
 		}
 	}
 }
 
 // stillRunning keeps the tasks whose row is still RUNNING under the claim they were given.
-func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTask) ([]ClaimedTask, error) {
+func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTaskRun) ([]ClaimedTaskRun, error) {
 	ids := make([]int64, len(tasks))
 	for i, t := range tasks {
 		ids[i] = t.ID
 	}
-	states, err := a.Store.TaskStates(ctx, ids)
+	states, err := a.Store.TaskRunStates(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	var out []ClaimedTask
+	var out []ClaimedTaskRun
 	for _, t := range tasks {
-		if st, ok := states[t.ID]; ok && st.Status == domain.TaskRunning && st.Attempt == t.Attempt {
+		if st, ok := states[t.ID]; ok && st.Status == domain.TaskRunRunning && st.Attempt == t.Attempt {
 			out = append(out, t)
 		}
 	}
@@ -267,15 +267,15 @@ func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTas
 
 // runWithRetries runs t's executor up to maxAttempts times and says how the task ends:
 // DONE with its output, FAILED with the last error, or CANCELED when ctx was canceled.
-func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTask, maxAttempts int32, backoff time.Duration) (domain.TaskStatus, []byte, string) {
+func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTaskRun, maxAttempts int32, backoff time.Duration) (domain.TaskRunStatus, []byte, string) {
 	var lastErr error
 	for attempt := int32(1); attempt <= maxAttempts; attempt++ {
 		out, err := a.execute(ctx, t)
 		if err == nil {
-			return domain.TaskDone, out, ""
+			return domain.TaskRunDone, out, ""
 		}
 		if ctx.Err() != nil {
-			return domain.TaskCanceled, nil, "canceled"
+			return domain.TaskRunCanceled, nil, "canceled"
 		}
 		lastErr = err
 		var appErr *temporal.ApplicationError
@@ -287,12 +287,12 @@ func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTask, m
 		}
 		select {
 		case <-ctx.Done():
-			return domain.TaskCanceled, nil, "canceled"
+			return domain.TaskRunCanceled, nil, "canceled"
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
-	return domain.TaskFailed, nil, lastErr.Error()
+	return domain.TaskRunFailed, nil, lastErr.Error()
 }
 
 // kicker coalesces the kicks of the promoter that a burst of finishes asks for.
@@ -333,8 +333,8 @@ func (k *kicker) flush() { k.wg.Wait() }
 
 // FailInput ends the tasks of a batch that are still RUNNING under their claim.
 type FailInput struct {
-	Tasks  []ClaimedTask
-	Status domain.TaskStatus // FAILED or CANCELED
+	Tasks  []ClaimedTaskRun
+	Status domain.TaskRunStatus // FAILED or CANCELED
 	Error  string
 	// RunnerOf, when set, also ends every RUNNING non-external task of that rollout: the
 	// tasks its runner claimed, which the workflow does not know one by one.
@@ -345,13 +345,13 @@ type FailInput struct {
 // CANCELED (a batch that exhausted its retries, or a canceled rollout) and returns how
 // many it changed.
 func (a *RolloutActivities) EndRolloutTasks(ctx context.Context, in FailInput) (int, error) {
-	if in.Status != domain.TaskFailed && in.Status != domain.TaskCanceled {
+	if in.Status != domain.TaskRunFailed && in.Status != domain.TaskRunCanceled {
 		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cannot end tasks as %q", in.Status), "BadStatus", nil)
 	}
 	n := 0
 	tasks := slices.Clone(in.Tasks)
 	if in.RunnerOf != 0 {
-		rows, err := a.Store.RunningRunnableTasks(ctx, in.RunnerOf)
+		rows, err := a.Store.RunningRunnableTaskRuns(ctx, in.RunnerOf)
 		if err != nil {
 			return 0, err
 		}
@@ -360,7 +360,7 @@ func (a *RolloutActivities) EndRolloutTasks(ctx context.Context, in FailInput) (
 		}
 	}
 	for _, t := range tasks {
-		_, ok, err := a.Store.FinishTask(ctx, t.ID, t.Attempt, in.Status, in.Error, nil)
+		_, ok, err := a.Store.FinishTaskRun(ctx, t.ID, t.Attempt, in.Status, in.Error, nil)
 		if err != nil {
 			return n, err
 		}

@@ -28,7 +28,7 @@ var RunnerCausesEvery = time.Second
 // Ownership: while a runner is in flight, the workflow claims only external tasks and
 // adopts nothing, so every RUNNING non-external task of the rollout is the runner's. A
 // retry (its worker died) therefore adopts them all, under their claim: a result is still
-// recorded once, by the attempt check of FinishTasks.
+// recorded once, by the attempt check of FinishTaskRuns.
 func (a *RolloutActivities) runRollout(ctx context.Context, in BatchInput) (BatchResult, error) {
 	tasks := in.Tasks
 	if activityAttempt(ctx) > 1 {
@@ -101,12 +101,12 @@ func (r *runner) run() error {
 
 // runnerTasks are the tasks a retried runner adopts: every RUNNING task of the rollout that
 // an executor runs, all of them its own (see runRollout).
-func (a *RolloutActivities) runnerTasks(ctx context.Context, rolloutID int64) ([]ClaimedTask, error) {
-	rows, err := a.Store.RunningRunnableTasks(ctx, rolloutID)
+func (a *RolloutActivities) runnerTasks(ctx context.Context, rolloutID int64) ([]ClaimedTaskRun, error) {
+	rows, err := a.Store.RunningRunnableTaskRuns(ctx, rolloutID)
 	if err != nil {
 		return nil, err
 	}
-	tasks := make([]ClaimedTask, len(rows))
+	tasks := make([]ClaimedTaskRun, len(rows))
 	for i, t := range rows {
 		tasks[i] = claimedFrom(t)
 	}
@@ -116,8 +116,8 @@ func (a *RolloutActivities) runnerTasks(ctx context.Context, rolloutID int64) ([
 // finishTasks writes results in one statement and tallies what was recorded: a result whose
 // task is no longer that RUNNING claim (canceled meanwhile) records nothing. It returns how
 // many were recorded.
-func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskResult, res *BatchResult) (int, error) {
-	finished, err := a.Store.FinishTasks(context.WithoutCancel(ctx), rs)
+func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskRunResult, res *BatchResult) (int, error) {
+	finished, err := a.Store.FinishTaskRuns(context.WithoutCancel(ctx), rs)
 	if err != nil {
 		return 0, err
 	}
@@ -128,7 +128,7 @@ func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskResu
 	for _, r := range rs {
 		switch {
 		case !done[r.ID]:
-		case r.Status == domain.TaskDone:
+		case r.Status == domain.TaskRunDone:
 			res.Done = append(res.Done, r.ID)
 		default:
 			res.Failed = append(res.Failed, r.ID)
@@ -142,7 +142,7 @@ func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskResu
 // claimMax of this rollout's AVAILABLE tasks that an executor runs.
 // Its round is a full one (waiting causes written) at most every RunnerCausesEvery, a
 // cheaper heads-only one otherwise (PromoteHeadsRound: same gates, no causes).
-func (r *runner) refill() ([]ClaimedTask, error) {
+func (r *runner) refill() ([]ClaimedTaskRun, error) {
 	a, ctx, rolloutID := r.a, r.ctx, r.rolloutID
 	r.refills++
 	start := time.Now()
@@ -172,11 +172,11 @@ func (r *runner) refill() ([]ClaimedTask, error) {
 			activity.GetLogger(ctx).Warn("wake rollouts", "rollouts", wake, "error", err)
 		}
 	}
-	rows, err := a.Store.ClaimTasksOf(ctx, rolloutID, r.claimMax, store.ClaimRunnable)
+	rows, err := a.Store.ClaimTaskRunsOf(ctx, rolloutID, r.claimMax, store.ClaimRunnable)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ClaimedTask, len(rows))
+	out := make([]ClaimedTaskRun, len(rows))
 	for i, t := range rows {
 		out[i] = claimedFrom(t)
 	}

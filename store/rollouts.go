@@ -28,8 +28,8 @@ type TaskRun = dbgen.TaskRun
 // (retrying a DONE task, pausing a canceled rollout); the API answers 409.
 var ErrTaskState = errors.New("not allowed in the current status")
 
-// NewTask is one task of a rollout to create; VersionKey comes from internal/version.
-type NewTask struct {
+// NewTaskRun is one task of a rollout to create; VersionKey comes from internal/version.
+type NewTaskRun struct {
 	Database   string          `json:"database"`
 	Type       domain.TaskType `json:"type"`
 	Version    string          `json:"version"`
@@ -40,7 +40,7 @@ type NewTask struct {
 }
 
 // CreateRollout inserts a rollout and all its tasks (PENDING) in one transaction.
-func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit int32, tasks []NewTask) (Rollout, error) {
+func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit int32, tasks []NewTaskRun) (Rollout, error) {
 	body, err := json.Marshal(tasks)
 	if err != nil {
 		return Rollout{}, fmt.Errorf("encode tasks: %w", err)
@@ -55,7 +55,7 @@ func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit in
 		if err != nil {
 			return err
 		}
-		n, err := q.InsertTaskRuns(ctx, dbgen.InsertTaskRunsParams{RolloutID: r.ID, Status: string(domain.TaskPending), Tasks: body})
+		n, err := q.InsertTaskRuns(ctx, dbgen.InsertTaskRunsParams{RolloutID: r.ID, Status: string(domain.TaskRunPending), Tasks: body})
 		if err != nil {
 			return err
 		}
@@ -107,10 +107,10 @@ func summaryFrom(r dbgen.RolloutSummary) RolloutSummary {
 	return RolloutSummary{
 		ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, OperatorStatus: r.OperatorStatus, Status: r.Status,
 		Counts: map[string]int64{
-			string(domain.TaskPending): r.Pending, string(domain.TaskAvailable): r.Available,
-			string(domain.TaskRunning): r.Running, string(domain.TaskDone): r.Done,
-			string(domain.TaskFailed): r.Failed, string(domain.TaskCanceled): r.Canceled,
-			string(domain.TaskSkipped): r.Skipped,
+			string(domain.TaskRunPending): r.Pending, string(domain.TaskRunAvailable): r.Available,
+			string(domain.TaskRunRunning): r.Running, string(domain.TaskRunDone): r.Done,
+			string(domain.TaskRunFailed): r.Failed, string(domain.TaskRunCanceled): r.Canceled,
+			string(domain.TaskRunSkipped): r.Skipped,
 		},
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
@@ -160,10 +160,10 @@ func (s *Store) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 	return t, nil
 }
 
-// FinishTask moves a RUNNING task claimed as attempt to DONE, FAILED or CANCELED. It
+// FinishTaskRun moves a RUNNING task claimed as attempt to DONE, FAILED or CANCELED. It
 // reports false when the task is no longer that RUNNING attempt (already finished,
 // canceled, or claimed again): the result is then ignored.
-func (s *Store) FinishTask(ctx context.Context, id int64, attempt int32, status domain.TaskStatus, errMsg string, output json.RawMessage) (TaskRun, bool, error) {
+func (s *Store) FinishTaskRun(ctx context.Context, id int64, attempt int32, status domain.TaskRunStatus, errMsg string, output json.RawMessage) (TaskRun, bool, error) {
 	t, err := s.Q.FinishTask(ctx, dbgen.FinishTaskParams{ID: id, Attempt: attempt, Status: status, Error: errMsg, Output: []byte(output)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TaskRun{}, false, nil
@@ -174,8 +174,8 @@ func (s *Store) FinishTask(ctx context.Context, id int64, attempt int32, status 
 	return t, true, nil
 }
 
-// RunningTasks lists a rollout's RUNNING tasks.
-func (s *Store) RunningTasks(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
+// RunningTaskRuns lists a rollout's RUNNING tasks.
+func (s *Store) RunningTaskRuns(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
 	rows, err := s.Q.RunningTasks(ctx, rolloutID)
 	if err != nil {
 		return nil, fmt.Errorf("running tasks of rollout %d: %w", rolloutID, mapErr(err))
@@ -236,9 +236,9 @@ func (s *Store) CancelRollout(ctx context.Context, id int64) (Rollout, []int64, 
 	return r, ids, nil
 }
 
-// RetryTask puts a FAILED or CANCELED task of a live rollout back to PENDING (under the
+// RetryTaskRun puts a FAILED or CANCELED task of a live rollout back to PENDING (under the
 // promotion lock: it may become a version blocker).
-func (s *Store) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
+func (s *Store) RetryTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 	var t TaskRun
 	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
 		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
@@ -267,18 +267,18 @@ func (s *Store) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
 	return t, nil
 }
 
-// SkipTask marks a task that is not running SKIPPED (it then no longer blocks the version gate).
-func (s *Store) SkipTask(ctx context.Context, id int64) (TaskRun, error) {
-	return s.taskTransition(ctx, id, "skip", s.Q.SkipTask)
+// SkipTaskRun marks a task that is not running SKIPPED (it then no longer blocks the version gate).
+func (s *Store) SkipTaskRun(ctx context.Context, id int64) (TaskRun, error) {
+	return s.taskRunTransition(ctx, id, "skip", s.Q.SkipTask)
 }
 
-// CancelTask cancels a task that has not started (RUNNING tasks are canceled through the
+// CancelTaskRun cancels a task that has not started (RUNNING tasks are canceled through the
 // rollout's workflow).
-func (s *Store) CancelTask(ctx context.Context, id int64) (TaskRun, error) {
-	return s.taskTransition(ctx, id, "cancel", s.Q.CancelTask)
+func (s *Store) CancelTaskRun(ctx context.Context, id int64) (TaskRun, error) {
+	return s.taskRunTransition(ctx, id, "cancel", s.Q.CancelTask)
 }
 
-func (s *Store) taskTransition(ctx context.Context, id int64, verb string, fn func(context.Context, int64) (TaskRun, error)) (TaskRun, error) {
+func (s *Store) taskRunTransition(ctx context.Context, id int64, verb string, fn func(context.Context, int64) (TaskRun, error)) (TaskRun, error) {
 	t, err := fn(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur, gerr := s.GetTaskRun(ctx, id)
@@ -293,27 +293,27 @@ func (s *Store) taskTransition(ctx context.Context, id int64, verb string, fn fu
 	return t, nil
 }
 
-// CancelRunningTask marks a RUNNING task CANCELED; its executor notices at its next status
+// CancelRunningTaskRun marks a RUNNING task CANCELED; its executor notices at its next status
 // check and stops (a late result of that attempt is then ignored).
-func (s *Store) CancelRunningTask(ctx context.Context, id int64) (TaskRun, error) {
-	return s.taskTransition(ctx, id, "cancel running", s.Q.CancelRunningTask)
+func (s *Store) CancelRunningTaskRun(ctx context.Context, id int64) (TaskRun, error) {
+	return s.taskRunTransition(ctx, id, "cancel running", s.Q.CancelRunningTask)
 }
 
-// TaskState is a task's status and claim number.
-type TaskState struct {
-	Status  domain.TaskStatus
+// TaskRunState is a task's status and claim number.
+type TaskRunState struct {
+	Status  domain.TaskRunStatus
 	Attempt int32
 }
 
-// TaskStates reads the status and claim number of the given tasks (missing ids are absent).
-func (s *Store) TaskStates(ctx context.Context, ids []int64) (map[int64]TaskState, error) {
+// TaskRunStates reads the status and claim number of the given tasks (missing ids are absent).
+func (s *Store) TaskRunStates(ctx context.Context, ids []int64) (map[int64]TaskRunState, error) {
 	rows, err := s.Q.TaskRunStates(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read task states: %w", mapErr(err))
 	}
-	out := make(map[int64]TaskState, len(rows))
+	out := make(map[int64]TaskRunState, len(rows))
 	for _, r := range rows {
-		out[r.ID] = TaskState{Status: r.Status, Attempt: r.Attempt}
+		out[r.ID] = TaskRunState{Status: r.Status, Attempt: r.Attempt}
 	}
 	return out, nil
 }
@@ -327,8 +327,8 @@ func (s *Store) TaskRunsByIDs(ctx context.Context, ids []int64) ([]TaskRun, erro
 	return rows, nil
 }
 
-// RunningRunnableTasks lists a rollout's RUNNING tasks that an executor runs (not external).
-func (s *Store) RunningRunnableTasks(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
+// RunningRunnableTaskRuns lists a rollout's RUNNING tasks that an executor runs (not external).
+func (s *Store) RunningRunnableTaskRuns(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
 	rows, err := s.Q.RunningRunnableTasks(ctx, rolloutID)
 	if err != nil {
 		return nil, fmt.Errorf("running tasks of rollout %d: %w", rolloutID, mapErr(err))
@@ -336,8 +336,8 @@ func (s *Store) RunningRunnableTasks(ctx context.Context, rolloutID int64) ([]Ta
 	return rows, nil
 }
 
-// RunningTaskIDs lists the ids of a rollout's RUNNING tasks.
-func (s *Store) RunningTaskIDs(ctx context.Context, rolloutID int64) ([]int64, error) {
+// RunningTaskRunIDs lists the ids of a rollout's RUNNING tasks.
+func (s *Store) RunningTaskRunIDs(ctx context.Context, rolloutID int64) ([]int64, error) {
 	ids, err := s.Q.RunningTaskIDs(ctx, rolloutID)
 	if err != nil {
 		return nil, fmt.Errorf("running tasks of rollout %d: %w", rolloutID, mapErr(err))
@@ -345,18 +345,18 @@ func (s *Store) RunningTaskIDs(ctx context.Context, rolloutID int64) ([]int64, e
 	return ids, nil
 }
 
-// TaskResult is one task's final status for FinishTasks.
-type TaskResult struct {
-	ID      int64             `json:"id"`
-	Attempt int32             `json:"attempt"`
-	Status  domain.TaskStatus `json:"status"`
-	Error   string            `json:"error,omitempty"`
-	Output  json.RawMessage   `json:"output,omitempty"`
+// TaskRunResult is one task's final status for FinishTaskRuns.
+type TaskRunResult struct {
+	ID      int64                `json:"id"`
+	Attempt int32                `json:"attempt"`
+	Status  domain.TaskRunStatus `json:"status"`
+	Error   string               `json:"error,omitempty"`
+	Output  json.RawMessage      `json:"output,omitempty"`
 }
 
-// FinishTasks is FinishTask for many tasks in one statement; it returns the ids it
+// FinishTaskRuns is FinishTaskRun for many tasks in one statement; it returns the ids it
 // finished (the others were no longer their RUNNING claim).
-func (s *Store) FinishTasks(ctx context.Context, results []TaskResult) ([]int64, error) {
+func (s *Store) FinishTaskRuns(ctx context.Context, results []TaskRunResult) ([]int64, error) {
 	body, err := json.Marshal(results)
 	if err != nil {
 		return nil, fmt.Errorf("encode task results: %w", err)

@@ -70,7 +70,7 @@ func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion
 			return fmt.Errorf("promote: %w", err)
 		}
 		for _, r := range rows {
-			if r.Status != domain.TaskAvailable {
+			if r.Status != domain.TaskRunAvailable {
 				p.CausesWritten++
 				continue
 			}
@@ -119,10 +119,10 @@ func (s *Store) PromoteHeadsRound(ctx context.Context) (Promotion, error) {
 	return p, nil
 }
 
-// ClaimTasks moves up to max AVAILABLE tasks of a running rollout to RUNNING; each row goes
+// ClaimTaskRuns moves up to max AVAILABLE tasks of a running rollout to RUNNING; each row goes
 // to exactly one caller however many claim at once (R4).
-func (s *Store) ClaimTasks(ctx context.Context, rolloutID int64, max int) ([]TaskRun, error) {
-	return s.ClaimTasksOf(ctx, rolloutID, max, ClaimAll)
+func (s *Store) ClaimTaskRuns(ctx context.Context, rolloutID int64, max int) ([]TaskRun, error) {
+	return s.ClaimTaskRunsOf(ctx, rolloutID, max, ClaimAll)
 }
 
 // ClaimKind selects the executors a claim takes.
@@ -137,9 +137,9 @@ const (
 	ClaimRunnable
 )
 
-// ClaimTasksOf is ClaimTasks restricted to one kind of executor; each row still goes to
+// ClaimTaskRunsOf is ClaimTaskRuns restricted to one kind of executor; each row still goes to
 // exactly one caller (R4).
-func (s *Store) ClaimTasksOf(ctx context.Context, rolloutID int64, max int, kind ClaimKind) ([]TaskRun, error) {
+func (s *Store) ClaimTaskRunsOf(ctx context.Context, rolloutID int64, max int, kind ClaimKind) ([]TaskRun, error) {
 	var ext pgtype.Bool
 	switch kind {
 	case ClaimExternal:

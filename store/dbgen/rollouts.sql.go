@@ -222,7 +222,7 @@ RETURNING id, rollout_id, database, type, version, version_key, run_at, executor
 `
 
 type FinishTaskParams struct {
-	Status  domain.TaskStatus
+	Status  domain.TaskRunStatus
 	Error   string
 	Output  []byte
 	ID      int64
@@ -275,7 +275,7 @@ RETURNING t.id, t.status
 
 type FinishTasksRow struct {
 	ID     int64
-	Status domain.TaskStatus
+	Status domain.TaskRunStatus
 }
 
 // FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
@@ -575,7 +575,7 @@ RETURNING t.id, t.rollout_id, t.status, t.executor
 type PromoteHeadsRow struct {
 	ID        int64
 	RolloutID int64
-	Status    domain.TaskStatus
+	Status    domain.TaskRunStatus
 	Executor  domain.Executor
 }
 
@@ -625,7 +625,7 @@ RETURNING t.id, t.rollout_id, t.status, t.executor
 type PromoteTasksRow struct {
 	ID        int64
 	RolloutID int64
-	Status    domain.TaskStatus
+	Status    domain.TaskRunStatus
 	Executor  domain.Executor
 }
 
@@ -881,7 +881,7 @@ SELECT id, status, attempt FROM task_runs WHERE id = ANY($1::bigint[])
 
 type TaskRunStatesRow struct {
 	ID      int64
-	Status  domain.TaskStatus
+	Status  domain.TaskRunStatus
 	Attempt int32
 }
 
