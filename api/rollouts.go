@@ -22,7 +22,7 @@ import (
 // large payloads).
 const MaxRolloutTasks = 10000
 
-// registerRollouts mounts /rollouts and /task-runs (DESIGN.md §2).
+// registerRollouts mounts /rollouts and /task-runs (docs/rollouts.md).
 func (s *Server) registerRollouts(g *echo.Group) {
 	g.POST("/rollouts", s.createRollout)
 	g.GET("/rollouts", s.listRollouts)
