@@ -169,6 +169,18 @@ func claimedFrom(t store.TaskRun) ClaimedTaskRun {
 		Version: t.Version, Executor: t.Executor, Payload: t.Payload}
 }
 
+// claimedRows is claimedFrom of each row, or the error that came with them.
+func claimedRows(rows []store.TaskRun, err error) ([]ClaimedTaskRun, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClaimedTaskRun, len(rows))
+	for i, t := range rows {
+		out[i] = claimedFrom(t)
+	}
+	return out, nil
+}
+
 // FinishInput finishes a task with a status decided by the workflow (FAILED after the
 // executor's last attempt, CANCELED, or an external result).
 type FinishInput struct {

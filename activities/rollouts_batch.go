@@ -351,13 +351,11 @@ func (a *RolloutActivities) EndRolloutTasks(ctx context.Context, in FailInput) (
 	n := 0
 	tasks := slices.Clone(in.Tasks)
 	if in.RunnerOf != 0 {
-		rows, err := a.Store.RunningRunnableTaskRuns(ctx, in.RunnerOf)
+		held, err := claimedRows(a.Store.RunningRunnableTaskRuns(ctx, in.RunnerOf))
 		if err != nil {
 			return 0, err
 		}
-		for _, t := range rows {
-			tasks = append(tasks, claimedFrom(t))
-		}
+		tasks = append(tasks, held...)
 	}
 	for _, t := range tasks {
 		_, ok, err := a.Store.FinishTaskRun(ctx, t.ID, t.Attempt, in.Status, in.Error, nil)

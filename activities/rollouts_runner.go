@@ -102,15 +102,7 @@ func (r *runner) run() error {
 // runnerTasks are the tasks a retried runner adopts: every RUNNING task of the rollout that
 // an executor runs, all of them its own (see runRollout).
 func (a *RolloutActivities) runnerTasks(ctx context.Context, rolloutID int64) ([]ClaimedTaskRun, error) {
-	rows, err := a.Store.RunningRunnableTaskRuns(ctx, rolloutID)
-	if err != nil {
-		return nil, err
-	}
-	tasks := make([]ClaimedTaskRun, len(rows))
-	for i, t := range rows {
-		tasks[i] = claimedFrom(t)
-	}
-	return tasks, nil
+	return claimedRows(a.Store.RunningRunnableTaskRuns(ctx, rolloutID))
 }
 
 // finishTasks writes results in one statement and tallies what was recorded: a result whose
@@ -172,15 +164,7 @@ func (r *runner) refill() ([]ClaimedTaskRun, error) {
 			activity.GetLogger(ctx).Warn("wake rollouts", "rollouts", wake, "error", err)
 		}
 	}
-	rows, err := a.Store.ClaimTaskRunsOf(ctx, rolloutID, r.claimMax, store.ClaimRunnable)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ClaimedTaskRun, len(rows))
-	for i, t := range rows {
-		out[i] = claimedFrom(t)
-	}
-	return out, nil
+	return claimedRows(a.Store.ClaimTaskRunsOf(ctx, rolloutID, r.claimMax, store.ClaimRunnable))
 }
 
 // activityAttempt is the activity's attempt number (1 outside an activity); a variable so

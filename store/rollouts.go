@@ -46,10 +46,7 @@ func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit in
 		return Rollout{}, fmt.Errorf("encode tasks: %w", err)
 	}
 	var r Rollout
-	err = s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return err
-		}
+	err = s.underPromotionLock(ctx, func(q *dbgen.Queries) error {
 		var err error
 		r, err = q.InsertRollout(ctx, dbgen.InsertRolloutParams{Name: name, ParallelLimit: parallelLimit, Status: domain.RolloutRunning})
 		if err != nil {
@@ -240,10 +237,7 @@ func (s *Store) CancelRollout(ctx context.Context, id int64) (Rollout, []int64, 
 // promotion lock: it may become a version blocker).
 func (s *Store) RetryTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 	var t TaskRun
-	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return err
-		}
+	err := s.underPromotionLock(ctx, func(q *dbgen.Queries) error {
 		cur, err := q.GetTaskRun(ctx, id)
 		if err != nil {
 			return err

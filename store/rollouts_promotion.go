@@ -24,6 +24,16 @@ import (
 // other or with a new blocker (R1–R3 hold with any number of promoters).
 const promotionLockKey int64 = 0x726f6c6c6f7574 // "rollout"
 
+// underPromotionLock runs fn in one transaction that holds the promotion lock.
+func (s *Store) underPromotionLock(ctx context.Context, fn func(q *dbgen.Queries) error) error {
+	return s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
+			return fmt.Errorf("promotion lock: %w", err)
+		}
+		return fn(q)
+	})
+}
+
 // Promotion is the result of one promotion round.
 type Promotion struct {
 	// Promoted are the tasks moved PENDING → AVAILABLE.
@@ -61,10 +71,7 @@ func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion
 		asOfArg = &asOf
 	}
 	var p Promotion
-	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
+	err := s.underPromotionLock(ctx, func(q *dbgen.Queries) error {
 		rows, err := q.PromoteTasks(ctx, asOfArg)
 		if err != nil {
 			return fmt.Errorf("promote: %w", err)
@@ -99,10 +106,7 @@ func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion
 // not read.
 func (s *Store) PromoteHeadsRound(ctx context.Context) (Promotion, error) {
 	var p Promotion
-	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
+	err := s.underPromotionLock(ctx, func(q *dbgen.Queries) error {
 		rows, err := q.PromoteHeads(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("promote: %w", err)

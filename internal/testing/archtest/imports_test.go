@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tickgate/tickgate/internal/testing/treecopy"
 )
 
 // moduleRoot is tickgate's root, seen from this package's directory (where go test runs).
@@ -66,10 +68,6 @@ func TestImportRulesCatchPlantedViolations(t *testing.T) {
 	rep, err := Check(root, module, Tickgate(module))
 	require.NoError(t, err)
 
-	var got []string
-	for _, v := range rep.Violations {
-		got = append(got, v.File+" → "+strings.TrimPrefix(v.Import, module+"/")+": "+v.Rule)
-	}
 	require.ElementsMatch(t, []string{
 		"workflows/planted.go → github.com/jackc/pgx/v5/pgtype: workflows do no I/O",
 		"workflows/planted.go → store: workflows do no I/O",
@@ -81,7 +79,7 @@ func TestImportRulesCatchPlantedViolations(t *testing.T) {
 		"metrics/planted.go → internal/testing/testenv: the product does not depend on tooling",
 		"cli/planted.go → store: layers: cli may import no tickgate package",
 		"storefront/planted.go → api: layers: storefront has no row in docs/architecture.md's package table",
-	}, got)
+	}, violationLines(rep, module))
 
 	// The report points at the offending line.
 	for _, v := range rep.Violations {
@@ -100,7 +98,13 @@ func TestCheckFailsOnForbiddenImportsPlantedInACopy(t *testing.T) {
 	module, err := ModulePath(moduleRoot)
 	require.NoError(t, err)
 	copyRoot := t.TempDir()
-	copyGoSources(t, moduleRoot, copyRoot)
+	// The go.mod files and the Go sources; dot directories and testdata, which Check skips.
+	require.NoError(t, treecopy.Copy(moduleRoot, copyRoot, func(rel string, d fs.DirEntry) bool {
+		if d.IsDir() {
+			return strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules"
+		}
+		return d.Name() != "go.mod" && !strings.HasSuffix(rel, ".go")
+	}))
 
 	clean, err := Check(copyRoot, module, Tickgate(module))
 	require.NoError(t, err)
@@ -122,10 +126,6 @@ func TestCheckFailsOnForbiddenImportsPlantedInACopy(t *testing.T) {
 
 	rep, err := Check(copyRoot, module, Tickgate(module))
 	require.NoError(t, err)
-	var got []string
-	for _, v := range rep.Violations {
-		got = append(got, v.File+" → "+strings.TrimPrefix(v.Import, module+"/")+": "+v.Rule)
-	}
 	require.ElementsMatch(t, []string{
 		"workflows/zz_planted.go → net/http: workflows do no I/O",
 		"workflows/zz_planted.go → os: workflows do no I/O",
@@ -134,40 +134,17 @@ func TestCheckFailsOnForbiddenImportsPlantedInACopy(t *testing.T) {
 		"workflows/zz_planted.go → metrics: workflows do no I/O",
 		"api/zz_planted.go → worker: layers: api may import only starter, store, domain, metrics, web, internal/readiness, internal/schedulespec, internal/version, workflows",
 		"cli/zz_planted.go → store: layers: cli may import no tickgate package",
-	}, got)
+	}, violationLines(rep, module))
 }
 
-// copyGoSources copies the go.mod files and every .go file under from to to, leaving out
-// dot directories and testdata (which Check skips too).
-func copyGoSources(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(from, path)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.Name() != "go.mod" && !strings.HasSuffix(rel, ".go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Join(to, filepath.Dir(rel)), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
-	})
-	require.NoError(t, err)
+// violationLines gives each violation as "file → import: rule", imports of the module
+// relative to it.
+func violationLines(rep Report, module string) []string {
+	var out []string
+	for _, v := range rep.Violations {
+		out = append(out, v.File+" → "+strings.TrimPrefix(v.Import, module+"/")+": "+v.Rule)
+	}
+	return out
 }
 
 // TestLayersMatchTheDocs: the "may import" column of docs/architecture.md's package table

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
+	"github.com/tickgate/tickgate/internal/testing/treecopy"
 )
 
 // TestStoreGivesAMigratedDatabase: a test's store is a database of its own, migrated to the
@@ -43,7 +44,10 @@ func TestHarnessRunsFromACheckoutThePostgresUserCannotEnter(t *testing.T) {
 	require.NoError(t, os.Mkdir(home, 0o700))
 	require.NoError(t, os.Chmod(home, 0o700)) // whatever the umask
 	checkout := filepath.Join(home, "tickgate")
-	copyCheckout(t, root, checkout)
+	// The module's files: not .git, the .dev state nor built binaries.
+	require.NoError(t, treecopy.Copy(root, checkout, func(rel string, d fs.DirEntry) bool {
+		return d.IsDir() && (rel == ".git" || rel == ".dev" || rel == "bin" || d.Name() == "node_modules")
+	}))
 
 	wanted := filepath.Join(checkout, ".dev", "test", "pg")
 	t.Cleanup(func() {
@@ -73,37 +77,4 @@ func TestHarnessRunsFromACheckoutThePostgresUserCannotEnter(t *testing.T) {
 		require.NotEqual(t, wanted, placed, "as root the cluster cannot live in the checkout")
 		require.NoDirExists(t, wanted)
 	}
-}
-
-// copyCheckout copies the module's files (not .git, the .dev state nor built binaries).
-func copyCheckout(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(from, path)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if rel == ".git" || rel == ".dev" || rel == "bin" || d.Name() == "node_modules" {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), b, info.Mode().Perm())
-	})
-	require.NoError(t, err, "copy the checkout")
 }
