@@ -23,7 +23,7 @@ import (
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// registerSchedules mounts /schedules (DESIGN.md §1).
+// registerSchedules mounts /schedules (docs/schedules.md).
 func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules", s.createSchedule)
 	g.GET("/schedules", s.listSchedules)

@@ -199,7 +199,7 @@ type TaskRun struct {
 	RunAt        *time.Time
 	Executor     domain.Executor
 	Payload      json.RawMessage
-	Status       domain.TaskStatus
+	Status       domain.TaskRunStatus
 	WaitingCause []byte
 	WaitingKey   *string
 	Attempt      int32

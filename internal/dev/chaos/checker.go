@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -52,8 +53,8 @@ func sampledChecks(st *store.Store) []check {
 		          AND NOT EXISTS (SELECT 1 FROM event_store e WHERE e.schedule_run_id = r.id))
 		     + (SELECT count(*) FROM event_store e
 		        WHERE NOT EXISTS (SELECT 1 FROM outbox_messages o WHERE o.event_id = e.id))`)},
-		{name: "R1–R3 one DDL/SDL alone per database, version order, parallel limit", count: func(ctx context.Context, _ pgx.Tx) (int64, error) {
-			breaches, err := st.CheckRolloutInvariants(ctx)
+		{name: "R1–R3 one DDL/SDL alone per database, version order, parallel limit", count: func(ctx context.Context, tx pgx.Tx) (int64, error) {
+			breaches, err := invariants.RolloutBreaches(ctx, tx)
 			return int64(len(breaches)), err
 		}},
 		// No task is retried by an operator during the run, so a second claim of a task
