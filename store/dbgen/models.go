@@ -125,6 +125,7 @@ type Schedule struct {
 	MissedCount      int64
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	Metrics          bool
 }
 
 type ScheduleRun struct {
