@@ -330,15 +330,7 @@ func (s *Server) createToken(c echo.Context) error {
 }
 
 func (s *Server) listTokens(c echo.Context) error {
-	limit, after, err := pageParams(c)
-	if err != nil {
-		return err
-	}
-	rows, err := s.Store.ListTokens(c.Request().Context(), after, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(rows, limit, tokenView, func(t store.Token) string { return IntCursor(t.ID) }))
+	return listPage(c, idCursor, s.Store.ListTokens, tokenView, func(t store.Token) int64 { return t.ID })
 }
 
 func (s *Server) revokeToken(c echo.Context) error {

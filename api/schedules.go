@@ -60,17 +60,19 @@ type CreateScheduleRequest struct {
 
 // ScheduleView is a schedule as the API answers it.
 type ScheduleView struct {
-	Name      string            `json:"name"`
-	Spec      schedulespec.Spec `json:"spec"`
-	Action    ScheduleAction    `json:"action"`
-	Policies  SchedulePolicies  `json:"policies"`
-	Paused    bool              `json:"paused"`
-	Note      string            `json:"note"`
-	Version   int64             `json:"version"`
-	NextRunAt *time.Time        `json:"next_run_at"`
-	LastRunAt *time.Time        `json:"last_run_at"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
+	Name     string            `json:"name"`
+	Spec     schedulespec.Spec `json:"spec"`
+	Action   ScheduleAction    `json:"action"`
+	Policies SchedulePolicies  `json:"policies"`
+	Paused   bool              `json:"paused"`
+	Note     string            `json:"note"`
+	// Metrics: the schedule has Prometheus series of its own (docs/console.md#prometheus).
+	Metrics   bool       `json:"metrics"`
+	Version   int64      `json:"version"`
+	NextRunAt *time.Time `json:"next_run_at"`
+	LastRunAt *time.Time `json:"last_run_at"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 	// Only on GET /schedules/{name}:
 	NextFireTimes []time.Time      `json:"next_fire_times,omitempty"`
 	RecentRuns    []RunView        `json:"recent_runs,omitempty"`
@@ -207,7 +209,7 @@ func scheduleSummary(spec schedulespec.Spec, pol SchedulePolicies) string {
 
 func scheduleView(row store.Schedule) ScheduleView {
 	v := ScheduleView{
-		Name: row.Name, Paused: row.Paused, Note: row.PauseNote, Version: row.Version,
+		Name: row.Name, Paused: row.Paused, Note: row.PauseNote, Metrics: row.Metrics, Version: row.Version,
 		NextRunAt: utcPtr(row.NextRunAt), LastRunAt: utcPtr(row.LastRunAt), CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
 		Policies: SchedulePolicies{
 			Overlap: row.Overlap, CatchupWindow: schedulespec.Duration(time.Duration(row.CatchupWindowMs) * time.Millisecond),
@@ -235,20 +237,26 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
+// listSchedules pages through schedules by name, filtered by ?state=active|paused and
+// ?name= (names holding it, case-insensitive).
 func (s *Server) listSchedules(c echo.Context) error {
-	limit, err := Limit(c)
+	states, err := listValues(c, "state", scheduleStates, strings.ToLower)
 	if err != nil {
 		return err
 	}
-	after, err := DecodeCursor(c)
-	if err != nil {
-		return err
+	if len(states) > 1 {
+		return BadRequest("state", "give one state (active or paused), not %d", len(states))
 	}
-	rows, err := s.Store.ListSchedules(c.Request().Context(), after, limit+1)
-	if err != nil {
-		return err
+	f := store.ScheduleFilter{NamePart: c.QueryParam("name")}
+	if len(states) == 1 {
+		f.State = states[0]
 	}
-	return c.JSON(http.StatusOK, newPage(rows, limit, scheduleView, func(r store.Schedule) string { return EncodeCursor(r.Name) }))
+	if len(f.NamePart) > maxNameFilterLen || !readable(f.NamePart) {
+		return BadRequest("name", "at most %d characters of UTF-8 text", maxNameFilterLen)
+	}
+	return listPage(c, nameCursor, func(ctx context.Context, after string, limit int) ([]store.Schedule, error) {
+		return s.Store.ListSchedulesFiltered(ctx, f, after, limit)
+	}, scheduleView, func(r store.Schedule) string { return r.Name })
 }
 
 func (s *Server) scheduleByName(c echo.Context) (store.Schedule, error) {
@@ -317,20 +325,20 @@ func (s *Server) deleteSchedule(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// listScheduleRuns pages through a schedule's runs, newest first, filtered by ?status=
+// and ?trigger= (each a comma-separated list).
 func (s *Server) listScheduleRuns(c echo.Context) error {
 	row, err := s.scheduleByName(c)
 	if err != nil {
 		return err
 	}
-	limit, before, err := pageParams(c)
+	f, err := runFilter(c)
 	if err != nil {
 		return err
 	}
-	runs, err := s.Store.ListRuns(c.Request().Context(), row.ID, before, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(runs, limit, runView, func(r store.ScheduleRun) string { return IntCursor(r.ID) }))
+	return listPage(c, idCursor, func(ctx context.Context, before int64, limit int) ([]store.ScheduleRun, error) {
+		return s.Store.ListScheduleRunsFiltered(ctx, row.ID, f, before, limit)
+	}, runView, func(r store.ScheduleRun) int64 { return r.ID })
 }
 
 // scheduleCommandError maps a failed workflow command to a problem.
