@@ -18,6 +18,7 @@ import (
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
@@ -26,6 +27,7 @@ import (
 // registerSchedules mounts /schedules (DESIGN.md §1).
 func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules", s.createSchedule)
+	g.POST("/schedules/preview", s.previewSchedule)
 	g.GET("/schedules", s.listSchedules)
 	g.GET("/schedules/:name", s.getSchedule)
 	g.DELETE("/schedules/:name", s.deleteSchedule)
@@ -56,6 +58,8 @@ type CreateScheduleRequest struct {
 	Policies *SchedulePolicies `json:"policies,omitempty"`
 	Paused   bool              `json:"paused"`
 	Note     string            `json:"note,omitempty"`
+	// Metrics asks for Prometheus series of the schedule's own (docs/console.md#prometheus).
+	Metrics bool `json:"metrics,omitempty"`
 }
 
 // ScheduleView is a schedule as the API answers it.
@@ -178,13 +182,22 @@ func (s *Server) createSchedule(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	row, err := s.Store.CreateSchedule(ctx, store.NewSchedule{
+	newRow := store.NewSchedule{
 		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
 		Paused: req.Paused, PauseNote: req.Note, NextRunAt: next,
-	})
+	}
+	var row store.Schedule
+	if req.Metrics {
+		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries)
+	} else {
+		row, err = s.Store.CreateSchedule(ctx, newRow)
+	}
 	if errors.Is(err, store.ErrConflict) {
 		return Conflict("name", "a schedule named %q already exists", req.Name)
+	}
+	if errors.Is(err, store.ErrMetricsFull) {
+		return metricsFull()
 	}
 	if err != nil {
 		return err
@@ -421,6 +434,7 @@ type UpdateScheduleRequest struct {
 	Spec     *schedulespec.Spec `json:"spec,omitempty"`
 	Action   *ScheduleAction    `json:"action,omitempty"`
 	Policies *SchedulePolicies  `json:"policies,omitempty"`
+	Metrics  *bool              `json:"metrics,omitempty"`
 	Version  int64              `json:"version,omitempty"`
 }
 
@@ -470,6 +484,16 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	specJSON, _ := json.Marshal(spec.Spec)
 	actionJSON, _ := json.Marshal(create.Action)
 	ctx := c.Request().Context()
+	// An opt-in at the cap is refused before anything changes.
+	if req.Metrics != nil && *req.Metrics && !row.Metrics {
+		n, err := s.Store.CountSchedulesWithMetrics(ctx)
+		if err != nil {
+			return err
+		}
+		if n >= metrics.MaxScheduleSeries {
+			return metricsFull()
+		}
+	}
 	updated, err := s.Store.UpdateSchedule(ctx, store.ScheduleChange{
 		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
@@ -479,6 +503,15 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if req.Metrics != nil && *req.Metrics != updated.Metrics {
+		if err := s.Store.SetScheduleMetrics(ctx, row.Name, *req.Metrics, metrics.MaxScheduleSeries); err != nil {
+			if errors.Is(err, store.ErrMetricsFull) {
+				return metricsFull()
+			}
+			return err
+		}
+		updated.Metrics = *req.Metrics
 	}
 	// The workflow reloads the definition and recomputes its next fire; runs in flight go on.
 	if err := s.Starter.RefreshSchedule(ctx, row.Name); err != nil {
@@ -634,4 +667,9 @@ func randomID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// metricsFull refuses a schedule's opt-in to series of its own at the cap.
+func metricsFull() error {
+	return Conflict("metrics", "%d schedules already have Prometheus series of their own (the cap, docs/console.md#prometheus): turn one off first", metrics.MaxScheduleSeries)
 }
