@@ -475,6 +475,9 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		}
 		expected = v
 	}
+	if req.Spec == nil && req.Action == nil && req.Policies == nil && req.Metrics != nil {
+		return s.setScheduleMetrics(c, row, expected, *req.Metrics)
+	}
 	cur := scheduleView(row)
 	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies})
 	spec, pol, err := create.validate(s.Now().UTC())
@@ -672,4 +675,21 @@ func randomID() string {
 // metricsFull refuses a schedule's opt-in to series of its own at the cap.
 func metricsFull() error {
 	return Conflict("metrics", "%d schedules already have Prometheus series of their own (the cap, docs/console.md#prometheus): turn one off first", metrics.MaxScheduleSeries)
+}
+
+// setScheduleMetrics answers a PATCH that only opts the schedule in or out of series of its
+// own: the definition is unchanged, so its version stays and its workflow is not disturbed.
+func (s *Server) setScheduleMetrics(c echo.Context, row store.Schedule, expected int64, on bool) error {
+	if expected != 0 && expected != row.Version {
+		return NewProblem(http.StatusPreconditionFailed, "version", "the schedule changed since version %d; read it again and retry", expected)
+	}
+	if err := s.Store.SetScheduleMetrics(c.Request().Context(), row.Name, on, metrics.MaxScheduleSeries); err != nil {
+		if errors.Is(err, store.ErrMetricsFull) {
+			return metricsFull()
+		}
+		return err
+	}
+	row.Metrics = on
+	c.Response().Header().Set("ETag", etag(row.Version))
+	return c.JSON(http.StatusOK, scheduleView(row))
 }
