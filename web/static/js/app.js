@@ -1,0 +1,116 @@
+// tickgate console: plain JavaScript modules over the /api/v1 JSON API (no framework, no
+// build step, no CDN). Routes live in the URL's hash; live pages refresh their regions in
+// place every few seconds. docs/console.md describes the pages.
+import { ApiError, problemText, setToken, token } from "./api.js";
+import { $, $$, esc, patchRegions, sizeBars } from "./ui.js";
+import { overview } from "./overview.js";
+import { scheduleList } from "./schedules.js";
+import { schedulePage } from "./schedule.js";
+import { scheduleForm } from "./schedule_form.js";
+import { runList } from "./runs.js";
+import { rolloutList, rolloutPage } from "./rollouts.js";
+import { pcList, pcPage, taskList, taskPage } from "./devices.js";
+
+// Each route: a pattern over the hash path, the nav tab it belongs to, and its view. A view
+// answers {title, html, mount(root, ctx), live}: live pages are refreshed in place.
+const routes = [
+  [/^(overview)?$/, "overview", () => overview()],
+  [/^schedules$/, "schedules", () => scheduleList()],
+  [/^schedules\/new$/, "schedules", () => scheduleForm(null)],
+  [/^schedule\/(.+)\/edit$/, "schedules", (name) => scheduleForm(name)],
+  [/^schedule\/(.+)$/, "schedules", (name) => schedulePage(name)],
+  [/^runs$/, "runs", () => runList()],
+  [/^rollouts$/, "rollouts", () => rolloutList()],
+  [/^rollout\/(\d+)$/, "rollouts", (id) => rolloutPage(id)],
+  [/^pcs$/, "pcs", () => pcList()],
+  [/^pc\/(.+)$/, "pcs", (name) => pcPage(name)],
+  [/^tasks$/, "tasks", () => taskList()],
+  [/^task\/(\d+)$/, "tasks", (id) => taskPage(id)],
+];
+
+function notFound(path) {
+  return {
+    title: "Not found",
+    html: '<h2 tabindex="-1">Not found</h2><p>Nothing lives at <code>#' + esc(path) +
+      '</code>. Try the <a href="#overview">overview</a> or the <a href="#schedules">schedules</a>.</p>',
+  };
+}
+
+function currentRoute() {
+  const path = decodeURIComponent(location.hash.replace(/^#/, "").split("?")[0]);
+  for (const [re, tab, view] of routes) {
+    const m = path.match(re);
+    if (m) return { path, tab, make: () => view(...m.slice(1).filter(x => x !== undefined && x !== "overview")) };
+  }
+  return { path, tab: "", make: () => notFound(path) };
+}
+
+let shown = { key: null, live: false, controller: null };
+let refreshTimer = null;
+const REFRESH_MS = 3000;
+
+async function render(refresh) {
+  const view = $("#view");
+  if (!token()) {
+    $("#login").hidden = false; view.hidden = true; $("#nav").hidden = true; $("#logout").hidden = true;
+    $("#updated").textContent = "";
+    return;
+  }
+  $("#login").hidden = true; view.hidden = false; $("#nav").hidden = false; $("#logout").hidden = false;
+  const route = currentRoute();
+  for (const a of $$("#nav a")) {
+    const active = a.dataset.tab === route.tab;
+    a.classList.toggle("active", active);
+    if (active) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+  }
+  const key = location.hash;
+  try {
+    const out = await route.make();
+    if (key !== location.hash) return; // the user moved on meanwhile
+    const inPlace = refresh && shown.key === key && out.live;
+    if (!(inPlace && patchRegions(view, out.html))) {
+      if (shown.controller) shown.controller.abort();
+      const controller = new AbortController();
+      view.innerHTML = out.html;
+      sizeBars(view);
+      if (out.mount) out.mount(view, { signal: controller.signal, first: true, rerender: () => render(true) });
+      if (!refresh) {
+        const h = $("h2", view);
+        if (h) { h.setAttribute("tabindex", "-1"); h.focus({ preventScroll: true }); }
+      }
+      shown = { key, live: !!out.live, controller };
+    } else if (out.mount) {
+      out.mount(view, { signal: shown.controller.signal, first: false, rerender: () => render(true) });
+    }
+    document.title = (out.title ? out.title + " · " : "") + "tickgate";
+    $("#updated").textContent = out.live ? "updated " + new Date().toISOString().slice(11, 19) + "Z" : "";
+    $("#error").textContent = "";
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) {
+      setToken("");
+      $("#login-error").textContent = "Token refused: " + problemText(e);
+      return render(false);
+    }
+    $("#error").textContent = problemText(e);
+  }
+}
+
+function loop() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(async () => {
+    // A dialog open or the tab hidden: nothing to refresh under the user's hands.
+    if (shown.live && !document.hidden && !$("dialog[open]")) await render(true);
+    loop();
+  }, REFRESH_MS);
+}
+
+$("#login-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  setToken($("#token").value.trim());
+  $("#token").value = "";
+  $("#login-error").textContent = "";
+  await render(false);
+});
+$("#logout").addEventListener("click", () => { setToken(""); render(false); });
+window.addEventListener("hashchange", () => render(false));
+render(false).then(loop);
