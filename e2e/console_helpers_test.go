@@ -35,7 +35,7 @@ func consoleBrowser(t *testing.T, bin string) context.Context {
 				mu.Unlock()
 			}
 			if m.IsException() || m.Type == chromedp.ConsoleError {
-				t.Logf("browser %s", m)
+				t.Logf("browser %s (%s)", m, m.URL)
 			}
 		}
 	}()
@@ -80,7 +80,7 @@ func jsValue[T any](t *testing.T, ctx context.Context, expr string) T {
 // shot saves a full-page screenshot under .dev/test/screenshots.
 func shot(t *testing.T, ctx context.Context, root, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	saveShot(t, root, name, png)
 }

@@ -13,7 +13,7 @@ func (c *Compiled) Describe() string {
 	s := c.Spec
 	var out string
 	if s.Interval != nil {
-		out = "every " + plural(s.Interval.Every, strings.ToLower(strings.TrimSuffix(s.Interval.Unit, "S")))
+		out = "every " + everyDuration(s.Interval.Duration())
 		if s.StartAt != nil {
 			out += " from " + s.StartAt.UTC().Format(time.RFC3339)
 		}
@@ -30,6 +30,19 @@ func (c *Compiled) Describe() string {
 		out += ", each fire delayed by up to " + time.Duration(s.Jitter).String() + " of jitter"
 	}
 	return out
+}
+
+// everyDuration names an interval in its largest whole unit: "hour", "90 seconds", "2 days".
+func everyDuration(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "day"}, {time.Hour, "hour"}, {time.Minute, "minute"}} {
+		if d >= u.d && d%u.d == 0 {
+			return plural(int64(d/u.d), u.name)
+		}
+	}
+	return plural(int64(d/time.Second), "second")
 }
 
 func plural(n int64, unit string) string {

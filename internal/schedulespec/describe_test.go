@@ -51,4 +51,11 @@ func TestDescribeSpec(t *testing.T) {
 	one, err := schedulespec.Normalize(schedulespec.Spec{Interval: &schedulespec.Interval{Every: 1, Unit: "HOURS"}, StartAt: &now}, now)
 	require.NoError(t, err)
 	require.Equal(t, "every hour from 2026-11-25T10:00:00Z", one.Describe())
+	for spec, want := range map[string]string{"1h": "every hour", "90s": "every 90 seconds", "48h": "every 2 days", "2m": "every 2 minutes", "1s": "every second"} {
+		var iv schedulespec.Interval
+		require.NoError(t, iv.UnmarshalJSON([]byte(`"`+spec+`"`)))
+		c, err := schedulespec.Normalize(schedulespec.Spec{Interval: &iv, StartAt: &now}, now)
+		require.NoError(t, err)
+		require.Equal(t, want+" from 2026-11-25T10:00:00Z", c.Describe(), spec)
+	}
 }

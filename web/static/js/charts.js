@@ -30,7 +30,8 @@ export function timeSeries(el, x, series, opts) {
       fill: s.kind === "bars" ? (colors[s.color] || s.color) + "cc" : undefined,
       width: s.kind === "bars" ? 0 : 2,
       paths: s.kind === "bars" ? bars : undefined,
-      points: { show: s.kind !== "bars" },
+      // Counts draw plain lines; quantiles, often a lone value between gaps, show points.
+      points: { show: s.kind === "line" && !!opts.yFormat, size: 5 },
       spanGaps: false,
       value: opts.yFormat ? (u, v) => v === null || v === undefined ? "–" : opts.yFormat(v) : undefined,
     }))),

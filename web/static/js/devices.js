@@ -132,7 +132,7 @@ export async function taskPage(id) {
   let html = '<div data-region="head"><h2><a href="#tasks">Device tasks</a> / #' + t.id + ' <span class="badge status-' + esc(t.status) + '" id="task-status">' + esc(t.status) + "</span></h2>" +
     '<div class="toolbar">' + (["pending", "running"].includes(t.status) ? '<button type="button" id="task-cancel" class="danger">Cancel task…</button>' : "") + "</div>" +
     "<p><code>" + esc(JSON.stringify(t.payload)) + "</code>" + (t.error ? ' <span class="error">' + esc(t.error) + "</span>" : "") + "</p>" +
-    '<p id="task-progress">' + bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, cancelled: c.cancelled }, execOrder, "executions") + "</p>" +
+    '<div id="task-progress">' + bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, cancelled: c.cancelled }, execOrder, "executions") + "</div>" +
     "<p>" + num(c.succeeded) + " succeeded, " + num(c.active) + " active, " + num(c.failed) + " failed, " + num(c.cancelled) + " cancelled · at most " + t.max_attempts + " attempts each" +
     (t.abort ? " · aborts once " + t.abort.min_executed + " are final and more than " + t.abort.failed_percent + "% failed" : "") + "</p></div>";
   html += '<section class="panel"><h3 id="exec-title">Executions</h3><div data-region="executions"><table id="executions" aria-labelledby="exec-title"><thead><tr><th scope="col">ID</th><th scope="col">Device</th><th scope="col">PC</th><th scope="col">Slot</th><th scope="col">Status</th><th scope="col">Attempt</th><th scope="col">Error</th><th scope="col">Sent</th><th scope="col">Completed</th><th scope="col">Attempts</th></tr></thead><tbody>';

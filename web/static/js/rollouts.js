@@ -49,7 +49,9 @@ export async function rolloutList() {
 function timeline(tasks, now) {
   const started = tasks.filter(t => t.started_at);
   const t0 = Math.min(...tasks.map(t => Date.parse(t.started_at || t.created_at)));
-  const t1 = Math.max(now, ...started.map(t => Date.parse(t.finished_at || t.started_at)));
+  // The axis ends now while a task runs or waits, and at the last finish once all are done.
+  const live = tasks.some(t => !t.finished_at);
+  const t1 = Math.max(live ? now : 0, ...started.map(t => Date.parse(t.finished_at || t.started_at)));
   const span = Math.max(1, t1 - t0);
   const lanes = new Map();
   for (const t of tasks) {

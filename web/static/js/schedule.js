@@ -106,7 +106,7 @@ export async function schedulePage(name) {
     '<button type="button" id="delete" class="danger">Delete…</button></div></div>';
   html += '<p class="form-error error" role="alert" id="command-result"></p>';
   html += '<div class="columns"><section class="panel" data-region="spec"><h3>Spec and policies</h3><dl class="facts">' +
-    "<dt>When</dt><dd id=\"description\">" + esc(described.get(dKey) || "") + "<br>" + timing(s.spec) + "</dd>" +
+    "<dt>When</dt><dd id=\"description\">" + esc(described.get(dKey) || "") + (s.spec && s.spec.cron ? "<br>" + timing(s.spec) : "") + "</dd>" +
     "<dt>Action</dt><dd>" + actionText(s.action) + "</dd>" +
     "<dt>Overlap</dt><dd>" + esc(pol.overlap) + "</dd><dt>Catch-up window</dt><dd>" + esc(pol.catchup_window) + "</dd>" +
     "<dt>Skip if successful</dt><dd>" + (pol.skip_if_successful ? "yes" : "no") + "</dd>" +

@@ -13,7 +13,12 @@ export function timing(spec) {
   if (!spec) return "";
   if (spec.cron) return "<code>" + esc(spec.cron) + "</code> " + esc(spec.timezone || "UTC");
   const iv = spec.interval;
-  if (iv && typeof iv === "object") return "every " + esc(iv.every) + " " + esc(String(iv.unit || "").toLowerCase());
+  if (iv && typeof iv === "object") {
+    const secs = iv.every * ({ SECONDS: 1, MINUTES: 60, HOURS: 3600, DAYS: 86400 }[iv.unit] || 1);
+    for (const [n, unit] of [[86400, "day"], [3600, "hour"], [60, "minute"], [1, "second"]]) {
+      if (secs >= n && secs % n === 0) return "every " + (secs === n ? unit : secs / n + " " + unit + "s");
+    }
+  }
   return "every " + esc(iv);
 }
 
