@@ -229,10 +229,10 @@ func (a *ScheduleActivities) RetractArmed(ctx context.Context, scheduleID int64)
 }
 
 // ObserveReleased counts released armed fires in the metrics, with their lateness from
-// the nominal tick to the release.
+// the nominal tick to the release (a fire released MISSED counts as missed).
 func ObserveReleased(fires []store.ReleasedFire) {
 	for _, f := range fires {
-		observeTick(domain.RunSucceeded, f.Trigger, f.ScheduledAt, f.ReleasedAt)
+		observeTick(f.Status, f.Trigger, f.ScheduledAt, f.ReleasedAt)
 	}
 }
 
@@ -371,4 +371,34 @@ func observeTick(status domain.RunStatus, trigger domain.Trigger, scheduledAt, f
 		metrics.ScheduleTicks.WithLabelValues("fired", string(trigger)).Inc()
 		metrics.FireLatenessObserved.WithLabelValues(string(trigger)).Observe(firedAt.Sub(scheduledAt).Seconds())
 	}
+}
+
+// OutagesRequest asks for the outages since the oldest late tick, under a schedule's
+// catch-up window. Until is the workflow's now, so replays and tests agree on it.
+type OutagesRequest struct {
+	Since         time.Time
+	Until         time.Time
+	CatchupWindow time.Duration
+}
+
+// Outage is a span in which no tickgate worker was alive, with the reason a tick it makes
+// MISSED is recorded with.
+type Outage struct {
+	From         time.Time
+	Until        time.Time
+	MissedReason string
+}
+
+// Outages lists the spans of [Since, Until] in which no worker was alive (store.Outages):
+// what decides whether a late tick is MISSED or fires late.
+func (a *ScheduleActivities) Outages(ctx context.Context, r OutagesRequest) ([]Outage, error) {
+	rows, err := a.Store.Outages(ctx, r.Since, r.Until, r.CatchupWindow)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Outage, len(rows))
+	for i, o := range rows {
+		out[i] = Outage(o)
+	}
+	return out, nil
 }

@@ -31,19 +31,30 @@ var (
 // row only says a next page exists), each shown through view; at is a row's position.
 func listPage[P, R, V any](c echo.Context, cursor cursorCodec[P], fetch func(ctx context.Context, after P, limit int) ([]R, error),
 	view func(R) V, at func(R) P) error {
-	limit, err := Limit(c)
+	page, _, err := pageOf(c, cursor, fetch, view, at)
 	if err != nil {
 		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+// pageOf is listPage's page before it is answered, with the rows it shows (rows[i] is
+// page.Items[i]'s), for a list that adds to its items.
+func pageOf[P, R, V any](c echo.Context, cursor cursorCodec[P], fetch func(ctx context.Context, after P, limit int) ([]R, error),
+	view func(R) V, at func(R) P) (Page[V], []R, error) {
+	limit, err := Limit(c)
+	if err != nil {
+		return Page[V]{}, nil, err
 	}
 	after, err := cursor.decode(c)
 	if err != nil {
-		return err
+		return Page[V]{}, nil, err
 	}
 	rows, err := fetch(c.Request().Context(), after, limit+1)
 	if err != nil {
-		return err
+		return Page[V]{}, nil, err
 	}
-	return c.JSON(http.StatusOK, newPage(rows, limit, view, func(r R) string { return cursor.encode(at(r)) }))
+	return newPage(rows, limit, view, func(r R) string { return cursor.encode(at(r)) }), rows, nil
 }
 
 // listValues reads a filter parameter given as a comma-separated list, repeated or both
@@ -72,7 +83,7 @@ func listValues[T ~string](c echo.Context, name string, allowed []T, canon func(
 
 // The values the runs lists filter on.
 var (
-	runStatuses = []domain.RunStatus{domain.RunRunning, domain.RunSucceeded, domain.RunFailed, domain.RunCanceled,
+	runStatuses = []domain.RunStatus{domain.RunBuffered, domain.RunRunning, domain.RunSucceeded, domain.RunFailed, domain.RunCanceled,
 		domain.RunTerminated, domain.RunSkipped, domain.RunMissed}
 	runTriggers      = []domain.Trigger{domain.TriggerScheduled, domain.TriggerCatchup, domain.TriggerManual, domain.TriggerBackfill}
 	rolloutStatuses  = []domain.RolloutStatus{domain.RolloutRunning, domain.RolloutPaused, domain.RolloutDone, domain.RolloutFailed, domain.RolloutCanceled}

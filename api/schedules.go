@@ -82,7 +82,26 @@ type ScheduleView struct {
 	RecentRuns    []RunView        `json:"recent_runs,omitempty"`
 	RunningRuns   []RunView        `json:"running_runs,omitempty"`
 	Counters      *ScheduleCounter `json:"counters,omitempty"`
-	WorkflowID    string           `json:"workflow_id"`
+	// Waiting: counts in a list, with the ticks and ranges on GET /schedules/{name}.
+	Waiting    *ScheduleWaiting `json:"waiting,omitempty"`
+	WorkflowID string           `json:"workflow_id"`
+}
+
+// ScheduleWaiting is what a schedule has still to run: ticks buffered under its overlap
+// policy and backfill ticks not yet fired.
+type ScheduleWaiting struct {
+	Buffered      int64                   `json:"buffered"`
+	Backfill      int64                   `json:"backfill"`
+	BufferedTicks []BufferedTickView      `json:"buffered_ticks,omitempty"`
+	Backfills     []store.PendingBackfill `json:"backfills,omitempty"`
+}
+
+// BufferedTickView is a tick waiting under the overlap policy (a BUFFERED run).
+type BufferedTickView struct {
+	RunID       int64          `json:"run_id"`
+	ScheduledAt time.Time      `json:"scheduled_at"`
+	Trigger     domain.Trigger `json:"trigger"`
+	Reason      string         `json:"reason"`
 }
 
 // ScheduleCounter counts a schedule's ticks by outcome.
@@ -267,9 +286,50 @@ func (s *Server) listSchedules(c echo.Context) error {
 	if len(f.NamePart) > maxNameFilterLen || !readable(f.NamePart) {
 		return BadRequest("name", "at most %d characters of UTF-8 text", maxNameFilterLen)
 	}
-	return listPage(c, nameCursor, func(ctx context.Context, after string, limit int) ([]store.Schedule, error) {
+	page, rows, err := pageOf(c, nameCursor, func(ctx context.Context, after string, limit int) ([]store.Schedule, error) {
 		return s.Store.ListSchedulesFiltered(ctx, f, after, limit)
 	}, scheduleView, func(r store.Schedule) string { return r.Name })
+	if err != nil {
+		return err
+	}
+	if err := s.addWaitingCounts(c.Request().Context(), rows, page.Items); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+// addWaitingCounts sets each listed schedule's waiting counts (views[i] is rows[i]'s):
+// one query for the page's buffered ticks, the backfills from the rows.
+func (s *Server) addWaitingCounts(ctx context.Context, rows []store.Schedule, views []ScheduleView) error {
+	ids := make([]int64, len(views))
+	for i := range views {
+		ids[i] = rows[i].ID
+	}
+	buffered, err := s.Store.BufferedCounts(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range views {
+		w, err := waitingOf(rows[i], buffered[rows[i].ID])
+		if err != nil {
+			return err
+		}
+		views[i].Waiting = &w
+	}
+	return nil
+}
+
+// waitingOf is a schedule's waiting counts, from its row and its number of BUFFERED runs.
+func waitingOf(row store.Schedule, buffered int64) (ScheduleWaiting, error) {
+	backfills, err := store.Backfills(row)
+	if err != nil {
+		return ScheduleWaiting{}, err
+	}
+	w := ScheduleWaiting{Buffered: buffered, Backfills: backfills}
+	for _, b := range backfills {
+		w.Backfill += int64(b.Remaining)
+	}
+	return w, nil
 }
 
 func (s *Server) scheduleByName(c echo.Context) (store.Schedule, error) {
@@ -318,6 +378,22 @@ func (s *Server) getSchedule(c echo.Context) error {
 	for _, r := range running {
 		v.RunningRuns = append(v.RunningRuns, runView(r))
 	}
+	buffered, err := s.Store.BufferedRuns(ctx, row.ID)
+	if err != nil {
+		return err
+	}
+	waiting, err := waitingOf(row, int64(len(buffered)))
+	if err != nil {
+		return err
+	}
+	waiting.BufferedTicks = []BufferedTickView{}
+	for _, r := range buffered {
+		waiting.BufferedTicks = append(waiting.BufferedTicks, BufferedTickView{RunID: r.ID, ScheduledAt: r.ScheduledAt.UTC(), Trigger: r.Trigger, Reason: r.Reason})
+	}
+	if waiting.Backfills == nil {
+		waiting.Backfills = []store.PendingBackfill{}
+	}
+	v.Waiting = &waiting
 	return c.JSON(http.StatusOK, v)
 }
 

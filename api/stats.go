@@ -42,8 +42,9 @@ type Lateness struct {
 }
 
 // RunCounts counts the runs whose tick lies in a bucket or window. Ticks counts every
-// recorded tick; Fired those that ran (Failed and Running among them); Late the scheduled
-// and catch-up fires later than late_after.
+// recorded tick: Fired (those that ran, Failed and Running among them), Missed, Skipped and
+// Buffered (still waiting under the overlap policy); Late the scheduled and catch-up fires
+// later than late_after.
 type RunCounts struct {
 	Ticks    int64    `json:"ticks"`
 	Fired    int64    `json:"fired"`
@@ -52,6 +53,7 @@ type RunCounts struct {
 	Skipped  int64    `json:"skipped"`
 	Failed   int64    `json:"failed"`
 	Running  int64    `json:"running"`
+	Buffered int64    `json:"buffered"`
 	Lateness Lateness `json:"lateness"`
 }
 
@@ -160,7 +162,7 @@ func runCounts(b store.RunBucket) RunCounts {
 		l.P50Seconds, l.P90Seconds, l.P99Seconds, l.MaxSeconds = &b.P50S, &b.P90S, &b.P99S, &b.MaxS
 	}
 	return RunCounts{Ticks: b.Ticks, Fired: b.Fired, Late: b.Late, Missed: b.Missed, Skipped: b.Skipped, Failed: b.Failed,
-		Running: b.Running, Lateness: l}
+		Running: b.Running, Buffered: b.Buffered, Lateness: l}
 }
 
 func (s *Server) scheduleStats(c echo.Context) error {

@@ -13,7 +13,8 @@ import (
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
-// ReleasedFire is an armed fire the release made true.
+// ReleasedFire is an armed fire the release made true — or recorded MISSED, when it was
+// released after its catch-up window because tickgate was down (see ReleaseDueFires).
 type ReleasedFire struct {
 	RunID       int64
 	ScheduleID  int64
@@ -21,6 +22,7 @@ type ReleasedFire struct {
 	VisibleAt   time.Time
 	ReleasedAt  time.Time // the releasing transaction's start (now()); it commits just after
 	Trigger     domain.Trigger
+	Status      domain.RunStatus
 }
 
 // releaseBatch bounds the schedules one release transaction locks.
@@ -51,14 +53,16 @@ func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time) ([]Released
 			if locked == 0 {
 				return nil
 			}
-			rows, err := q.ReleaseDueFires(ctx, dbgen.ReleaseDueFiresParams{AsOf: asOf, ScheduleIds: ids})
+			rows, err := q.ReleaseDueFires(ctx, dbgen.ReleaseDueFiresParams{
+				AsOf: asOf, ScheduleIds: ids, GraceSeconds: LivenessGrace.Seconds(), OnTimeMs: domain.OnTimeTolerance.Milliseconds(),
+			})
 			if err != nil {
 				return fmt.Errorf("release due fires of %d schedules: %w", len(ids), mapErr(err))
 			}
 			for _, r := range rows {
 				out = append(out, ReleasedFire{
 					RunID: r.ID, ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt.UTC(), VisibleAt: r.VisibleAt.UTC(),
-					ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger),
+					ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
 				})
 			}
 			return nil

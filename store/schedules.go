@@ -186,7 +186,7 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 			ScheduleID: f.ScheduleID, ScheduledAt: f.ScheduledAt.UTC(), Trigger: f.Trigger,
 			Status: f.Status, Reason: f.Reason, IdempotencyKey: f.IdempotencyKey, WorkflowID: f.WorkflowID,
 		}
-		fired := f.Status != domain.RunSkipped && f.Status != domain.RunMissed
+		fired := f.Status.Fired()
 		armed := fired && f.VisibleAt != nil
 		if armed && (f.Status != domain.RunSucceeded || f.Event == nil) {
 			return fmt.Errorf("arm run %s: only a fired event can be armed", f.IdempotencyKey)
@@ -198,7 +198,7 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 			}
 			params.FiredAt = &firedAt
 		}
-		if f.Status != domain.RunRunning {
+		if f.Status.Final() {
 			now := time.Now().UTC()
 			if fired {
 				now = *params.FiredAt
@@ -221,7 +221,7 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 			upd.LastRunAt, upd.Fired = params.FiredAt, 1
 		case f.Status == domain.RunSkipped:
 			upd.Skipped = 1
-		default:
+		case f.Status == domain.RunMissed:
 			upd.Missed = 1
 		}
 		if fired && f.Event != nil {
@@ -331,6 +331,15 @@ func (s *Store) ListRuns(ctx context.Context, scheduleID, beforeID int64, limit 
 	rows, err := s.Q.ListScheduleRuns(ctx, dbgen.ListScheduleRunsParams{ScheduleID: scheduleID, BeforeID: beforeID, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list runs of schedule %d: %w", scheduleID, mapErr(err))
+	}
+	return rows, nil
+}
+
+// BufferedRuns lists a schedule's ticks waiting under its overlap policy, oldest first.
+func (s *Store) BufferedRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
+	rows, err := s.Q.ListBufferedRuns(ctx, scheduleID)
+	if err != nil {
+		return nil, fmt.Errorf("list buffered runs of schedule %d: %w", scheduleID, mapErr(err))
 	}
 	return rows, nil
 }

@@ -38,11 +38,27 @@ const cancelOtherSupersedesChange = "cancel-other-supersedes-waiting"
 // writes no marker besides its record. Histories recorded before it replay the old way.
 const plannedTickChange = "planned-tick-from-record"
 
+// bufferedRowsChange versions a buffered tick being recorded as a BUFFERED row when it is
+// buffered (see buffer): histories recorded before it kept the buffer in workflow state only.
+const bufferedRowsChange = "buffered-rows"
+
+// backfillWhilePausedChange versions backfills running while the schedule is paused, as
+// an explicit request like a manual trigger (see backfilling): histories recorded before it
+// held them until resume.
+const backfillWhilePausedChange = "backfill-while-paused"
+
+// mirrorBackfillsChange versions the pending backfill ranges being mirrored to the
+// schedule's row (see mirrorBackfills).
+const mirrorBackfillsChange = "mirror-backfills"
+
+// lateIsNotMissedChange versions the lateness rule (see lateness): a late tick is MISSED
+// only when tickgate was down since it and it is older than the catch-up window; late
+// while tickgate ran, it fires late. Histories recorded before it treated every late tick
+// as an outage's.
+const lateIsNotMissedChange = "late-is-not-missed"
+
 // Scheduling constants.
 const (
-	// onTimeTolerance is how late a tick may be processed and still count as on time
-	// (timer and worker latency), whatever the catch-up window.
-	onTimeTolerance = 10 * time.Second
 	// maxTicksPerRound bounds the ticks handled between two waits, so a long outage is
 	// worked through in slices and the workflow stays responsive.
 	maxTicksPerRound = 500
@@ -284,24 +300,25 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 		if err := w.drainBuffer(ctx); err != nil {
 			return w.stopIfGone(err)
 		}
-		if !w.carry.Paused && len(w.carry.Backfills) > 0 {
+		if w.backfilling(ctx) {
 			if err := w.processBackfill(ctx); err != nil {
 				return w.stopIfGone(err)
 			}
 		}
+		more := false
 		if !w.carry.Paused {
-			more, err := w.processDue(ctx)
-			if err != nil {
+			var err error
+			if more, err = w.processDue(ctx); err != nil {
 				return w.stopIfGone(err)
 			}
-			if more || len(w.carry.Backfills) > 0 {
-				// A long outage or a backfill: keep working through it before sleeping,
-				// committing the work every workflowTaskBudget.
-				if err := w.yieldIfSpent(ctx); err != nil {
-					return err
-				}
-				continue
+		}
+		if more || w.backfilling(ctx) {
+			// A long outage or a backfill: keep working through it before sleeping,
+			// committing the work every workflowTaskBudget.
+			if err := w.yieldIfSpent(ctx); err != nil {
+				return err
 			}
+			continue
 		}
 		next := w.nextTick(ctx)
 		var armAt time.Time

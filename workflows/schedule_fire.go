@@ -33,8 +33,9 @@ func (w *scheduleWorkflow) dueTicks(ctx workflow.Context, now time.Time) []time.
 	return ticks
 }
 
-// processDue handles every due tick in time order: on time → fire; late but inside the
-// catch-up window → fire as catchup; older → MISSED. It reports whether more remain.
+// processDue handles every due tick in time order, judged by how late it is (see lateness):
+// on time, or late while tickgate ran → fire; late after an outage → fire as catchup inside
+// the catch-up window, MISSED beyond it. It reports whether more remain.
 func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	now := workflow.Now(ctx)
 	if w.carry.Rescheduled != nil {
@@ -53,7 +54,7 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 		if fireAt.After(now) {
 			return false, nil // not due yet
 		}
-		if now.Sub(fireAt) > onTimeTolerance {
+		if now.Sub(fireAt) > domain.OnTimeTolerance {
 			break // late: catch-up or missed, decided below over every due tick
 		}
 		if _, err := w.fire(ctx, *tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, *tick), "", nil); err != nil {
@@ -67,44 +68,97 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	if len(ticks) == 0 {
 		return false, nil
 	}
+	judge, err := w.judgeLateness(ctx, ticks, now)
+	if err != nil {
+		return false, err
+	}
 	var missed []time.Time
+	var missedReason string
 	for _, tick := range ticks {
-		late := now.Sub(tick.Add(w.spec.JitterFor(w.def.Name, tick)))
-		switch {
-		case late <= onTimeTolerance:
-			if err := w.flushMissed(ctx, &missed); err != nil {
-				return false, err
+		trigger, reason := judge.fate(tick, now.Sub(tick.Add(w.spec.JitterFor(w.def.Name, tick))))
+		if reason != "" {
+			if reason != missedReason {
+				if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
+					return false, err
+				}
 			}
-			if _, err := w.fire(ctx, tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
-				return false, err
-			}
-		case late <= w.def.CatchupWindow:
-			if err := w.flushMissed(ctx, &missed); err != nil {
-				return false, err
-			}
-			if _, err := w.fire(ctx, tick, domain.TriggerCatchup, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
-				return false, err
-			}
-		default:
-			missed = append(missed, tick)
+			missed, missedReason = append(missed, tick), reason
 			w.carry.Watermark = tick
 			continue
+		}
+		if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
+			return false, err
+		}
+		if _, err := w.fire(ctx, tick, trigger, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
+			return false, err
 		}
 		if w.work.spent() {
 			return true, nil // the rest in the next workflow task (missed is flushed before each fire)
 		}
 	}
-	if err := w.flushMissed(ctx, &missed); err != nil {
+	if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
 		return false, err
 	}
 	return len(ticks) == maxTicksPerRound, nil
 }
 
-func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time) error {
+// lateness judges due ticks by how late they are processed (S2): on time within
+// domain.OnTimeTolerance; later than that, late because tickgate was busy — fired late,
+// as scheduled — or because it was down: an outage (a span with no worker alive) since the
+// tick makes it a catch-up fire inside the catch-up window, and MISSED beyond it.
+type lateness struct {
+	window time.Duration
+	// outages since the oldest late tick; consulted only under lateIsNotMissedChange.
+	outages  []activities.Outage
+	evidence bool
+}
+
+// fate is the trigger a tick fires with, or the reason it is MISSED (trigger "").
+func (l lateness) fate(tick time.Time, late time.Duration) (domain.Trigger, string) {
+	if late <= domain.OnTimeTolerance {
+		return domain.TriggerScheduled, ""
+	}
+	if !l.evidence { // recorded before lateIsNotMissedChange: every late tick was an outage's
+		if late <= l.window {
+			return domain.TriggerCatchup, ""
+		}
+		return "", fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", l.window)
+	}
+	for _, o := range l.outages {
+		if o.Until.After(tick) { // tickgate was down for part of the time since the tick
+			if late <= l.window {
+				return domain.TriggerCatchup, ""
+			}
+			return "", o.MissedReason
+		}
+	}
+	return domain.TriggerScheduled, "" // alive all along, only behind: fired late
+}
+
+// judgeLateness reads the evidence the due ticks need: the outages since the oldest tick
+// that is late, if any is (in a local activity, so replays read the same answer).
+func (w *scheduleWorkflow) judgeLateness(ctx workflow.Context, ticks []time.Time, now time.Time) (lateness, error) {
+	l := lateness{window: w.def.CatchupWindow}
+	first := ticks[0]
+	if now.Sub(first.Add(w.spec.JitterFor(w.def.Name, first))) <= domain.OnTimeTolerance {
+		return l, nil // the oldest due tick is on time, and so is every later one
+	}
+	// GetVersion only when a tick is late, so other histories carry no marker.
+	if workflow.GetVersion(ctx, lateIsNotMissedChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return l, nil
+	}
+	l.evidence = true
+	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.Outages, activities.OutagesRequest{
+		Since: first, Until: now, CatchupWindow: w.def.CatchupWindow,
+	}).Get(ctx, &l.outages)
+	return l, err
+}
+
+// flushMissed records the missed ticks gathered so far, all with the same reason.
+func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time, reason string) error {
 	if len(*missed) == 0 {
 		return nil
 	}
-	reason := fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", w.def.CatchupWindow)
 	if err := w.mirror.Lock(ctx); err != nil {
 		return err
 	}
@@ -157,7 +211,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
 		case domain.OverlapBufferOne, domain.OverlapBufferAll, domain.OverlapCancelOther:
-			if overlap == "cancel_other" {
+			if overlap == domain.OverlapCancelOther {
 				if err := w.supersedeWaiting(ctx, tick); err != nil {
 					return TriggerResult{}, err
 				}
@@ -170,16 +224,36 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 				return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 					fmt.Sprintf("overlap %s: buffer full (%d)", overlap, limit), "")
 			}
-			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
-			if overlap == "cancel_other" {
+			res, err := w.buffer(ctx, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
+			if err == nil && overlap == domain.OverlapCancelOther {
 				w.stopRunning(ctx, false)
 			}
-			return TriggerResult{Status: "BUFFERED", ScheduledAt: tick}, nil
+			return res, err
 		case domain.OverlapTerminateOther:
 			w.stopRunning(ctx, true)
 		}
 	}
 	return w.start(ctx, tick, trigger, key, input)
+}
+
+// buffer queues a tick behind the running run and records it as a BUFFERED row with the
+// reason it waits, so that what is waiting is in PostgreSQL like every other tick (S2). A
+// tick recorded before with another outcome (a retried fire, a backfill of a tick that
+// ran) is that outcome, and does not wait.
+func (w *scheduleWorkflow) buffer(ctx workflow.Context, b BufferedTick) (TriggerResult, error) {
+	waiting := TriggerResult{Status: domain.RunBuffered, ScheduledAt: b.Tick}
+	// GetVersion only when a tick is buffered, so other histories carry no marker.
+	if workflow.GetVersion(ctx, bufferedRowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		w.carry.Buffer = append(w.carry.Buffer, b)
+		return waiting, nil // recorded before the change: the buffer lived in workflow state only
+	}
+	reason := fmt.Sprintf("overlap %s: waiting for run %d to end", b.Overlap, w.carry.Running[0].RunID)
+	res, err := w.record(ctx, b.Tick, b.Trigger, b.Key, domain.RunBuffered, reason, "")
+	if err != nil || res.Status != domain.RunBuffered {
+		return res, err
+	}
+	w.carry.Buffer = append(w.carry.Buffer, b)
+	return res, nil
 }
 
 // skipIfSuccessfulApplies reports whether skip_if_successful may skip a tick of this
@@ -235,7 +309,7 @@ func (w *scheduleWorkflow) cancelsOther(b BufferedTick) bool {
 	if overlap == "" {
 		overlap = w.def.Overlap
 	}
-	return overlap == "cancel_other"
+	return overlap == domain.OverlapCancelOther
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string) (TriggerResult, error) {
@@ -416,9 +490,9 @@ func (w *scheduleWorkflow) succeeded(nominal time.Time) {
 }
 
 // drainBuffer starts buffered ticks, oldest first, once nothing is running. While the
-// schedule is paused it starts only buffered manual triggers (the one start a paused
-// schedule allows): its other buffered ticks stay buffered, and start after resume under
-// the overlap policy (seed 004, case 14).
+// schedule is paused it starts only buffered manual triggers and backfill ticks (the
+// explicit requests a paused schedule allows): its other buffered ticks stay buffered, and
+// start after resume under the overlap policy (seed 004, case 14).
 func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 	if len(w.carry.Buffer) == 0 || len(w.carry.Running) > 0 {
 		return nil
@@ -428,7 +502,9 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 	for len(w.carry.Running) == 0 {
 		i := 0
 		if holdTicks {
-			i = slices.IndexFunc(w.carry.Buffer, func(b BufferedTick) bool { return b.Trigger == domain.TriggerManual })
+			i = slices.IndexFunc(w.carry.Buffer, func(b BufferedTick) bool {
+				return b.Trigger == domain.TriggerManual || (b.Trigger == domain.TriggerBackfill && w.backfillsRunWhilePaused(ctx))
+			})
 		}
 		if i < 0 || i >= len(w.carry.Buffer) {
 			return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -110,10 +111,15 @@ func (s *ScheduleWorkflowSuite) TestOverlapBufferOneRunsOneAfterwardsAndSkipsBey
 	s.stopAt(5*minute + 10*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 	// 1m runs to 2m40; 2m waits and runs 2m40-4m20; 3m waits; 4m finds the buffer full;
-	// 3m runs from 4m20; 5m waits in the buffer (no row yet).
+	// 3m runs from 4m20; 5m waits in the buffer, recorded BUFFERED with why.
 	s.Equal(map[time.Duration]string{
-		1 * minute: "SUCCEEDED", 2 * minute: "SUCCEEDED", 3 * minute: "RUNNING", 4 * minute: "SKIPPED",
+		1 * minute: "SUCCEEDED", 2 * minute: "SUCCEEDED", 3 * minute: "RUNNING", 4 * minute: "SKIPPED", 5 * minute: "BUFFERED",
 	}, s.outcomes("buffer-one"))
+	runs := s.runs("buffer-one")
+	waiting := runs[len(runs)-1]
+	s.Nil(waiting.FiredAt, "a buffered tick has not fired")
+	s.Nil(waiting.FinishedAt, "a buffered tick is not final")
+	s.Equal(fmt.Sprintf("overlap buffer_one: waiting for run %d to end", runs[2].ID), waiting.Reason)
 }
 
 func (s *ScheduleWorkflowSuite) TestOverlapBufferAllRunsEveryTickInOrder() {
@@ -121,8 +127,10 @@ func (s *ScheduleWorkflowSuite) TestOverlapBufferAllRunsEveryTickInOrder() {
 	targets := s.mockTargets(100 * time.Second)
 	s.stopAt(6*minute + 10*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	// 5m and 6m wait behind 4m, each a BUFFERED row.
 	s.Equal(map[time.Duration]string{
 		1 * minute: "SUCCEEDED", 2 * minute: "SUCCEEDED", 3 * minute: "SUCCEEDED", 4 * minute: "RUNNING",
+		5 * minute: "BUFFERED", 6 * minute: "BUFFERED",
 	}, s.outcomes("buffer-all"))
 	s.Equal([]string{"schedule/buffer-all/run/2026-03-01T12:01:00Z", "schedule/buffer-all/run/2026-03-01T12:02:00Z",
 		"schedule/buffer-all/run/2026-03-01T12:03:00Z", "schedule/buffer-all/run/2026-03-01T12:04:00Z"}, targets.started)
@@ -143,7 +151,8 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCancelsTheRunThenStarts() 
 	targets := s.mockTargets(100 * time.Second)
 	s.stopAt(3*minute + 30*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
-	s.Equal(map[time.Duration]string{1 * minute: "CANCELED", 2 * minute: "RUNNING"}, s.outcomes("cancel-other"))
+	// 3m waits while 2m is being cancelled.
+	s.Equal(map[time.Duration]string{1 * minute: "CANCELED", 2 * minute: "RUNNING", 3 * minute: "BUFFERED"}, s.outcomes("cancel-other"))
 	s.Equal("cancel", targets.stopped["schedule/cancel-other/run/2026-03-01T12:01:00Z"])
 }
 
@@ -162,10 +171,10 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCatchingUpRunsOnlyTheNewes
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 
 	// -4m runs and is cancelled; -3m..-1m and 0 each wait and are superseded by the next
-	// tick (0 by +1m, which came while -4m was still stopping); +1m runs; +2m waits (no row).
+	// tick (0 by +1m, which came while -4m was still stopping); +1m runs; +2m waits (BUFFERED).
 	s.Equal(map[time.Duration]string{
 		-4 * minute: "CANCELED/catchup", -3 * minute: "SKIPPED/catchup", -2 * minute: "SKIPPED/catchup", -1 * minute: "SKIPPED/catchup",
-		0: "SKIPPED", 1 * minute: "RUNNING",
+		0: "SKIPPED", 1 * minute: "RUNNING", 2 * minute: "BUFFERED",
 	}, s.outcomes("cancel-backlog"))
 	for _, r := range s.runs("cancel-backlog") {
 		if r.Status == domain.RunSkipped {

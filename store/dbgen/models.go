@@ -125,6 +125,7 @@ type Schedule struct {
 	MissedCount      int64
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	Backfills        json.RawMessage
 	Metrics          bool
 }
 
@@ -209,4 +210,10 @@ type TaskRun struct {
 	FinishedAt   *time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+}
+
+type WorkerLiveness struct {
+	WorkerID  string
+	StartedAt time.Time
+	BeatAt    time.Time
 }

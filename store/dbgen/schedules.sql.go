@@ -93,6 +93,50 @@ func (q *Queries) ArmWindow(ctx context.Context, arg ArmWindowParams) ([]ArmWind
 	return items, nil
 }
 
+const beatWorkerLiveness = `-- name: BeatWorkerLiveness :execrows
+UPDATE worker_liveness SET beat_at = now() WHERE worker_id = $1
+`
+
+func (q *Queries) BeatWorkerLiveness(ctx context.Context, workerID string) (int64, error) {
+	result, err := q.db.Exec(ctx, beatWorkerLiveness, workerID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const countBufferedRuns = `-- name: CountBufferedRuns :many
+SELECT schedule_id, count(*)::bigint AS buffered FROM schedule_runs
+WHERE status = 'BUFFERED' AND schedule_id = ANY($1::bigint[])
+GROUP BY schedule_id
+`
+
+type CountBufferedRunsRow struct {
+	ScheduleID int64
+	Buffered   int64
+}
+
+// How many ticks wait under each schedule's overlap policy (schedules with none are absent).
+func (q *Queries) CountBufferedRuns(ctx context.Context, scheduleIds []int64) ([]CountBufferedRunsRow, error) {
+	rows, err := q.db.Query(ctx, countBufferedRuns, scheduleIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CountBufferedRunsRow
+	for rows.Next() {
+		var i CountBufferedRunsRow
+		if err := rows.Scan(&i.ScheduleID, &i.Buffered); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deleteArmedEvents = `-- name: DeleteArmedEvents :exec
 DELETE FROM event_store e USING schedule_runs r
 WHERE e.schedule_run_id = r.id AND r.schedule_id = $1 AND r.armed
@@ -194,8 +238,18 @@ func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunPa
 	return i, err
 }
 
+const forgetOldLiveness = `-- name: ForgetOldLiveness :exec
+DELETE FROM worker_liveness WHERE beat_at < now() - interval '400 days'
+`
+
+// Liveness older than any catch-up window needs (a year): its outages decide nothing now.
+func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, forgetOldLiveness)
+	return err
+}
+
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, metrics FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -219,13 +273,14 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 		&i.Metrics,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, metrics FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -249,6 +304,7 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 		&i.Metrics,
 	)
 	return i, err
@@ -316,7 +372,7 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 const insertSchedule = `-- name: InsertSchedule :one
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, metrics
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
 `
 
 type InsertScheduleParams struct {
@@ -362,6 +418,7 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 		&i.Metrics,
 	)
 	return i, err
@@ -375,7 +432,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
-WHERE schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL
+WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
+   OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
 RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at
 `
 
@@ -395,8 +453,9 @@ type InsertScheduleRunParams struct {
 }
 
 // S1: a second insert of the same idempotency key inserts nothing and returns no row.
-// The one exception: a backfill may run a tick that was only recorded MISSED (it never
-// ran), turning that row into the run.
+// Two exceptions turn the recorded row into the new outcome: a backfill may run a tick that
+// was only recorded MISSED (it never ran), and a BUFFERED tick (waiting under its overlap
+// policy) starts or is superseded.
 // An armed run (armed, visible_at, release_next_run_at) is hidden until its release.
 func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunParams) (ScheduleRun, error) {
 	row := q.db.QueryRow(ctx, insertScheduleRun,
@@ -453,6 +512,47 @@ func (q *Queries) ListAllScheduleNames(ctx context.Context) ([]ListAllScheduleNa
 	for rows.Next() {
 		var i ListAllScheduleNamesRow
 		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listBufferedRuns = `-- name: ListBufferedRuns :many
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
+`
+
+// What is waiting under the overlap policy, oldest tick first.
+func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
+	rows, err := q.db.Query(ctx, listBufferedRuns, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduleRun
+	for rows.Next() {
+		var i ScheduleRun
+		if err := rows.Scan(
+			&i.ID,
+			&i.ScheduleID,
+			&i.ScheduledAt,
+			&i.FiredAt,
+			&i.Trigger,
+			&i.Status,
+			&i.Reason,
+			&i.IdempotencyKey,
+			&i.WorkflowID,
+			&i.Error,
+			&i.FinishedAt,
+			&i.CreatedAt,
+			&i.Armed,
+			&i.VisibleAt,
+			&i.ReleaseNextRunAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -554,7 +654,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, metrics FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -589,6 +689,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.MissedCount,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Backfills,
 			&i.Metrics,
 		); err != nil {
 			return nil, err
@@ -602,7 +703,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, metrics FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -626,6 +727,7 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 		&i.Metrics,
 	)
 	return i, err
@@ -693,39 +795,72 @@ func (q *Queries) NextArmedFireIn(ctx context.Context) (float64, error) {
 }
 
 const releaseDueFires = `-- name: ReleaseDueFires :many
-WITH released AS (
-    UPDATE schedule_runs r
-    SET armed = false, fired_at = COALESCE($1::timestamptz, now()), finished_at = COALESCE($1::timestamptz, now())
+WITH due AS (
+    SELECT r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.release_next_run_at,
+           COALESCE($1::timestamptz, now()) AS released_at, s.catchup_window_ms
+    FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
     WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()) AND r.schedule_id = ANY($2::bigint[])
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.release_next_run_at
+), judged AS (
+    SELECT due.id, due.schedule_id, due.scheduled_at, due.visible_at, due.release_next_run_at, due.released_at, due.catchup_window_ms, o.down_from, o.down_until,
+           CASE WHEN o.down_from IS NULL THEN 'fired'
+                WHEN due.released_at - due.visible_at <= make_interval(secs => due.catchup_window_ms::float8 / 1000) THEN 'catchup'
+                ELSE 'missed' END AS fate
+    FROM due
+    LEFT JOIN LATERAL (
+        -- Only a late release asks whether an outage made it late.
+        SELECT x.down_from, x.down_until
+        FROM schedule_outages(due.visible_at, due.released_at, make_interval(secs => $3::float8)) AS x (down_from, down_until)
+        WHERE due.released_at - due.visible_at > make_interval(secs => ($4::bigint)::float8 / 1000)
+        ORDER BY 1 LIMIT 1
+    ) o ON true
+), released AS (
+    UPDATE schedule_runs r
+    SET armed       = false,
+        status      = CASE WHEN j.fate = 'missed' THEN 'MISSED' ELSE r.status END,
+        trigger     = CASE WHEN j.fate = 'catchup' THEN 'catchup' ELSE r.trigger END,
+        reason      = CASE WHEN j.fate = 'missed' THEN schedule_missed_reason(j.down_from, j.down_until, j.catchup_window_ms) ELSE r.reason END,
+        fired_at    = CASE WHEN j.fate = 'missed' THEN NULL ELSE j.released_at END,
+        finished_at = j.released_at
+    FROM judged j
+    WHERE r.id = j.id
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at
 ), positioned AS (
     UPDATE outbox_messages o
     SET tx_id = pg_current_xact_id()
     FROM event_store e, released
-    WHERE e.schedule_run_id = released.id AND o.event_id = e.id AND o.tx_id IS NULL
+    WHERE e.schedule_run_id = released.id AND o.event_id = e.id AND o.tx_id IS NULL AND released.status <> 'MISSED'
     RETURNING o.id
+), unfired AS (
+    -- a MISSED fire's event and (by cascade) its outbox message, which never had a position
+    DELETE FROM event_store e USING released
+    WHERE e.schedule_run_id = released.id AND released.status = 'MISSED'
+    RETURNING e.id
 ), per_schedule AS (
-    SELECT schedule_id, count(*) AS n, max(scheduled_at) AS last_tick,
+    SELECT schedule_id, count(*) FILTER (WHERE status <> 'MISSED') AS fired, count(*) FILTER (WHERE status = 'MISSED') AS missed,
+           max(scheduled_at) AS last_tick, max(released_at) FILTER (WHERE status <> 'MISSED') AS last_fired_at,
            (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
     FROM released GROUP BY schedule_id
 ), counted AS (
     UPDATE schedules s
-    SET fired_count = s.fired_count + p.n,
-        last_run_at = GREATEST(s.last_run_at, COALESCE($1::timestamptz, now())),
-        next_run_at = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
-        updated_at  = now()
+    SET fired_count  = s.fired_count + p.fired,
+        missed_count = s.missed_count + p.missed,
+        last_run_at  = COALESCE(GREATEST(s.last_run_at, p.last_fired_at), s.last_run_at, p.last_fired_at),
+        next_run_at  = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
+        updated_at   = now()
     FROM per_schedule p
     WHERE s.id = p.schedule_id
     RETURNING s.id
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
-       COALESCE($1::timestamptz, now())::timestamptz AS released_at
+       released.status, released.released_at::timestamptz AS released_at
 FROM released
 `
 
 type ReleaseDueFiresParams struct {
-	AsOf        *time.Time
-	ScheduleIds []int64
+	AsOf         *time.Time
+	ScheduleIds  []int64
+	GraceSeconds float64
+	OnTimeMs     int64
 }
 
 type ReleaseDueFiresRow struct {
@@ -734,15 +869,25 @@ type ReleaseDueFiresRow struct {
 	ScheduledAt time.Time
 	VisibleAt   time.Time
 	Trigger     string
+	Status      string
 	ReleasedAt  time.Time
 }
 
-// The release, step 2, one statement for every due run of the locked schedules: the run
-// becomes true now (fired_at, finished_at), its outbox message takes this transaction's id
-// as its feed position, and its schedule counts it (fired, last_run_at) and moves next_run_at
-// past it unless something moved it already.
+// The release, step 2, one statement for every due run of the locked schedules. A run
+// released on time (within on_time_ms of its visible time), or late while workers were
+// alive (busy, not down), becomes true now (fired_at, finished_at); one released late after
+// an outage (schedule_outages) obeys the catch-up window as any tick does: inside it, it
+// becomes true as a catch-up fire; beyond it, it is MISSED with the outage as its reason,
+// and its event and outbox message go (the fire never happened). A fire's outbox message
+// takes this transaction's id as its feed position. Its schedule counts it (fired or
+// missed, last_run_at) and moves next_run_at past it unless something moved it already.
 func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams) ([]ReleaseDueFiresRow, error) {
-	rows, err := q.db.Query(ctx, releaseDueFires, arg.AsOf, arg.ScheduleIds)
+	rows, err := q.db.Query(ctx, releaseDueFires,
+		arg.AsOf,
+		arg.ScheduleIds,
+		arg.GraceSeconds,
+		arg.OnTimeMs,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -756,8 +901,54 @@ func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams
 			&i.ScheduledAt,
 			&i.VisibleAt,
 			&i.Trigger,
+			&i.Status,
 			&i.ReleasedAt,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const scheduleOutages = `-- name: ScheduleOutages :many
+SELECT o.down_from::timestamptz AS down_from, o.down_until::timestamptz AS down_until,
+       schedule_missed_reason(o.down_from, o.down_until, $1::bigint)::text AS missed_reason
+FROM schedule_outages($2::timestamptz, $3::timestamptz, make_interval(secs => $4::float8)) o
+`
+
+type ScheduleOutagesParams struct {
+	CatchupWindowMs int64
+	Since           time.Time
+	Until           time.Time
+	GraceSeconds    float64
+}
+
+type ScheduleOutagesRow struct {
+	DownFrom     time.Time
+	DownUntil    time.Time
+	MissedReason string
+}
+
+// The outages since a tick, each with the reason a tick it makes MISSED is recorded with.
+func (q *Queries) ScheduleOutages(ctx context.Context, arg ScheduleOutagesParams) ([]ScheduleOutagesRow, error) {
+	rows, err := q.db.Query(ctx, scheduleOutages,
+		arg.CatchupWindowMs,
+		arg.Since,
+		arg.Until,
+		arg.GraceSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduleOutagesRow
+	for rows.Next() {
+		var i ScheduleOutagesRow
+		if err := rows.Scan(&i.DownFrom, &i.DownUntil, &i.MissedReason); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -782,6 +973,20 @@ func (q *Queries) SetNextRunAtToFirstArmed(ctx context.Context, id int64) error 
 	return err
 }
 
+const setScheduleBackfills = `-- name: SetScheduleBackfills :exec
+UPDATE schedules SET backfills = $1 WHERE id = $2
+`
+
+type SetScheduleBackfillsParams struct {
+	Backfills json.RawMessage
+	ID        int64
+}
+
+func (q *Queries) SetScheduleBackfills(ctx context.Context, arg SetScheduleBackfillsParams) error {
+	_, err := q.db.Exec(ctx, setScheduleBackfills, arg.Backfills, arg.ID)
+	return err
+}
+
 const setScheduleNextRunAt = `-- name: SetScheduleNextRunAt :exec
 UPDATE schedules SET next_run_at = $1, updated_at = now() WHERE id = $2
 `
@@ -801,7 +1006,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, metrics
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
 `
 
 type SetSchedulePausedParams struct {
@@ -831,9 +1036,21 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 		&i.Metrics,
 	)
 	return i, err
+}
+
+const startWorkerLiveness = `-- name: StartWorkerLiveness :exec
+INSERT INTO worker_liveness (worker_id, started_at, beat_at) VALUES ($1, now(), now())
+ON CONFLICT (worker_id) DO UPDATE SET beat_at = now()
+`
+
+// A worker process begins: alive from now on (its id is new per process).
+func (q *Queries) StartWorkerLiveness(ctx context.Context, workerID string) error {
+	_, err := q.db.Exec(ctx, startWorkerLiveness, workerID)
+	return err
 }
 
 const updateScheduleAfterFire = `-- name: UpdateScheduleAfterFire :exec
@@ -873,7 +1090,7 @@ UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
     skip_if_successful = $5, version = version + 1, updated_at = now()
 WHERE name = $6 AND ($7::bigint = 0 OR version = $7::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, metrics
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -917,6 +1134,7 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
 		&i.Metrics,
 	)
 	return i, err

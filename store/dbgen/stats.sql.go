@@ -103,6 +103,7 @@ const runStatsByBucket = `-- name: RunStatsByBucket :many
 
 WITH runs AS (
     SELECT date_bin(make_interval(secs => $3::float8), scheduled_at, $1::timestamptz) AS bucket, status,
+           fired_at IS NOT NULL AS fired,
            CASE WHEN fired_at IS NOT NULL AND trigger IN ('scheduled', 'catchup')
                 THEN extract(epoch FROM fired_at - scheduled_at)::float8 END AS lateness_s
     FROM schedule_runs
@@ -111,12 +112,13 @@ WITH runs AS (
 )
 SELECT (GROUPING(bucket) = 1)::boolean AS whole, COALESCE(bucket, $1::timestamptz)::timestamptz AS bucket,
        count(*)                                            AS ticks,
-       count(*) FILTER (WHERE status NOT IN ('SKIPPED', 'MISSED')) AS fired,
+       count(*) FILTER (WHERE fired)                       AS fired,
        count(*) FILTER (WHERE lateness_s > $2::float8) AS late,
        count(*) FILTER (WHERE status = 'MISSED')           AS missed,
        count(*) FILTER (WHERE status = 'SKIPPED')          AS skipped,
        count(*) FILTER (WHERE status = 'FAILED')           AS failed,
        count(*) FILTER (WHERE status = 'RUNNING')          AS running,
+       count(*) FILTER (WHERE status = 'BUFFERED')         AS buffered,
        count(lateness_s)                                   AS lateness_samples,
        COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY lateness_s), 0)::float8  AS p50_s,
        COALESCE(percentile_cont(0.9) WITHIN GROUP (ORDER BY lateness_s), 0)::float8  AS p90_s,
@@ -145,6 +147,7 @@ type RunStatsByBucketRow struct {
 	Skipped         int64
 	Failed          int64
 	Running         int64
+	Buffered        int64
 	LatenessSamples int64
 	P50S            float64
 	P90S            float64
@@ -184,6 +187,7 @@ func (q *Queries) RunStatsByBucket(ctx context.Context, arg RunStatsByBucketPara
 			&i.Skipped,
 			&i.Failed,
 			&i.Running,
+			&i.Buffered,
 			&i.LatenessSamples,
 			&i.P50S,
 			&i.P90S,

@@ -43,8 +43,9 @@ WHERE id = @id;
 
 -- name: InsertScheduleRun :one
 -- S1: a second insert of the same idempotency key inserts nothing and returns no row.
--- The one exception: a backfill may run a tick that was only recorded MISSED (it never
--- ran), turning that row into the run.
+-- Two exceptions turn the recorded row into the new outcome: a backfill may run a tick that
+-- was only recorded MISSED (it never ran), and a BUFFERED tick (waiting under its overlap
+-- policy) starts or is superseded.
 -- An armed run (armed, visible_at, release_next_run_at) is hidden until its release.
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                            armed, visible_at, release_next_run_at)
@@ -53,7 +54,8 @@ VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @ide
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
-WHERE schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL
+WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
+   OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
 RETURNING *;
 
 -- name: GetScheduleRunByKey :one
@@ -156,37 +158,72 @@ LIMIT @max_rows
 FOR NO KEY UPDATE OF s SKIP LOCKED;
 
 -- name: ReleaseDueFires :many
--- The release, step 2, one statement for every due run of the locked schedules: the run
--- becomes true now (fired_at, finished_at), its outbox message takes this transaction's id
--- as its feed position, and its schedule counts it (fired, last_run_at) and moves next_run_at
--- past it unless something moved it already.
-WITH released AS (
-    UPDATE schedule_runs r
-    SET armed = false, fired_at = COALESCE(sqlc.narg(as_of)::timestamptz, now()), finished_at = COALESCE(sqlc.narg(as_of)::timestamptz, now())
+-- The release, step 2, one statement for every due run of the locked schedules. A run
+-- released on time (within on_time_ms of its visible time), or late while workers were
+-- alive (busy, not down), becomes true now (fired_at, finished_at); one released late after
+-- an outage (schedule_outages) obeys the catch-up window as any tick does: inside it, it
+-- becomes true as a catch-up fire; beyond it, it is MISSED with the outage as its reason,
+-- and its event and outbox message go (the fire never happened). A fire's outbox message
+-- takes this transaction's id as its feed position. Its schedule counts it (fired or
+-- missed, last_run_at) and moves next_run_at past it unless something moved it already.
+WITH due AS (
+    SELECT r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.release_next_run_at,
+           COALESCE(sqlc.narg(as_of)::timestamptz, now()) AS released_at, s.catchup_window_ms
+    FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
     WHERE r.armed AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now()) AND r.schedule_id = ANY(@schedule_ids::bigint[])
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.release_next_run_at
+), judged AS (
+    SELECT due.*, o.down_from, o.down_until,
+           CASE WHEN o.down_from IS NULL THEN 'fired'
+                WHEN due.released_at - due.visible_at <= make_interval(secs => due.catchup_window_ms::float8 / 1000) THEN 'catchup'
+                ELSE 'missed' END AS fate
+    FROM due
+    LEFT JOIN LATERAL (
+        -- Only a late release asks whether an outage made it late.
+        SELECT x.down_from, x.down_until
+        FROM schedule_outages(due.visible_at, due.released_at, make_interval(secs => @grace_seconds::float8)) AS x (down_from, down_until)
+        WHERE due.released_at - due.visible_at > make_interval(secs => (@on_time_ms::bigint)::float8 / 1000)
+        ORDER BY 1 LIMIT 1
+    ) o ON true
+), released AS (
+    UPDATE schedule_runs r
+    SET armed       = false,
+        status      = CASE WHEN j.fate = 'missed' THEN 'MISSED' ELSE r.status END,
+        trigger     = CASE WHEN j.fate = 'catchup' THEN 'catchup' ELSE r.trigger END,
+        reason      = CASE WHEN j.fate = 'missed' THEN schedule_missed_reason(j.down_from, j.down_until, j.catchup_window_ms) ELSE r.reason END,
+        fired_at    = CASE WHEN j.fate = 'missed' THEN NULL ELSE j.released_at END,
+        finished_at = j.released_at
+    FROM judged j
+    WHERE r.id = j.id
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at
 ), positioned AS (
     UPDATE outbox_messages o
     SET tx_id = pg_current_xact_id()
     FROM event_store e, released
-    WHERE e.schedule_run_id = released.id AND o.event_id = e.id AND o.tx_id IS NULL
+    WHERE e.schedule_run_id = released.id AND o.event_id = e.id AND o.tx_id IS NULL AND released.status <> 'MISSED'
     RETURNING o.id
+), unfired AS (
+    -- a MISSED fire's event and (by cascade) its outbox message, which never had a position
+    DELETE FROM event_store e USING released
+    WHERE e.schedule_run_id = released.id AND released.status = 'MISSED'
+    RETURNING e.id
 ), per_schedule AS (
-    SELECT schedule_id, count(*) AS n, max(scheduled_at) AS last_tick,
+    SELECT schedule_id, count(*) FILTER (WHERE status <> 'MISSED') AS fired, count(*) FILTER (WHERE status = 'MISSED') AS missed,
+           max(scheduled_at) AS last_tick, max(released_at) FILTER (WHERE status <> 'MISSED') AS last_fired_at,
            (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
     FROM released GROUP BY schedule_id
 ), counted AS (
     UPDATE schedules s
-    SET fired_count = s.fired_count + p.n,
-        last_run_at = GREATEST(s.last_run_at, COALESCE(sqlc.narg(as_of)::timestamptz, now())),
-        next_run_at = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
-        updated_at  = now()
+    SET fired_count  = s.fired_count + p.fired,
+        missed_count = s.missed_count + p.missed,
+        last_run_at  = COALESCE(GREATEST(s.last_run_at, p.last_fired_at), s.last_run_at, p.last_fired_at),
+        next_run_at  = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
+        updated_at   = now()
     FROM per_schedule p
     WHERE s.id = p.schedule_id
     RETURNING s.id
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
-       COALESCE(sqlc.narg(as_of)::timestamptz, now())::timestamptz AS released_at
+       released.status, released.released_at::timestamptz AS released_at
 FROM released;
 
 -- name: NextArmedFireIn :one
@@ -196,3 +233,34 @@ FROM schedule_runs WHERE armed;
 
 -- name: LockScheduleByName :one
 SELECT id FROM schedules WHERE name = @name FOR NO KEY UPDATE;
+
+-- name: ListBufferedRuns :many
+-- What is waiting under the overlap policy, oldest tick first.
+SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'BUFFERED' ORDER BY scheduled_at, id;
+
+-- name: SetScheduleBackfills :exec
+UPDATE schedules SET backfills = @backfills WHERE id = @id;
+
+-- name: CountBufferedRuns :many
+-- How many ticks wait under each schedule's overlap policy (schedules with none are absent).
+SELECT schedule_id, count(*)::bigint AS buffered FROM schedule_runs
+WHERE status = 'BUFFERED' AND schedule_id = ANY(@schedule_ids::bigint[])
+GROUP BY schedule_id;
+
+-- name: StartWorkerLiveness :exec
+-- A worker process begins: alive from now on (its id is new per process).
+INSERT INTO worker_liveness (worker_id, started_at, beat_at) VALUES (@worker_id, now(), now())
+ON CONFLICT (worker_id) DO UPDATE SET beat_at = now();
+
+-- name: BeatWorkerLiveness :execrows
+UPDATE worker_liveness SET beat_at = now() WHERE worker_id = @worker_id;
+
+-- name: ForgetOldLiveness :exec
+-- Liveness older than any catch-up window needs (a year): its outages decide nothing now.
+DELETE FROM worker_liveness WHERE beat_at < now() - interval '400 days';
+
+-- name: ScheduleOutages :many
+-- The outages since a tick, each with the reason a tick it makes MISSED is recorded with.
+SELECT o.down_from::timestamptz AS down_from, o.down_until::timestamptz AS down_until,
+       schedule_missed_reason(o.down_from, o.down_until, @catchup_window_ms::bigint)::text AS missed_reason
+FROM schedule_outages(@since::timestamptz, @until::timestamptz, make_interval(secs => @grace_seconds::float8)) o;

@@ -9,6 +9,7 @@
 -- fire has no tick to be late for and a backfill fills the past on purpose.
 WITH runs AS (
     SELECT date_bin(make_interval(secs => @bucket_s::float8), scheduled_at, @since::timestamptz) AS bucket, status,
+           fired_at IS NOT NULL AS fired,
            CASE WHEN fired_at IS NOT NULL AND trigger IN ('scheduled', 'catchup')
                 THEN extract(epoch FROM fired_at - scheduled_at)::float8 END AS lateness_s
     FROM schedule_runs
@@ -17,12 +18,13 @@ WITH runs AS (
 )
 SELECT (GROUPING(bucket) = 1)::boolean AS whole, COALESCE(bucket, @since::timestamptz)::timestamptz AS bucket,
        count(*)                                            AS ticks,
-       count(*) FILTER (WHERE status NOT IN ('SKIPPED', 'MISSED')) AS fired,
+       count(*) FILTER (WHERE fired)                       AS fired,
        count(*) FILTER (WHERE lateness_s > @late_s::float8) AS late,
        count(*) FILTER (WHERE status = 'MISSED')           AS missed,
        count(*) FILTER (WHERE status = 'SKIPPED')          AS skipped,
        count(*) FILTER (WHERE status = 'FAILED')           AS failed,
        count(*) FILTER (WHERE status = 'RUNNING')          AS running,
+       count(*) FILTER (WHERE status = 'BUFFERED')         AS buffered,
        count(lateness_s)                                   AS lateness_samples,
        COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY lateness_s), 0)::float8  AS p50_s,
        COALESCE(percentile_cont(0.9) WITHIN GROUP (ORDER BY lateness_s), 0)::float8  AS p90_s,

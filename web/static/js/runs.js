@@ -2,7 +2,7 @@
 import { api } from "./api.js";
 import { $, esc, hashQuery, pager, seconds, setHashQuery, when } from "./ui.js";
 
-const statuses = ["RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "TERMINATED", "SKIPPED", "MISSED"];
+const statuses = ["BUFFERED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "TERMINATED", "SKIPPED", "MISSED"];
 const triggers = ["scheduled", "catchup", "manual", "backfill"];
 const windows = ["15m", "1h", "6h", "24h", "168h"];
 let paging = { key: null, cursors: [], cursor: "", next: "" };

@@ -8,7 +8,7 @@ import { backfillDialog, deleteDialog, pauseDialog, rescheduleDialog, triggerDia
 
 const GRID_TICKS = 240;
 const RUNS_PAGE = 25;
-const statuses = ["RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "TERMINATED", "SKIPPED", "MISSED"];
+const statuses = ["BUFFERED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "TERMINATED", "SKIPPED", "MISSED"];
 const triggers = ["scheduled", "catchup", "manual", "backfill"];
 const windows = ["15m", "1h", "6h", "24h", "168h"];
 

@@ -1,15 +1,15 @@
 // tickgate console: plain JavaScript modules over the /api/v1 JSON API (no framework, no
 // build step, no CDN). Routes live in the URL's hash; live pages refresh their regions in
 // place every few seconds. docs/console.md describes the pages.
-import { ApiError, problemText, setToken, token } from "./api.js";
-import { $, $$, esc, patchRegions, sizeBars } from "./ui.js";
-import { overview } from "./overview.js";
-import { scheduleList } from "./schedules.js";
-import { schedulePage } from "./schedule.js";
-import { scheduleForm } from "./schedule_form.js";
-import { runList } from "./runs.js";
-import { rolloutList, rolloutPage } from "./rollouts.js";
-import { pcList, pcPage, taskList, taskPage } from "./devices.js";
+import { ApiError, problemText, setToken, token } from "./js/api.js";
+import { $, $$, esc, patchRegions, sizeBars } from "./js/ui.js";
+import { overview } from "./js/overview.js";
+import { scheduleList } from "./js/schedules.js";
+import { schedulePage } from "./js/schedule.js";
+import { scheduleForm } from "./js/schedule_form.js";
+import { runList } from "./js/runs.js";
+import { rolloutList, rolloutPage } from "./js/rollouts.js";
+import { pcList, pcPage, taskList, taskPage } from "./js/devices.js";
 
 // Each route: a pattern over the hash path, the nav tab it belongs to, and its view. A view
 // answers {title, html, mount(root, ctx), live}: live pages are refreshed in place.
@@ -71,12 +71,16 @@ async function render(refresh) {
     if (!(inPlace && patchRegions(view, out.html))) {
       if (shown.controller) shown.controller.abort();
       const controller = new AbortController();
+      // A filter that changed the route keeps the focus of the control the user was in.
+      const focusedID = document.activeElement && view.contains(document.activeElement) ? document.activeElement.id : "";
       view.innerHTML = out.html;
       sizeBars(view);
       if (out.mount) out.mount(view, { signal: controller.signal, first: true, rerender: () => render(true) });
       if (!refresh) {
         const h = $("h2", view);
         if (h) { h.setAttribute("tabindex", "-1"); h.focus({ preventScroll: true }); }
+      } else if (focusedID && document.getElementById(focusedID)) {
+        document.getElementById(focusedID).focus();
       }
       shown = { key, live: !!out.live, controller };
     } else if (out.mount) {
