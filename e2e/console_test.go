@@ -81,8 +81,8 @@ func TestConsoleOverview(t *testing.T) {
 
 // TestConsoleScheduleLifecycle: a schedule is created through the form (the API checks it
 // as the user types, naming the bad field, and previews its description and next 10 fire
-// times), its ticks appear in the page's grid; it is edited, paused with a note, backfilled,
-// its runs filtered, and deleted after a confirmation.
+// times), its ticks appear in the page's grid; it is edited, paused with a note, backfilled
+// (the backfill runs while it is paused), its runs filtered, and deleted after a confirmation.
 func TestConsoleScheduleLifecycle(t *testing.T) {
 	bin, root := chromium(t)
 	st := teststack.Start(t, teststack.Options{})
@@ -145,10 +145,12 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	waitJS(t, ctx, 15*time.Second, text("#command-result")+`.startsWith("Backfill accepted: 5 ticks")`)
 	shot(t, ctx, root, "console-schedule-paused-backfill.png")
 
-	// The backfill's ticks run (a backfill is an explicit request; at the latest after resume)
-	// and show in the grid and in the runs filtered by trigger.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#resume`))))
+	// The backfill's ticks run while the schedule stays paused (a backfill is an explicit
+	// request, like a trigger) and show in the grid and in the runs filtered by trigger.
 	waitJS(t, ctx, 60*time.Second, `Array.from(document.querySelectorAll("#tick-grid .tick")).filter(c => c.title.includes(" · backfill · SUCCEEDED")).length === 5`)
+	require.Equal(t, "Paused", jsValue[string](t, ctx, text("#schedule-state")))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#resume`))))
+	waitJS(t, ctx, 15*time.Second, text("#schedule-state")+` === "Active"`)
 	jsValue[bool](t, ctx, setField("r-trigger", "backfill"))
 	waitJS(t, ctx, 15*time.Second, `(rows => rows.length === 5 && rows.every(r => r.children[4].textContent === "backfill"))(Array.from(document.querySelectorAll("#runs tbody tr")))`)
 	shot(t, ctx, root, "console-schedule-backfilled.png")
