@@ -63,11 +63,7 @@ func (c *ScheduleCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *ScheduleCollector) Collect(ch chan<- prometheus.Metric) {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := scrapeContext(c.Timeout)
 	defer cancel()
 	figures, err := c.Read(ctx, MaxScheduleSeries, ScheduleLatenessFires, LatenessBuckets)
 	failed := 0.0
@@ -85,6 +81,14 @@ func (c *ScheduleCollector) Collect(ch chan<- prometheus.Metric) {
 		count, sum, buckets := cumulative(LatenessBuckets, f.Lateness)
 		ch <- prometheus.MustNewConstHistogram(descScheduleLateness, count, sum, buckets, f.Name)
 	}
+}
+
+// scrapeContext bounds one scrape's SQL (timeout 0: 5 seconds).
+func scrapeContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	return context.WithTimeout(context.Background(), timeout)
 }
 
 // cumulative turns per-bucket counts into Prometheus's cumulative "le" buckets: a value

@@ -56,11 +56,7 @@ func (c *SQLCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *SQLCollector) Collect(ch chan<- prometheus.Metric) {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := scrapeContext(c.Timeout)
 	defer cancel()
 	report := func(query string, err error) {
 		v := 0.0
