@@ -2,8 +2,8 @@ package api_test
 
 import (
 	"io/fs"
-	pathpkg "path"
 	"net/http"
+	pathpkg "path"
 	"regexp"
 	"strings"
 	"testing"
