@@ -126,6 +126,7 @@ type Schedule struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	Backfills        json.RawMessage
+	Metrics          bool
 }
 
 type ScheduleRun struct {

@@ -250,7 +250,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -275,12 +275,13 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -305,6 +306,7 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
@@ -373,7 +375,7 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 const insertSchedule = `-- name: InsertSchedule :one
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
 `
 
 type InsertScheduleParams struct {
@@ -420,6 +422,7 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
@@ -749,7 +752,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -785,6 +788,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Backfills,
+			&i.Metrics,
 		); err != nil {
 			return nil, err
 		}
@@ -797,7 +801,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -822,6 +826,7 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
@@ -1151,7 +1156,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
 `
 
 type SetSchedulePausedParams struct {
@@ -1182,6 +1187,7 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
@@ -1234,7 +1240,7 @@ UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
     skip_if_successful = $5, version = version + 1, updated_at = now()
 WHERE name = $6 AND ($7::bigint = 0 OR version = $7::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1279,6 +1285,7 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
