@@ -42,6 +42,11 @@ const (
 	// armMinAhead: a tick is only armed while its fire time is at least this far ahead,
 	// so the arming commits before it; a later one fires at the tick as before.
 	armMinAhead = 5 * time.Second
+	// armStartMinAhead: a workflow action's target is started ahead while its tick is at
+	// least this far off — a start delay only needs the start to reach Temporal before it
+	// ends — so ticks closer together than armLead (every few seconds) are armed one at a
+	// time, each once the one before it has fired.
+	armStartMinAhead = time.Second
 
 	// Ticks closer together than armLead (an every-second schedule) are armed in windows:
 	// one transaction and one workflow task for every few seconds of ticks instead of one
@@ -148,8 +153,8 @@ func spreadOffset(kind, schedule string, tick time.Time, spread time.Duration) t
 // reschedule says, and a workflow action's overlap policy must be one whose decision
 // cannot change before the tick (see startFixed). A tick at least armLead after the one
 // before is armed alone, once that one's fire time has come; an event action's ticks
-// closer together are armed in windows (window is true), a workflow action's fire at their
-// ticks.
+// closer together are armed in windows (window is true), a workflow action's one at a
+// time, each once the one before has fired (armStartMinAhead).
 func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time) (at time.Time, window, ok bool) {
 	if w.def.SkipIfSuccessful || w.carry.Paused || w.carry.Rescheduled != nil {
 		return time.Time{}, false, false
@@ -169,7 +174,7 @@ func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time)
 	if a := w.carry.Armed; a != nil && a.FireAt.After(at) {
 		at = a.FireAt
 	}
-	if fireAt.Sub(at) >= armLead {
+	if fireAt.Sub(at) >= armLead || (starts && fireAt.Sub(at) >= armStartMinAhead) {
 		// GetVersion only when a tick could be armed, so other histories carry no marker.
 		change := armedFiresChange
 		if starts {
@@ -207,7 +212,11 @@ func (w *scheduleWorkflow) armIfDue(ctx workflow.Context, tick, fireAt time.Time
 		}
 		return w.armWindow(ctx, tick, now.Add(armWindowLead+span), most)
 	}
-	if fireAt.Sub(now) < armMinAhead {
+	minAhead := armMinAhead
+	if w.def.Action.Kind == domain.ActionWorkflow {
+		minAhead = armStartMinAhead
+	}
+	if fireAt.Sub(now) < minAhead {
 		return false, time.Time{}, nil // woke too late to arm: it fires at the tick
 	}
 	return true, time.Time{}, w.arm(ctx, tick, fireAt)
