@@ -164,6 +164,8 @@ type MissedTicks struct {
 type MissedResult struct {
 	Recorded int
 	Running  []RunRecord
+	// NextRunAt is the next_run_at it wrote, returned as it was asked for (see RunRecord).
+	NextRunAt *time.Time `json:",omitempty"`
 }
 
 // RecordMissed records every missed tick, in one transaction (idempotently, like RecordTick).
@@ -173,7 +175,7 @@ func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (M
 		return MissedResult{}, gone(err, m.ScheduleID)
 	}
 	metrics.ScheduleTicks.WithLabelValues("missed", string(domain.TriggerScheduled)).Add(float64(n))
-	res := MissedResult{Recorded: n}
+	res := MissedResult{Recorded: n, NextRunAt: m.NextRunAt}
 	for _, r := range running {
 		res.Running = append(res.Running, RunRecord{ID: r.ID, Status: r.Status, ScheduledAt: r.ScheduledAt.UTC(), WorkflowID: r.WorkflowID})
 	}
