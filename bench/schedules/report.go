@@ -55,7 +55,7 @@ func (r *report) String() string {
 		row("tickgate workflow burst", "%d schedules on `%s`, workflow action (trivial workflow on the bench's target worker), overlap allow_all, catch-up window %s; %d measured bursts after %d warm-up",
 			w.schedules, *flagCron, *flagCatchup, len(w.ticks), *flagWfWarmup)
 		r.burstRows(row, "tickgate wf", w.burstResult, "target's first WorkflowTaskStarted in Temporal's history − nominal tick")
-		row("tickgate wf: measured runs by status", "%s; MISSED: %d (warm-up: %d more)", statusCounts(w.statuses), w.missed(), w.warmupMissed)
+		row("tickgate wf: measured runs by status", "%s; MISSED: %d (warm-up: %d more)", statusCounts(w.statuses, len(w.late)), w.missed(), w.warmupMissed)
 	} else {
 		row("tickgate workflow burst", "not run (-wf=false)")
 	}
@@ -85,14 +85,14 @@ func (r *report) String() string {
 	if b := r.big; b != nil {
 		bigP50, bigP99, bigMissed, bigSchedules = b.late.pct(50), b.late.pct(99), fmt.Sprint(b.missed()), b.schedules
 		row("tickgate big burst", "%d schedules on `%s`, event action, catch-up window %s, created %d at a time", b.schedules, *flagCron, *flagCatchup, *flagBigParallel)
+		r.burstRows(row, "tickgate big", b.burstResult, "commit of the transaction that made the fire visible in the feed − nominal tick, as for the first burst")
+		row("tickgate big: measured runs by status", "%s; MISSED: %d", statusCounts(b.statuses, len(b.late)), b.missed())
 		for _, w := range b.warmups {
 			row("tickgate big: warm-up at "+w.tick.Format(time.TimeOnly), "%d/%d fired; the last %s ms after the tick (not measured)", w.fired, w.expected, fmtMs(w.lastMs))
 		}
 		if !b.settled {
 			row("tickgate big: settled", "no: no warm-up tick (at most %d) had every fire recorded before the next tick; the measured one ran on a stack still catching up", *flagBigWarmupMax)
 		}
-		r.burstRows(row, "tickgate big", b.burstResult, "commit of the transaction that made the fire visible in the feed − nominal tick, as for the first burst")
-		row("tickgate big: measured runs by status", "%s; MISSED: %d", statusCounts(b.statuses), b.missed())
 	} else {
 		row("tickgate big burst", "not run (-big=false)")
 	}
@@ -157,8 +157,9 @@ func fmt2(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-// statusCounts lists counts by status, the known statuses first ("none" when empty).
-func statusCounts(c map[domain.RunStatus]int) string {
+// statusCounts lists counts by status, the known statuses first, and how many of the
+// expected (schedule, tick) pairs have no run recorded at all.
+func statusCounts(c map[domain.RunStatus]int, expected int) string {
 	order := []domain.RunStatus{domain.RunSucceeded, domain.RunRunning, domain.RunFailed, domain.RunCanceled,
 		domain.RunTerminated, domain.RunSkipped, domain.RunMissed}
 	var others []domain.RunStatus
@@ -169,13 +170,12 @@ func statusCounts(c map[domain.RunStatus]int) string {
 	}
 	slices.Sort(others)
 	var parts []string
+	recorded := 0
 	for _, s := range append(order, others...) {
 		if c[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", s, c[s]))
+			recorded += c[s]
 		}
 	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(append(parts, fmt.Sprintf("no run recorded %d", expected-recorded)), ", ")
 }
