@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log"
 	"time"
 
 	"github.com/tickgate/tickgate/domain"
-	"github.com/tickgate/tickgate/internal/schedulespec"
 )
 
 // bigBurstResult is what tickgate did with the big burst (burstResult's late: commit
@@ -33,10 +31,9 @@ func (r bigBurstResult) missed() int { return r.statuses[domain.RunMissed] }
 func runBigBurst(ctx context.Context, e *env, pauseAfter bool) (bigBurstResult, error) {
 	n := *flagBigSchedules
 	res := bigBurstResult{burstResult: burstResult{schedules: n}}
-	spec := schedulespec.Spec{Cron: *flagCron, Timezone: "UTC"}
-	compiled, err := schedulespec.Normalize(spec, time.Now())
+	spec, compiled, err := burstSpec()
 	if err != nil {
-		return res, fmt.Errorf("spec %q: %w", *flagCron, err)
+		return res, err
 	}
 	c, err := tickgateSchedules{prefix: "big", spec: spec, action: eventAction, overlap: domain.DefaultOverlap,
 		catchup: *flagCatchup, summary: "bench big burst", parallel: *flagBigParallel}.create(ctx, e, 0, n)
@@ -44,9 +41,7 @@ func runBigBurst(ctx context.Context, e *env, pauseAfter bool) (bigBurstResult, 
 		return res, err
 	}
 	res.created = c.took
-	ticks := compiled.NextN(time.Now(), *flagBigWarmupMax+*flagBigBursts)
-	log.Printf("tickgate big: %d schedules created in %s (%.0f/s); first tick after it %s",
-		n, res.created.Round(time.Millisecond), float64(n)/res.created.Seconds(), ticks[0].Format(time.TimeOnly))
+	ticks := planBursts("tickgate big", compiled, n, c.took, *flagBigWarmupMax+*flagBigBursts)
 
 	wait := func(tick time.Time) (int, time.Time, error) {
 		// Polled once a second: each count looks up every schedule's runs.

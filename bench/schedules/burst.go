@@ -9,7 +9,6 @@ import (
 
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/domain"
-	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -47,10 +46,9 @@ func (b burstResult) fires() int { return b.late.fired() }
 func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	n := *flagSchedules
 	res := burstResult{schedules: n}
-	spec := schedulespec.Spec{Cron: *flagCron, Timezone: "UTC"}
-	compiled, err := schedulespec.Normalize(spec, time.Now())
+	spec, compiled, err := burstSpec()
 	if err != nil {
-		return res, fmt.Errorf("spec %q: %w", *flagCron, err)
+		return res, err
 	}
 	c, err := tickgateSchedules{prefix: "burst", spec: spec, action: eventAction, overlap: domain.DefaultOverlap,
 		catchup: time.Minute, summary: "bench burst", parallel: 8}.create(ctx, e, 0, n)
@@ -58,9 +56,7 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 		return res, err
 	}
 	res.created = c.took
-	ticks := compiled.NextN(time.Now(), *flagWarmup+*flagBursts)
-	log.Printf("tickgate: %d schedules created in %s; bursts at %s … %s", n, res.created.Round(time.Millisecond),
-		ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
+	ticks := planBursts("tickgate", compiled, n, c.took, *flagWarmup+*flagBursts)
 
 	from, to, err := res.waitBursts(ctx, e, "tickgate", "recorded", ticks, *flagWarmup, n, 250*time.Millisecond,
 		func(ctx context.Context, tick time.Time) (int, error) { return countRuns(ctx, e.st, c.ids, tick) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/tickgate/tickgate/domain"
@@ -85,4 +86,22 @@ func pauseAll(ctx context.Context, e *env, names []string, note string) error {
 
 func (e *env) starter() *starter.Starter {
 	return &starter.Starter{Client: e.tc, TaskQueue: e.cfg.TaskQueue}
+}
+
+// burstSpec is the spec every burst's schedules share: -cron, in UTC.
+func burstSpec() (schedulespec.Spec, *schedulespec.Compiled, error) {
+	spec := schedulespec.Spec{Cron: *flagCron, Timezone: "UTC"}
+	compiled, err := schedulespec.Normalize(spec, time.Now())
+	if err != nil {
+		return spec, nil, fmt.Errorf("spec %q: %w", *flagCron, err)
+	}
+	return spec, compiled, nil
+}
+
+// planBursts is the next k ticks of the burst's schedules, just created, and says so.
+func planBursts(who string, compiled *schedulespec.Compiled, n int, took time.Duration, k int) []time.Time {
+	ticks := compiled.NextN(time.Now(), k)
+	log.Printf("%s: %d schedules created in %s (%.0f/s); bursts at %s … %s", who, n, took.Round(time.Millisecond),
+		float64(n)/took.Seconds(), ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
+	return ticks
 }

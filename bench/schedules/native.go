@@ -14,8 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/tickgate/tickgate/internal/schedulespec"
 )
 
 // runNativeBurst runs the same specs as native Temporal Schedules (client.ScheduleClient,
@@ -29,9 +27,9 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 		// two engines would not run the same spec.
 		return res, fmt.Errorf("-cron %q: native Temporal Schedules read only a 5-field cron the way tickgate does; use one, or -native=false", *flagCron)
 	}
-	compiled, err := schedulespec.Normalize(schedulespec.Spec{Cron: *flagCron, Timezone: "UTC"}, time.Now())
+	_, compiled, err := burstSpec()
 	if err != nil {
-		return res, fmt.Errorf("spec %q: %w", *flagCron, err)
+		return res, err
 	}
 	sc := e.tc.ScheduleClient()
 	ids := make([]string, n)
@@ -73,9 +71,7 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 		return res, err
 	}
 	res.created = time.Since(start)
-	ticks := compiled.NextN(time.Now(), *flagWarmup+*flagBursts)
-	log.Printf("native: %d schedules created in %s; bursts at %s … %s", n, res.created.Round(time.Millisecond),
-		ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
+	ticks := planBursts("native", compiled, n, res.created, *flagWarmup+*flagBursts)
 
 	// Polled once a second: each count is a visibility query on the server being measured.
 	if _, _, err := res.waitBursts(ctx, e, "native", "started", ticks, *flagWarmup, n, time.Second,

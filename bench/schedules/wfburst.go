@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log"
 	"time"
 
 	"github.com/tickgate/tickgate/domain"
-	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -32,10 +30,9 @@ func (r wfBurstResult) missed() int { return r.statuses[domain.RunMissed] }
 func runWorkflowBurst(ctx context.Context, e *env) (wfBurstResult, error) {
 	n := *flagWfSchedules
 	res := wfBurstResult{burstResult: burstResult{schedules: n}}
-	spec := schedulespec.Spec{Cron: *flagCron, Timezone: "UTC"}
-	compiled, err := schedulespec.Normalize(spec, time.Now())
+	spec, compiled, err := burstSpec()
 	if err != nil {
-		return res, fmt.Errorf("spec %q: %w", *flagCron, err)
+		return res, err
 	}
 	action, err := json.Marshal(domain.Action{Kind: domain.ActionWorkflow, WorkflowType: targetWorkflow, TaskQueue: targetTaskQueue})
 	if err != nil {
@@ -47,9 +44,7 @@ func runWorkflowBurst(ctx context.Context, e *env) (wfBurstResult, error) {
 		return res, err
 	}
 	res.created = c.took
-	ticks := compiled.NextN(time.Now(), *flagWfWarmup+*flagWfBursts)
-	log.Printf("tickgate wf: %d schedules created in %s; bursts at %s … %s", n, res.created.Round(time.Millisecond),
-		ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
+	ticks := planBursts("tickgate wf", compiled, n, c.took, *flagWfWarmup+*flagWfBursts)
 
 	// Paced by the runs' rows becoming final (the target closed and tickgate recorded it, or
 	// the tick was recorded SKIPPED or MISSED); lateness is read from Temporal afterwards.
