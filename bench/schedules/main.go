@@ -62,11 +62,12 @@ var (
 	flagWfWarmup    = flag.Int("wf-warmup-bursts", 1, "workflow-action burst: bursts before the measured ones")
 	flagCatchup     = flag.Duration("catchup-window", 0, "catch-up window of the workflow-action and big bursts' schedules (0, the API's default)")
 
-	flagBig          = flag.Bool("big", true, "also run the big burst")
-	flagBigSchedules = flag.Int("big-schedules", 10000, "big burst: event-action schedules sharing every tick")
-	flagBigBursts    = flag.Int("big-bursts", 1, "big burst: measured bursts")
-	flagBigWarmupMax = flag.Int("big-warmup-max", 3, "big burst: at most this many warm-up ticks after creation (ticks are warm-ups until one is fully recorded before the next)")
-	flagBigParallel  = flag.Int("big-parallel", 16, "big burst: schedules created at once")
+	flagBig           = flag.Bool("big", true, "also run the big burst")
+	flagBigSchedules  = flag.Int("big-schedules", 10000, "big burst: event-action schedules sharing every tick")
+	flagBigBursts     = flag.Int("big-bursts", 1, "big burst: measured bursts")
+	flagBigWarmupMax  = flag.Int("big-warmup-max", 3, "big burst: at most this many warm-up ticks after creation (ticks are warm-ups until one is fully recorded before the next)")
+	flagBigParallel   = flag.Int("big-parallel", 16, "big burst: schedules created at once")
+	flagBigStartAfter = flag.Duration("big-start-after", 3*time.Minute, "big burst: the schedules' spec starts (start_at) this long after creation begins, so they do not fire while the rest are created; their first tick is -cron's first at or after it")
 )
 
 func main() {

@@ -84,7 +84,8 @@ func (r *report) String() string {
 	bigP50, bigP99, bigMissed, bigSchedules := math.NaN(), math.NaN(), "na", 0
 	if b := r.big; b != nil {
 		bigP50, bigP99, bigMissed, bigSchedules = b.late.pct(50), b.late.pct(99), fmt.Sprint(b.missed()), b.schedules
-		row("tickgate big burst", "%d schedules on `%s`, event action, catch-up window %s, created %d at a time", b.schedules, *flagCron, *flagCatchup, *flagBigParallel)
+		row("tickgate big burst", "%d schedules on `%s` from their first tick %s (start_at -big-start-after %s after creation began), event action, catch-up window %s, created %d at a time",
+			b.schedules, *flagCron, b.firstTick.Format(time.TimeOnly), *flagBigStartAfter, *flagCatchup, *flagBigParallel)
 		r.burstRows(row, "tickgate big", b.burstResult, "commit of the transaction that made the fire visible in the feed − nominal tick, as for the first burst")
 		row("tickgate big: measured runs by status", "%s; MISSED: %d", statusCounts(b.statuses, len(b.late)), b.missed())
 		for _, w := range b.warmups {
