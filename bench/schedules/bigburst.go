@@ -15,9 +15,10 @@ import (
 type bigBurstResult struct {
 	burstResult
 	statuses map[domain.RunStatus]int // the measured ticks' runs by status
-	// warmups are the ticks after creation that were not measured, each with its fires
-	// recorded and its latest one.
+	// warmups are the ticks after creation that were not measured, each with its fires and
+	// its latest one; recorded[i] counts warmups[i]'s runs of any status (MISSED too).
 	warmups   []burstStat
+	recorded  []int
 	firstTick time.Time // the schedules' first tick (their spec's start_at bounds it)
 	// settled is false when even the last warm-up tick was not fully recorded before the
 	// next tick: the measured tick then ran on a stack still loading.
@@ -28,8 +29,8 @@ func (r bigBurstResult) missed() int { return r.statuses[domain.RunMissed] }
 
 // runBigBurst creates -big-schedules event-action schedules on -cron, their first tick
 // -big-start-after ahead, -big-parallel at a time. Ticks during creation are not measured. After it, each tick is a warm-up until one
-// has every fire recorded before the next tick (every schedule's workflow has then loaded
-// and fired once), at most -big-warmup-max of them; the -big-bursts ticks after that are
+// has a run of every schedule recorded before the next tick (every schedule's workflow has
+// then loaded and fired, or recorded the tick MISSED), at most -big-warmup-max of them; the -big-bursts ticks after that are
 // measured by commit lateness, as the event burst is.
 func runBigBurst(ctx context.Context, e *env, pauseAfter bool) (bigBurstResult, error) {
 	n := *flagBigSchedules
@@ -75,7 +76,8 @@ func runBigBurst(ctx context.Context, e *env, pauseAfter bool) (bigBurstResult, 
 		if err != nil {
 			return res, err
 		}
-		res.warmups = append(res.warmups, burstStat{tick: ticks[k], fired: got, expected: n})
+		res.warmups = append(res.warmups, burstStat{tick: ticks[k], expected: n})
+		res.recorded = append(res.recorded, got)
 		res.settled = got == n && last.Before(ticks[k+1])
 		if res.settled || len(res.warmups) == *flagBigWarmupMax {
 			break
@@ -100,7 +102,7 @@ func runBigBurst(ctx context.Context, e *env, pauseAfter bool) (bigBurstResult, 
 		if err != nil {
 			return res, err
 		}
-		res.warmups[i].lastMs = warm.maxAt(w.tick)
+		res.warmups[i].fired, res.warmups[i].lastMs = warm.firedAt(w.tick), warm.maxAt(w.tick)
 	}
 	if !pauseAfter {
 		return res, nil

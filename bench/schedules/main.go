@@ -67,7 +67,7 @@ var (
 	flagBigBursts     = flag.Int("big-bursts", 1, "big burst: measured bursts")
 	flagBigWarmupMax  = flag.Int("big-warmup-max", 3, "big burst: at most this many warm-up ticks after creation (ticks are warm-ups until one is fully recorded before the next)")
 	flagBigParallel   = flag.Int("big-parallel", 16, "big burst: schedules created at once")
-	flagBigStartAfter = flag.Duration("big-start-after", 3*time.Minute, "big burst: the schedules' spec starts (start_at) this long after creation begins, so they do not fire while the rest are created; their first tick is -cron's first at or after it")
+	flagBigStartAfter = flag.Duration("big-start-after", 5*time.Minute, "big burst: the schedules' spec starts (start_at) this long after creation begins, so they do not fire while the rest are created; their first tick is -cron's first at or after it")
 )
 
 func main() {

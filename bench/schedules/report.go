@@ -88,11 +88,12 @@ func (r *report) String() string {
 			b.schedules, *flagCron, b.firstTick.Format(time.TimeOnly), *flagBigStartAfter, *flagCatchup, *flagBigParallel)
 		r.burstRows(row, "tickgate big", b.burstResult, "commit of the transaction that made the fire visible in the feed − nominal tick, as for the first burst")
 		row("tickgate big: measured runs by status", "%s; MISSED: %d", statusCounts(b.statuses, len(b.late)), b.missed())
-		for _, w := range b.warmups {
-			row("tickgate big: warm-up at "+w.tick.Format(time.TimeOnly), "%d/%d fired; the last %s ms after the tick (not measured)", w.fired, w.expected, fmtMs(w.lastMs))
+		for i, w := range b.warmups {
+			row("tickgate big: warm-up at "+w.tick.Format(time.TimeOnly), "%d/%d runs recorded (any status), %d fired; the last fire %s ms after the tick (not measured)",
+				b.recorded[i], w.expected, w.fired, fmtMs(w.lastMs))
 		}
 		if !b.settled {
-			row("tickgate big: settled", "no: no warm-up tick (at most %d) had every fire recorded before the next tick; the measured one ran on a stack still catching up", *flagBigWarmupMax)
+			row("tickgate big: settled", "no: no warm-up tick (at most %d) had a run of every schedule recorded before the next tick; the measured one ran on a stack still catching up", *flagBigWarmupMax)
 		}
 	} else {
 		row("tickgate big burst", "not run (-big=false)")
@@ -142,8 +143,13 @@ func (r *report) burstRows(row func(string, string, ...any), who string, br burs
 }
 
 func ratio(a, b float64) string {
-	if math.IsInf(a, 1) {
+	switch {
+	case math.IsInf(a, 1) && math.IsInf(b, 1):
+		return "na (both have fires missing at p99)"
+	case math.IsInf(a, 1):
 		return "inf (native fires missing)"
+	case math.IsInf(b, 1):
+		return "0 (tickgate fires missing)"
 	}
 	if b <= 0 || math.IsNaN(a) || math.IsNaN(b) || math.IsInf(b, 1) {
 		return "na"
