@@ -263,16 +263,19 @@ func (s *Server) getRollout(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
+// listRollouts pages through rollouts by id, filtered by ?status= (their derived status,
+// a comma-separated list).
 func (s *Server) listRollouts(c echo.Context) error {
-	limit, after, err := pageParams(c)
+	statuses, err := listValues(c, "status", rolloutStatuses, strings.ToUpper)
 	if err != nil {
 		return err
 	}
-	rows, err := s.Store.ListRolloutSummaries(c.Request().Context(), after, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(rows, limit, newRolloutView, func(r store.RolloutSummary) string { return IntCursor(r.ID) }))
+	return listPage(c, idCursor, func(ctx context.Context, after int64, limit int) ([]store.RolloutSummary, error) {
+		if len(statuses) > 0 {
+			return s.Store.ListRolloutSummariesInStatus(ctx, statuses, after, limit)
+		}
+		return s.Store.ListRolloutSummaries(ctx, after, limit)
+	}, newRolloutView, func(r store.RolloutSummary) int64 { return r.ID })
 }
 
 func (s *Server) listRolloutTasks(c echo.Context) error {
@@ -280,36 +283,16 @@ func (s *Server) listRolloutTasks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, after, err := pageParams(c)
+	statuses, err := listValues(c, "status", domain.TaskRunStatuses, strings.ToUpper)
 	if err != nil {
 		return err
 	}
-	var statuses []string
-	for _, v := range c.QueryParams()["status"] {
-		for _, st := range strings.Split(v, ",") {
-			st = strings.ToUpper(strings.TrimSpace(st))
-			if st == "" {
-				continue
-			}
-			ok := false
-			for _, known := range domain.TaskRunStatuses {
-				ok = ok || domain.TaskRunStatus(st) == known
-			}
-			if !ok {
-				return BadRequest("status", "unknown status %q (want one of %s)", st, domain.Join(domain.TaskRunStatuses))
-			}
-			statuses = append(statuses, st)
+	return listPage(c, idCursor, func(ctx context.Context, after int64, limit int) ([]store.TaskRun, error) {
+		if _, err := s.Store.GetRollout(ctx, id); err != nil {
+			return nil, err
 		}
-	}
-	ctx := c.Request().Context()
-	if _, err := s.Store.GetRollout(ctx, id); err != nil {
-		return err
-	}
-	rows, err := s.Store.ListTaskRuns(ctx, id, after, statuses, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(rows, limit, taskRunView, func(t store.TaskRun) string { return IntCursor(t.ID) }))
+		return s.Store.ListTaskRuns(ctx, id, after, statuses, limit)
+	}, taskRunView, func(t store.TaskRun) int64 { return t.ID })
 }
 
 // emptyBody accepts an empty body or {} on action POSTs.

@@ -74,6 +74,7 @@ func New(s *Server) *echo.Echo {
 
 	g := e.Group("/api/v1")
 	s.registerSchedules(g)
+	s.registerStats(g)
 	s.registerEvents(g)
 	s.registerRollouts(g)
 	s.registerDevices(g)

@@ -126,6 +126,7 @@ type Schedule struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	Backfills        json.RawMessage
+	Metrics          bool
 }
 
 type ScheduleRun struct {
@@ -144,6 +145,7 @@ type ScheduleRun struct {
 	Armed            bool
 	VisibleAt        *time.Time
 	ReleaseNextRunAt *time.Time
+	RetractedAt      *time.Time
 }
 
 type Task struct {

@@ -201,7 +201,7 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time)
 		       count(*) FILTER (WHERE status = 'FAILED'),
 		       count(*) FILTER (WHERE status IN ('CANCELED', 'TERMINATED')),
 		       count(*) FILTER (WHERE status = 'RUNNING')
-		FROM schedule_runs`).Scan(&f.Fires, &f.Skipped, &f.Missed, &f.CatchupFires, &f.ManualFires,
+		FROM schedule_runs WHERE retracted_at IS NULL`).Scan(&f.Fires, &f.Skipped, &f.Missed, &f.CatchupFires, &f.ManualFires,
 		&f.RunsSucceeded, &f.RunsFailed, &f.RunsCanceled, &f.UnfinishedScheduleRuns)
 	if err != nil {
 		return f, fmt.Errorf("final: schedule runs: %w", err)
@@ -217,7 +217,7 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time)
 			       floor(extract(epoch FROM ($2::timestamptz - $1::timestamptz)) /
 			             (s.spec->'interval'->>'every')::bigint)::bigint + 1 AS expected,
 			       (SELECT count(DISTINCT r.scheduled_at) FROM schedule_runs r
-			        WHERE r.schedule_id = s.id AND r.trigger IN ('scheduled', 'catchup')
+			        WHERE r.schedule_id = s.id AND r.trigger IN ('scheduled', 'catchup') AND r.retracted_at IS NULL
 			          AND r.scheduled_at BETWEEN $1 AND $2) AS got
 			FROM schedules s)
 		SELECT coalesce(sum(expected), 0)::bigint, coalesce(sum(greatest(expected - got, 0)), 0)::bigint FROM per`,
