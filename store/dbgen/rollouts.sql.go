@@ -618,6 +618,9 @@ SET status = CASE WHEN g.promote THEN 'AVAILABLE' ELSE 'PENDING' END,
     updated_at = CASE WHEN g.promote THEN now() ELSE t.updated_at END
 FROM rollout_gates($1::timestamptz, true) g
 WHERE t.id = g.id AND t.status = 'PENDING'
+  -- rollout_gates leaves unchanged causes out; a database that applied 00041 before it did
+  -- (its first version returned every cause) still writes only the changed ones.
+  AND (g.promote OR g.waiting_key IS DISTINCT FROM t.waiting_key)
 RETURNING t.id, t.rollout_id, t.status, t.executor
 `
 
