@@ -30,6 +30,8 @@ const ErrScheduleGone = "ScheduleGone"
 type ScheduleActivities struct {
 	Store    *store.Store
 	Temporal client.Client
+
+	due dueCounts // the schedules due per second, for the spread of armings (see dueTogether)
 }
 
 // ScheduleDefinition is a schedule as its workflow needs it.
@@ -114,6 +116,9 @@ type RunRecord struct {
 	// StartAt is when an armed workflow fire's target starts (its visible time), for a run
 	// found recorded before (nil: not armed, or released).
 	StartAt *time.Time `json:",omitempty"`
+	// DueTogether, for an armed fire, is how many schedules are due in its tick's second:
+	// the schedule spreads its next arming over a span that grows with it.
+	DueTogether int64 `json:",omitempty"`
 }
 
 // RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
@@ -137,6 +142,11 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	if run.Armed && run.WorkflowID != "" {
 		rec.StartAt = run.VisibleAt
 	}
+	if r.VisibleAt != nil {
+		if rec.DueTogether, err = a.due.dueTogether(ctx, a.Store, r.ScheduledAt); err != nil {
+			return RunRecord{}, err
+		}
+	}
 	return rec, nil
 }
 
@@ -154,6 +164,8 @@ type MissedTicks struct {
 type MissedResult struct {
 	Recorded int
 	Running  []RunRecord
+	// NextRunAt is the next_run_at it wrote, returned as it was asked for (see RunRecord).
+	NextRunAt *time.Time `json:",omitempty"`
 }
 
 // RecordMissed records every missed tick, in one transaction (idempotently, like RecordTick).
@@ -163,7 +175,7 @@ func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (M
 		return MissedResult{}, gone(err, m.ScheduleID)
 	}
 	metrics.ScheduleTicks.WithLabelValues("missed", string(domain.TriggerScheduled)).Add(float64(n))
-	res := MissedResult{Recorded: n}
+	res := MissedResult{Recorded: n, NextRunAt: m.NextRunAt}
 	for _, r := range running {
 		res.Running = append(res.Running, RunRecord{ID: r.ID, Status: r.Status, ScheduledAt: r.ScheduledAt.UTC(), WorkflowID: r.WorkflowID})
 	}

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,4 +53,59 @@ func TestArmedWindowHistoryReplays(t *testing.T) {
 	r, err := worker.NewReplayer()
 	require.NoError(t, err)
 	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["schedule_armed_windows"]), "the armed windows' history does not replay")
+}
+
+// A replay must not depend on the time-zone data of the worker that replays: the tick a
+// record mirrors as next_run_at is computed outside any side effect, so the workflow keeps
+// the record's answer, not its own computation, to decide whether next_run_at needs writing
+// again. A schedule's history is recorded, then replayed as a worker whose spec computes
+// other instants would replay it — the definition it loaded moved by a second, as new
+// time-zone data moves a cron's local times. (Keeping the computed value, the replay wrote
+// next_run_at once more than the run did: a nondeterminism error.)
+func TestReplayKeepsTheNextFireTheRecordsAnswered(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	rec := &recorder{t: t, tc: st.Temporal, dir: t.TempDir(), recorded: map[string]*historypb.History{}}
+	ctx := context.Background()
+
+	// skip_if_successful: every tick is recorded at its time, through RecordTick.
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "other-zone-data", "spec": map[string]any{"interval": "2s"},
+		"action":   map[string]any{"kind": "event", "topic": "record", "type": "tick"},
+		"policies": map[string]any{"skip_if_successful": true},
+	}, http.StatusCreated, nil)
+	row, err := st.Store.GetSchedule(ctx, "other-zone-data")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		runs, err := st.Store.ListRuns(ctx, row.ID, 0, 10)
+		return err == nil && len(runs) >= 3
+	}, time.Minute, 100*time.Millisecond, "three ticks recorded")
+	id := workflows.ScheduleWorkflowID("other-zone-data")
+	rec.waitIdle(id)
+	rec.write(id, workflows.ScheduleWorkflowType, "schedule_other_zone_data")
+	hist := rec.recorded["schedule_other_zone_data"]
+
+	moved := 0
+	for _, ev := range hist.GetEvents() {
+		marker := ev.GetMarkerRecordedEventAttributes()
+		details := marker.GetDetails()
+		if marker.GetMarkerName() != "LocalActivity" || len(details["data"].GetPayloads()) == 0 ||
+			!strings.Contains(string(details["data"].GetPayloads()[0].GetData()), `"ActivityType":"LoadSchedule"`) {
+			continue
+		}
+		result := details["result"].GetPayloads()[0]
+		var def map[string]any
+		require.NoError(t, json.Unmarshal(result.GetData(), &def))
+		spec := def["Spec"].(map[string]any)
+		startAt, err := time.Parse(time.RFC3339, spec["start_at"].(string))
+		require.NoError(t, err)
+		spec["start_at"] = startAt.Add(time.Second).Format(time.RFC3339)
+		result.Data, err = json.Marshal(def)
+		require.NoError(t, err)
+		moved++
+	}
+	require.Positive(t, moved, "the history loaded its definition")
+	r, err := worker.NewReplayer()
+	require.NoError(t, err)
+	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "a replay whose spec computes other ticks decides as the run did")
 }

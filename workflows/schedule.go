@@ -57,6 +57,10 @@ const mirrorBackfillsChange = "mirror-backfills"
 // as an outage's.
 const lateIsNotMissedChange = "late-is-not-missed"
 
+// mirrorFromAnswerChange versions the workflow remembering the next_run_at a record wrote
+// from the record's answer rather than from its own computation (see mirroredAfter).
+const mirrorFromAnswerChange = "mirror-from-answer"
+
 // Scheduling constants.
 const (
 	// maxTicksPerRound bounds the ticks handled between two waits, so a long outage is
