@@ -48,6 +48,10 @@ type ScheduleDefinition struct {
 	Version          int64
 	CreatedAt        time.Time
 	LastRunAt        *time.Time
+	// DueTogether is how many schedules are due in the second of its next fire when it was
+	// loaded: a schedule created with thousands of others on one tick spreads its first
+	// arming by it (see RunRecord.DueTogether).
+	DueTogether int64 `json:",omitempty"`
 }
 
 // DefinitionFromRow decodes a schedules row.
@@ -79,7 +83,12 @@ func (a *ScheduleActivities) LoadSchedule(ctx context.Context, id int64) (Schedu
 	if err != nil {
 		return ScheduleDefinition{}, gone(err, id)
 	}
-	return DefinitionFromRow(row)
+	def, err := DefinitionFromRow(row)
+	if err != nil || row.NextRunAt == nil {
+		return def, err
+	}
+	def.DueTogether, err = a.due.dueTogether(ctx, a.Store, *row.NextRunAt)
+	return def, err
 }
 
 // TickRecord is one tick's outcome for RecordTick.

@@ -318,6 +318,8 @@ func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
 		// A new schedule counts ticks from its creation, and takes its paused flag from the row.
 		w.carry.Watermark = w.def.CreatedAt
 		w.carry.Paused, w.carry.Note = w.def.Paused, w.def.PauseNote
+		// Its first arming is spread by the schedules it shares its first tick with.
+		w.carry.DueTogether = w.def.DueTogether
 	}
 	for _, r := range w.carry.Running {
 		w.watch(ctx, r)
