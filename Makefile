@@ -16,7 +16,7 @@ SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories chaos fuzz
+.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories chaos fuzz web-vendor
 
 all: build
 
@@ -55,6 +55,12 @@ tools: $(TEMPORAL) postgres
 # Headless Chromium for the dashboard's browser test (e2e): Debian's chromium package.
 chromium:
 	@scripts/ensure-chromium.sh >/dev/null
+
+# The dashboard's vendored libraries (web/static/vendor/: uPlot and its licence), refreshed
+# from the npm registry; UPLOT_VERSION=x.y.z picks another version. Not run by any build:
+# the files are committed, so building needs no npm.
+web-vendor:
+	scripts/web-vendor.sh
 
 # PostgreSQL server binaries: Debian's package when they are missing.
 postgres:

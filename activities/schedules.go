@@ -30,6 +30,8 @@ const ErrScheduleGone = "ScheduleGone"
 type ScheduleActivities struct {
 	Store    *store.Store
 	Temporal client.Client
+
+	due dueCounts // the schedules due per second, for the spread of armings (see dueTogether)
 }
 
 // ScheduleDefinition is a schedule as its workflow needs it.
@@ -46,6 +48,10 @@ type ScheduleDefinition struct {
 	Version          int64
 	CreatedAt        time.Time
 	LastRunAt        *time.Time
+	// DueTogether is how many schedules are due in the second of its next fire when it was
+	// loaded: a schedule created with thousands of others on one tick spreads its first
+	// arming by it (see RunRecord.DueTogether).
+	DueTogether int64 `json:",omitempty"`
 }
 
 // DefinitionFromRow decodes a schedules row.
@@ -77,7 +83,12 @@ func (a *ScheduleActivities) LoadSchedule(ctx context.Context, id int64) (Schedu
 	if err != nil {
 		return ScheduleDefinition{}, gone(err, id)
 	}
-	return DefinitionFromRow(row)
+	def, err := DefinitionFromRow(row)
+	if err != nil || row.NextRunAt == nil {
+		return def, err
+	}
+	def.DueTogether, err = a.due.dueTogether(ctx, a.Store, *row.NextRunAt)
+	return def, err
 }
 
 // TickRecord is one tick's outcome for RecordTick.
@@ -111,6 +122,12 @@ type RunRecord struct {
 	// CommittedAt is the worker's clock once the transaction committed; the schedule loop
 	// measures from it how long it has worked without ending its workflow task.
 	CommittedAt time.Time
+	// StartAt is when an armed workflow fire's target starts (its visible time), for a run
+	// found recorded before (nil: not armed, or released).
+	StartAt *time.Time `json:",omitempty"`
+	// DueTogether, for an armed fire, is how many schedules are due in its tick's second:
+	// the schedule spreads its next arming over a span that grows with it.
+	DueTogether int64 `json:",omitempty"`
 }
 
 // RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
@@ -127,10 +144,19 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	if created && r.VisibleAt == nil { // an armed fire is counted when it is released (ObserveReleased)
 		observeTick(r.Status, r.Trigger, r.ScheduledAt, r.FiredAt)
 	}
-	return RunRecord{
+	rec := RunRecord{
 		ID: run.ID, Status: run.Status, ScheduledAt: run.ScheduledAt.UTC(), WorkflowID: run.WorkflowID, Created: created,
 		NextRunAt: r.NextRunAt, CommittedAt: time.Now().UTC(),
-	}, nil
+	}
+	if run.Armed && run.WorkflowID != "" {
+		rec.StartAt = run.VisibleAt
+	}
+	if r.VisibleAt != nil {
+		if rec.DueTogether, err = a.due.dueTogether(ctx, a.Store, r.ScheduledAt); err != nil {
+			return RunRecord{}, err
+		}
+	}
+	return rec, nil
 }
 
 // MissedTicks records ticks that fell outside the catch-up window, one MISSED row each.
@@ -147,6 +173,8 @@ type MissedTicks struct {
 type MissedResult struct {
 	Recorded int
 	Running  []RunRecord
+	// NextRunAt is the next_run_at it wrote, returned as it was asked for (see RunRecord).
+	NextRunAt *time.Time `json:",omitempty"`
 }
 
 // RecordMissed records every missed tick, in one transaction (idempotently, like RecordTick).
@@ -156,7 +184,7 @@ func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (M
 		return MissedResult{}, gone(err, m.ScheduleID)
 	}
 	metrics.ScheduleTicks.WithLabelValues("missed", string(domain.TriggerScheduled)).Add(float64(n))
-	res := MissedResult{Recorded: n}
+	res := MissedResult{Recorded: n, NextRunAt: m.NextRunAt}
 	for _, r := range running {
 		res.Running = append(res.Running, RunRecord{ID: r.ID, Status: r.Status, ScheduledAt: r.ScheduledAt.UTC(), WorkflowID: r.WorkflowID})
 	}
@@ -171,10 +199,12 @@ type PausedState struct {
 	NextRunAt  *time.Time
 }
 
-// Retracted are the ticks of armed fires a command retracted (deleted before their
-// release) in the transaction of its mirror write.
+// Retracted are the ticks of armed fires a command retracted (taken back before their
+// release) in the transaction of its mirror write, and the workflow ids of those that were
+// workflow fires.
 type Retracted struct {
-	Ticks []time.Time `json:",omitempty"`
+	Ticks       []time.Time `json:",omitempty"`
+	WorkflowIDs []string    `json:",omitempty"`
 }
 
 // Has reports whether tick is among the retracted ones.
@@ -190,14 +220,14 @@ func (r Retracted) Has(tick time.Time) bool {
 // MirrorPaused writes the workflow's paused state (and next fire) to the schedule row; a
 // pause retracts the schedule's armed fires not yet released, in the same transaction.
 func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) (Retracted, error) {
-	_, ticks, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note)
+	_, r, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note)
 	if err != nil {
 		return Retracted{}, gone(err, p.ScheduleID)
 	}
 	if !p.Paused {
 		return Retracted{}, gone(a.Store.SetNextRunAt(ctx, p.ScheduleID, p.NextRunAt), p.ScheduleID)
 	}
-	return Retracted{Ticks: ticks}, nil
+	return Retracted(r), nil
 }
 
 // NextRun is the next planned fire to mirror.
@@ -214,25 +244,37 @@ func (a *ScheduleActivities) MirrorNextRun(ctx context.Context, n NextRun) (Retr
 	if !n.Retract {
 		return Retracted{}, gone(a.Store.SetNextRunAt(ctx, n.ScheduleID, n.NextRunAt), n.ScheduleID)
 	}
-	ticks, err := a.Store.Reschedule(ctx, n.ScheduleID, n.NextRunAt)
-	return Retracted{Ticks: ticks}, gone(err, n.ScheduleID)
+	r, err := a.Store.Reschedule(ctx, n.ScheduleID, n.NextRunAt)
+	return Retracted(r), gone(err, n.ScheduleID)
 }
 
 // RetractArmed retracts the schedule's armed fires not yet due, after its workflow took a
-// new definition (which decides those ticks anew), and answers their ticks.
+// new definition (which decides those ticks anew), and answers them.
 func (a *ScheduleActivities) RetractArmed(ctx context.Context, scheduleID int64) (Retracted, error) {
-	ticks, err := a.Store.RetractArmed(ctx, scheduleID)
+	return a.RetractArmedBecause(ctx, Retraction{ScheduleID: scheduleID, Why: "the schedule's definition changed"})
+}
+
+// Retraction asks to retract a schedule's armed fires not yet due, saying why.
+type Retraction struct {
+	ScheduleID int64
+	Why        string
+}
+
+// RetractArmedBecause retracts the schedule's armed fires not yet due (a trigger or a
+// backfill is about to start a run the armed tick's overlap decision did not count on).
+func (a *ScheduleActivities) RetractArmedBecause(ctx context.Context, r Retraction) (Retracted, error) {
+	got, err := a.Store.RetractArmed(ctx, r.ScheduleID, r.Why)
 	if err != nil {
-		return Retracted{}, gone(err, scheduleID)
+		return Retracted{}, gone(err, r.ScheduleID)
 	}
-	return Retracted{Ticks: ticks}, nil
+	return Retracted(got), nil
 }
 
 // ObserveReleased counts released armed fires in the metrics, with their lateness from
-// the nominal tick to the release.
+// the nominal tick to the release (a fire released MISSED counts as missed).
 func ObserveReleased(fires []store.ReleasedFire) {
 	for _, f := range fires {
-		observeTick(domain.RunSucceeded, f.Trigger, f.ScheduledAt, f.ReleasedAt)
+		observeTick(f.Status, f.Trigger, f.ScheduledAt, f.ReleasedAt)
 	}
 }
 
@@ -243,6 +285,9 @@ type StartRun struct {
 	TaskQueue    string
 	Input        json.RawMessage
 	Schedule     string
+	// StartAt, for an armed fire, is when the target starts: it is started now with
+	// Temporal's start delay (nil: at once).
+	StartAt *time.Time `json:",omitempty"`
 }
 
 // StartRunWorkflow starts the target workflow of a run. The id is derived from the tick, and
@@ -256,12 +301,18 @@ func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (
 		}
 		args = append(args, input)
 	}
-	run, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	opts := client.StartWorkflowOptions{
 		ID: r.WorkflowID, TaskQueue: r.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "run of schedule " + r.Schedule,
-	}, r.WorkflowType, args...)
+	}
+	if r.StartAt != nil {
+		// Armed: Temporal starts it at its tick (a retry after the tick starts it at once).
+		opts.StartDelay = max(time.Until(*r.StartAt), 0)
+		opts.StaticSummary += " at " + r.StartAt.UTC().Format(time.RFC3339)
+	}
+	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, r.WorkflowType, args...)
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &already) {
@@ -371,4 +422,34 @@ func observeTick(status domain.RunStatus, trigger domain.Trigger, scheduledAt, f
 		metrics.ScheduleTicks.WithLabelValues("fired", string(trigger)).Inc()
 		metrics.FireLatenessObserved.WithLabelValues(string(trigger)).Observe(firedAt.Sub(scheduledAt).Seconds())
 	}
+}
+
+// OutagesRequest asks for the outages since the oldest late tick, under a schedule's
+// catch-up window. Until is the workflow's now, so replays and tests agree on it.
+type OutagesRequest struct {
+	Since         time.Time
+	Until         time.Time
+	CatchupWindow time.Duration
+}
+
+// Outage is a span in which no tickgate worker was alive, with the reason a tick it makes
+// MISSED is recorded with.
+type Outage struct {
+	From         time.Time
+	Until        time.Time
+	MissedReason string
+}
+
+// Outages lists the spans of [Since, Until] in which no worker was alive (store.Outages):
+// what decides whether a late tick is MISSED or fires late.
+func (a *ScheduleActivities) Outages(ctx context.Context, r OutagesRequest) ([]Outage, error) {
+	rows, err := a.Store.Outages(ctx, r.Since, r.Until, r.CatchupWindow)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Outage, len(rows))
+	for i, o := range rows {
+		out[i] = Outage(o)
+	}
+	return out, nil
 }

@@ -70,6 +70,11 @@ var RoutePermissions = map[string]Permission{
 	"POST /api/v1/schedules/:name/trigger":       PermWrite,
 	"POST /api/v1/schedules/:name/reschedule":    PermWrite,
 	"POST /api/v1/schedules/:name/backfill":      PermWrite,
+	"POST /api/v1/schedules/preview":             PermRead,
+	"GET /api/v1/schedules/:name/stats":          PermRead,
+	"GET /api/v1/stats/overview":                 PermRead,
+	"GET /api/v1/runs":                           PermRead,
+	"GET /api/v1/pcs/:name/slots":                PermRead,
 	"GET /api/v1/events":                         PermRead,
 	"POST /api/v1/rollouts":                      PermWrite,
 	"GET /api/v1/rollouts":                       PermRead,
@@ -357,15 +362,7 @@ func (s *Server) createToken(c echo.Context) error {
 }
 
 func (s *Server) listTokens(c echo.Context) error {
-	limit, after, err := pageParams(c)
-	if err != nil {
-		return err
-	}
-	rows, err := s.Store.ListTokens(c.Request().Context(), after, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(rows, limit, tokenView, func(t store.Token) string { return IntCursor(t.ID) }))
+	return listPage(c, idCursor, s.Store.ListTokens, tokenView, func(t store.Token) int64 { return t.ID })
 }
 
 func (s *Server) revokeToken(c echo.Context) error {

@@ -189,15 +189,6 @@ func CursorInt(c echo.Context) (int64, error) {
 // IntCursor encodes an integer position.
 func IntCursor(n int64) string { return EncodeCursor(fmt.Sprint(n)) }
 
-// pageParams reads ?limit= and an integer ?cursor= (0 when absent).
-func pageParams(c echo.Context) (limit int, pos int64, err error) {
-	if limit, err = Limit(c); err != nil {
-		return 0, 0, err
-	}
-	pos, err = CursorInt(c)
-	return limit, pos, err
-}
-
 // newPage maps rows to their views. Callers fetch limit+1 rows: the extra row only says a
 // next page exists, and next_cursor is cursor(last row shown).
 func newPage[R, V any](rows []R, limit int, view func(R) V, cursor func(R) string) Page[V] {

@@ -17,6 +17,7 @@ func (s *Server) registerDevices(g *echo.Group) {
 	g.POST("/pcs", s.createPC)
 	g.GET("/pcs", s.listPCs)
 	g.GET("/pcs/:name", s.getPC)
+	g.GET("/pcs/:name/slots", s.pcSlots)
 	g.POST("/devices", s.createDevice)
 	g.GET("/devices", s.listDevices)
 	g.GET("/devices/:serial", s.getDevice)

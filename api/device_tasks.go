@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,15 +57,7 @@ func (s *Server) createDevTask(c echo.Context) error {
 }
 
 func (s *Server) listDevTasks(c echo.Context) error {
-	limit, after, err := pageParams(c)
-	if err != nil {
-		return err
-	}
-	ts, err := s.Store.ListDevTasks(c.Request().Context(), after, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(ts, limit, devTaskView, func(t store.DevTask) string { return IntCursor(t.ID) }))
+	return listPage(c, idCursor, s.Store.ListDevTasks, devTaskView, func(t store.DevTask) int64 { return t.ID })
 }
 
 // maxTaskDevicesShown caps the executions GET /tasks/{id} lists.
@@ -110,19 +103,12 @@ func (s *Server) listTaskDevices(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, after, err := pageParams(c)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	if _, err := s.Store.GetDevTask(ctx, id); err != nil {
-		return err
-	}
-	tds, err := s.Store.TaskDevices(ctx, id, after, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(tds, limit, taskDeviceDTO, func(td store.TaskDeviceView) string { return IntCursor(td.ID) }))
+	return listPage(c, idCursor, func(ctx context.Context, after int64, limit int) ([]store.TaskDeviceView, error) {
+		if _, err := s.Store.GetDevTask(ctx, id); err != nil {
+			return nil, err
+		}
+		return s.Store.TaskDevices(ctx, id, after, limit)
+	}, taskDeviceDTO, func(td store.TaskDeviceView) int64 { return td.ID })
 }
 
 func (s *Server) cancelDevTask(c echo.Context) error {

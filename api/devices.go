@@ -54,15 +54,7 @@ func (s *Server) createDevice(c echo.Context) error {
 }
 
 func (s *Server) listDevices(c echo.Context) error {
-	limit, after, err := pageParams(c)
-	if err != nil {
-		return err
-	}
-	rows, err := s.Store.ListDevices(c.Request().Context(), after, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(rows, limit, deviceRowView, func(r store.DeviceRow) string { return IntCursor(r.ID) }))
+	return listPage(c, idCursor, s.Store.ListDevices, deviceRowView, func(r store.DeviceRow) int64 { return r.ID })
 }
 
 func (s *Server) getDevice(c echo.Context) error {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -36,7 +37,27 @@ func observeHTTP(next echo.HandlerFunc) echo.HandlerFunc {
 // registerMetrics serves /metrics: the process registry plus this server's SQL collector.
 func (s *Server) registerMetrics(e *echo.Echo) {
 	local := prometheus.NewRegistry()
-	local.MustRegister(&metrics.SQLCollector{Pool: s.Store.Pool})
+	local.MustRegister(&metrics.SQLCollector{Pool: s.Store.Pool}, &metrics.ScheduleCollector{Read: s.scheduleFigures})
 	h := promhttp.HandlerFor(prometheus.Gatherers{metrics.Registry, local}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	e.GET("/metrics", echo.WrapHandler(h))
+}
+
+// scheduleFigures reads the per-schedule series' figures from the store.
+func (s *Server) scheduleFigures(ctx context.Context, limit, perSchedule int, bounds []float64) ([]metrics.ScheduleFigures, error) {
+	counts, buckets, err := s.Store.ScheduleSeries(ctx, limit, perSchedule, bounds)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*metrics.ScheduleFigures, len(counts))
+	out := make([]metrics.ScheduleFigures, len(counts))
+	for i, c := range counts {
+		out[i] = metrics.ScheduleFigures{Name: c.Name, Fired: c.FiredCount, Skipped: c.SkippedCount, Missed: c.MissedCount, Failed: c.FailedCount}
+		byName[c.Name] = &out[i]
+	}
+	for _, b := range buckets {
+		if f := byName[b.Name]; f != nil {
+			f.Lateness = append(f.Lateness, metrics.BucketCount{Above: int(b.Bucket), Count: b.N, Sum: b.SumS})
+		}
+	}
+	return out, nil
 }

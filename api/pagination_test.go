@@ -97,6 +97,8 @@ func TestCursorPaginationEverywhere(t *testing.T) {
 
 	for path, atLeast := range map[string]int{
 		"/api/v1/schedules":                          3,
+		"/api/v1/schedules?state=active&name=PG-":    3,
+		"/api/v1/runs":                               3,
 		"/api/v1/schedules/pg-a/runs":                3,
 		"/api/v1/events?topic=pg":                    3,
 		"/api/v1/rollouts":                           2,

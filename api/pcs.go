@@ -56,15 +56,7 @@ func (s *Server) createPC(c echo.Context) error {
 }
 
 func (s *Server) listPCs(c echo.Context) error {
-	limit, after, err := pageParams(c)
-	if err != nil {
-		return err
-	}
-	pcs, err := s.Store.ListPCs(c.Request().Context(), after, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(pcs, limit, pcView, func(pc store.PC) string { return IntCursor(pc.ID) }))
+	return listPage(c, idCursor, s.Store.ListPCs, pcView, func(pc store.PC) int64 { return pc.ID })
 }
 
 func (s *Server) getPC(c echo.Context) error {

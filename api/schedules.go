@@ -18,14 +18,16 @@ import (
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// registerSchedules mounts /schedules (DESIGN.md §1).
+// registerSchedules mounts /schedules (docs/schedules.md).
 func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules", s.createSchedule)
+	g.POST("/schedules/preview", s.previewSchedule)
 	g.GET("/schedules", s.listSchedules)
 	g.GET("/schedules/:name", s.getSchedule)
 	g.DELETE("/schedules/:name", s.deleteSchedule)
@@ -56,27 +58,50 @@ type CreateScheduleRequest struct {
 	Policies *SchedulePolicies `json:"policies,omitempty"`
 	Paused   bool              `json:"paused"`
 	Note     string            `json:"note,omitempty"`
+	// Metrics asks for Prometheus series of the schedule's own (docs/console.md#prometheus).
+	Metrics bool `json:"metrics,omitempty"`
 }
 
 // ScheduleView is a schedule as the API answers it.
 type ScheduleView struct {
-	Name      string            `json:"name"`
-	Spec      schedulespec.Spec `json:"spec"`
-	Action    ScheduleAction    `json:"action"`
-	Policies  SchedulePolicies  `json:"policies"`
-	Paused    bool              `json:"paused"`
-	Note      string            `json:"note"`
-	Version   int64             `json:"version"`
-	NextRunAt *time.Time        `json:"next_run_at"`
-	LastRunAt *time.Time        `json:"last_run_at"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
+	Name     string            `json:"name"`
+	Spec     schedulespec.Spec `json:"spec"`
+	Action   ScheduleAction    `json:"action"`
+	Policies SchedulePolicies  `json:"policies"`
+	Paused   bool              `json:"paused"`
+	Note     string            `json:"note"`
+	// Metrics: the schedule has Prometheus series of its own (docs/console.md#prometheus).
+	Metrics   bool       `json:"metrics"`
+	Version   int64      `json:"version"`
+	NextRunAt *time.Time `json:"next_run_at"`
+	LastRunAt *time.Time `json:"last_run_at"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 	// Only on GET /schedules/{name}:
 	NextFireTimes []time.Time      `json:"next_fire_times,omitempty"`
 	RecentRuns    []RunView        `json:"recent_runs,omitempty"`
 	RunningRuns   []RunView        `json:"running_runs,omitempty"`
 	Counters      *ScheduleCounter `json:"counters,omitempty"`
-	WorkflowID    string           `json:"workflow_id"`
+	// Waiting: counts in a list, with the ticks and ranges on GET /schedules/{name}.
+	Waiting    *ScheduleWaiting `json:"waiting,omitempty"`
+	WorkflowID string           `json:"workflow_id"`
+}
+
+// ScheduleWaiting is what a schedule has still to run: ticks buffered under its overlap
+// policy and backfill ticks not yet fired.
+type ScheduleWaiting struct {
+	Buffered      int64                   `json:"buffered"`
+	Backfill      int64                   `json:"backfill"`
+	BufferedTicks []BufferedTickView      `json:"buffered_ticks,omitempty"`
+	Backfills     []store.PendingBackfill `json:"backfills,omitempty"`
+}
+
+// BufferedTickView is a tick waiting under the overlap policy (a BUFFERED run).
+type BufferedTickView struct {
+	RunID       int64          `json:"run_id"`
+	ScheduledAt time.Time      `json:"scheduled_at"`
+	Trigger     domain.Trigger `json:"trigger"`
+	Reason      string         `json:"reason"`
 }
 
 // ScheduleCounter counts a schedule's ticks by outcome.
@@ -176,20 +201,29 @@ func (s *Server) createSchedule(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	row, err := s.Store.CreateSchedule(ctx, store.NewSchedule{
+	newRow := store.NewSchedule{
 		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
 		Paused: req.Paused, PauseNote: req.Note, NextRunAt: next,
-	})
+	}
+	var row store.Schedule
+	if req.Metrics {
+		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries)
+	} else {
+		row, err = s.Store.CreateSchedule(ctx, newRow)
+	}
 	if errors.Is(err, store.ErrConflict) {
 		return Conflict("name", "a schedule named %q already exists", req.Name)
+	}
+	if errors.Is(err, store.ErrMetricsFull) {
+		return metricsFull()
 	}
 	if err != nil {
 		return err
 	}
 	if err := s.Starter.StartSchedule(ctx, row.ID, row.Name, scheduleSummary(spec.Spec, pol)); err != nil {
 		// Without its workflow the schedule would never fire: undo, and say so.
-		if _, delErr := s.Store.DeleteSchedule(context.WithoutCancel(ctx), row.Name); delErr != nil {
+		if _, _, delErr := s.Store.DeleteSchedule(context.WithoutCancel(ctx), row.Name); delErr != nil {
 			s.Logf("api: undo schedule %s after failed start: %v", row.Name, delErr)
 		}
 		return NewProblem(http.StatusServiceUnavailable, "", "could not start the schedule's workflow: %v", err)
@@ -207,7 +241,7 @@ func scheduleSummary(spec schedulespec.Spec, pol SchedulePolicies) string {
 
 func scheduleView(row store.Schedule) ScheduleView {
 	v := ScheduleView{
-		Name: row.Name, Paused: row.Paused, Note: row.PauseNote, Version: row.Version,
+		Name: row.Name, Paused: row.Paused, Note: row.PauseNote, Metrics: row.Metrics, Version: row.Version,
 		NextRunAt: utcPtr(row.NextRunAt), LastRunAt: utcPtr(row.LastRunAt), CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
 		Policies: SchedulePolicies{
 			Overlap: row.Overlap, CatchupWindow: schedulespec.Duration(time.Duration(row.CatchupWindowMs) * time.Millisecond),
@@ -235,20 +269,67 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
+// listSchedules pages through schedules by name, filtered by ?state=active|paused and
+// ?name= (names holding it, case-insensitive).
 func (s *Server) listSchedules(c echo.Context) error {
-	limit, err := Limit(c)
+	states, err := listValues(c, "state", scheduleStates, strings.ToLower)
 	if err != nil {
 		return err
 	}
-	after, err := DecodeCursor(c)
+	if len(states) > 1 {
+		return BadRequest("state", "give one state (active or paused), not %d", len(states))
+	}
+	f := store.ScheduleFilter{NamePart: c.QueryParam("name")}
+	if len(states) == 1 {
+		f.State = states[0]
+	}
+	if len(f.NamePart) > maxNameFilterLen || !readable(f.NamePart) {
+		return BadRequest("name", "at most %d characters of UTF-8 text", maxNameFilterLen)
+	}
+	page, rows, err := pageOf(c, nameCursor, func(ctx context.Context, after string, limit int) ([]store.Schedule, error) {
+		return s.Store.ListSchedulesFiltered(ctx, f, after, limit)
+	}, scheduleView, func(r store.Schedule) string { return r.Name })
 	if err != nil {
 		return err
 	}
-	rows, err := s.Store.ListSchedules(c.Request().Context(), after, limit+1)
+	if err := s.addWaitingCounts(c.Request().Context(), rows, page.Items); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+// addWaitingCounts sets each listed schedule's waiting counts (views[i] is rows[i]'s):
+// one query for the page's buffered ticks, the backfills from the rows.
+func (s *Server) addWaitingCounts(ctx context.Context, rows []store.Schedule, views []ScheduleView) error {
+	ids := make([]int64, len(views))
+	for i := range views {
+		ids[i] = rows[i].ID
+	}
+	buffered, err := s.Store.BufferedCounts(ctx, ids)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newPage(rows, limit, scheduleView, func(r store.Schedule) string { return EncodeCursor(r.Name) }))
+	for i := range views {
+		w, err := waitingOf(rows[i], buffered[rows[i].ID])
+		if err != nil {
+			return err
+		}
+		views[i].Waiting = &w
+	}
+	return nil
+}
+
+// waitingOf is a schedule's waiting counts, from its row and its number of BUFFERED runs.
+func waitingOf(row store.Schedule, buffered int64) (ScheduleWaiting, error) {
+	backfills, err := store.Backfills(row)
+	if err != nil {
+		return ScheduleWaiting{}, err
+	}
+	w := ScheduleWaiting{Buffered: buffered, Backfills: backfills}
+	for _, b := range backfills {
+		w.Backfill += int64(b.Remaining)
+	}
+	return w, nil
 }
 
 func (s *Server) scheduleByName(c echo.Context) (store.Schedule, error) {
@@ -297,13 +378,30 @@ func (s *Server) getSchedule(c echo.Context) error {
 	for _, r := range running {
 		v.RunningRuns = append(v.RunningRuns, runView(r))
 	}
+	buffered, err := s.Store.BufferedRuns(ctx, row.ID)
+	if err != nil {
+		return err
+	}
+	waiting, err := waitingOf(row, int64(len(buffered)))
+	if err != nil {
+		return err
+	}
+	waiting.BufferedTicks = []BufferedTickView{}
+	for _, r := range buffered {
+		waiting.BufferedTicks = append(waiting.BufferedTicks, BufferedTickView{RunID: r.ID, ScheduledAt: r.ScheduledAt.UTC(), Trigger: r.Trigger, Reason: r.Reason})
+	}
+	if waiting.Backfills == nil {
+		waiting.Backfills = []store.PendingBackfill{}
+	}
+	v.Waiting = &waiting
 	return c.JSON(http.StatusOK, v)
 }
 
 func (s *Server) deleteSchedule(c echo.Context) error {
 	name := c.Param("name")
 	ctx := c.Request().Context()
-	if _, err := s.Store.DeleteSchedule(ctx, name); err != nil {
+	_, delayedStarts, err := s.Store.DeleteSchedule(ctx, name)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return NotFound("no schedule named %q", name)
 		}
@@ -314,23 +412,28 @@ func (s *Server) deleteSchedule(c echo.Context) error {
 	if err := s.Starter.StopSchedule(ctx, name); err != nil {
 		s.Logf("api: stop workflow of deleted schedule %s: %v", name, err)
 	}
+	// Targets started ahead of their ticks (armed workflow fires) must not run for a
+	// schedule that is gone.
+	if err := s.Starter.StopDelayedStarts(context.WithoutCancel(ctx), delayedStarts); err != nil {
+		s.Logf("api: deleted schedule %s: %v", name, err)
+	}
 	return c.NoContent(http.StatusNoContent)
 }
 
+// listScheduleRuns pages through a schedule's runs, newest first, filtered by ?status=
+// and ?trigger= (each a comma-separated list).
 func (s *Server) listScheduleRuns(c echo.Context) error {
 	row, err := s.scheduleByName(c)
 	if err != nil {
 		return err
 	}
-	limit, before, err := pageParams(c)
+	f, err := runFilter(c)
 	if err != nil {
 		return err
 	}
-	runs, err := s.Store.ListRuns(c.Request().Context(), row.ID, before, limit+1)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newPage(runs, limit, runView, func(r store.ScheduleRun) string { return IntCursor(r.ID) }))
+	return listPage(c, idCursor, func(ctx context.Context, before int64, limit int) ([]store.ScheduleRun, error) {
+		return s.Store.ListScheduleRunsFiltered(ctx, row.ID, f, before, limit)
+	}, runView, func(r store.ScheduleRun) int64 { return r.ID })
 }
 
 // scheduleCommandError maps a failed workflow command to a problem.
@@ -413,6 +516,7 @@ type UpdateScheduleRequest struct {
 	Spec     *schedulespec.Spec `json:"spec,omitempty"`
 	Action   *ScheduleAction    `json:"action,omitempty"`
 	Policies *SchedulePolicies  `json:"policies,omitempty"`
+	Metrics  *bool              `json:"metrics,omitempty"`
 	Version  int64              `json:"version,omitempty"`
 }
 
@@ -453,6 +557,9 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		}
 		expected = v
 	}
+	if req.Spec == nil && req.Action == nil && req.Policies == nil && req.Metrics != nil {
+		return s.setScheduleMetrics(c, row, expected, *req.Metrics)
+	}
 	cur := scheduleView(row)
 	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies})
 	spec, pol, err := create.validate(s.Now().UTC())
@@ -462,6 +569,16 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	specJSON, _ := json.Marshal(spec.Spec)
 	actionJSON, _ := json.Marshal(create.Action)
 	ctx := c.Request().Context()
+	// An opt-in at the cap is refused before anything changes.
+	if req.Metrics != nil && *req.Metrics && !row.Metrics {
+		n, err := s.Store.CountSchedulesWithMetrics(ctx)
+		if err != nil {
+			return err
+		}
+		if n >= metrics.MaxScheduleSeries {
+			return metricsFull()
+		}
+	}
 	updated, err := s.Store.UpdateSchedule(ctx, store.ScheduleChange{
 		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
@@ -471,6 +588,15 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if req.Metrics != nil && *req.Metrics != updated.Metrics {
+		if err := s.Store.SetScheduleMetrics(ctx, row.Name, *req.Metrics, metrics.MaxScheduleSeries); err != nil {
+			if errors.Is(err, store.ErrMetricsFull) {
+				return metricsFull()
+			}
+			return err
+		}
+		updated.Metrics = *req.Metrics
 	}
 	// The workflow reloads the definition and recomputes its next fire; runs in flight go on.
 	if err := s.Starter.RefreshSchedule(ctx, row.Name); err != nil {
@@ -626,4 +752,26 @@ func randomID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// metricsFull refuses a schedule's opt-in to series of its own at the cap.
+func metricsFull() error {
+	return Conflict("metrics", "%d schedules already have Prometheus series of their own (the cap, docs/console.md#prometheus): turn one off first", metrics.MaxScheduleSeries)
+}
+
+// setScheduleMetrics answers a PATCH that only opts the schedule in or out of series of its
+// own: the definition is unchanged, so its version stays and its workflow is not disturbed.
+func (s *Server) setScheduleMetrics(c echo.Context, row store.Schedule, expected int64, on bool) error {
+	if expected != 0 && expected != row.Version {
+		return NewProblem(http.StatusPreconditionFailed, "version", "the schedule changed since version %d; read it again and retry", expected)
+	}
+	if err := s.Store.SetScheduleMetrics(c.Request().Context(), row.Name, on, metrics.MaxScheduleSeries); err != nil {
+		if errors.Is(err, store.ErrMetricsFull) {
+			return metricsFull()
+		}
+		return err
+	}
+	row.Metrics = on
+	c.Response().Header().Set("ETag", etag(row.Version))
+	return c.JSON(http.StatusOK, scheduleView(row))
 }

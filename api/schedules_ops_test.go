@@ -136,16 +136,24 @@ func Report(ctx workflow.Context, input map[string]any) (string, error) {
 	return "ok", nil
 }
 
-// TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome starts a real target
-// workflow per fire on the dev server; its result sets the run's status.
-func TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome(t *testing.T) {
-	t.Parallel()
-	st := teststack.Start(t, teststack.Options{})
+// reportWorker runs Report on a task queue of its own on the stack's Temporal, and returns
+// the queue.
+func reportWorker(t *testing.T, st *teststack.Stack) string {
+	t.Helper()
 	queue := "reports-" + fmt.Sprint(time.Now().UnixNano())
 	w := sdkworker.New(st.Temporal, queue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(Report, workflow.RegisterOptions{Name: "Report"})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
+	return queue
+}
+
+// TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome starts a real target
+// workflow per fire on the dev server; its result sets the run's status.
+func TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	queue := reportWorker(t, st)
 
 	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
 		"name": "reports", "spec": map[string]any{"cron": "0 0 1 1 *"},
@@ -166,4 +174,57 @@ func TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome(t *testing.T) {
 		}
 		return statuses[ok.Run.ID] == "SUCCEEDED" && statuses[failed.Run.ID] == "FAILED"
 	}, 30*time.Second, 200*time.Millisecond)
+}
+
+// TestBackfillOfAPausedScheduleRunsAndShowsWhatWaits: a backfill is an explicit request, so
+// it runs while the schedule is paused; while its ticks wait behind one another (buffer_all),
+// GET /schedules/{name} shows them as buffered ticks and the list counts them, and both go
+// back to zero once every tick ran — with the schedule paused throughout.
+func TestBackfillOfAPausedScheduleRunsAndShowsWhatWaits(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	queue := reportWorker(t, st)
+
+	start := time.Now().UTC().Truncate(time.Minute).Add(-10 * time.Minute)
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "paused-backfill", "spec": map[string]any{"interval": "1m", "start_at": start.Format(time.RFC3339)},
+		"action":   map[string]any{"kind": "workflow", "workflow_type": "Report", "task_queue": queue, "input": map[string]any{}},
+		"policies": map[string]any{"overlap": "buffer_all"}, "paused": true,
+	}, http.StatusCreated, nil)
+	var bf api.BackfillView
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/paused-backfill/backfill", map[string]any{
+		"start": start.Format(time.RFC3339), "end": start.Add(5 * time.Minute).Format(time.RFC3339),
+	}, http.StatusAccepted, &bf)
+	require.Equal(t, 6, bf.Ticks)
+
+	// Each Report run lasts 200 ms, so the six ticks wait behind one another for a while.
+	var sawWaiting api.ScheduleView
+	require.Eventually(t, func() bool {
+		st.JSON(t, http.MethodGet, "/api/v1/schedules/paused-backfill", nil, http.StatusOK, &sawWaiting)
+		return sawWaiting.Waiting != nil && sawWaiting.Waiting.Buffered > 0
+	}, 20*time.Second, 20*time.Millisecond, "the ticks waiting behind the running one are shown")
+	require.Len(t, sawWaiting.Waiting.BufferedTicks, int(sawWaiting.Waiting.Buffered))
+	for _, b := range sawWaiting.Waiting.BufferedTicks {
+		require.Equal(t, domain.TriggerBackfill, b.Trigger)
+		require.Contains(t, b.Reason, "overlap buffer_all: waiting for run")
+	}
+	require.True(t, sawWaiting.Paused)
+
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, r := range listRuns(t, st, "paused-backfill") {
+			if r.Trigger == "backfill" && r.Status == "SUCCEEDED" {
+				n++
+			}
+		}
+		return n == 6
+	}, 60*time.Second, 200*time.Millisecond, "every backfill tick ran while paused")
+	var after api.ScheduleView
+	st.JSON(t, http.MethodGet, "/api/v1/schedules/paused-backfill", nil, http.StatusOK, &after)
+	require.True(t, after.Paused)
+	require.Equal(t, api.ScheduleWaiting{}, *after.Waiting, "nothing waits any more")
+	var list struct{ Items []api.ScheduleView }
+	st.JSON(t, http.MethodGet, "/api/v1/schedules", nil, http.StatusOK, &list)
+	require.Len(t, list.Items, 1)
+	require.Equal(t, &api.ScheduleWaiting{}, list.Items[0].Waiting, "the list answers the counts")
 }

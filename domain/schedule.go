@@ -9,8 +9,12 @@ import (
 // RunStatus is the status of a schedule run (schedule_runs.status).
 type RunStatus string
 
-// Run statuses. RUNNING is the only one that is not final.
+// Run statuses. RUNNING and BUFFERED are the ones that are not final.
 const (
+	// RunBuffered is a tick waiting under an overlap policy (buffer_one, buffer_all,
+	// cancel_other) for the running run to end; it becomes RUNNING when it starts, or
+	// SKIPPED when a newer tick supersedes it.
+	RunBuffered   RunStatus = "BUFFERED"
 	RunRunning    RunStatus = "RUNNING"
 	RunSucceeded  RunStatus = "SUCCEEDED"
 	RunFailed     RunStatus = "FAILED"
@@ -19,6 +23,20 @@ const (
 	RunSkipped    RunStatus = "SKIPPED"
 	RunMissed     RunStatus = "MISSED"
 )
+
+// Fired reports whether a run with this status started its action: not a tick that is
+// still waiting (BUFFERED) or that never ran (SKIPPED, MISSED).
+func (s RunStatus) Fired() bool {
+	return s != RunBuffered && s != RunSkipped && s != RunMissed
+}
+
+// Final reports whether the status can no longer change.
+func (s RunStatus) Final() bool { return s != RunBuffered && s != RunRunning }
+
+// OnTimeTolerance is how late a tick may fire and still count as on time (timer, worker
+// and release latency). Later than that, a tick is late: fired late while tickgate runs,
+// caught up or MISSED after an outage (see the catch-up window).
+const OnTimeTolerance = 10 * time.Second
 
 // Trigger says why a run exists (schedule_runs.trigger).
 type Trigger string

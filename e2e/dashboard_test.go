@@ -34,7 +34,8 @@ func chromium(t *testing.T) (string, string) {
 }
 
 // TestDashboardPauseByClick logs in to the dashboard with a token, sees a schedule Active,
-// clicks Pause, sees its state change to Paused (and the API agrees), and saves a screenshot.
+// clicks Pause, writes a note, sees its state change to Paused (and the API agrees), and
+// saves a screenshot.
 func TestDashboardPauseByClick(t *testing.T) {
 	bin, root := chromium(t)
 	st := teststack.Start(t, teststack.Options{})
@@ -48,7 +49,7 @@ func TestDashboardPauseByClick(t *testing.T) {
 
 	row := `tr[data-schedule="nightly-report"]`
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(st.URL+"/"),
+		chromedp.Navigate(st.URL+"/#schedules"),
 		chromedp.WaitVisible(chromedp.CSS(`#token`)),
 		chromedp.SendKeys(chromedp.CSS(`#token`), operator),
 		chromedp.Click(chromedp.CSS(`#login-button`)),
@@ -58,6 +59,9 @@ func TestDashboardPauseByClick(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(row+` button.pause`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)),
+		chromedp.SendKeys(chromedp.CSS(`dialog #d-note`), "paused from the dashboard"),
+		chromedp.Click(chromedp.CSS(`dialog button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(row+` td.state-paused`)),
 	))
 	after, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(row+` td.state`)))
@@ -89,10 +93,10 @@ func browser(t *testing.T, bin string) context.Context {
 	return ctx
 }
 
-// saveShot keeps a screenshot under .dev/screenshots for a person to look at.
+// saveShot keeps a screenshot under .dev/test/screenshots for a person to look at.
 func saveShot(t *testing.T, root, name string, png []byte) {
 	t.Helper()
-	dir := filepath.Join(root, ".dev", "screenshots")
+	dir := filepath.Join(root, ".dev", "test", "screenshots")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, png, 0o644))

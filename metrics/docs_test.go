@@ -13,14 +13,14 @@ import (
 	"github.com/tickgate/tickgate/metrics"
 )
 
-// TestDocsNameRealSeries: every tickgate_* series the operations and production pages
+// TestDocsNameRealSeries: every tickgate_* series the operations, production and console pages
 // name (in tables and in the alert examples) is one this package exports, so an alert
 // copied from the docs watches a series that exists.
 func TestDocsNameRealSeries(t *testing.T) {
 	exported := map[string]bool{}
 	descs := make(chan *prometheus.Desc, 64)
 	for _, c := range []prometheus.Collector{metrics.HTTPDuration, metrics.PromotionRound,
-		metrics.FireLatenessObserved, metrics.ScheduleTicks, &metrics.SQLCollector{}} {
+		metrics.FireLatenessObserved, metrics.ScheduleTicks, &metrics.SQLCollector{}, &metrics.ScheduleCollector{}} {
 		c.Describe(descs)
 	}
 	close(descs)
@@ -33,7 +33,7 @@ func TestDocsNameRealSeries(t *testing.T) {
 	require.Contains(t, exported, "tickgate_schedule_ticks_total")
 
 	series := regexp.MustCompile(`\btickgate_[a-z_]+[a-z]`)
-	for _, page := range []string{"operations.md", "production.md"} {
+	for _, page := range []string{"operations.md", "production.md", "console.md"} {
 		b, err := os.ReadFile(filepath.Join("..", "docs", page))
 		require.NoError(t, err)
 		names := series.FindAllString(string(b), -1)

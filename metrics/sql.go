@@ -56,11 +56,7 @@ func (c *SQLCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *SQLCollector) Collect(ch chan<- prometheus.Metric) {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := scrapeContext(c.Timeout)
 	defer cancel()
 	report := func(query string, err error) {
 		v := 0.0
@@ -137,30 +133,21 @@ func (c *SQLCollector) histogram(ctx context.Context, ch chan<- prometheus.Metri
 		return err
 	}
 	defer rows.Close()
-	var count uint64
-	var sum float64
-	cumulative := make([]uint64, len(bounds))
+	var counts []BucketCount
 	for rows.Next() {
 		var atLeast int
-		var n int64
-		var s float64
-		if err := rows.Scan(&atLeast, &n, &s); err != nil {
+		var b BucketCount
+		if err := rows.Scan(&atLeast, &b.Count, &b.Sum); err != nil {
 			return err
 		}
-		count += uint64(n)
-		sum += s
-		// These values are <= the largest atLeast bounds.
-		for j := len(bounds) - atLeast; j < len(bounds); j++ {
-			cumulative[j] += uint64(n)
-		}
+		// These values are <= the largest atLeast bounds: above the others.
+		b.Above = len(bounds) - atLeast
+		counts = append(counts, b)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	buckets := make(map[float64]uint64, len(bounds))
-	for i, b := range bounds {
-		buckets[b] = cumulative[i]
-	}
+	count, sum, buckets := cumulative(bounds, counts)
 	ch <- prometheus.MustNewConstHistogram(desc, count, sum, buckets)
 	return nil
 }

@@ -21,13 +21,14 @@ type Deps struct {
 }
 
 // New creates a worker on cfg.TaskQueue with every engine registered; while it runs, it
-// also releases armed schedule fires when they come due (see releasingWorker).
+// also releases armed schedule fires when they come due and records itself alive (see
+// engineWorker).
 func New(d Deps) (sdkworker.Worker, error) {
 	w := sdkworker.New(d.Temporal, d.Config.TaskQueue, PollerOptions(d.Config.WorkerPollers))
 	if err := Register(w, d); err != nil {
 		return nil, err
 	}
-	return withReleaser(w, d.Store), nil
+	return withEngineLoops(w, d.Store, d.Temporal), nil
 }
 
 // Register registers every workflow and activity of the three engines on r.

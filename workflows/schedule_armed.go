@@ -19,6 +19,16 @@ const armedFiresChange = "armed-event-fires"
 // armTime): histories recorded before it fire such ticks at the tick.
 const armedWindowsChange = "armed-fire-windows"
 
+// armSpanByLoadChange versions arming every event fire in windows whose span (and the spread
+// of their arming times) grows with how many schedules share the tick (see armSpan):
+// histories recorded before it armed a tick alone 30–50 s ahead, and windows of 20 s.
+const armSpanByLoadChange = "arm-span-by-load"
+
+// armedStartsChange versions arming a workflow action's tick by starting its target ahead
+// with Temporal's start delay (see armTime, armStart): histories recorded before it start
+// every target at its tick.
+const armedStartsChange = "armed-workflow-starts"
+
 // Arming (issue 13). Many schedules sharing a tick would all wake, and all commit their
 // fire, in the same second; an event action needs nothing from the moment of its tick, so
 // its fire is committed ahead instead — spread over a window — and made visible at the tick
@@ -32,6 +42,11 @@ const (
 	// armMinAhead: a tick is only armed while its fire time is at least this far ahead,
 	// so the arming commits before it; a later one fires at the tick as before.
 	armMinAhead = 5 * time.Second
+	// armStartMinAhead: a workflow action's target is started ahead while its tick is at
+	// least this far off — a start delay only needs the start to reach Temporal before it
+	// ends — so ticks closer together than armLead (every few seconds) are armed one at a
+	// time, each once the one before it has fired.
+	armStartMinAhead = time.Second
 
 	// Ticks closer together than armLead (an every-second schedule) are armed in windows:
 	// one transaction and one workflow task for every few seconds of ticks instead of one
@@ -43,6 +58,17 @@ const (
 	armWindowSpread = 5 * time.Second
 	armWindowSpan   = 20 * time.Second
 	armWindowMax    = 100
+
+	// Under armSpanByLoadChange an event schedule arms every fire in windows: a window is
+	// armed armWindowLead before its first fire, less a hashed offset within the span, and
+	// holds the fires up to armWindowLead + span ahead (at most armWindowMaxByLoad). The span
+	// grows with the schedules due in the same second, n: n / armRate seconds, at least
+	// armWindowSpan and at most armSpanMax, so that arming all of them takes about armRate
+	// workflow tasks a second, whatever n is — the arming work fits the machine, and a
+	// burst of ten thousand costs no more per second than one of a thousand.
+	armRate            = 50
+	armSpanMax         = 15 * time.Minute
+	armWindowMaxByLoad = 1000
 )
 
 // ArmedFire is the fire a schedule armed last: committed ahead, visible at FireAt. Earlier
@@ -54,6 +80,10 @@ type ArmedFire struct {
 	FireAt  time.Time
 	Before  time.Time
 	Earlier []activities.ArmedTick `json:",omitempty"`
+	// WorkflowID and RunID are set for a workflow action's fire: its target was started
+	// ahead, with a start delay, and RunID is among the running runs from then on.
+	WorkflowID string `json:",omitempty"`
+	RunID      int64  `json:",omitempty"`
 }
 
 // all lists the armed fires, oldest first.
@@ -71,8 +101,42 @@ func armedFires(fires []activities.ArmedTick, before time.Time) *ArmedFire {
 }
 
 // armOffset is the tick's deterministic place in the arming window.
-func armOffset(schedule string, tick time.Time) time.Duration {
-	return spreadOffset("arm/", schedule, tick, armSpread)
+func armOffset(schedule string, tick time.Time, spread time.Duration) time.Duration {
+	return spreadOffset("arm/", schedule, tick, spread)
+}
+
+// armsByLoad reports whether event fires are armed in windows spread by load
+// (armSpanByLoadChange).
+func (w *scheduleWorkflow) armsByLoad(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, armSpanByLoadChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// armSpan is how far a window reaches beyond its lead, and how widely the armings of ticks
+// shared by many schedules are spread: it grows with the schedules due in the same second as
+// the last fire armed (see armRate).
+func (w *scheduleWorkflow) armSpan() time.Duration {
+	return min(max(time.Duration(w.carry.DueTogether)*time.Second/armRate, armWindowSpan), armSpanMax)
+}
+
+// dueTogether keeps the schedules due with this one's tick: the newest count, but never
+// below fifteen sixteenths of the last one. A window whose first tick lies beyond the next
+// one counts short (schedules that have not armed that far yet show their earlier fire),
+// and the span must not collapse on such a count; a true drop still shows within a few
+// windows.
+func dueTogether(last, counted int64) int64 {
+	return max(counted, last-last/16)
+}
+
+// armSpread is over how long the single armings of a shared tick are spread: armSpread, or
+// for a workflow action's starts (armed alone) the span by load, so that many of them are
+// not all armed in the same seconds. It stays inside the time from the tick before (the
+// watermark) to the lead, so that no arming is pulled back onto that tick.
+func (w *scheduleWorkflow) armSpread(starts bool, fireAt time.Time) time.Duration {
+	if !starts || w.carry.DueTogether == 0 {
+		return armSpread
+	}
+	room := fireAt.Sub(w.carry.Watermark) - armLead - armMinAhead
+	return max(min(w.armSpan(), room), armSpread)
 }
 
 // spreadOffset hashes (schedule, tick) into [0, spread).
@@ -84,30 +148,44 @@ func spreadOffset(kind, schedule string, tick time.Time, spread time.Duration) t
 }
 
 // armTime is when the tick firing at fireAt is armed; ok is false when it fires at its
-// tick instead. Only an event action that no policy has to decide at the tick is armed:
-// overlap policies apply to workflow actions only (see fire), skip_if_successful needs the
-// runs up to the tick, a rescheduled tick fires as the reschedule says. A tick at least
-// armLead after the one before is armed alone, once that one's fire time has come; ticks
-// closer together are armed in windows (window is true).
+// tick instead. Only a tick that no policy has to decide at its time is armed:
+// skip_if_successful needs the runs up to the tick, a rescheduled tick fires as the
+// reschedule says, and a workflow action's overlap policy must be one whose decision
+// cannot change before the tick (see startFixed). A tick at least armLead after the one
+// before is armed alone, once that one's fire time has come; an event action's ticks
+// closer together are armed in windows (window is true), a workflow action's one at a
+// time, each once the one before has fired (armStartMinAhead).
 func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time) (at time.Time, window, ok bool) {
-	if w.def.Action.Kind != domain.ActionEvent || w.def.SkipIfSuccessful || w.carry.Paused || w.carry.Rescheduled != nil {
+	if w.def.SkipIfSuccessful || w.carry.Paused || w.carry.Rescheduled != nil {
 		return time.Time{}, false, false
 	}
-	at = fireAt.Add(-armLead - armOffset(w.def.Name, tick))
+	starts := w.def.Action.Kind == domain.ActionWorkflow
+	if starts && !w.startFixed() {
+		return time.Time{}, false, false
+	}
+	// GetVersion only when a tick could be armed, so other histories carry no marker.
+	if !starts && w.armsByLoad(ctx) {
+		return fireAt.Add(-armWindowLead - spreadOffset("window/", w.def.Name, tick, w.armSpan())), true, true
+	}
+	at = fireAt.Add(-armLead - armOffset(w.def.Name, tick, w.armSpread(starts, fireAt)))
 	if w.carry.Watermark.After(at) {
 		at = w.carry.Watermark // not before the tick it follows (or the schedule's creation, a resume)
 	}
 	if a := w.carry.Armed; a != nil && a.FireAt.After(at) {
 		at = a.FireAt
 	}
-	if fireAt.Sub(at) >= armLead {
+	if fireAt.Sub(at) >= armLead || (starts && fireAt.Sub(at) >= armStartMinAhead) {
 		// GetVersion only when a tick could be armed, so other histories carry no marker.
-		if workflow.GetVersion(ctx, armedFiresChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		change := armedFiresChange
+		if starts {
+			change = armedStartsChange
+		}
+		if workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 			return time.Time{}, false, false
 		}
 		return at, false, true
 	}
-	if workflow.GetVersion(ctx, armedWindowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if starts || workflow.GetVersion(ctx, armedWindowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return time.Time{}, false, false
 	}
 	// Not held back by the fires armed before: they are committed, the window follows them.
@@ -128,17 +206,40 @@ func (w *scheduleWorkflow) armIfDue(ctx workflow.Context, tick, fireAt time.Time
 	if window {
 		// Even a window that starts less than armMinAhead ahead is armed: firing its first
 		// ticks at their tick would leave every later one as close, and none armed again.
-		return w.armWindow(ctx, tick, now.Add(armWindowLead+armWindowSpan))
+		span, most := armWindowSpan, armWindowMax
+		if w.armsByLoad(ctx) {
+			span, most = w.armSpan(), armWindowMaxByLoad
+		}
+		return w.armWindow(ctx, tick, now.Add(armWindowLead+span), most)
 	}
-	if fireAt.Sub(now) < armMinAhead {
+	minAhead := armMinAhead
+	if w.def.Action.Kind == domain.ActionWorkflow {
+		minAhead = armStartMinAhead
+	}
+	if fireAt.Sub(now) < minAhead {
 		return false, time.Time{}, nil // woke too late to arm: it fires at the tick
 	}
 	return true, time.Time{}, w.arm(ctx, tick, fireAt)
 }
 
+// startFixed reports whether the overlap decision of a workflow action's next tick is
+// already known and cannot change before the tick: allow_all starts every tick; any other
+// policy starts it when no run is in flight, none waits and no backfill is pending — and
+// what could start one before the tick (a trigger, a backfill) retracts the armed fire
+// first (see retractArmedStartFor).
+func (w *scheduleWorkflow) startFixed() bool {
+	if w.def.Overlap == domain.OverlapAllowAll {
+		return true
+	}
+	return len(w.carry.Running) == 0 && len(w.carry.Buffer) == 0 && len(w.carry.Backfills) == 0
+}
+
 // arm commits the tick's fire now — run, event and outbox message — visible at fireAt.
 // The tick is then processed: the watermark moves past it.
 func (w *scheduleWorkflow) arm(ctx workflow.Context, tick, fireAt time.Time) error {
+	if w.def.Action.Kind == domain.ActionWorkflow {
+		return w.armStart(ctx, tick, fireAt)
+	}
 	before := w.carry.Watermark
 	w.carry.Watermark = tick
 	if _, err := w.recordFire(ctx, tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, tick), domain.RunSucceeded, "", "", nil, &fireAt); err != nil {
@@ -149,6 +250,68 @@ func (w *scheduleWorkflow) arm(ctx workflow.Context, tick, fireAt time.Time) err
 		return err
 	}
 	w.carry.Armed = &ArmedFire{Tick: tick, FireAt: fireAt, Before: before}
+	return nil
+}
+
+// armStart arms a workflow action's tick: its run is committed now, hidden until fireAt
+// (status RUNNING), and its target is started with a start delay, so that Temporal starts
+// it at fireAt whatever the worker is doing then. The run is watched from now on.
+func (w *scheduleWorkflow) armStart(ctx workflow.Context, tick, fireAt time.Time) error {
+	before := w.carry.Watermark
+	w.carry.Watermark = tick
+	key := domain.TickKey(w.def.ID, tick)
+	res, err := w.recordFire(ctx, tick, domain.TriggerScheduled, key, domain.RunRunning, "", w.runWorkflowID(key), nil, &fireAt)
+	if err != nil {
+		if errors.Is(err, errArmingOvertaken) {
+			w.carry.Watermark = before // nothing was armed: the loop looks again
+			return nil
+		}
+		return err
+	}
+	w.carry.Armed = &ArmedFire{Tick: tick, FireAt: fireAt, Before: before, WorkflowID: res.workflowID, RunID: res.RunID}
+	if !res.existed {
+		// (A run recorded before was started and watched by recordFire, see adoptIfUnwatched.)
+		w.launch(ctx, res.RunID, res.workflowID, tick, nil, &fireAt)
+	}
+	return nil
+}
+
+// stopArmedStart terminates the delayed start of the armed workflow fire not yet due, before
+// a command retracts it in its transaction (the row then records the retraction). Its
+// failure fails the command: a fire whose start could not be stopped is not retracted.
+func (w *scheduleWorkflow) stopArmedStart(ctx workflow.Context, why string) error {
+	a := w.carry.Armed
+	if a == nil || a.WorkflowID == "" || !a.FireAt.After(workflow.Now(ctx)) {
+		return nil
+	}
+	return workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StopRunWorkflow, activities.StopRun{
+		WorkflowID: a.WorkflowID, Terminate: true, Reason: "retracted before its tick: " + why,
+	}).Get(ctx, nil)
+}
+
+// retractArmedStartFor retracts the armed workflow fire not yet due before a trigger or a
+// backfill starts a run: under any policy but allow_all, the armed tick was started because
+// nothing would be running at its time (startFixed), which that run would change. The tick
+// is then decided at its time, under its overlap policy.
+func (w *scheduleWorkflow) retractArmedStartFor(ctx workflow.Context, why string) error {
+	a := w.carry.Armed
+	if a == nil || a.WorkflowID == "" || w.def.Overlap == domain.OverlapAllowAll || !a.FireAt.After(workflow.Now(ctx)) {
+		return nil
+	}
+	if err := w.mirror.Lock(ctx); err != nil {
+		return err
+	}
+	defer w.mirror.Unlock()
+	if err := w.stopArmedStart(ctx, why); err != nil {
+		return err
+	}
+	var r activities.Retracted
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RetractArmedBecause, activities.Retraction{
+		ScheduleID: w.def.ID, Why: why,
+	}).Get(ctx, &r); err != nil {
+		return err
+	}
+	w.unarm(r)
 	return nil
 }
 
@@ -166,7 +329,7 @@ func (w *scheduleWorkflow) armingOvertaken() bool {
 // armWindow commits the fires of the ticks from first on that fire by until, in one
 // transaction, each visible at its fire time; the watermark moves past the last. armed is
 // false when the window held no tick (the spec ends): the tick fires at its time then.
-func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Time) (armed bool, wake time.Time, err error) {
+func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Time, most int) (armed bool, wake time.Time, err error) {
 	if err := w.mirror.Lock(ctx); err != nil {
 		return false, time.Time{}, err
 	}
@@ -177,7 +340,7 @@ func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Tim
 	var res activities.ArmedWindow
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.ArmWindow, activities.ArmWindowRequest{
 		ScheduleID: w.def.ID, Name: w.def.Name, Spec: w.def.Spec, CreatedAt: w.def.CreatedAt,
-		First: first, Until: until, Max: armWindowMax, Event: *w.eventFor(first, domain.TriggerScheduled, until),
+		First: first, Until: until, Max: most, Event: *w.eventFor(first, domain.TriggerScheduled, until),
 	}).Get(ctx, &res); err != nil {
 		return false, time.Time{}, err
 	}
@@ -185,6 +348,7 @@ func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Tim
 	if len(res.Ticks) == 0 {
 		return false, time.Time{}, nil
 	}
+	w.carry.DueTogether = dueTogether(w.carry.DueTogether, res.DueTogether)
 	// The fires armed before that are still pending stay listed ahead of the window's (a
 	// retraction takes them too); Before is then the last of the earlier ones already due.
 	now := workflow.Now(ctx)
@@ -245,6 +409,9 @@ func (w *scheduleWorkflow) unarm(retracted activities.Retracted) {
 			w.carry.Watermark = kept[len(kept)-1].Tick
 		}
 	}
+	if a.RunID != 0 {
+		w.forgetRun(a.RunID) // its start was stopped before it ran: nothing is in flight
+	}
 	w.carry.Armed = armedFires(kept, a.Before)
 }
 
@@ -269,6 +436,9 @@ func (w *scheduleWorkflow) getRetracted(ctx workflow.Context, f workflow.Future)
 func (w *scheduleWorkflow) retractArmedAfterReload(ctx workflow.Context) error {
 	if w.carry.Armed == nil {
 		return nil
+	}
+	if err := w.stopArmedStart(ctx, "the schedule's definition changed"); err != nil {
+		return err
 	}
 	var r activities.Retracted
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RetractArmed, w.def.ID).Get(ctx, &r); err != nil {

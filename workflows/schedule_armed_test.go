@@ -45,19 +45,19 @@ func (s *ScheduleWorkflowSuite) armedState(name string, tick time.Time) armedRow
 	return r
 }
 
-// An event schedule commits its fire 30–50 s before the tick, hidden: no run in the lists,
-// no count, next_run_at still on the tick, an outbox message without a feed position. The
-// release at the tick makes it true.
+// An event schedule commits its fire 10–30 s before the tick (a lone schedule's span is
+// 20 s), hidden: no run in the lists, no count, next_run_at still on the tick, an outbox
+// message without a feed position. The release at the tick makes it true.
 func (s *ScheduleWorkflowSuite) TestEventScheduleArmsItsFireAheadOfTheTick() {
 	s.future()
 	in := s.minuteTicks("armed", nil)
 	tick := s.t0.Add(minute)
 	var atArm armedRow
-	s.env.RegisterDelayedCallback(func() { atArm = s.armedState("armed", tick) }, 31*time.Second)
+	s.env.RegisterDelayedCallback(func() { atArm = s.armedState("armed", tick) }, 51*time.Second)
 	s.stopAt(55 * time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 
-	s.True(atArm.exists && atArm.armed, "the tick is armed 29 s ahead: %+v", atArm)
+	s.True(atArm.exists && atArm.armed, "the tick is armed 9 s ahead at the latest: %+v", atArm)
 	s.Require().NotNil(atArm.visibleAt)
 	s.Equal(tick, atArm.visibleAt.UTC())
 	s.Equal(1, atArm.events)
@@ -68,7 +68,7 @@ func (s *ScheduleWorkflowSuite) TestEventScheduleArmsItsFireAheadOfTheTick() {
 	s.Empty(s.runs("armed"), "no run listed before the tick (released as of 55 s: nothing)")
 
 	// The releaser at the tick.
-	_, err := s.store.ReleaseDueAsOf(context.Background(), &tick)
+	_, err := s.store.ReleaseDueAsOf(context.Background(), &tick, nil)
 	s.Require().NoError(err)
 	after := s.armedState("armed", tick)
 	s.False(after.armed)
@@ -174,17 +174,101 @@ func (s *ScheduleWorkflowSuite) TestUpdateWithoutARefreshLeavesTheArmedFire() {
 	s.True(s.armedState("armed-no-refresh", s.t0.Add(minute)).exists, "the 1m fire stands")
 }
 
-// A workflow action is not armed: it starts at its tick, as before.
-func (s *ScheduleWorkflowSuite) TestWorkflowActionIsNotArmed() {
+// A workflow action under allow_all is armed: its run is committed 30–50 s ahead, hidden
+// (RUNNING, visible at the tick), and its target started with a start delay that ends at
+// the tick, so that Temporal starts it on time whatever the worker does then. Released at
+// the tick, the run shows as fired at its tick.
+func (s *ScheduleWorkflowSuite) TestWorkflowActionIsArmedWithAStartDelay() {
 	s.future()
-	in := s.minuteTicks("not-armed", withOverlap("allow_all"))
-	s.mockTargets(time.Second)
+	in := s.minuteTicks("armed-start", withOverlap("allow_all"))
+	targets := s.mockTargets(time.Second)
+	tick := s.t0.Add(minute)
 	var before armedRow
-	s.env.RegisterDelayedCallback(func() { before = s.armedState("not-armed", s.t0.Add(minute)) }, 55*time.Second)
+	s.env.RegisterDelayedCallback(func() { before = s.armedState("armed-start", tick) }, 55*time.Second)
 	s.stopAt(minute + 10*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
-	s.False(before.exists, "nothing recorded before the tick")
-	s.Len(s.runs("not-armed"), 1)
+
+	s.True(before.exists && before.armed, "armed before its tick: %+v", before)
+	s.Equal(tick, before.visibleAt.UTC())
+	s.Zero(before.firedCount, "not counted before its time")
+	id := "schedule/armed-start/run/" + tick.Format(time.RFC3339)
+	s.Equal([]string{id}, targets.started)
+	s.Equal(tick, targets.startAt[id], "the target was started with a delay ending at the tick")
+	runs := s.runs("armed-start")
+	s.Require().Len(runs, 1)
+	s.Equal(domain.RunSucceeded, runs[0].Status)
+	s.Equal(tick, runs[0].FiredAt.UTC(), "its target started at its tick")
+	s.Equal(id, runs[0].WorkflowID)
+}
+
+// Under any policy but allow_all a workflow tick is armed only when its decision cannot
+// change before it: nothing running, nothing waiting. Runs last 90 s under skip: 1m is
+// armed (nothing ran); 2m is not (1m still runs when 2m would be armed) and is SKIPPED at
+// its tick; 3m is armed once 1m ends at 2m30.
+func (s *ScheduleWorkflowSuite) TestOtherPoliciesArmOnlyWhenNothingRuns() {
+	s.future()
+	in := s.minuteTicks("armed-skip", withOverlap("skip"))
+	targets := s.mockTargets(90 * time.Second)
+	s.stopAt(3*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Equal(map[time.Duration]string{1 * minute: "SUCCEEDED", 2 * minute: "SKIPPED", 3 * minute: "RUNNING"}, s.outcomes("armed-skip"))
+	one, three := "schedule/armed-skip/run/"+s.t0.Add(minute).Format(time.RFC3339), "schedule/armed-skip/run/"+s.t0.Add(3*minute).Format(time.RFC3339)
+	s.Equal([]string{one, three}, targets.started)
+	s.Equal(s.t0.Add(minute), targets.startAt[one])
+	s.Equal(s.t0.Add(3*minute), targets.startAt[three], "armed after 1m ended, still ahead of its tick")
+}
+
+// A pause before the tick stops the delayed start first, then retracts the fire in its
+// transaction: the row stays as the record of the retraction (SKIPPED, retracted_at, not a
+// run), and no target runs. A resume before the tick fires the tick after all, under a
+// workflow id of its own (the stopped one cannot start again).
+func (s *ScheduleWorkflowSuite) TestPauseBeforeTheTickStopsTheDelayedStart() {
+	s.future()
+	in := s.minuteTicks("armed-start-pause", withOverlap("allow_all"))
+	targets := s.mockTargets(time.Second)
+	tick := s.t0.Add(minute)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "hold"}, func(r any, err error) { s.NoError(err) })
+	}, 40*time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleResume, nil, func(r any, err error) { s.NoError(err) })
+	}, 45*time.Second)
+	s.stopAt(minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	first := "schedule/armed-start-pause/run/" + tick.Format(time.RFC3339)
+	s.Equal("terminate", targets.stopped[first], "the delayed start was stopped")
+	var status, reason, key string
+	var retracted *time.Time
+	s.Require().NoError(s.store.Pool.QueryRow(context.Background(), `SELECT status, reason, idempotency_key, retracted_at
+		FROM schedule_runs WHERE workflow_id = $1`, first).Scan(&status, &reason, &key, &retracted))
+	s.Equal("SKIPPED", status)
+	s.NotNil(retracted)
+	s.Equal("retracted before its tick: the schedule was paused; its delayed start was stopped and never ran", reason)
+	runs := s.runs("armed-start-pause")
+	s.Require().Len(runs, 1, "the retraction is not a run; the tick fired once")
+	s.Equal(domain.RunSucceeded, runs[0].Status)
+	s.Equal(first+"~2", runs[0].WorkflowID)
+	s.Equal([]string{first, first + "~2"}, targets.started)
+}
+
+// Under skip, a trigger before the armed tick would start a run the tick's decision did not
+// count on: the armed fire is retracted first (its start stopped), and the tick is decided
+// at its time — SKIPPED, since the triggered run still runs.
+func (s *ScheduleWorkflowSuite) TestTriggerBeforeTheArmedTickRetractsItUnderSkip() {
+	s.future()
+	in := s.minuteTicks("armed-trigger", withOverlap("skip"))
+	targets := s.mockTargets(100 * time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleTrigger, workflows.TriggerRequest{RequestID: "early"}, func(r any, err error) { s.NoError(err) })
+	}, 45*time.Second)
+	s.stopAt(minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	armed := "schedule/armed-trigger/run/" + s.t0.Add(minute).Format(time.RFC3339)
+	s.Equal("terminate", targets.stopped[armed])
+	s.Equal(map[time.Duration]string{45 * time.Second: "RUNNING/manual", minute: "SKIPPED"}, s.outcomes("armed-trigger"))
 }
 
 // armings counts the windows an every-second schedule arms, and checks each was armed
@@ -303,4 +387,52 @@ func (s *ScheduleWorkflowSuite) TestRescheduleWhileTheFirstWindowIsDecidedWins()
 	s.Require().NotNil(nextAfter)
 	s.Equal(at, nextAfter.UTC(), "next_run_at is the reschedule's")
 	s.Equal(map[time.Duration]string{minute: "SKIPPED", 75 * time.Second: "SUCCEEDED"}, s.outcomes("resched-first"))
+}
+
+// The arming of a tick many schedules share is spread over a span that grows with them
+// (n / armRate): 5,000 schedules due at the same second as this one make its windows reach
+// 100 s beyond their 10 s lead instead of 20 s, so that their armings come about 50 a second
+// rather than 250 — from its first window on, counted when the workflow loads. A schedule
+// whose next fire is not known at its load (none here) starts from the least span, 20 s.
+func (s *ScheduleWorkflowSuite) TestTheArmingSpanGrowsWithTheSchedulesDueTogether() {
+	for _, c := range []struct {
+		name      string
+		knownNext bool
+		first     time.Duration
+	}{{"crowded", true, 110 * time.Second}, {"crowded-unknown", false, 30 * time.Second}} {
+		s.Run(c.name, func() { s.armingSpanOfACrowd(c.name, c.knownNext, c.first) })
+	}
+}
+
+func (s *ScheduleWorkflowSuite) armingSpanOfACrowd(name string, knownNext bool, first time.Duration) {
+	s.SetupTest()
+	s.future()
+	in := s.minuteTicks(name, nil)
+	ctx := context.Background()
+	if knownNext { // as the API writes it at creation
+		_, err := s.store.Pool.Exec(ctx, "UPDATE schedules SET next_run_at = $1 WHERE id = $2", s.t0.Add(minute), in.ScheduleID)
+		s.Require().NoError(err)
+	}
+	_, err := s.store.Pool.Exec(ctx, `INSERT INTO schedules (name, spec, action, next_run_at)
+		SELECT 'crowd-' || i, '{"cron": "* * * * *"}', '{"kind": "event", "topic": "t", "type": "x"}', $1
+		FROM generate_series(1, 4999) i`, s.t0.Add(minute))
+	s.Require().NoError(err)
+	var reaches []time.Duration
+	s.env.OnActivity(s.acts.ArmWindow, mock.Anything, mock.Anything).Return(func(ctx context.Context, r activities.ArmWindowRequest) (activities.ArmedWindow, error) {
+		reaches = append(reaches, r.Until.Sub(s.env.Now()))
+		return s.acts.ArmWindow(ctx, r)
+	})
+	s.stopAt(5 * minute)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Require().GreaterOrEqual(len(reaches), 2)
+	s.Equal(first, reaches[0], "the first window")
+	// The crowd stays on 1m (rows only), so later counts find fewer, and the span shrinks by
+	// a sixteenth per window.
+	s.Equal(110*time.Second, reaches[1], "5,000 due together: lead 10 s + 5,000 / 50 s")
+	for i := 2; i < len(reaches); i++ {
+		s.Less(reaches[i], reaches[i-1])
+		s.Greater(reaches[i], 90*time.Second)
+	}
+	s.Len(s.runs(name), 5, "every tick up to 5m fired, once")
 }

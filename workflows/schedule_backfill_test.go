@@ -1,14 +1,18 @@
 package workflows_test
 
 import (
+	"context"
 	"errors"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -166,4 +170,58 @@ func (s *ScheduleWorkflowSuite) TestBackfillBeforeTheDefinitionLoadsIsRefusedWit
 	for _, r := range s.runs("bf-early") {
 		s.NotEqual(domain.TriggerBackfill, r.Trigger, "nothing was backfilled")
 	}
+}
+
+// A backfill is an explicit request, like a trigger: it runs while the schedule is paused
+// (as Temporal's does), and what it has still to run is in PostgreSQL as it goes — its
+// pending ranges on the schedule's row, its ticks waiting under the overlap policy as
+// BUFFERED runs, which start one after another while the schedule stays paused.
+func (s *ScheduleWorkflowSuite) TestBackfillRunsWhilePausedAndShowsWhatWaits() {
+	in := s.createSchedule("bf-paused", schedulespec.Spec{Cron: "0 * * * *"}, s.t0, func(p *store.NewSchedule) {
+		workflowAction(p)
+		p.Overlap = domain.OverlapBufferAll
+		p.Paused = true
+	})
+	s.mockTargets(100 * time.Second)
+	// Every pending-backfill mirror write, as the row held it right after.
+	var mirrored [][]store.PendingBackfill
+	s.env.OnActivity(s.acts.MirrorBackfills, mock.Anything, mock.Anything).Return(func(ctx context.Context, w activities.WaitingBackfills) error {
+		if err := s.acts.MirrorBackfills(ctx, w); err != nil {
+			return err
+		}
+		row, err := s.store.GetScheduleByID(ctx, w.ScheduleID)
+		s.Require().NoError(err)
+		pending, err := store.Backfills(row)
+		s.Require().NoError(err)
+		mirrored = append(mirrored, pending)
+		return nil
+	})
+	first := s.t0.Add(-25 * time.Hour)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleBackfill, workflows.BackfillRequest{Start: first, End: s.t0.Add(-time.Hour)},
+			func(r any, err error) {
+				s.NoError(err)
+				s.Equal(25, r.(workflows.BackfillResult).Ticks)
+			})
+	}, time.Minute)
+	var atFiveMinutes map[time.Duration]string
+	s.env.RegisterDelayedCallback(func() { atFiveMinutes = s.outcomes("bf-paused") }, 5*time.Minute)
+	s.stopAt(5*time.Minute + time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	// Queued: 25 to run; each round of 10 fires them (the first starts, the rest wait
+	// behind it under buffer_all) and the row says what is left.
+	s.Require().GreaterOrEqual(len(mirrored), 2)
+	s.Equal([]store.PendingBackfill{{Start: first, End: s.t0.Add(-time.Hour), Remaining: 25}}, mirrored[0])
+	s.Empty(mirrored[len(mirrored)-1], "every tick of the range fired: nothing left to backfill")
+	// By 5m, while still paused: the first three ran one after another (100 s each), the
+	// fourth runs, and 21 wait as BUFFERED rows.
+	counts := map[string]int{}
+	for _, v := range atFiveMinutes {
+		counts[v]++
+	}
+	s.Equal(map[string]int{"SUCCEEDED/backfill": 2, "RUNNING/backfill": 1, "BUFFERED/backfill": 22}, counts)
+	row, err := s.store.GetSchedule(context.Background(), "bf-paused")
+	s.Require().NoError(err)
+	s.True(row.Paused, "the schedule stayed paused throughout")
 }

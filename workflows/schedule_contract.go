@@ -72,6 +72,9 @@ type ScheduleCarry struct {
 	// Armed is the fire armed last (see arm), until a command retracts it or the next
 	// one is armed.
 	Armed *ArmedFire `json:",omitempty"`
+	// DueTogether is how many schedules were due in the same second as the last fire armed
+	// (see armSpan).
+	DueTogether int64 `json:",omitempty"`
 }
 
 // Backfill is a range of ticks still to fire: those after Done up to End.
@@ -141,6 +144,8 @@ type TriggerResult struct {
 	ScheduledAt time.Time        `json:"scheduled_at"`
 	// existed marks a tick recorded before (a retry, or a backfill of a tick that ran).
 	existed bool
+	// workflowID is the run's target workflow id as recorded.
+	workflowID string
 }
 
 // ScheduleDescription answers the describe query.

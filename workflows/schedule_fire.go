@@ -33,8 +33,9 @@ func (w *scheduleWorkflow) dueTicks(ctx workflow.Context, now time.Time) []time.
 	return ticks
 }
 
-// processDue handles every due tick in time order: on time → fire; late but inside the
-// catch-up window → fire as catchup; older → MISSED. It reports whether more remain.
+// processDue handles every due tick in time order, judged by how late it is (see lateness):
+// on time, or late while tickgate ran → fire; late after an outage → fire as catchup inside
+// the catch-up window, MISSED beyond it. It reports whether more remain.
 func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	now := workflow.Now(ctx)
 	if w.carry.Rescheduled != nil {
@@ -53,7 +54,7 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 		if fireAt.After(now) {
 			return false, nil // not due yet
 		}
-		if now.Sub(fireAt) > onTimeTolerance {
+		if now.Sub(fireAt) > domain.OnTimeTolerance {
 			break // late: catch-up or missed, decided below over every due tick
 		}
 		if _, err := w.fire(ctx, *tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, *tick), "", nil); err != nil {
@@ -67,44 +68,97 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	if len(ticks) == 0 {
 		return false, nil
 	}
+	judge, err := w.judgeLateness(ctx, ticks, now)
+	if err != nil {
+		return false, err
+	}
 	var missed []time.Time
+	var missedReason string
 	for _, tick := range ticks {
-		late := now.Sub(tick.Add(w.spec.JitterFor(w.def.Name, tick)))
-		switch {
-		case late <= onTimeTolerance:
-			if err := w.flushMissed(ctx, &missed); err != nil {
-				return false, err
+		trigger, reason := judge.fate(tick, now.Sub(tick.Add(w.spec.JitterFor(w.def.Name, tick))))
+		if reason != "" {
+			if reason != missedReason {
+				if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
+					return false, err
+				}
 			}
-			if _, err := w.fire(ctx, tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
-				return false, err
-			}
-		case late <= w.def.CatchupWindow:
-			if err := w.flushMissed(ctx, &missed); err != nil {
-				return false, err
-			}
-			if _, err := w.fire(ctx, tick, domain.TriggerCatchup, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
-				return false, err
-			}
-		default:
-			missed = append(missed, tick)
+			missed, missedReason = append(missed, tick), reason
 			w.carry.Watermark = tick
 			continue
+		}
+		if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
+			return false, err
+		}
+		if _, err := w.fire(ctx, tick, trigger, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
+			return false, err
 		}
 		if w.work.spent() {
 			return true, nil // the rest in the next workflow task (missed is flushed before each fire)
 		}
 	}
-	if err := w.flushMissed(ctx, &missed); err != nil {
+	if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
 		return false, err
 	}
 	return len(ticks) == maxTicksPerRound, nil
 }
 
-func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time) error {
+// lateness judges due ticks by how late they are processed (S2): on time within
+// domain.OnTimeTolerance; later than that, late because tickgate was busy — fired late,
+// as scheduled — or because it was down: an outage (a span with no worker alive) since the
+// tick makes it a catch-up fire inside the catch-up window, and MISSED beyond it.
+type lateness struct {
+	window time.Duration
+	// outages since the oldest late tick; consulted only under lateIsNotMissedChange.
+	outages  []activities.Outage
+	evidence bool
+}
+
+// fate is the trigger a tick fires with, or the reason it is MISSED (trigger "").
+func (l lateness) fate(tick time.Time, late time.Duration) (domain.Trigger, string) {
+	if late <= domain.OnTimeTolerance {
+		return domain.TriggerScheduled, ""
+	}
+	if !l.evidence { // recorded before lateIsNotMissedChange: every late tick was an outage's
+		if late <= l.window {
+			return domain.TriggerCatchup, ""
+		}
+		return "", fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", l.window)
+	}
+	for _, o := range l.outages {
+		if o.Until.After(tick) { // tickgate was down for part of the time since the tick
+			if late <= l.window {
+				return domain.TriggerCatchup, ""
+			}
+			return "", o.MissedReason
+		}
+	}
+	return domain.TriggerScheduled, "" // alive all along, only behind: fired late
+}
+
+// judgeLateness reads the evidence the due ticks need: the outages since the oldest tick
+// that is late, if any is (in a local activity, so replays read the same answer).
+func (w *scheduleWorkflow) judgeLateness(ctx workflow.Context, ticks []time.Time, now time.Time) (lateness, error) {
+	l := lateness{window: w.def.CatchupWindow}
+	first := ticks[0]
+	if now.Sub(first.Add(w.spec.JitterFor(w.def.Name, first))) <= domain.OnTimeTolerance {
+		return l, nil // the oldest due tick is on time, and so is every later one
+	}
+	// GetVersion only when a tick is late, so other histories carry no marker.
+	if workflow.GetVersion(ctx, lateIsNotMissedChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return l, nil
+	}
+	l.evidence = true
+	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.Outages, activities.OutagesRequest{
+		Since: first, Until: now, CatchupWindow: w.def.CatchupWindow,
+	}).Get(ctx, &l.outages)
+	return l, err
+}
+
+// flushMissed records the missed ticks gathered so far, all with the same reason.
+func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time, reason string) error {
 	if len(*missed) == 0 {
 		return nil
 	}
-	reason := fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", w.def.CatchupWindow)
 	if err := w.mirror.Lock(ctx); err != nil {
 		return err
 	}
@@ -118,7 +172,7 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 	if err != nil {
 		return err
 	}
-	w.mirrored = next
+	w.mirrored = w.mirroredAfter(ctx, next, res.NextRunAt)
 	for _, run := range res.Running {
 		w.adoptIfUnwatched(ctx, run, nil)
 	}
@@ -126,7 +180,9 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 }
 
 // nextAfterWatermark is the tick after the watermark, to mirror as next_run_at. It is only
-// ever an activity's argument (never a decision), so it needs no side effect.
+// ever a record's argument, never a decision: what the workflow remembers as mirrored is the
+// record's answer (see mirroredAfter), so a replay under other time-zone data, which would
+// compute another tick here, still decides as the run did.
 func (w *scheduleWorkflow) nextAfterWatermark() *time.Time {
 	n := w.spec.Next(w.carry.Watermark)
 	if n.IsZero() {
@@ -157,7 +213,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
 		case domain.OverlapBufferOne, domain.OverlapBufferAll, domain.OverlapCancelOther:
-			if overlap == "cancel_other" {
+			if overlap == domain.OverlapCancelOther {
 				if err := w.supersedeWaiting(ctx, tick); err != nil {
 					return TriggerResult{}, err
 				}
@@ -170,16 +226,36 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 				return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 					fmt.Sprintf("overlap %s: buffer full (%d)", overlap, limit), "")
 			}
-			w.carry.Buffer = append(w.carry.Buffer, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
-			if overlap == "cancel_other" {
+			res, err := w.buffer(ctx, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
+			if err == nil && overlap == domain.OverlapCancelOther {
 				w.stopRunning(ctx, false)
 			}
-			return TriggerResult{Status: "BUFFERED", ScheduledAt: tick}, nil
+			return res, err
 		case domain.OverlapTerminateOther:
 			w.stopRunning(ctx, true)
 		}
 	}
 	return w.start(ctx, tick, trigger, key, input)
+}
+
+// buffer queues a tick behind the running run and records it as a BUFFERED row with the
+// reason it waits, so that what is waiting is in PostgreSQL like every other tick (S2). A
+// tick recorded before with another outcome (a retried fire, a backfill of a tick that
+// ran) is that outcome, and does not wait.
+func (w *scheduleWorkflow) buffer(ctx workflow.Context, b BufferedTick) (TriggerResult, error) {
+	waiting := TriggerResult{Status: domain.RunBuffered, ScheduledAt: b.Tick}
+	// GetVersion only when a tick is buffered, so other histories carry no marker.
+	if workflow.GetVersion(ctx, bufferedRowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		w.carry.Buffer = append(w.carry.Buffer, b)
+		return waiting, nil // recorded before the change: the buffer lived in workflow state only
+	}
+	reason := fmt.Sprintf("overlap %s: waiting for run %d to end", b.Overlap, w.carry.Running[0].RunID)
+	res, err := w.record(ctx, b.Tick, b.Trigger, b.Key, domain.RunBuffered, reason, "")
+	if err != nil || res.Status != domain.RunBuffered {
+		return res, err
+	}
+	w.carry.Buffer = append(w.carry.Buffer, b)
+	return res, nil
 }
 
 // skipIfSuccessfulApplies reports whether skip_if_successful may skip a tick of this
@@ -235,7 +311,7 @@ func (w *scheduleWorkflow) cancelsOther(b BufferedTick) bool {
 	if overlap == "" {
 		overlap = w.def.Overlap
 	}
-	return overlap == "cancel_other"
+	return overlap == domain.OverlapCancelOther
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string) (TriggerResult, error) {
@@ -272,10 +348,11 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordTick, rec).Get(ctx, &run); err != nil {
 		return TriggerResult{}, err
 	}
-	w.mirrored = rec.NextRunAt
+	w.mirrored = w.mirroredAfter(ctx, rec.NextRunAt, run.NextRunAt)
 	if visibleAt != nil {
 		armedTick := tick // an armed fire keeps next_run_at on its tick until its release
 		w.mirrored = &armedTick
+		w.carry.DueTogether = dueTogether(w.carry.DueTogether, run.DueTogether)
 	}
 	w.work.add(run.CommittedAt)
 	if plans {
@@ -286,7 +363,23 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 		// skip it), the row decides; if it is a run nobody watches, it is adopted.
 		w.adoptIfUnwatched(ctx, run, input)
 	}
-	return TriggerResult{RunID: run.ID, Status: run.Status, Reason: reason, ScheduledAt: run.ScheduledAt, existed: !run.Created}, nil
+	res := TriggerResult{RunID: run.ID, Status: run.Status, Reason: reason, ScheduledAt: run.ScheduledAt,
+		existed: !run.Created, workflowID: run.WorkflowID}
+	if res.workflowID == "" {
+		res.workflowID = workflowID // answers recorded before the record returned it
+	}
+	return res, nil
+}
+
+// mirroredAfter is what a record wrote as next_run_at: its answer, which the history holds.
+// mirrorNext compares the next tick with it to decide whether to write again, so it must
+// not be recomputed on replay (time-zone data may have changed since). Histories recorded
+// before mirrorFromAnswerChange kept the value the workflow computed.
+func (w *scheduleWorkflow) mirroredAfter(ctx workflow.Context, asked, answered *time.Time) *time.Time {
+	if workflow.GetVersion(ctx, mirrorFromAnswerChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return asked
+	}
+	return answered
 }
 
 // adoptIfUnwatched starts (idempotently) and watches a RUNNING run this workflow does not
@@ -302,7 +395,7 @@ func (w *scheduleWorkflow) adoptIfUnwatched(ctx workflow.Context, run activities
 	if workflow.GetVersion(ctx, adoptUnwatchedRunChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return // recorded before the change: replays as it ran
 	}
-	w.launch(ctx, run.ID, run.WorkflowID, run.ScheduledAt, input)
+	w.launch(ctx, run.ID, run.WorkflowID, run.ScheduledAt, input, run.StartAt)
 }
 
 // eventFor is the event appended with a fire: the action's own topic/type/data for an event
@@ -328,27 +421,33 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger d
 		}
 		return res, err
 	}
-	workflowID := fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
-	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", workflowID, input, nil)
+	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", w.runWorkflowID(key), input, nil)
 	if err != nil || res.existed {
 		return res, err // recorded before: started and watched then, or adopted by record now
 	}
-	if status := w.launch(ctx, res.RunID, workflowID, tick, input); status != "" {
+	if status := w.launch(ctx, res.RunID, res.workflowID, tick, input, nil); status != "" {
 		return TriggerResult{RunID: res.RunID, Status: status, ScheduledAt: tick}, nil
 	}
 	return res, nil
 }
 
+// runWorkflowID is the target workflow id of a run, from its idempotency key. The record
+// answers the id it stored (a tick fired again after a retraction gets a suffix).
+func (w *scheduleWorkflow) runWorkflowID(key string) string {
+	return fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
+}
+
 // launch starts a recorded run's workflow and watches it. Starting is idempotent: the run's
-// workflow id is reused, never started twice. When the start fails the run is finished
-// FAILED and launch returns that status ("" otherwise).
-func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID string, tick time.Time, input json.RawMessage) domain.RunStatus {
+// workflow id is reused, never started twice. startAt, for an armed fire, delays the start
+// to its tick. When the start fails the run is finished FAILED and launch returns that
+// status ("" otherwise).
+func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID string, tick time.Time, input json.RawMessage, startAt *time.Time) domain.RunStatus {
 	if input == nil {
 		input = w.def.Action.Input
 	}
 	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
 		WorkflowID: workflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
-		Input: input, Schedule: w.def.Name,
+		Input: input, Schedule: w.def.Name, StartAt: startAt,
 	}).Get(ctx, nil)
 	if err != nil {
 		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
@@ -386,17 +485,22 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
 			RunID: r.RunID, Status: out.Status, Error: out.Error,
 		}).Get(ctx, nil)
-		for i, x := range w.carry.Running {
-			if x.RunID == r.RunID {
-				w.carry.Running = append(w.carry.Running[:i], w.carry.Running[i+1:]...)
-				break
-			}
-		}
+		w.forgetRun(r.RunID)
 		if out.Status == domain.RunSucceeded {
 			w.succeeded(r.ScheduledAt)
 		}
 		w.dirty = true
 	})
+}
+
+// forgetRun removes a run from the running ones (it ended, or its start was stopped).
+func (w *scheduleWorkflow) forgetRun(runID int64) {
+	for i, x := range w.carry.Running {
+		if x.RunID == runID {
+			w.carry.Running = append(w.carry.Running[:i], w.carry.Running[i+1:]...)
+			return
+		}
+	}
 }
 
 // isWatching reports whether the run is one this workflow waits for.
@@ -416,9 +520,9 @@ func (w *scheduleWorkflow) succeeded(nominal time.Time) {
 }
 
 // drainBuffer starts buffered ticks, oldest first, once nothing is running. While the
-// schedule is paused it starts only buffered manual triggers (the one start a paused
-// schedule allows): its other buffered ticks stay buffered, and start after resume under
-// the overlap policy (seed 004, case 14).
+// schedule is paused it starts only buffered manual triggers and backfill ticks (the
+// explicit requests a paused schedule allows): its other buffered ticks stay buffered, and
+// start after resume under the overlap policy (seed 004, case 14).
 func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 	if len(w.carry.Buffer) == 0 || len(w.carry.Running) > 0 {
 		return nil
@@ -428,7 +532,9 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 	for len(w.carry.Running) == 0 {
 		i := 0
 		if holdTicks {
-			i = slices.IndexFunc(w.carry.Buffer, func(b BufferedTick) bool { return b.Trigger == domain.TriggerManual })
+			i = slices.IndexFunc(w.carry.Buffer, func(b BufferedTick) bool {
+				return b.Trigger == domain.TriggerManual || (b.Trigger == domain.TriggerBackfill && w.backfillsRunWhilePaused(ctx))
+			})
 		}
 		if i < 0 || i >= len(w.carry.Buffer) {
 			return nil

@@ -18,7 +18,11 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 		return ScheduleDescription{}, err
 	}
 	defer w.mirror.Unlock()
-	// The same transaction retracts an armed fire not yet due: a paused schedule fires nothing.
+	// The same transaction retracts an armed fire not yet due: a paused schedule fires
+	// nothing. An armed workflow fire's delayed start is stopped first.
+	if err := w.stopArmedStart(ctx, "the schedule was paused"); err != nil {
+		return ScheduleDescription{}, err
+	}
 	if err := w.getRetracted(ctx, workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
 		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note,
 	})); err != nil {
@@ -77,6 +81,9 @@ func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (Tr
 			return fmt.Sprintf("signal-%d", time.Now().UnixNano())
 		}).Get(&req.RequestID)
 	}
+	if err := w.retractArmedStartFor(ctx, "a manual trigger started a run first; the tick is decided at its time"); err != nil {
+		return TriggerResult{}, err
+	}
 	now := workflow.Now(ctx)
 	res, err := w.fire(ctx, now, domain.TriggerManual, domain.ManualKey(w.def.ID, req.RequestID), req.Overlap, req.Input)
 	w.dirty = true
@@ -108,7 +115,11 @@ func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleReques
 	}
 	defer w.mirror.Unlock()
 	// The same transaction retracts an armed fire not yet due: the reschedule decides the
-	// next fire (the tick it replaces is recorded SKIPPED, see processRescheduled).
+	// next fire (the tick it replaces is recorded SKIPPED, see processRescheduled). An armed
+	// workflow fire's delayed start is stopped first.
+	if err := w.stopArmedStart(ctx, "the schedule was rescheduled"); err != nil {
+		return ScheduleDescription{}, err
+	}
 	if err := w.getRetracted(ctx, workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{
 		ScheduleID: w.in.ScheduleID, NextRunAt: &at, Retract: w.carry.Armed != nil,
 	})); err != nil {
@@ -140,7 +151,7 @@ func (w *scheduleWorkflow) validateBackfill(req BackfillRequest) error {
 	if why := spec.NoTickReason(start, end); why != "" {
 		return temporal.NewApplicationError(why, ErrBackfillEmpty)
 	}
-	if n := countTicks(spec, start, end, MaxBackfillTicks+1); n > MaxBackfillTicks {
+	if n := spec.CountTicks(start, end, MaxBackfillTicks+1); n > MaxBackfillTicks {
 		return temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", MaxBackfillTicks), ErrBackfillTooLarge)
 	}
 	return nil
@@ -155,7 +166,7 @@ func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (
 	start, end := req.Start.UTC(), req.End.UTC()
 	var n int
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		return countTicks(w.backfillSpec(start), start, end, MaxBackfillTicks+1)
+		return w.backfillSpec(start).CountTicks(start, end, MaxBackfillTicks+1)
 	}).Get(&n)
 	switch {
 	case n > MaxBackfillTicks:
@@ -172,22 +183,52 @@ func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (
 	}
 	w.carry.Backfills = append(w.carry.Backfills, Backfill{Done: start.Add(-time.Nanosecond), End: end, Overlap: req.Overlap})
 	w.dirty = true
+	if err := w.mirrorBackfills(ctx); err != nil {
+		return BackfillResult{}, err
+	}
 	return BackfillResult{Ticks: n}, nil
+}
+
+// backfilling reports whether the loop fires backfill ticks this round: when some are
+// pending, paused or not — a backfill is an explicit request, like a manual trigger.
+// Histories recorded before backfillWhilePausedChange held them while paused.
+func (w *scheduleWorkflow) backfilling(ctx workflow.Context) bool {
+	if len(w.carry.Backfills) == 0 {
+		return false
+	}
+	return !w.carry.Paused || w.backfillsRunWhilePaused(ctx)
+}
+
+// backfillsRunWhilePaused is backfillWhilePausedChange's decision; its marker is written
+// only when a paused schedule has backfill work.
+func (w *scheduleWorkflow) backfillsRunWhilePaused(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, backfillWhilePausedChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// mirrorBackfills writes the pending backfill ranges to the schedule's row, where the
+// schedule's view reads what is waiting. Under the mirror lock, so writes land in the order
+// of the states they copy.
+func (w *scheduleWorkflow) mirrorBackfills(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, mirrorBackfillsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	if err := w.mirror.Lock(ctx); err != nil {
+		return err
+	}
+	defer w.mirror.Unlock()
+	ranges := make([]activities.BackfillRange, len(w.carry.Backfills))
+	for i, b := range w.carry.Backfills {
+		ranges[i] = activities.BackfillRange{Done: b.Done, End: b.End, Overlap: b.Overlap}
+	}
+	return workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorBackfills, activities.WaitingBackfills{
+		ScheduleID: w.def.ID, Spec: w.def.Spec, CreatedAt: w.def.CreatedAt, Ranges: ranges,
+	}).Get(ctx, nil)
 }
 
 // backfillSpec is the spec a backfill from `from` reads: bounded only by the start_at and
 // end_at the user set, not by the schedule's creation (see schedulespec.ForBackfill).
 func (w *scheduleWorkflow) backfillSpec(from time.Time) *schedulespec.Compiled {
 	return w.spec.ForBackfill(w.def.CreatedAt, from)
-}
-
-// countTicks counts the ticks of spec in [start, end], stopping at limit.
-func countTicks(spec *schedulespec.Compiled, start, end time.Time, limit int) int {
-	count := 0
-	for t := spec.Next(start.Add(-time.Nanosecond)); !t.IsZero() && !t.After(end) && count < limit; t = spec.Next(t) {
-		count++
-	}
-	return count
 }
 
 // badCommand refuses a command's payload, naming the field.
@@ -243,17 +284,22 @@ func (w *scheduleWorkflow) processBackfill(ctx workflow.Context) error {
 		}
 		return out
 	}).Get(&ticks)
+	if len(ticks) > 0 {
+		if err := w.retractArmedStartFor(ctx, "a backfill started a run first; the tick is decided at its time"); err != nil {
+			return err
+		}
+	}
 	for i, tick := range ticks {
 		if _, err := w.fire(ctx, tick, domain.TriggerBackfill, domain.TickKey(w.def.ID, tick), b.Overlap, nil); err != nil {
 			return err
 		}
 		b.Done = tick
 		if w.work.spent() && i < len(ticks)-1 {
-			return nil // the rest of this round after the loop yields (see yieldIfSpent)
+			return w.mirrorBackfills(ctx) // the rest of this round after the loop yields (see yieldIfSpent)
 		}
 	}
 	if len(ticks) < backfillPerRound {
 		w.carry.Backfills = w.carry.Backfills[1:]
 	}
-	return nil
+	return w.mirrorBackfills(ctx)
 }

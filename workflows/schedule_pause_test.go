@@ -24,12 +24,14 @@ func (s *ScheduleWorkflowSuite) TestPauseHoldsTheBufferUntilResume() {
 	in := s.minuteTicks("pause-buffer", withOverlap("buffer_one"))
 	targets := s.mockTargets(100 * time.Second)
 	var whilePaused workflows.ScheduleDescription
+	var recordedWhilePaused map[time.Duration]string
 	// 1m runs until 2m40; 2m is buffered behind it; the pause comes at 2m10.
 	s.env.RegisterDelayedCallback(func() {
 		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "hold"}, func(r any, err error) { s.NoError(err) })
 	}, 2*minute+10*time.Second)
 	s.env.RegisterDelayedCallback(func() {
 		whilePaused = s.describe()
+		recordedWhilePaused = s.outcomes("pause-buffer")
 		// The one start a paused schedule allows: nothing runs, so it starts at once.
 		s.update(workflows.ScheduleTrigger, workflows.TriggerRequest{RequestID: "while-paused"}, func(r any, err error) {
 			s.NoError(err)
@@ -44,6 +46,8 @@ func (s *ScheduleWorkflowSuite) TestPauseHoldsTheBufferUntilResume() {
 
 	s.Equal(1, whilePaused.Buffered, "the tick stays buffered after the run it waited for ended")
 	s.Empty(whilePaused.Running, "and did not start")
+	s.Equal(map[time.Duration]string{1 * minute: "SUCCEEDED", 2 * minute: "BUFFERED"}, recordedWhilePaused,
+		"the held tick is in PostgreSQL as BUFFERED: accounted for, and shown as waiting")
 	// 3m..5m came while paused: neither fired nor recorded. The manual run went 3m30-5m10;
 	// the buffered 2m tick started at the resume.
 	s.Equal(map[time.Duration]string{

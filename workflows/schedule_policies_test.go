@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -19,22 +20,40 @@ import (
 )
 
 // fakeTargets stands in for the target workflows of a workflow action: each run "lasts"
-// runFor on the workflow clock, and ends CANCELED or TERMINATED if the schedule stopped it.
+// runFor on the workflow clock from its start (an armed fire's target starts at its tick,
+// after its start delay), and ends CANCELED or TERMINATED if the schedule stopped it.
 type fakeTargets struct {
 	mu      sync.Mutex
 	started []string
+	startAt map[string]time.Time // the armed starts, by workflow id
+	delays  []time.Time          // the armed starts whose wait has not begun, in order
 	stopped map[string]string
 }
 
 func (s *ScheduleWorkflowSuite) mockTargets(runFor time.Duration) *fakeTargets {
-	f := &fakeTargets{stopped: map[string]string{}}
+	f := &fakeTargets{stopped: map[string]string{}, startAt: map[string]time.Time{}}
 	s.env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return(func(_ context.Context, r activities.StartRun) (string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.started = append(f.started, r.WorkflowID)
+		if r.StartAt != nil {
+			f.startAt[r.WorkflowID] = *r.StartAt
+			f.delays = append(f.delays, *r.StartAt)
+		}
 		return "run-of-" + r.WorkflowID, nil
 	})
-	s.env.OnActivity(s.acts.AwaitRunWorkflow, mock.Anything, mock.Anything).After(runFor).Return(func(_ context.Context, id string) (activities.RunOutcome, error) {
+	// A run's wait is scheduled right after its start: the first armed start not yet waited
+	// for is this wait's, and its run lasts from its start delay on.
+	s.env.OnActivity(s.acts.AwaitRunWorkflow, mock.Anything, mock.Anything).AfterFn(func() time.Duration {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.delays) == 0 {
+			return runFor
+		}
+		at := f.delays[0]
+		f.delays = f.delays[1:]
+		return runFor + max(at.Sub(s.env.Now()), 0)
+	}).Return(func(_ context.Context, id string) (activities.RunOutcome, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		switch f.stopped[id] {
@@ -110,10 +129,15 @@ func (s *ScheduleWorkflowSuite) TestOverlapBufferOneRunsOneAfterwardsAndSkipsBey
 	s.stopAt(5*minute + 10*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 	// 1m runs to 2m40; 2m waits and runs 2m40-4m20; 3m waits; 4m finds the buffer full;
-	// 3m runs from 4m20; 5m waits in the buffer (no row yet).
+	// 3m runs from 4m20; 5m waits in the buffer, recorded BUFFERED with why.
 	s.Equal(map[time.Duration]string{
-		1 * minute: "SUCCEEDED", 2 * minute: "SUCCEEDED", 3 * minute: "RUNNING", 4 * minute: "SKIPPED",
+		1 * minute: "SUCCEEDED", 2 * minute: "SUCCEEDED", 3 * minute: "RUNNING", 4 * minute: "SKIPPED", 5 * minute: "BUFFERED",
 	}, s.outcomes("buffer-one"))
+	runs := s.runs("buffer-one")
+	waiting := runs[len(runs)-1]
+	s.Nil(waiting.FiredAt, "a buffered tick has not fired")
+	s.Nil(waiting.FinishedAt, "a buffered tick is not final")
+	s.Equal(fmt.Sprintf("overlap buffer_one: waiting for run %d to end", runs[2].ID), waiting.Reason)
 }
 
 func (s *ScheduleWorkflowSuite) TestOverlapBufferAllRunsEveryTickInOrder() {
@@ -121,8 +145,10 @@ func (s *ScheduleWorkflowSuite) TestOverlapBufferAllRunsEveryTickInOrder() {
 	targets := s.mockTargets(100 * time.Second)
 	s.stopAt(6*minute + 10*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	// 5m and 6m wait behind 4m, each a BUFFERED row.
 	s.Equal(map[time.Duration]string{
 		1 * minute: "SUCCEEDED", 2 * minute: "SUCCEEDED", 3 * minute: "SUCCEEDED", 4 * minute: "RUNNING",
+		5 * minute: "BUFFERED", 6 * minute: "BUFFERED",
 	}, s.outcomes("buffer-all"))
 	s.Equal([]string{"schedule/buffer-all/run/2026-03-01T12:01:00Z", "schedule/buffer-all/run/2026-03-01T12:02:00Z",
 		"schedule/buffer-all/run/2026-03-01T12:03:00Z", "schedule/buffer-all/run/2026-03-01T12:04:00Z"}, targets.started)
@@ -143,7 +169,8 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCancelsTheRunThenStarts() 
 	targets := s.mockTargets(100 * time.Second)
 	s.stopAt(3*minute + 30*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
-	s.Equal(map[time.Duration]string{1 * minute: "CANCELED", 2 * minute: "RUNNING"}, s.outcomes("cancel-other"))
+	// 3m waits while 2m is being cancelled.
+	s.Equal(map[time.Duration]string{1 * minute: "CANCELED", 2 * minute: "RUNNING", 3 * minute: "BUFFERED"}, s.outcomes("cancel-other"))
 	s.Equal("cancel", targets.stopped["schedule/cancel-other/run/2026-03-01T12:01:00Z"])
 }
 
@@ -162,10 +189,10 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCatchingUpRunsOnlyTheNewes
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 
 	// -4m runs and is cancelled; -3m..-1m and 0 each wait and are superseded by the next
-	// tick (0 by +1m, which came while -4m was still stopping); +1m runs; +2m waits (no row).
+	// tick (0 by +1m, which came while -4m was still stopping); +1m runs; +2m waits (BUFFERED).
 	s.Equal(map[time.Duration]string{
 		-4 * minute: "CANCELED/catchup", -3 * minute: "SKIPPED/catchup", -2 * minute: "SKIPPED/catchup", -1 * minute: "SKIPPED/catchup",
-		0: "SKIPPED", 1 * minute: "RUNNING",
+		0: "SKIPPED", 1 * minute: "RUNNING", 2 * minute: "BUFFERED",
 	}, s.outcomes("cancel-backlog"))
 	for _, r := range s.runs("cancel-backlog") {
 		if r.Status == domain.RunSkipped {
@@ -314,15 +341,18 @@ func (s *ScheduleWorkflowSuite) TestRescheduleMovesTheNextFireAndRecordsReplaced
 	}, s.outcomes("reschedule"))
 }
 
-// A workflow action fires at its ticks (an event schedule this fast arms windows ahead,
-// see TestEveryTickOfAFastScheduleIsArmedInWindowsOnce), so the watermark is the last tick.
+// A workflow action arms its ticks one at a time (an event schedule this fast arms windows,
+// see TestEveryTickOfAFastScheduleIsArmedInWindowsOnce); the pause retracts the armed 40 s
+// tick, so the watermark is the last tick that fired.
 func (s *ScheduleWorkflowSuite) TestContinueAsNewKeepsWatermarkAndPause() {
+	s.future()
 	start := s.t0
 	in := s.createSchedule("long-life", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, withOverlap("allow_all"))
 	s.mockTargets(time.Second)
 	// Seven waits before the pause: before each tick and after each run's end (1 s later).
 	in.Carry = &workflows.ScheduleCarry{Watermark: s.t0, ContinueAsNewAfter: 7, LastSuccessAt: s.t0}
 	s.env.RegisterDelayedCallback(func() {
+		s.release() // the releaser has released 10–30 s by now; 40 s is armed
 		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "kept"}, func(r any, err error) { s.NoError(err) })
 	}, 35*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
@@ -338,8 +368,10 @@ func (s *ScheduleWorkflowSuite) TestContinueAsNewKeepsWatermarkAndPause() {
 	s.Equal(s.t0.Add(30*time.Second), next.Carry.Watermark, "the watermark carries over")
 	s.Len(s.runs("long-life"), 3)
 
-	// The next run resumes from the carried state without firing any tick again.
+	// The next run resumes from the carried state without firing any tick again (s.env is
+	// the new environment from here on: its clock is the one the release goes by).
 	env := s.NewTestWorkflowEnvironment()
+	s.env = env
 	env.RegisterWorkflowWithOptions(workflows.ScheduleWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleWorkflowType})
 	env.RegisterActivity(s.acts)
 	env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return("run", nil)
@@ -378,7 +410,8 @@ func (s *ScheduleWorkflowSuite) TestRunWhoseFireAnswerWasLostIsStartedAndWatched
 	s.Equal(map[time.Duration]string{
 		10 * time.Second: "SUCCEEDED", 20 * time.Second: "SUCCEEDED", 30 * time.Second: "SUCCEEDED",
 	}, s.outcomes("lost-answer"), "every run started and watched to its end")
-	s.Len(targets.started, 3, "each run started once")
+	s.Len(targets.started, 4, "each run started once: 10–30 s, and 40 s ahead of its tick")
+	s.Len(targets.startAt, 4, "each started ahead of its tick, one at a time")
 	for _, n := range attempts {
 		s.Equal(2, n, "each fire's record was retried once")
 	}

@@ -74,12 +74,20 @@ func every(n int64, unit string) *schedulespec.Interval {
 	return &schedulespec.Interval{Every: n, Unit: unit}
 }
 
-// release does what the worker's releaser has done by the test clock's now: armed fires
-// visible by then are released (as of then).
+// release does what a worker's releaser, running all along, has done by the test clock's
+// now: every armed fire visible by then is released at its visible time, earliest first.
 func (s *ScheduleWorkflowSuite) release() {
 	now := s.env.Now()
-	_, err := s.store.ReleaseDueAsOf(context.Background(), &now)
-	s.Require().NoError(err)
+	for {
+		var due *time.Time
+		s.Require().NoError(s.store.Pool.QueryRow(context.Background(),
+			"SELECT min(visible_at) FROM schedule_runs WHERE armed AND visible_at <= $1", now).Scan(&due))
+		if due == nil {
+			return
+		}
+		_, err := s.store.ReleaseDueAsOf(context.Background(), due, nil)
+		s.Require().NoError(err)
+	}
 }
 
 func (s *ScheduleWorkflowSuite) runs(name string) []store.ScheduleRun {
@@ -317,6 +325,11 @@ func (s *ScheduleWorkflowSuite) TestOutageLongerThanCatchupWindowRecordsMissedTi
 	for _, r := range s.runs("outage") {
 		key := string(r.Status) + "/" + string(r.Trigger)
 		byStatus[key] = append(byStatus[key], r.ScheduledAt.Sub(s.t0))
+		if r.Status == domain.RunMissed {
+			// No worker recorded itself alive at all: the outage runs from the oldest late tick.
+			s.Equal("missed: no tickgate worker was running from 2026-03-01T11:51:00Z to 2026-03-01T12:00:00Z, "+
+				"and the tick is older than the catch-up window (3m)", r.Reason)
+		}
 	}
 	// Ticks -9m..-4m are older than the window: MISSED, one row each with a reason.
 	s.Equal([]time.Duration{-9 * time.Minute, -8 * time.Minute, -7 * time.Minute, -6 * time.Minute, -5 * time.Minute, -4 * time.Minute},
@@ -335,7 +348,7 @@ func (s *ScheduleWorkflowSuite) TestDeletedScheduleEndsItsWorkflow() {
 	start := s.t0
 	in := s.createSchedule("deleted", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
 	s.env.RegisterDelayedCallback(func() {
-		_, err := s.store.DeleteSchedule(context.Background(), "deleted")
+		_, _, err := s.store.DeleteSchedule(context.Background(), "deleted")
 		s.NoError(err)
 	}, 15*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)

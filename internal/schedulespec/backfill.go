@@ -57,3 +57,12 @@ func (c *Compiled) NoTickReason(from, to time.Time) string {
 	}
 	return fmt.Sprintf("no tick of cron %q (%s) falls in the range %s", c.Spec.Cron, c.Spec.Timezone, rng)
 }
+
+// CountTicks counts the ticks in [start, end], stopping at limit.
+func (c *Compiled) CountTicks(start, end time.Time, limit int) int {
+	count := 0
+	for t := c.Next(start.Add(-time.Nanosecond)); !t.IsZero() && !t.After(end) && count < limit; t = c.Next(t) {
+		count++
+	}
+	return count
+}

@@ -126,6 +126,8 @@ type Schedule struct {
 	MissedCount      int64
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	Backfills        json.RawMessage
+	Metrics          bool
 }
 
 type ScheduleRun struct {
@@ -144,6 +146,7 @@ type ScheduleRun struct {
 	Armed            bool
 	VisibleAt        *time.Time
 	ReleaseNextRunAt *time.Time
+	RetractedAt      *time.Time
 }
 
 type Task struct {
@@ -198,7 +201,7 @@ type TaskRun struct {
 	RunAt        *time.Time
 	Executor     domain.Executor
 	Payload      json.RawMessage
-	Status       domain.TaskStatus
+	Status       domain.TaskRunStatus
 	WaitingCause []byte
 	WaitingKey   *string
 	Attempt      int32
@@ -209,4 +212,10 @@ type TaskRun struct {
 	FinishedAt   *time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+}
+
+type WorkerLiveness struct {
+	WorkerID  string
+	StartedAt time.Time
+	BeatAt    time.Time
 }

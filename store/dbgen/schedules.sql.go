@@ -93,6 +93,69 @@ func (q *Queries) ArmWindow(ctx context.Context, arg ArmWindowParams) ([]ArmWind
 	return items, nil
 }
 
+const beatWorkerLiveness = `-- name: BeatWorkerLiveness :execrows
+UPDATE worker_liveness SET beat_at = now() WHERE worker_id = $1
+`
+
+func (q *Queries) BeatWorkerLiveness(ctx context.Context, workerID string) (int64, error) {
+	result, err := q.db.Exec(ctx, beatWorkerLiveness, workerID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const countBufferedRuns = `-- name: CountBufferedRuns :many
+SELECT schedule_id, count(*)::bigint AS buffered FROM schedule_runs
+WHERE status = 'BUFFERED' AND schedule_id = ANY($1::bigint[])
+GROUP BY schedule_id
+`
+
+type CountBufferedRunsRow struct {
+	ScheduleID int64
+	Buffered   int64
+}
+
+// How many ticks wait under each schedule's overlap policy (schedules with none are absent).
+func (q *Queries) CountBufferedRuns(ctx context.Context, scheduleIds []int64) ([]CountBufferedRunsRow, error) {
+	rows, err := q.db.Query(ctx, countBufferedRuns, scheduleIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CountBufferedRunsRow
+	for rows.Next() {
+		var i CountBufferedRunsRow
+		if err := rows.Scan(&i.ScheduleID, &i.Buffered); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const countSchedulesDueIn = `-- name: CountSchedulesDueIn :one
+SELECT count(*)::bigint FROM (
+    SELECT id FROM schedules
+    WHERE next_run_at >= $1::timestamptz AND next_run_at < $1::timestamptz + interval '1 second'
+    UNION
+    SELECT schedule_id FROM schedule_runs
+    WHERE armed AND scheduled_at >= $1::timestamptz AND scheduled_at < $1::timestamptz + interval '1 second'
+) due
+`
+
+// How many schedules fire in [second_start, second_start + 1 s): those whose next fire it is,
+// and those that armed a fire for it already (whose next_run_at is an earlier armed fire).
+func (q *Queries) CountSchedulesDueIn(ctx context.Context, secondStart time.Time) (int64, error) {
+	row := q.db.QueryRow(ctx, countSchedulesDueIn, secondStart)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const deleteArmedEvents = `-- name: DeleteArmedEvents :exec
 DELETE FROM event_store e USING schedule_runs r
 WHERE e.schedule_run_id = r.id AND r.schedule_id = $1 AND r.armed
@@ -115,7 +178,7 @@ func (q *Queries) DeleteArmedEvents(ctx context.Context, arg DeleteArmedEventsPa
 
 const deleteArmedRuns = `-- name: DeleteArmedRuns :many
 DELETE FROM schedule_runs
-WHERE schedule_id = $1 AND armed AND (NOT $2::boolean OR visible_at > now())
+WHERE schedule_id = $1 AND armed AND workflow_id = '' AND (NOT $2::boolean OR visible_at > now())
 RETURNING scheduled_at
 `
 
@@ -124,9 +187,9 @@ type DeleteArmedRunsParams struct {
 	KeepDue    bool
 }
 
-// Retraction, part 2: the armed, unreleased runs themselves; it answers their ticks. A run
-// the releaser released first is no longer armed and stays (one winner: both hold the
-// schedule's row lock).
+// Retraction, part 2: the armed, unreleased runs of event fires themselves; it answers their
+// ticks. A run the releaser released first is no longer armed and stays (one winner: both
+// hold the schedule's row lock).
 func (q *Queries) DeleteArmedRuns(ctx context.Context, arg DeleteArmedRunsParams) ([]time.Time, error) {
 	rows, err := q.db.Query(ctx, deleteArmedRuns, arg.ScheduleID, arg.KeepDue)
 	if err != nil {
@@ -162,7 +225,7 @@ const finishScheduleRun = `-- name: FinishScheduleRun :one
 UPDATE schedule_runs
 SET status = $1, error = $2, finished_at = now()
 WHERE id = $3 AND status = 'RUNNING'
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at
 `
 
 type FinishScheduleRunParams struct {
@@ -190,12 +253,23 @@ func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunPa
 		&i.Armed,
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
+		&i.RetractedAt,
 	)
 	return i, err
 }
 
+const forgetOldLiveness = `-- name: ForgetOldLiveness :exec
+DELETE FROM worker_liveness WHERE beat_at < now() - interval '400 days'
+`
+
+// Liveness older than any catch-up window needs (a year): its outages decide nothing now.
+func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, forgetOldLiveness)
+	return err
+}
+
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -219,12 +293,14 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -248,12 +324,14 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
 
 const getScheduleRun = `-- name: GetScheduleRun :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND NOT armed
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND NOT armed AND retracted_at IS NULL
 `
 
 type GetScheduleRunParams struct {
@@ -280,12 +358,13 @@ func (q *Queries) GetScheduleRun(ctx context.Context, arg GetScheduleRunParams) 
 		&i.Armed,
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
+		&i.RetractedAt,
 	)
 	return i, err
 }
 
 const getScheduleRunByKey = `-- name: GetScheduleRunByKey :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE idempotency_key = $1
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE idempotency_key = $1
 `
 
 func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string) (ScheduleRun, error) {
@@ -307,6 +386,7 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 		&i.Armed,
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
+		&i.RetractedAt,
 	)
 	return i, err
 }
@@ -314,7 +394,7 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 const insertSchedule = `-- name: InsertSchedule :one
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
 `
 
 type InsertScheduleParams struct {
@@ -360,6 +440,8 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
@@ -367,13 +449,18 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 const insertScheduleRun = `-- name: InsertScheduleRun :one
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                            armed, visible_at, release_next_run_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10, $11, $12)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+        $8::text || CASE WHEN $8::text = '' THEN '' ELSE COALESCE(
+            (SELECT '~' || (count(*) + 1) FROM schedule_runs p
+             WHERE p.schedule_id = $1 AND p.scheduled_at = $2 AND p.retracted_at IS NOT NULL
+             HAVING count(*) > 0), '') END,
+        $9, $10, $11, $12)
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
-WHERE schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at
+WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
+   OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at
 `
 
 type InsertScheduleRunParams struct {
@@ -392,9 +479,12 @@ type InsertScheduleRunParams struct {
 }
 
 // S1: a second insert of the same idempotency key inserts nothing and returns no row.
-// The one exception: a backfill may run a tick that was only recorded MISSED (it never
-// ran), turning that row into the run.
+// Two exceptions turn the recorded row into the new outcome: a backfill may run a tick that
+// was only recorded MISSED (it never ran), and a BUFFERED tick (waiting under its overlap
+// policy) starts or is superseded.
 // An armed run (armed, visible_at, release_next_run_at) is hidden until its release.
+// A workflow id given for a tick whose earlier armed fire was retracted (its delayed start
+// terminated, so the id cannot be started again) gets a suffix of its own: ~2, ~3, …
 func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunParams) (ScheduleRun, error) {
 	row := q.db.QueryRow(ctx, insertScheduleRun,
 		arg.ScheduleID,
@@ -427,8 +517,69 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		&i.Armed,
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
+		&i.RetractedAt,
 	)
 	return i, err
+}
+
+const lateWorkflowFires = `-- name: LateWorkflowFires :many
+SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at, f.fate::text AS fate, f.reason::text AS reason
+FROM schedule_runs r
+JOIN schedules s ON s.id = r.schedule_id,
+     armed_fire_fate(r.visible_at, COALESCE($1::timestamptz, now()), s.catchup_window_ms,
+                     make_interval(secs => $2::float8 / 1000), make_interval(secs => $3::float8)) AS f (fate, reason)
+WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY($4::bigint[])
+  AND COALESCE($1::timestamptz, now()) - r.visible_at > make_interval(secs => $2::float8 / 1000)
+ORDER BY r.id
+`
+
+type LateWorkflowFiresParams struct {
+	AsOf         *time.Time
+	OnTimeMs     float64
+	GraceSeconds float64
+	ScheduleIds  []int64
+}
+
+type LateWorkflowFiresRow struct {
+	ID         int64
+	WorkflowID string
+	VisibleAt  time.Time
+	Fate       string
+	Reason     string
+}
+
+// The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
+// them), each with its fate by armed_fire_fate: whether its target already started, and so
+// what is true of it, the releaser asks Temporal before it records them.
+func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresParams) ([]LateWorkflowFiresRow, error) {
+	rows, err := q.db.Query(ctx, lateWorkflowFires,
+		arg.AsOf,
+		arg.OnTimeMs,
+		arg.GraceSeconds,
+		arg.ScheduleIds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LateWorkflowFiresRow
+	for rows.Next() {
+		var i LateWorkflowFiresRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowID,
+			&i.VisibleAt,
+			&i.Fate,
+			&i.Reason,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listAllScheduleNames = `-- name: ListAllScheduleNames :many
@@ -460,8 +611,75 @@ func (q *Queries) ListAllScheduleNames(ctx context.Context) ([]ListAllScheduleNa
 	return items, nil
 }
 
+const listArmedWorkflowRuns = `-- name: ListArmedWorkflowRuns :many
+SELECT workflow_id FROM schedule_runs WHERE schedule_id = $1 AND armed AND workflow_id <> ''
+`
+
+// The delayed starts of a schedule's armed workflow fires (to terminate when it is deleted).
+func (q *Queries) ListArmedWorkflowRuns(ctx context.Context, scheduleID int64) ([]string, error) {
+	rows, err := q.db.Query(ctx, listArmedWorkflowRuns, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var workflow_id string
+		if err := rows.Scan(&workflow_id); err != nil {
+			return nil, err
+		}
+		items = append(items, workflow_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listBufferedRuns = `-- name: ListBufferedRuns :many
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
+`
+
+// What is waiting under the overlap policy, oldest tick first.
+func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
+	rows, err := q.db.Query(ctx, listBufferedRuns, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduleRun
+	for rows.Next() {
+		var i ScheduleRun
+		if err := rows.Scan(
+			&i.ID,
+			&i.ScheduleID,
+			&i.ScheduledAt,
+			&i.FiredAt,
+			&i.Trigger,
+			&i.Status,
+			&i.Reason,
+			&i.IdempotencyKey,
+			&i.WorkflowID,
+			&i.Error,
+			&i.FinishedAt,
+			&i.CreatedAt,
+			&i.Armed,
+			&i.VisibleAt,
+			&i.ReleaseNextRunAt,
+			&i.RetractedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listRunningScheduleRuns = `-- name: ListRunningScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
 `
 
 func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
@@ -489,6 +707,7 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 			&i.Armed,
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
+			&i.RetractedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -501,8 +720,8 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 }
 
 const listScheduleRuns = `-- name: ListScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs
-WHERE schedule_id = $1 AND NOT armed AND ($2::bigint = 0 OR id < $2::bigint)
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs
+WHERE schedule_id = $1 AND NOT armed AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
 `
@@ -513,7 +732,7 @@ type ListScheduleRunsParams struct {
 	MaxRows    int32
 }
 
-// Armed runs are not runs yet: they show once released.
+// Armed runs are not runs yet: they show once released; retracted ones never ran.
 func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsParams) ([]ScheduleRun, error) {
 	rows, err := q.db.Query(ctx, listScheduleRuns, arg.ScheduleID, arg.BeforeID, arg.MaxRows)
 	if err != nil {
@@ -539,6 +758,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 			&i.Armed,
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
+			&i.RetractedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -551,7 +771,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -586,6 +806,8 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.MissedCount,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Backfills,
+			&i.Metrics,
 		); err != nil {
 			return nil, err
 		}
@@ -598,7 +820,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -622,6 +844,8 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }
@@ -688,39 +912,75 @@ func (q *Queries) NextArmedFireIn(ctx context.Context) (float64, error) {
 }
 
 const releaseDueFires = `-- name: ReleaseDueFires :many
-WITH released AS (
-    UPDATE schedule_runs r
-    SET armed = false, fired_at = COALESCE($1::timestamptz, now()), finished_at = COALESCE($1::timestamptz, now())
+WITH due AS (
+    SELECT r.id, r.visible_at, COALESCE($1::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
+           s.catchup_window_ms
+    FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
     WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()) AND r.schedule_id = ANY($2::bigint[])
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.release_next_run_at
+), judged AS (
+    SELECT due.id, due.released_at, f.fate, f.reason,
+           CASE WHEN due.starts_workflow THEN due.visible_at ELSE due.released_at END AS fired_at
+    FROM due, armed_fire_fate(due.visible_at, due.released_at, due.catchup_window_ms,
+                              make_interval(secs => $3::float8 / 1000), make_interval(secs => $4::float8)) AS f (fate, reason)
+    WHERE NOT (due.starts_workflow AND due.released_at - due.visible_at > make_interval(secs => $3::float8 / 1000))
+    UNION ALL
+    -- the late workflow fires, as decided from what their targets did (LateWorkflowFires)
+    SELECT due.id, due.released_at, d.fate, d.reason, d.fired_at
+    FROM (SELECT unnest($5::bigint[]) AS id, unnest($6::text[]) AS fate,
+                 unnest($7::text[]) AS reason, unnest($8::timestamptz[]) AS fired_at) d
+    JOIN due ON due.id = d.id
+), released AS (
+    UPDATE schedule_runs r
+    SET armed       = false,
+        status      = CASE WHEN j.fate = 'missed' THEN 'MISSED' ELSE r.status END,
+        trigger     = CASE WHEN j.fate = 'catchup' THEN 'catchup' ELSE r.trigger END,
+        reason      = CASE WHEN j.reason <> '' THEN j.reason ELSE r.reason END,
+        fired_at    = CASE WHEN j.fate = 'missed' THEN NULL ELSE j.fired_at END,
+        finished_at = CASE WHEN j.fate = 'missed' THEN j.released_at WHEN r.workflow_id <> '' THEN r.finished_at ELSE j.released_at END
+    FROM judged j
+    WHERE r.id = j.id
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at
 ), positioned AS (
     UPDATE outbox_messages o
     SET tx_id = pg_current_xact_id()
     FROM event_store e, released
-    WHERE e.schedule_run_id = released.id AND o.event_id = e.id AND o.tx_id IS NULL
+    WHERE e.schedule_run_id = released.id AND o.event_id = e.id AND o.tx_id IS NULL AND released.status <> 'MISSED'
     RETURNING o.id
+), unfired AS (
+    -- a MISSED fire's event and (by cascade) its outbox message, which never had a position
+    DELETE FROM event_store e USING released
+    WHERE e.schedule_run_id = released.id AND released.status = 'MISSED'
+    RETURNING e.id
 ), per_schedule AS (
-    SELECT schedule_id, count(*) AS n, max(scheduled_at) AS last_tick,
+    SELECT schedule_id, count(*) FILTER (WHERE status <> 'MISSED') AS fired, count(*) FILTER (WHERE status = 'MISSED') AS missed,
+           max(scheduled_at) AS last_tick, max(released_at) FILTER (WHERE status <> 'MISSED') AS last_fired_at,
            (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
     FROM released GROUP BY schedule_id
 ), counted AS (
     UPDATE schedules s
-    SET fired_count = s.fired_count + p.n,
-        last_run_at = GREATEST(s.last_run_at, COALESCE($1::timestamptz, now())),
-        next_run_at = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
-        updated_at  = now()
+    SET fired_count  = s.fired_count + p.fired,
+        missed_count = s.missed_count + p.missed,
+        last_run_at  = COALESCE(GREATEST(s.last_run_at, p.last_fired_at), s.last_run_at, p.last_fired_at),
+        next_run_at  = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
+        updated_at   = now()
     FROM per_schedule p
     WHERE s.id = p.schedule_id
     RETURNING s.id
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
-       COALESCE($1::timestamptz, now())::timestamptz AS released_at
+       released.status, released.released_at::timestamptz AS released_at
 FROM released
 `
 
 type ReleaseDueFiresParams struct {
-	AsOf        *time.Time
-	ScheduleIds []int64
+	AsOf           *time.Time
+	ScheduleIds    []int64
+	OnTimeMs       float64
+	GraceSeconds   float64
+	DecidedIds     []int64
+	DecidedFates   []string
+	DecidedReasons []string
+	DecidedFiredAt []time.Time
 }
 
 type ReleaseDueFiresRow struct {
@@ -729,15 +989,32 @@ type ReleaseDueFiresRow struct {
 	ScheduledAt time.Time
 	VisibleAt   time.Time
 	Trigger     string
+	Status      string
 	ReleasedAt  time.Time
 }
 
-// The release, step 2, one statement for every due run of the locked schedules: the run
-// becomes true now (fired_at, finished_at), its outbox message takes this transaction's id
-// as its feed position, and its schedule counts it (fired, last_run_at) and moves next_run_at
-// past it unless something moved it already.
+// The release, step 2, one statement for every due run of the locked schedules, each
+// judged by armed_fire_fate: a fire released on time, or late while workers were alive
+// (busy, not down), becomes true now (fired_at); one released late after an outage obeys
+// the catch-up window as any tick does: inside it, it becomes true as a catch-up fire;
+// beyond it, it is MISSED with the outage as its reason, and its event and outbox message
+// go (the fire never happened). An event fire is final at once; a workflow fire stays
+// RUNNING (its target started at visible_at, by Temporal's start delay) until its watcher
+// records the outcome. A workflow fire released late is not taken here: whether its target
+// started needs Temporal (ReleaseLateWorkflowFire). A fire's outbox message takes this
+// transaction's id as its feed position. Its schedule counts it (fired or missed,
+// last_run_at) and moves next_run_at past it unless something moved it already.
 func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams) ([]ReleaseDueFiresRow, error) {
-	rows, err := q.db.Query(ctx, releaseDueFires, arg.AsOf, arg.ScheduleIds)
+	rows, err := q.db.Query(ctx, releaseDueFires,
+		arg.AsOf,
+		arg.ScheduleIds,
+		arg.OnTimeMs,
+		arg.GraceSeconds,
+		arg.DecidedIds,
+		arg.DecidedFates,
+		arg.DecidedReasons,
+		arg.DecidedFiredAt,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -751,8 +1028,96 @@ func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams
 			&i.ScheduledAt,
 			&i.VisibleAt,
 			&i.Trigger,
+			&i.Status,
 			&i.ReleasedAt,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const retractArmedWorkflowRuns = `-- name: RetractArmedWorkflowRuns :many
+UPDATE schedule_runs
+SET armed = false, status = 'SKIPPED', reason = $1, fired_at = NULL, finished_at = now(), retracted_at = now(),
+    idempotency_key = idempotency_key || '/retracted/' || id
+WHERE schedule_id = $2 AND armed AND workflow_id <> '' AND (NOT $3::boolean OR visible_at > now())
+RETURNING scheduled_at, workflow_id
+`
+
+type RetractArmedWorkflowRunsParams struct {
+	Reason     string
+	ScheduleID int64
+	KeepDue    bool
+}
+
+type RetractArmedWorkflowRunsRow struct {
+	ScheduledAt time.Time
+	WorkflowID  string
+}
+
+// Retraction, part 3: an armed workflow fire, whose delayed start the workflow terminated
+// before this, stays as the record of its retraction: SKIPPED with the reason, hidden, its
+// key moved aside so that the tick can be decided again.
+func (q *Queries) RetractArmedWorkflowRuns(ctx context.Context, arg RetractArmedWorkflowRunsParams) ([]RetractArmedWorkflowRunsRow, error) {
+	rows, err := q.db.Query(ctx, retractArmedWorkflowRuns, arg.Reason, arg.ScheduleID, arg.KeepDue)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RetractArmedWorkflowRunsRow
+	for rows.Next() {
+		var i RetractArmedWorkflowRunsRow
+		if err := rows.Scan(&i.ScheduledAt, &i.WorkflowID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const scheduleOutages = `-- name: ScheduleOutages :many
+SELECT o.down_from::timestamptz AS down_from, o.down_until::timestamptz AS down_until,
+       schedule_missed_reason(o.down_from, o.down_until, $1::bigint)::text AS missed_reason
+FROM schedule_outages($2::timestamptz, $3::timestamptz, make_interval(secs => $4::float8)) o
+`
+
+type ScheduleOutagesParams struct {
+	CatchupWindowMs int64
+	Since           time.Time
+	Until           time.Time
+	GraceSeconds    float64
+}
+
+type ScheduleOutagesRow struct {
+	DownFrom     time.Time
+	DownUntil    time.Time
+	MissedReason string
+}
+
+// The outages since a tick, each with the reason a tick it makes MISSED is recorded with.
+func (q *Queries) ScheduleOutages(ctx context.Context, arg ScheduleOutagesParams) ([]ScheduleOutagesRow, error) {
+	rows, err := q.db.Query(ctx, scheduleOutages,
+		arg.CatchupWindowMs,
+		arg.Since,
+		arg.Until,
+		arg.GraceSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduleOutagesRow
+	for rows.Next() {
+		var i ScheduleOutagesRow
+		if err := rows.Scan(&i.DownFrom, &i.DownUntil, &i.MissedReason); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -777,6 +1142,20 @@ func (q *Queries) SetNextRunAtToFirstArmed(ctx context.Context, id int64) error 
 	return err
 }
 
+const setScheduleBackfills = `-- name: SetScheduleBackfills :exec
+UPDATE schedules SET backfills = $1 WHERE id = $2
+`
+
+type SetScheduleBackfillsParams struct {
+	Backfills json.RawMessage
+	ID        int64
+}
+
+func (q *Queries) SetScheduleBackfills(ctx context.Context, arg SetScheduleBackfillsParams) error {
+	_, err := q.db.Exec(ctx, setScheduleBackfills, arg.Backfills, arg.ID)
+	return err
+}
+
 const setScheduleNextRunAt = `-- name: SetScheduleNextRunAt :exec
 UPDATE schedules SET next_run_at = $1, updated_at = now() WHERE id = $2
 `
@@ -796,7 +1175,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
 `
 
 type SetSchedulePausedParams struct {
@@ -826,8 +1205,21 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
+}
+
+const startWorkerLiveness = `-- name: StartWorkerLiveness :exec
+INSERT INTO worker_liveness (worker_id, started_at, beat_at) VALUES ($1, now(), now())
+ON CONFLICT (worker_id) DO UPDATE SET beat_at = now()
+`
+
+// A worker process begins: alive from now on (its id is new per process).
+func (q *Queries) StartWorkerLiveness(ctx context.Context, workerID string) error {
+	_, err := q.db.Exec(ctx, startWorkerLiveness, workerID)
+	return err
 }
 
 const updateScheduleAfterFire = `-- name: UpdateScheduleAfterFire :exec
@@ -867,7 +1259,7 @@ UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
     skip_if_successful = $5, version = version + 1, updated_at = now()
 WHERE name = $6 AND ($7::bigint = 0 OR version = $7::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -911,6 +1303,8 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.MissedCount,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Backfills,
+		&i.Metrics,
 	)
 	return i, err
 }

@@ -1,0 +1,45 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tickgate/tickgate/internal/schedulespec"
+)
+
+// POST /schedules/preview: the create form's live check. It validates a schedule as
+// POST /schedules would (a bad field is the same problem+json naming it) and answers what
+// the schedule would do, changing nothing.
+
+// PreviewView answers a preview: the spec as it would be stored (defaults filled), in
+// words, and its next fire times.
+type PreviewView struct {
+	Spec          schedulespec.Spec `json:"spec"`
+	Policies      SchedulePolicies  `json:"policies"`
+	Description   string            `json:"description"`
+	NextFireTimes []time.Time       `json:"next_fire_times"`
+}
+
+// previewFires is how many fire times a preview lists.
+const previewFires = 10
+
+func (s *Server) previewSchedule(c echo.Context) error {
+	var req CreateScheduleRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	// The name is optional here (an edit form has one already; a create form may not yet).
+	if req.Name == "" {
+		req.Name = "preview"
+	}
+	now := s.Now().UTC()
+	spec, pol, err := req.validate(now)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, PreviewView{
+		Spec: spec.Spec, Policies: pol, Description: spec.Describe(), NextFireTimes: spec.NextN(now, previewFires),
+	})
+}

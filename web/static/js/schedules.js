@@ -1,0 +1,101 @@
+// The schedules list: filtered by state and name on the server, paged with its cursor, with
+// each schedule's quick actions.
+import { api } from "./api.js";
+import { $, esc, hashQuery, num, pager, setHashQuery, when } from "./ui.js";
+import { pauseDialog, triggerDialog } from "./schedule_actions.js";
+
+const PAGE = 50;
+// paging holds, for the filter shown, the cursors of the pages before this one, this page's
+// and the next one's (from the latest answer, so a live refresh keeps it current).
+let paging = { filter: null, cursors: [], cursor: "" };
+
+export function timing(spec) {
+  if (!spec) return "";
+  if (spec.cron) return "<code>" + esc(spec.cron) + "</code> " + esc(spec.timezone || "UTC");
+  const iv = spec.interval;
+  if (iv && typeof iv === "object") {
+    const secs = iv.every * ({ SECONDS: 1, MINUTES: 60, HOURS: 3600, DAYS: 86400 }[iv.unit] || 1);
+    for (const [n, unit] of [[86400, "day"], [3600, "hour"], [60, "minute"], [1, "second"]]) {
+      if (secs >= n && secs % n === 0) return "every " + (secs === n ? unit : secs / n + " " + unit + "s");
+    }
+  }
+  return "every " + esc(iv);
+}
+
+export function waitingCount(s) {
+  const w = s.waiting;
+  if (!w) return '<span class="muted">–</span>';
+  const n = (w.buffered || 0) + (w.backfill || 0);
+  if (!n) return "0";
+  return '<span title="' + esc(w.buffered + " buffered, " + w.backfill + " backfill") + '">' + num(n) + "</span>";
+}
+
+export async function scheduleList() {
+  const q = hashQuery();
+  const state = q.get("state") || "";
+  const name = q.get("name") || "";
+  const filter = state + "|" + name;
+  if (paging.filter !== filter) paging = { filter, cursors: [], cursor: "" };
+  const params = new URLSearchParams({ limit: PAGE });
+  if (state) params.set("state", state);
+  if (name) params.set("name", name);
+  if (paging.cursor) params.set("cursor", paging.cursor);
+  const page = await api("GET", "/schedules?" + params);
+  paging.next = page.next_cursor;
+
+  let html = '<h2>Schedules</h2><div class="toolbar"><a class="button primary" href="#schedules/new" id="new-schedule">New schedule</a>' +
+    '<form id="schedule-filter" role="search" class="filters"><label for="f-state">State</label> <select id="f-state">' +
+    [["", "any"], ["active", "active"], ["paused", "paused"]].map(([v, l]) => '<option value="' + v + '"' + (v === state ? " selected" : "") + ">" + l + "</option>").join("") +
+    '</select> <label for="f-name">Name contains</label> <input id="f-name" type="search" value="' + esc(name) + '" autocomplete="off" maxlength="128"></form></div>';
+  html += '<div data-region="list"><table id="schedules"><caption class="visually-hidden">Schedules, page ' + (paging.cursors.length + 1) + "</caption>" +
+    '<thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Timing</th><th scope="col">Next fire</th><th scope="col">Last run</th><th scope="col">Waiting</th><th scope="col">Actions</th></tr></thead><tbody>';
+  for (const s of page.items) {
+    const st = s.paused ? "Paused" : "Active";
+    html += '<tr data-schedule="' + esc(s.name) + '"><td><a href="#schedule/' + encodeURIComponent(s.name) + '">' + esc(s.name) + "</a></td>" +
+      '<td class="state state-' + st.toLowerCase() + '">' + st + (s.note ? ' <span class="muted">(' + esc(s.note) + ")</span>" : "") + "</td>" +
+      "<td>" + timing(s.spec) + "</td><td>" + when(s.next_run_at) + "</td><td>" + when(s.last_run_at) + "</td><td>" + waitingCount(s) + "</td><td>" +
+      (s.paused ? '<button type="button" class="resume" data-name="' + esc(s.name) + '">Resume</button>'
+        : '<button type="button" class="pause" data-name="' + esc(s.name) + '">Pause</button>') +
+      '<button type="button" class="trigger" data-name="' + esc(s.name) + '">Trigger</button></td></tr>';
+  }
+  html += "</tbody></table>";
+  if (!page.items.length) html += '<p class="muted" id="no-schedules">' + (name || state ? "No schedule matches." : "No schedules yet.") + "</p>";
+  html += pager("schedules-page", paging.cursors.length > 0, page.next_cursor) + '<p class="muted" id="page-number">Page ' + (paging.cursors.length + 1) + "</p></div>";
+
+  return {
+    title: "Schedules", html, live: true,
+    mount(root, ctx) {
+      if (!ctx.first) return;
+      const opts = { signal: ctx.signal };
+      let typing = null;
+      const apply = () => {
+        setHashQuery({ state: $("#f-state", root).value, name: $("#f-name", root).value.trim() });
+        ctx.rerender();
+      };
+      $("#f-state", root).addEventListener("change", apply, opts);
+      $("#f-name", root).addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(apply, 300); }, opts);
+      $("#schedule-filter", root).addEventListener("submit", (ev) => { ev.preventDefault(); clearTimeout(typing); apply(); }, opts);
+      root.addEventListener("click", async (ev) => {
+        const b = ev.target.closest("button");
+        if (!b) return;
+        if (b.id === "schedules-page-next") {
+          if (!paging.next) return;
+          paging.cursors.push(paging.cursor);
+          paging.cursor = paging.next;
+          ctx.rerender();
+        } else if (b.id === "schedules-page-prev") {
+          paging.cursor = paging.cursors.pop() || "";
+          ctx.rerender();
+        } else if (b.classList.contains("pause")) {
+          pauseDialog(b.dataset.name, ctx.rerender);
+        } else if (b.classList.contains("resume")) {
+          b.disabled = true;
+          try { await api("POST", "/schedules/" + encodeURIComponent(b.dataset.name) + "/resume", {}); } catch (e) { $("#error").textContent = e.message; }
+          ctx.rerender();
+        } else if (b.classList.contains("trigger")) {
+          triggerDialog(b.dataset.name, null, ctx.rerender);
+        }
+      }, opts);
+    },
+  };
+}

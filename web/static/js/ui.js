@@ -1,0 +1,203 @@
+// Small pieces every view shares: escaping, times and durations, status bars, dialogs and
+// the live-refresh patching of a page's regions.
+import { problemText } from "./api.js";
+
+export const $ = (sel, root) => (root || document).querySelector(sel);
+export const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
+
+export function esc(s) {
+  return String(s === null || s === undefined ? "" : s)
+    .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+}
+
+const dash = '<span class="muted">–</span>';
+
+// when shows a time in UTC ("2026-11-25 12:00:00Z"), with the full value on hover.
+export function when(t) {
+  if (!t) return dash;
+  const iso = new Date(t).toISOString();
+  return '<time datetime="' + esc(iso) + '">' + esc(iso.replace("T", " ").replace(/\.\d+Z$/, "Z")) + "</time>";
+}
+
+// seconds shows a figure in seconds readably: 12 ms, 1.4 s, 3 min.
+export function seconds(v) {
+  if (v === null || v === undefined) return dash;
+  const a = Math.abs(v);
+  if (a < 1) return (v * 1000).toFixed(a < 0.01 ? 1 : 0) + " ms";
+  if (a < 120) return v.toFixed(a < 10 ? 2 : 1) + " s";
+  if (a < 7200) return (v / 60).toFixed(1) + " min";
+  return (v / 3600).toFixed(1) + " h";
+}
+
+// ago says how long before now a time was, or how long after now it is.
+export function relative(t, now) {
+  if (!t) return "";
+  const d = (new Date(t).getTime() - (now || Date.now())) / 1000;
+  const s = seconds(Math.abs(d)).replace(" ms", " ms");
+  return d >= 0 ? "in " + s : s + " ago";
+}
+
+export function num(n) { return (n || 0).toLocaleString("en-US"); }
+
+// bar draws counts per status as one stacked bar with a legend; widths are applied by
+// sizeBars through the CSSOM (the Content-Security-Policy refuses style attributes).
+export function bar(counts, order, label) {
+  const total = order.reduce((n, k) => n + (counts[k] || 0), 0);
+  const summary = order.filter(k => counts[k]).map(k => k + " " + counts[k]).join(", ") || "none";
+  let html = '<div class="bar" role="img" aria-label="' + esc((label ? label + ": " : "") + summary) + '" title="' + esc(summary) + '">';
+  if (total > 0) {
+    for (const k of order) {
+      if (counts[k]) html += '<span class="seg-' + esc(k) + '" data-width="' + (100 * counts[k] / total) + '"></span>';
+    }
+  }
+  html += '</div><div class="legend">';
+  for (const k of order) if (counts[k]) html += '<span class="status-' + esc(k) + '">' + esc(k) + " " + counts[k] + "</span>";
+  return html + "</div>";
+}
+
+// sizeBars applies data-width / data-left (percent) as styles: CSSOM, which the policy allows.
+export function sizeBars(root) {
+  for (const el of $$("[data-width]", root)) el.style.width = el.dataset.width + "%";
+  for (const el of $$("[data-left]", root)) el.style.left = el.dataset.left + "%";
+}
+
+export function statusBadge(s) {
+  return '<span class="badge status-' + esc(s) + '">' + esc(s) + "</span>";
+}
+
+// waitingCause describes a PENDING task's waiting cause ({"reason": "version", "blocked_by_task": 7}).
+export function waitingCause(c) {
+  if (!c) return "";
+  if (typeof c !== "object") return esc(c);
+  const rest = Object.keys(c).filter(k => k !== "reason").map(k => esc(k.replace(/_/g, " ")) + " " + esc(c[k]));
+  return "<strong>" + esc(String(c.reason || "").replace(/_/g, " ")) + "</strong>" + (rest.length ? " (" + rest.join(", ") + ")" : "");
+}
+
+// showProblem puts an API error where the user looks: beside the field it names when the
+// form has one (data-field), and in the form's or page's alert line otherwise.
+export function showProblem(e, scope) {
+  const root = scope || document;
+  for (const el of $$("[aria-invalid=true]", root)) el.removeAttribute("aria-invalid");
+  for (const el of $$(".field-error", root)) el.textContent = "";
+  const alert = $(".form-error", root) || $("#error");
+  if (!e) { if (alert) alert.textContent = ""; return; }
+  const field = e.field || "";
+  let input = field && $('[data-field="' + CSS.escape(field) + '"]', root);
+  // "spec.interval.every" may be shown by the input of "spec.interval".
+  for (let f = field; !input && f.includes("."); ) {
+    f = f.slice(0, f.lastIndexOf("."));
+    input = $('[data-field="' + CSS.escape(f) + '"]', root);
+  }
+  if (input) {
+    input.setAttribute("aria-invalid", "true");
+    const slot = $("#" + CSS.escape(input.id + "-error"), root);
+    if (slot) slot.textContent = problemText(e);
+  }
+  if (alert) alert.textContent = problemText(e);
+}
+
+// dialog opens a modal <dialog> holding a form; onSubmit(form) runs on submit and closes
+// the dialog when it resolves, or shows the API's problem inside it when it throws.
+export function dialog(title, bodyHTML, submitLabel, onSubmit) {
+  const d = document.createElement("dialog");
+  d.setAttribute("aria-labelledby", "dialog-title");
+  d.innerHTML = '<form method="dialog" novalidate><h3 id="dialog-title">' + esc(title) + "</h3>" + bodyHTML +
+    '<p class="form-error error" role="alert"></p><div class="actions"><button type="submit" class="primary">' + esc(submitLabel) +
+    '</button> <button type="button" class="cancel">Cancel</button></div></form>';
+  document.body.appendChild(d);
+  const form = $("form", d);
+  $(".cancel", d).addEventListener("click", () => d.close());
+  d.addEventListener("close", () => d.remove());
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const button = $("button[type=submit]", form);
+    button.disabled = true;
+    try {
+      await onSubmit(form);
+      d.close();
+    } catch (e) {
+      showProblem(e, form);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  d.showModal();
+  const first = $("input, select, textarea", form) || $("button[type=submit]", form);
+  if (first) first.focus();
+  return d;
+}
+
+// field renders a labelled input whose errors show beside it; attrs is raw attribute text.
+export function field(id, label, dataField, input, hint) {
+  return '<div class="field"><label for="' + id + '">' + esc(label) + "</label>" + input +
+    (hint ? '<small class="hint" id="' + id + '-hint">' + hint + "</small>" : "") +
+    '<small class="field-error error" id="' + id + '-error" aria-live="polite"></small></div>';
+}
+
+export function input(id, dataField, value, attrs) {
+  return '<input id="' + id + '" name="' + id + '" data-field="' + esc(dataField) + '" value="' + esc(value === undefined || value === null ? "" : value) +
+    '" aria-describedby="' + id + '-error" ' + (attrs || "") + ">";
+}
+
+export function select(id, dataField, options, value) {
+  return '<select id="' + id + '" name="' + id + '" data-field="' + esc(dataField) + '" aria-describedby="' + id + '-error">' +
+    options.map(o => {
+      const [v, l] = Array.isArray(o) ? o : [o, o];
+      return '<option value="' + esc(v) + '"' + (v === value ? " selected" : "") + ">" + esc(l) + "</option>";
+    }).join("") + "</select>";
+}
+
+// patchRegions replaces, in root, each [data-region] whose markup changed in html, and
+// keeps the rest (charts, open disclosures, focus) as it is: how a live page refreshes.
+export function patchRegions(root, html) {
+  const next = document.createElement("template");
+  next.innerHTML = html;
+  const focusedID = document.activeElement && document.activeElement.id;
+  let changed = false;
+  for (const region of $$("[data-region]", next.content)) {
+    const cur = $('[data-region="' + CSS.escape(region.dataset.region) + '"]', root);
+    if (!cur) { changed = true; continue; }
+    if (cur.innerHTML !== region.innerHTML) {
+      cur.innerHTML = region.innerHTML;
+      sizeBars(cur);
+    }
+  }
+  if (focusedID && document.activeElement !== document.getElementById(focusedID)) {
+    const el = document.getElementById(focusedID);
+    if (el) el.focus();
+  }
+  return !changed;
+}
+
+// toISO reads a datetime-local input's value as UTC.
+export function toISO(v) {
+  if (!v) return null;
+  const d = new Date(v + (v.length === 16 ? ":00Z" : "Z"));
+  return isNaN(d) ? v : d.toISOString().replace(/\.000Z$/, "Z");
+}
+
+// toLocalInput is a time as a datetime-local input's value (UTC, to the second).
+export function toLocalInput(t) {
+  return t ? new Date(t).toISOString().slice(0, 19) : "";
+}
+
+// pager renders Previous / Next for a cursor-paged list.
+export function pager(id, hasPrev, nextCursor) {
+  return '<nav class="pager" aria-label="pages"><button type="button" id="' + id + '-prev"' + (hasPrev ? "" : " disabled") +
+    '>← Previous</button> <button type="button" id="' + id + '-next"' + (nextCursor ? "" : " disabled") + ">Next →</button></nav>";
+}
+
+// hashQuery reads the query part of the route (#runs?status=MISSED → {status: "MISSED"}).
+export function hashQuery() {
+  const i = location.hash.indexOf("?");
+  return new URLSearchParams(i >= 0 ? location.hash.slice(i + 1) : "");
+}
+
+// setHashQuery rewrites the route's query without adding to history.
+export function setHashQuery(params) {
+  const base = location.hash.split("?")[0] || "#";
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
+  const s = q.toString();
+  history.replaceState(null, "", base + (s ? "?" + s : ""));
+}

@@ -1,0 +1,130 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/store"
+)
+
+// engineWorker is a Temporal worker that also runs, while it runs, the loops the schedule
+// engine needs beside its workflows:
+//   - the releaser of armed schedule fires (store.Releaser): every process that runs the
+//     schedule workflows, which arm the fires, releases them too; several share the work;
+//   - the worker's liveness (store.Liveness): the evidence that tells a tick missed while
+//     tickgate was down from one that is late because it is busy (S2). The process is
+//     recorded alive before it polls its first task.
+type engineWorker struct {
+	sdkworker.Worker
+	store    *store.Store
+	workerID string
+	releaser *store.Releaser
+	liveness *store.Liveness
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client) *engineWorker {
+	id := newWorkerID()
+	return &engineWorker{
+		Worker: w, store: st, workerID: id,
+		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: activities.ObserveReleased},
+		liveness: &store.Liveness{Store: st, WorkerID: id, Healthy: func(ctx context.Context) error {
+			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}},
+	}
+}
+
+// newWorkerID names this process in worker_liveness: host, pid and a random part, so a
+// restarted process (which may reuse a pid) is a new worker.
+func newWorkerID() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// startLoops records the process alive and starts the loops (once).
+func (w *engineWorker) startLoops() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel != nil {
+		return nil
+	}
+	if err := w.store.StartLiveness(context.Background(), w.workerID); err != nil {
+		return err
+	}
+	// Fires that came due while no worker ran are judged before this one polls a task:
+	// a late armed workflow fire whose target has not begun can still be stopped, if its
+	// catch-up window has closed, before a worker of this process picks it up.
+	if fires, err := w.store.ReleaseDue(context.Background(), w.releaser.Targets); err != nil {
+		slog.Warn("release fires due at start", "error", err)
+	} else if len(fires) > 0 {
+		w.releaser.OnRelease(fires)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel, w.done = cancel, make(chan struct{})
+	var wg sync.WaitGroup
+	for _, loop := range []func(context.Context){w.releaser.Run, w.liveness.Run} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(ctx)
+		}()
+	}
+	go func(done chan struct{}) {
+		wg.Wait()
+		close(done)
+	}(w.done)
+	return nil
+}
+
+func (w *engineWorker) stopLoops() {
+	w.mu.Lock()
+	cancel, done := w.cancel, w.done
+	w.cancel, w.done = nil, nil
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Start records the process alive, starts the loops, then the worker.
+func (w *engineWorker) Start() error {
+	if err := w.startLoops(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	if err := w.Worker.Start(); err != nil {
+		w.stopLoops()
+		return err
+	}
+	return nil
+}
+
+// Run runs the loops and the worker until interruptCh or a fatal worker error.
+func (w *engineWorker) Run(interruptCh <-chan interface{}) error {
+	if err := w.startLoops(); err != nil {
+		return fmt.Errorf("run worker: %w", err)
+	}
+	defer w.stopLoops()
+	return w.Worker.Run(interruptCh)
+}
+
+// Stop stops the loops and the worker.
+func (w *engineWorker) Stop() {
+	w.stopLoops()
+	w.Worker.Stop()
+}
