@@ -18,9 +18,9 @@ import (
 //
 // The queue is bounded and coalesces: one Advance covers every commit made before it
 // started, so a request arriving while another one still waits its turn adds nothing and
-// is dropped. After each Advance, committed or failed, Notify tells the dispatcher
-// workflow (starting it if needed), which owns the step from there: it retries a failed
-// one, and its safety poll covers whatever a closed advancer left.
+// is dropped. After each Advance that changed the active task, or failed, Notify tells the
+// dispatcher workflow (starting it if needed), which owns the step from there: it retries a
+// failed one, and its safety poll covers whatever a closed advancer left.
 type TaskAdvancer struct {
 	store    *Store
 	settings DeviceSettings
@@ -157,7 +157,8 @@ func (a *TaskAdvancer) run() {
 	}
 }
 
-// advance runs one Advance for the commits that asked, then notifies the dispatcher.
+// advance runs one Advance for the commits that asked, then notifies the dispatcher if it
+// changed the active task or failed.
 func (a *TaskAdvancer) advance(whys []string) {
 	ctx, cancel := context.WithTimeout(a.ctx, a.timeout)
 	defer cancel()
@@ -170,6 +171,12 @@ func (a *TaskAdvancer) advance(whys []string) {
 			"activated", adv.Activated, "active", adv.ActiveTaskID, "refilled", adv.Refilled)
 	}
 	if a.notify == nil || a.ctx.Err() != nil { // closing: the dispatcher's safety poll does it
+		return
+	}
+	if err == nil && len(adv.Finished) == 0 && len(adv.Activated) == 0 {
+		// Nothing to hand over: the dispatcher would find what this Advance found. (Each
+		// PC's last result asks for an Advance; only the task's last one changes anything,
+		// and a Temporal call per PC would hold the queue up behind it.)
 		return
 	}
 	nctx, ncancel := context.WithTimeout(a.ctx, a.timeout)

@@ -142,8 +142,9 @@ func TestDevicesAdvanceTakesTheSettingsItIsGiven(t *testing.T) {
 }
 
 // TestTaskAdvancer: a request after a commit activates the next task with the advancer's
-// settings; Close finishes the queued request before it returns; every advance, committed
-// or failed, notifies the dispatcher.
+// settings; Close finishes the queued request before it returns; an advance that changed
+// the active task, or failed, notifies the dispatcher, and one that found nothing to do
+// does not.
 func TestTaskAdvancer(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
@@ -180,6 +181,14 @@ func TestTaskAdvancer(t *testing.T) {
 	adv.AdvanceSoon("after Close: ignored, not a panic")
 	require.Equal(t, 1, notifications())
 
+	// The running task has work left: the advance changes nothing and tells no one.
+	adv, err = store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: settings, Notify: notify})
+	require.NoError(t, err)
+	adv.Start()
+	adv.AdvanceSoon("a result that left work")
+	require.NoError(t, adv.Close(ctx))
+	require.Equal(t, 1, notifications())
+
 	// A store whose pool is closed fails every Advance: the dispatcher is told all the same,
 	// and retries the step.
 	broken := store.New(testenv.Store(t).Pool)
@@ -189,7 +198,7 @@ func TestTaskAdvancer(t *testing.T) {
 	adv.Start()
 	adv.AdvanceSoon("a result")
 	require.NoError(t, adv.Close(ctx))
-	require.Equal(t, 2, notifications())
+	require.Equal(t, 2, notifications(), "a failed advance is handed to the dispatcher")
 
 	_, err = store.NewTaskAdvancer(st, store.TaskAdvancerOptions{})
 	require.Error(t, err, "an advancer needs its settings")

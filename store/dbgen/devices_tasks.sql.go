@@ -288,9 +288,13 @@ func (q *Queries) ListDevTasks(ctx context.Context, arg ListDevTasksParams) ([]T
 }
 
 const lockDevTask = `-- name: LockDevTask :one
-SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE id = $1 FOR UPDATE
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE id = $1 FOR NO KEY UPDATE
 `
 
+// NO KEY UPDATE, as every lock of a task row: task_devices inserts (their foreign-key
+// checks take KEY SHARE on the task) never wait for a task's lock holder. A refill of the
+// running task cannot race its finish: its own freed execution, uncommitted, still holds a
+// slot in any snapshot the finish reads.
 func (q *Queries) LockDevTask(ctx context.Context, id int64) (Task, error) {
 	row := q.db.QueryRow(ctx, lockDevTask, id)
 	var i Task
@@ -312,7 +316,7 @@ func (q *Queries) LockDevTask(ctx context.Context, id int64) (Task, error) {
 }
 
 const lockRunningDevTask = `-- name: LockRunningDevTask :one
-SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE status = 'running' FOR UPDATE
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE status = 'running' FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockRunningDevTask(ctx context.Context) (Task, error) {

@@ -11,7 +11,11 @@ RETURNING *;
 SELECT * FROM tasks WHERE id = @id;
 
 -- name: LockDevTask :one
-SELECT * FROM tasks WHERE id = @id FOR UPDATE;
+-- NO KEY UPDATE, as every lock of a task row: task_devices inserts (their foreign-key
+-- checks take KEY SHARE on the task) never wait for a task's lock holder. A refill of the
+-- running task cannot race its finish: its own freed execution, uncommitted, still holds a
+-- slot in any snapshot the finish reads.
+SELECT * FROM tasks WHERE id = @id FOR NO KEY UPDATE;
 
 -- name: ListDevTasks :many
 SELECT * FROM tasks WHERE id > @after_id ORDER BY id LIMIT @max_rows;
@@ -20,7 +24,7 @@ SELECT * FROM tasks WHERE id > @after_id ORDER BY id LIMIT @max_rows;
 SELECT * FROM tasks WHERE status = 'running';
 
 -- name: LockRunningDevTask :one
-SELECT * FROM tasks WHERE status = 'running' FOR UPDATE;
+SELECT * FROM tasks WHERE status = 'running' FOR NO KEY UPDATE;
 
 -- name: DispatcherLock :exec
 -- Serialises task activation across dispatchers and API calls (one xact lock).
