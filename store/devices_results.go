@@ -127,9 +127,23 @@ func (b *ResultBatcher) Report(ctx context.Context, r SuccessReport) (SuccessAns
 	}
 }
 
+// gatherWindow is how long a writer about to write a small batch waits for the results
+// arriving with it: at a burst's start the first result would otherwise go alone, and the
+// rest would wait for its statement.
+const gatherWindow = 2 * time.Millisecond
+
+// smallBatch is the size under which a batch waits gatherWindow for company.
+const smallBatch = 8
+
 // write writes batches until none waits.
 func (b *ResultBatcher) write() {
 	for {
+		b.mu.Lock()
+		small := len(b.queue) < smallBatch
+		b.mu.Unlock()
+		if small {
+			time.Sleep(gatherWindow)
+		}
 		batch := b.take()
 		if batch == nil {
 			return
