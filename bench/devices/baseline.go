@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
 )
 
@@ -20,6 +21,7 @@ type baselineResult struct {
 	elapsed        time.Duration
 	result, refill []time.Duration
 	statements     []statementCount
+	cpu            benchstack.CPUSnapshot
 }
 
 // runBaseline runs the same fleet (agentsim, the same PCs, capacity, latency and observer)
@@ -29,7 +31,7 @@ type baselineResult struct {
 // is one UPDATE. Nothing else: no workflow, no dispatcher, no timeout or retry bookkeeping,
 // so it is the floor of what a queue on the same PostgreSQL costs, not a like-for-like
 // product.
-func runBaseline(ctx context.Context, pool *pgxpool.Pool, stmts *statementCounter, pcs []string, tasks int) (baselineResult, error) {
+func runBaseline(ctx context.Context, stack *benchstack.Stack, pool *pgxpool.Pool, stmts *statementCounter, pcs []string, tasks int) (baselineResult, error) {
 	var res baselineResult
 	if _, err := pool.Exec(ctx, `
 		CREATE TABLE baseline_task_devices (
@@ -113,6 +115,10 @@ func runBaseline(ctx context.Context, pool *pgxpool.Pool, stmts *statementCounte
 	if err := stmts.reset(ctx); err != nil {
 		return res, err
 	}
+	cpuFrom, err := stack.CPU()
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	fleet := agentsim.Start(runCtx, agentsim.Options{
 		// The plain queue knows only the older shapes: claims that do not wait, results
@@ -139,7 +145,13 @@ func runBaseline(ctx context.Context, pool *pgxpool.Pool, stmts *statementCounte
 		}
 	}
 	res.elapsed = time.Since(start)
-	var err error
+	cpuTo, err := stack.CPU()
+	if err != nil {
+		cancel()
+		fleet.Wait()
+		return res, err
+	}
+	res.cpu = cpuTo.Sub(cpuFrom)
 	if res.statements, err = stmts.counts(ctx); err != nil {
 		cancel()
 		fleet.Wait()

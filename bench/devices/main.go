@@ -211,6 +211,10 @@ func run(ctx context.Context) (string, error) {
 	if err := stmts.reset(ctx); err != nil {
 		return "", err
 	}
+	cpuFrom, err := stack.CPU()
+	if err != nil {
+		return "", err
+	}
 	start := time.Now()
 	for i := 0; i < tasks; i++ {
 		if err := post(base+"/tasks", fmt.Sprintf(`{"payload":{"bench":%d}}`, i)); err != nil {
@@ -255,6 +259,11 @@ func run(ctx context.Context) (string, error) {
 	}
 	elapsed := time.Since(start)
 	pprof.StopCPUProfile() // a no-op without -cpuprofile
+	cpuTo, err := stack.CPU()
+	if err != nil {
+		return "", err
+	}
+	cpu := cpuTo.Sub(cpuFrom)
 	counted, err := stmts.counts(ctx)
 	if err != nil {
 		return "", err
@@ -284,7 +293,7 @@ func run(ctx context.Context) (string, error) {
 	var alt baselineResult
 	if *flagBaseline {
 		log.Printf("baseline: the same fleet against seed 003's plain SQL queue")
-		if alt, err = runBaseline(ctx, st.Pool, stmts, pcs, tasks); err != nil {
+		if alt, err = runBaseline(ctx, stack, st.Pool, stmts, pcs, tasks); err != nil {
 			return "", err
 		}
 	}
@@ -313,6 +322,7 @@ func run(ctx context.Context) (string, error) {
 		{"utilisation, sampled (running ÷ target, target capped by the active task's devices left), every " + flagSample.String(), fmt.Sprintf("%.3f over %d samples", utilSampled, samples)},
 		{"utilisation, sampled raw (running ÷ min(capacity, eligible), incl. task drain and switch)", fmt.Sprintf("%.3f", utilSampledRaw)},
 		{"samples with running > target (D2)", fmt.Sprintf("%d", overTarget)},
+		{"CPU per execution over the run: this process (agents, API, worker) / PostgreSQL / Temporal (ms)", fmt.Sprintf("%.2f / %.2f / %.2f", cpuPer(cpu.Worker, executions), cpuPer(cpu.Postgres, executions), cpuPer(cpu.Temporal, executions))},
 		{"statements per execution (pg_stat_statements over the measured window, every statement tickgate sent, BEGIN and COMMIT included)", fmt.Sprintf("%.3f (%d statements)", spe, totalCalls(counted))},
 		{"agent fleet", fleet.Stats.String()},
 	}
@@ -322,6 +332,7 @@ func run(ctx context.Context) (string, error) {
 			row{"alternative: executions per second", fmt.Sprintf("%.1f", baseEPS)},
 			row{"alternative: result p50 / p99 (agent side)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(pct(alt.result, 50)), ms(pct(alt.result, 99)), len(alt.result))},
 			row{"alternative: refill end to end p50 / p99 (agent side)", fmt.Sprintf("%.1f ms / %.1f ms (%d refills)", ms(pct(alt.refill, 50)), ms(pct(alt.refill, 99)), len(alt.refill))},
+			row{"alternative: CPU per execution: this process (agents, its HTTP server and tickgate's idle worker) / PostgreSQL / Temporal (ms)", fmt.Sprintf("%.2f / %.2f / %.2f", cpuPer(alt.cpu.Worker, alt.executions), cpuPer(alt.cpu.Postgres, alt.executions), cpuPer(alt.cpu.Temporal, alt.executions))},
 			row{"alternative: statements per execution", fmt.Sprintf("%.3f (%d statements)", perExecution(totalCalls(alt.statements), alt.executions), totalCalls(alt.statements))},
 		)
 	}
@@ -443,3 +454,5 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func cpuPer(c benchstack.CPU, executions int64) float64 { return c.Ms() / float64(max(executions, 1)) }
