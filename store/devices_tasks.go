@@ -149,8 +149,17 @@ func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced,
 	if err := settings.Validate(); err != nil {
 		return Advanced{}, fmt.Errorf("advance device tasks: %w", err)
 	}
+	// Most calls come while the running task still has executions out (each PC's last
+	// result asks): they need neither the transaction nor its locks.
+	busy, err := s.Q.RunningDevTaskBusy(ctx)
+	switch {
+	case err == nil && busy.Busy:
+		return Advanced{ActiveTaskID: busy.ID}, nil
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
+		return Advanced{}, fmt.Errorf("running task: %w", mapErr(err))
+	}
 	var res Advanced
-	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		res = Advanced{}
 		if err := q.DispatcherLock(ctx); err != nil {
 			return fmt.Errorf("dispatcher lock: %w", mapErr(err))

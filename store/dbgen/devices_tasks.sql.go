@@ -338,3 +338,22 @@ func (q *Queries) LockRunningDevTask(ctx context.Context) (Task, error) {
 	)
 	return i, err
 }
+
+const runningDevTaskBusy = `-- name: RunningDevTaskBusy :one
+SELECT t.id, EXISTS (SELECT 1 FROM task_devices td WHERE td.task_id = t.id AND td.holds_slot)::boolean AS busy
+FROM tasks t WHERE t.status = 'running'
+`
+
+type RunningDevTaskBusyRow struct {
+	ID   int64
+	Busy bool
+}
+
+// The running task, if any, and whether an execution of it still holds a slot (then it is
+// not done, and an Advance has nothing to do): one index probe, no lock.
+func (q *Queries) RunningDevTaskBusy(ctx context.Context) (RunningDevTaskBusyRow, error) {
+	row := q.db.QueryRow(ctx, runningDevTaskBusy)
+	var i RunningDevTaskBusyRow
+	err := row.Scan(&i.ID, &i.Busy)
+	return i, err
+}

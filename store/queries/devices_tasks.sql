@@ -26,6 +26,12 @@ SELECT * FROM tasks WHERE status = 'running';
 -- name: LockRunningDevTask :one
 SELECT * FROM tasks WHERE status = 'running' FOR NO KEY UPDATE;
 
+-- name: RunningDevTaskBusy :one
+-- The running task, if any, and whether an execution of it still holds a slot (then it is
+-- not done, and an Advance has nothing to do): one index probe, no lock.
+SELECT t.id, EXISTS (SELECT 1 FROM task_devices td WHERE td.task_id = t.id AND td.holds_slot)::boolean AS busy
+FROM tasks t WHERE t.status = 'running';
+
 -- name: DispatcherLock :exec
 -- Serialises task activation across dispatchers and API calls (one xact lock).
 SELECT pg_advisory_xact_lock(7400000003);
