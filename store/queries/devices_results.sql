@@ -27,24 +27,34 @@ WITH req AS (
            (@claim_next::boolean[])[i] AS claim_next
     FROM generate_subscripts(@ids::bigint[], 1) AS i
 ), target AS (
-    SELECT req.n, td.id, td.task_id, td.pc_id, p.name AS pc_name
-    FROM req JOIN task_devices td ON td.id = req.id JOIN pcs p ON p.id = td.pc_id
+    -- The lookups by key are LATERAL … OFFSET 0: one index probe per request, whatever the
+    -- tables' sizes were when the cached plan was made (a hash join planned on a small table
+    -- would scan the whole table on every batch as it grows).
+    SELECT req.n, x.id, x.task_id, x.pc_id, x.pc_name
+    FROM req CROSS JOIN LATERAL (
+        SELECT td.id, td.task_id, td.pc_id, p.name AS pc_name
+        FROM task_devices td JOIN pcs p ON p.id = td.pc_id
+        WHERE td.id = req.id
+        OFFSET 0) x
 ), seen AS (
-    SELECT req.n, k.request_hash = req.hash AS same_request, k.status, k.content_type, k.body, k.answer
-    FROM req JOIN idempotency_keys k
-      ON k.token_id = req.token_id AND k.key = req.key AND k.method = 'POST' AND k.path = req.path
+    SELECT req.n, k.same_request, k.status, k.content_type, k.body, k.answer
+    FROM req CROSS JOIN LATERAL (
+        SELECT k.request_hash = req.hash AS same_request, k.status, k.content_type, k.body, k.answer
+        FROM idempotency_keys k
+        WHERE k.token_id = req.token_id AND k.key = req.key AND k.method = 'POST' AND k.path = req.path
+        OFFSET 0) k
     WHERE req.key <> ''
 ), cur AS (
-    SELECT td.id, req.n
-    FROM req JOIN task_devices td ON td.id = req.id
-    JOIN target ON target.n = req.n
-    JOIN tasks t ON t.id = td.task_id
-    WHERE td.status IN ('SENT', 'ACKED')
-      AND (req.attempt = 0 OR td.attempt = req.attempt)
-      AND (req.agent_pc = '' OR target.pc_name = req.agent_pc)
+    SELECT c.id, req.n
+    FROM req JOIN target ON target.n = req.n
+    CROSS JOIN LATERAL (
+        SELECT td.id FROM task_devices td JOIN tasks t ON t.id = td.task_id
+        WHERE td.id = req.id AND td.status IN ('SENT', 'ACKED')
+          AND (req.attempt = 0 OR td.attempt = req.attempt)
+          AND t.status = 'running' AND t.target_count IS NULL AND t.abort_min_executed IS NULL
+        FOR UPDATE OF td SKIP LOCKED) c
+    WHERE (req.agent_pc = '' OR target.pc_name = req.agent_pc)
       AND NOT EXISTS (SELECT 1 FROM seen WHERE seen.n = req.n)
-      AND t.status = 'running' AND t.target_count IS NULL AND t.abort_min_executed IS NULL
-    FOR UPDATE OF td SKIP LOCKED
 ), done AS (
     UPDATE task_devices x SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = ''
     FROM cur WHERE x.id = cur.id
