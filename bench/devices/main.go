@@ -47,6 +47,7 @@ var (
 	flagSample     = flag.Duration("sample", 250*time.Millisecond, "utilisation sampling interval (its query costs PostgreSQL; the end of the run is polled every 50ms)")
 	flagTimeout    = flag.Duration("timeout", 15*time.Minute, "give up after this long")
 	flagBaseline   = flag.Bool("baseline", true, "also run the same fleet against seed 003's plain SQL queue, in the same run")
+	flagWarmup     = flag.Int("warmup-tasks", 0, "tasks run before the measured window (not measured): with 1, every slot's timer workflow is started before it, as in a deployment that has run before")
 	flagLegacy     = flag.Bool("legacy-agents", false, "tickgate's agents speak the protocol as older agents do (claims that do not wait, results that do not ask for the next execution), to measure what the two shortcuts bring")
 	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of this process (agents, API and worker) during tickgate's run to this file")
 )
@@ -198,6 +199,37 @@ func run(ctx context.Context) (string, error) {
 		PCTokens:    agentTokens,
 	})
 
+	// Warm-up tasks: run to the end before the window opens, then forgotten by the observer;
+	// the measured executions are those of the tasks created after them.
+	var firstMeasured int64
+	for i := 0; i < *flagWarmup; i++ {
+		if err := post(base+"/tasks", fmt.Sprintf(`{"payload":{"warmup":%d}}`, i)); err != nil {
+			return "", err
+		}
+	}
+	for *flagWarmup > 0 {
+		s, err := sample(ctx, observer, false)
+		if err != nil {
+			return "", err
+		}
+		if s.open == 0 {
+			if err := observer.QueryRow(ctx, `SELECT coalesce(max(id), 0) + 1 FROM tasks`).Scan(&firstMeasured); err != nil {
+				return "", err
+			}
+			obs.forget()
+			mu.Lock()
+			handled = nil
+			mu.Unlock()
+			log.Printf("warm-up: %d tasks done", *flagWarmup)
+			break
+		}
+		select {
+		case <-runCtx.Done():
+			return "", fmt.Errorf("warm-up timed out: %s", fleet.Stats.String())
+		case <-time.After(endPoll):
+		}
+	}
+
 	if *flagCPUProfile != "" {
 		f, err := os.Create(*flagCPUProfile)
 		if err != nil {
@@ -272,12 +304,12 @@ func run(ctx context.Context) (string, error) {
 	fleet.Wait()
 
 	var executions, succeeded, attempts int64
-	if err := observer.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'SUCCEEDED'), coalesce(sum(attempt), 0) FROM task_devices`).
+	if err := observer.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'SUCCEEDED'), coalesce(sum(attempt), 0) FROM task_devices WHERE task_id >= $1`, firstMeasured).
 		Scan(&executions, &succeeded, &attempts); err != nil {
 		return "", err
 	}
 	var finalTasks int64
-	if err := observer.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('success', 'failed')`).Scan(&finalTasks); err != nil {
+	if err := observer.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('success', 'failed') AND id >= $1`, firstMeasured).Scan(&finalTasks); err != nil {
 		return "", err
 	}
 	mu.Lock()
@@ -310,7 +342,7 @@ func run(ctx context.Context) (string, error) {
 		{"Temporal", stack.Temporal.Describe()},
 		{"farm", fmt.Sprintf("%d PCs × %d devices, capacity %d", *flagPCs, *flagDevices, *flagCapacity)},
 		{"agents", fmt.Sprintf("%d PC agents claiming up to %d each: %d device answerers in flight at once at full slots; %s", *flagPCs, *flagCapacity, *flagPCs**flagCapacity, agentProtocol())},
-		{"workload", fmt.Sprintf("%d tasks × %d devices; devices answer after %s, fail rate %.2f", tasks, perTask, *flagLatency, *flagFailRate)},
+		{"workload", fmt.Sprintf("%d tasks × %d devices (after %d warm-up tasks); devices answer after %s, fail rate %.2f", tasks, perTask, *flagWarmup, *flagLatency, *flagFailRate)},
 		{"device executions", fmt.Sprintf("%d (%d succeeded, %d attempts), %d tasks final", executions, succeeded, attempts, finalTasks)},
 		{"wall time", elapsed.Round(time.Millisecond).String()},
 		{"executions per second", fmt.Sprintf("%.1f", eps)},

@@ -33,6 +33,14 @@ type commandTimes struct {
 
 func newObserver() *observer { return &observer{commands: map[attemptKey]*commandTimes{}} }
 
+// forget drops what was observed so far (a warm-up).
+func (o *observer) forget() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.commands = map[attemptKey]*commandTimes{}
+	o.claims = nil
+}
+
 func (o *observer) get(c agentsim.Command) *commandTimes {
 	k := attemptKey{c.ID, c.Attempt}
 	t := o.commands[k]
