@@ -238,3 +238,27 @@ func TestResultBatcherUnderConcurrency(t *testing.T) {
 	require.EqualValues(t, 19, counts.Succeeded, "every device ran the task once")
 	require.Zero(t, counts.Active)
 }
+
+// A result's refill does not wait for whoever holds the running task's row (an Advance
+// judging it): task rows are locked FOR NO KEY UPDATE, which the inserts' foreign-key
+// checks do not wait for.
+func TestResultsDoNotWaitForTheTaskLock(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	devFarm(t, st, "tl", 1, 2)
+	activate(t, st, store.NewDevTask{})
+	cmds := claimed(t, st, "tl", 1)
+	tx, err := st.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = st.Q.WithTx(tx).LockRunningDevTask(ctx)
+	require.NoError(t, err)
+
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ans, err := st.RecordSuccesses(waitCtx, []store.SuccessReport{success(cmds[0], true)})
+	require.NoError(t, err, "the result waited for the task's lock")
+	require.Equal(t, store.SuccessRecorded, ans[0].Verdict)
+	require.NotNil(t, ans[0].Next, "refilled while the task row was held")
+}
