@@ -52,7 +52,7 @@ function waiting(s) {
     ", <strong>" + num(w.backfill || 0) + "</strong> backfill tick" + (w.backfill === 1 ? "" : "s") + " waiting to run." +
     (s.paused && (w.buffered || 0) > 0 ? " Buffered ticks start after resume." : "") + "</p>";
   if ((w.buffered_ticks || []).length) {
-    html += '<details><summary>Buffered ticks</summary><ul class="compact">' + w.buffered_ticks.map(t => "<li>" + when(t.scheduled_at) + " · " + esc(t.trigger) + "</li>").join("") + "</ul></details>";
+    html += '<details><summary>Buffered ticks</summary><ul class="compact">' + w.buffered_ticks.map(t => "<li>" + when(t.scheduled_at) + " · " + esc(t.trigger) + (t.reason ? ' · <span class="muted">' + esc(t.reason) + "</span>" : "") + "</li>").join("") + "</ul></details>";
   }
   if ((w.backfills || []).length) {
     html += '<table class="compact"><thead><tr><th scope="col">Backfill from</th><th scope="col">to</th><th scope="col">Remaining</th></tr></thead><tbody>' +
