@@ -16,7 +16,7 @@ import (
 // task_device) no longer exists: the workflow that called it ends.
 const ErrDeviceGone = "DeviceGone"
 
-// DeviceActivities are the device dispatch engine's SQL steps (DESIGN.md §3).
+// DeviceActivities are the device dispatch engine's SQL steps (docs/devices.md).
 type DeviceActivities struct {
 	Store *store.Store
 	// Settings are the attempt limit and device timeout a task takes when the dispatcher

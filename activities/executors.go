@@ -16,7 +16,7 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-func (a *RolloutActivities) execute(ctx context.Context, t ClaimedTask) (json.RawMessage, error) {
+func (a *RolloutActivities) execute(ctx context.Context, t ClaimedTaskRun) (json.RawMessage, error) {
 	if err := domain.ValidatePayload(t.Executor, t.Payload); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "BadPayload", nil)
 	}
@@ -57,7 +57,7 @@ func sleepWithHeartbeat(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (a *RolloutActivities) executeHTTP(ctx context.Context, t ClaimedTask) (json.RawMessage, error) {
+func (a *RolloutActivities) executeHTTP(ctx context.Context, t ClaimedTaskRun) (json.RawMessage, error) {
 	var p domain.HTTPPayload
 	_ = json.Unmarshal(t.Payload, &p)
 	body := p.Body
@@ -92,7 +92,7 @@ func (a *RolloutActivities) executeHTTP(ctx context.Context, t ClaimedTask) (jso
 	return nil, fmt.Errorf("POST %s answered %d", p.URL, resp.StatusCode)
 }
 
-func (a *RolloutActivities) executeSQL(ctx context.Context, t ClaimedTask) (json.RawMessage, error) {
+func (a *RolloutActivities) executeSQL(ctx context.Context, t ClaimedTaskRun) (json.RawMessage, error) {
 	var p domain.SQLPayload
 	_ = json.Unmarshal(t.Payload, &p)
 	dsn, ok := a.SQLTargets[t.Database]

@@ -78,8 +78,8 @@ func (a *RolloutActivities) KickRolloutPromoter(ctx context.Context) error {
 	return a.Waker.KickPromoter(ctx)
 }
 
-// ClaimedTask is a RUNNING task handed to its rollout's workflow.
-type ClaimedTask struct {
+// ClaimedTaskRun is a RUNNING task handed to its rollout's workflow.
+type ClaimedTaskRun struct {
 	ID        int64
 	RolloutID int64
 	Attempt   int32 // the claim number: finishing requires it to still match
@@ -103,7 +103,7 @@ type ClaimInput struct {
 
 // ClaimResult is what a claim got and the state of the rollout.
 type ClaimResult struct {
-	Tasks         []ClaimedTask
+	Tasks         []ClaimedTaskRun
 	RolloutStatus domain.RolloutStatus
 	// RunningIDs are the rollout's other RUNNING tasks, for the workflow to spot orphans.
 	RunningIDs []int64 `json:",omitempty"`
@@ -131,7 +131,7 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 			return ClaimResult{}, err
 		}
 		for _, t := range rows {
-			if t.RolloutID == in.RolloutID && t.Status == domain.TaskRunning {
+			if t.RolloutID == in.RolloutID && t.Status == domain.TaskRunRunning {
 				res.Tasks = append(res.Tasks, claimedFrom(t))
 				got[t.ID] = true
 			}
@@ -141,7 +141,7 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 	if in.ExternalOnly {
 		kind = store.ClaimExternal
 	}
-	rows, err := a.Store.ClaimTasksOf(ctx, in.RolloutID, max(in.Max, 1), kind)
+	rows, err := a.Store.ClaimTaskRunsOf(ctx, in.RolloutID, max(in.Max, 1), kind)
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -149,7 +149,7 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 		res.Tasks = append(res.Tasks, claimedFrom(t))
 		got[t.ID] = true
 	}
-	running, err := a.Store.RunningTaskIDs(ctx, in.RolloutID)
+	running, err := a.Store.RunningTaskRunIDs(ctx, in.RolloutID)
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -164,9 +164,21 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 	return res, nil
 }
 
-func claimedFrom(t store.TaskRun) ClaimedTask {
-	return ClaimedTask{ID: t.ID, RolloutID: t.RolloutID, Attempt: t.Attempt, Database: t.Database, Type: t.Type,
+func claimedFrom(t store.TaskRun) ClaimedTaskRun {
+	return ClaimedTaskRun{ID: t.ID, RolloutID: t.RolloutID, Attempt: t.Attempt, Database: t.Database, Type: t.Type,
 		Version: t.Version, Executor: t.Executor, Payload: t.Payload}
+}
+
+// claimedRows is claimedFrom of each row, or the error that came with them.
+func claimedRows(rows []store.TaskRun, err error) ([]ClaimedTaskRun, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClaimedTaskRun, len(rows))
+	for i, t := range rows {
+		out[i] = claimedFrom(t)
+	}
+	return out, nil
 }
 
 // FinishInput finishes a task with a status decided by the workflow (FAILED after the
@@ -174,7 +186,7 @@ func claimedFrom(t store.TaskRun) ClaimedTask {
 type FinishInput struct {
 	TaskID  int64
 	Attempt int32
-	Status  domain.TaskStatus
+	Status  domain.TaskRunStatus
 	Error   string
 	Output  json.RawMessage
 }
@@ -183,7 +195,7 @@ type FinishInput struct {
 // that RUNNING attempt.
 func (a *RolloutActivities) FinishRolloutTask(ctx context.Context, in FinishInput) (bool, error) {
 	switch in.Status {
-	case domain.TaskDone, domain.TaskFailed, domain.TaskCanceled:
+	case domain.TaskRunDone, domain.TaskRunFailed, domain.TaskRunCanceled:
 	default:
 		return false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cannot finish a task as %q", in.Status), "BadStatus", nil)
 	}
@@ -191,7 +203,7 @@ func (a *RolloutActivities) FinishRolloutTask(ctx context.Context, in FinishInpu
 	if string(bytes.TrimSpace(out)) == "null" {
 		out = nil
 	}
-	_, ok, err := a.Store.FinishTask(ctx, in.TaskID, in.Attempt, in.Status, in.Error, out)
+	_, ok, err := a.Store.FinishTaskRun(ctx, in.TaskID, in.Attempt, in.Status, in.Error, out)
 	return ok, err
 }
 

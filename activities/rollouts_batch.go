@@ -17,7 +17,7 @@ import (
 
 // BatchInput is a group of claimed tasks one activity runs side by side.
 type BatchInput struct {
-	Tasks []ClaimedTask
+	Tasks []ClaimedTaskRun
 	// MaxAttempts is how many times each task's executor runs before the task is FAILED
 	// (a non-retryable error fails it at once).
 	MaxAttempts int32
@@ -47,160 +47,218 @@ const KickDelay = 5 * time.Millisecond
 // promoter so the next tasks are promoted without waiting for the whole batch. It
 // heartbeats; a worker killed mid-batch misses its heartbeat, Temporal retries the
 // activity elsewhere, and the retry runs only the tasks still RUNNING under the same claim.
+// With Refill it is the rollout's runner instead (runRollout).
 func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) (BatchResult, error) {
 	if in.Refill {
 		return a.runRollout(ctx, in)
 	}
 	tasks := in.Tasks
-	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
+	if activityAttempt(ctx) > 1 {
 		var err error
 		if tasks, err = a.stillRunning(ctx, tasks); err != nil {
 			return BatchResult{}, err
 		}
 	}
-	maxAttempts := max(in.MaxAttempts, 1)
-	backoff := in.Backoff
-	if backoff <= 0 {
-		backoff = time.Second
-	}
-	check := in.StatusCheck
-	if check <= 0 {
-		check = 2 * time.Second
-	}
 	kicker := newKicker(a.Waker, KickDelay)
 	defer kicker.flush()
-
-	var (
-		mu       sync.Mutex
-		cancels  = make(map[int64]context.CancelFunc, len(tasks))
-		inflight = make(map[int64]ClaimedTask, len(tasks))
-		wg       sync.WaitGroup
-		results  = make(chan store.TaskResult, len(tasks))
-	)
-	ctxs := make(map[int64]context.Context, len(tasks))
-	for _, t := range tasks {
-		ctxs[t.ID], cancels[t.ID] = context.WithCancel(ctx)
-		inflight[t.ID] = t
-	}
-	for _, t := range tasks {
-		tctx, cancel := ctxs[t.ID], cancels[t.ID]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cancel()
-			status, out, msg := a.runWithRetries(tctx, t, maxAttempts, backoff)
-			mu.Lock()
-			delete(inflight, t.ID)
-			mu.Unlock()
-			if ctx.Err() != nil || status == domain.TaskCanceled {
-				// The activity was canceled (the workflow marks its tasks), or an operator
-				// canceled this task and its row already says so.
-				return
-			}
-			results <- store.TaskResult{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}
-		}()
-	}
-	go func() { wg.Wait(); close(results) }()
-
-	// The writer records the results of the tasks that end together in one statement and
-	// kicks the promoter after each write.
-	var res BatchResult
-	var finErr error
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		for first := range results {
-			group := []store.TaskResult{first}
-			timer := time.NewTimer(KickDelay)
-		gather:
-			for {
-				select {
-				case r, ok := <-results:
-					if !ok {
-						break gather
-					}
-					group = append(group, r)
-				case <-timer.C:
-					break gather
-				}
-			}
-			timer.Stop()
-			recorded, err := a.finishTasks(ctx, group, &res)
-			if err != nil {
-				finErr = errors.Join(finErr, err)
-			}
-			if recorded > 0 {
-				kicker.kick()
-			}
+	b := a.newBatchRun(ctx, in)
+	defer b.wait()
+	b.start(tasks)
+	b.recordUntilDone(func(recorded int) {
+		if recorded > 0 {
+			kicker.kick()
 		}
-	}()
-
-	done := written
-	heartbeat := time.NewTicker(min(check, time.Second))
-	defer heartbeat.Stop()
-	lastCheck := time.Now()
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		case <-heartbeat.C:
-			if activity.IsActivity(ctx) {
-				activity.RecordHeartbeat(ctx)
-			}
-			if time.Since(lastCheck) >= check {
-				lastCheck = time.Now()
-				a.stopCanceled(ctx, &mu, inflight, cancels)
-			}
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	if finErr != nil {
-		return res, fmt.Errorf("record task results: %w", finErr)
-	}
-	return res, nil
+	})
+	return b.outcome()
 }
 
-// stopCanceled cancels the executors of in-flight tasks whose row is no longer their RUNNING claim.
-func (a *RolloutActivities) stopCanceled(ctx context.Context, mu *sync.Mutex, inflight map[int64]ClaimedTask, cancels map[int64]context.CancelFunc) {
-	mu.Lock()
-	ids := make([]int64, 0, len(inflight))
-	for id := range inflight {
+// batchRun is one call of RunRolloutTasks: the claimed tasks it runs side by side, each
+// executor in a goroutine of its own, and what it recorded of their results.
+type batchRun struct {
+	a   *RolloutActivities
+	ctx context.Context
+	// maxAttempts, backoff: each task's executor tries (BatchInput.MaxAttempts, .Backoff);
+	// check: how often the tasks' rows are read to stop the ones an operator canceled.
+	maxAttempts    int32
+	backoff, check time.Duration
+
+	mu       sync.Mutex // guards cancels and inflight, shared with the status check
+	cancels  map[int64]context.CancelFunc
+	inflight map[int64]ClaimedTaskRun
+	// results gets one message per started task, canceled ones included; running counts
+	// the started tasks whose message has not been received.
+	results chan taskOutcome
+	running int
+	wg      sync.WaitGroup
+
+	res    BatchResult
+	finErr error // the writes of results that failed
+}
+
+// taskOutcome is how one task's executor ended.
+type taskOutcome struct {
+	store.TaskRunResult
+	skip bool // canceled: nothing to record
+}
+
+func (a *RolloutActivities) newBatchRun(ctx context.Context, in BatchInput) *batchRun {
+	b := &batchRun{
+		a: a, ctx: ctx, maxAttempts: max(in.MaxAttempts, 1), backoff: in.Backoff, check: in.StatusCheck,
+		cancels: map[int64]context.CancelFunc{}, inflight: map[int64]ClaimedTaskRun{},
+		results: make(chan taskOutcome, 256),
+	}
+	if b.backoff <= 0 {
+		b.backoff = time.Second
+	}
+	if b.check <= 0 {
+		b.check = 2 * time.Second
+	}
+	return b
+}
+
+// start runs each task's executor, with its retries, in a goroutine of its own.
+func (b *batchRun) start(tasks []ClaimedTaskRun) {
+	for _, t := range tasks {
+		tctx, cancel := context.WithCancel(b.ctx)
+		b.mu.Lock()
+		b.cancels[t.ID], b.inflight[t.ID] = cancel, t
+		b.mu.Unlock()
+		b.running++
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			defer cancel()
+			status, out, msg := b.a.runWithRetries(tctx, t, b.maxAttempts, b.backoff)
+			b.mu.Lock()
+			delete(b.inflight, t.ID)
+			delete(b.cancels, t.ID)
+			b.mu.Unlock()
+			// The activity was canceled (the workflow marks its tasks), or an operator
+			// canceled this task and its row already says so.
+			skip := b.ctx.Err() != nil || status == domain.TaskRunCanceled
+			b.results <- taskOutcome{skip: skip, TaskRunResult: store.TaskRunResult{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
+		}()
+	}
+}
+
+// wait returns once every executor goroutine has ended.
+func (b *batchRun) wait() { b.wg.Wait() }
+
+// recordUntilDone receives results until every started task has reported, writing the
+// results of the tasks that end together (within KickDelay) in one statement and calling
+// afterWrite with how many it recorded (afterWrite may start more tasks). Meanwhile it
+// heartbeats and stops the executors of tasks an operator canceled.
+func (b *batchRun) recordUntilDone(afterWrite func(recorded int)) {
+	heartbeat := time.NewTicker(min(b.check, time.Second))
+	defer heartbeat.Stop()
+	lastCheck := time.Now()
+	for b.running > 0 {
+		select {
+		case first := <-b.results:
+			b.running--
+			afterWrite(b.record(b.gather(first)))
+		case <-heartbeat.C:
+			if activity.IsActivity(b.ctx) {
+				activity.RecordHeartbeat(b.ctx)
+			}
+			if time.Since(lastCheck) >= b.check {
+				lastCheck = time.Now()
+				b.stopCanceled()
+			}
+		}
+	}
+}
+
+// gather collects, after first, the results that arrive within KickDelay.
+func (b *batchRun) gather(first taskOutcome) []taskOutcome {
+	group := []taskOutcome{first}
+	timer := time.NewTimer(KickDelay)
+	defer timer.Stop()
+	for b.running > 0 {
+		select {
+		case r := <-b.results:
+			b.running--
+			group = append(group, r)
+		case <-timer.C:
+			return group
+		}
+	}
+	return group
+}
+
+// record writes the group's results in one statement and returns how many it recorded.
+func (b *batchRun) record(group []taskOutcome) int {
+	var rs []store.TaskRunResult
+	for _, r := range group {
+		if !r.skip {
+			rs = append(rs, r.TaskRunResult)
+		}
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	n, err := b.a.finishTasks(b.ctx, rs, &b.res)
+	if err != nil {
+		b.finErr = errors.Join(b.finErr, err)
+	}
+	return n
+}
+
+// stopped reports whether the batch takes no new work: the activity was canceled or a
+// write of results failed.
+func (b *batchRun) stopped() bool { return b.ctx.Err() != nil || b.finErr != nil }
+
+// outcome is the activity's answer once every task has reported.
+func (b *batchRun) outcome() (BatchResult, error) {
+	if err := b.ctx.Err(); err != nil {
+		return b.res, err
+	}
+	if b.finErr != nil {
+		return b.res, fmt.Errorf("record task results: %w", b.finErr)
+	}
+	return b.res, nil
+}
+
+// stopCanceled cancels the executors of in-flight tasks whose row is no longer their
+// RUNNING claim (an operator canceled the task, or the rollout).
+func (b *batchRun) stopCanceled() {
+	b.mu.Lock()
+	ids := make([]int64, 0, len(b.inflight))
+	for id := range b.inflight {
 		ids = append(ids, id)
 	}
-	mu.Unlock()
+	b.mu.Unlock()
 	if len(ids) == 0 {
 		return
 	}
-	states, err := a.Store.TaskStates(ctx, ids)
+	states, err := b.a.Store.TaskRunStates(b.ctx, ids)
 	if err != nil {
 		return // checked again at the next tick
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, id := range ids {
-		t, ok := inflight[id]
+		t, ok := b.inflight[id]
 		st, found := states[id]
-		if ok && (!found || st.Status != domain.TaskRunning || st.Attempt != t.Attempt) {
-			cancels[id]()
+		if ok && (!found || st.Status != domain.TaskRunRunning || st.Attempt != t.Attempt) {
+			b.cancels[id]()
 		}
 	}
 }
 
 // stillRunning keeps the tasks whose row is still RUNNING under the claim they were given.
-func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTask) ([]ClaimedTask, error) {
+func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTaskRun) ([]ClaimedTaskRun, error) {
 	ids := make([]int64, len(tasks))
 	for i, t := range tasks {
 		ids[i] = t.ID
 	}
-	states, err := a.Store.TaskStates(ctx, ids)
+	states, err := a.Store.TaskRunStates(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	var out []ClaimedTask
+	var out []ClaimedTaskRun
 	for _, t := range tasks {
-		if st, ok := states[t.ID]; ok && st.Status == domain.TaskRunning && st.Attempt == t.Attempt {
+		if st, ok := states[t.ID]; ok && st.Status == domain.TaskRunRunning && st.Attempt == t.Attempt {
 			out = append(out, t)
 		}
 	}
@@ -209,15 +267,15 @@ func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTas
 
 // runWithRetries runs t's executor up to maxAttempts times and says how the task ends:
 // DONE with its output, FAILED with the last error, or CANCELED when ctx was canceled.
-func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTask, maxAttempts int32, backoff time.Duration) (domain.TaskStatus, []byte, string) {
+func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTaskRun, maxAttempts int32, backoff time.Duration) (domain.TaskRunStatus, []byte, string) {
 	var lastErr error
 	for attempt := int32(1); attempt <= maxAttempts; attempt++ {
 		out, err := a.execute(ctx, t)
 		if err == nil {
-			return domain.TaskDone, out, ""
+			return domain.TaskRunDone, out, ""
 		}
 		if ctx.Err() != nil {
-			return domain.TaskCanceled, nil, "canceled"
+			return domain.TaskRunCanceled, nil, "canceled"
 		}
 		lastErr = err
 		var appErr *temporal.ApplicationError
@@ -229,12 +287,12 @@ func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTask, m
 		}
 		select {
 		case <-ctx.Done():
-			return domain.TaskCanceled, nil, "canceled"
+			return domain.TaskRunCanceled, nil, "canceled"
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
-	return domain.TaskFailed, nil, lastErr.Error()
+	return domain.TaskRunFailed, nil, lastErr.Error()
 }
 
 // kicker coalesces the kicks of the promoter that a burst of finishes asks for.
@@ -275,8 +333,8 @@ func (k *kicker) flush() { k.wg.Wait() }
 
 // FailInput ends the tasks of a batch that are still RUNNING under their claim.
 type FailInput struct {
-	Tasks  []ClaimedTask
-	Status domain.TaskStatus // FAILED or CANCELED
+	Tasks  []ClaimedTaskRun
+	Status domain.TaskRunStatus // FAILED or CANCELED
 	Error  string
 	// RunnerOf, when set, also ends every RUNNING non-external task of that rollout: the
 	// tasks its runner claimed, which the workflow does not know one by one.
@@ -287,22 +345,20 @@ type FailInput struct {
 // CANCELED (a batch that exhausted its retries, or a canceled rollout) and returns how
 // many it changed.
 func (a *RolloutActivities) EndRolloutTasks(ctx context.Context, in FailInput) (int, error) {
-	if in.Status != domain.TaskFailed && in.Status != domain.TaskCanceled {
+	if in.Status != domain.TaskRunFailed && in.Status != domain.TaskRunCanceled {
 		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cannot end tasks as %q", in.Status), "BadStatus", nil)
 	}
 	n := 0
 	tasks := slices.Clone(in.Tasks)
 	if in.RunnerOf != 0 {
-		rows, err := a.Store.RunningRunnableTasks(ctx, in.RunnerOf)
+		held, err := claimedRows(a.Store.RunningRunnableTaskRuns(ctx, in.RunnerOf))
 		if err != nil {
 			return 0, err
 		}
-		for _, t := range rows {
-			tasks = append(tasks, claimedFrom(t))
-		}
+		tasks = append(tasks, held...)
 	}
 	for _, t := range tasks {
-		_, ok, err := a.Store.FinishTask(ctx, t.ID, t.Attempt, in.Status, in.Error, nil)
+		_, ok, err := a.Store.FinishTaskRun(ctx, t.ID, t.Attempt, in.Status, in.Error, nil)
 		if err != nil {
 			return n, err
 		}

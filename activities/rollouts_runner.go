@@ -2,9 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -31,170 +28,88 @@ var RunnerCausesEvery = time.Second
 // Ownership: while a runner is in flight, the workflow claims only external tasks and
 // adopts nothing, so every RUNNING non-external task of the rollout is the runner's. A
 // retry (its worker died) therefore adopts them all, under their claim: a result is still
-// recorded once, by the attempt check of FinishTasks.
+// recorded once, by the attempt check of FinishTaskRuns.
 func (a *RolloutActivities) runRollout(ctx context.Context, in BatchInput) (BatchResult, error) {
 	tasks := in.Tasks
 	if activityAttempt(ctx) > 1 {
-		rows, err := a.Store.RunningRunnableTasks(ctx, in.RolloutID)
-		if err != nil {
+		var err error
+		if tasks, err = a.runnerTasks(ctx, in.RolloutID); err != nil {
 			return BatchResult{}, err
 		}
-		tasks = tasks[:0:0]
-		for _, t := range rows {
-			tasks = append(tasks, claimedFrom(t))
-		}
 	}
-	maxAttempts := max(in.MaxAttempts, 1)
-	backoff := in.Backoff
-	if backoff <= 0 {
-		backoff = time.Second
+	r := &runner{batchRun: a.newBatchRun(ctx, in), rolloutID: in.RolloutID, claimMax: in.ClaimMax,
+		lastFull: time.Now()} // the round that promoted its first tasks wrote the causes
+	if r.claimMax <= 0 {
+		r.claimMax = RunnerClaimMax
 	}
-	check := in.StatusCheck
-	if check <= 0 {
-		check = 2 * time.Second
-	}
-	claimMax := in.ClaimMax
-	if claimMax <= 0 {
-		claimMax = RunnerClaimMax
-	}
-
-	var (
-		mu       sync.Mutex
-		cancels  = map[int64]context.CancelFunc{}
-		inflight = map[int64]ClaimedTask{}
-		// results gets one message per started task, canceled ones included, so the loop
-		// knows when every goroutine is done.
-		results = make(chan runnerResult, 256)
-		n       int // goroutines started and not yet reported
-		wg      sync.WaitGroup
-	)
-	defer wg.Wait()
-	start := func(ts []ClaimedTask) {
-		for _, t := range ts {
-			tctx, cancel := context.WithCancel(ctx)
-			mu.Lock()
-			cancels[t.ID], inflight[t.ID] = cancel, t
-			mu.Unlock()
-			n++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer cancel()
-				status, out, msg := a.runWithRetries(tctx, t, maxAttempts, backoff)
-				mu.Lock()
-				delete(inflight, t.ID)
-				delete(cancels, t.ID)
-				mu.Unlock()
-				skip := ctx.Err() != nil || status == domain.TaskCanceled
-				results <- runnerResult{skip: skip, TaskResult: store.TaskResult{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
-			}()
-		}
-	}
-	start(tasks)
-
-	var res BatchResult
-	var finErr error
-	refills := 0
-	lastFull := time.Now() // the round that promoted its first tasks wrote the causes
-	heartbeat := time.NewTicker(min(check, time.Second))
-	defer heartbeat.Stop()
-	lastCheck := time.Now()
-	for {
-		if n == 0 {
-			if ctx.Err() != nil || finErr != nil {
-				break
-			}
-			got, err := a.refill(ctx, in.RolloutID, claimMax, &lastFull)
-			refills++
-			if err != nil {
-				return res, err
-			}
-			if len(got) == 0 {
-				break
-			}
-			start(got)
-			continue
-		}
-		select {
-		case first := <-results:
-			n--
-			group := []runnerResult{first}
-			timer := time.NewTimer(KickDelay)
-		gather:
-			for n > 0 {
-				select {
-				case r := <-results:
-					n--
-					group = append(group, r)
-				case <-timer.C:
-					break gather
-				}
-			}
-			timer.Stop()
-			a.recordResults(ctx, group, &res, &finErr)
-			if ctx.Err() != nil || finErr != nil {
-				continue // drain: no new work
-			}
-			got, err := a.refill(ctx, in.RolloutID, claimMax, &lastFull)
-			refills++
-			if err != nil {
-				// The tasks stay AVAILABLE; the next refill (or the workflow) claims them.
-				activity.GetLogger(ctx).Warn("runner refill", "rollout", in.RolloutID, "error", err)
-				continue
-			}
-			start(got)
-		case <-heartbeat.C:
-			if activity.IsActivity(ctx) {
-				activity.RecordHeartbeat(ctx)
-			}
-			if time.Since(lastCheck) >= check {
-				lastCheck = time.Now()
-				a.stopCanceled(ctx, &mu, inflight, cancels)
-			}
-		}
-	}
-	if refills > 0 && a.Waker != nil {
+	defer r.wait()
+	r.start(tasks)
+	err := r.run()
+	if r.refills > 0 && a.Waker != nil {
 		// The promoter keeps its run_at timer and the other rollouts moving once this
 		// runner stops promoting.
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		_ = a.Waker.KickPromoter(kctx)
 		cancel()
 	}
-	if err := ctx.Err(); err != nil {
-		return res, err
+	if err != nil {
+		return r.res, err
 	}
-	if finErr != nil {
-		return res, fmt.Errorf("record task results: %w", finErr)
-	}
-	return res, nil
+	return r.outcome()
 }
 
-type runnerResult struct {
-	store.TaskResult
-	skip bool // canceled: nothing to record
+// runner is a batch that refills itself: after each write of results it promotes and
+// claims the rollout's next tasks (refill).
+type runner struct {
+	*batchRun
+	rolloutID int64
+	claimMax  int
+	refills   int
+	lastFull  time.Time // the last round that wrote the waiting causes
 }
 
-// recordResults writes the group's results in one statement and tallies what was recorded.
-func (a *RolloutActivities) recordResults(ctx context.Context, group []runnerResult, res *BatchResult, finErr *error) {
-	var rs []store.TaskResult
-	for _, r := range group {
-		if !r.skip {
-			rs = append(rs, r.TaskResult)
+// run records results and refills after each write until nothing it runs is left and a
+// refill claims nothing (or the batch stopped). A failed refill after a write leaves the
+// tasks AVAILABLE for the next refill (or the workflow); one with nothing running ends the
+// runner with its error.
+func (r *runner) run() error {
+	for {
+		r.recordUntilDone(func(int) {
+			if r.stopped() {
+				return // drain: no new work
+			}
+			got, err := r.refill()
+			if err != nil {
+				activity.GetLogger(r.ctx).Warn("runner refill", "rollout", r.rolloutID, "error", err)
+				return
+			}
+			r.start(got)
+		})
+		if r.stopped() {
+			return nil
 		}
+		got, err := r.refill()
+		if err != nil {
+			return err
+		}
+		if len(got) == 0 {
+			return nil
+		}
+		r.start(got)
 	}
-	if len(rs) == 0 {
-		return
-	}
-	if _, err := a.finishTasks(ctx, rs, res); err != nil {
-		*finErr = errors.Join(*finErr, err)
-	}
+}
+
+// runnerTasks are the tasks a retried runner adopts: every RUNNING task of the rollout that
+// an executor runs, all of them its own (see runRollout).
+func (a *RolloutActivities) runnerTasks(ctx context.Context, rolloutID int64) ([]ClaimedTaskRun, error) {
+	return claimedRows(a.Store.RunningRunnableTaskRuns(ctx, rolloutID))
 }
 
 // finishTasks writes results in one statement and tallies what was recorded: a result whose
 // task is no longer that RUNNING claim (canceled meanwhile) records nothing. It returns how
 // many were recorded.
-func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskResult, res *BatchResult) (int, error) {
-	finished, err := a.Store.FinishTasks(context.WithoutCancel(ctx), rs)
+func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskRunResult, res *BatchResult) (int, error) {
+	finished, err := a.Store.FinishTaskRuns(context.WithoutCancel(ctx), rs)
 	if err != nil {
 		return 0, err
 	}
@@ -205,7 +120,7 @@ func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskResu
 	for _, r := range rs {
 		switch {
 		case !done[r.ID]:
-		case r.Status == domain.TaskDone:
+		case r.Status == domain.TaskRunDone:
 			res.Done = append(res.Done, r.ID)
 		default:
 			res.Failed = append(res.Failed, r.ID)
@@ -215,15 +130,17 @@ func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskResu
 }
 
 // refill runs a promotion round, wakes the other rollouts it promoted into (and this one's
-// workflow if it promoted external tasks, which the workflow claims), and claims up to max
-// of this rollout's AVAILABLE tasks that an executor runs.
+// workflow if it promoted external tasks, which the workflow claims), and claims up to
+// claimMax of this rollout's AVAILABLE tasks that an executor runs.
 // Its round is a full one (waiting causes written) at most every RunnerCausesEvery, a
 // cheaper heads-only one otherwise (PromoteHeadsRound: same gates, no causes).
-func (a *RolloutActivities) refill(ctx context.Context, rolloutID int64, max int, lastFull *time.Time) ([]ClaimedTask, error) {
+func (r *runner) refill() ([]ClaimedTaskRun, error) {
+	a, ctx, rolloutID := r.a, r.ctx, r.rolloutID
+	r.refills++
 	start := time.Now()
 	round := a.Store.PromoteHeadsRound
-	if start.Sub(*lastFull) >= RunnerCausesEvery {
-		round, *lastFull = a.Store.PromoteRound, start
+	if start.Sub(r.lastFull) >= RunnerCausesEvery {
+		round, r.lastFull = a.Store.PromoteRound, start
 	}
 	p, err := round(ctx)
 	if err != nil {
@@ -247,15 +164,7 @@ func (a *RolloutActivities) refill(ctx context.Context, rolloutID int64, max int
 			activity.GetLogger(ctx).Warn("wake rollouts", "rollouts", wake, "error", err)
 		}
 	}
-	rows, err := a.Store.ClaimTasksOf(ctx, rolloutID, max, store.ClaimRunnable)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ClaimedTask, len(rows))
-	for i, t := range rows {
-		out[i] = claimedFrom(t)
-	}
-	return out, nil
+	return claimedRows(a.Store.ClaimTaskRunsOf(ctx, rolloutID, r.claimMax, store.ClaimRunnable))
 }
 
 // activityAttempt is the activity's attempt number (1 outside an activity); a variable so

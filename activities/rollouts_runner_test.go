@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/store"
@@ -49,7 +50,7 @@ func (w *recordingWaker) wasWoken(id int64) bool {
 func TestRunnerRunsTheRolloutAndRecordsEachResultOnce(t *testing.T) {
 	ctx := context.Background()
 	st := testenv.Store(t)
-	var tasks []store.NewTask
+	var tasks []store.NewTaskRun
 	for db := 0; db < 4; db++ {
 		for v := 1; v <= 5; v++ {
 			typ := domain.TaskDML
@@ -57,26 +58,26 @@ func TestRunnerRunsTheRolloutAndRecordsEachResultOnce(t *testing.T) {
 				typ = domain.TaskDDL
 			}
 			vs := fmt.Sprint(v)
-			tasks = append(tasks, store.NewTask{Database: fmt.Sprintf("db%d", db), Type: typ, Version: vs, VersionKey: version.MustKey(vs),
+			tasks = append(tasks, store.NewTaskRun{Database: fmt.Sprintf("db%d", db), Type: typ, Version: vs, VersionKey: version.MustKey(vs),
 				Executor: domain.ExecutorNoop, Payload: []byte(`{"sleep":"5ms"}`)})
 		}
 	}
-	ext := store.NewTask{Database: "db0", Type: domain.TaskDML, Version: "6", VersionKey: version.MustKey("6"), Executor: domain.ExecutorExternal}
+	ext := store.NewTaskRun{Database: "db0", Type: domain.TaskDML, Version: "6", VersionKey: version.MustKey("6"), Executor: domain.ExecutorExternal}
 	r, err := st.CreateRollout(ctx, "runner", 3, append(tasks, ext))
 	require.NoError(t, err)
 	// Another rollout waits on db1 behind this one's versions (R2).
-	other, err := st.CreateRollout(ctx, "other", 5, []store.NewTask{{Database: "db1", Type: domain.TaskDDL, Version: "9",
+	other, err := st.CreateRollout(ctx, "other", 5, []store.NewTaskRun{{Database: "db1", Type: domain.TaskDDL, Version: "9",
 		VersionKey: version.MustKey("9"), Executor: domain.ExecutorNoop}})
 	require.NoError(t, err)
 
 	_, err = st.PromoteRound(ctx)
 	require.NoError(t, err)
-	first, err := st.ClaimTasksOf(ctx, r.ID, 100, store.ClaimRunnable)
+	first, err := st.ClaimTaskRunsOf(ctx, r.ID, 100, store.ClaimRunnable)
 	require.NoError(t, err)
 	require.NotEmpty(t, first)
-	var claimed []activities.ClaimedTask
+	var claimed []activities.ClaimedTaskRun
 	for _, tr := range first {
-		claimed = append(claimed, activities.ClaimedTask{ID: tr.ID, RolloutID: tr.RolloutID, Attempt: tr.Attempt, Database: tr.Database,
+		claimed = append(claimed, activities.ClaimedTaskRun{ID: tr.ID, RolloutID: tr.RolloutID, Attempt: tr.Attempt, Database: tr.Database,
 			Type: tr.Type, Version: tr.Version, Executor: tr.Executor, Payload: tr.Payload})
 	}
 
@@ -92,7 +93,7 @@ func TestRunnerRunsTheRolloutAndRecordsEachResultOnce(t *testing.T) {
 				return
 			case <-time.After(2 * time.Millisecond):
 			}
-			b, err := st.CheckRolloutInvariants(ctx)
+			b, err := invariants.RolloutBreaches(ctx, st.Pool)
 			if err == nil {
 				breaches = append(breaches, b...)
 			}
@@ -116,10 +117,10 @@ func TestRunnerRunsTheRolloutAndRecordsEachResultOnce(t *testing.T) {
 	require.NoError(t, err)
 	for _, tr := range runs {
 		if tr.Executor == domain.ExecutorExternal {
-			require.Equal(t, domain.TaskAvailable, tr.Status, "the external task is the workflow's to claim")
+			require.Equal(t, domain.TaskRunAvailable, tr.Status, "the external task is the workflow's to claim")
 			continue
 		}
-		require.Equal(t, domain.TaskDone, tr.Status)
+		require.Equal(t, domain.TaskRunDone, tr.Status)
 		require.EqualValues(t, 1, tr.Attempt, "claimed once")
 	}
 	require.True(t, w.wasWoken(r.ID), "its workflow is woken for the external task")
@@ -162,7 +163,7 @@ func TestRunnerRetryAdoptsItsRunningTasks(t *testing.T) {
 	for _, tk := range tasks {
 		tr, err := st.GetTaskRun(ctx, tk.ID)
 		require.NoError(t, err)
-		require.Equal(t, domain.TaskRunning, tr.Status, "the dead worker recorded nothing")
+		require.Equal(t, domain.TaskRunRunning, tr.Status, "the dead worker recorded nothing")
 	}
 
 	defer activities.PlayRetry(2)()
@@ -174,9 +175,9 @@ func TestRunnerRetryAdoptsItsRunningTasks(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 1, tr.Attempt, "still the one claim")
 		if i < 2 {
-			require.Equal(t, domain.TaskDone, tr.Status)
+			require.Equal(t, domain.TaskRunDone, tr.Status)
 		} else {
-			require.Equal(t, domain.TaskRunning, tr.Status, "the external task is not the runner's")
+			require.Equal(t, domain.TaskRunRunning, tr.Status, "the external task is not the runner's")
 		}
 	}
 	require.EqualValues(t, 3, calls.Load(), "the dead attempt's call and one per adopted task")
@@ -189,16 +190,16 @@ func TestEndRolloutTasksOfRunner(t *testing.T) {
 	st := testenv.Store(t)
 	tasks := claimAll(t, st, [2]string{"noop", `{}`}, [2]string{"http", `{"url":"http://x"}`}, [2]string{"external", `{}`})
 	a := &activities.RolloutActivities{Store: st}
-	n, err := a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks[:1], Status: domain.TaskCanceled, Error: "rollout canceled", RunnerOf: tasks[0].RolloutID})
+	n, err := a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks[:1], Status: domain.TaskRunCanceled, Error: "rollout canceled", RunnerOf: tasks[0].RolloutID})
 	require.NoError(t, err)
 	require.Equal(t, 2, n, "the listed task and the runner's other task, each once")
 	for i, tk := range tasks {
 		tr, err := st.GetTaskRun(context.Background(), tk.ID)
 		require.NoError(t, err)
 		if i < 2 {
-			require.Equal(t, domain.TaskCanceled, tr.Status)
+			require.Equal(t, domain.TaskRunCanceled, tr.Status)
 		} else {
-			require.Equal(t, domain.TaskRunning, tr.Status)
+			require.Equal(t, domain.TaskRunRunning, tr.Status)
 		}
 	}
 }

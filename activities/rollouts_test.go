@@ -28,12 +28,12 @@ func (w *countingWaker) KickPromoter(context.Context) error          { w.kicks.A
 
 // claimAll creates a rollout of the given (executor, payload) tasks, each on its own
 // database, promotes and claims them.
-func claimAll(t *testing.T, st *store.Store, specs ...[2]string) []activities.ClaimedTask {
+func claimAll(t *testing.T, st *store.Store, specs ...[2]string) []activities.ClaimedTaskRun {
 	t.Helper()
 	ctx := context.Background()
-	var tasks []store.NewTask
+	var tasks []store.NewTaskRun
 	for i, sp := range specs {
-		tasks = append(tasks, store.NewTask{Database: "db" + string(rune('a'+i)), Type: "DML", Version: "1", VersionKey: version.MustKey("1"),
+		tasks = append(tasks, store.NewTaskRun{Database: "db" + string(rune('a'+i)), Type: "DML", Version: "1", VersionKey: version.MustKey("1"),
 			Executor: domain.Executor(sp[0]), Payload: json.RawMessage(sp[1])})
 	}
 	r, err := st.CreateRollout(ctx, "r", 100, tasks)
@@ -82,12 +82,12 @@ func TestRunRolloutTasksRetriesAndResults(t *testing.T) {
 		require.NoError(t, err)
 		return tr
 	}
-	require.Equal(t, domain.TaskDone, got(0).Status)
-	require.Equal(t, domain.TaskDone, got(1).Status)
+	require.Equal(t, domain.TaskRunDone, got(0).Status)
+	require.Equal(t, domain.TaskRunDone, got(1).Status)
 	require.JSONEq(t, `{"http_status":200}`, string(got(1).Output))
-	require.Equal(t, domain.TaskFailed, got(2).Status)
+	require.Equal(t, domain.TaskRunFailed, got(2).Status)
 	require.Contains(t, got(2).Error, "403")
-	require.Equal(t, domain.TaskFailed, got(3).Status)
+	require.Equal(t, domain.TaskRunFailed, got(3).Status)
 	require.Contains(t, got(3).Error, "no SQL target")
 
 	// Running the same batch again (a retry after a lost worker) changes nothing: the
@@ -104,7 +104,7 @@ func TestRunRolloutTasksStopsCanceledTask(t *testing.T) {
 	tasks := claimAll(t, st, [2]string{"noop", `{"sleep":"1h"}`}, [2]string{"noop", `{}`})
 	a := &activities.RolloutActivities{Store: st}
 	go func() {
-		_, _ = st.CancelRunningTask(context.Background(), tasks[0].ID)
+		_, _ = st.CancelRunningTaskRun(context.Background(), tasks[0].ID)
 	}()
 	res, err := a.RunRolloutTasks(context.Background(), activities.BatchInput{Tasks: tasks, MaxAttempts: 1, StatusCheck: 20 * time.Millisecond})
 	require.NoError(t, err)
@@ -112,7 +112,7 @@ func TestRunRolloutTasksStopsCanceledTask(t *testing.T) {
 	require.Empty(t, res.Failed)
 	tr, err := st.GetTaskRun(context.Background(), tasks[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.TaskCanceled, tr.Status)
+	require.Equal(t, domain.TaskRunCanceled, tr.Status)
 }
 
 // EndRolloutTasks ends only the tasks still RUNNING under their claim.
@@ -121,16 +121,16 @@ func TestEndRolloutTasks(t *testing.T) {
 	st := testenv.Store(t)
 	tasks := claimAll(t, st, [2]string{"noop", `{}`}, [2]string{"external", `{}`})
 	a := &activities.RolloutActivities{Store: st}
-	_, err := a.FinishRolloutTask(context.Background(), activities.FinishInput{TaskID: tasks[1].ID, Attempt: tasks[1].Attempt, Status: domain.TaskDone, Output: json.RawMessage("null")})
+	_, err := a.FinishRolloutTask(context.Background(), activities.FinishInput{TaskID: tasks[1].ID, Attempt: tasks[1].Attempt, Status: domain.TaskRunDone, Output: json.RawMessage("null")})
 	require.NoError(t, err)
-	n, err := a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: domain.TaskCanceled, Error: "rollout canceled"})
+	n, err := a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: domain.TaskRunCanceled, Error: "rollout canceled"})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	tr, err := st.GetTaskRun(context.Background(), tasks[1].ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.TaskDone, tr.Status)
+	require.Equal(t, domain.TaskRunDone, tr.Status)
 	require.Nil(t, tr.Output)
-	_, err = a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: domain.TaskDone})
+	_, err = a.EndRolloutTasks(context.Background(), activities.FailInput{Tasks: tasks, Status: domain.TaskRunDone})
 	require.Error(t, err)
 }
 
@@ -163,14 +163,14 @@ func TestRunRolloutTasksRecoversAfterKilledWorker(t *testing.T) {
 	require.Error(t, err)
 	tr, err := st.GetTaskRun(context.Background(), tasks[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.TaskRunning, tr.Status, "the dead worker recorded nothing")
+	require.Equal(t, domain.TaskRunRunning, tr.Status, "the dead worker recorded nothing")
 
 	res, err := a.RunRolloutTasks(context.Background(), activities.BatchInput{Tasks: tasks, MaxAttempts: 3})
 	require.NoError(t, err)
 	require.Equal(t, []int64{tasks[0].ID}, res.Done)
 	tr, err = st.GetTaskRun(context.Background(), tasks[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.TaskDone, tr.Status)
+	require.Equal(t, domain.TaskRunDone, tr.Status)
 	require.EqualValues(t, 1, tr.Attempt, "still the one claim")
 	require.EqualValues(t, 2, calls.Load())
 }
@@ -181,7 +181,7 @@ func TestPromoteRolloutsWakesAndObservesTheRound(t *testing.T) {
 	// Not parallel: the histogram is process-wide, and a parallel round would blur the count.
 	st := testenv.Store(t)
 	ctx := context.Background()
-	r, err := st.CreateRollout(ctx, "promote", 10, []store.NewTask{
+	r, err := st.CreateRollout(ctx, "promote", 10, []store.NewTaskRun{
 		{Database: "a", Type: "DML", Version: "1", VersionKey: version.MustKey("1"), Executor: "noop", Payload: json.RawMessage(`{}`)},
 		{Database: "a", Type: "DML", Version: "2", VersionKey: version.MustKey("2"), Executor: "noop", Payload: json.RawMessage(`{}`)},
 	})

@@ -111,6 +111,9 @@ type RunRecord struct {
 	// CommittedAt is the worker's clock once the transaction committed; the schedule loop
 	// measures from it how long it has worked without ending its workflow task.
 	CommittedAt time.Time
+	// StartAt is when an armed workflow fire's target starts (its visible time), for a run
+	// found recorded before (nil: not armed, or released).
+	StartAt *time.Time `json:",omitempty"`
 }
 
 // RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
@@ -127,10 +130,14 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	if created && r.VisibleAt == nil { // an armed fire is counted when it is released (ObserveReleased)
 		observeTick(r.Status, r.Trigger, r.ScheduledAt, r.FiredAt)
 	}
-	return RunRecord{
+	rec := RunRecord{
 		ID: run.ID, Status: run.Status, ScheduledAt: run.ScheduledAt.UTC(), WorkflowID: run.WorkflowID, Created: created,
 		NextRunAt: r.NextRunAt, CommittedAt: time.Now().UTC(),
-	}, nil
+	}
+	if run.Armed && run.WorkflowID != "" {
+		rec.StartAt = run.VisibleAt
+	}
+	return rec, nil
 }
 
 // MissedTicks records ticks that fell outside the catch-up window, one MISSED row each.
@@ -171,10 +178,12 @@ type PausedState struct {
 	NextRunAt  *time.Time
 }
 
-// Retracted are the ticks of armed fires a command retracted (deleted before their
-// release) in the transaction of its mirror write.
+// Retracted are the ticks of armed fires a command retracted (taken back before their
+// release) in the transaction of its mirror write, and the workflow ids of those that were
+// workflow fires.
 type Retracted struct {
-	Ticks []time.Time `json:",omitempty"`
+	Ticks       []time.Time `json:",omitempty"`
+	WorkflowIDs []string    `json:",omitempty"`
 }
 
 // Has reports whether tick is among the retracted ones.
@@ -190,14 +199,14 @@ func (r Retracted) Has(tick time.Time) bool {
 // MirrorPaused writes the workflow's paused state (and next fire) to the schedule row; a
 // pause retracts the schedule's armed fires not yet released, in the same transaction.
 func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) (Retracted, error) {
-	_, ticks, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note)
+	_, r, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note)
 	if err != nil {
 		return Retracted{}, gone(err, p.ScheduleID)
 	}
 	if !p.Paused {
 		return Retracted{}, gone(a.Store.SetNextRunAt(ctx, p.ScheduleID, p.NextRunAt), p.ScheduleID)
 	}
-	return Retracted{Ticks: ticks}, nil
+	return Retracted(r), nil
 }
 
 // NextRun is the next planned fire to mirror.
@@ -214,18 +223,30 @@ func (a *ScheduleActivities) MirrorNextRun(ctx context.Context, n NextRun) (Retr
 	if !n.Retract {
 		return Retracted{}, gone(a.Store.SetNextRunAt(ctx, n.ScheduleID, n.NextRunAt), n.ScheduleID)
 	}
-	ticks, err := a.Store.Reschedule(ctx, n.ScheduleID, n.NextRunAt)
-	return Retracted{Ticks: ticks}, gone(err, n.ScheduleID)
+	r, err := a.Store.Reschedule(ctx, n.ScheduleID, n.NextRunAt)
+	return Retracted(r), gone(err, n.ScheduleID)
 }
 
 // RetractArmed retracts the schedule's armed fires not yet due, after its workflow took a
-// new definition (which decides those ticks anew), and answers their ticks.
+// new definition (which decides those ticks anew), and answers them.
 func (a *ScheduleActivities) RetractArmed(ctx context.Context, scheduleID int64) (Retracted, error) {
-	ticks, err := a.Store.RetractArmed(ctx, scheduleID)
+	return a.RetractArmedBecause(ctx, Retraction{ScheduleID: scheduleID, Why: "the schedule's definition changed"})
+}
+
+// Retraction asks to retract a schedule's armed fires not yet due, saying why.
+type Retraction struct {
+	ScheduleID int64
+	Why        string
+}
+
+// RetractArmedBecause retracts the schedule's armed fires not yet due (a trigger or a
+// backfill is about to start a run the armed tick's overlap decision did not count on).
+func (a *ScheduleActivities) RetractArmedBecause(ctx context.Context, r Retraction) (Retracted, error) {
+	got, err := a.Store.RetractArmed(ctx, r.ScheduleID, r.Why)
 	if err != nil {
-		return Retracted{}, gone(err, scheduleID)
+		return Retracted{}, gone(err, r.ScheduleID)
 	}
-	return Retracted{Ticks: ticks}, nil
+	return Retracted(got), nil
 }
 
 // ObserveReleased counts released armed fires in the metrics, with their lateness from
@@ -243,6 +264,9 @@ type StartRun struct {
 	TaskQueue    string
 	Input        json.RawMessage
 	Schedule     string
+	// StartAt, for an armed fire, is when the target starts: it is started now with
+	// Temporal's start delay (nil: at once).
+	StartAt *time.Time `json:",omitempty"`
 }
 
 // StartRunWorkflow starts the target workflow of a run. The id is derived from the tick, and
@@ -256,12 +280,18 @@ func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (
 		}
 		args = append(args, input)
 	}
-	run, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	opts := client.StartWorkflowOptions{
 		ID: r.WorkflowID, TaskQueue: r.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "run of schedule " + r.Schedule,
-	}, r.WorkflowType, args...)
+	}
+	if r.StartAt != nil {
+		// Armed: Temporal starts it at its tick (a retry after the tick starts it at once).
+		opts.StartDelay = max(time.Until(*r.StartAt), 0)
+		opts.StaticSummary += " at " + r.StartAt.UTC().Format(time.RFC3339)
+	}
+	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, r.WorkflowType, args...)
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &already) {

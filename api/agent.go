@@ -15,7 +15,7 @@ import (
 )
 
 // POST /agent/pcs/{name}/claim, POST /agent/task-devices/{id}/ack and /result: what a PC's
-// agent calls (DESIGN.md §3).
+// agent calls (docs/devices.md).
 
 // ClaimRequest is the body of POST /agent/pcs/{name}/claim.
 type ClaimRequest struct {

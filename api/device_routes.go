@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// registerDevices mounts /pcs, /devices, /tasks, /task-devices and /agent (DESIGN.md §3):
+// registerDevices mounts /pcs, /devices, /tasks, /task-devices and /agent (docs/devices.md):
 // one file per resource beside this one.
 func (s *Server) registerDevices(g *echo.Group) {
 	s.slotSignals = make(chan struct{}, maxSlotSignals)

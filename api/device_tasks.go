@@ -13,7 +13,7 @@ import (
 )
 
 // POST /tasks, GET /tasks, GET /tasks/{id}, GET /tasks/{id}/devices, POST /tasks/{id}/cancel:
-// the queue of device tasks, one active at a time (DESIGN.md §3).
+// the queue of device tasks, one active at a time (docs/devices.md).
 
 // CreateDevTaskRequest is the body of POST /tasks.
 type CreateDevTaskRequest struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// The device dispatch resources as the API answers them (DESIGN.md §3), and their one set
+// The device dispatch resources as the API answers them (docs/devices.md), and their one set
 // of converters from store rows.
 
 // PCSlots are a PC's slots: target = min(capacity, eligible devices).

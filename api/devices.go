@@ -11,7 +11,7 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// POST /devices, GET /devices, GET|PATCH /devices/{serial} (DESIGN.md §3).
+// POST /devices, GET /devices, GET|PATCH /devices/{serial} (docs/devices.md).
 
 var (
 	devSerialPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)

@@ -12,7 +12,7 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// POST /pcs, GET /pcs, GET /pcs/{name}: the PCs devices are attached to (DESIGN.md §3).
+// POST /pcs, GET /pcs, GET /pcs/{name}: the PCs devices are attached to (docs/devices.md).
 
 var pcNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 

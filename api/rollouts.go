@@ -22,7 +22,7 @@ import (
 // large payloads).
 const MaxRolloutTasks = 10000
 
-// registerRollouts mounts /rollouts and /task-runs (DESIGN.md §2).
+// registerRollouts mounts /rollouts and /task-runs (docs/rollouts.md).
 func (s *Server) registerRollouts(g *echo.Group) {
 	g.POST("/rollouts", s.createRollout)
 	g.GET("/rollouts", s.listRollouts)
@@ -81,25 +81,25 @@ type Progress struct {
 // TaskRunView is a task run as the API shows it (a sql task's DSN is worker configuration
 // and never appears here).
 type TaskRunView struct {
-	ID           int64             `json:"id"`
-	RolloutID    int64             `json:"rollout_id"`
-	Database     string            `json:"database"`
-	Type         domain.TaskType   `json:"type"`
-	Version      string            `json:"version"`
-	Status       domain.TaskStatus `json:"status"`
-	WaitingCause json.RawMessage   `json:"waiting_cause"`
-	RunAt        *time.Time        `json:"run_at"`
-	Executor     domain.Executor   `json:"executor"`
-	Payload      json.RawMessage   `json:"payload"`
-	Attempt      int32             `json:"attempt"`
-	Error        string            `json:"error"`
-	Output       json.RawMessage   `json:"output"`
-	StartedAt    *time.Time        `json:"started_at"`
-	FinishedAt   *time.Time        `json:"finished_at"`
-	CreatedAt    time.Time         `json:"created_at"`
+	ID           int64                `json:"id"`
+	RolloutID    int64                `json:"rollout_id"`
+	Database     string               `json:"database"`
+	Type         domain.TaskType      `json:"type"`
+	Version      string               `json:"version"`
+	Status       domain.TaskRunStatus `json:"status"`
+	WaitingCause json.RawMessage      `json:"waiting_cause"`
+	RunAt        *time.Time           `json:"run_at"`
+	Executor     domain.Executor      `json:"executor"`
+	Payload      json.RawMessage      `json:"payload"`
+	Attempt      int32                `json:"attempt"`
+	Error        string               `json:"error"`
+	Output       json.RawMessage      `json:"output"`
+	StartedAt    *time.Time           `json:"started_at"`
+	FinishedAt   *time.Time           `json:"finished_at"`
+	CreatedAt    time.Time            `json:"created_at"`
 }
 
-func validateRollout(req *RolloutRequest) ([]store.NewTask, error) {
+func validateRollout(req *RolloutRequest) ([]store.NewTaskRun, error) {
 	req.Name = strings.TrimSpace(req.Name)
 	if req.Name == "" || len(req.Name) > 200 {
 		return nil, BadRequest("name", "is required, at most 200 characters")
@@ -116,7 +116,7 @@ func validateRollout(req *RolloutRequest) ([]store.NewTask, error) {
 	if len(req.Tasks) > MaxRolloutTasks {
 		return nil, BadRequest("tasks", "at most %d tasks per rollout, got %d", MaxRolloutTasks, len(req.Tasks))
 	}
-	out := make([]store.NewTask, 0, len(req.Tasks))
+	out := make([]store.NewTaskRun, 0, len(req.Tasks))
 	for i, t := range req.Tasks {
 		f := func(name string) string { return fmt.Sprintf("tasks[%d].%s", i, name) }
 		if strings.TrimSpace(t.Database) == "" || len(t.Database) > 200 {
@@ -129,7 +129,7 @@ func validateRollout(req *RolloutRequest) ([]store.NewTask, error) {
 		if err != nil {
 			return nil, BadRequest(f("version"), "%v", err)
 		}
-		nt := store.NewTask{Database: t.Database, Type: t.Type, Version: t.Version, VersionKey: key, Executor: t.Executor}
+		nt := store.NewTaskRun{Database: t.Database, Type: t.Type, Version: t.Version, VersionKey: key, Executor: t.Executor}
 		if t.RunAt != nil {
 			at, err := time.Parse(time.RFC3339Nano, *t.RunAt)
 			if err != nil {
@@ -210,8 +210,8 @@ func newRolloutView(r store.RolloutSummary) RolloutView {
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 	for st, n := range r.Counts {
 		v.Progress.Total += n
-		switch domain.TaskStatus(st) {
-		case domain.TaskDone, domain.TaskSkipped, domain.TaskFailed, domain.TaskCanceled:
+		switch domain.TaskRunStatus(st) {
+		case domain.TaskRunDone, domain.TaskRunSkipped, domain.TaskRunFailed, domain.TaskRunCanceled:
 			v.Progress.Finished += n
 		}
 	}
@@ -283,7 +283,7 @@ func (s *Server) listRolloutTasks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	statuses, err := listValues(c, "status", domain.TaskStatuses, strings.ToUpper)
+	statuses, err := listValues(c, "status", domain.TaskRunStatuses, strings.ToUpper)
 	if err != nil {
 		return err
 	}
@@ -379,7 +379,7 @@ func (s *Server) retryTaskRun(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	t, err := s.Store.RetryTask(ctx, id)
+	t, err := s.Store.RetryTaskRun(ctx, id)
 	if err != nil {
 		return rolloutErr(err)
 	}
@@ -400,7 +400,7 @@ func (s *Server) skipTaskRun(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	t, err := s.Store.SkipTask(ctx, id)
+	t, err := s.Store.SkipTaskRun(ctx, id)
 	if err != nil {
 		return rolloutErr(err)
 	}
@@ -417,23 +417,23 @@ func (s *Server) cancelTaskRun(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	t, err := s.Store.CancelTask(ctx, id)
+	t, err := s.Store.CancelTaskRun(ctx, id)
 	if errors.Is(err, store.ErrTaskState) {
 		cur, gerr := s.Store.GetTaskRun(ctx, id)
 		if gerr != nil {
 			return gerr
 		}
-		if cur.Status != domain.TaskRunning {
+		if cur.Status != domain.TaskRunRunning {
 			return rolloutErr(err)
 		}
 		// A RUNNING task is canceled in Postgres first (its executor's late result is then
 		// ignored); its batch stops the executor at its next status check, and the workflow
 		// stops waiting for an external task's result.
-		t, err = s.Store.CancelRunningTask(ctx, id)
+		t, err = s.Store.CancelRunningTaskRun(ctx, id)
 		if err != nil {
 			return rolloutErr(err)
 		}
-		if err := s.Starter.CancelRunningTask(ctx, cur.RolloutID, id); err != nil {
+		if err := s.Starter.CancelRunningTaskRun(ctx, cur.RolloutID, id); err != nil {
 			s.Logf("rollouts: %v", err)
 		}
 	}
@@ -446,9 +446,9 @@ func (s *Server) cancelTaskRun(c echo.Context) error {
 
 // TaskResultRequest is the body of POST /task-runs/{id}/result.
 type TaskResultRequest struct {
-	Status domain.TaskStatus `json:"status"`
-	Output json.RawMessage   `json:"output,omitempty"`
-	Error  string            `json:"error,omitempty"`
+	Status domain.TaskRunStatus `json:"status"`
+	Output json.RawMessage      `json:"output,omitempty"`
+	Error  string               `json:"error,omitempty"`
 }
 
 func (s *Server) taskRunResult(c echo.Context) error {
@@ -460,7 +460,7 @@ func (s *Server) taskRunResult(c echo.Context) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	if req.Status != domain.TaskDone && req.Status != domain.TaskFailed {
+	if req.Status != domain.TaskRunDone && req.Status != domain.TaskRunFailed {
 		return BadRequest("status", "must be DONE or FAILED, got %q", req.Status)
 	}
 	if len(req.Error) > 10000 {
@@ -474,11 +474,11 @@ func (s *Server) taskRunResult(c echo.Context) error {
 	if t.Executor != domain.ExecutorExternal {
 		return Conflict("executor", "task run %d uses the %s executor; only external tasks take a reported result", id, t.Executor)
 	}
-	if t.Status != domain.TaskRunning && t.Status != domain.TaskAvailable {
+	if t.Status != domain.TaskRunRunning && t.Status != domain.TaskRunAvailable {
 		return Conflict("status", "task run %d is %s; a result is taken only while it is AVAILABLE or RUNNING", id, t.Status)
 	}
-	res := workflows.TaskResult{TaskID: id, Status: req.Status, Output: req.Output, Error: req.Error}
-	if err := s.Starter.SendTaskResult(ctx, t.RolloutID, res); err != nil {
+	res := workflows.TaskRunResult{TaskID: id, Status: req.Status, Output: req.Output, Error: req.Error}
+	if err := s.Starter.SendTaskRunResult(ctx, t.RolloutID, res); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, taskRunView(t))

@@ -19,6 +19,7 @@ import (
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/internal/version"
@@ -108,7 +109,7 @@ func TestRolloutEndToEnd(t *testing.T) {
 				return
 			default:
 			}
-			b, err := st.Store.CheckRolloutInvariants(ctx)
+			b, err := invariants.RolloutBreaches(ctx, st.Store.Pool)
 			if err == nil {
 				breaches = append(breaches, b...)
 				samples.Add(1)
@@ -146,7 +147,7 @@ func TestRolloutEndToEnd(t *testing.T) {
 	require.Len(t, all, len(tasks))
 	byDB := map[string][]api.TaskRunView{}
 	for _, tr := range all {
-		require.Equal(t, domain.TaskDone, tr.Status)
+		require.Equal(t, domain.TaskRunDone, tr.Status)
 		require.NotNil(t, tr.StartedAt)
 		require.NotNil(t, tr.FinishedAt)
 		require.Equal(t, "null", string(tr.WaitingCause))
@@ -227,7 +228,7 @@ func TestRolloutOperations(t *testing.T) {
 	require.JSONEq(t, `{"approved_by":"dba"}`, string(done.Output))
 	require.Eventually(t, func() bool { return cause(getTask(t, st, next.ID))["reason"] == "rollout_paused" },
 		30*time.Second, 50*time.Millisecond)
-	require.Equal(t, domain.TaskPending, getTask(t, st, next.ID).Status)
+	require.Equal(t, domain.TaskRunPending, getTask(t, st, next.ID).Status)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/resume", r1.ID), nil, http.StatusOK, nil)
 	waitTaskStatus(t, st, next.ID, "DONE")
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/retry", ext.ID), nil, http.StatusConflict, nil)
@@ -244,7 +245,7 @@ func TestRolloutOperations(t *testing.T) {
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/cancel", r2.ID), nil, http.StatusOK, &canceled)
 	require.Equal(t, "CANCELED", canceled.Status)
 	waitTaskStatus(t, st, t2[0].ID, "CANCELED")
-	require.Equal(t, domain.TaskCanceled, getTask(t, st, t2[1].ID).Status)
+	require.Equal(t, domain.TaskRunCanceled, getTask(t, st, t2[1].ID).Status)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/retry", t2[0].ID), nil, http.StatusConflict, nil)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/resume", r2.ID), nil, http.StatusConflict, nil)
 
@@ -262,7 +263,7 @@ func TestRolloutOperations(t *testing.T) {
 	httpOK.Store(true)
 	var retried api.TaskRunView
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/retry", t3[0].ID), nil, http.StatusOK, &retried)
-	require.Equal(t, domain.TaskPending, retried.Status)
+	require.Equal(t, domain.TaskRunPending, retried.Status)
 	ok := waitTaskStatus(t, st, t3[0].ID, "DONE")
 	require.EqualValues(t, 2, ok.Attempt)
 	require.Equal(t, int64(2), httpCalls.Load())
@@ -279,7 +280,7 @@ func TestRolloutOperations(t *testing.T) {
 	require.Eventually(t, func() bool { return cause(getTask(t, st, t3[2].ID))["reason"] == "run_at" }, 30*time.Second, 50*time.Millisecond)
 	var skipped api.TaskRunView
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/skip", t3[2].ID), nil, http.StatusOK, &skipped)
-	require.Equal(t, domain.TaskSkipped, skipped.Status)
+	require.Equal(t, domain.TaskRunSkipped, skipped.Status)
 	var r3done api.RolloutView
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d", r3.ID), nil, http.StatusOK, &r3done)
@@ -297,7 +298,7 @@ func TestRolloutOperations(t *testing.T) {
 	waitTaskStatus(t, st, long.ID, "RUNNING")
 	var canceledTask api.TaskRunView
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", long.ID), nil, http.StatusOK, &canceledTask)
-	require.Equal(t, domain.TaskCanceled, canceledTask.Status)
+	require.Equal(t, domain.TaskRunCanceled, canceledTask.Status)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", long.ID), nil, http.StatusConflict, nil)
 	var r4done api.RolloutView
 	require.Eventually(t, func() bool {
@@ -305,7 +306,7 @@ func TestRolloutOperations(t *testing.T) {
 		return r4done.Progress.Finished == 1
 	}, 30*time.Second, 50*time.Millisecond)
 	require.Equal(t, "CANCELED", r4done.Status)
-	require.Equal(t, domain.TaskCanceled, getTask(t, st, long.ID).Status)
+	require.Equal(t, domain.TaskRunCanceled, getTask(t, st, long.ID).Status)
 	require.Eventually(t, func() bool {
 		desc, err := st.Temporal.DescribeWorkflowExecution(ctx, fmt.Sprintf("rollout/%d", r4.ID), "")
 		return err == nil && desc.WorkflowExecutionInfo.CloseTime != nil

@@ -24,7 +24,7 @@ import (
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// registerSchedules mounts /schedules (DESIGN.md §1).
+// registerSchedules mounts /schedules (docs/schedules.md).
 func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules", s.createSchedule)
 	g.POST("/schedules/preview", s.previewSchedule)
@@ -223,7 +223,7 @@ func (s *Server) createSchedule(c echo.Context) error {
 	}
 	if err := s.Starter.StartSchedule(ctx, row.ID, row.Name, scheduleSummary(spec.Spec, pol)); err != nil {
 		// Without its workflow the schedule would never fire: undo, and say so.
-		if _, delErr := s.Store.DeleteSchedule(context.WithoutCancel(ctx), row.Name); delErr != nil {
+		if _, _, delErr := s.Store.DeleteSchedule(context.WithoutCancel(ctx), row.Name); delErr != nil {
 			s.Logf("api: undo schedule %s after failed start: %v", row.Name, delErr)
 		}
 		return NewProblem(http.StatusServiceUnavailable, "", "could not start the schedule's workflow: %v", err)
@@ -400,7 +400,8 @@ func (s *Server) getSchedule(c echo.Context) error {
 func (s *Server) deleteSchedule(c echo.Context) error {
 	name := c.Param("name")
 	ctx := c.Request().Context()
-	if _, err := s.Store.DeleteSchedule(ctx, name); err != nil {
+	_, delayedStarts, err := s.Store.DeleteSchedule(ctx, name)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return NotFound("no schedule named %q", name)
 		}
@@ -410,6 +411,11 @@ func (s *Server) deleteSchedule(c echo.Context) error {
 	// the workflow is cleanup, and the reconciler retries it if this fails.
 	if err := s.Starter.StopSchedule(ctx, name); err != nil {
 		s.Logf("api: stop workflow of deleted schedule %s: %v", name, err)
+	}
+	// Targets started ahead of their ticks (armed workflow fires) must not run for a
+	// schedule that is gone.
+	if err := s.Starter.StopDelayedStarts(context.WithoutCancel(ctx), delayedStarts); err != nil {
+		s.Logf("api: deleted schedule %s: %v", name, err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -1,4 +1,4 @@
-// Package api maps tickgate's HTTP contract (DESIGN.md) onto starter calls and store reads,
+// Package api maps tickgate's HTTP contract (docs/spec.md) onto starter calls and store reads,
 // and nothing else: rules live in workflows and SQL.
 package api
 

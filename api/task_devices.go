@@ -7,7 +7,7 @@ import (
 )
 
 // GET /task-devices/{id}, GET /task-devices/{id}/events: one device execution and its
-// attempt history (DESIGN.md §3).
+// attempt history (docs/devices.md).
 
 func (s *Server) getTaskDevice(c echo.Context) error {
 	id, err := pathID(c, "task_device")

@@ -284,7 +284,7 @@ var operations = map[string]map[string]op{
 					line := fmt.Sprintf("%s %s %d/%d %s %s", r.Name, progressBar(r.Progress.Finished, r.Progress.Total, 30),
 						r.Progress.Finished, r.Progress.Total, r.Status, counts(r.Counts))
 					// The server's status is the one definition of how a rollout ended
-					// (DESIGN.md §2); the counts are only shown, never judged here.
+					// (docs/rollouts.md); the counts are only shown, never judged here.
 					done, failed := false, ""
 					switch r.Status {
 					case "DONE":

@@ -2,7 +2,7 @@ package domain
 
 import "time"
 
-// Device dispatch defaults (DESIGN.md §3, D2 and D3), defined once: the configuration,
+// Device dispatch defaults (docs/spec.md, D2 and D3), defined once: the configuration,
 // the API and the engine read them from here, and a store test pins the SQL column
 // defaults of migrations/00003_devices.sql to them.
 const (

@@ -1,21 +1,21 @@
 package domain
 
-// TaskStatus is the status of a rollout's task run (task_runs.status).
-type TaskStatus string
+// TaskRunStatus is the status of a rollout's task run (task_runs.status).
+type TaskRunStatus string
 
 // Task run statuses. A new rollout's tasks start PENDING.
 const (
-	TaskPending   TaskStatus = "PENDING"
-	TaskAvailable TaskStatus = "AVAILABLE"
-	TaskRunning   TaskStatus = "RUNNING"
-	TaskDone      TaskStatus = "DONE"
-	TaskFailed    TaskStatus = "FAILED"
-	TaskCanceled  TaskStatus = "CANCELED"
-	TaskSkipped   TaskStatus = "SKIPPED"
+	TaskRunPending   TaskRunStatus = "PENDING"
+	TaskRunAvailable TaskRunStatus = "AVAILABLE"
+	TaskRunRunning   TaskRunStatus = "RUNNING"
+	TaskRunDone      TaskRunStatus = "DONE"
+	TaskRunFailed    TaskRunStatus = "FAILED"
+	TaskRunCanceled  TaskRunStatus = "CANCELED"
+	TaskRunSkipped   TaskRunStatus = "SKIPPED"
 )
 
-// TaskStatuses lists every task run status, in lifecycle order.
-var TaskStatuses = []TaskStatus{TaskPending, TaskAvailable, TaskRunning, TaskDone, TaskFailed, TaskCanceled, TaskSkipped}
+// TaskRunStatuses lists every task run status, in lifecycle order.
+var TaskRunStatuses = []TaskRunStatus{TaskRunPending, TaskRunAvailable, TaskRunRunning, TaskRunDone, TaskRunFailed, TaskRunCanceled, TaskRunSkipped}
 
 // RolloutStatus is the status of a rollout. rollouts.status holds what an operator set
 // (RUNNING, PAUSED, CANCELED); the rollout_summaries view derives the status users see from

@@ -32,8 +32,8 @@ func TestChaosShortProfile(t *testing.T) {
 	bin := buildTickgate(t)
 	root, err := devstack.RepoRoot()
 	require.NoError(t, err)
-	// Not t.TempDir(): the PostgreSQL cluster runs as the postgres user, which cannot enter
-	// a 0700 temporary directory of root's.
+	// Under the checkout, kept when the run fails. Its PostgreSQL cluster is placed where the
+	// postgres user can reach it (devstack.ClusterDir) when that user cannot enter the checkout.
 	dir := filepath.Join(root, ".dev", "test", "chaos-"+time.Now().UTC().Format("20060102-150405.000"))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -63,5 +63,7 @@ func TestChaosShortProfile(t *testing.T) {
 	require.Equal(t, r.Final.DeviceExecutions, r.Final.DeviceSucceeded+r.Final.DeviceFailed, "every device execution succeeded or failed finally")
 	require.Zero(t, r.Unfinished(), "nothing left unfinished")
 	require.True(t, r.Passed())
-	_ = os.RemoveAll(dir) // kept only when the run fails, for its logs
+	// Kept only when the run fails, for its logs.
+	_ = devstack.RemoveClusterDir(filepath.Join(dir, "pg"))
+	_ = os.RemoveAll(dir)
 }

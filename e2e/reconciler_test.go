@@ -53,7 +53,7 @@ func TestReconcilerStartsMissingWorkflowsAndStopsOrphans(t *testing.T) {
 	orphan := newRow("reconcile-orphan-" + queue)
 	idle := &starter.Starter{Client: tc, TaskQueue: queue + "-unpolled"}
 	require.NoError(t, idle.StartSchedule(ctx, orphan.ID, orphan.Name, ""))
-	_, err = st.DeleteSchedule(ctx, orphan.Name)
+	_, _, err = st.DeleteSchedule(ctx, orphan.Name)
 	require.NoError(t, err)
 	// Visibility is eventually consistent: wait until the orphan is listed as running.
 	require.Eventually(t, func() bool {

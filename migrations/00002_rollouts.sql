@@ -1,5 +1,5 @@
 -- +goose Up
--- Rollouts (DESIGN.md §2): a named batch of task runs with a parallel limit. status is what
+-- Rollouts (docs/rollouts.md): a named batch of task runs with a parallel limit. status is what
 -- an operator set (RUNNING, PAUSED, CANCELED); the API derives DONE/FAILED from the counts.
 CREATE TABLE rollouts (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -1,5 +1,5 @@
 -- +goose Up
--- Device dispatch (DESIGN.md §3). Table names are the device farm's own (seed 003).
+-- Device dispatch (docs/devices.md). Table names are the device farm's own (seed 003).
 
 -- A PC drives up to device_capacity devices at once (its slots).
 CREATE TABLE pcs (

@@ -1,5 +1,5 @@
 -- +goose Up
--- API tokens (DESIGN.md §HTTP API, issue #6). A token is shown once; only its SHA-256 is
+-- API tokens (docs/spec.md, "HTTP contract"; issue #6). A token is shown once; only its SHA-256 is
 -- stored. An agent token is bound to one PC (by name) and may only work that PC's commands.
 CREATE TABLE api_tokens (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -1,5 +1,5 @@
 -- +goose Up
--- Every rollout and task-run status is one the engine sets (DESIGN.md §2, issue 12).
+-- Every rollout and task-run status is one the engine sets (docs/rollouts.md, issue 12).
 
 -- NOT_STARTED leaves task_runs: no route or engine ever wrote it (a new rollout's tasks start
 -- PENDING). A row still holding it would be one written by hand; the constraint then refuses

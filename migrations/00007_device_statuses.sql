@@ -1,5 +1,5 @@
 -- +goose Up
--- Device dispatch says only what happens (DESIGN.md §3 "Task status"), and names its two
+-- Device dispatch says only what happens (docs/spec.md, "Device dispatch"), and names its two
 -- recurring predicates once.
 --
 -- 1. Statuses the engine never set leave the schema: a device was never made 'busy' (a

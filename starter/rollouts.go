@@ -75,13 +75,13 @@ func (s *Starter) KickPromoter(ctx context.Context) error {
 	return nil
 }
 
-// SendTaskResult delivers an external task's result to its rollout's workflow.
-func (s *Starter) SendTaskResult(ctx context.Context, rolloutID int64, res workflows.TaskResult) error {
+// SendTaskRunResult delivers an external task's result to its rollout's workflow.
+func (s *Starter) SendTaskRunResult(ctx context.Context, rolloutID int64, res workflows.TaskRunResult) error {
 	return s.signalRollout(ctx, rolloutID, workflows.SignalTaskResult, res)
 }
 
-// CancelRunningTask asks a rollout's workflow to cancel one RUNNING task.
-func (s *Starter) CancelRunningTask(ctx context.Context, rolloutID, taskID int64) error {
+// CancelRunningTaskRun asks a rollout's workflow to cancel one RUNNING task.
+func (s *Starter) CancelRunningTaskRun(ctx context.Context, rolloutID, taskID int64) error {
 	return s.signalRollout(ctx, rolloutID, workflows.SignalCancelTask, taskID)
 }
 

@@ -48,6 +48,21 @@ func (s *Starter) StopSchedule(ctx context.Context, name string) error {
 	return nil
 }
 
+// StopDelayedStarts terminates the targets a deleted schedule had started ahead of their
+// ticks (armed workflow fires), so that none runs for a schedule that is gone; one that
+// already ended or is unknown is fine.
+func (s *Starter) StopDelayedStarts(ctx context.Context, workflowIDs []string) error {
+	var errs []error
+	for _, id := range workflowIDs {
+		err := s.Client.TerminateWorkflow(ctx, id, "", "its schedule was deleted before its tick")
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			errs = append(errs, fmt.Errorf("stop delayed start %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // updateSchedule sends an update to the schedule's workflow and waits for its answer.
 func (s *Starter) updateSchedule(ctx context.Context, name, update string, out any, args ...any) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)

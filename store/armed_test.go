@@ -72,12 +72,12 @@ func TestArmedFireIsHiddenUntilReleasedAndNeverSkipped(t *testing.T) {
 	require.Nil(t, row.LastRunAt)
 	require.Equal(t, tick, row.NextRunAt.UTC(), "the armed tick is still the next fire")
 
-	released, err := st.ReleaseDue(ctx)
+	released, err := st.ReleaseDue(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, released, "not due yet")
 	require.Empty(t, feedIDs(t, st, cursor))
 
-	released, err = st.ReleaseDueAsOf(ctx, &tick)
+	released, err = st.ReleaseDueAsOf(ctx, &tick, nil)
 	require.NoError(t, err)
 	require.Len(t, released, 1)
 	after := feedOf(t, st, cursor, 1)
@@ -129,28 +129,28 @@ func TestRetractionAndReleaseHaveOneWinner(t *testing.T) {
 			defer wg.Done()
 			// The retraction's clock (now()) is an hour before the fire; the releaser's is
 			// at it: both may take it.
-			var ticks []time.Time
+			var r store.Retraction
 			var err error
 			if i%2 == 0 {
-				_, ticks, err = st.SetPaused(ctx, s.ID, true, "race")
+				_, r, err = st.SetPaused(ctx, s.ID, true, "race")
 			} else {
 				next := tick.Add(time.Hour)
-				ticks, err = st.Reschedule(ctx, s.ID, &next)
+				r, err = st.Reschedule(ctx, s.ID, &next)
 			}
 			require.NoError(t, err)
-			retracted[i] = len(ticks) == 1
+			retracted[i] = len(r.Ticks) == 1
 		}()
 	}
 	for r := 0; r < 3; r++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := st.ReleaseDueAsOf(ctx, &tick)
+			_, err := st.ReleaseDueAsOf(ctx, &tick, nil)
 			require.NoError(t, err)
 		}()
 	}
 	wg.Wait()
-	_, err := st.ReleaseDueAsOf(ctx, &tick) // whatever a skipped lock left
+	_, err := st.ReleaseDueAsOf(ctx, &tick, nil) // whatever a skipped lock left
 	require.NoError(t, err)
 
 	var released int
@@ -209,7 +209,7 @@ func TestDeleteTakesTheArmedFireWithIt(t *testing.T) {
 	s := newSchedule(t, st, "armed-gone")
 	_, _, err := st.RecordFire(ctx, armedFire(s, time.Now().UTC().Add(time.Hour)))
 	require.NoError(t, err)
-	_, err = st.DeleteSchedule(ctx, "armed-gone")
+	_, _, err = st.DeleteSchedule(ctx, "armed-gone")
 	require.NoError(t, err)
 	var events, outbox int
 	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM event_store), (SELECT count(*) FROM outbox_messages)`).Scan(&events, &outbox))

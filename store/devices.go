@@ -9,7 +9,7 @@ import (
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
-// Device dispatch rows (DESIGN.md §3). The engine's SQL is split by concern: PCs and their
+// Device dispatch rows (docs/devices.md). The engine's SQL is split by concern: PCs and their
 // devices (devices_pcs.go), the task queue and its single active task (devices_tasks.go),
 // executions and their attempts (devices_executions.go), filling slots (devices_refill.go),
 // and the component that advances the active task off the request path
@@ -38,7 +38,7 @@ type DeviceSettings struct {
 	DeviceTimeout time.Duration
 }
 
-// DefaultDeviceSettings are DESIGN.md's defaults: 3 attempts, 20 minutes.
+// DefaultDeviceSettings are the defaults of docs/spec.md (D3): 3 attempts, 20 minutes.
 func DefaultDeviceSettings() DeviceSettings {
 	return DeviceSettings{MaxAttempts: domain.DefaultDeviceMaxAttempts, DeviceTimeout: domain.DefaultDeviceTimeout}
 }

@@ -206,7 +206,7 @@ func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced,
 
 // taskDone judges the running task t: done once nothing holds a slot for it and no eligible
 // device (within its target_count) still owes it a run. It ends success only when
-// executions ran and all of them succeeded (DESIGN.md §3 "Task status"); a task no device
+// executions ran and all of them succeeded (docs/spec.md, "Device dispatch"); a task no device
 // ran ends failed, saying why.
 func taskDone(ctx context.Context, q *dbgen.Queries, t DevTask) (done bool, status domain.DeviceTaskStatus, msg string, err error) {
 	p, err := q.DevTaskProgress(ctx, t.ID)

@@ -75,7 +75,7 @@ func TestAReleaseAfterAnOutageObeysTheCatchupWindow(t *testing.T) {
 	// from 12:00:13 (its last beat plus the grace) to the release.
 	recordAlive(t, st, "before", tick.Add(-time.Hour), tick.Add(-2*time.Second))
 	recordAlive(t, st, "after", release, release)
-	fires, err := st.ReleaseDueAsOf(ctx, &release)
+	fires, err := st.ReleaseDueAsOf(ctx, &release, nil)
 	require.NoError(t, err)
 	require.Len(t, fires, 3)
 	byName := map[int64]store.ReleasedFire{}
@@ -118,7 +118,7 @@ func TestALateReleaseWhileTickgateRanIsAScheduledFire(t *testing.T) {
 	_, _, err := st.RecordFire(ctx, armedFire(s, tick))
 	require.NoError(t, err)
 	recordAlive(t, st, "busy", tick.Add(-time.Hour), release)
-	fires, err := st.ReleaseDueAsOf(ctx, &release)
+	fires, err := st.ReleaseDueAsOf(ctx, &release, nil)
 	require.NoError(t, err)
 	require.Len(t, fires, 1)
 	run := onlyRun(t, st, s.ID)

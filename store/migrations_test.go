@@ -40,10 +40,10 @@ func TestMigrationsRollBackAndReapply(t *testing.T) {
 	st, err := store.Open(ctx, url)
 	require.NoError(t, err)
 	defer st.Close()
-	r, err := st.CreateRollout(ctx, "again", 1, []store.NewTask{task("db", "DML", "1")})
+	r, err := st.CreateRollout(ctx, "again", 1, []store.NewTaskRun{task("db", "DML", "1")})
 	require.NoError(t, err)
 	sum, err := st.GetRolloutSummary(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.RolloutRunning, sum.Status)
-	require.EqualValues(t, 1, sum.Counts[string(domain.TaskPending)])
+	require.EqualValues(t, 1, sum.Counts[string(domain.TaskRunPending)])
 }

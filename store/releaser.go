@@ -28,19 +28,32 @@ type ReleasedFire struct {
 // releaseBatch bounds the schedules one release transaction locks.
 const releaseBatch = 2000
 
+// TargetChecker tells what the target of an armed workflow fire did: a fire released late
+// (tickgate was down or behind at its tick) may have started on time all the same, since
+// Temporal's start delay started it, or not yet. The worker fills it with its Temporal
+// client.
+type TargetChecker interface {
+	// Started answers when the target's first workflow task was scheduled (nil: not yet,
+	// or no such workflow) and whether one was picked up (its code began).
+	Started(ctx context.Context, workflowID string) (scheduledAt *time.Time, began bool, err error)
+	// Terminate stops a target that has not begun, for a fire recorded MISSED.
+	Terminate(ctx context.Context, workflowID, reason string) error
+}
+
 // ReleaseDue releases every armed fire whose visible_at has come, in transactions of at
 // most releaseBatch schedules: each locks the schedules with due fires (skipping those
 // another transaction holds: a fire, a command, another releaser), then in one statement
 // marks their due runs released, gives their outbox messages this transaction's id as
 // their feed position, and counts them on their schedules. Several processes may run it at
-// once. It returns the fires it released.
-func (s *Store) ReleaseDue(ctx context.Context) ([]ReleasedFire, error) {
-	return s.ReleaseDueAsOf(ctx, nil)
+// once. It returns the fires it released. Armed workflow fires released late are only
+// released with a TargetChecker (see decideLateWorkflowFires); without one they wait.
+func (s *Store) ReleaseDue(ctx context.Context, targets TargetChecker) ([]ReleasedFire, error) {
+	return s.ReleaseDueAsOf(ctx, nil, targets)
 }
 
 // ReleaseDueAsOf is ReleaseDue at the time asOf instead of the database's now() (nil): the
 // fires visible by then are released as if then. For tests on a simulated clock.
-func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time) ([]ReleasedFire, error) {
+func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time, targets TargetChecker) ([]ReleasedFire, error) {
 	var out []ReleasedFire
 	for {
 		var locked int
@@ -53,9 +66,15 @@ func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time) ([]Released
 			if locked == 0 {
 				return nil
 			}
-			rows, err := q.ReleaseDueFires(ctx, dbgen.ReleaseDueFiresParams{
-				AsOf: asOf, ScheduleIds: ids, GraceSeconds: LivenessGrace.Seconds(), OnTimeMs: domain.OnTimeTolerance.Milliseconds(),
-			})
+			p := dbgen.ReleaseDueFiresParams{
+				AsOf: asOf, ScheduleIds: ids, GraceSeconds: LivenessGrace.Seconds(), OnTimeMs: float64(domain.OnTimeTolerance.Milliseconds()),
+			}
+			if targets != nil {
+				if err := decideLateWorkflowFires(ctx, q, targets, &p); err != nil {
+					return err
+				}
+			}
+			rows, err := q.ReleaseDueFires(ctx, p)
 			if err != nil {
 				return fmt.Errorf("release due fires of %d schedules: %w", len(ids), mapErr(err))
 			}
@@ -71,6 +90,54 @@ func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time) ([]Released
 			return out, err
 		}
 	}
+}
+
+// decideLateWorkflowFires decides the armed workflow fires of the locked schedules that are
+// released late, from what their targets did, into p's decided arrays:
+//   - a target Temporal started on time (its first workflow task scheduled within
+//     domain.OnTimeTolerance of the tick) fired on time, whatever tickgate was doing;
+//   - otherwise the fire obeys the catch-up window like any tick (armed_fire_fate): fired
+//     late, or a catch-up fire, from when the target started (or now);
+//   - MISSED beyond the window after an outage: the target, if it has not begun, is
+//     terminated and the fire recorded MISSED. One that has begun (its own workers picked
+//     it up before tickgate came back) ran: it is recorded as the catch-up run it is, saying so.
+func decideLateWorkflowFires(ctx context.Context, q *dbgen.Queries, targets TargetChecker, p *dbgen.ReleaseDueFiresParams) error {
+	late, err := q.LateWorkflowFires(ctx, dbgen.LateWorkflowFiresParams{
+		AsOf: p.AsOf, OnTimeMs: p.OnTimeMs, GraceSeconds: p.GraceSeconds, ScheduleIds: p.ScheduleIds,
+	})
+	if err != nil {
+		return fmt.Errorf("late workflow fires: %w", mapErr(err))
+	}
+	now := time.Now().UTC()
+	if p.AsOf != nil {
+		now = *p.AsOf
+	}
+	for _, f := range late {
+		scheduledAt, began, err := targets.Started(ctx, f.WorkflowID)
+		if err != nil {
+			return fmt.Errorf("target %s of a late fire: %w", f.WorkflowID, err)
+		}
+		firedAt, fate, reason := now, f.Fate, f.Reason
+		if scheduledAt != nil {
+			firedAt = *scheduledAt
+		}
+		switch {
+		case scheduledAt != nil && scheduledAt.Sub(f.VisibleAt) <= domain.OnTimeTolerance:
+			fate, reason = "fired", "" // Temporal started it at its tick
+		case fate == "missed" && began:
+			fate, reason = "catchup", "started late, after an outage, by its own workers before tickgate came back; "+
+				"beyond the catch-up window it would have been MISSED"
+		case fate == "missed":
+			if err := targets.Terminate(ctx, f.WorkflowID, reason); err != nil {
+				return fmt.Errorf("stop the delayed start of a missed fire: %w", err)
+			}
+		}
+		p.DecidedIds = append(p.DecidedIds, f.ID)
+		p.DecidedFates = append(p.DecidedFates, fate)
+		p.DecidedReasons = append(p.DecidedReasons, reason)
+		p.DecidedFiredAt = append(p.DecidedFiredAt, firedAt.UTC())
+	}
+	return nil
 }
 
 // NextArmedFireIn is how long until the next armed fire is due, by the database's clock
@@ -92,6 +159,9 @@ func (s *Store) NextArmedFireIn(ctx context.Context) (wait time.Duration, ok boo
 // through ReleaseDue's row locks.
 type Releaser struct {
 	Store *Store
+	// Targets decides armed workflow fires released late (nil: they wait for a releaser
+	// that has one).
+	Targets TargetChecker
 	// OnRelease, when set, is told of every fire released (metrics).
 	OnRelease func([]ReleasedFire)
 	Logger    *slog.Logger
@@ -107,7 +177,7 @@ func (r *Releaser) Run(ctx context.Context) {
 		logger = slog.Default()
 	}
 	for {
-		fires, err := r.Store.ReleaseDue(ctx)
+		fires, err := r.Store.ReleaseDue(ctx, r.Targets)
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("release armed fires", "error", err)
 		}

@@ -8,11 +8,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
+
+// Rollouts and their task runs (docs/rollouts.md): creating and reading them, the
+// operator's commands (pause, resume, cancel a rollout; retry, skip, cancel a task) and
+// recording a task's result. Promotion and the claim, the moves the gates govern, are in
+// rollouts_promotion.go.
 
 // Rollout is a rollouts row.
 type Rollout = dbgen.Rollout
@@ -24,13 +28,8 @@ type TaskRun = dbgen.TaskRun
 // (retrying a DONE task, pausing a canceled rollout); the API answers 409.
 var ErrTaskState = errors.New("not allowed in the current status")
 
-// promotionLockKey is the transaction-level advisory lock every promotion round holds, and
-// that every change adding PENDING work takes too, so rounds never interleave with each
-// other or with a new blocker (R1–R3 hold with any number of promoters).
-const promotionLockKey int64 = 0x726f6c6c6f7574 // "rollout"
-
-// NewTask is one task of a rollout to create; VersionKey comes from internal/version.
-type NewTask struct {
+// NewTaskRun is one task of a rollout to create; VersionKey comes from internal/version.
+type NewTaskRun struct {
 	Database   string          `json:"database"`
 	Type       domain.TaskType `json:"type"`
 	Version    string          `json:"version"`
@@ -41,22 +40,19 @@ type NewTask struct {
 }
 
 // CreateRollout inserts a rollout and all its tasks (PENDING) in one transaction.
-func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit int32, tasks []NewTask) (Rollout, error) {
+func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit int32, tasks []NewTaskRun) (Rollout, error) {
 	body, err := json.Marshal(tasks)
 	if err != nil {
 		return Rollout{}, fmt.Errorf("encode tasks: %w", err)
 	}
 	var r Rollout
-	err = s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return err
-		}
+	err = s.underPromotionLock(ctx, func(q *dbgen.Queries) error {
 		var err error
 		r, err = q.InsertRollout(ctx, dbgen.InsertRolloutParams{Name: name, ParallelLimit: parallelLimit, Status: domain.RolloutRunning})
 		if err != nil {
 			return err
 		}
-		n, err := q.InsertTaskRuns(ctx, dbgen.InsertTaskRunsParams{RolloutID: r.ID, Status: string(domain.TaskPending), Tasks: body})
+		n, err := q.InsertTaskRuns(ctx, dbgen.InsertTaskRunsParams{RolloutID: r.ID, Status: string(domain.TaskRunPending), Tasks: body})
 		if err != nil {
 			return err
 		}
@@ -108,10 +104,10 @@ func summaryFrom(r dbgen.RolloutSummary) RolloutSummary {
 	return RolloutSummary{
 		ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, OperatorStatus: r.OperatorStatus, Status: r.Status,
 		Counts: map[string]int64{
-			string(domain.TaskPending): r.Pending, string(domain.TaskAvailable): r.Available,
-			string(domain.TaskRunning): r.Running, string(domain.TaskDone): r.Done,
-			string(domain.TaskFailed): r.Failed, string(domain.TaskCanceled): r.Canceled,
-			string(domain.TaskSkipped): r.Skipped,
+			string(domain.TaskRunPending): r.Pending, string(domain.TaskRunAvailable): r.Available,
+			string(domain.TaskRunRunning): r.Running, string(domain.TaskRunDone): r.Done,
+			string(domain.TaskRunFailed): r.Failed, string(domain.TaskRunCanceled): r.Canceled,
+			string(domain.TaskRunSkipped): r.Skipped,
 		},
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
@@ -161,149 +157,10 @@ func (s *Store) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 	return t, nil
 }
 
-// Promotion is the result of one promotion round.
-type Promotion struct {
-	// Promoted are the tasks moved PENDING → AVAILABLE.
-	Promoted []dbgen.PromoteTasksRow
-	// RolloutIDs are the distinct rollouts promoted into, ascending.
-	RolloutIDs []int64
-	// NextRunAt is the earliest future run_at of a PENDING task (nil if none).
-	NextRunAt *time.Time
-	// CausesWritten is how many PENDING tasks got a new waiting cause.
-	CausesWritten int64
-}
-
-// PromoteRound applies the four gates to every PENDING task at once: one transaction, a
-// fixed three statements whatever the number of tasks (lock, promote with waiting causes,
-// next run_at). The run_at gate reads the database's clock.
-func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
-	return s.PromoteRoundAsOf(ctx, time.Time{})
-}
-
-// PromoteRoundAsOf is PromoteRound with the run_at gate read at the later of the database's
-// clock and asOf (the zero time: the database's clock alone). The promoter passes its
-// workflow's time: the timer that woke it for a run_at decides that the run_at has come.
-func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion, error) {
-	var asOfArg *time.Time
-	if !asOf.IsZero() {
-		asOfArg = &asOf
-	}
-	var p Promotion
-	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		rows, err := q.PromoteTasks(ctx, asOfArg)
-		if err != nil {
-			return fmt.Errorf("promote: %w", err)
-		}
-		seen := map[int64]bool{}
-		for _, r := range rows {
-			if r.Status != domain.TaskAvailable {
-				p.CausesWritten++
-				continue
-			}
-			p.Promoted = append(p.Promoted, r)
-			if !seen[r.RolloutID] {
-				seen[r.RolloutID] = true
-				p.RolloutIDs = append(p.RolloutIDs, r.RolloutID)
-			}
-		}
-		sortInt64s(p.RolloutIDs)
-		next, err := q.NextRunAt(ctx, asOfArg)
-		if err != nil {
-			return fmt.Errorf("next run_at: %w", err)
-		}
-		if len(next) > 0 {
-			p.NextRunAt = next[0]
-		}
-		return nil
-	})
-	if err != nil {
-		return Promotion{}, fmt.Errorf("promotion round: %w", mapErr(err))
-	}
-	return p, nil
-}
-
-// PromoteHeadsRound is a promotion round without the waiting causes (PromoteHeads): the
-// same gates under the same lock, cheaper because it looks only at each database's head
-// tasks and writes no cause. A runner runs it between batches of its tasks; the causes of
-// the tasks it leaves PENDING are brought up to date by the next full round. NextRunAt is
-// not read.
-func (s *Store) PromoteHeadsRound(ctx context.Context) (Promotion, error) {
-	var p Promotion
-	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		rows, err := q.PromoteHeads(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("promote: %w", err)
-		}
-		seen := map[int64]bool{}
-		for _, r := range rows {
-			p.Promoted = append(p.Promoted, dbgen.PromoteTasksRow(r))
-			if !seen[r.RolloutID] {
-				seen[r.RolloutID] = true
-				p.RolloutIDs = append(p.RolloutIDs, r.RolloutID)
-			}
-		}
-		sortInt64s(p.RolloutIDs)
-		return nil
-	})
-	if err != nil {
-		return Promotion{}, fmt.Errorf("promotion round (heads): %w", mapErr(err))
-	}
-	return p, nil
-}
-
-func sortInt64s(xs []int64) {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
-}
-
-// ClaimTasks moves up to max AVAILABLE tasks of a running rollout to RUNNING; each row goes
-// to exactly one caller however many claim at once (R4).
-func (s *Store) ClaimTasks(ctx context.Context, rolloutID int64, max int) ([]TaskRun, error) {
-	return s.ClaimTasksOf(ctx, rolloutID, max, ClaimAll)
-}
-
-// ClaimKind selects the executors a claim takes.
-type ClaimKind int
-
-const (
-	// ClaimAll claims tasks of every executor.
-	ClaimAll ClaimKind = iota
-	// ClaimExternal claims only external tasks (their result comes from outside).
-	ClaimExternal
-	// ClaimRunnable claims only the tasks an executor runs (noop, http, sql).
-	ClaimRunnable
-)
-
-// ClaimTasksOf is ClaimTasks restricted to one kind of executor; each row still goes to
-// exactly one caller (R4).
-func (s *Store) ClaimTasksOf(ctx context.Context, rolloutID int64, max int, kind ClaimKind) ([]TaskRun, error) {
-	var ext pgtype.Bool
-	switch kind {
-	case ClaimExternal:
-		ext = pgtype.Bool{Bool: true, Valid: true}
-	case ClaimRunnable:
-		ext = pgtype.Bool{Bool: false, Valid: true}
-	}
-	rows, err := s.Q.ClaimTasks(ctx, dbgen.ClaimTasksParams{RolloutID: rolloutID, MaxRows: int32(max), External: ext})
-	if err != nil {
-		return nil, fmt.Errorf("claim tasks of rollout %d: %w", rolloutID, mapErr(err))
-	}
-	return rows, nil
-}
-
-// FinishTask moves a RUNNING task claimed as attempt to DONE, FAILED or CANCELED. It
+// FinishTaskRun moves a RUNNING task claimed as attempt to DONE, FAILED or CANCELED. It
 // reports false when the task is no longer that RUNNING attempt (already finished,
 // canceled, or claimed again): the result is then ignored.
-func (s *Store) FinishTask(ctx context.Context, id int64, attempt int32, status domain.TaskStatus, errMsg string, output json.RawMessage) (TaskRun, bool, error) {
+func (s *Store) FinishTaskRun(ctx context.Context, id int64, attempt int32, status domain.TaskRunStatus, errMsg string, output json.RawMessage) (TaskRun, bool, error) {
 	t, err := s.Q.FinishTask(ctx, dbgen.FinishTaskParams{ID: id, Attempt: attempt, Status: status, Error: errMsg, Output: []byte(output)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TaskRun{}, false, nil
@@ -314,8 +171,8 @@ func (s *Store) FinishTask(ctx context.Context, id int64, attempt int32, status 
 	return t, true, nil
 }
 
-// RunningTasks lists a rollout's RUNNING tasks.
-func (s *Store) RunningTasks(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
+// RunningTaskRuns lists a rollout's RUNNING tasks.
+func (s *Store) RunningTaskRuns(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
 	rows, err := s.Q.RunningTasks(ctx, rolloutID)
 	if err != nil {
 		return nil, fmt.Errorf("running tasks of rollout %d: %w", rolloutID, mapErr(err))
@@ -376,14 +233,11 @@ func (s *Store) CancelRollout(ctx context.Context, id int64) (Rollout, []int64, 
 	return r, ids, nil
 }
 
-// RetryTask puts a FAILED or CANCELED task of a live rollout back to PENDING (under the
+// RetryTaskRun puts a FAILED or CANCELED task of a live rollout back to PENDING (under the
 // promotion lock: it may become a version blocker).
-func (s *Store) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
+func (s *Store) RetryTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 	var t TaskRun
-	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
-			return err
-		}
+	err := s.underPromotionLock(ctx, func(q *dbgen.Queries) error {
 		cur, err := q.GetTaskRun(ctx, id)
 		if err != nil {
 			return err
@@ -407,18 +261,18 @@ func (s *Store) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
 	return t, nil
 }
 
-// SkipTask marks a task that is not running SKIPPED (it then no longer blocks the version gate).
-func (s *Store) SkipTask(ctx context.Context, id int64) (TaskRun, error) {
-	return s.taskTransition(ctx, id, "skip", s.Q.SkipTask)
+// SkipTaskRun marks a task that is not running SKIPPED (it then no longer blocks the version gate).
+func (s *Store) SkipTaskRun(ctx context.Context, id int64) (TaskRun, error) {
+	return s.taskRunTransition(ctx, id, "skip", s.Q.SkipTask)
 }
 
-// CancelTask cancels a task that has not started (RUNNING tasks are canceled through the
+// CancelTaskRun cancels a task that has not started (RUNNING tasks are canceled through the
 // rollout's workflow).
-func (s *Store) CancelTask(ctx context.Context, id int64) (TaskRun, error) {
-	return s.taskTransition(ctx, id, "cancel", s.Q.CancelTask)
+func (s *Store) CancelTaskRun(ctx context.Context, id int64) (TaskRun, error) {
+	return s.taskRunTransition(ctx, id, "cancel", s.Q.CancelTask)
 }
 
-func (s *Store) taskTransition(ctx context.Context, id int64, verb string, fn func(context.Context, int64) (TaskRun, error)) (TaskRun, error) {
+func (s *Store) taskRunTransition(ctx context.Context, id int64, verb string, fn func(context.Context, int64) (TaskRun, error)) (TaskRun, error) {
 	t, err := fn(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur, gerr := s.GetTaskRun(ctx, id)
@@ -433,62 +287,27 @@ func (s *Store) taskTransition(ctx context.Context, id int64, verb string, fn fu
 	return t, nil
 }
 
-// CheckRolloutInvariants reads the task runs once (one snapshot) and describes every breach
-// of R1–R3 it finds (none: an empty slice). Tests and benchmarks sample it while rollouts run.
-//   - R1: a database with an AVAILABLE/RUNNING DDL or SDL task has no other active task.
-//   - R2: no active task has a smaller-version PENDING/AVAILABLE/RUNNING task on its database.
-//   - R3: per rollout, AVAILABLE + RUNNING ≤ parallel_limit.
-func (s *Store) CheckRolloutInvariants(ctx context.Context) ([]string, error) {
-	const q = `
-WITH live AS (
-    SELECT id, rollout_id, database, type, version, version_key, status FROM task_runs
-    WHERE status IN ('PENDING', 'AVAILABLE', 'RUNNING')
-)
-SELECT 'R1: database ' || database || ' has ' || count(*) || ' active tasks, one of them DDL/SDL'
-FROM live WHERE status IN ('AVAILABLE', 'RUNNING')
-GROUP BY database HAVING bool_or(type IN ('DDL', 'SDL')) AND count(*) > 1
-UNION ALL
-SELECT 'R2: task ' || a.id || ' (version ' || a.version || ') is ' || a.status || ' while task ' || b.id ||
-       ' (version ' || b.version || ') is ' || b.status || ' on database ' || a.database
-FROM live a JOIN live b ON b.database = a.database AND b.version_key < a.version_key
-WHERE a.status IN ('AVAILABLE', 'RUNNING')
-UNION ALL
-SELECT 'R3: rollout ' || r.id || ' has ' || count(*) || ' active tasks, limit ' || r.parallel_limit
-FROM live l JOIN rollouts r ON r.id = l.rollout_id
-WHERE l.status IN ('AVAILABLE', 'RUNNING')
-GROUP BY r.id, r.parallel_limit HAVING count(*) > r.parallel_limit`
-	rows, err := s.Pool.Query(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("check rollout invariants: %w", err)
-	}
-	breaches, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("check rollout invariants: %w", err)
-	}
-	return breaches, nil
-}
-
-// CancelRunningTask marks a RUNNING task CANCELED; its executor notices at its next status
+// CancelRunningTaskRun marks a RUNNING task CANCELED; its executor notices at its next status
 // check and stops (a late result of that attempt is then ignored).
-func (s *Store) CancelRunningTask(ctx context.Context, id int64) (TaskRun, error) {
-	return s.taskTransition(ctx, id, "cancel running", s.Q.CancelRunningTask)
+func (s *Store) CancelRunningTaskRun(ctx context.Context, id int64) (TaskRun, error) {
+	return s.taskRunTransition(ctx, id, "cancel running", s.Q.CancelRunningTask)
 }
 
-// TaskState is a task's status and claim number.
-type TaskState struct {
-	Status  domain.TaskStatus
+// TaskRunState is a task's status and claim number.
+type TaskRunState struct {
+	Status  domain.TaskRunStatus
 	Attempt int32
 }
 
-// TaskStates reads the status and claim number of the given tasks (missing ids are absent).
-func (s *Store) TaskStates(ctx context.Context, ids []int64) (map[int64]TaskState, error) {
+// TaskRunStates reads the status and claim number of the given tasks (missing ids are absent).
+func (s *Store) TaskRunStates(ctx context.Context, ids []int64) (map[int64]TaskRunState, error) {
 	rows, err := s.Q.TaskRunStates(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read task states: %w", mapErr(err))
 	}
-	out := make(map[int64]TaskState, len(rows))
+	out := make(map[int64]TaskRunState, len(rows))
 	for _, r := range rows {
-		out[r.ID] = TaskState{Status: r.Status, Attempt: r.Attempt}
+		out[r.ID] = TaskRunState{Status: r.Status, Attempt: r.Attempt}
 	}
 	return out, nil
 }
@@ -502,8 +321,8 @@ func (s *Store) TaskRunsByIDs(ctx context.Context, ids []int64) ([]TaskRun, erro
 	return rows, nil
 }
 
-// RunningRunnableTasks lists a rollout's RUNNING tasks that an executor runs (not external).
-func (s *Store) RunningRunnableTasks(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
+// RunningRunnableTaskRuns lists a rollout's RUNNING tasks that an executor runs (not external).
+func (s *Store) RunningRunnableTaskRuns(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
 	rows, err := s.Q.RunningRunnableTasks(ctx, rolloutID)
 	if err != nil {
 		return nil, fmt.Errorf("running tasks of rollout %d: %w", rolloutID, mapErr(err))
@@ -511,8 +330,8 @@ func (s *Store) RunningRunnableTasks(ctx context.Context, rolloutID int64) ([]Ta
 	return rows, nil
 }
 
-// RunningTaskIDs lists the ids of a rollout's RUNNING tasks.
-func (s *Store) RunningTaskIDs(ctx context.Context, rolloutID int64) ([]int64, error) {
+// RunningTaskRunIDs lists the ids of a rollout's RUNNING tasks.
+func (s *Store) RunningTaskRunIDs(ctx context.Context, rolloutID int64) ([]int64, error) {
 	ids, err := s.Q.RunningTaskIDs(ctx, rolloutID)
 	if err != nil {
 		return nil, fmt.Errorf("running tasks of rollout %d: %w", rolloutID, mapErr(err))
@@ -520,18 +339,18 @@ func (s *Store) RunningTaskIDs(ctx context.Context, rolloutID int64) ([]int64, e
 	return ids, nil
 }
 
-// TaskResult is one task's final status for FinishTasks.
-type TaskResult struct {
-	ID      int64             `json:"id"`
-	Attempt int32             `json:"attempt"`
-	Status  domain.TaskStatus `json:"status"`
-	Error   string            `json:"error,omitempty"`
-	Output  json.RawMessage   `json:"output,omitempty"`
+// TaskRunResult is one task's final status for FinishTaskRuns.
+type TaskRunResult struct {
+	ID      int64                `json:"id"`
+	Attempt int32                `json:"attempt"`
+	Status  domain.TaskRunStatus `json:"status"`
+	Error   string               `json:"error,omitempty"`
+	Output  json.RawMessage      `json:"output,omitempty"`
 }
 
-// FinishTasks is FinishTask for many tasks in one statement; it returns the ids it
+// FinishTaskRuns is FinishTaskRun for many tasks in one statement; it returns the ids it
 // finished (the others were no longer their RUNNING claim).
-func (s *Store) FinishTasks(ctx context.Context, results []TaskResult) ([]int64, error) {
+func (s *Store) FinishTaskRuns(ctx context.Context, results []TaskRunResult) ([]int64, error) {
 	body, err := json.Marshal(results)
 	if err != nil {
 		return nil, fmt.Errorf("encode task results: %w", err)

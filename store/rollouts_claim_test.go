@@ -20,7 +20,7 @@ func TestClaimTasksOfKindsUnderConcurrentClaimers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := testenv.Store(t)
-	var tasks []store.NewTask
+	var tasks []store.NewTaskRun
 	for i := 0; i < 300; i++ {
 		tk := task(fmt.Sprintf("db%03d", i), "DML", "1")
 		if i%3 == 0 {
@@ -52,7 +52,7 @@ func TestClaimTasksOfKindsUnderConcurrentClaimers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				got, err := st.ClaimTasksOf(ctx, r.ID, 7, kind)
+				got, err := st.ClaimTaskRunsOf(ctx, r.ID, 7, kind)
 				if err != nil {
 					fail(err)
 					return

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/store/dbgen"
@@ -29,7 +30,7 @@ func TestPromoteHeadsPromotesWhatAFullRoundWould(t *testing.T) {
 	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
 	var rollouts []store.Rollout
 	for ri := 0; ri < 5; ri++ {
-		var tasks []store.NewTask
+		var tasks []store.NewTaskRun
 		for i := 0; i < 50; i++ {
 			tk := task(fmt.Sprintf("db%d", rng.IntN(10)), types[rng.IntN(4)], fmt.Sprintf("1.%d", rng.IntN(8)))
 			switch rng.IntN(10) {
@@ -55,7 +56,7 @@ func TestPromoteHeadsPromotesWhatAFullRoundWould(t *testing.T) {
 		require.NoError(t, err)
 		var ids []int64
 		for _, r := range rows {
-			require.Equal(t, domain.TaskAvailable, r.Status)
+			require.Equal(t, domain.TaskRunAvailable, r.Status)
 			ids = append(ids, r.ID)
 		}
 		slices.Sort(ids)
@@ -73,23 +74,23 @@ func TestPromoteHeadsPromotesWhatAFullRoundWould(t *testing.T) {
 		slices.Sort(got)
 		require.Equal(t, got, want, "round %d", rounds)
 		promoted += len(got)
-		breaches, err := st.CheckRolloutInvariants(ctx)
+		breaches, err := invariants.RolloutBreaches(ctx, st.Pool)
 		require.NoError(t, err)
 		require.Empty(t, breaches)
 		// Claim some, finish some of the RUNNING ones.
 		for _, r := range rollouts {
-			_, err := st.ClaimTasks(ctx, r.ID, 1+rng.IntN(3))
+			_, err := st.ClaimTaskRuns(ctx, r.ID, 1+rng.IntN(3))
 			require.NoError(t, err)
-			running, err := st.RunningTasks(ctx, r.ID)
+			running, err := st.RunningTaskRuns(ctx, r.ID)
 			require.NoError(t, err)
-			var rs []store.TaskResult
+			var rs []store.TaskRunResult
 			for _, tr := range running {
 				if rng.IntN(2) == 0 {
-					rs = append(rs, store.TaskResult{ID: tr.ID, Attempt: tr.Attempt, Status: domain.TaskDone})
+					rs = append(rs, store.TaskRunResult{ID: tr.ID, Attempt: tr.Attempt, Status: domain.TaskRunDone})
 				}
 			}
 			if len(rs) > 0 {
-				_, err = st.FinishTasks(ctx, rs)
+				_, err = st.FinishTaskRuns(ctx, rs)
 				require.NoError(t, err)
 			}
 		}

@@ -27,17 +27,17 @@ func rolloutStatus(t *testing.T, st *store.Store, id int64) domain.RolloutStatus
 
 // finishAs claims rollout r's AVAILABLE tasks and ends each with the status given for it
 // (by task id); tasks not listed stay RUNNING.
-func finishAs(t *testing.T, st *store.Store, r store.Rollout, statuses map[int64]domain.TaskStatus) {
+func finishAs(t *testing.T, st *store.Store, r store.Rollout, statuses map[int64]domain.TaskRunStatus) {
 	t.Helper()
 	ctx := context.Background()
-	claimed, err := st.ClaimTasks(ctx, r.ID, 100)
+	claimed, err := st.ClaimTaskRuns(ctx, r.ID, 100)
 	require.NoError(t, err)
 	for _, c := range claimed {
 		status, ok := statuses[c.ID]
 		if !ok {
 			continue
 		}
-		_, ok, err := st.FinishTask(ctx, c.ID, c.Attempt, status, "", nil)
+		_, ok, err := st.FinishTaskRun(ctx, c.ID, c.Attempt, status, "", nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -55,7 +55,7 @@ func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 		r, runs := newRollout(t, st, 10, task("c1", "DML", "1"), task("c1", "DML", "2"))
 		require.Equal(t, domain.RolloutRunning, rolloutStatus(t, st, r.ID))
 		for _, tr := range runs {
-			_, err := st.CancelTask(ctx, tr.ID)
+			_, err := st.CancelTaskRun(ctx, tr.ID)
 			require.NoError(t, err)
 		}
 		require.Equal(t, domain.RolloutCanceled, rolloutStatus(t, st, r.ID))
@@ -64,7 +64,7 @@ func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 	t.Run("every task skipped is CANCELED", func(t *testing.T) {
 		r, runs := newRollout(t, st, 10, task("s1", "DML", "1"), task("s2", "DDL", "1"))
 		for _, tr := range runs {
-			_, err := st.SkipTask(ctx, tr.ID)
+			_, err := st.SkipTaskRun(ctx, tr.ID)
 			require.NoError(t, err)
 		}
 		require.Equal(t, domain.RolloutCanceled, rolloutStatus(t, st, r.ID))
@@ -73,36 +73,36 @@ func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 	t.Run("one failed task is FAILED once nothing is active", func(t *testing.T) {
 		r, runs := newRollout(t, st, 10, task("f1", "DML", "1"), task("f2", "DML", "1"), task("f3", "DML", "1"))
 		promote(t, st)
-		finishAs(t, st, r, map[int64]domain.TaskStatus{runs[0].ID: domain.TaskDone, runs[1].ID: domain.TaskFailed})
+		finishAs(t, st, r, map[int64]domain.TaskRunStatus{runs[0].ID: domain.TaskRunDone, runs[1].ID: domain.TaskRunFailed})
 		require.Equal(t, domain.RolloutRunning, rolloutStatus(t, st, r.ID), "a task is still RUNNING")
-		_, err := st.CancelRunningTask(ctx, runs[2].ID)
+		_, err := st.CancelRunningTaskRun(ctx, runs[2].ID)
 		require.NoError(t, err)
 		require.Equal(t, domain.RolloutFailed, rolloutStatus(t, st, r.ID))
 
 		// Retrying the failed task makes the rollout active again. Once the retry is DONE
 		// the rollout is still not DONE: its cancelled task never ran, so it is CANCELED.
-		_, err = st.RetryTask(ctx, runs[1].ID)
+		_, err = st.RetryTaskRun(ctx, runs[1].ID)
 		require.NoError(t, err)
 		require.Equal(t, domain.RolloutRunning, rolloutStatus(t, st, r.ID))
 		promote(t, st)
-		finishAs(t, st, r, map[int64]domain.TaskStatus{runs[1].ID: domain.TaskDone})
+		finishAs(t, st, r, map[int64]domain.TaskRunStatus{runs[1].ID: domain.TaskRunDone})
 		require.Equal(t, domain.RolloutCanceled, rolloutStatus(t, st, r.ID))
 	})
 
 	t.Run("done and skipped is DONE", func(t *testing.T) {
 		r, runs := newRollout(t, st, 10, task("d1", "DML", "1"), task("d2", "DML", "1"))
-		_, err := st.SkipTask(ctx, runs[1].ID)
+		_, err := st.SkipTaskRun(ctx, runs[1].ID)
 		require.NoError(t, err)
 		require.Equal(t, domain.RolloutRunning, rolloutStatus(t, st, r.ID), "a task is still PENDING")
 		promote(t, st)
-		finishAs(t, st, r, map[int64]domain.TaskStatus{runs[0].ID: domain.TaskDone})
+		finishAs(t, st, r, map[int64]domain.TaskRunStatus{runs[0].ID: domain.TaskRunDone})
 		require.Equal(t, domain.RolloutDone, rolloutStatus(t, st, r.ID))
 	})
 
 	t.Run("a cancelled rollout with some tasks done is CANCELED", func(t *testing.T) {
 		r, runs := newRollout(t, st, 1, task("x1", "DML", "1"), task("x1", "DML", "2"), task("x2", "DML", "1"))
 		promote(t, st)
-		finishAs(t, st, r, map[int64]domain.TaskStatus{runs[0].ID: domain.TaskDone})
+		finishAs(t, st, r, map[int64]domain.TaskRunStatus{runs[0].ID: domain.TaskRunDone})
 		_, canceled, err := st.CancelRollout(ctx, r.ID)
 		require.NoError(t, err)
 		require.Len(t, canceled, 2)
@@ -115,30 +115,30 @@ func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 		finishAs(t, st, r, nil)
 		_, _, err := st.CancelRollout(ctx, r.ID)
 		require.NoError(t, err)
-		require.Equal(t, domain.TaskRunning, statusOf(t, st, runs[0].ID).Status)
+		require.Equal(t, domain.TaskRunRunning, statusOf(t, st, runs[0].ID).Status)
 		require.Equal(t, domain.RolloutCanceled, rolloutStatus(t, st, r.ID))
 	})
 
 	t.Run("done with a task cancelled is CANCELED", func(t *testing.T) {
 		r, runs := newRollout(t, st, 10, task("z1", "DML", "1"), task("z2", "DML", "1"))
-		_, err := st.CancelTask(ctx, runs[1].ID)
+		_, err := st.CancelTaskRun(ctx, runs[1].ID)
 		require.NoError(t, err)
 		promote(t, st)
-		finishAs(t, st, r, map[int64]domain.TaskStatus{runs[0].ID: domain.TaskDone})
+		finishAs(t, st, r, map[int64]domain.TaskRunStatus{runs[0].ID: domain.TaskRunDone})
 		require.Equal(t, domain.RolloutCanceled, rolloutStatus(t, st, r.ID))
 	})
 
 	t.Run("PAUSED while work remains, then how it ended", func(t *testing.T) {
 		r, runs := newRollout(t, st, 10, task("p1", "DML", "1"), task("p2", "DML", "1"))
 		promote(t, st)
-		claimed, err := st.ClaimTasks(ctx, r.ID, 1)
+		claimed, err := st.ClaimTaskRuns(ctx, r.ID, 1)
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
 		_, err = st.SetRolloutStatus(ctx, r.ID, domain.RolloutPaused, domain.RolloutRunning)
 		require.NoError(t, err)
 		require.Equal(t, domain.RolloutPaused, rolloutStatus(t, st, r.ID))
 		// The RUNNING task finishes while paused; the other one is still AVAILABLE.
-		_, ok, err := st.FinishTask(ctx, claimed[0].ID, claimed[0].Attempt, domain.TaskDone, "", nil)
+		_, ok, err := st.FinishTaskRun(ctx, claimed[0].ID, claimed[0].Attempt, domain.TaskRunDone, "", nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, domain.RolloutPaused, rolloutStatus(t, st, r.ID))
@@ -148,7 +148,7 @@ func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 		if other == claimed[0].ID {
 			other = runs[1].ID
 		}
-		_, err = st.SkipTask(ctx, other)
+		_, err = st.SkipTaskRun(ctx, other)
 		require.NoError(t, err)
 		require.Equal(t, domain.RolloutDone, rolloutStatus(t, st, r.ID))
 		sum, err := st.GetRolloutSummary(ctx, r.ID)
@@ -165,17 +165,17 @@ func TestTaskRunStatusesAreTheEngines(t *testing.T) {
 	ctx := context.Background()
 	st := testenv.Store(t)
 	_, runs := newRollout(t, st, 10, task("n1", "DML", "1"))
-	require.NotContains(t, domain.TaskStatuses, domain.TaskStatus("NOT_STARTED"))
+	require.NotContains(t, domain.TaskRunStatuses, domain.TaskRunStatus("NOT_STARTED"))
 
 	// finished_at set, so only the status constraint can refuse it.
 	_, err := st.Pool.Exec(ctx, `UPDATE task_runs SET status = 'NOT_STARTED', finished_at = now(),
 		waiting_cause = NULL, waiting_key = NULL WHERE id = $1`, runs[0].ID)
 	require.ErrorContains(t, err, "task_runs_status_check")
-	require.Equal(t, domain.TaskPending, statusOf(t, st, runs[0].ID).Status)
+	require.Equal(t, domain.TaskRunPending, statusOf(t, st, runs[0].ID).Status)
 
 	// Every status the store names is one the schema takes (finished_at set for the
 	// terminal ones, as the engine writes them).
-	for _, status := range domain.TaskStatuses {
+	for _, status := range domain.TaskRunStatuses {
 		_, err := st.Pool.Exec(ctx, `UPDATE task_runs SET status = $2,
 			finished_at = CASE WHEN $2 IN ('PENDING', 'AVAILABLE', 'RUNNING') THEN NULL ELSE now() END,
 			started_at = now(), waiting_cause = NULL, waiting_key = NULL WHERE id = $1`, runs[0].ID, status)
@@ -185,31 +185,31 @@ func TestTaskRunStatusesAreTheEngines(t *testing.T) {
 
 // taskIn makes a one-task rollout on database db and drives its task to status through
 // the engine's own paths: create, promote, claim, finish, cancel, skip.
-func taskIn(t *testing.T, st *store.Store, db string, status domain.TaskStatus) store.TaskRun {
+func taskIn(t *testing.T, st *store.Store, db string, status domain.TaskRunStatus) store.TaskRun {
 	t.Helper()
 	ctx := context.Background()
 	r, runs := newRollout(t, st, 1, task(db, "DDL", "1"))
 	id := runs[0].ID
 	switch status {
-	case domain.TaskPending:
-	case domain.TaskCanceled:
-		_, err := st.CancelTask(ctx, id)
+	case domain.TaskRunPending:
+	case domain.TaskRunCanceled:
+		_, err := st.CancelTaskRun(ctx, id)
 		require.NoError(t, err)
-	case domain.TaskSkipped:
-		_, err := st.SkipTask(ctx, id)
+	case domain.TaskRunSkipped:
+		_, err := st.SkipTaskRun(ctx, id)
 		require.NoError(t, err)
 	default:
 		require.Contains(t, ids(promote(t, st)), id)
-		if status == domain.TaskAvailable {
+		if status == domain.TaskRunAvailable {
 			break
 		}
-		claimed, err := st.ClaimTasks(ctx, r.ID, 1)
+		claimed, err := st.ClaimTaskRuns(ctx, r.ID, 1)
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
-		if status == domain.TaskRunning {
+		if status == domain.TaskRunRunning {
 			break
 		}
-		_, ok, err := st.FinishTask(ctx, id, claimed[0].Attempt, status, "", nil)
+		_, ok, err := st.FinishTaskRun(ctx, id, claimed[0].Attempt, status, "", nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -228,16 +228,16 @@ func TestTaskRunOperatorTransitions(t *testing.T) {
 	ops := []struct {
 		name string
 		do   func(context.Context, int64) (store.TaskRun, error)
-		to   domain.TaskStatus
-		from []domain.TaskStatus
+		to   domain.TaskRunStatus
+		from []domain.TaskRunStatus
 	}{
-		{"skip", st.SkipTask, domain.TaskSkipped, []domain.TaskStatus{domain.TaskPending, domain.TaskAvailable, domain.TaskFailed, domain.TaskCanceled}},
-		{"cancel", st.CancelTask, domain.TaskCanceled, []domain.TaskStatus{domain.TaskPending, domain.TaskAvailable}},
-		{"cancel running", st.CancelRunningTask, domain.TaskCanceled, []domain.TaskStatus{domain.TaskRunning}},
-		{"retry", st.RetryTask, domain.TaskPending, []domain.TaskStatus{domain.TaskFailed, domain.TaskCanceled}},
+		{"skip", st.SkipTaskRun, domain.TaskRunSkipped, []domain.TaskRunStatus{domain.TaskRunPending, domain.TaskRunAvailable, domain.TaskRunFailed, domain.TaskRunCanceled}},
+		{"cancel", st.CancelTaskRun, domain.TaskRunCanceled, []domain.TaskRunStatus{domain.TaskRunPending, domain.TaskRunAvailable}},
+		{"cancel running", st.CancelRunningTaskRun, domain.TaskRunCanceled, []domain.TaskRunStatus{domain.TaskRunRunning}},
+		{"retry", st.RetryTaskRun, domain.TaskRunPending, []domain.TaskRunStatus{domain.TaskRunFailed, domain.TaskRunCanceled}},
 	}
 	for _, op := range ops {
-		for _, from := range domain.TaskStatuses {
+		for _, from := range domain.TaskRunStatuses {
 			allowed := false
 			for _, f := range op.from {
 				allowed = allowed || f == from
@@ -252,7 +252,7 @@ func TestTaskRunOperatorTransitions(t *testing.T) {
 			require.NoError(t, err, "%s from %s", op.name, from)
 			require.Equal(t, op.to, got.Status, "%s from %s", op.name, from)
 			require.Equal(t, op.to, statusOf(t, st, tr.ID).Status)
-			require.Equal(t, op.to == domain.TaskPending, got.FinishedAt == nil, "finished_at of a %s task", op.to)
+			require.Equal(t, op.to == domain.TaskRunPending, got.FinishedAt == nil, "finished_at of a %s task", op.to)
 		}
 	}
 }

@@ -12,17 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/store"
 )
 
-// task builds a NewTask (noop executor) for database/type/version.
-func task(db, typ, v string) store.NewTask {
-	return store.NewTask{Database: db, Type: domain.TaskType(typ), Version: v, VersionKey: version.MustKey(v), Executor: "noop"}
+// task builds a NewTaskRun (noop executor) for database/type/version.
+func task(db, typ, v string) store.NewTaskRun {
+	return store.NewTaskRun{Database: db, Type: domain.TaskType(typ), Version: v, VersionKey: version.MustKey(v), Executor: "noop"}
 }
 
-func newRollout(t *testing.T, st *store.Store, limit int32, tasks ...store.NewTask) (store.Rollout, []store.TaskRun) {
+func newRollout(t *testing.T, st *store.Store, limit int32, tasks ...store.NewTaskRun) (store.Rollout, []store.TaskRun) {
 	t.Helper()
 	ctx := context.Background()
 	r, err := st.CreateRollout(ctx, "r", limit, tasks)
@@ -37,7 +38,7 @@ func promote(t *testing.T, st *store.Store) store.Promotion {
 	t.Helper()
 	p, err := st.PromoteRound(context.Background())
 	require.NoError(t, err)
-	breaches, err := st.CheckRolloutInvariants(context.Background())
+	breaches, err := invariants.RolloutBreaches(context.Background(), st.Pool)
 	require.NoError(t, err)
 	require.Empty(t, breaches)
 	return p
@@ -53,7 +54,7 @@ func statusOf(t *testing.T, st *store.Store, id int64) store.TaskRun {
 func cause(t *testing.T, st *store.Store, id int64) map[string]any {
 	t.Helper()
 	tr := statusOf(t, st, id)
-	require.Equal(t, domain.TaskPending, tr.Status)
+	require.Equal(t, domain.TaskRunPending, tr.Status)
 	var c map[string]any
 	require.NoError(t, json.Unmarshal(tr.WaitingCause, &c), "waiting cause of %d: %s", id, tr.WaitingCause)
 	return c
@@ -63,10 +64,10 @@ func cause(t *testing.T, st *store.Store, id int64) map[string]any {
 func runToDone(t *testing.T, st *store.Store, r store.Rollout) []store.TaskRun {
 	t.Helper()
 	ctx := context.Background()
-	claimed, err := st.ClaimTasks(ctx, r.ID, 100)
+	claimed, err := st.ClaimTaskRuns(ctx, r.ID, 100)
 	require.NoError(t, err)
 	for _, c := range claimed {
-		_, ok, err := st.FinishTask(ctx, c.ID, c.Attempt, domain.TaskDone, "", nil)
+		_, ok, err := st.FinishTaskRun(ctx, c.ID, c.Attempt, domain.TaskRunDone, "", nil)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -92,7 +93,7 @@ func TestRolloutGateRunAt(t *testing.T) {
 	require.Len(t, p.Promoted, 1)
 	require.Nil(t, p.NextRunAt)
 	tr := statusOf(t, st, runs[0].ID)
-	require.Equal(t, domain.TaskAvailable, tr.Status)
+	require.Equal(t, domain.TaskRunAvailable, tr.Status)
 	require.Nil(t, tr.WaitingCause)
 }
 
@@ -150,7 +151,7 @@ func TestRolloutGateDatabaseExclusion(t *testing.T) {
 func TestRolloutGateParallelLimit(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
-	var tasks []store.NewTask
+	var tasks []store.NewTaskRun
 	for i := 0; i < 5; i++ {
 		tasks = append(tasks, task(fmt.Sprintf("db%d", i), "DDL", "1"))
 	}
@@ -159,11 +160,11 @@ func TestRolloutGateParallelLimit(t *testing.T) {
 	require.Equal(t, []int64{runs[0].ID, runs[1].ID}, ids(p))
 	require.Equal(t, map[string]any{"reason": "parallel_limit", "limit": float64(2)}, cause(t, st, runs[4].ID))
 	// Claimed tasks still count against the limit.
-	claimed, err := st.ClaimTasks(context.Background(), r.ID, 10)
+	claimed, err := st.ClaimTaskRuns(context.Background(), r.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, claimed, 2)
 	require.Empty(t, promote(t, st).Promoted)
-	_, ok, err := st.FinishTask(context.Background(), claimed[0].ID, claimed[0].Attempt, domain.TaskFailed, "boom", nil)
+	_, ok, err := st.FinishTaskRun(context.Background(), claimed[0].ID, claimed[0].Attempt, domain.TaskRunFailed, "boom", nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []int64{runs[2].ID}, ids(promote(t, st)))
@@ -187,30 +188,30 @@ func TestRolloutPauseSkipCancelRetry(t *testing.T) {
 	// Pause also stops claims.
 	_, err = st.SetRolloutStatus(ctx, r.ID, domain.RolloutPaused, domain.RolloutRunning)
 	require.NoError(t, err)
-	claimed, err := st.ClaimTasks(ctx, r.ID, 10)
+	claimed, err := st.ClaimTaskRuns(ctx, r.ID, 10)
 	require.NoError(t, err)
 	require.Empty(t, claimed)
 	_, err = st.SetRolloutStatus(ctx, r.ID, domain.RolloutRunning, domain.RolloutPaused)
 	require.NoError(t, err)
 
 	// Skipping the blocker unblocks version 2.
-	_, err = st.SkipTask(ctx, runs[0].ID)
+	_, err = st.SkipTaskRun(ctx, runs[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, []int64{runs[1].ID}, ids(promote(t, st)))
-	_, err = st.SkipTask(ctx, runs[0].ID)
+	_, err = st.SkipTaskRun(ctx, runs[0].ID)
 	require.ErrorIs(t, err, store.ErrTaskState)
 
 	// Cancel an AVAILABLE task, retry it back to PENDING, fail it, retry again.
-	_, err = st.CancelTask(ctx, runs[1].ID)
+	_, err = st.CancelTaskRun(ctx, runs[1].ID)
 	require.NoError(t, err)
-	_, err = st.RetryTask(ctx, runs[1].ID)
+	_, err = st.RetryTaskRun(ctx, runs[1].ID)
 	require.NoError(t, err)
 	require.Equal(t, []int64{runs[1].ID}, ids(promote(t, st)))
 	done := runToDone(t, st, r)
 	require.Len(t, done, 1)
-	_, err = st.RetryTask(ctx, runs[1].ID)
+	_, err = st.RetryTaskRun(ctx, runs[1].ID)
 	require.ErrorIs(t, err, store.ErrTaskState, "a DONE task cannot be retried")
-	_, err = st.RetryTask(ctx, 999999)
+	_, err = st.RetryTaskRun(ctx, 999999)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// Cancel the rollout: its unstarted tasks are canceled, the rollout cannot be resumed.
@@ -221,7 +222,7 @@ func TestRolloutPauseSkipCancelRetry(t *testing.T) {
 	require.ElementsMatch(t, []int64{runs3[0].ID, runs3[1].ID}, canceled)
 	_, err = st.SetRolloutStatus(ctx, r3.ID, domain.RolloutRunning, domain.RolloutPaused)
 	require.ErrorIs(t, err, store.ErrTaskState)
-	_, err = st.RetryTask(ctx, runs3[0].ID)
+	_, err = st.RetryTaskRun(ctx, runs3[0].ID)
 	require.ErrorIs(t, err, store.ErrTaskState)
 }
 
@@ -231,18 +232,18 @@ func TestRolloutFinishIgnoresStaleAttempt(t *testing.T) {
 	st := testenv.Store(t)
 	r, runs := newRollout(t, st, 10, task("db1", "DML", "1"))
 	promote(t, st)
-	claimed, err := st.ClaimTasks(ctx, r.ID, 10)
+	claimed, err := st.ClaimTaskRuns(ctx, r.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	require.EqualValues(t, 1, claimed[0].Attempt)
-	_, ok, err := st.FinishTask(ctx, runs[0].ID, 2, domain.TaskDone, "", nil)
+	_, ok, err := st.FinishTaskRun(ctx, runs[0].ID, 2, domain.TaskRunDone, "", nil)
 	require.NoError(t, err)
 	require.False(t, ok)
-	tr, ok, err := st.FinishTask(ctx, runs[0].ID, 1, domain.TaskDone, "", json.RawMessage(`{"rows":3}`))
+	tr, ok, err := st.FinishTaskRun(ctx, runs[0].ID, 1, domain.TaskRunDone, "", json.RawMessage(`{"rows":3}`))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NotNil(t, tr.FinishedAt)
-	_, ok, err = st.FinishTask(ctx, runs[0].ID, 1, domain.TaskFailed, "late", nil)
+	_, ok, err = st.FinishTaskRun(ctx, runs[0].ID, 1, domain.TaskRunFailed, "late", nil)
 	require.NoError(t, err)
 	require.False(t, ok, "a finished task is not finished twice")
 }
@@ -259,7 +260,7 @@ func TestRolloutConcurrentPromotersAndClaimers(t *testing.T) {
 	var rollouts []store.Rollout
 	total := 0
 	for ri := 0; ri < 4; ri++ {
-		var tasks []store.NewTask
+		var tasks []store.NewTaskRun
 		for i := 0; i < 60; i++ {
 			tasks = append(tasks, task(fmt.Sprintf("db%d", rng.IntN(8)), types[rng.IntN(4)], fmt.Sprintf("1.%d", rng.IntN(12))))
 		}
@@ -297,7 +298,7 @@ func TestRolloutConcurrentPromotersAndClaimers(t *testing.T) {
 					fail(err)
 					return
 				}
-				breaches, err := st.CheckRolloutInvariants(ctx)
+				breaches, err := invariants.RolloutBreaches(ctx, st.Pool)
 				if err != nil {
 					fail(err)
 					return
@@ -320,7 +321,7 @@ func TestRolloutConcurrentPromotersAndClaimers(t *testing.T) {
 				default:
 				}
 				for _, r := range rollouts {
-					got, err := st.ClaimTasks(ctx, r.ID, 3)
+					got, err := st.ClaimTaskRuns(ctx, r.ID, 3)
 					if err != nil {
 						fail(err)
 						return
@@ -346,16 +347,16 @@ func TestRolloutConcurrentPromotersAndClaimers(t *testing.T) {
 			case <-stop:
 				return
 			case g := <-running:
-				status := domain.TaskDone
+				status := domain.TaskRunDone
 				if rng.IntN(10) == 0 {
-					status = domain.TaskFailed
+					status = domain.TaskRunFailed
 				}
-				if _, ok, err := st.FinishTask(ctx, g.ID, g.Attempt, status, "", nil); err != nil || !ok {
+				if _, ok, err := st.FinishTaskRun(ctx, g.ID, g.Attempt, status, "", nil); err != nil || !ok {
 					fail(fmt.Errorf("finish %d: ok=%v err=%v", g.ID, ok, err))
 					return
 				}
-				if status == domain.TaskFailed {
-					if _, err := st.SkipTask(ctx, g.ID); err != nil {
+				if status == domain.TaskRunFailed {
+					if _, err := st.SkipTaskRun(ctx, g.ID); err != nil {
 						fail(err)
 						return
 					}
@@ -411,14 +412,14 @@ func TestClaimTasksTakesAtMostMax(t *testing.T) {
 	st := testenv.Store(t)
 	r, runs := newRollout(t, st, 10, task("m1", "DML", "1"), task("m2", "DML", "1"), task("m3", "DML", "1"))
 	require.Len(t, promote(t, st).Promoted, 3)
-	claimed, err := st.ClaimTasks(ctx, r.ID, 1)
+	claimed, err := st.ClaimTaskRuns(ctx, r.ID, 1)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	require.Equal(t, runs[0].ID, claimed[0].ID)
-	claimed, err = st.ClaimTasks(ctx, r.ID, 2)
+	claimed, err = st.ClaimTaskRuns(ctx, r.ID, 2)
 	require.NoError(t, err)
 	require.Len(t, claimed, 2)
-	claimed, err = st.ClaimTasks(ctx, r.ID, 2)
+	claimed, err = st.ClaimTaskRuns(ctx, r.ID, 2)
 	require.NoError(t, err)
 	require.Empty(t, claimed)
 }

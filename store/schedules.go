@@ -57,17 +57,20 @@ func (s *Store) ListSchedules(ctx context.Context, afterName string, limit int) 
 	return rows, nil
 }
 
-// DeleteSchedule removes a schedule and (by cascade) its runs; it returns the schedule's id.
+// DeleteSchedule removes a schedule and (by cascade) its runs; it returns the schedule's id
+// and the workflow ids of its armed workflow fires, whose delayed starts the caller stops.
 // The events of its armed, unreleased fires go with it in the same transaction (they never
 // happened); released events stay, as the feed's history.
-func (s *Store) DeleteSchedule(ctx context.Context, name string) (int64, error) {
-	var id int64
-	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+func (s *Store) DeleteSchedule(ctx context.Context, name string) (id int64, delayedStarts []string, err error) {
+	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		var err error
 		if id, err = q.LockScheduleByName(ctx, name); err != nil {
 			return fmt.Errorf("lock schedule %q: %w", name, mapErr(err))
 		}
-		if _, err := retractArmed(ctx, q, id, false); err != nil {
+		if delayedStarts, err = q.ListArmedWorkflowRuns(ctx, id); err != nil {
+			return fmt.Errorf("armed workflow fires of schedule %q: %w", name, mapErr(err))
+		}
+		if _, err := retractArmed(ctx, q, id, false, "the schedule was deleted"); err != nil {
 			return err
 		}
 		if _, err := q.DeleteSchedule(ctx, name); err != nil {
@@ -75,12 +78,20 @@ func (s *Store) DeleteSchedule(ctx context.Context, name string) (int64, error) 
 		}
 		return nil
 	})
-	return id, err
+	return id, delayedStarts, err
+}
+
+// Retraction is what a command retracted: the ticks of the armed fires it took back, and
+// the workflow ids of those that were workflow fires (their delayed starts were stopped
+// before, see RetractArmedWorkflowRuns).
+type Retraction struct {
+	Ticks       []time.Time
+	WorkflowIDs []string
 }
 
 // SetPaused mirrors a pause or resume decided by the schedule's workflow. A pause retracts
-// the schedule's armed, unreleased fires in the same transaction and returns their ticks.
-func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note string) (row Schedule, retracted []time.Time, err error) {
+// the schedule's armed, unreleased fires in the same transaction and returns them.
+func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note string) (row Schedule, retracted Retraction, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		var err error
 		row, err = q.SetSchedulePaused(ctx, dbgen.SetSchedulePausedParams{ID: id, Paused: paused, PauseNote: note})
@@ -88,7 +99,7 @@ func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note strin
 			return fmt.Errorf("set schedule %d paused=%v: %w", id, paused, mapErr(err))
 		}
 		if paused {
-			retracted, err = retractArmed(ctx, q, id, true)
+			retracted, err = retractArmed(ctx, q, id, true, "the schedule was paused")
 		}
 		return err
 	})
@@ -96,51 +107,65 @@ func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note strin
 }
 
 // Reschedule mirrors a reschedule's next fire and retracts the schedule's armed, unreleased
-// fires in the same transaction, returning their ticks.
-func (s *Store) Reschedule(ctx context.Context, id int64, next *time.Time) (retracted []time.Time, err error) {
+// fires in the same transaction, returning them.
+func (s *Store) Reschedule(ctx context.Context, id int64, next *time.Time) (retracted Retraction, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		if err := q.SetScheduleNextRunAt(ctx, dbgen.SetScheduleNextRunAtParams{ID: id, NextRunAt: next}); err != nil {
 			return fmt.Errorf("set next_run_at of schedule %d: %w", id, mapErr(err))
 		}
 		var err error
-		retracted, err = retractArmed(ctx, q, id, true)
+		retracted, err = retractArmed(ctx, q, id, true, "the schedule was rescheduled")
 		return err
 	})
 	return retracted, err
 }
 
 // RetractArmed retracts the schedule's armed fires not yet due, under its row lock, and
-// returns their ticks: its workflow took a new definition, which decides those ticks anew.
-func (s *Store) RetractArmed(ctx context.Context, scheduleID int64) (retracted []time.Time, err error) {
+// returns them: its workflow took a new definition, which decides those ticks anew, or a
+// command that changes what the armed tick depended on came first (why says which).
+func (s *Store) RetractArmed(ctx context.Context, scheduleID int64, why string) (retracted Retraction, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		if _, err := q.LockScheduleByID(ctx, scheduleID); err != nil {
 			return fmt.Errorf("lock schedule %d: %w", scheduleID, mapErr(err))
 		}
-		retracted, err = retractArmed(ctx, q, scheduleID, true)
+		retracted, err = retractArmed(ctx, q, scheduleID, true, why)
 		return err
 	})
 	return retracted, err
 }
 
-// retractArmed deletes the schedule's armed fires that are not released yet (run, event,
-// outbox message) and returns their ticks. The caller holds the schedule's row lock, which
-// the releaser takes too before it releases a fire: of a retraction and a release racing
-// for one fire exactly one wins.
+// retractArmed takes back the schedule's armed fires that are not released yet: an event
+// fire's run, event and outbox message are deleted; a workflow fire's run stays as the
+// record of its retraction (RetractArmedWorkflowRuns: the caller stopped its delayed start
+// before). It returns their ticks. The caller holds the schedule's row lock, which the
+// releaser takes too before it releases a fire: of a retraction and a release racing for
+// one fire exactly one wins.
 //
 // A fire whose visible time has already come is kept unless the schedule itself goes
 // (keepDue false): it was due before the command, and the releaser releases it even if late.
-func retractArmed(ctx context.Context, q *dbgen.Queries, scheduleID int64, keepDue bool) ([]time.Time, error) {
+func retractArmed(ctx context.Context, q *dbgen.Queries, scheduleID int64, keepDue bool, why string) (Retraction, error) {
 	if err := q.DeleteArmedEvents(ctx, dbgen.DeleteArmedEventsParams{ScheduleID: scheduleID, KeepDue: keepDue}); err != nil {
-		return nil, fmt.Errorf("retract armed events of schedule %d: %w", scheduleID, mapErr(err))
+		return Retraction{}, fmt.Errorf("retract armed events of schedule %d: %w", scheduleID, mapErr(err))
 	}
 	ticks, err := q.DeleteArmedRuns(ctx, dbgen.DeleteArmedRunsParams{ScheduleID: scheduleID, KeepDue: keepDue})
 	if err != nil {
-		return nil, fmt.Errorf("retract armed runs of schedule %d: %w", scheduleID, mapErr(err))
+		return Retraction{}, fmt.Errorf("retract armed runs of schedule %d: %w", scheduleID, mapErr(err))
 	}
-	for i := range ticks {
-		ticks[i] = ticks[i].UTC()
+	r := Retraction{Ticks: ticks}
+	kept, err := q.RetractArmedWorkflowRuns(ctx, dbgen.RetractArmedWorkflowRunsParams{
+		ScheduleID: scheduleID, KeepDue: keepDue, Reason: "retracted before its tick: " + why + "; its delayed start was stopped and never ran",
+	})
+	if err != nil {
+		return Retraction{}, fmt.Errorf("retract armed workflow fires of schedule %d: %w", scheduleID, mapErr(err))
 	}
-	return ticks, nil
+	for _, k := range kept {
+		r.Ticks = append(r.Ticks, k.ScheduledAt)
+		r.WorkflowIDs = append(r.WorkflowIDs, k.WorkflowID)
+	}
+	for i := range r.Ticks {
+		r.Ticks[i] = r.Ticks[i].UTC()
+	}
+	return r, nil
 }
 
 // SetNextRunAt mirrors the workflow's next planned fire.
@@ -188,8 +213,10 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 		}
 		fired := f.Status.Fired()
 		armed := fired && f.VisibleAt != nil
-		if armed && (f.Status != domain.RunSucceeded || f.Event == nil) {
-			return fmt.Errorf("arm run %s: only a fired event can be armed", f.IdempotencyKey)
+		eventFire := f.Status == domain.RunSucceeded && f.WorkflowID == ""
+		workflowFire := f.Status == domain.RunRunning && f.WorkflowID != ""
+		if armed && (f.Event == nil || !(eventFire || workflowFire)) {
+			return fmt.Errorf("arm run %s: only an event fire or a workflow start can be armed", f.IdempotencyKey)
 		}
 		if fired {
 			firedAt := f.FiredAt.UTC()
@@ -304,12 +331,12 @@ func insertRunOnce(ctx context.Context, q *dbgen.Queries, params dbgen.InsertSch
 }
 
 // CountDuplicateTicks counts the (schedule, nominal tick) pairs recorded more than once by
-// the scheduler (S1; manual and backfill runs have keys of their own). Tests, benchmarks
-// and the chaos run check it is zero.
+// the scheduler (S1; manual and backfill runs have keys of their own; the record of a
+// retracted armed fire is not a run). Tests, benchmarks and the chaos run check it is zero.
 func (s *Store) CountDuplicateTicks(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM (
-		SELECT 1 FROM schedule_runs WHERE trigger IN ('scheduled', 'catchup')
+		SELECT 1 FROM schedule_runs WHERE trigger IN ('scheduled', 'catchup') AND retracted_at IS NULL
 		GROUP BY schedule_id, scheduled_at HAVING count(*) > 1) d`).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count duplicate ticks: %w", err)

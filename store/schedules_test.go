@@ -128,7 +128,7 @@ func TestRecordFireOfDeletedScheduleIsNotFound(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	s := newSchedule(t, st, "gone")
-	_, err := st.DeleteSchedule(ctx, "gone")
+	_, _, err := st.DeleteSchedule(ctx, "gone")
 	require.NoError(t, err)
 	_, _, err = st.RecordFire(ctx, fireAt(s, time.Now()))
 	require.ErrorIs(t, err, store.ErrNotFound)

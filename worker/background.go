@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 
@@ -38,7 +39,7 @@ func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client) *eng
 	id := newWorkerID()
 	return &engineWorker{
 		Worker: w, store: st, workerID: id,
-		releaser: &store.Releaser{Store: st, OnRelease: activities.ObserveReleased},
+		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: activities.ObserveReleased},
 		liveness: &store.Liveness{Store: st, WorkerID: id, Healthy: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
@@ -64,6 +65,14 @@ func (w *engineWorker) startLoops() error {
 	}
 	if err := w.store.StartLiveness(context.Background(), w.workerID); err != nil {
 		return err
+	}
+	// Fires that came due while no worker ran are judged before this one polls a task:
+	// a late armed workflow fire whose target has not begun can still be stopped, if its
+	// catch-up window has closed, before a worker of this process picks it up.
+	if fires, err := w.store.ReleaseDue(context.Background(), w.releaser.Targets); err != nil {
+		slog.Warn("release fires due at start", "error", err)
+	} else if len(fires) > 0 {
+		w.releaser.OnRelease(fires)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan struct{})

@@ -12,7 +12,7 @@ import (
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// registerDevices registers the device dispatch engine (DESIGN.md §3).
+// registerDevices registers the device dispatch engine (docs/devices.md).
 func registerDevices(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflow(workflows.DispatcherWorkflow)
 	r.RegisterWorkflow(workflows.PCWorkflow)
@@ -25,7 +25,7 @@ func registerDevices(r sdkworker.Registry, d Deps) {
 
 // DeviceSettings are the attempt limit and device timeout a device task takes when it
 // becomes active, from the configuration in force; the API's task advancer takes the same.
-// A field left zero (a Config built by hand, not by config.FromEnv) means DESIGN.md's default.
+// A field left zero (a Config built by hand, not by config.FromEnv) means its default (docs/operations.md).
 func DeviceSettings(cfg config.Config) store.DeviceSettings {
 	s := store.DefaultDeviceSettings()
 	if cfg.DeviceMaxAttempts > 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// registerRollouts registers the rollout engine (DESIGN.md §2).
+// registerRollouts registers the rollout engine (docs/rollouts.md).
 func registerRollouts(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflowWithOptions(workflows.RolloutWorkflow, workflow.RegisterOptions{Name: workflows.RolloutWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.PromoterWorkflow, workflow.RegisterOptions{Name: workflows.PromoterWorkflowType})

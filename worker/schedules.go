@@ -11,7 +11,7 @@ import (
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// registerSchedules registers the schedule engine (DESIGN.md §1).
+// registerSchedules registers the schedule engine (docs/schedules.md).
 func registerSchedules(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflowWithOptions(workflows.ScheduleWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.ScheduleReconcilerWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleReconcilerType})

@@ -13,7 +13,7 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-// Device dispatch workflow ids, signal names and payloads (DESIGN.md §3).
+// Device dispatch workflow ids, signal names and payloads (docs/devices.md).
 const (
 	// DispatcherWorkflowName is the dispatcher's id in the default scope.
 	DispatcherWorkflowName = "device-dispatcher"

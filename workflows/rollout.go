@@ -38,7 +38,7 @@ func RolloutWorkflowID(rolloutID int64) string { return "rollout/" + strconv.For
 const (
 	// SignalPromoted (no payload) tells a rollout's workflow that tasks became AVAILABLE.
 	SignalPromoted = "promoted"
-	// SignalTaskResult (payload TaskResult) reports an external task's result.
+	// SignalTaskResult (payload TaskRunResult) reports an external task's result.
 	SignalTaskResult = "task-result"
 	// SignalCancelRollout (no payload) stops a rollout's workflow after its RUNNING tasks are
 	// canceled (the API has already canceled the rest in Postgres).
@@ -49,19 +49,19 @@ const (
 	SignalKick = "kick"
 )
 
-// TaskResult is an external task's result.
-type TaskResult struct {
-	TaskID int64             `json:"task_id"`
-	Status domain.TaskStatus `json:"status"` // DONE or FAILED
-	Output json.RawMessage   `json:"output,omitempty"`
-	Error  string            `json:"error,omitempty"`
+// TaskRunResult is an external task's result.
+type TaskRunResult struct {
+	TaskID int64                `json:"task_id"`
+	Status domain.TaskRunStatus `json:"status"` // DONE or FAILED
+	Output json.RawMessage      `json:"output,omitempty"`
+	Error  string               `json:"error,omitempty"`
 }
 
 // RolloutInput starts a rollout's workflow.
 type RolloutInput struct {
 	RolloutID int64
 	// Results are external results received but not yet applied, carried over continue-as-new.
-	Results []TaskResult `json:",omitempty"`
+	Results []TaskRunResult `json:",omitempty"`
 }
 
 // Rollout engine tuning (variables so tests may shrink them).
@@ -101,7 +101,7 @@ func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
 const rolloutRunnerChange = "rollout-runner"
 
 type batch struct {
-	tasks  []activities.ClaimedTask
+	tasks  []activities.ClaimedTaskRun
 	cancel workflow.CancelFunc
 }
 
@@ -110,9 +110,9 @@ type rolloutRun struct {
 	// sel is the one selector of the loop: signals, the poll timer and every activity future.
 	sel workflow.Selector
 	// external are the claimed external tasks waiting for their result.
-	external map[int64]activities.ClaimedTask
+	external map[int64]activities.ClaimedTaskRun
 	// results are external results received for tasks not claimed (yet).
-	results map[int64]TaskResult
+	results map[int64]TaskRunResult
 	// batches are the executor activities in flight, by sequence number; inBatch holds
 	// their task ids.
 	batches   map[int]*batch
@@ -139,8 +139,8 @@ var rolloutActs *activities.RolloutActivities
 // newRolloutRun sets up the signal handlers (the "setup" half; run is the loop).
 func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	r := &rolloutRun{
-		id: in.RolloutID, sel: workflow.NewSelector(ctx), external: map[int64]activities.ClaimedTask{},
-		results: map[int64]TaskResult{}, batches: map[int]*batch{}, inBatch: map[int64]bool{},
+		id: in.RolloutID, sel: workflow.NewSelector(ctx), external: map[int64]activities.ClaimedTaskRun{},
+		results: map[int64]TaskRunResult{}, batches: map[int]*batch{}, inBatch: map[int64]bool{},
 		closing: map[int64]bool{}, wake: true,
 	}
 	for _, res := range in.Results {
@@ -153,7 +153,7 @@ func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	})
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalTaskResult), func(c workflow.ReceiveChannel, _ bool) {
 		defer r.handlers.track()()
-		var res TaskResult
+		var res TaskRunResult
 		c.Receive(ctx, &res)
 		r.onResult(ctx, res)
 	})
@@ -234,8 +234,8 @@ func (r *rolloutRun) shouldContinueAsNew(ctx workflow.Context) bool {
 }
 
 // carry lists the external results not yet applied, in task id order.
-func (r *rolloutRun) carry() []TaskResult {
-	var out []TaskResult
+func (r *rolloutRun) carry() []TaskRunResult {
+	var out []TaskRunResult
 	for _, id := range sortedKeys(r.results) {
 		out = append(out, r.results[id])
 	}
@@ -284,8 +284,8 @@ func (r *rolloutRun) orphans(running []int64) []int64 {
 
 // start runs claimed tasks: external ones wait for their result; the others run in
 // batches of up to TaskBatch per activity.
-func (r *rolloutRun) start(ctx workflow.Context, tasks []activities.ClaimedTask) {
-	var run []activities.ClaimedTask
+func (r *rolloutRun) start(ctx workflow.Context, tasks []activities.ClaimedTaskRun) {
+	var run []activities.ClaimedTaskRun
 	for _, t := range tasks {
 		if t.Executor != domain.ExecutorExternal {
 			run = append(run, t)
@@ -314,7 +314,7 @@ func (r *rolloutRun) start(ctx workflow.Context, tasks []activities.ClaimedTask)
 }
 
 // startBatch runs tasks in one activity; refill makes it the rollout's runner.
-func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.ClaimedTask, refill bool) {
+func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.ClaimedTaskRun, refill bool) {
 	seq := r.nextBatch
 	r.nextBatch++
 	cctx, cancel := workflow.WithCancel(ctx)
@@ -358,7 +358,7 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		case temporal.IsCanceledError(err):
 			// stop() ends the canceled batches' tasks.
 		default:
-			r.end(ctx, tasks, domain.TaskFailed, errorMessage(err), runnerOf)
+			r.end(ctx, tasks, domain.TaskRunFailed, errorMessage(err), runnerOf)
 		}
 		r.wakeIfIdle()
 	})
@@ -366,7 +366,7 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 
 // end marks tasks still RUNNING under their claim FAILED or CANCELED (asynchronously).
 // runnerOf (a rollout id) also ends the RUNNING tasks its runner claimed.
-func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, status domain.TaskStatus, msg string, runnerOf int64) workflow.Future {
+func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTaskRun, status domain.TaskRunStatus, msg string, runnerOf int64) workflow.Future {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
@@ -391,7 +391,7 @@ func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTask, s
 }
 
 // finish mirrors an external task's result in Postgres (asynchronously).
-func (r *rolloutRun) finish(ctx workflow.Context, t activities.ClaimedTask, status domain.TaskStatus, msg string, output []byte) {
+func (r *rolloutRun) finish(ctx workflow.Context, t activities.ClaimedTaskRun, status domain.TaskRunStatus, msg string, output []byte) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 10 * time.Second},
@@ -419,7 +419,7 @@ func (r *rolloutRun) wakeIfIdle() {
 	}
 }
 
-func (r *rolloutRun) onResult(ctx workflow.Context, res TaskResult) {
+func (r *rolloutRun) onResult(ctx workflow.Context, res TaskRunResult) {
 	t, ok := r.external[res.TaskID]
 	if !ok {
 		// Not claimed yet (or not ours): keep it for when it is.
@@ -427,9 +427,9 @@ func (r *rolloutRun) onResult(ctx workflow.Context, res TaskResult) {
 		return
 	}
 	delete(r.external, res.TaskID)
-	status := domain.TaskDone
-	if res.Status == domain.TaskFailed {
-		status = domain.TaskFailed
+	status := domain.TaskRunDone
+	if res.Status == domain.TaskRunFailed {
+		status = domain.TaskRunFailed
 	}
 	r.finish(ctx, t, status, res.Error, res.Output)
 }
@@ -442,12 +442,12 @@ func (r *rolloutRun) cancelExternal(ctx workflow.Context, id int64) {
 		return
 	}
 	delete(r.external, id)
-	r.finish(ctx, t, domain.TaskCanceled, "canceled by operator", nil)
+	r.finish(ctx, t, domain.TaskRunCanceled, "canceled by operator", nil)
 }
 
 // stop cancels the batches in flight, marks every task it still holds CANCELED and ends.
 func (r *rolloutRun) stop(ctx workflow.Context) error {
-	var held []activities.ClaimedTask
+	var held []activities.ClaimedTaskRun
 	var runnerOf int64
 	if r.runnerBusy {
 		runnerOf = r.id
@@ -465,7 +465,7 @@ func (r *rolloutRun) stop(ctx workflow.Context) error {
 		r.sel.Select(ctx)
 	}
 	if len(held) > 0 || runnerOf != 0 {
-		r.end(ctx, held, domain.TaskCanceled, "rollout canceled", runnerOf)
+		r.end(ctx, held, domain.TaskRunCanceled, "rollout canceled", runnerOf)
 		for r.pending > 0 {
 			r.sel.Select(ctx)
 		}

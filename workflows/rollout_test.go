@@ -70,14 +70,14 @@ func running(n int64) activities.ClaimResult {
 	return activities.ClaimResult{RolloutStatus: domain.RolloutRunning, Unfinished: n}
 }
 
-func task(id int64, executor domain.Executor) activities.ClaimedTask {
-	return activities.ClaimedTask{ID: id, RolloutID: 7, Attempt: 1, Database: "db1", Type: "DDL", Version: "1", Executor: executor, Payload: json.RawMessage(`{}`)}
+func task(id int64, executor domain.Executor) activities.ClaimedTaskRun {
+	return activities.ClaimedTaskRun{ID: id, RolloutID: 7, Attempt: 1, Database: "db1", Type: "DDL", Version: "1", Executor: executor, Payload: json.RawMessage(`{}`)}
 }
 
 // An external task finishes when its result signal arrives; the workflow then ends.
 func (s *RolloutWorkflowSuite) TestExternalResult() {
 	first := running(1)
-	first.Tasks = []activities.ClaimedTask{task(11, domain.ExecutorExternal)}
+	first.Tasks = []activities.ClaimedTaskRun{task(11, domain.ExecutorExternal)}
 	s.claims(first, running(0))
 	var finished []activities.FinishInput
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(
@@ -87,7 +87,7 @@ func (s *RolloutWorkflowSuite) TestExternalResult() {
 		}).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.locked(func() { s.Empty(finished, "nothing finishes before the result arrives") })
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskResult{TaskID: 11, Status: "DONE", Output: json.RawMessage(`{"ok":true}`)})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskRunResult{TaskID: 11, Status: "DONE", Output: json.RawMessage(`{"ok":true}`)})
 	}, 3*time.Hour)
 
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
@@ -95,7 +95,7 @@ func (s *RolloutWorkflowSuite) TestExternalResult() {
 	s.NoError(s.env.GetWorkflowError())
 	s.Require().Len(finished, 1)
 	s.Equal(int64(11), finished[0].TaskID)
-	s.Equal(domain.TaskDone, finished[0].Status)
+	s.Equal(domain.TaskRunDone, finished[0].Status)
 	s.JSONEq(`{"ok":true}`, string(finished[0].Output))
 	s.GreaterOrEqual(s.kicks, 1, "the promoter hears of the finished task")
 }
@@ -103,13 +103,13 @@ func (s *RolloutWorkflowSuite) TestExternalResult() {
 // A result that arrives before the task is claimed is applied when it is.
 func (s *RolloutWorkflowSuite) TestExternalResultBeforeClaim() {
 	withTask := running(1)
-	withTask.Tasks = []activities.ClaimedTask{task(12, domain.ExecutorExternal)}
+	withTask.Tasks = []activities.ClaimedTaskRun{task(12, domain.ExecutorExternal)}
 	s.claims(running(1), withTask, running(0))
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool {
-		return in.TaskID == 12 && in.Attempt == 1 && in.Status == domain.TaskFailed && in.Error == "migration refused"
+		return in.TaskID == 12 && in.Attempt == 1 && in.Status == domain.TaskRunFailed && in.Error == "migration refused"
 	})).Return(true, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskResult{TaskID: 12, Status: "FAILED", Error: "migration refused"})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskRunResult{TaskID: 12, Status: "FAILED", Error: "migration refused"})
 	}, time.Minute)
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(workflows.SignalPromoted, nil) }, 2*time.Minute)
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
@@ -181,7 +181,7 @@ func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
 		})
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(true, nil)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskResult{TaskID: 300, Status: "DONE"})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskRunResult{TaskID: 300, Status: "DONE"})
 	}, time.Minute)
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
@@ -205,7 +205,7 @@ func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
 // TaskMaxAttempts times, then its tasks still RUNNING are marked FAILED.
 func (s *RolloutWorkflowSuite) TestBatchRetriedThenFailed() {
 	first := running(1)
-	first.Tasks = []activities.ClaimedTask{task(21, domain.ExecutorHTTP)}
+	first.Tasks = []activities.ClaimedTaskRun{task(21, domain.ExecutorHTTP)}
 	s.claims(first, running(0))
 	attempts := 0
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
@@ -214,7 +214,7 @@ func (s *RolloutWorkflowSuite) TestBatchRetriedThenFailed() {
 			return activities.BatchResult{}, errors.New("worker lost")
 		})
 	s.env.OnActivity(acts.EndRolloutTasks, mock.Anything, mock.MatchedBy(func(in activities.FailInput) bool {
-		return len(in.Tasks) == 1 && in.Tasks[0].ID == 21 && in.Status == domain.TaskFailed && in.Error != ""
+		return len(in.Tasks) == 1 && in.Tasks[0].ID == 21 && in.Status == domain.TaskRunFailed && in.Error != ""
 	})).Return(1, nil).Once()
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
@@ -224,7 +224,7 @@ func (s *RolloutWorkflowSuite) TestBatchRetriedThenFailed() {
 // A batch that fails once (a killed worker) is retried and succeeds: nothing is marked FAILED.
 func (s *RolloutWorkflowSuite) TestBatchRetriedThenDone() {
 	first := running(1)
-	first.Tasks = []activities.ClaimedTask{task(22, domain.ExecutorNoop)}
+	first.Tasks = []activities.ClaimedTaskRun{task(22, domain.ExecutorNoop)}
 	s.claims(first, running(0))
 	attempts := 0
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
@@ -245,7 +245,7 @@ func (s *RolloutWorkflowSuite) TestBatchRetriedThenDone() {
 // external one too.
 func (s *RolloutWorkflowSuite) TestCancelStopsRunningTasks() {
 	first := running(2)
-	first.Tasks = []activities.ClaimedTask{task(31, domain.ExecutorNoop), task(32, domain.ExecutorExternal)}
+	first.Tasks = []activities.ClaimedTaskRun{task(31, domain.ExecutorNoop), task(32, domain.ExecutorExternal)}
 	s.claims(first, running(2))
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, _ activities.BatchInput) (activities.BatchResult, error) {
@@ -261,7 +261,7 @@ func (s *RolloutWorkflowSuite) TestCancelStopsRunningTasks() {
 	var canceled []int64
 	s.env.OnActivity(acts.EndRolloutTasks, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.FailInput) (int, error) {
-			s.Equal(domain.TaskCanceled, in.Status)
+			s.Equal(domain.TaskRunCanceled, in.Status)
 			s.locked(func() {
 				for _, t := range in.Tasks {
 					canceled = append(canceled, t.ID)
@@ -280,7 +280,7 @@ func (s *RolloutWorkflowSuite) TestCancelStopsRunningTasks() {
 func (s *RolloutWorkflowSuite) TestPausedThenResumed() {
 	paused := activities.ClaimResult{RolloutStatus: domain.RolloutPaused, Unfinished: 1}
 	resumed := running(1)
-	resumed.Tasks = []activities.ClaimedTask{task(41, domain.ExecutorNoop)}
+	resumed.Tasks = []activities.ClaimedTaskRun{task(41, domain.ExecutorNoop)}
 	calls := s.claims(paused, paused, paused, paused, resumed, running(0))
 	ran := time.Time{}
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.Anything).Return(
@@ -305,10 +305,10 @@ func (s *RolloutWorkflowSuite) TestPausedThenResumed() {
 // tasks it holds are not.
 func (s *RolloutWorkflowSuite) TestAdoptsOrphans() {
 	first := running(2)
-	first.Tasks = []activities.ClaimedTask{task(52, domain.ExecutorExternal)}
+	first.Tasks = []activities.ClaimedTaskRun{task(52, domain.ExecutorExternal)}
 	first.RunningIDs = []int64{51}
 	adopted := running(2)
-	adopted.Tasks = []activities.ClaimedTask{task(51, domain.ExecutorSQL)}
+	adopted.Tasks = []activities.ClaimedTaskRun{task(51, domain.ExecutorSQL)}
 	adopted.RunningIDs = []int64{52}
 	last := running(1)
 	var adopts [][]int64
@@ -329,7 +329,7 @@ func (s *RolloutWorkflowSuite) TestAdoptsOrphans() {
 		})
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(true, nil)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskResult{TaskID: 52, Status: "DONE"})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskRunResult{TaskID: 52, Status: "DONE"})
 	}, time.Minute)
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.MatchedBy(func(in activities.BatchInput) bool {
 		return len(in.Tasks) == 1 && in.Tasks[0].ID == 51

@@ -19,6 +19,11 @@ const armedFiresChange = "armed-event-fires"
 // armTime): histories recorded before it fire such ticks at the tick.
 const armedWindowsChange = "armed-fire-windows"
 
+// armedStartsChange versions arming a workflow action's tick by starting its target ahead
+// with Temporal's start delay (see armTime, armStart): histories recorded before it start
+// every target at its tick.
+const armedStartsChange = "armed-workflow-starts"
+
 // Arming (issue 13). Many schedules sharing a tick would all wake, and all commit their
 // fire, in the same second; an event action needs nothing from the moment of its tick, so
 // its fire is committed ahead instead — spread over a window — and made visible at the tick
@@ -54,6 +59,10 @@ type ArmedFire struct {
 	FireAt  time.Time
 	Before  time.Time
 	Earlier []activities.ArmedTick `json:",omitempty"`
+	// WorkflowID and RunID are set for a workflow action's fire: its target was started
+	// ahead, with a start delay, and RunID is among the running runs from then on.
+	WorkflowID string `json:",omitempty"`
+	RunID      int64  `json:",omitempty"`
 }
 
 // all lists the armed fires, oldest first.
@@ -84,13 +93,19 @@ func spreadOffset(kind, schedule string, tick time.Time, spread time.Duration) t
 }
 
 // armTime is when the tick firing at fireAt is armed; ok is false when it fires at its
-// tick instead. Only an event action that no policy has to decide at the tick is armed:
-// overlap policies apply to workflow actions only (see fire), skip_if_successful needs the
-// runs up to the tick, a rescheduled tick fires as the reschedule says. A tick at least
-// armLead after the one before is armed alone, once that one's fire time has come; ticks
-// closer together are armed in windows (window is true).
+// tick instead. Only a tick that no policy has to decide at its time is armed:
+// skip_if_successful needs the runs up to the tick, a rescheduled tick fires as the
+// reschedule says, and a workflow action's overlap policy must be one whose decision
+// cannot change before the tick (see startFixed). A tick at least armLead after the one
+// before is armed alone, once that one's fire time has come; an event action's ticks
+// closer together are armed in windows (window is true), a workflow action's fire at their
+// ticks.
 func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time) (at time.Time, window, ok bool) {
-	if w.def.Action.Kind != domain.ActionEvent || w.def.SkipIfSuccessful || w.carry.Paused || w.carry.Rescheduled != nil {
+	if w.def.SkipIfSuccessful || w.carry.Paused || w.carry.Rescheduled != nil {
+		return time.Time{}, false, false
+	}
+	starts := w.def.Action.Kind == domain.ActionWorkflow
+	if starts && !w.startFixed() {
 		return time.Time{}, false, false
 	}
 	at = fireAt.Add(-armLead - armOffset(w.def.Name, tick))
@@ -102,12 +117,16 @@ func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time)
 	}
 	if fireAt.Sub(at) >= armLead {
 		// GetVersion only when a tick could be armed, so other histories carry no marker.
-		if workflow.GetVersion(ctx, armedFiresChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		change := armedFiresChange
+		if starts {
+			change = armedStartsChange
+		}
+		if workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 			return time.Time{}, false, false
 		}
 		return at, false, true
 	}
-	if workflow.GetVersion(ctx, armedWindowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if starts || workflow.GetVersion(ctx, armedWindowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return time.Time{}, false, false
 	}
 	// Not held back by the fires armed before: they are committed, the window follows them.
@@ -136,9 +155,24 @@ func (w *scheduleWorkflow) armIfDue(ctx workflow.Context, tick, fireAt time.Time
 	return true, time.Time{}, w.arm(ctx, tick, fireAt)
 }
 
+// startFixed reports whether the overlap decision of a workflow action's next tick is
+// already known and cannot change before the tick: allow_all starts every tick; any other
+// policy starts it when no run is in flight, none waits and no backfill is pending — and
+// what could start one before the tick (a trigger, a backfill) retracts the armed fire
+// first (see retractArmedStartFor).
+func (w *scheduleWorkflow) startFixed() bool {
+	if w.def.Overlap == domain.OverlapAllowAll {
+		return true
+	}
+	return len(w.carry.Running) == 0 && len(w.carry.Buffer) == 0 && len(w.carry.Backfills) == 0
+}
+
 // arm commits the tick's fire now — run, event and outbox message — visible at fireAt.
 // The tick is then processed: the watermark moves past it.
 func (w *scheduleWorkflow) arm(ctx workflow.Context, tick, fireAt time.Time) error {
+	if w.def.Action.Kind == domain.ActionWorkflow {
+		return w.armStart(ctx, tick, fireAt)
+	}
 	before := w.carry.Watermark
 	w.carry.Watermark = tick
 	if _, err := w.recordFire(ctx, tick, domain.TriggerScheduled, domain.TickKey(w.def.ID, tick), domain.RunSucceeded, "", "", nil, &fireAt); err != nil {
@@ -149,6 +183,68 @@ func (w *scheduleWorkflow) arm(ctx workflow.Context, tick, fireAt time.Time) err
 		return err
 	}
 	w.carry.Armed = &ArmedFire{Tick: tick, FireAt: fireAt, Before: before}
+	return nil
+}
+
+// armStart arms a workflow action's tick: its run is committed now, hidden until fireAt
+// (status RUNNING), and its target is started with a start delay, so that Temporal starts
+// it at fireAt whatever the worker is doing then. The run is watched from now on.
+func (w *scheduleWorkflow) armStart(ctx workflow.Context, tick, fireAt time.Time) error {
+	before := w.carry.Watermark
+	w.carry.Watermark = tick
+	key := domain.TickKey(w.def.ID, tick)
+	res, err := w.recordFire(ctx, tick, domain.TriggerScheduled, key, domain.RunRunning, "", w.runWorkflowID(key), nil, &fireAt)
+	if err != nil {
+		if errors.Is(err, errArmingOvertaken) {
+			w.carry.Watermark = before // nothing was armed: the loop looks again
+			return nil
+		}
+		return err
+	}
+	w.carry.Armed = &ArmedFire{Tick: tick, FireAt: fireAt, Before: before, WorkflowID: res.workflowID, RunID: res.RunID}
+	if !res.existed {
+		// (A run recorded before was started and watched by recordFire, see adoptIfUnwatched.)
+		w.launch(ctx, res.RunID, res.workflowID, tick, nil, &fireAt)
+	}
+	return nil
+}
+
+// stopArmedStart terminates the delayed start of the armed workflow fire not yet due, before
+// a command retracts it in its transaction (the row then records the retraction). Its
+// failure fails the command: a fire whose start could not be stopped is not retracted.
+func (w *scheduleWorkflow) stopArmedStart(ctx workflow.Context, why string) error {
+	a := w.carry.Armed
+	if a == nil || a.WorkflowID == "" || !a.FireAt.After(workflow.Now(ctx)) {
+		return nil
+	}
+	return workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StopRunWorkflow, activities.StopRun{
+		WorkflowID: a.WorkflowID, Terminate: true, Reason: "retracted before its tick: " + why,
+	}).Get(ctx, nil)
+}
+
+// retractArmedStartFor retracts the armed workflow fire not yet due before a trigger or a
+// backfill starts a run: under any policy but allow_all, the armed tick was started because
+// nothing would be running at its time (startFixed), which that run would change. The tick
+// is then decided at its time, under its overlap policy.
+func (w *scheduleWorkflow) retractArmedStartFor(ctx workflow.Context, why string) error {
+	a := w.carry.Armed
+	if a == nil || a.WorkflowID == "" || w.def.Overlap == domain.OverlapAllowAll || !a.FireAt.After(workflow.Now(ctx)) {
+		return nil
+	}
+	if err := w.mirror.Lock(ctx); err != nil {
+		return err
+	}
+	defer w.mirror.Unlock()
+	if err := w.stopArmedStart(ctx, why); err != nil {
+		return err
+	}
+	var r activities.Retracted
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RetractArmedBecause, activities.Retraction{
+		ScheduleID: w.def.ID, Why: why,
+	}).Get(ctx, &r); err != nil {
+		return err
+	}
+	w.unarm(r)
 	return nil
 }
 
@@ -245,6 +341,9 @@ func (w *scheduleWorkflow) unarm(retracted activities.Retracted) {
 			w.carry.Watermark = kept[len(kept)-1].Tick
 		}
 	}
+	if a.RunID != 0 {
+		w.forgetRun(a.RunID) // its start was stopped before it ran: nothing is in flight
+	}
 	w.carry.Armed = armedFires(kept, a.Before)
 }
 
@@ -269,6 +368,9 @@ func (w *scheduleWorkflow) getRetracted(ctx workflow.Context, f workflow.Future)
 func (w *scheduleWorkflow) retractArmedAfterReload(ctx workflow.Context) error {
 	if w.carry.Armed == nil {
 		return nil
+	}
+	if err := w.stopArmedStart(ctx, "the schedule's definition changed"); err != nil {
+		return err
 	}
 	var r activities.Retracted
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RetractArmed, w.def.ID).Get(ctx, &r); err != nil {

@@ -68,7 +68,7 @@ func (s *ScheduleWorkflowSuite) TestEventScheduleArmsItsFireAheadOfTheTick() {
 	s.Empty(s.runs("armed"), "no run listed before the tick (released as of 55 s: nothing)")
 
 	// The releaser at the tick.
-	_, err := s.store.ReleaseDueAsOf(context.Background(), &tick)
+	_, err := s.store.ReleaseDueAsOf(context.Background(), &tick, nil)
 	s.Require().NoError(err)
 	after := s.armedState("armed", tick)
 	s.False(after.armed)
@@ -174,17 +174,101 @@ func (s *ScheduleWorkflowSuite) TestUpdateWithoutARefreshLeavesTheArmedFire() {
 	s.True(s.armedState("armed-no-refresh", s.t0.Add(minute)).exists, "the 1m fire stands")
 }
 
-// A workflow action is not armed: it starts at its tick, as before.
-func (s *ScheduleWorkflowSuite) TestWorkflowActionIsNotArmed() {
+// A workflow action under allow_all is armed: its run is committed 30–50 s ahead, hidden
+// (RUNNING, visible at the tick), and its target started with a start delay that ends at
+// the tick, so that Temporal starts it on time whatever the worker does then. Released at
+// the tick, the run shows as fired at its tick.
+func (s *ScheduleWorkflowSuite) TestWorkflowActionIsArmedWithAStartDelay() {
 	s.future()
-	in := s.minuteTicks("not-armed", withOverlap("allow_all"))
-	s.mockTargets(time.Second)
+	in := s.minuteTicks("armed-start", withOverlap("allow_all"))
+	targets := s.mockTargets(time.Second)
+	tick := s.t0.Add(minute)
 	var before armedRow
-	s.env.RegisterDelayedCallback(func() { before = s.armedState("not-armed", s.t0.Add(minute)) }, 55*time.Second)
+	s.env.RegisterDelayedCallback(func() { before = s.armedState("armed-start", tick) }, 55*time.Second)
 	s.stopAt(minute + 10*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
-	s.False(before.exists, "nothing recorded before the tick")
-	s.Len(s.runs("not-armed"), 1)
+
+	s.True(before.exists && before.armed, "armed before its tick: %+v", before)
+	s.Equal(tick, before.visibleAt.UTC())
+	s.Zero(before.firedCount, "not counted before its time")
+	id := "schedule/armed-start/run/" + tick.Format(time.RFC3339)
+	s.Equal([]string{id}, targets.started)
+	s.Equal(tick, targets.startAt[id], "the target was started with a delay ending at the tick")
+	runs := s.runs("armed-start")
+	s.Require().Len(runs, 1)
+	s.Equal(domain.RunSucceeded, runs[0].Status)
+	s.Equal(tick, runs[0].FiredAt.UTC(), "its target started at its tick")
+	s.Equal(id, runs[0].WorkflowID)
+}
+
+// Under any policy but allow_all a workflow tick is armed only when its decision cannot
+// change before it: nothing running, nothing waiting. Runs last 90 s under skip: 1m is
+// armed (nothing ran); 2m is not (1m still runs when 2m would be armed) and is SKIPPED at
+// its tick; 3m is armed once 1m ends at 2m30.
+func (s *ScheduleWorkflowSuite) TestOtherPoliciesArmOnlyWhenNothingRuns() {
+	s.future()
+	in := s.minuteTicks("armed-skip", withOverlap("skip"))
+	targets := s.mockTargets(90 * time.Second)
+	s.stopAt(3*minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Equal(map[time.Duration]string{1 * minute: "SUCCEEDED", 2 * minute: "SKIPPED", 3 * minute: "RUNNING"}, s.outcomes("armed-skip"))
+	one, three := "schedule/armed-skip/run/"+s.t0.Add(minute).Format(time.RFC3339), "schedule/armed-skip/run/"+s.t0.Add(3*minute).Format(time.RFC3339)
+	s.Equal([]string{one, three}, targets.started)
+	s.Equal(s.t0.Add(minute), targets.startAt[one])
+	s.Equal(s.t0.Add(3*minute), targets.startAt[three], "armed after 1m ended, still ahead of its tick")
+}
+
+// A pause before the tick stops the delayed start first, then retracts the fire in its
+// transaction: the row stays as the record of the retraction (SKIPPED, retracted_at, not a
+// run), and no target runs. A resume before the tick fires the tick after all, under a
+// workflow id of its own (the stopped one cannot start again).
+func (s *ScheduleWorkflowSuite) TestPauseBeforeTheTickStopsTheDelayedStart() {
+	s.future()
+	in := s.minuteTicks("armed-start-pause", withOverlap("allow_all"))
+	targets := s.mockTargets(time.Second)
+	tick := s.t0.Add(minute)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "hold"}, func(r any, err error) { s.NoError(err) })
+	}, 40*time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleResume, nil, func(r any, err error) { s.NoError(err) })
+	}, 45*time.Second)
+	s.stopAt(minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	first := "schedule/armed-start-pause/run/" + tick.Format(time.RFC3339)
+	s.Equal("terminate", targets.stopped[first], "the delayed start was stopped")
+	var status, reason, key string
+	var retracted *time.Time
+	s.Require().NoError(s.store.Pool.QueryRow(context.Background(), `SELECT status, reason, idempotency_key, retracted_at
+		FROM schedule_runs WHERE workflow_id = $1`, first).Scan(&status, &reason, &key, &retracted))
+	s.Equal("SKIPPED", status)
+	s.NotNil(retracted)
+	s.Equal("retracted before its tick: the schedule was paused; its delayed start was stopped and never ran", reason)
+	runs := s.runs("armed-start-pause")
+	s.Require().Len(runs, 1, "the retraction is not a run; the tick fired once")
+	s.Equal(domain.RunSucceeded, runs[0].Status)
+	s.Equal(first+"~2", runs[0].WorkflowID)
+	s.Equal([]string{first, first + "~2"}, targets.started)
+}
+
+// Under skip, a trigger before the armed tick would start a run the tick's decision did not
+// count on: the armed fire is retracted first (its start stopped), and the tick is decided
+// at its time — SKIPPED, since the triggered run still runs.
+func (s *ScheduleWorkflowSuite) TestTriggerBeforeTheArmedTickRetractsItUnderSkip() {
+	s.future()
+	in := s.minuteTicks("armed-trigger", withOverlap("skip"))
+	targets := s.mockTargets(100 * time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleTrigger, workflows.TriggerRequest{RequestID: "early"}, func(r any, err error) { s.NoError(err) })
+	}, 45*time.Second)
+	s.stopAt(minute + 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	armed := "schedule/armed-trigger/run/" + s.t0.Add(minute).Format(time.RFC3339)
+	s.Equal("terminate", targets.stopped[armed])
+	s.Equal(map[time.Duration]string{45 * time.Second: "RUNNING/manual", minute: "SKIPPED"}, s.outcomes("armed-trigger"))
 }
 
 // armings counts the windows an every-second schedule arms, and checks each was armed

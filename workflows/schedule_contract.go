@@ -141,6 +141,8 @@ type TriggerResult struct {
 	ScheduledAt time.Time        `json:"scheduled_at"`
 	// existed marks a tick recorded before (a retry, or a backfill of a tick that ran).
 	existed bool
+	// workflowID is the run's target workflow id as recorded.
+	workflowID string
 }
 
 // ScheduleDescription answers the describe query.

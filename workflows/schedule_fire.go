@@ -360,7 +360,12 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 		// skip it), the row decides; if it is a run nobody watches, it is adopted.
 		w.adoptIfUnwatched(ctx, run, input)
 	}
-	return TriggerResult{RunID: run.ID, Status: run.Status, Reason: reason, ScheduledAt: run.ScheduledAt, existed: !run.Created}, nil
+	res := TriggerResult{RunID: run.ID, Status: run.Status, Reason: reason, ScheduledAt: run.ScheduledAt,
+		existed: !run.Created, workflowID: run.WorkflowID}
+	if res.workflowID == "" {
+		res.workflowID = workflowID // answers recorded before the record returned it
+	}
+	return res, nil
 }
 
 // adoptIfUnwatched starts (idempotently) and watches a RUNNING run this workflow does not
@@ -376,7 +381,7 @@ func (w *scheduleWorkflow) adoptIfUnwatched(ctx workflow.Context, run activities
 	if workflow.GetVersion(ctx, adoptUnwatchedRunChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return // recorded before the change: replays as it ran
 	}
-	w.launch(ctx, run.ID, run.WorkflowID, run.ScheduledAt, input)
+	w.launch(ctx, run.ID, run.WorkflowID, run.ScheduledAt, input, run.StartAt)
 }
 
 // eventFor is the event appended with a fire: the action's own topic/type/data for an event
@@ -402,27 +407,33 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger d
 		}
 		return res, err
 	}
-	workflowID := fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
-	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", workflowID, input, nil)
+	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", w.runWorkflowID(key), input, nil)
 	if err != nil || res.existed {
 		return res, err // recorded before: started and watched then, or adopted by record now
 	}
-	if status := w.launch(ctx, res.RunID, workflowID, tick, input); status != "" {
+	if status := w.launch(ctx, res.RunID, res.workflowID, tick, input, nil); status != "" {
 		return TriggerResult{RunID: res.RunID, Status: status, ScheduledAt: tick}, nil
 	}
 	return res, nil
 }
 
+// runWorkflowID is the target workflow id of a run, from its idempotency key. The record
+// answers the id it stored (a tick fired again after a retraction gets a suffix).
+func (w *scheduleWorkflow) runWorkflowID(key string) string {
+	return fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
+}
+
 // launch starts a recorded run's workflow and watches it. Starting is idempotent: the run's
-// workflow id is reused, never started twice. When the start fails the run is finished
-// FAILED and launch returns that status ("" otherwise).
-func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID string, tick time.Time, input json.RawMessage) domain.RunStatus {
+// workflow id is reused, never started twice. startAt, for an armed fire, delays the start
+// to its tick. When the start fails the run is finished FAILED and launch returns that
+// status ("" otherwise).
+func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID string, tick time.Time, input json.RawMessage, startAt *time.Time) domain.RunStatus {
 	if input == nil {
 		input = w.def.Action.Input
 	}
 	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
 		WorkflowID: workflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
-		Input: input, Schedule: w.def.Name,
+		Input: input, Schedule: w.def.Name, StartAt: startAt,
 	}).Get(ctx, nil)
 	if err != nil {
 		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
@@ -460,17 +471,22 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
 			RunID: r.RunID, Status: out.Status, Error: out.Error,
 		}).Get(ctx, nil)
-		for i, x := range w.carry.Running {
-			if x.RunID == r.RunID {
-				w.carry.Running = append(w.carry.Running[:i], w.carry.Running[i+1:]...)
-				break
-			}
-		}
+		w.forgetRun(r.RunID)
 		if out.Status == domain.RunSucceeded {
 			w.succeeded(r.ScheduledAt)
 		}
 		w.dirty = true
 	})
+}
+
+// forgetRun removes a run from the running ones (it ended, or its start was stopped).
+func (w *scheduleWorkflow) forgetRun(runID int64) {
+	for i, x := range w.carry.Running {
+		if x.RunID == runID {
+			w.carry.Running = append(w.carry.Running[:i], w.carry.Running[i+1:]...)
+			return
+		}
+	}
 }
 
 // isWatching reports whether the run is one this workflow waits for.

@@ -18,7 +18,11 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 		return ScheduleDescription{}, err
 	}
 	defer w.mirror.Unlock()
-	// The same transaction retracts an armed fire not yet due: a paused schedule fires nothing.
+	// The same transaction retracts an armed fire not yet due: a paused schedule fires
+	// nothing. An armed workflow fire's delayed start is stopped first.
+	if err := w.stopArmedStart(ctx, "the schedule was paused"); err != nil {
+		return ScheduleDescription{}, err
+	}
 	if err := w.getRetracted(ctx, workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
 		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note,
 	})); err != nil {
@@ -77,6 +81,9 @@ func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (Tr
 			return fmt.Sprintf("signal-%d", time.Now().UnixNano())
 		}).Get(&req.RequestID)
 	}
+	if err := w.retractArmedStartFor(ctx, "a manual trigger started a run first; the tick is decided at its time"); err != nil {
+		return TriggerResult{}, err
+	}
 	now := workflow.Now(ctx)
 	res, err := w.fire(ctx, now, domain.TriggerManual, domain.ManualKey(w.def.ID, req.RequestID), req.Overlap, req.Input)
 	w.dirty = true
@@ -108,7 +115,11 @@ func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleReques
 	}
 	defer w.mirror.Unlock()
 	// The same transaction retracts an armed fire not yet due: the reschedule decides the
-	// next fire (the tick it replaces is recorded SKIPPED, see processRescheduled).
+	// next fire (the tick it replaces is recorded SKIPPED, see processRescheduled). An armed
+	// workflow fire's delayed start is stopped first.
+	if err := w.stopArmedStart(ctx, "the schedule was rescheduled"); err != nil {
+		return ScheduleDescription{}, err
+	}
 	if err := w.getRetracted(ctx, workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{
 		ScheduleID: w.in.ScheduleID, NextRunAt: &at, Retract: w.carry.Armed != nil,
 	})); err != nil {
@@ -273,6 +284,11 @@ func (w *scheduleWorkflow) processBackfill(ctx workflow.Context) error {
 		}
 		return out
 	}).Get(&ticks)
+	if len(ticks) > 0 {
+		if err := w.retractArmedStartFor(ctx, "a backfill started a run first; the tick is decided at its time"); err != nil {
+			return err
+		}
+	}
 	for i, tick := range ticks {
 		if _, err := w.fire(ctx, tick, domain.TriggerBackfill, domain.TickKey(w.def.ID, tick), b.Overlap, nil); err != nil {
 			return err

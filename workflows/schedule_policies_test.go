@@ -20,22 +20,40 @@ import (
 )
 
 // fakeTargets stands in for the target workflows of a workflow action: each run "lasts"
-// runFor on the workflow clock, and ends CANCELED or TERMINATED if the schedule stopped it.
+// runFor on the workflow clock from its start (an armed fire's target starts at its tick,
+// after its start delay), and ends CANCELED or TERMINATED if the schedule stopped it.
 type fakeTargets struct {
 	mu      sync.Mutex
 	started []string
+	startAt map[string]time.Time // the armed starts, by workflow id
+	delays  []time.Time          // the armed starts whose wait has not begun, in order
 	stopped map[string]string
 }
 
 func (s *ScheduleWorkflowSuite) mockTargets(runFor time.Duration) *fakeTargets {
-	f := &fakeTargets{stopped: map[string]string{}}
+	f := &fakeTargets{stopped: map[string]string{}, startAt: map[string]time.Time{}}
 	s.env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return(func(_ context.Context, r activities.StartRun) (string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.started = append(f.started, r.WorkflowID)
+		if r.StartAt != nil {
+			f.startAt[r.WorkflowID] = *r.StartAt
+			f.delays = append(f.delays, *r.StartAt)
+		}
 		return "run-of-" + r.WorkflowID, nil
 	})
-	s.env.OnActivity(s.acts.AwaitRunWorkflow, mock.Anything, mock.Anything).After(runFor).Return(func(_ context.Context, id string) (activities.RunOutcome, error) {
+	// A run's wait is scheduled right after its start: the first armed start not yet waited
+	// for is this wait's, and its run lasts from its start delay on.
+	s.env.OnActivity(s.acts.AwaitRunWorkflow, mock.Anything, mock.Anything).AfterFn(func() time.Duration {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.delays) == 0 {
+			return runFor
+		}
+		at := f.delays[0]
+		f.delays = f.delays[1:]
+		return runFor + max(at.Sub(s.env.Now()), 0)
+	}).Return(func(_ context.Context, id string) (activities.RunOutcome, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		switch f.stopped[id] {

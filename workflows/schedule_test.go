@@ -85,7 +85,7 @@ func (s *ScheduleWorkflowSuite) release() {
 		if due == nil {
 			return
 		}
-		_, err := s.store.ReleaseDueAsOf(context.Background(), due)
+		_, err := s.store.ReleaseDueAsOf(context.Background(), due, nil)
 		s.Require().NoError(err)
 	}
 }
@@ -348,7 +348,7 @@ func (s *ScheduleWorkflowSuite) TestDeletedScheduleEndsItsWorkflow() {
 	start := s.t0
 	in := s.createSchedule("deleted", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
 	s.env.RegisterDelayedCallback(func() {
-		_, err := s.store.DeleteSchedule(context.Background(), "deleted")
+		_, _, err := s.store.DeleteSchedule(context.Background(), "deleted")
 		s.NoError(err)
 	}, 15*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)

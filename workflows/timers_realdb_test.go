@@ -154,7 +154,7 @@ func TestRunAtPassingPromotesThroughTheRealSQLRound(t *testing.T) {
 	start := time.Now().UTC().Truncate(time.Second)
 	// Between two safety polls (every 30 s), so the run_at timer and no poll promotes it.
 	runAt := start.Add(10*time.Minute + 10*time.Second)
-	r, err := st.CreateRollout(ctx, "run-at", 5, []store.NewTask{{
+	r, err := st.CreateRollout(ctx, "run-at", 5, []store.NewTaskRun{{
 		Database: "db1", Type: "DML", Version: "1", VersionKey: version.MustKey("1"), RunAt: &runAt, Executor: "noop",
 	}})
 	require.NoError(t, err)
@@ -174,7 +174,7 @@ func TestRunAtPassingPromotesThroughTheRealSQLRound(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		tr, err := st.GetTaskRun(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, domain.TaskPending, tr.Status, "before run_at")
+		require.Equal(t, domain.TaskRunPending, tr.Status, "before run_at")
 		var cause struct {
 			Reason string `json:"reason"`
 			RunAt  string `json:"run_at"`
@@ -188,7 +188,7 @@ func TestRunAtPassingPromotesThroughTheRealSQLRound(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		tr, err := st.GetTaskRun(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, domain.TaskAvailable, tr.Status, "after run_at")
+		require.Equal(t, domain.TaskRunAvailable, tr.Status, "after run_at")
 		require.Nil(t, tr.WaitingCause)
 		require.NotNil(t, tr.PromotedAt)
 		var dbReachedRunAt bool

@@ -59,7 +59,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(root, ".dev", "bench-api", "pg")),
+	pg := &devstack.Postgres{BinDir: bin, DataDir: filepath.Join(root, ".dev", "bench-api", "pg"),
 		Port: 55470, FindFreePort: true, Log: log.Printf}
 	if err := pg.Start(ctx); err != nil {
 		return fmt.Errorf("postgres: %w", err)

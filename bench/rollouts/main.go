@@ -23,6 +23,7 @@ import (
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -132,10 +133,10 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // workload: each database gets versions 1..10, each task DDL or DML at random, in shuffled
 // order (so insertion order says nothing about version order).
-func workload() []store.NewTask {
+func workload() []store.NewTaskRun {
 	rng := rand.New(rand.NewPCG(42, 7))
 	perDB := max(*flagTasks / *flagDatabases, 1)
-	var tasks []store.NewTask
+	var tasks []store.NewTaskRun
 	for db := 0; db < *flagDatabases; db++ {
 		for v := 1; v <= perDB; v++ {
 			typ := domain.TaskDML
@@ -143,7 +144,7 @@ func workload() []store.NewTask {
 				typ = domain.TaskDDL
 			}
 			vs := fmt.Sprint(v)
-			tasks = append(tasks, store.NewTask{Database: fmt.Sprintf("db%04d", db), Type: typ, Version: vs,
+			tasks = append(tasks, store.NewTaskRun{Database: fmt.Sprintf("db%04d", db), Type: typ, Version: vs,
 				VersionKey: version.MustKey(vs), Executor: domain.ExecutorNoop, Payload: []byte(`{}`)})
 		}
 	}
@@ -159,7 +160,7 @@ func freshStore(ctx context.Context, stack *benchstack.Stack, name string) (*sto
 	return store.Open(ctx, url) // make dev's pool size
 }
 
-func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string, tasks []store.NewTask) (float64, int, int, time.Duration, error) {
+func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string, tasks []store.NewTaskRun) (float64, int, int, time.Duration, error) {
 	st, err := freshStore(ctx, pg, "bench_e2e")
 	if err != nil {
 		return 0, 0, 0, 0, err
@@ -200,7 +201,7 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string,
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			b, err := st.CheckRolloutInvariants(ctx)
+			b, err := invariants.RolloutBreaches(ctx, st.Pool)
 			if err == nil {
 				samples.Add(1)
 				breaches.Add(int64(len(b)))
@@ -264,7 +265,7 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string,
 // and 5 s stays only as the seed's safety poll. Each round promotes what the gates allow,
 // as tickgate's does; each claim takes every AVAILABLE task, as many as tickgate's claim
 // batch would.
-func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTask) (float64, int64, time.Duration, error) {
+func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTaskRun) (float64, int64, time.Duration, error) {
 	st, err := freshStore(ctx, pg, "bench_baseline")
 	if err != nil {
 		return 0, 0, 0, err

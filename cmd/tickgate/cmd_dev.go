@@ -38,6 +38,10 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	shape := os.Getenv(devTemporalEnv)
+	if shape != "" && shape != "dev" && shape != "server" {
+		return fmt.Errorf("%s: want dev (the CLI's dev server, the default) or server (the real server on PostgreSQL), got %q", devTemporalEnv, shape)
+	}
 	root, err := devstack.RepoRoot()
 	if err != nil {
 		return err
@@ -48,44 +52,17 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	logf := func(f string, a ...any) { log.Printf("dev: "+f, a...) }
 
-	shape := os.Getenv(devTemporalEnv)
-	if shape != "" && shape != "dev" && shape != "server" {
-		return fmt.Errorf("%s: want dev (the CLI's dev server, the default) or server (the real server on PostgreSQL), got %q", devTemporalEnv, shape)
-	}
 	runTemporal := os.Getenv("TEMPORAL_ADDRESS") == ""
-	var pg *devstack.Postgres
 	// The real server keeps its persistence in the throwaway cluster even when tickgate's
 	// own database is elsewhere.
-	if cfg.DatabaseURL == "" || (runTemporal && shape == "server") {
-		bin, err := devstack.FindPostgresBinDir(true)
-		if err != nil {
-			return err
-		}
-		pg = &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(devDir, "pg")), Port: devPostgresPort, Log: logf}
-		if err := pg.Start(ctx); err != nil {
-			return err
-		}
-		defer func() {
-			logf("stopping postgres")
-			if err := pg.Stop(); err != nil {
-				logf("%v", err)
-			}
-		}()
+	pg, stopPG, err := devPostgres(ctx, &cfg, devDir, runTemporal && shape == "server", logf)
+	if err != nil {
+		return err
 	}
-	if cfg.DatabaseURL == "" {
-		if err := pg.EnsureDatabase(ctx, "tickgate"); err != nil {
-			return err
-		}
-		cfg.DatabaseURL = pg.URL("tickgate")
-	} else {
-		logf("using DATABASE_URL from the environment")
-	}
-
+	defer stopPG()
 	if err := writeDevAdminToken(ctx, cfg.DatabaseURL, devDir); err != nil {
 		return err
 	}
-
-	uiAddr := fmt.Sprintf("127.0.0.1:%d", devUIPort)
 	if runTemporal {
 		tmp, err := devTemporal(ctx, shape, root, devDir, pg, logf)
 		if err != nil {
@@ -99,7 +76,47 @@ func runDev(ctx context.Context, args []string) error {
 	} else {
 		logf("using TEMPORAL_ADDRESS=%s from the environment", cfg.TemporalAddress)
 	}
+	return serveDev(ctx, cfg)
+}
 
+// devPostgres starts make dev's cluster under devDir when tickgate needs a database
+// (DATABASE_URL unset: cfg gets the cluster's) or forServer (the real Temporal server's
+// persistence); otherwise it starts nothing and pg is nil. stop stops what it started.
+func devPostgres(ctx context.Context, cfg *config.Config, devDir string, forServer bool, logf func(string, ...any)) (pg *devstack.Postgres, stop func(), err error) {
+	stop = func() {}
+	if cfg.DatabaseURL != "" && !forServer {
+		logf("using DATABASE_URL from the environment")
+		return nil, stop, nil
+	}
+	bin, err := devstack.FindPostgresBinDir(true)
+	if err != nil {
+		return nil, stop, err
+	}
+	pg = &devstack.Postgres{BinDir: bin, DataDir: filepath.Join(devDir, "pg"), Port: devPostgresPort, Log: logf}
+	if err := pg.Start(ctx); err != nil {
+		return nil, stop, err
+	}
+	stop = func() {
+		logf("stopping postgres")
+		if err := pg.Stop(); err != nil {
+			logf("%v", err)
+		}
+	}
+	if cfg.DatabaseURL != "" {
+		logf("using DATABASE_URL from the environment")
+		return pg, stop, nil
+	}
+	if err := pg.EnsureDatabase(ctx, "tickgate"); err != nil {
+		stop()
+		return nil, func() {}, err
+	}
+	cfg.DatabaseURL = pg.URL("tickgate")
+	return pg, stop, nil
+}
+
+// serveDev runs the worker and the API until ctx ends or one of them fails, and says where
+// everything is once the API is ready.
+func serveDev(ctx context.Context, cfg config.Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -115,8 +132,8 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	go func() {
 		if waitHTTP(ctx, "http://"+cfg.HTTPAddr+"/readyz") == nil {
-			fmt.Printf("\ntickgate is up:\n  API          http://%s/api/v1\n  Temporal UI  http://%s\n  PostgreSQL   %s\nCtrl-C stops everything.\n\n",
-				cfg.HTTPAddr, uiAddr, cfg.DatabaseURL)
+			fmt.Printf("\ntickgate is up:\n  API          http://%s/api/v1\n  Temporal UI  http://127.0.0.1:%d\n  PostgreSQL   %s\nCtrl-C stops everything.\n\n",
+				cfg.HTTPAddr, devUIPort, cfg.DatabaseURL)
 		}
 	}()
 	var runErr error

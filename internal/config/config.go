@@ -1,4 +1,5 @@
-// Package config reads tickgate's settings from the environment (DESIGN.md §Configuration).
+// Package config reads tickgate's settings from the environment (docs/operations.md,
+// "Configuration").
 package config
 
 import (
@@ -39,8 +40,9 @@ type Config struct {
 	// WorkerMetricsAddr, when set, makes `tickgate worker` serve /metrics there
 	// (TICKGATE_WORKER_METRICS_ADDR); the API serves the same figures on its own port.
 	WorkerMetricsAddr string
-	// WorkerPollers is how many goroutines of a worker long-poll each task queue kind
-	// (TICKGATE_WORKER_POLLERS, default 8).
+	// WorkerPollers (TICKGATE_WORKER_POLLERS, default 8) is how many activity-task polls a
+	// worker keeps open, and how many workflow-task polls it opens to begin with: those
+	// then autoscale (worker.PollerOptions).
 	WorkerPollers int
 }
 
@@ -51,7 +53,7 @@ type Config struct {
 // minute: in the chaos run a backlog of 109 workflow tasks waited there with two idle workers.
 const DefaultWorkerPollers = 8
 
-// FromEnv reads the environment, applying DESIGN.md's defaults.
+// FromEnv reads the environment, applying the defaults docs/operations.md lists.
 func FromEnv() (Config, error) {
 	c := Config{
 		DatabaseURL:       os.Getenv("DATABASE_URL"),

@@ -145,97 +145,140 @@ func Normalize(s Spec, now time.Time) (*Compiled, error) {
 	if s.Jitter < 0 {
 		return nil, fieldErr("spec.jitter", "must not be negative")
 	}
-	if s.StartAt != nil {
-		t := s.StartAt.UTC()
-		if t.Before(minTime) || t.After(maxTime) {
-			return nil, fieldErr("spec.start_at", "must lie between %d and %d", minTime.Year(), maxTime.Year())
-		}
-		s.StartAt = &t
-	}
-	if s.EndAt != nil {
-		t := s.EndAt.UTC()
-		if t.Before(minTime) || t.After(maxTime) {
-			return nil, fieldErr("spec.end_at", "must lie between %d and %d", minTime.Year(), maxTime.Year())
-		}
-		s.EndAt = &t
-		if s.StartAt != nil && !t.After(*s.StartAt) {
-			return nil, fieldErr("spec.end_at", "must be after start_at")
-		}
+	if err := normalizeBounds(&s); err != nil {
+		return nil, err
 	}
 	c := &Compiled{}
+	var err error
 	if hasCron {
-		s.Cron = strings.TrimSpace(s.Cron)
-		if strings.HasPrefix(s.Cron, "CRON_TZ=") || strings.HasPrefix(s.Cron, "TZ=") {
-			prefix, rest, _ := strings.Cut(s.Cron, " ")
-			_, zone, _ := strings.Cut(prefix, "=")
-			if s.Timezone != "" && s.Timezone != zone {
-				return nil, fieldErr("spec.timezone", "%q disagrees with the cron's %s", s.Timezone, prefix)
-			}
-			s.Timezone, s.Cron = zone, strings.TrimSpace(rest)
-			// The cron library would read a second prefix itself and shift the wall clock
-			// nextCron walks; the stored spec would then fail this check on reload.
-			if strings.HasPrefix(s.Cron, "CRON_TZ=") || strings.HasPrefix(s.Cron, "TZ=") {
-				return nil, fieldErr("spec.cron", "give at most one CRON_TZ= or TZ= prefix")
-			}
-		}
-		// "@every" counts from whenever it is asked, not from an anchor, so its ticks
-		// depend on the query time and Prev cannot find them: an interval is anchored.
-		if strings.HasPrefix(s.Cron, "@every") {
-			return nil, fieldErr("spec.cron", "@every is not supported: use interval (e.g. {\"interval\": \"90s\"}), anchored at start_at")
-		}
-		if s.Timezone == "" {
-			s.Timezone = "UTC"
-		}
-		loc, err := time.LoadLocation(s.Timezone)
-		if err != nil {
-			return nil, fieldErr("spec.timezone", "unknown time zone %q", s.Timezone)
-		}
-		readable, err := translateDow(s.Cron)
-		if err != nil {
-			return nil, fieldErr("spec.cron", "cannot parse %q: %v", s.Cron, err)
-		}
-		sched, err := parser.Parse(readable)
-		if err != nil {
-			return nil, fieldErr("spec.cron", "cannot parse %q: %v", s.Cron, err)
-		}
-		c.location, c.cron = loc, sched
+		err = c.compileCron(&s)
 	} else {
-		if s.Interval.Every <= 0 {
-			return nil, fieldErr("spec.interval.every", "must be positive, got %d", s.Interval.Every)
-		}
-		unit, ok := unitDurations[strings.ToUpper(s.Interval.Unit)]
-		if !ok {
-			return nil, fieldErr("spec.interval.unit", "must be SECONDS, MINUTES, HOURS or DAYS, got %q", s.Interval.Unit)
-		}
-		s.Interval.Unit = strings.ToUpper(s.Interval.Unit)
-		if s.Interval.Every > int64((100*365*24*time.Hour)/unit) {
-			return nil, fieldErr("spec.interval.every", "longer than 100 years")
-		}
-		if s.Timezone == "" {
-			s.Timezone = "UTC"
-		}
-		loc, err := time.LoadLocation(s.Timezone)
-		if err != nil {
-			return nil, fieldErr("spec.timezone", "unknown time zone %q", s.Timezone)
-		}
-		c.location = loc
-		c.every = s.Interval.Duration()
-		if s.StartAt == nil {
-			t := now.UTC().Truncate(time.Second)
-			s.StartAt = &t
-			// end_at was checked against start_at above only when one was given; against the
-			// default it is checked here, or the stored spec (now with start_at) would fail
-			// validation when its workflow loads it.
-			if s.EndAt != nil && !s.EndAt.After(t) {
-				return nil, fieldErr("spec.end_at", "must be after start_at (for an interval, now when start_at is not given)")
-			}
-		}
+		err = c.compileInterval(&s, now)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if time.Duration(s.Jitter) > 0 && c.every > 0 && time.Duration(s.Jitter) >= c.every {
 		return nil, fieldErr("spec.jitter", "must be shorter than the interval")
 	}
 	c.Spec = s
 	return c, nil
+}
+
+// normalizeBounds checks start_at and end_at (each in the range a tick can be computed in,
+// end after start) and stores them in UTC.
+func normalizeBounds(s *Spec) error {
+	if s.StartAt != nil {
+		t := s.StartAt.UTC()
+		if t.Before(minTime) || t.After(maxTime) {
+			return fieldErr("spec.start_at", "must lie between %d and %d", minTime.Year(), maxTime.Year())
+		}
+		s.StartAt = &t
+	}
+	if s.EndAt != nil {
+		t := s.EndAt.UTC()
+		if t.Before(minTime) || t.After(maxTime) {
+			return fieldErr("spec.end_at", "must lie between %d and %d", minTime.Year(), maxTime.Year())
+		}
+		s.EndAt = &t
+		if s.StartAt != nil && !t.After(*s.StartAt) {
+			return fieldErr("spec.end_at", "must be after start_at")
+		}
+	}
+	return nil
+}
+
+// compileCron reads s's cron (with its CRON_TZ= or TZ= prefix, if any, moved into the
+// time zone) into c.
+func (c *Compiled) compileCron(s *Spec) error {
+	s.Cron = strings.TrimSpace(s.Cron)
+	if err := takeCronZone(s); err != nil {
+		return err
+	}
+	// "@every" counts from whenever it is asked, not from an anchor, so its ticks depend on
+	// the query time and Prev cannot find them: an interval is anchored.
+	if strings.HasPrefix(s.Cron, "@every") {
+		return fieldErr("spec.cron", "@every is not supported: use interval (e.g. {\"interval\": \"90s\"}), anchored at start_at")
+	}
+	loc, err := loadZone(s)
+	if err != nil {
+		return err
+	}
+	readable, err := translateDow(s.Cron)
+	if err != nil {
+		return fieldErr("spec.cron", "cannot parse %q: %v", s.Cron, err)
+	}
+	sched, err := parser.Parse(readable)
+	if err != nil {
+		return fieldErr("spec.cron", "cannot parse %q: %v", s.Cron, err)
+	}
+	c.location, c.cron = loc, sched
+	return nil
+}
+
+// takeCronZone moves a CRON_TZ= or TZ= prefix of s.Cron into s.Timezone, refusing one that
+// disagrees with the timezone given, and a second prefix.
+func takeCronZone(s *Spec) error {
+	if !strings.HasPrefix(s.Cron, "CRON_TZ=") && !strings.HasPrefix(s.Cron, "TZ=") {
+		return nil
+	}
+	prefix, rest, _ := strings.Cut(s.Cron, " ")
+	_, zone, _ := strings.Cut(prefix, "=")
+	if s.Timezone != "" && s.Timezone != zone {
+		return fieldErr("spec.timezone", "%q disagrees with the cron's %s", s.Timezone, prefix)
+	}
+	s.Timezone, s.Cron = zone, strings.TrimSpace(rest)
+	// The cron library would read a second prefix itself and shift the wall clock nextCron
+	// walks; the stored spec would then fail this check on reload.
+	if strings.HasPrefix(s.Cron, "CRON_TZ=") || strings.HasPrefix(s.Cron, "TZ=") {
+		return fieldErr("spec.cron", "give at most one CRON_TZ= or TZ= prefix")
+	}
+	return nil
+}
+
+// loadZone loads s.Timezone, UTC when empty (and says so in s).
+func loadZone(s *Spec) (*time.Location, error) {
+	if s.Timezone == "" {
+		s.Timezone = "UTC"
+	}
+	loc, err := time.LoadLocation(s.Timezone)
+	if err != nil {
+		return nil, fieldErr("spec.timezone", "unknown time zone %q", s.Timezone)
+	}
+	return loc, nil
+}
+
+// compileInterval reads s's interval into c, anchoring it at now (truncated to the second)
+// when start_at is absent.
+func (c *Compiled) compileInterval(s *Spec, now time.Time) error {
+	if s.Interval.Every <= 0 {
+		return fieldErr("spec.interval.every", "must be positive, got %d", s.Interval.Every)
+	}
+	unit, ok := unitDurations[strings.ToUpper(s.Interval.Unit)]
+	if !ok {
+		return fieldErr("spec.interval.unit", "must be SECONDS, MINUTES, HOURS or DAYS, got %q", s.Interval.Unit)
+	}
+	s.Interval.Unit = strings.ToUpper(s.Interval.Unit)
+	if s.Interval.Every > int64((100*365*24*time.Hour)/unit) {
+		return fieldErr("spec.interval.every", "longer than 100 years")
+	}
+	loc, err := loadZone(s)
+	if err != nil {
+		return err
+	}
+	c.location = loc
+	c.every = s.Interval.Duration()
+	if s.StartAt == nil {
+		t := now.UTC().Truncate(time.Second)
+		s.StartAt = &t
+		// end_at was checked against start_at above only when one was given; against the
+		// default it is checked here, or the stored spec (now with start_at) would fail
+		// validation when its workflow loads it.
+		if s.EndAt != nil && !s.EndAt.After(t) {
+			return fieldErr("spec.end_at", "must be after start_at (for an interval, now when start_at is not given)")
+		}
+	}
+	return nil
 }
 
 // Next is the first nominal tick strictly after t, or the zero time when the spec has

@@ -373,9 +373,9 @@ ORDER BY td.id
 FOR UPDATE OF td
 `
 
-// Device dispatch (DESIGN.md §3): task_devices, the source of truth of each device
+// Device dispatch (docs/devices.md): task_devices, the source of truth of each device
 // execution, and their per-attempt events. CREATED and RETRY_SCHEDULED wait for the agent's
-// claim; SENT and ACKED are out on the device; holds_slot (migrations/00006) covers all four.
+// claim; SENT and ACKED are out on the device; holds_slot (migrations/00007) covers all four.
 // A device's slot-holding executions, locked before the device itself (the lock order of
 // the result path: task_devices, then devices, then pcs).
 func (q *Queries) LockActiveOfDevice(ctx context.Context, serial string) ([]int64, error) {

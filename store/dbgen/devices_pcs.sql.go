@@ -116,8 +116,8 @@ type InsertPCParams struct {
 	DeviceCapacity int32
 }
 
-// Device dispatch (DESIGN.md §3): PCs and their devices. A device is in the eligible set
-// when devices.eligible (a generated column, migrations/00006) is true.
+// Device dispatch (docs/devices.md): PCs and their devices. A device is in the eligible set
+// when devices.eligible (a generated column, migrations/00007) is true.
 func (q *Queries) InsertPC(ctx context.Context, arg InsertPCParams) (Pc, error) {
 	row := q.db.QueryRow(ctx, insertPC, arg.Name, arg.DeviceCapacity)
 	var i Pc

@@ -222,9 +222,9 @@ type InsertDevTaskParams struct {
 	AbortFailedPercent pgtype.Float8
 }
 
-// Device dispatch (DESIGN.md §3): the queue of device tasks and the single active one (D1).
+// Device dispatch (docs/devices.md): the queue of device tasks and the single active one (D1).
 // An execution holds one of its PC's slots while task_devices.holds_slot (a generated
-// column, migrations/00006) is true.
+// column, migrations/00007) is true.
 func (q *Queries) InsertDevTask(ctx context.Context, arg InsertDevTaskParams) (Task, error) {
 	row := q.db.QueryRow(ctx, insertDevTask,
 		arg.Payload,

@@ -145,6 +145,7 @@ type ScheduleRun struct {
 	Armed            bool
 	VisibleAt        *time.Time
 	ReleaseNextRunAt *time.Time
+	RetractedAt      *time.Time
 }
 
 type Task struct {
@@ -199,7 +200,7 @@ type TaskRun struct {
 	RunAt        *time.Time
 	Executor     domain.Executor
 	Payload      json.RawMessage
-	Status       domain.TaskStatus
+	Status       domain.TaskRunStatus
 	WaitingCause []byte
 	WaitingKey   *string
 	Attempt      int32

@@ -222,7 +222,7 @@ RETURNING id, rollout_id, database, type, version, version_key, run_at, executor
 `
 
 type FinishTaskParams struct {
-	Status  domain.TaskStatus
+	Status  domain.TaskRunStatus
 	Error   string
 	Output  []byte
 	ID      int64
@@ -275,7 +275,7 @@ RETURNING t.id, t.status
 
 type FinishTasksRow struct {
 	ID     int64
-	Status domain.TaskStatus
+	Status domain.TaskRunStatus
 }
 
 // FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
@@ -391,8 +391,9 @@ type InsertRolloutParams struct {
 	Status        domain.RolloutStatus
 }
 
-// Rollouts and task runs (DESIGN.md §2). The promotion round is PromoteTasks + NextRunAt
-// under one transaction-level advisory lock (store/rollouts.go).
+// Rollouts and task runs (docs/rollouts.md). The promotion round is PromoteTasks + NextRunAt
+// under one transaction-level advisory lock (store/rollouts_promotion.go); the gates both
+// promotion statements apply are rollout_gates (migrations/00041_rollout_gates.sql).
 func (q *Queries) InsertRollout(ctx context.Context, arg InsertRolloutParams) (Rollout, error) {
 	row := q.db.QueryRow(ctx, insertRollout, arg.Name, arg.ParallelLimit, arg.Status)
 	var i Rollout
@@ -538,11 +539,11 @@ func (q *Queries) ListTaskRuns(ctx context.Context, arg ListTaskRunsParams) ([]T
 
 const nextRunAt = `-- name: NextRunAt :many
 SELECT run_at FROM task_runs
-WHERE status = 'PENDING' AND run_at > GREATEST(now(), $1::timestamptz)
+WHERE status = 'PENDING' AND run_at > rollout_clock($1::timestamptz)
 ORDER BY run_at LIMIT 1
 `
 
-// The earliest run_at still ahead, by the same clock as PromoteTasks.
+// The earliest run_at still ahead, by the run_at gate's clock (rollout_clock).
 func (q *Queries) NextRunAt(ctx context.Context, asOf *time.Time) ([]*time.Time, error) {
 	rows, err := q.db.Query(ctx, nextRunAt, asOf)
 	if err != nil {
@@ -564,72 +565,25 @@ func (q *Queries) NextRunAt(ctx context.Context, asOf *time.Time) ([]*time.Time,
 }
 
 const promoteHeads = `-- name: PromoteHeads :many
-WITH live AS (
-    SELECT t.id, t.rollout_id, t.database, t.version_key, t.status, t.run_at,
-           t.type IN ('DDL', 'SDL') AS seq
-    FROM task_runs t
-    WHERE t.status IN ('PENDING', 'AVAILABLE', 'RUNNING')
-),
-db_min AS MATERIALIZED (
-    SELECT l.database, min(l.version_key) AS min_key FROM live l GROUP BY l.database
-),
-heads AS MATERIALIZED (
-    SELECT l.id, l.rollout_id, l.database, l.version_key, l.run_at, l.seq
-    FROM live l JOIN db_min m ON m.database = l.database AND l.version_key = m.min_key
-    WHERE l.status = 'PENDING'
-),
-ro_active AS (
-    SELECT l.rollout_id, count(*) AS n FROM live l
-    WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.rollout_id
-),
-ro AS MATERIALIZED (
-    SELECT r.id, r.parallel_limit, coalesce(a.n, 0) AS active
-    FROM rollouts r LEFT JOIN ro_active a ON a.rollout_id = r.id
-    WHERE r.status = 'RUNNING' AND r.id IN (SELECT DISTINCT h.rollout_id FROM heads h)
-),
-db_busy AS MATERIALIZED (
-    SELECT DISTINCT ON (l.database) l.database, l.id AS busy_id, l.seq
-    FROM live l WHERE l.status IN ('AVAILABLE', 'RUNNING')
-    ORDER BY l.database, l.seq DESC, l.id
-),
-cand AS (
-    SELECT h.id, h.rollout_id, h.database, h.seq, h.version_key, ro.parallel_limit, ro.active AS ro_active,
-           row_number() OVER (PARTITION BY h.database ORDER BY h.id) AS db_rank
-    FROM heads h
-    JOIN ro ON ro.id = h.rollout_id
-    LEFT JOIN db_busy b ON b.database = h.database
-    WHERE (h.run_at IS NULL OR h.run_at <= GREATEST(now(), $1::timestamptz))
-      AND (b.busy_id IS NULL OR (NOT b.seq AND NOT h.seq))
-),
-cand_first_seq AS (
-    SELECT c.id, c.rollout_id, c.database, c.seq, c.version_key, c.parallel_limit, c.ro_active, c.db_rank, min(c.db_rank) FILTER (WHERE c.seq) OVER (PARTITION BY c.database) AS first_seq
-    FROM cand c
-),
-picked AS (
-    SELECT c.id, c.rollout_id, c.parallel_limit, c.ro_active,
-           row_number() OVER (PARTITION BY c.rollout_id ORDER BY c.version_key, c.id) AS ro_rank
-    FROM cand_first_seq c
-    WHERE (c.seq AND c.db_rank = 1) OR (NOT c.seq AND (c.first_seq IS NULL OR c.db_rank < c.first_seq))
-)
 UPDATE task_runs t
 SET status = 'AVAILABLE', waiting_key = NULL, waiting_cause = NULL, promoted_at = now(), updated_at = now()
-FROM picked p
-WHERE t.id = p.id AND p.ro_rank <= p.parallel_limit - p.ro_active AND t.status = 'PENDING'
+FROM rollout_gates($1::timestamptz, false) g
+WHERE t.id = g.id AND g.promote AND t.status = 'PENDING'
 RETURNING t.id, t.rollout_id, t.status, t.executor
 `
 
 type PromoteHeadsRow struct {
 	ID        int64
 	RolloutID int64
-	Status    domain.TaskStatus
+	Status    domain.TaskRunStatus
 	Executor  domain.Executor
 }
 
-// PromoteTasks without the waiting causes, for a runner's round between two batches of
-// its tasks: the same four gates, applied the same way under the promotion advisory lock,
-// but only the heads of each database (its smallest live version) are looked at — no
-// other task can pass the version gate — and no cause is written: the causes of the
-// tasks left PENDING are brought up to date by the next full round (PromoteTasks).
+// PromoteTasks without the waiting causes, for a runner's round between two batches of its
+// tasks: the same gates (rollout_gates) under the same advisory lock, but only the heads of
+// each database (its smallest live version) are looked at — no other task can pass the
+// version gate — and no cause is written: the causes of the tasks left PENDING are brought
+// up to date by the next full round (PromoteTasks).
 func (q *Queries) PromoteHeads(ctx context.Context, asOf *time.Time) ([]PromoteHeadsRow, error) {
 	rows, err := q.db.Query(ctx, promoteHeads, asOf)
 	if err != nil {
@@ -656,140 +610,31 @@ func (q *Queries) PromoteHeads(ctx context.Context, asOf *time.Time) ([]PromoteH
 }
 
 const promoteTasks = `-- name: PromoteTasks :many
-WITH live AS (
-    SELECT t.id, t.rollout_id, t.database, t.version, t.version_key, t.status, t.run_at, t.waiting_key,
-           t.type IN ('DDL', 'SDL') AS seq
-    FROM task_runs t
-    WHERE t.status IN ('PENDING', 'AVAILABLE', 'RUNNING')
-),
-ro_active AS (
-    SELECT l.rollout_id, count(*) AS n FROM live l
-    WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.rollout_id
-),
-ro AS MATERIALIZED (
-    SELECT r.id, r.status, r.parallel_limit, coalesce(a.n, 0) AS active
-    FROM rollouts r LEFT JOIN ro_active a ON a.rollout_id = r.id
-    WHERE r.id IN (SELECT DISTINCT l.rollout_id FROM live l WHERE l.status = 'PENDING')
-),
-db_min AS MATERIALIZED (
-    SELECT DISTINCT ON (l.database) l.database, l.id AS min_id, l.version AS min_version, l.version_key AS min_key
-    FROM live l ORDER BY l.database, l.version_key, l.id
-),
-db_busy AS MATERIALIZED (
-    SELECT DISTINCT ON (l.database) l.database, l.id AS busy_id, l.seq
-    FROM live l WHERE l.status IN ('AVAILABLE', 'RUNNING')
-    ORDER BY l.database, l.seq DESC, l.id
-),
-pend AS MATERIALIZED (
-    SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key, l.run_at, l.waiting_key,
-           ro.status AS ro_status, ro.parallel_limit, ro.active AS ro_active,
-           m.min_id, m.min_version, m.min_key,
-           (ro.status = 'RUNNING' AND (l.run_at IS NULL OR l.run_at <= GREATEST(now(), $1::timestamptz)) AND l.version_key = m.min_key
-            -- a database with an AVAILABLE/RUNNING DDL/SDL task takes nothing; a DDL/SDL
-            -- task needs the database idle.
-            AND (b.busy_id IS NULL OR (NOT b.seq AND NOT l.seq))) AS eligible
-    FROM live l
-    JOIN ro ON ro.id = l.rollout_id
-    JOIN db_min m ON m.database = l.database
-    LEFT JOIN db_busy b ON b.database = l.database
-    WHERE l.status = 'PENDING'
-),
-cand AS (
-    SELECT p.id, p.rollout_id, p.database, p.seq, p.version_key, p.parallel_limit, p.ro_active,
-           row_number() OVER (PARTITION BY p.database ORDER BY p.id) AS db_rank
-    FROM pend p WHERE p.eligible
-),
-cand_first_seq AS (
-    SELECT c.id, c.rollout_id, c.database, c.seq, c.version_key, c.parallel_limit, c.ro_active, c.db_rank, min(c.db_rank) FILTER (WHERE c.seq) OVER (PARTITION BY c.database) AS first_seq
-    FROM cand c
-),
-picked AS (
-    SELECT c.id, c.rollout_id, c.database, c.seq, c.parallel_limit, c.ro_active,
-           row_number() OVER (PARTITION BY c.rollout_id ORDER BY c.version_key, c.id) AS ro_rank
-    FROM cand_first_seq c
-    -- per database: the first candidate alone if it is DDL/SDL, else the DML/OTHER ones
-    -- before the first DDL/SDL.
-    WHERE (c.seq AND c.db_rank = 1) OR (NOT c.seq AND (c.first_seq IS NULL OR c.db_rank < c.first_seq))
-),
-limited AS MATERIALIZED (
-    SELECT p.id, p.rollout_id, p.database, p.seq FROM picked p
-    WHERE p.ro_rank <= p.parallel_limit - p.ro_active
-),
-busy_after AS (
-    SELECT DISTINCT ON (x.database) x.database, x.busy_id, x.seq
-    FROM (SELECT b.database, b.busy_id, b.seq FROM db_busy b
-          UNION ALL SELECT l.database, l.id, l.seq FROM limited l) x
-    ORDER BY x.database, x.seq DESC, x.busy_id
-),
-ro_after AS (
-    SELECT l.rollout_id, count(*) AS n FROM limited l GROUP BY l.rollout_id
-),
-reasons AS (
-    SELECT p.id, p.waiting_key, p.min_id, p.min_version, p.run_at, p.parallel_limit, ba.busy_id,
-           CASE
-               WHEN p.ro_status <> 'RUNNING' THEN 'rollout_paused'
-               WHEN p.run_at > GREATEST(now(), $1::timestamptz) THEN 'run_at'
-               WHEN p.version_key > p.min_key THEN 'version'
-               WHEN ba.busy_id IS NOT NULL AND (ba.seq OR p.seq) THEN 'database_busy'
-               WHEN p.ro_active + coalesce(ra.n, 0) >= p.parallel_limit THEN 'parallel_limit'
-               ELSE 'queued'
-           END AS reason
-    FROM pend p
-    LEFT JOIN busy_after ba ON ba.database = p.database
-    LEFT JOIN ro_after ra ON ra.rollout_id = p.rollout_id
-    WHERE NOT EXISTS (SELECT 1 FROM limited x WHERE x.id = p.id)
-),
-causes AS (
-    SELECT r.id, r.waiting_key, r.reason,
-           CASE r.reason WHEN 'version' THEN r.min_id WHEN 'database_busy' THEN r.busy_id
-                         WHEN 'parallel_limit' THEN r.parallel_limit::bigint END AS ref,
-           CASE r.reason WHEN 'version' THEN r.min_version
-                         WHEN 'run_at' THEN to_char(r.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') END AS note
-    FROM reasons r
-),
-changes AS (
-    SELECT l.id, 'AVAILABLE'::text AS status, NULL::text AS reason, NULL::bigint AS ref, NULL::text AS note, NULL::text AS key
-    FROM limited l
-    UNION ALL
-    SELECT c.id, 'PENDING', c.reason, c.ref, c.note, c.reason || coalesce(':' || c.ref::text, '')
-    FROM causes c
-    WHERE c.reason || coalesce(':' || c.ref::text, '') IS DISTINCT FROM c.waiting_key
-)
 UPDATE task_runs t
-SET status = ch.status,
-    waiting_key = ch.key,
-    waiting_cause = CASE
-        WHEN ch.reason IS NULL THEN NULL
-        WHEN ch.reason = 'version' THEN jsonb_build_object('reason', ch.reason, 'blocked_by_task', ch.ref, 'blocked_by_version', ch.note)
-        WHEN ch.reason = 'database_busy' THEN jsonb_build_object('reason', ch.reason, 'busy_task', ch.ref)
-        WHEN ch.reason = 'parallel_limit' THEN jsonb_build_object('reason', ch.reason, 'limit', ch.ref)
-        WHEN ch.reason = 'run_at' THEN jsonb_build_object('reason', ch.reason, 'run_at', ch.note)
-        ELSE jsonb_build_object('reason', ch.reason)
-    END,
-    promoted_at = CASE WHEN ch.status = 'AVAILABLE' THEN now() ELSE t.promoted_at END,
-    updated_at = CASE WHEN ch.status = 'AVAILABLE' THEN now() ELSE t.updated_at END
-FROM changes ch
-WHERE t.id = ch.id AND t.status = 'PENDING'
+SET status = CASE WHEN g.promote THEN 'AVAILABLE' ELSE 'PENDING' END,
+    waiting_key = g.waiting_key,
+    waiting_cause = g.waiting_cause,
+    promoted_at = CASE WHEN g.promote THEN now() ELSE t.promoted_at END,
+    updated_at = CASE WHEN g.promote THEN now() ELSE t.updated_at END
+FROM rollout_gates($1::timestamptz, true) g
+WHERE t.id = g.id AND t.status = 'PENDING'
+  AND (g.promote OR g.waiting_key IS DISTINCT FROM t.waiting_key)
 RETURNING t.id, t.rollout_id, t.status, t.executor
 `
 
 type PromoteTasksRow struct {
 	ID        int64
 	RolloutID int64
-	Status    domain.TaskStatus
+	Status    domain.TaskRunStatus
 	Executor  domain.Executor
 }
 
-// One set-based round of the four gates (run_at, version order per database, database
-// mutual exclusion for DDL/SDL, per-rollout parallel limit), called under the promotion
-// advisory lock so the live set it reads cannot change under another promoter. In the same
-// statement every task left PENDING gets its waiting cause as of after the round (first
-// failing gate wins); only causes that changed are written. Returns the promoted rows
-// (status AVAILABLE) and the rows whose cause changed (status PENDING).
-// The run_at gate reads the clock as of max(now(), as_of): the promoter passes the time of
-// its workflow, whose timer woke it for that run_at, so a database clock a little behind
-// the Temporal server's does not leave the task PENDING (and the promoter re-running rounds
-// until the database catches up). as_of NULL: the database's clock alone.
+// One full promotion round: the gates (rollout_gates, migrations/00041_rollout_gates.sql)
+// applied to every PENDING task at once, called under the promotion advisory lock so the
+// live set they read cannot change under another promoter. In the same statement every task
+// left PENDING gets its waiting cause as of after the round; only causes that changed are
+// written. Returns the promoted rows (status AVAILABLE) and the rows whose cause changed
+// (status PENDING). as_of: see rollout_clock (NULL: the database's clock alone).
 func (q *Queries) PromoteTasks(ctx context.Context, asOf *time.Time) ([]PromoteTasksRow, error) {
 	rows, err := q.db.Query(ctx, promoteTasks, asOf)
 	if err != nil {
@@ -1036,7 +881,7 @@ SELECT id, status, attempt FROM task_runs WHERE id = ANY($1::bigint[])
 
 type TaskRunStatesRow struct {
 	ID      int64
-	Status  domain.TaskStatus
+	Status  domain.TaskRunStatus
 	Attempt int32
 }
 

@@ -159,7 +159,7 @@ func (q *Queries) DeleteArmedEvents(ctx context.Context, arg DeleteArmedEventsPa
 
 const deleteArmedRuns = `-- name: DeleteArmedRuns :many
 DELETE FROM schedule_runs
-WHERE schedule_id = $1 AND armed AND (NOT $2::boolean OR visible_at > now())
+WHERE schedule_id = $1 AND armed AND workflow_id = '' AND (NOT $2::boolean OR visible_at > now())
 RETURNING scheduled_at
 `
 
@@ -168,9 +168,9 @@ type DeleteArmedRunsParams struct {
 	KeepDue    bool
 }
 
-// Retraction, part 2: the armed, unreleased runs themselves; it answers their ticks. A run
-// the releaser released first is no longer armed and stays (one winner: both hold the
-// schedule's row lock).
+// Retraction, part 2: the armed, unreleased runs of event fires themselves; it answers their
+// ticks. A run the releaser released first is no longer armed and stays (one winner: both
+// hold the schedule's row lock).
 func (q *Queries) DeleteArmedRuns(ctx context.Context, arg DeleteArmedRunsParams) ([]time.Time, error) {
 	rows, err := q.db.Query(ctx, deleteArmedRuns, arg.ScheduleID, arg.KeepDue)
 	if err != nil {
@@ -206,7 +206,7 @@ const finishScheduleRun = `-- name: FinishScheduleRun :one
 UPDATE schedule_runs
 SET status = $1, error = $2, finished_at = now()
 WHERE id = $3 AND status = 'RUNNING'
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at
 `
 
 type FinishScheduleRunParams struct {
@@ -234,6 +234,7 @@ func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunPa
 		&i.Armed,
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
+		&i.RetractedAt,
 	)
 	return i, err
 }
@@ -311,7 +312,7 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 }
 
 const getScheduleRun = `-- name: GetScheduleRun :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND NOT armed
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND NOT armed AND retracted_at IS NULL
 `
 
 type GetScheduleRunParams struct {
@@ -338,12 +339,13 @@ func (q *Queries) GetScheduleRun(ctx context.Context, arg GetScheduleRunParams) 
 		&i.Armed,
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
+		&i.RetractedAt,
 	)
 	return i, err
 }
 
 const getScheduleRunByKey = `-- name: GetScheduleRunByKey :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE idempotency_key = $1
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE idempotency_key = $1
 `
 
 func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string) (ScheduleRun, error) {
@@ -365,6 +367,7 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 		&i.Armed,
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
+		&i.RetractedAt,
 	)
 	return i, err
 }
@@ -427,14 +430,18 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 const insertScheduleRun = `-- name: InsertScheduleRun :one
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                            armed, visible_at, release_next_run_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10, $11, $12)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+        $8::text || CASE WHEN $8::text = '' THEN '' ELSE COALESCE(
+            (SELECT '~' || (count(*) + 1) FROM schedule_runs p
+             WHERE p.schedule_id = $1 AND p.scheduled_at = $2 AND p.retracted_at IS NOT NULL
+             HAVING count(*) > 0), '') END,
+        $9, $10, $11, $12)
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
 WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
    OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at
 `
 
 type InsertScheduleRunParams struct {
@@ -457,6 +464,8 @@ type InsertScheduleRunParams struct {
 // was only recorded MISSED (it never ran), and a BUFFERED tick (waiting under its overlap
 // policy) starts or is superseded.
 // An armed run (armed, visible_at, release_next_run_at) is hidden until its release.
+// A workflow id given for a tick whose earlier armed fire was retracted (its delayed start
+// terminated, so the id cannot be started again) gets a suffix of its own: ~2, ~3, …
 func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunParams) (ScheduleRun, error) {
 	row := q.db.QueryRow(ctx, insertScheduleRun,
 		arg.ScheduleID,
@@ -489,8 +498,69 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		&i.Armed,
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
+		&i.RetractedAt,
 	)
 	return i, err
+}
+
+const lateWorkflowFires = `-- name: LateWorkflowFires :many
+SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at, f.fate::text AS fate, f.reason::text AS reason
+FROM schedule_runs r
+JOIN schedules s ON s.id = r.schedule_id,
+     armed_fire_fate(r.visible_at, COALESCE($1::timestamptz, now()), s.catchup_window_ms,
+                     make_interval(secs => $2::float8 / 1000), make_interval(secs => $3::float8)) AS f (fate, reason)
+WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY($4::bigint[])
+  AND COALESCE($1::timestamptz, now()) - r.visible_at > make_interval(secs => $2::float8 / 1000)
+ORDER BY r.id
+`
+
+type LateWorkflowFiresParams struct {
+	AsOf         *time.Time
+	OnTimeMs     float64
+	GraceSeconds float64
+	ScheduleIds  []int64
+}
+
+type LateWorkflowFiresRow struct {
+	ID         int64
+	WorkflowID string
+	VisibleAt  time.Time
+	Fate       string
+	Reason     string
+}
+
+// The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
+// them), each with its fate by armed_fire_fate: whether its target already started, and so
+// what is true of it, the releaser asks Temporal before it records them.
+func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresParams) ([]LateWorkflowFiresRow, error) {
+	rows, err := q.db.Query(ctx, lateWorkflowFires,
+		arg.AsOf,
+		arg.OnTimeMs,
+		arg.GraceSeconds,
+		arg.ScheduleIds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LateWorkflowFiresRow
+	for rows.Next() {
+		var i LateWorkflowFiresRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowID,
+			&i.VisibleAt,
+			&i.Fate,
+			&i.Reason,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listAllScheduleNames = `-- name: ListAllScheduleNames :many
@@ -522,8 +592,33 @@ func (q *Queries) ListAllScheduleNames(ctx context.Context) ([]ListAllScheduleNa
 	return items, nil
 }
 
+const listArmedWorkflowRuns = `-- name: ListArmedWorkflowRuns :many
+SELECT workflow_id FROM schedule_runs WHERE schedule_id = $1 AND armed AND workflow_id <> ''
+`
+
+// The delayed starts of a schedule's armed workflow fires (to terminate when it is deleted).
+func (q *Queries) ListArmedWorkflowRuns(ctx context.Context, scheduleID int64) ([]string, error) {
+	rows, err := q.db.Query(ctx, listArmedWorkflowRuns, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var workflow_id string
+		if err := rows.Scan(&workflow_id); err != nil {
+			return nil, err
+		}
+		items = append(items, workflow_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listBufferedRuns = `-- name: ListBufferedRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
 `
 
 // What is waiting under the overlap policy, oldest tick first.
@@ -552,6 +647,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 			&i.Armed,
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
+			&i.RetractedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -564,7 +660,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 }
 
 const listRunningScheduleRuns = `-- name: ListRunningScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
 `
 
 func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
@@ -592,6 +688,7 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 			&i.Armed,
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
+			&i.RetractedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -604,8 +701,8 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 }
 
 const listScheduleRuns = `-- name: ListScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at FROM schedule_runs
-WHERE schedule_id = $1 AND NOT armed AND ($2::bigint = 0 OR id < $2::bigint)
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs
+WHERE schedule_id = $1 AND NOT armed AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
 `
@@ -616,7 +713,7 @@ type ListScheduleRunsParams struct {
 	MaxRows    int32
 }
 
-// Armed runs are not runs yet: they show once released.
+// Armed runs are not runs yet: they show once released; retracted ones never ran.
 func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsParams) ([]ScheduleRun, error) {
 	rows, err := q.db.Query(ctx, listScheduleRuns, arg.ScheduleID, arg.BeforeID, arg.MaxRows)
 	if err != nil {
@@ -642,6 +739,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 			&i.Armed,
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
+			&i.RetractedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -796,31 +894,30 @@ func (q *Queries) NextArmedFireIn(ctx context.Context) (float64, error) {
 
 const releaseDueFires = `-- name: ReleaseDueFires :many
 WITH due AS (
-    SELECT r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.release_next_run_at,
-           COALESCE($1::timestamptz, now()) AS released_at, s.catchup_window_ms
+    SELECT r.id, r.visible_at, COALESCE($1::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
+           s.catchup_window_ms
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
     WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()) AND r.schedule_id = ANY($2::bigint[])
 ), judged AS (
-    SELECT due.id, due.schedule_id, due.scheduled_at, due.visible_at, due.release_next_run_at, due.released_at, due.catchup_window_ms, o.down_from, o.down_until,
-           CASE WHEN o.down_from IS NULL THEN 'fired'
-                WHEN due.released_at - due.visible_at <= make_interval(secs => due.catchup_window_ms::float8 / 1000) THEN 'catchup'
-                ELSE 'missed' END AS fate
-    FROM due
-    LEFT JOIN LATERAL (
-        -- Only a late release asks whether an outage made it late.
-        SELECT x.down_from, x.down_until
-        FROM schedule_outages(due.visible_at, due.released_at, make_interval(secs => $3::float8)) AS x (down_from, down_until)
-        WHERE due.released_at - due.visible_at > make_interval(secs => ($4::bigint)::float8 / 1000)
-        ORDER BY 1 LIMIT 1
-    ) o ON true
+    SELECT due.id, due.released_at, f.fate, f.reason,
+           CASE WHEN due.starts_workflow THEN due.visible_at ELSE due.released_at END AS fired_at
+    FROM due, armed_fire_fate(due.visible_at, due.released_at, due.catchup_window_ms,
+                              make_interval(secs => $3::float8 / 1000), make_interval(secs => $4::float8)) AS f (fate, reason)
+    WHERE NOT (due.starts_workflow AND due.released_at - due.visible_at > make_interval(secs => $3::float8 / 1000))
+    UNION ALL
+    -- the late workflow fires, as decided from what their targets did (LateWorkflowFires)
+    SELECT due.id, due.released_at, d.fate, d.reason, d.fired_at
+    FROM (SELECT unnest($5::bigint[]) AS id, unnest($6::text[]) AS fate,
+                 unnest($7::text[]) AS reason, unnest($8::timestamptz[]) AS fired_at) d
+    JOIN due ON due.id = d.id
 ), released AS (
     UPDATE schedule_runs r
     SET armed       = false,
         status      = CASE WHEN j.fate = 'missed' THEN 'MISSED' ELSE r.status END,
         trigger     = CASE WHEN j.fate = 'catchup' THEN 'catchup' ELSE r.trigger END,
-        reason      = CASE WHEN j.fate = 'missed' THEN schedule_missed_reason(j.down_from, j.down_until, j.catchup_window_ms) ELSE r.reason END,
-        fired_at    = CASE WHEN j.fate = 'missed' THEN NULL ELSE j.released_at END,
-        finished_at = j.released_at
+        reason      = CASE WHEN j.reason <> '' THEN j.reason ELSE r.reason END,
+        fired_at    = CASE WHEN j.fate = 'missed' THEN NULL ELSE j.fired_at END,
+        finished_at = CASE WHEN j.fate = 'missed' THEN j.released_at WHEN r.workflow_id <> '' THEN r.finished_at ELSE j.released_at END
     FROM judged j
     WHERE r.id = j.id
     RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at
@@ -857,10 +954,14 @@ FROM released
 `
 
 type ReleaseDueFiresParams struct {
-	AsOf         *time.Time
-	ScheduleIds  []int64
-	GraceSeconds float64
-	OnTimeMs     int64
+	AsOf           *time.Time
+	ScheduleIds    []int64
+	OnTimeMs       float64
+	GraceSeconds   float64
+	DecidedIds     []int64
+	DecidedFates   []string
+	DecidedReasons []string
+	DecidedFiredAt []time.Time
 }
 
 type ReleaseDueFiresRow struct {
@@ -873,20 +974,27 @@ type ReleaseDueFiresRow struct {
 	ReleasedAt  time.Time
 }
 
-// The release, step 2, one statement for every due run of the locked schedules. A run
-// released on time (within on_time_ms of its visible time), or late while workers were
-// alive (busy, not down), becomes true now (fired_at, finished_at); one released late after
-// an outage (schedule_outages) obeys the catch-up window as any tick does: inside it, it
-// becomes true as a catch-up fire; beyond it, it is MISSED with the outage as its reason,
-// and its event and outbox message go (the fire never happened). A fire's outbox message
-// takes this transaction's id as its feed position. Its schedule counts it (fired or
-// missed, last_run_at) and moves next_run_at past it unless something moved it already.
+// The release, step 2, one statement for every due run of the locked schedules, each
+// judged by armed_fire_fate: a fire released on time, or late while workers were alive
+// (busy, not down), becomes true now (fired_at); one released late after an outage obeys
+// the catch-up window as any tick does: inside it, it becomes true as a catch-up fire;
+// beyond it, it is MISSED with the outage as its reason, and its event and outbox message
+// go (the fire never happened). An event fire is final at once; a workflow fire stays
+// RUNNING (its target started at visible_at, by Temporal's start delay) until its watcher
+// records the outcome. A workflow fire released late is not taken here: whether its target
+// started needs Temporal (ReleaseLateWorkflowFire). A fire's outbox message takes this
+// transaction's id as its feed position. Its schedule counts it (fired or missed,
+// last_run_at) and moves next_run_at past it unless something moved it already.
 func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams) ([]ReleaseDueFiresRow, error) {
 	rows, err := q.db.Query(ctx, releaseDueFires,
 		arg.AsOf,
 		arg.ScheduleIds,
-		arg.GraceSeconds,
 		arg.OnTimeMs,
+		arg.GraceSeconds,
+		arg.DecidedIds,
+		arg.DecidedFates,
+		arg.DecidedReasons,
+		arg.DecidedFiredAt,
 	)
 	if err != nil {
 		return nil, err
@@ -904,6 +1012,48 @@ func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams
 			&i.Status,
 			&i.ReleasedAt,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const retractArmedWorkflowRuns = `-- name: RetractArmedWorkflowRuns :many
+UPDATE schedule_runs
+SET armed = false, status = 'SKIPPED', reason = $1, fired_at = NULL, finished_at = now(), retracted_at = now(),
+    idempotency_key = idempotency_key || '/retracted/' || id
+WHERE schedule_id = $2 AND armed AND workflow_id <> '' AND (NOT $3::boolean OR visible_at > now())
+RETURNING scheduled_at, workflow_id
+`
+
+type RetractArmedWorkflowRunsParams struct {
+	Reason     string
+	ScheduleID int64
+	KeepDue    bool
+}
+
+type RetractArmedWorkflowRunsRow struct {
+	ScheduledAt time.Time
+	WorkflowID  string
+}
+
+// Retraction, part 3: an armed workflow fire, whose delayed start the workflow terminated
+// before this, stays as the record of its retraction: SKIPPED with the reason, hidden, its
+// key moved aside so that the tick can be decided again.
+func (q *Queries) RetractArmedWorkflowRuns(ctx context.Context, arg RetractArmedWorkflowRunsParams) ([]RetractArmedWorkflowRunsRow, error) {
+	rows, err := q.db.Query(ctx, retractArmedWorkflowRuns, arg.Reason, arg.ScheduleID, arg.KeepDue)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RetractArmedWorkflowRunsRow
+	for rows.Next() {
+		var i RetractArmedWorkflowRunsRow
+		if err := rows.Scan(&i.ScheduledAt, &i.WorkflowID); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

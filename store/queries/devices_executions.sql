@@ -1,6 +1,6 @@
--- Device dispatch (DESIGN.md §3): task_devices, the source of truth of each device
+-- Device dispatch (docs/devices.md): task_devices, the source of truth of each device
 -- execution, and their per-attempt events. CREATED and RETRY_SCHEDULED wait for the agent's
--- claim; SENT and ACKED are out on the device; holds_slot (migrations/00006) covers all four.
+-- claim; SENT and ACKED are out on the device; holds_slot (migrations/00007) covers all four.
 
 -- name: LockActiveOfDevice :many
 -- A device's slot-holding executions, locked before the device itself (the lock order of

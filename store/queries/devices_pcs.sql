@@ -1,5 +1,5 @@
--- Device dispatch (DESIGN.md §3): PCs and their devices. A device is in the eligible set
--- when devices.eligible (a generated column, migrations/00006) is true.
+-- Device dispatch (docs/devices.md): PCs and their devices. A device is in the eligible set
+-- when devices.eligible (a generated column, migrations/00007) is true.
 
 -- name: InsertPC :one
 INSERT INTO pcs (name, device_capacity) VALUES (@name, @device_capacity) RETURNING *;

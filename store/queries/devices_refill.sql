@@ -1,6 +1,6 @@
--- Device dispatch (DESIGN.md §3): filling PCs' slots (D2), one task_device per free slot,
+-- Device dispatch (docs/devices.md): filling PCs' slots (D2), one task_device per free slot,
 -- under the PC's lock. Eligible devices: devices.eligible; slot holders:
--- task_devices.holds_slot (generated columns, migrations/00006).
+-- task_devices.holds_slot (generated columns, migrations/00007).
 
 -- name: LockPC :one
 -- The per-PC lock every slot refill holds, so two refills never over-fill a PC (D2),

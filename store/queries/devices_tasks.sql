@@ -1,6 +1,6 @@
--- Device dispatch (DESIGN.md §3): the queue of device tasks and the single active one (D1).
+-- Device dispatch (docs/devices.md): the queue of device tasks and the single active one (D1).
 -- An execution holds one of its PC's slots while task_devices.holds_slot (a generated
--- column, migrations/00006) is true.
+-- column, migrations/00007) is true.
 
 -- name: InsertDevTask :one
 INSERT INTO tasks (payload, target_count, abort_min_executed, abort_failed_percent)

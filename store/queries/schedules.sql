@@ -47,10 +47,16 @@ WHERE id = @id;
 -- was only recorded MISSED (it never ran), and a BUFFERED tick (waiting under its overlap
 -- policy) starts or is superseded.
 -- An armed run (armed, visible_at, release_next_run_at) is hidden until its release.
+-- A workflow id given for a tick whose earlier armed fire was retracted (its delayed start
+-- terminated, so the id cannot be started again) gets a suffix of its own: ~2, ~3, …
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                            armed, visible_at, release_next_run_at)
-VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @idempotency_key, @workflow_id, @finished_at,
-        @armed, sqlc.narg(visible_at), sqlc.narg(release_next_run_at))
+VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @idempotency_key,
+        @workflow_id::text || CASE WHEN @workflow_id::text = '' THEN '' ELSE COALESCE(
+            (SELECT '~' || (count(*) + 1) FROM schedule_runs p
+             WHERE p.schedule_id = @schedule_id AND p.scheduled_at = @scheduled_at AND p.retracted_at IS NOT NULL
+             HAVING count(*) > 0), '') END,
+        @finished_at, @armed, sqlc.narg(visible_at), sqlc.narg(release_next_run_at))
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
@@ -68,9 +74,9 @@ WHERE id = @id AND status = 'RUNNING'
 RETURNING *;
 
 -- name: ListScheduleRuns :many
--- Armed runs are not runs yet: they show once released.
+-- Armed runs are not runs yet: they show once released; retracted ones never ran.
 SELECT * FROM schedule_runs
-WHERE schedule_id = @schedule_id AND NOT armed AND (@before_id::bigint = 0 OR id < @before_id::bigint)
+WHERE schedule_id = @schedule_id AND NOT armed AND retracted_at IS NULL AND (@before_id::bigint = 0 OR id < @before_id::bigint)
 ORDER BY id DESC
 LIMIT @max_rows;
 
@@ -87,7 +93,7 @@ WHERE name = @name AND (@expected_version::bigint = 0 OR version = @expected_ver
 RETURNING *;
 
 -- name: GetScheduleRun :one
-SELECT * FROM schedule_runs WHERE id = @id AND schedule_id = @schedule_id AND NOT armed;
+SELECT * FROM schedule_runs WHERE id = @id AND schedule_id = @schedule_id AND NOT armed AND retracted_at IS NULL;
 
 -- name: DeleteArmedEvents :exec
 -- Retraction, part 1 (under the schedule's row lock): the events of the schedule's armed,
@@ -99,12 +105,26 @@ WHERE e.schedule_run_id = r.id AND r.schedule_id = @schedule_id AND r.armed
   AND (NOT @keep_due::boolean OR r.visible_at > now());
 
 -- name: DeleteArmedRuns :many
--- Retraction, part 2: the armed, unreleased runs themselves; it answers their ticks. A run
--- the releaser released first is no longer armed and stays (one winner: both hold the
--- schedule's row lock).
+-- Retraction, part 2: the armed, unreleased runs of event fires themselves; it answers their
+-- ticks. A run the releaser released first is no longer armed and stays (one winner: both
+-- hold the schedule's row lock).
 DELETE FROM schedule_runs
-WHERE schedule_id = @schedule_id AND armed AND (NOT @keep_due::boolean OR visible_at > now())
+WHERE schedule_id = @schedule_id AND armed AND workflow_id = '' AND (NOT @keep_due::boolean OR visible_at > now())
 RETURNING scheduled_at;
+
+-- name: RetractArmedWorkflowRuns :many
+-- Retraction, part 3: an armed workflow fire, whose delayed start the workflow terminated
+-- before this, stays as the record of its retraction: SKIPPED with the reason, hidden, its
+-- key moved aside so that the tick can be decided again.
+UPDATE schedule_runs
+SET armed = false, status = 'SKIPPED', reason = @reason, fired_at = NULL, finished_at = now(), retracted_at = now(),
+    idempotency_key = idempotency_key || '/retracted/' || id
+WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND (NOT @keep_due::boolean OR visible_at > now())
+RETURNING scheduled_at, workflow_id;
+
+-- name: ListArmedWorkflowRuns :many
+-- The delayed starts of a schedule's armed workflow fires (to terminate when it is deleted).
+SELECT workflow_id FROM schedule_runs WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '';
 
 -- name: ArmWindow :many
 -- Arms a window of ticks of one event schedule in one statement (the caller holds the
@@ -158,40 +178,42 @@ LIMIT @max_rows
 FOR NO KEY UPDATE OF s SKIP LOCKED;
 
 -- name: ReleaseDueFires :many
--- The release, step 2, one statement for every due run of the locked schedules. A run
--- released on time (within on_time_ms of its visible time), or late while workers were
--- alive (busy, not down), becomes true now (fired_at, finished_at); one released late after
--- an outage (schedule_outages) obeys the catch-up window as any tick does: inside it, it
--- becomes true as a catch-up fire; beyond it, it is MISSED with the outage as its reason,
--- and its event and outbox message go (the fire never happened). A fire's outbox message
--- takes this transaction's id as its feed position. Its schedule counts it (fired or
--- missed, last_run_at) and moves next_run_at past it unless something moved it already.
+-- The release, step 2, one statement for every due run of the locked schedules, each
+-- judged by armed_fire_fate: a fire released on time, or late while workers were alive
+-- (busy, not down), becomes true now (fired_at); one released late after an outage obeys
+-- the catch-up window as any tick does: inside it, it becomes true as a catch-up fire;
+-- beyond it, it is MISSED with the outage as its reason, and its event and outbox message
+-- go (the fire never happened). An event fire is final at once; a workflow fire stays
+-- RUNNING (its target started at visible_at, by Temporal's start delay) until its watcher
+-- records the outcome. A workflow fire released late is not taken here: whether its target
+-- started needs Temporal (ReleaseLateWorkflowFire). A fire's outbox message takes this
+-- transaction's id as its feed position. Its schedule counts it (fired or missed,
+-- last_run_at) and moves next_run_at past it unless something moved it already.
 WITH due AS (
-    SELECT r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.release_next_run_at,
-           COALESCE(sqlc.narg(as_of)::timestamptz, now()) AS released_at, s.catchup_window_ms
+    SELECT r.id, r.visible_at, COALESCE(sqlc.narg(as_of)::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
+           s.catchup_window_ms
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
     WHERE r.armed AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now()) AND r.schedule_id = ANY(@schedule_ids::bigint[])
 ), judged AS (
-    SELECT due.*, o.down_from, o.down_until,
-           CASE WHEN o.down_from IS NULL THEN 'fired'
-                WHEN due.released_at - due.visible_at <= make_interval(secs => due.catchup_window_ms::float8 / 1000) THEN 'catchup'
-                ELSE 'missed' END AS fate
-    FROM due
-    LEFT JOIN LATERAL (
-        -- Only a late release asks whether an outage made it late.
-        SELECT x.down_from, x.down_until
-        FROM schedule_outages(due.visible_at, due.released_at, make_interval(secs => @grace_seconds::float8)) AS x (down_from, down_until)
-        WHERE due.released_at - due.visible_at > make_interval(secs => (@on_time_ms::bigint)::float8 / 1000)
-        ORDER BY 1 LIMIT 1
-    ) o ON true
+    SELECT due.id, due.released_at, f.fate, f.reason,
+           CASE WHEN due.starts_workflow THEN due.visible_at ELSE due.released_at END AS fired_at
+    FROM due, armed_fire_fate(due.visible_at, due.released_at, due.catchup_window_ms,
+                              make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000), make_interval(secs => @grace_seconds::float8)) AS f (fate, reason)
+    WHERE NOT (due.starts_workflow AND due.released_at - due.visible_at > make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000))
+    UNION ALL
+    -- the late workflow fires, as decided from what their targets did (LateWorkflowFires)
+    SELECT due.id, due.released_at, d.fate, d.reason, d.fired_at
+    FROM (SELECT unnest(@decided_ids::bigint[]) AS id, unnest(@decided_fates::text[]) AS fate,
+                 unnest(@decided_reasons::text[]) AS reason, unnest(@decided_fired_at::timestamptz[]) AS fired_at) d
+    JOIN due ON due.id = d.id
 ), released AS (
     UPDATE schedule_runs r
     SET armed       = false,
         status      = CASE WHEN j.fate = 'missed' THEN 'MISSED' ELSE r.status END,
         trigger     = CASE WHEN j.fate = 'catchup' THEN 'catchup' ELSE r.trigger END,
-        reason      = CASE WHEN j.fate = 'missed' THEN schedule_missed_reason(j.down_from, j.down_until, j.catchup_window_ms) ELSE r.reason END,
-        fired_at    = CASE WHEN j.fate = 'missed' THEN NULL ELSE j.released_at END,
-        finished_at = j.released_at
+        reason      = CASE WHEN j.reason <> '' THEN j.reason ELSE r.reason END,
+        fired_at    = CASE WHEN j.fate = 'missed' THEN NULL ELSE j.fired_at END,
+        finished_at = CASE WHEN j.fate = 'missed' THEN j.released_at WHEN r.workflow_id <> '' THEN r.finished_at ELSE j.released_at END
     FROM judged j
     WHERE r.id = j.id
     RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at
@@ -225,6 +247,19 @@ WITH due AS (
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
        released.status, released.released_at::timestamptz AS released_at
 FROM released;
+
+-- name: LateWorkflowFires :many
+-- The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
+-- them), each with its fate by armed_fire_fate: whether its target already started, and so
+-- what is true of it, the releaser asks Temporal before it records them.
+SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at, f.fate::text AS fate, f.reason::text AS reason
+FROM schedule_runs r
+JOIN schedules s ON s.id = r.schedule_id,
+     armed_fire_fate(r.visible_at, COALESCE(sqlc.narg(as_of)::timestamptz, now()), s.catchup_window_ms,
+                     make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000), make_interval(secs => @grace_seconds::float8)) AS f (fate, reason)
+WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY(@schedule_ids::bigint[])
+  AND COALESCE(sqlc.narg(as_of)::timestamptz, now()) - r.visible_at > make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000)
+ORDER BY r.id;
 
 -- name: NextArmedFireIn :one
 -- How long until the next armed run is due, by the database's clock (+Inf: none armed).

@@ -52,7 +52,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(dir, "pg")),
+	pg := &devstack.Postgres{BinDir: bin, DataDir: filepath.Join(dir, "pg"),
 		Port: o.PGPort, FindFreePort: true, Log: log.Printf}
 	if err := pg.Start(ctx); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)

@@ -1,5 +1,5 @@
-// Package agentsim simulates the PC agents of tickgate's device dispatch engine (DESIGN.md
-// §3) over the HTTP API: one loop per PC claims its commands, waits a latency, and then
+// Package agentsim simulates the PC agents of tickgate's device dispatch engine (docs/devices.md)
+// over the HTTP API: one loop per PC claims its commands, waits a latency, and then
 // acks and reports succeeded, failed, failed-not-retryable, or never answers. `tickgate
 // agent-sim`, the end-to-end test and the benchmark all use it.
 package agentsim

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -52,8 +53,8 @@ func sampledChecks(st *store.Store) []check {
 		          AND NOT EXISTS (SELECT 1 FROM event_store e WHERE e.schedule_run_id = r.id))
 		     + (SELECT count(*) FROM event_store e
 		        WHERE NOT EXISTS (SELECT 1 FROM outbox_messages o WHERE o.event_id = e.id))`)},
-		{name: "R1–R3 one DDL/SDL alone per database, version order, parallel limit", count: func(ctx context.Context, _ pgx.Tx) (int64, error) {
-			breaches, err := st.CheckRolloutInvariants(ctx)
+		{name: "R1–R3 one DDL/SDL alone per database, version order, parallel limit", count: func(ctx context.Context, tx pgx.Tx) (int64, error) {
+			breaches, err := invariants.RolloutBreaches(ctx, tx)
 			return int64(len(breaches)), err
 		}},
 		// No task is retried by an operator during the run, so a second claim of a task
@@ -200,7 +201,7 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time)
 		       count(*) FILTER (WHERE status = 'FAILED'),
 		       count(*) FILTER (WHERE status IN ('CANCELED', 'TERMINATED')),
 		       count(*) FILTER (WHERE status = 'RUNNING')
-		FROM schedule_runs`).Scan(&f.Fires, &f.Skipped, &f.Missed, &f.CatchupFires, &f.ManualFires,
+		FROM schedule_runs WHERE retracted_at IS NULL`).Scan(&f.Fires, &f.Skipped, &f.Missed, &f.CatchupFires, &f.ManualFires,
 		&f.RunsSucceeded, &f.RunsFailed, &f.RunsCanceled, &f.UnfinishedScheduleRuns)
 	if err != nil {
 		return f, fmt.Errorf("final: schedule runs: %w", err)
@@ -216,7 +217,7 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time)
 			       floor(extract(epoch FROM ($2::timestamptz - $1::timestamptz)) /
 			             (s.spec->'interval'->>'every')::bigint)::bigint + 1 AS expected,
 			       (SELECT count(DISTINCT r.scheduled_at) FROM schedule_runs r
-			        WHERE r.schedule_id = s.id AND r.trigger IN ('scheduled', 'catchup')
+			        WHERE r.schedule_id = s.id AND r.trigger IN ('scheduled', 'catchup') AND r.retracted_at IS NULL
 			          AND r.scheduled_at BETWEEN $1 AND $2) AS got
 			FROM schedules s)
 		SELECT coalesce(sum(expected), 0)::bigint, coalesce(sum(greatest(expected - got, 0)), 0)::bigint FROM per`,

@@ -1,5 +1,5 @@
 // Package chaos runs tickgate on a real local stack under a mixed load while it kills and
-// restarts its processes and servers, and checks the invariants of DESIGN.md (S1–S2,
+// restarts its processes and servers, and checks the invariants of docs/spec.md (S1–S2,
 // R1–R4, D1–D3) against the database throughout and at the end. `make chaos` runs the full
 // profile; the short profile is part of `make test` (e2e/chaos_test.go).
 package chaos

@@ -102,7 +102,9 @@ func versionOf(initdbPath string) int {
 // ClusterDir returns dir itself when the cluster's service user can use it, and otherwise a
 // directory under /tmp named after dir: PostgreSQL refuses to run as root, so as root the
 // cluster runs as the `postgres` user, which cannot enter a checkout under /root or under a
-// `mktemp -d` directory (both 0700, owned by root).
+// `mktemp -d` directory (both 0700, owned by root). Start applies it to every cluster, so
+// callers name the directory they want (under the checkout's .dev) and never place it
+// themselves; the same dir always maps to the same place, so a cluster is found again.
 func ClusterDir(dir string) string {
 	if os.Geteuid() != 0 {
 		return dir
@@ -111,8 +113,7 @@ func ClusterDir(dir string) string {
 	if err := os.MkdirAll(parent, 0o755); err == nil && serviceUserCanEnter(parent) {
 		return dir
 	}
-	sum := sha1.Sum([]byte(dir))
-	fallback := filepath.Join(os.TempDir(), "tickgate-pg-"+hex.EncodeToString(sum[:6]))
+	fallback := fallbackDir(dir)
 	// The postgres user must be able to pass through the fallback to reach its data
 	// directory (which Start makes 0700 and its own). MkdirAll alone would leave it 0700
 	// under a strict umask, and an earlier tickgate created it 0700 (Start's MkdirAll of the
@@ -123,6 +124,23 @@ func ClusterDir(dir string) string {
 		}
 	}
 	return filepath.Join(fallback, filepath.Base(dir))
+}
+
+// fallbackDir is the directory under /tmp that holds dir's cluster when its service user
+// cannot reach dir: one per dir, named by a hash of it.
+func fallbackDir(dir string) string {
+	sum := sha1.Sum([]byte(dir))
+	return filepath.Join(os.TempDir(), "tickgate-pg-"+hex.EncodeToString(sum[:6]))
+}
+
+// RemoveClusterDir deletes the (stopped) cluster that Start placed for dir, wherever
+// ClusterDir put it: dir itself and, if there is one, its fallback under /tmp.
+func RemoveClusterDir(dir string) error {
+	err := os.RemoveAll(dir)
+	if fb := fallbackDir(dir); fileExists(fb) {
+		err = errors.Join(err, os.RemoveAll(fb))
+	}
+	return err
 }
 
 // serviceUserCanEnter reports whether the postgres user can reach dir: `test -x` stats it
@@ -160,8 +178,15 @@ func (p *Postgres) Running() bool {
 }
 
 // Start creates the cluster when missing and starts it unless it already runs. The server
-// keeps running after this process exits; Stop ends it.
+// keeps running after this process exits; Stop ends it. It first places the cluster with
+// ClusterDir, setting DataDir to where the cluster really lives: every cluster tickgate
+// creates (make dev, tests, the chaos run, benchmarks) goes through here, so none of them
+// fails in a checkout the postgres user cannot enter.
 func (p *Postgres) Start(ctx context.Context) error {
+	if p.DataDir == "" {
+		return errors.New("postgres: no data directory given")
+	}
+	p.DataDir = ClusterDir(p.DataDir)
 	if p.Running() {
 		p.logf("postgres: reusing cluster %s on :%d", p.DataDir, p.Port)
 		return nil
@@ -180,7 +205,7 @@ func (p *Postgres) Start(ctx context.Context) error {
 		return fmt.Errorf("postgres: create data dir's parent: %w", err)
 	}
 	if os.Geteuid() == 0 && !serviceUserCanEnter(filepath.Dir(p.DataDir)) {
-		return fmt.Errorf("postgres: the postgres user cannot reach %s (a directory above it is not searchable by that user); place the cluster with devstack.ClusterDir", p.DataDir)
+		return fmt.Errorf("postgres: the postgres user cannot reach %s (a directory above it is not searchable by that user, and the fallback under %s was not usable either)", p.DataDir, os.TempDir())
 	}
 	if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
 		return fmt.Errorf("postgres: create data dir: %w", err)

@@ -16,9 +16,9 @@ import (
 
 // A checkout cloned into a directory the postgres user cannot enter (as root: ~/src under
 // /root, or a `mktemp -d` directory, both 0700 and owned by root) must still get a working
-// test cluster. The harness places its cluster with ClusterDir and starts it with Start; this
-// does the same under such a parent, then starts a real cluster, queries it and stops it.
-// It also starts one where an earlier tickgate left the fallback directory 0700.
+// cluster. Callers name the directory they want and Start places it (ClusterDir): this asks
+// for one under such a parent, then starts a real cluster, queries it and stops it. It also
+// starts one where an earlier tickgate left the fallback directory 0700, and removes it.
 func TestClusterStartsUnderAParentThePostgresUserCannotEnter(t *testing.T) {
 	bin, err := devstack.FindPostgresBinDir(true)
 	require.NoError(t, err)
@@ -27,27 +27,31 @@ func TestClusterStartsUnderAParentThePostgresUserCannotEnter(t *testing.T) {
 	require.NoError(t, os.Chmod(home, 0o700)) // whatever the umask
 	checkoutPG := filepath.Join(home, "src", "tickgate", ".dev", "test", "pg")
 
-	dir := devstack.ClusterDir(checkoutPG)
+	pg := &devstack.Postgres{BinDir: bin, DataDir: checkoutPG, Port: 55480, FindFreePort: true}
+	t.Cleanup(func() { _ = pg.Stop(); _ = devstack.RemoveClusterDir(checkoutPG) })
+	startQueryStop(t, pg)
+	dir := pg.DataDir
+	require.Equal(t, devstack.ClusterDir(checkoutPG), dir, "Start placed the cluster with ClusterDir")
 	if os.Geteuid() == 0 {
 		// The cluster runs as the postgres user, which cannot reach anything under home.
 		require.False(t, strings.HasPrefix(dir, home+string(os.PathSeparator)), "cluster dir %s stays under the unreachable %s", dir, home)
-		t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(dir)) })
 	} else {
 		require.Equal(t, checkoutPG, dir, "a cluster run as ourselves stays in the checkout")
 	}
-
-	pg := &devstack.Postgres{BinDir: bin, DataDir: dir, Port: 55480, FindFreePort: true}
-	t.Cleanup(func() { _ = pg.Stop() })
-	startQueryStop(t, pg)
 
 	if os.Geteuid() == 0 {
 		// Before the fix, Start created the fallback directory 0700 and initdb failed on it;
 		// a machine that ran that version still has it so. ClusterDir repairs it.
 		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o700))
-		again := devstack.ClusterDir(checkoutPG)
-		require.Equal(t, dir, again, "the fallback is stable: the same cluster is reused")
-		pg = &devstack.Postgres{BinDir: bin, DataDir: again, Port: 55480, FindFreePort: true}
+		pg = &devstack.Postgres{BinDir: bin, DataDir: checkoutPG, Port: 55480, FindFreePort: true}
 		startQueryStop(t, pg)
+		require.Equal(t, dir, pg.DataDir, "the fallback is stable: the same cluster is reused")
+	}
+
+	require.NoError(t, devstack.RemoveClusterDir(checkoutPG))
+	require.NoDirExists(t, dir, "RemoveClusterDir removes the cluster wherever it was placed")
+	if os.Geteuid() == 0 {
+		require.NoDirExists(t, filepath.Dir(dir), "and its fallback directory under /tmp")
 	}
 }
 

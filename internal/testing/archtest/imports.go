@@ -1,6 +1,9 @@
 // Package archtest holds tickgate's import rules — which package may import which — and
 // the checker that enforces them on the source tree. The rules and their reasons are
-// explained in docs/architecture.md; this package is the part that fails the build.
+// explained in docs/architecture.md; this package is the part that fails the build. There
+// are two kinds: Rules, each forbidding a set of imports to a part of the tree for a stated
+// reason, and Layers, the "may import" column of docs/architecture.md's package table, which
+// every package must keep to (layers.go; a test keeps the column and Layers equal).
 //
 // Only direct imports of non-test Go files count: a test may reach into any package it
 // needs, and a package is answerable for what it imports, not for what its imports import
@@ -62,8 +65,7 @@ var ioPackages = []string{
 	"os", "net", "database/sql", "syscall", "io/ioutil",
 	// PostgreSQL, migrations
 	"github.com/jackc/pgx", "github.com/pressly/goose",
-	// Temporal clients and workers (go.temporal.io/sdk/temporal and .../workflow, which do
-	// no I/O, stay allowed)
+	// Temporal clients and workers
 	"go.temporal.io/sdk/client", "go.temporal.io/sdk/worker", "go.temporal.io/sdk/activity",
 	"go.temporal.io/api/workflowservice", "go.temporal.io/api/operatorservice",
 	"google.golang.org/grpc",
@@ -77,18 +79,23 @@ func Rules(modulePath string) []Rule {
 	tooling := []string{m("internal/dev"), m("internal/testing")}
 	return []Rule{
 		{
-			Name:   "workflows do no I/O",
-			From:   m("workflows"),
-			Forbid: []string{m("store"), m("api"), "github.com/jackc/pgx"},
-			Why: "workflow code is replayed and must be deterministic: it reaches PostgreSQL only " +
-				"through activities, and takes its vocabulary from domain, not from the SQL layer",
+			Name: "workflows do no I/O",
+			From: m("workflows"),
+			Forbid: []string{
+				m("store"), m("api"), m("metrics"), "github.com/jackc/pgx",
+				"net/http", "os", "database/sql", "go.temporal.io/sdk/client",
+			},
+			Why: "workflow code is replayed and must be deterministic: it reaches PostgreSQL, the " +
+				"network, files, the environment, other workflows' clients and metrics only through " +
+				"activities (or the workflow SDK's own calls), and takes its vocabulary from domain",
 		},
 		{
-			Name:   "api does not run engine steps",
+			Name:   "api does not import activities",
 			From:   m("api"),
 			Forbid: []string{m("activities")},
-			Why: "HTTP maps requests to starter calls and store reads; validation is domain " +
-				"knowledge and engine steps run in workflows",
+			Why: "activities are the worker's side of the engines; what the API process runs of an " +
+				"engine (a device result, a slot refill, advancing the active device task) is a store " +
+				"transaction, and what it asks of a workflow goes through starter",
 		},
 		{
 			Name:   "store knows no engine and no HTTP",
@@ -151,10 +158,23 @@ func ModulePath(root string) (string, error) {
 	return "", fmt.Errorf("%s/go.mod: no module line", root)
 }
 
+// Policy is what Check enforces: the rules, and the layers every package keeps to.
+type Policy struct {
+	Rules  []Rule
+	Layers []Layer
+}
+
+// Tickgate is tickgate's policy for the module at modulePath.
+func Tickgate(modulePath string) Policy {
+	return Policy{Rules: Rules(modulePath), Layers: Layers()}
+}
+
 // Check parses the imports of every non-test Go file of the module rooted at root (whose
-// import path is modulePath) and reports each import a rule forbids. Directories the go
-// command ignores (testdata, names starting with "." or "_") and nested modules are skipped.
-func Check(root, modulePath string, rules []Rule) (Report, error) {
+// import path is modulePath) and reports each import a rule forbids and each import its
+// package's layer does not allow (an import a rule already reported is not reported twice).
+// Directories the go command ignores (testdata, names starting with "." or "_") and nested
+// modules are skipped.
+func Check(root, modulePath string, p Policy) (Report, error) {
 	rep := Report{Files: map[string]int{}}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -196,12 +216,19 @@ func Check(root, modulePath string, rules []Rule) (Report, error) {
 			if err != nil {
 				return fmt.Errorf("%s: bad import %s: %w", rel, spec.Path.Value, err)
 			}
-			for _, r := range rules {
+			line := fset.Position(spec.Pos()).Line
+			ruled := false
+			for _, r := range p.Rules {
 				if r.applies(pkg, imp) {
-					rep.Violations = append(rep.Violations, Violation{
-						File: rel, Line: fset.Position(spec.Pos()).Line, Package: pkg, Import: imp, Rule: r.Name,
-					})
+					ruled = true
+					rep.Violations = append(rep.Violations, Violation{File: rel, Line: line, Package: pkg, Import: imp, Rule: r.Name})
 				}
+			}
+			if ruled || p.Layers == nil {
+				continue
+			}
+			if why := layerVerdict(p.Layers, modulePath, pkg, imp); why != "" {
+				rep.Violations = append(rep.Violations, Violation{File: rel, Line: line, Package: pkg, Import: imp, Rule: why})
 			}
 		}
 		return nil

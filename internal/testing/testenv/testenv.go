@@ -61,7 +61,7 @@ func startCluster() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	pg := &devstack.Postgres{BinDir: bin, DataDir: devstack.ClusterDir(filepath.Join(root, ".dev", "test", "pg")), Port: TestPostgresPort, FindFreePort: true}
+	pg := &devstack.Postgres{BinDir: bin, DataDir: filepath.Join(root, ".dev", "test", "pg"), Port: TestPostgresPort, FindFreePort: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := pg.Start(ctx); err != nil {

@@ -1,10 +1,9 @@
 package domain
 
 import (
+	"net/url"
 	"os"
 	"time"
-
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
@@ -12,6 +11,6 @@ import (
 
 var _ = os.Getenv
 var _ = time.Now
-var _ = temporal.NewApplicationError
+var _ = url.Parse
 var _ = schedulespec.Spec{}
 var _ = store.RunFailed
