@@ -111,6 +111,7 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	waitJS(t, ctx, 60*time.Second, `document.querySelectorAll("#tick-grid .tick.status-SUCCEEDED").length >= 3`)
 	require.Contains(t, jsValue[string](t, ctx, `document.querySelector("#tick-grid .tick.status-SUCCEEDED").title`), " · scheduled · SUCCEEDED · late ")
 	waitJS(t, ctx, 15*time.Second, `document.querySelectorAll("#upcoming li").length === 10`)
+	require.Contains(t, jsValue[string](t, ctx, `document.querySelector("h2 a.temporal").href`), "/workflows/schedule%2Fconsole-demo")
 	shot(t, ctx, root, "console-schedule.png")
 
 	// Edit: every 2 seconds.
