@@ -81,7 +81,8 @@ func TestConsoleOverview(t *testing.T) {
 
 // TestConsoleScheduleLifecycle: a schedule is created through the form (the API checks it
 // as the user types, naming the bad field, and previews its description and next 10 fire
-// times), its ticks appear in the page's grid; it is edited, paused with a note, backfilled
+// times), its ticks appear in the page's grid; it is edited, triggered with an overlap
+// policy, rescheduled, paused with a note, backfilled
 // (the backfill runs while it is paused), its runs filtered, and deleted after a confirmation.
 func TestConsoleScheduleLifecycle(t *testing.T) {
 	bin, root := chromium(t)
@@ -125,6 +126,18 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	st.JSON(t, http.MethodGet, "/api/v1/schedules/console-demo", nil, http.StatusOK, &s)
 	require.EqualValues(t, 2, s.Spec.Interval.Duration().Seconds())
 	require.EqualValues(t, 2, s.Version)
+
+	// Trigger now with an overlap policy for this run, then reschedule the next fire.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#trigger`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-overlap`))))
+	jsValue[bool](t, ctx, setField("d-overlap", "allow_all"))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	waitJS(t, ctx, 15*time.Second, text("#command-result")+` === "Triggered: SUCCEEDED"`)
+	waitJS(t, ctx, 15*time.Second, `Array.from(document.querySelectorAll("#tick-grid .tick")).some(c => c.title.includes(" · manual · SUCCEEDED"))`)
+	next := time.Now().UTC().Add(2 * time.Hour).Truncate(time.Second)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#reschedule`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-next`))))
+	jsValue[bool](t, ctx, setField("d-next", next.Format("2006-01-02T15:04:05")))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	waitJS(t, ctx, 15*time.Second, text("#command-result")+` === "Rescheduled." && `+text("#upcoming li:first-child time")+` === "`+next.Format("2006-01-02 15:04:05Z")+`"`)
 
 	// Pause with a note.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)),
