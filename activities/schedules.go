@@ -30,6 +30,8 @@ const ErrScheduleGone = "ScheduleGone"
 type ScheduleActivities struct {
 	Store    *store.Store
 	Temporal client.Client
+
+	due dueCounts // the schedules due per second, for the spread of armings (see dueTogether)
 }
 
 // ScheduleDefinition is a schedule as its workflow needs it.
@@ -114,6 +116,9 @@ type RunRecord struct {
 	// StartAt is when an armed workflow fire's target starts (its visible time), for a run
 	// found recorded before (nil: not armed, or released).
 	StartAt *time.Time `json:",omitempty"`
+	// DueTogether, for an armed fire, is how many schedules are due in its tick's second:
+	// the schedule spreads its next arming over a span that grows with it.
+	DueTogether int64 `json:",omitempty"`
 }
 
 // RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
@@ -136,6 +141,11 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	}
 	if run.Armed && run.WorkflowID != "" {
 		rec.StartAt = run.VisibleAt
+	}
+	if r.VisibleAt != nil {
+		if rec.DueTogether, err = a.due.dueTogether(ctx, a.Store, r.ScheduledAt); err != nil {
+			return RunRecord{}, err
+		}
 	}
 	return rec, nil
 }

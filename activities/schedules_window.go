@@ -42,6 +42,9 @@ type ArmedWindow struct {
 	NextRunAt *time.Time
 	// CommittedAt is the worker's clock once the transaction committed (see RunRecord).
 	CommittedAt time.Time
+	// DueTogether is how many schedules are due in the second of the window's first tick
+	// (see RunRecord).
+	DueTogether int64 `json:",omitempty"`
 }
 
 // ArmWindow computes the window's ticks from the given spec and commits them armed, each
@@ -74,5 +77,10 @@ func (a *ScheduleActivities) ArmWindow(ctx context.Context, r ArmWindowRequest) 
 		return ArmedWindow{}, gone(fmt.Errorf("arm window of schedule %q: %w", r.Name, err), r.ScheduleID)
 	}
 	out.CommittedAt = time.Now().UTC()
+	if len(ticks) > 0 {
+		if out.DueTogether, err = a.due.dueTogether(ctx, a.Store, ticks[0].Tick); err != nil {
+			return ArmedWindow{}, err
+		}
+	}
 	return out, nil
 }

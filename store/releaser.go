@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,7 +28,7 @@ type ReleasedFire struct {
 }
 
 // releaseBatch bounds the schedules one release transaction locks.
-const releaseBatch = 2000
+const releaseBatch = 1000
 
 // TargetChecker tells what the target of an armed workflow fire did: a fire released late
 // (tickgate was down or behind at its tick) may have started on time all the same, since
@@ -54,42 +56,76 @@ func (s *Store) ReleaseDue(ctx context.Context, targets TargetChecker) ([]Releas
 // ReleaseDueAsOf is ReleaseDue at the time asOf instead of the database's now() (nil): the
 // fires visible by then are released as if then. For tests on a simulated clock.
 func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time, targets TargetChecker) ([]ReleasedFire, error) {
-	var out []ReleasedFire
-	for {
-		var locked int
-		err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-			ids, err := q.LockSchedulesWithDueFires(ctx, dbgen.LockSchedulesWithDueFiresParams{AsOf: asOf, MaxRows: releaseBatch})
-			if err != nil {
-				return fmt.Errorf("lock schedules with due fires: %w", mapErr(err))
-			}
-			locked = len(ids)
-			if locked == 0 {
-				return nil
-			}
-			p := dbgen.ReleaseDueFiresParams{
-				AsOf: asOf, ScheduleIds: ids, GraceSeconds: LivenessGrace.Seconds(), OnTimeMs: float64(domain.OnTimeTolerance.Milliseconds()),
-			}
-			if targets != nil {
-				if err := decideLateWorkflowFires(ctx, q, targets, &p); err != nil {
-					return err
+	out, full, err := s.releaseOne(ctx, asOf, targets)
+	if err != nil || !full {
+		return out, err
+	}
+	// A burst (thousands of schedules sharing a tick): several transactions at once, each
+	// taking the schedules the others have not locked, until none is left.
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for range releaseParallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				fires, full, err := s.releaseOne(ctx, asOf, targets)
+				mu.Lock()
+				out = append(out, fires...)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+				if err != nil || !full {
+					return
 				}
 			}
-			rows, err := q.ReleaseDueFires(ctx, p)
-			if err != nil {
-				return fmt.Errorf("release due fires of %d schedules: %w", len(ids), mapErr(err))
-			}
-			for _, r := range rows {
-				out = append(out, ReleasedFire{
-					RunID: r.ID, ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt.UTC(), VisibleAt: r.VisibleAt.UTC(),
-					ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
-				})
-			}
-			return nil
-		})
-		if err != nil || locked < releaseBatch {
-			return out, err
-		}
+		}()
 	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// releaseParallel is how many release transactions run at once in a burst.
+const releaseParallel = 4
+
+// releaseOne releases the due fires of at most releaseBatch schedules in one transaction
+// (see ReleaseDue); full reports whether it took as many as it could, so more may be due.
+func (s *Store) releaseOne(ctx context.Context, asOf *time.Time, targets TargetChecker) (out []ReleasedFire, full bool, err error) {
+	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		out = nil
+		ids, err := q.LockSchedulesWithDueFires(ctx, dbgen.LockSchedulesWithDueFiresParams{AsOf: asOf, MaxRows: releaseBatch})
+		if err != nil {
+			return fmt.Errorf("lock schedules with due fires: %w", mapErr(err))
+		}
+		full = len(ids) == releaseBatch
+		if len(ids) == 0 {
+			return nil
+		}
+		p := dbgen.ReleaseDueFiresParams{
+			AsOf: asOf, ScheduleIds: ids, GraceSeconds: LivenessGrace.Seconds(), OnTimeMs: float64(domain.OnTimeTolerance.Milliseconds()),
+		}
+		if targets != nil {
+			if err := decideLateWorkflowFires(ctx, q, targets, &p); err != nil {
+				return err
+			}
+		}
+		rows, err := q.ReleaseDueFires(ctx, p)
+		if err != nil {
+			return fmt.Errorf("release due fires of %d schedules: %w", len(ids), mapErr(err))
+		}
+		for _, r := range rows {
+			out = append(out, ReleasedFire{
+				RunID: r.ID, ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt.UTC(), VisibleAt: r.VisibleAt.UTC(),
+				ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
+			})
+		}
+		return nil
+	})
+	return out, full, err
 }
 
 // decideLateWorkflowFires decides the armed workflow fires of the locked schedules that are

@@ -19,6 +19,11 @@ const armedFiresChange = "armed-event-fires"
 // armTime): histories recorded before it fire such ticks at the tick.
 const armedWindowsChange = "armed-fire-windows"
 
+// armSpanByLoadChange versions arming every event fire in windows whose span (and the spread
+// of their arming times) grows with how many schedules share the tick (see armSpan):
+// histories recorded before it armed a tick alone 30–50 s ahead, and windows of 20 s.
+const armSpanByLoadChange = "arm-span-by-load"
+
 // armedStartsChange versions arming a workflow action's tick by starting its target ahead
 // with Temporal's start delay (see armTime, armStart): histories recorded before it start
 // every target at its tick.
@@ -37,6 +42,11 @@ const (
 	// armMinAhead: a tick is only armed while its fire time is at least this far ahead,
 	// so the arming commits before it; a later one fires at the tick as before.
 	armMinAhead = 5 * time.Second
+	// armStartMinAhead: a workflow action's target is started ahead while its tick is at
+	// least this far off — a start delay only needs the start to reach Temporal before it
+	// ends — so ticks closer together than armLead (every few seconds) are armed one at a
+	// time, each once the one before it has fired.
+	armStartMinAhead = time.Second
 
 	// Ticks closer together than armLead (an every-second schedule) are armed in windows:
 	// one transaction and one workflow task for every few seconds of ticks instead of one
@@ -48,6 +58,17 @@ const (
 	armWindowSpread = 5 * time.Second
 	armWindowSpan   = 20 * time.Second
 	armWindowMax    = 100
+
+	// Under armSpanByLoadChange an event schedule arms every fire in windows: a window is
+	// armed armWindowLead before its first fire, less a hashed offset within the span, and
+	// holds the fires up to armWindowLead + span ahead (at most armWindowMaxByLoad). The span
+	// grows with the schedules due in the same second, n: n / armRate seconds, at least
+	// armWindowSpan and at most armSpanMax, so that arming all of them takes about armRate
+	// workflow tasks a second, whatever n is — the arming work fits the machine, and a
+	// burst of ten thousand costs no more per second than one of a thousand.
+	armRate            = 50
+	armSpanMax         = 15 * time.Minute
+	armWindowMaxByLoad = 1000
 )
 
 // ArmedFire is the fire a schedule armed last: committed ahead, visible at FireAt. Earlier
@@ -80,8 +101,42 @@ func armedFires(fires []activities.ArmedTick, before time.Time) *ArmedFire {
 }
 
 // armOffset is the tick's deterministic place in the arming window.
-func armOffset(schedule string, tick time.Time) time.Duration {
-	return spreadOffset("arm/", schedule, tick, armSpread)
+func armOffset(schedule string, tick time.Time, spread time.Duration) time.Duration {
+	return spreadOffset("arm/", schedule, tick, spread)
+}
+
+// armsByLoad reports whether event fires are armed in windows spread by load
+// (armSpanByLoadChange).
+func (w *scheduleWorkflow) armsByLoad(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, armSpanByLoadChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// armSpan is how far a window reaches beyond its lead, and how widely the armings of ticks
+// shared by many schedules are spread: it grows with the schedules due in the same second as
+// the last fire armed (see armRate).
+func (w *scheduleWorkflow) armSpan() time.Duration {
+	return min(max(time.Duration(w.carry.DueTogether)*time.Second/armRate, armWindowSpan), armSpanMax)
+}
+
+// dueTogether keeps the schedules due with this one's tick: the newest count, but never
+// below fifteen sixteenths of the last one. A window whose first tick lies beyond the next
+// one counts short (schedules that have not armed that far yet show their earlier fire),
+// and the span must not collapse on such a count; a true drop still shows within a few
+// windows.
+func dueTogether(last, counted int64) int64 {
+	return max(counted, last-last/16)
+}
+
+// armSpread is over how long the single armings of a shared tick are spread: armSpread, or
+// for a workflow action's starts (armed alone) the span by load, so that many of them are
+// not all armed in the same seconds. It stays inside the time from the tick before (the
+// watermark) to the lead, so that no arming is pulled back onto that tick.
+func (w *scheduleWorkflow) armSpread(starts bool, fireAt time.Time) time.Duration {
+	if !starts || w.carry.DueTogether == 0 {
+		return armSpread
+	}
+	room := fireAt.Sub(w.carry.Watermark) - armLead - armMinAhead
+	return max(min(w.armSpan(), room), armSpread)
 }
 
 // spreadOffset hashes (schedule, tick) into [0, spread).
@@ -98,8 +153,8 @@ func spreadOffset(kind, schedule string, tick time.Time, spread time.Duration) t
 // reschedule says, and a workflow action's overlap policy must be one whose decision
 // cannot change before the tick (see startFixed). A tick at least armLead after the one
 // before is armed alone, once that one's fire time has come; an event action's ticks
-// closer together are armed in windows (window is true), a workflow action's fire at their
-// ticks.
+// closer together are armed in windows (window is true), a workflow action's one at a
+// time, each once the one before has fired (armStartMinAhead).
 func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time) (at time.Time, window, ok bool) {
 	if w.def.SkipIfSuccessful || w.carry.Paused || w.carry.Rescheduled != nil {
 		return time.Time{}, false, false
@@ -108,14 +163,18 @@ func (w *scheduleWorkflow) armTime(ctx workflow.Context, tick, fireAt time.Time)
 	if starts && !w.startFixed() {
 		return time.Time{}, false, false
 	}
-	at = fireAt.Add(-armLead - armOffset(w.def.Name, tick))
+	// GetVersion only when a tick could be armed, so other histories carry no marker.
+	if !starts && w.armsByLoad(ctx) {
+		return fireAt.Add(-armWindowLead - spreadOffset("window/", w.def.Name, tick, w.armSpan())), true, true
+	}
+	at = fireAt.Add(-armLead - armOffset(w.def.Name, tick, w.armSpread(starts, fireAt)))
 	if w.carry.Watermark.After(at) {
 		at = w.carry.Watermark // not before the tick it follows (or the schedule's creation, a resume)
 	}
 	if a := w.carry.Armed; a != nil && a.FireAt.After(at) {
 		at = a.FireAt
 	}
-	if fireAt.Sub(at) >= armLead {
+	if fireAt.Sub(at) >= armLead || (starts && fireAt.Sub(at) >= armStartMinAhead) {
 		// GetVersion only when a tick could be armed, so other histories carry no marker.
 		change := armedFiresChange
 		if starts {
@@ -147,9 +206,17 @@ func (w *scheduleWorkflow) armIfDue(ctx workflow.Context, tick, fireAt time.Time
 	if window {
 		// Even a window that starts less than armMinAhead ahead is armed: firing its first
 		// ticks at their tick would leave every later one as close, and none armed again.
-		return w.armWindow(ctx, tick, now.Add(armWindowLead+armWindowSpan))
+		span, most := armWindowSpan, armWindowMax
+		if w.armsByLoad(ctx) {
+			span, most = w.armSpan(), armWindowMaxByLoad
+		}
+		return w.armWindow(ctx, tick, now.Add(armWindowLead+span), most)
 	}
-	if fireAt.Sub(now) < armMinAhead {
+	minAhead := armMinAhead
+	if w.def.Action.Kind == domain.ActionWorkflow {
+		minAhead = armStartMinAhead
+	}
+	if fireAt.Sub(now) < minAhead {
 		return false, time.Time{}, nil // woke too late to arm: it fires at the tick
 	}
 	return true, time.Time{}, w.arm(ctx, tick, fireAt)
@@ -262,7 +329,7 @@ func (w *scheduleWorkflow) armingOvertaken() bool {
 // armWindow commits the fires of the ticks from first on that fire by until, in one
 // transaction, each visible at its fire time; the watermark moves past the last. armed is
 // false when the window held no tick (the spec ends): the tick fires at its time then.
-func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Time) (armed bool, wake time.Time, err error) {
+func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Time, most int) (armed bool, wake time.Time, err error) {
 	if err := w.mirror.Lock(ctx); err != nil {
 		return false, time.Time{}, err
 	}
@@ -273,7 +340,7 @@ func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Tim
 	var res activities.ArmedWindow
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.ArmWindow, activities.ArmWindowRequest{
 		ScheduleID: w.def.ID, Name: w.def.Name, Spec: w.def.Spec, CreatedAt: w.def.CreatedAt,
-		First: first, Until: until, Max: armWindowMax, Event: *w.eventFor(first, domain.TriggerScheduled, until),
+		First: first, Until: until, Max: most, Event: *w.eventFor(first, domain.TriggerScheduled, until),
 	}).Get(ctx, &res); err != nil {
 		return false, time.Time{}, err
 	}
@@ -281,6 +348,7 @@ func (w *scheduleWorkflow) armWindow(ctx workflow.Context, first, until time.Tim
 	if len(res.Ticks) == 0 {
 		return false, time.Time{}, nil
 	}
+	w.carry.DueTogether = dueTogether(w.carry.DueTogether, res.DueTogether)
 	// The fires armed before that are still pending stay listed ahead of the window's (a
 	// retraction takes them too); Before is then the last of the earlier ones already due.
 	now := workflow.Now(ctx)

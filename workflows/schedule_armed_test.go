@@ -45,19 +45,19 @@ func (s *ScheduleWorkflowSuite) armedState(name string, tick time.Time) armedRow
 	return r
 }
 
-// An event schedule commits its fire 30–50 s before the tick, hidden: no run in the lists,
-// no count, next_run_at still on the tick, an outbox message without a feed position. The
-// release at the tick makes it true.
+// An event schedule commits its fire 10–30 s before the tick (a lone schedule's span is
+// 20 s), hidden: no run in the lists, no count, next_run_at still on the tick, an outbox
+// message without a feed position. The release at the tick makes it true.
 func (s *ScheduleWorkflowSuite) TestEventScheduleArmsItsFireAheadOfTheTick() {
 	s.future()
 	in := s.minuteTicks("armed", nil)
 	tick := s.t0.Add(minute)
 	var atArm armedRow
-	s.env.RegisterDelayedCallback(func() { atArm = s.armedState("armed", tick) }, 31*time.Second)
+	s.env.RegisterDelayedCallback(func() { atArm = s.armedState("armed", tick) }, 51*time.Second)
 	s.stopAt(55 * time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 
-	s.True(atArm.exists && atArm.armed, "the tick is armed 29 s ahead: %+v", atArm)
+	s.True(atArm.exists && atArm.armed, "the tick is armed 9 s ahead at the latest: %+v", atArm)
 	s.Require().NotNil(atArm.visibleAt)
 	s.Equal(tick, atArm.visibleAt.UTC())
 	s.Equal(1, atArm.events)
@@ -387,4 +387,35 @@ func (s *ScheduleWorkflowSuite) TestRescheduleWhileTheFirstWindowIsDecidedWins()
 	s.Require().NotNil(nextAfter)
 	s.Equal(at, nextAfter.UTC(), "next_run_at is the reschedule's")
 	s.Equal(map[time.Duration]string{minute: "SKIPPED", 75 * time.Second: "SUCCEEDED"}, s.outcomes("resched-first"))
+}
+
+// The arming of a tick many schedules share is spread over a span that grows with them
+// (n / armRate): 5,000 schedules due at the same second as this one make its windows reach
+// 100 s beyond their 10 s lead instead of 20 s, so that their armings come about 50 a second
+// rather than 250. A lone schedule's first window, before it knows, reaches 20 s.
+func (s *ScheduleWorkflowSuite) TestTheArmingSpanGrowsWithTheSchedulesDueTogether() {
+	s.future()
+	in := s.minuteTicks("crowded", nil)
+	_, err := s.store.Pool.Exec(context.Background(), `INSERT INTO schedules (name, spec, action, next_run_at)
+		SELECT 'crowd-' || i, '{"cron": "* * * * *"}', '{"kind": "event", "topic": "t", "type": "x"}', $1
+		FROM generate_series(1, 4999) i`, s.t0.Add(minute))
+	s.Require().NoError(err)
+	var reaches []time.Duration
+	s.env.OnActivity(s.acts.ArmWindow, mock.Anything, mock.Anything).Return(func(ctx context.Context, r activities.ArmWindowRequest) (activities.ArmedWindow, error) {
+		reaches = append(reaches, r.Until.Sub(s.env.Now()))
+		return s.acts.ArmWindow(ctx, r)
+	})
+	s.stopAt(5 * minute)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Require().GreaterOrEqual(len(reaches), 2)
+	s.Equal(30*time.Second, reaches[0], "the first window: lead 10 s + the least span, 20 s")
+	// The crowd stays on 1m (rows only), so later counts find fewer, and the span shrinks by
+	// a sixteenth per window.
+	s.Equal(110*time.Second, reaches[1], "5,000 due together: lead 10 s + 5,000 / 50 s")
+	for i := 2; i < len(reaches); i++ {
+		s.Less(reaches[i], reaches[i-1])
+		s.Greater(reaches[i], 90*time.Second)
+	}
+	s.Len(s.runs("crowded"), 5, "every tick up to 5m fired, once")
 }

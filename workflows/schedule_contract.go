@@ -72,6 +72,9 @@ type ScheduleCarry struct {
 	// Armed is the fire armed last (see arm), until a command retracts it or the next
 	// one is armed.
 	Armed *ArmedFire `json:",omitempty"`
+	// DueTogether is how many schedules were due in the same second as the last fire armed
+	// (see armSpan).
+	DueTogether int64 `json:",omitempty"`
 }
 
 // Backfill is a range of ticks still to fire: those after Done up to End.

@@ -350,6 +350,7 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 	if visibleAt != nil {
 		armedTick := tick // an armed fire keeps next_run_at on its tick until its release
 		w.mirrored = &armedTick
+		w.carry.DueTogether = dueTogether(w.carry.DueTogether, run.DueTogether)
 	}
 	w.work.add(run.CommittedAt)
 	if plans {

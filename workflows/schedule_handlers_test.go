@@ -20,9 +20,10 @@ import (
 // handler: the new run carries the reschedule, and Postgres mirrors it. (Uncounted, the
 // handler was cut off and the reschedule lost.)
 func (s *ScheduleWorkflowSuite) TestContinueAsNewWaitsForARescheduleSignalMidWay() {
+	s.future()
 	start := s.t0
-	// A workflow action: it fires at its ticks, through RecordTick (an event schedule this
-	// fast arms windows ahead).
+	// A workflow action: each tick is recorded through RecordTick, armed one ahead (an event
+	// schedule this fast arms windows instead).
 	in := s.createSchedule("resched-can", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, withOverlap("allow_all"))
 	s.mockTargets(time.Second)
 	in.Carry = &workflows.ScheduleCarry{Watermark: s.t0, ContinueAsNewAfter: 1}

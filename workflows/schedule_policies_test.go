@@ -341,15 +341,18 @@ func (s *ScheduleWorkflowSuite) TestRescheduleMovesTheNextFireAndRecordsReplaced
 	}, s.outcomes("reschedule"))
 }
 
-// A workflow action fires at its ticks (an event schedule this fast arms windows ahead,
-// see TestEveryTickOfAFastScheduleIsArmedInWindowsOnce), so the watermark is the last tick.
+// A workflow action arms its ticks one at a time (an event schedule this fast arms windows,
+// see TestEveryTickOfAFastScheduleIsArmedInWindowsOnce); the pause retracts the armed 40 s
+// tick, so the watermark is the last tick that fired.
 func (s *ScheduleWorkflowSuite) TestContinueAsNewKeepsWatermarkAndPause() {
+	s.future()
 	start := s.t0
 	in := s.createSchedule("long-life", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, withOverlap("allow_all"))
 	s.mockTargets(time.Second)
 	// Seven waits before the pause: before each tick and after each run's end (1 s later).
 	in.Carry = &workflows.ScheduleCarry{Watermark: s.t0, ContinueAsNewAfter: 7, LastSuccessAt: s.t0}
 	s.env.RegisterDelayedCallback(func() {
+		s.release() // the releaser has released 10–30 s by now; 40 s is armed
 		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "kept"}, func(r any, err error) { s.NoError(err) })
 	}, 35*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
@@ -365,8 +368,10 @@ func (s *ScheduleWorkflowSuite) TestContinueAsNewKeepsWatermarkAndPause() {
 	s.Equal(s.t0.Add(30*time.Second), next.Carry.Watermark, "the watermark carries over")
 	s.Len(s.runs("long-life"), 3)
 
-	// The next run resumes from the carried state without firing any tick again.
+	// The next run resumes from the carried state without firing any tick again (s.env is
+	// the new environment from here on: its clock is the one the release goes by).
 	env := s.NewTestWorkflowEnvironment()
+	s.env = env
 	env.RegisterWorkflowWithOptions(workflows.ScheduleWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleWorkflowType})
 	env.RegisterActivity(s.acts)
 	env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return("run", nil)
@@ -405,7 +410,8 @@ func (s *ScheduleWorkflowSuite) TestRunWhoseFireAnswerWasLostIsStartedAndWatched
 	s.Equal(map[time.Duration]string{
 		10 * time.Second: "SUCCEEDED", 20 * time.Second: "SUCCEEDED", 30 * time.Second: "SUCCEEDED",
 	}, s.outcomes("lost-answer"), "every run started and watched to its end")
-	s.Len(targets.started, 3, "each run started once")
+	s.Len(targets.started, 4, "each run started once: 10–30 s, and 40 s ahead of its tick")
+	s.Len(targets.startAt, 4, "each started ahead of its tick, one at a time")
 	for _, n := range attempts {
 		s.Equal(2, n, "each fire's record was retried once")
 	}

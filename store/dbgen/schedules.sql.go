@@ -137,6 +137,25 @@ func (q *Queries) CountBufferedRuns(ctx context.Context, scheduleIds []int64) ([
 	return items, nil
 }
 
+const countSchedulesDueIn = `-- name: CountSchedulesDueIn :one
+SELECT count(*)::bigint FROM (
+    SELECT id FROM schedules
+    WHERE next_run_at >= $1::timestamptz AND next_run_at < $1::timestamptz + interval '1 second'
+    UNION
+    SELECT schedule_id FROM schedule_runs
+    WHERE armed AND scheduled_at >= $1::timestamptz AND scheduled_at < $1::timestamptz + interval '1 second'
+) due
+`
+
+// How many schedules fire in [second_start, second_start + 1 s): those whose next fire it is,
+// and those that armed a fire for it already (whose next_run_at is an earlier armed fire).
+func (q *Queries) CountSchedulesDueIn(ctx context.Context, secondStart time.Time) (int64, error) {
+	row := q.db.QueryRow(ctx, countSchedulesDueIn, secondStart)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const deleteArmedEvents = `-- name: DeleteArmedEvents :exec
 DELETE FROM event_store e USING schedule_runs r
 WHERE e.schedule_run_id = r.id AND r.schedule_id = $1 AND r.armed

@@ -107,7 +107,7 @@ WITH runs AS (
            CASE WHEN fired_at IS NOT NULL AND trigger IN ('scheduled', 'catchup')
                 THEN extract(epoch FROM fired_at - scheduled_at)::float8 END AS lateness_s
     FROM schedule_runs
-    WHERE NOT armed AND scheduled_at >= $1::timestamptz AND scheduled_at < $4::timestamptz
+    WHERE NOT armed AND retracted_at IS NULL AND scheduled_at >= $1::timestamptz AND scheduled_at < $4::timestamptz
       AND ($5::bigint = 0 OR schedule_id = $5::bigint)
 )
 SELECT (GROUPING(bucket) = 1)::boolean AS whole, COALESCE(bucket, $1::timestamptz)::timestamptz AS bucket,

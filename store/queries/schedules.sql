@@ -299,3 +299,14 @@ DELETE FROM worker_liveness WHERE beat_at < now() - interval '400 days';
 SELECT o.down_from::timestamptz AS down_from, o.down_until::timestamptz AS down_until,
        schedule_missed_reason(o.down_from, o.down_until, @catchup_window_ms::bigint)::text AS missed_reason
 FROM schedule_outages(@since::timestamptz, @until::timestamptz, make_interval(secs => @grace_seconds::float8)) o;
+
+-- name: CountSchedulesDueIn :one
+-- How many schedules fire in [second_start, second_start + 1 s): those whose next fire it is,
+-- and those that armed a fire for it already (whose next_run_at is an earlier armed fire).
+SELECT count(*)::bigint FROM (
+    SELECT id FROM schedules
+    WHERE next_run_at >= sqlc.arg(second_start)::timestamptz AND next_run_at < sqlc.arg(second_start)::timestamptz + interval '1 second'
+    UNION
+    SELECT schedule_id FROM schedule_runs
+    WHERE armed AND scheduled_at >= sqlc.arg(second_start)::timestamptz AND scheduled_at < sqlc.arg(second_start)::timestamptz + interval '1 second'
+) due;

@@ -13,7 +13,7 @@ WITH runs AS (
            CASE WHEN fired_at IS NOT NULL AND trigger IN ('scheduled', 'catchup')
                 THEN extract(epoch FROM fired_at - scheduled_at)::float8 END AS lateness_s
     FROM schedule_runs
-    WHERE NOT armed AND scheduled_at >= @since::timestamptz AND scheduled_at < @until::timestamptz
+    WHERE NOT armed AND retracted_at IS NULL AND scheduled_at >= @since::timestamptz AND scheduled_at < @until::timestamptz
       AND (@schedule_id::bigint = 0 OR schedule_id = @schedule_id::bigint)
 )
 SELECT (GROUPING(bucket) = 1)::boolean AS whole, COALESCE(bucket, @since::timestamptz)::timestamptz AS bucket,
