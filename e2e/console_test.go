@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
@@ -139,6 +140,11 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
 	waitJS(t, ctx, 15*time.Second, text("#command-result")+` === "Rescheduled." && `+text("#upcoming li:first-child time")+` === "`+next.Format("2006-01-02 15:04:05Z")+`"`)
 
+	// A dialog closes with Escape and changes nothing.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)), chromedp.KeyEvent(kb.Escape)))
+	waitJS(t, ctx, 5*time.Second, `!document.querySelector("dialog")`)
+	require.Equal(t, "Active", jsValue[string](t, ctx, text("#schedule-state")))
+
 	// Pause with a note.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)),
 		chromedp.SendKeys(chromedp.CSS(`dialog #d-note`), "maintenance window"), chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
@@ -186,6 +192,10 @@ func TestConsoleScheduleListTenThousand(t *testing.T) {
 	logIn(t, ctx, st.URL+"/#schedules", st.NewToken(t, "viewer", ""))
 	rows := `Array.from(document.querySelectorAll("#schedules tbody tr")).map(r => r.dataset.schedule)`
 	waitJS(t, ctx, 15*time.Second, `(r => r.length === 50 && r[0] === "fleet-00001" && r[49] === "fleet-00050")(`+rows+`)`)
+	// Keyboard: from the page's heading, Tab reaches the first control, and its focus shows.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(`#view h2`)), chromedp.KeyEvent(kb.Tab)))
+	require.Equal(t, "new-schedule", jsValue[string](t, ctx, `document.activeElement.id`))
+	require.Equal(t, "solid", jsValue[string](t, ctx, `getComputedStyle(document.activeElement).outlineStyle`))
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedules-page-next`))))
 	waitJS(t, ctx, 15*time.Second, `(r => r[0] === "fleet-00051")(`+rows+`) && `+text("#page-number")+` === "Page 2"`)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedules-page-next`))))
