@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/tickgate/tickgate/api"
@@ -67,7 +68,7 @@ func run(ctx context.Context) error {
 	srv := httptest.NewServer(api.New(&api.Server{Store: st, Logf: log.Printf}))
 	defer srv.Close()
 
-	deep := fmt.Sprintf("fleet-%05d", *flagSchedules-100)
+	deep := scheduleName(*flagSchedules - 100)
 	cases := []struct{ name, path string }{
 		{"schedules, first page", "/api/v1/schedules?limit=50"},
 		{"schedules, a page near the end", "/api/v1/schedules?limit=50&cursor=" + api.EncodeCursor(deep)},
@@ -77,7 +78,7 @@ func run(ctx context.Context) error {
 		{"schedules, active, name holds 999", "/api/v1/schedules?limit=50&state=active&name=999"},
 		{"overview, 1 h", "/api/v1/stats/overview?window=1h"},
 		{"overview, 24 h", "/api/v1/stats/overview?window=24h"},
-		{"one schedule's stats, 1 h", "/api/v1/schedules/fleet-00001/stats?window=1h"},
+		{"one schedule's stats, 1 h", "/api/v1/schedules/" + scheduleName(1) + "/stats?window=1h"},
 		{"runs, FAILED in 1 h", "/api/v1/runs?window=1h&status=FAILED&limit=50"},
 	}
 	with := map[string]latency{}
@@ -119,10 +120,10 @@ func seed(ctx context.Context, st *store.Store) (int64, error) {
 	start := time.Now()
 	if _, err := st.Pool.Exec(ctx, `
 		INSERT INTO schedules (name, spec, action, paused, next_run_at)
-		SELECT 'fleet-' || lpad(i::text, 5, '0'), '{"interval":{"every":1,"unit":"MINUTES"},"timezone":"UTC","start_at":"2026-01-01T00:00:00Z"}',
+		SELECT 'fleet-' || lpad(i::text, $3::int, '0'), '{"interval":{"every":1,"unit":"MINUTES"},"timezone":"UTC","start_at":"2026-01-01T00:00:00Z"}',
 		       '{"kind":"event","topic":"bench","type":"tick"}', i % $2::int = 0,
 		       CASE WHEN i % $2::int = 0 THEN NULL ELSE date_trunc('minute', now()) + interval '1 minute' END
-		FROM generate_series(1, $1::int) AS i`, *flagSchedules, *flagPaused); err != nil {
+		FROM generate_series(1, $1::int) AS i`, *flagSchedules, *flagPaused, nameDigits()); err != nil {
 		return 0, fmt.Errorf("seed schedules: %w", err)
 	}
 	if _, err := st.Pool.Exec(ctx, `
@@ -147,6 +148,11 @@ func seed(ctx context.Context, st *store.Store) (int64, error) {
 	log.Printf("bench-console: seeded %d schedules and %d runs in %s", *flagSchedules, n, time.Since(start).Round(time.Second))
 	return n, nil
 }
+
+// nameDigits is how many digits the seeded names number with (fleet-00001: at least five).
+func nameDigits() int { return max(5, len(strconv.Itoa(*flagSchedules))) }
+
+func scheduleName(i int) string { return fmt.Sprintf("fleet-%0*d", nameDigits(), i) }
 
 // measure sends the request -requests times, one at a time, and answers its latency.
 func measure(url, token string) (latency, error) {
