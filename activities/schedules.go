@@ -48,6 +48,10 @@ type ScheduleDefinition struct {
 	Version          int64
 	CreatedAt        time.Time
 	LastRunAt        *time.Time
+	// DueTogether is how many schedules are due in the second of its next fire when it was
+	// loaded: a schedule created with thousands of others on one tick spreads its first
+	// arming by it (see RunRecord.DueTogether).
+	DueTogether int64 `json:",omitempty"`
 }
 
 // DefinitionFromRow decodes a schedules row.
@@ -79,7 +83,12 @@ func (a *ScheduleActivities) LoadSchedule(ctx context.Context, id int64) (Schedu
 	if err != nil {
 		return ScheduleDefinition{}, gone(err, id)
 	}
-	return DefinitionFromRow(row)
+	def, err := DefinitionFromRow(row)
+	if err != nil || row.NextRunAt == nil {
+		return def, err
+	}
+	def.DueTogether, err = a.due.dueTogether(ctx, a.Store, *row.NextRunAt)
+	return def, err
 }
 
 // TickRecord is one tick's outcome for RecordTick.
@@ -164,6 +173,8 @@ type MissedTicks struct {
 type MissedResult struct {
 	Recorded int
 	Running  []RunRecord
+	// NextRunAt is the next_run_at it wrote, returned as it was asked for (see RunRecord).
+	NextRunAt *time.Time `json:",omitempty"`
 }
 
 // RecordMissed records every missed tick, in one transaction (idempotently, like RecordTick).
@@ -173,7 +184,7 @@ func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (M
 		return MissedResult{}, gone(err, m.ScheduleID)
 	}
 	metrics.ScheduleTicks.WithLabelValues("missed", string(domain.TriggerScheduled)).Add(float64(n))
-	res := MissedResult{Recorded: n}
+	res := MissedResult{Recorded: n, NextRunAt: m.NextRunAt}
 	for _, r := range running {
 		res.Running = append(res.Running, RunRecord{ID: r.ID, Status: r.Status, ScheduledAt: r.ScheduledAt.UTC(), WorkflowID: r.WorkflowID})
 	}

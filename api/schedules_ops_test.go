@@ -136,16 +136,24 @@ func Report(ctx workflow.Context, input map[string]any) (string, error) {
 	return "ok", nil
 }
 
-// TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome starts a real target
-// workflow per fire on the dev server; its result sets the run's status.
-func TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome(t *testing.T) {
-	t.Parallel()
-	st := teststack.Start(t, teststack.Options{})
+// reportWorker runs Report on a task queue of its own on the stack's Temporal, and returns
+// the queue.
+func reportWorker(t *testing.T, st *teststack.Stack) string {
+	t.Helper()
 	queue := "reports-" + fmt.Sprint(time.Now().UnixNano())
 	w := sdkworker.New(st.Temporal, queue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(Report, workflow.RegisterOptions{Name: "Report"})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
+	return queue
+}
+
+// TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome starts a real target
+// workflow per fire on the dev server; its result sets the run's status.
+func TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	queue := reportWorker(t, st)
 
 	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
 		"name": "reports", "spec": map[string]any{"cron": "0 0 1 1 *"},
@@ -175,11 +183,7 @@ func TestScheduleWorkflowActionRunsTheTargetAndRecordsItsOutcome(t *testing.T) {
 func TestBackfillOfAPausedScheduleRunsAndShowsWhatWaits(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})
-	queue := "reports-" + fmt.Sprint(time.Now().UnixNano())
-	w := sdkworker.New(st.Temporal, queue, sdkworker.Options{})
-	w.RegisterWorkflowWithOptions(Report, workflow.RegisterOptions{Name: "Report"})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	queue := reportWorker(t, st)
 
 	start := time.Now().UTC().Truncate(time.Minute).Add(-10 * time.Minute)
 	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{

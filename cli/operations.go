@@ -12,10 +12,11 @@ import (
 )
 
 var (
-	scheduleCols = []col{{"NAME", "name"}, {"PAUSED", "paused"}, {"NEXT RUN", "next_run_at"}, {"LAST RUN", "last_run_at"}, {"VERSION", "version"}}
-	scheduleRec  = []col{{"name", "name"}, {"paused", "paused"}, {"note", "note"}, {"spec", "spec"}, {"action", "action.kind"},
+	scheduleCols = []col{{"NAME", "name"}, {"PAUSED", "paused"}, {"NEXT RUN", "next_run_at"}, {"LAST RUN", "last_run_at"},
+		{"BUFFERED", "waiting.buffered"}, {"BACKFILL", "waiting.backfill"}, {"VERSION", "version"}}
+	scheduleRec = []col{{"name", "name"}, {"paused", "paused"}, {"note", "note"}, {"spec", "spec"}, {"action", "action.kind"},
 		{"overlap", "policies.overlap"}, {"next_run_at", "next_run_at"}, {"last_run_at", "last_run_at"}, {"version", "version"},
-		{"counters", "counters"}, {"workflow_id", "workflow_id"}}
+		{"counters", "counters"}, {"waiting", "waiting"}, {"workflow_id", "workflow_id"}}
 	runCols     = []col{{"ID", "id"}, {"SCHEDULED", "scheduled_at"}, {"FIRED", "fired_at"}, {"TRIGGER", "trigger"}, {"STATUS", "status"}, {"REASON", "reason"}}
 	rolloutCols = []col{{"ID", "id"}, {"NAME", "name"}, {"STATUS", "status"}, {"PARALLEL", "parallel_limit"}, {"DONE", "progress.finished"}, {"TOTAL", "progress.total"}}
 	rolloutRec  = []col{{"id", "id"}, {"name", "name"}, {"status", "status"}, {"parallel_limit", "parallel_limit"}, {"progress", "progress"}, {"counts", "counts"}, {"created_at", "created_at"}}

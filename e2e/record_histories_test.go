@@ -108,7 +108,7 @@ func recordRollouts(t *testing.T, st *teststack.Stack, rec *recorder) {
 	waitTask(t, st, ext1, "RUNNING")
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/result", ext1), map[string]any{"status": "DONE", "output": map[string]any{"approved_by": "dba"}}, http.StatusAccepted, nil)
 	// Every other task is DONE, but DDL 3 was cancelled: the rollout did not do all it was
-	// asked to, so it ends CANCELED, never DONE (DESIGN §2 "Rollout status").
+	// asked to, so it ends CANCELED, never DONE (docs/rollouts.md, "Rollout status").
 	waitRollout(t, st, r1.ID, "CANCELED")
 	rec.waitClosed(workflows.RolloutWorkflowID(r1.ID))
 	rec.write(workflows.RolloutWorkflowID(r1.ID), workflows.RolloutWorkflowType, "rollout_gates_retry_cancel_task")

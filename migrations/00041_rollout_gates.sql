@@ -24,11 +24,12 @@ AS $$ SELECT GREATEST(now(), as_of) $$;
 --     before the first DDL/SDL one go together;
 --   * R3 parallel limit: its rollout's AVAILABLE + RUNNING, counting the tasks promoted in
 --     this round (in version order), stays within parallel_limit.
--- With with_causes, every other PENDING task gets a row too (promote false) with its waiting
--- cause as of after the round, the first failing gate winning: rollout_paused, run_at,
--- version, database_busy, parallel_limit, or queued (it passes every gate and waits for the
--- next round), as waiting_cause (JSON, what the API shows) and waiting_key (compact, so the
--- caller writes only causes that changed). Without, only the heads of each database (its
+-- With with_causes, every other PENDING task whose waiting cause changed gets a row too
+-- (promote false) with its cause as of after the round, the first failing gate winning:
+-- rollout_paused, run_at, version, database_busy, parallel_limit, or queued (it passes every
+-- gate and waits for the next round), as waiting_cause (JSON, what the API shows) and
+-- waiting_key (compact: "version:42"; a cause whose key is the task's waiting_key already
+-- is left out, so a round writes only the causes that changed). Without, only the heads of each database (its
 -- smallest live version; no other task can pass R2) are looked at: cheaper, same promotions.
 --
 -- The function reads a snapshot; the gates hold with concurrent promoters only because
@@ -40,7 +41,7 @@ RETURNS TABLE (id bigint, rollout_id bigint, promote boolean, waiting_key text, 
 LANGUAGE sql STABLE
 AS $$
 WITH live AS (
-    SELECT t.id, t.rollout_id, t.database, t.version, t.version_key, t.status, t.run_at,
+    SELECT t.id, t.rollout_id, t.database, t.version, t.version_key, t.status, t.run_at, t.waiting_key,
            t.type IN ('DDL', 'SDL') AS seq
     FROM task_runs t
     WHERE t.status IN ('PENDING', 'AVAILABLE', 'RUNNING')
@@ -67,7 +68,7 @@ db_busy AS MATERIALIZED (
     ORDER BY l.database, l.seq DESC, l.id
 ),
 pend AS MATERIALIZED (
-    SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key, l.run_at,
+    SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key, l.run_at, l.waiting_key,
            ro.status AS ro_status, ro.parallel_limit, ro.active AS ro_active,
            m.min_id, m.min_version, m.min_key,
            (ro.status = 'RUNNING'
@@ -114,7 +115,7 @@ ro_after AS (
     SELECT l.rollout_id, count(*) AS n FROM limited l GROUP BY l.rollout_id
 ),
 reasons AS (
-    SELECT p.id, p.rollout_id, p.min_id, p.min_version, p.run_at, p.parallel_limit, ba.busy_id,
+    SELECT p.id, p.rollout_id, p.waiting_key, p.min_id, p.min_version, p.run_at, p.parallel_limit, ba.busy_id,
            CASE
                WHEN p.ro_status <> 'RUNNING' THEN 'rollout_paused'
                WHEN p.run_at > rollout_clock(as_of) THEN 'run_at'
@@ -129,7 +130,7 @@ reasons AS (
     WHERE with_causes AND NOT EXISTS (SELECT 1 FROM limited x WHERE x.id = p.id)
 ),
 causes AS (
-    SELECT r.id, r.rollout_id, r.reason,
+    SELECT r.id, r.rollout_id, r.waiting_key AS old_key, r.reason,
            CASE r.reason WHEN 'version' THEN r.min_id WHEN 'database_busy' THEN r.busy_id
                          WHEN 'parallel_limit' THEN r.parallel_limit::bigint END AS ref,
            CASE r.reason WHEN 'version' THEN r.min_version
@@ -149,6 +150,7 @@ SELECT c.id, c.rollout_id, false,
            ELSE jsonb_build_object('reason', c.reason)
        END
 FROM causes c
+WHERE c.reason || coalesce(':' || c.ref::text, '') IS DISTINCT FROM c.old_key
 $$;
 -- +goose StatementEnd
 

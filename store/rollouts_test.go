@@ -423,3 +423,45 @@ func TestClaimTasksTakesAtMostMax(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, claimed)
 }
+
+// TestRolloutRoundWritesOnlyChangedCauses: a round writes the waiting cause of a task run
+// only when it changed. The first round writes every cause; a round with nothing changed
+// writes none and leaves the rows alone; once the blocker ends, the tasks whose cause moved
+// get their new one, and a task still waiting for the same reason is left alone.
+func TestRolloutRoundWritesOnlyChangedCauses(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	later := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	timed := task("db3", "DML", "1")
+	timed.RunAt = &later
+	r, runs := newRollout(t, st, 1,
+		task("db1", "DDL", "1"), task("db1", "DDL", "2"), task("db1", "DDL", "3"), task("db2", "DML", "1"), timed)
+	p := promote(t, st)
+	require.Equal(t, []int64{runs[0].ID}, ids(p))
+	require.EqualValues(t, 4, p.CausesWritten, "the first round writes every cause")
+	// xmin names the transaction that last wrote a row: unchanged, the row was not rewritten.
+	xmin := func(id int64) string {
+		var x string
+		require.NoError(t, st.Pool.QueryRow(context.Background(), "SELECT xmin::text FROM task_runs WHERE id = $1", id).Scan(&x))
+		return x
+	}
+	timedBefore := xmin(runs[4].ID)
+
+	p = promote(t, st)
+	require.Empty(t, p.Promoted)
+	require.Zero(t, p.CausesWritten, "nothing changed: no cause written")
+
+	runToDone(t, st, r)
+	p = promote(t, st)
+	// The smaller version goes first within the limit of 1: db2's task.
+	require.Equal(t, []int64{runs[3].ID}, ids(p))
+	// db1's version 2 now heads its database and waits on the limit; version 3 waits on
+	// version 2 instead of 1. The timed task still waits for its run_at: not rewritten.
+	require.EqualValues(t, 2, p.CausesWritten)
+	require.Equal(t, "parallel_limit", cause(t, st, runs[1].ID)["reason"])
+	c := cause(t, st, runs[2].ID)
+	require.Equal(t, "version", c["reason"])
+	require.EqualValues(t, runs[1].ID, c["blocked_by_task"])
+	require.Equal(t, "run_at", cause(t, st, runs[4].ID)["reason"])
+	require.Equal(t, timedBefore, xmin(runs[4].ID), "an unchanged cause is not rewritten")
+}

@@ -57,6 +57,10 @@ const mirrorBackfillsChange = "mirror-backfills"
 // as an outage's.
 const lateIsNotMissedChange = "late-is-not-missed"
 
+// mirrorFromAnswerChange versions the workflow remembering the next_run_at a record wrote
+// from the record's answer rather than from its own computation (see mirroredAfter).
+const mirrorFromAnswerChange = "mirror-from-answer"
+
 // Scheduling constants.
 const (
 	// maxTicksPerRound bounds the ticks handled between two waits, so a long outage is
@@ -255,64 +259,24 @@ func (w *scheduleWorkflow) awaitSpec(ctx workflow.Context) error {
 	return workflow.Await(ctx, func() bool { return w.spec != nil })
 }
 
-// run is the schedule's loop: process due ticks, then sleep until the next one or until
-// a handler wakes it.
+// run is the schedule's loop: process what is due, then arm or sleep until the next tick
+// or until a handler wakes it.
 func (w *scheduleWorkflow) run(ctx workflow.Context) error {
-	if err := w.load(ctx); err != nil {
+	if err := w.begin(ctx); err != nil {
 		return w.stopIfGone(err)
-	}
-	if w.in.Carry == nil {
-		// A new schedule counts ticks from its creation, and takes its paused flag from the row.
-		w.carry.Watermark = w.def.CreatedAt
-		w.carry.Paused, w.carry.Note = w.def.Paused, w.def.PauseNote
-	}
-	for _, r := range w.carry.Running {
-		w.watch(ctx, r)
 	}
 	for {
 		// Cleared before reading state: a handler that runs while this iteration waits on an
 		// activity sets it again, and the wait below then returns at once.
 		w.dirty = false
-		if w.reload {
-			w.reload = false
-			// Ticks already due under the old definition are handled under it first.
-			if !w.carry.Paused {
-				if _, err := w.processDue(ctx); err != nil {
-					return w.stopIfGone(err)
-				}
-			}
-			oldSpec := w.spec.Spec
-			if err := w.load(ctx); err != nil {
-				return w.stopIfGone(err)
-			}
-			if err := w.retractArmedAfterReload(ctx); err != nil {
-				return w.stopIfGone(err)
-			}
-			if !specsEqual(oldSpec, w.spec.Spec) {
-				// A changed spec counts ticks from the change on: ticks the new spec puts in
-				// the past were never due under the old one.
-				if now := workflow.Now(ctx); now.After(w.carry.Watermark) {
-					w.carry.Watermark = now
-				}
-				w.carry.Rescheduled = nil
-			}
-		}
-		if err := w.drainBuffer(ctx); err != nil {
+		if err := w.reloadIfAsked(ctx); err != nil {
 			return w.stopIfGone(err)
 		}
-		if w.backfilling(ctx) {
-			if err := w.processBackfill(ctx); err != nil {
-				return w.stopIfGone(err)
-			}
+		more, err := w.processWaiting(ctx)
+		if err != nil {
+			return w.stopIfGone(err)
 		}
-		more := false
-		if !w.carry.Paused {
-			var err error
-			if more, err = w.processDue(ctx); err != nil {
-				return w.stopIfGone(err)
-			}
-		}
-		if more || w.backfilling(ctx) {
+		if more {
 			// A long outage or a backfill: keep working through it before sleeping,
 			// committing the work every workflowTaskBudget.
 			if err := w.yieldIfSpent(ctx); err != nil {
@@ -332,43 +296,119 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 			}
 			armAt = wake
 		}
-		mirrored := next
-		if a := w.pendingArmed(workflow.Now(ctx)); a != nil {
-			mirrored = &a.Tick // not yet visible, the armed fire is still the next one
-			w.next = &a.Tick
-		}
-		if err := w.mirrorNext(ctx, mirrored); err != nil {
+		if err := w.mirrorNextFire(ctx, next); err != nil {
 			return w.stopIfGone(err)
 		}
 		if w.shouldContinueAsNew(ctx) {
 			return w.continueAsNew(ctx)
 		}
 		w.events++
-		if next == nil {
-			workflow.SetCurrentDetails(ctx, w.details(nil))
-			if err := workflow.Await(ctx, func() bool { return w.dirty }); err != nil {
-				return err
-			}
-			continue
-		}
-		fireAt := next.Add(w.spec.JitterFor(w.def.Name, *next))
-		workflow.SetCurrentDetails(ctx, w.details(&fireAt))
-		w.work = workSpan{} // the wait ends this workflow task
-		wakeAt, summary := fireAt, "next fire at "+fireAt.UTC().Format(time.RFC3339)
-		if !armAt.IsZero() {
-			wakeAt, summary = armAt, "arm the fire of "+fireAt.UTC().Format(time.RFC3339)
-		}
-		wait := wakeAt.Sub(workflow.Now(ctx))
-		if wait > 0 {
-			_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
-				Timeout:      wait,
-				TimerOptions: workflow.TimerOptions{Summary: summary},
-			}, func() bool { return w.dirty })
-			if err != nil {
-				return err
-			}
+		if err := w.sleep(ctx, next, armAt); err != nil {
+			return err
 		}
 	}
+}
+
+// begin loads the definition and resumes watching the runs carried over.
+func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
+	if err := w.load(ctx); err != nil {
+		return err
+	}
+	if w.in.Carry == nil {
+		// A new schedule counts ticks from its creation, and takes its paused flag from the row.
+		w.carry.Watermark = w.def.CreatedAt
+		w.carry.Paused, w.carry.Note = w.def.Paused, w.def.PauseNote
+		// Its first arming is spread by the schedules it shares its first tick with.
+		w.carry.DueTogether = w.def.DueTogether
+	}
+	for _, r := range w.carry.Running {
+		w.watch(ctx, r)
+	}
+	return nil
+}
+
+// reloadIfAsked takes the new definition a refresh asked for: the ticks already due are
+// handled under the old one first, its armed fires are retracted, and a changed spec counts
+// ticks from the change on (ticks it puts in the past were never due under the old one).
+func (w *scheduleWorkflow) reloadIfAsked(ctx workflow.Context) error {
+	if !w.reload {
+		return nil
+	}
+	w.reload = false
+	if !w.carry.Paused {
+		if _, err := w.processDue(ctx); err != nil {
+			return err
+		}
+	}
+	oldSpec := w.spec.Spec
+	if err := w.load(ctx); err != nil {
+		return err
+	}
+	if err := w.retractArmedAfterReload(ctx); err != nil {
+		return err
+	}
+	if !specsEqual(oldSpec, w.spec.Spec) {
+		if now := workflow.Now(ctx); now.After(w.carry.Watermark) {
+			w.carry.Watermark = now
+		}
+		w.carry.Rescheduled = nil
+	}
+	return nil
+}
+
+// processWaiting starts what waits (the buffer, backfill ticks) and handles the due ticks;
+// it reports whether work remains before the loop may sleep.
+func (w *scheduleWorkflow) processWaiting(ctx workflow.Context) (more bool, err error) {
+	if err := w.drainBuffer(ctx); err != nil {
+		return false, err
+	}
+	if w.backfilling(ctx) {
+		if err := w.processBackfill(ctx); err != nil {
+			return false, err
+		}
+	}
+	if !w.carry.Paused {
+		if more, err = w.processDue(ctx); err != nil {
+			return false, err
+		}
+	}
+	return more || w.backfilling(ctx), nil
+}
+
+// mirrorNextFire writes next_run_at: the next tick, or the first armed fire not yet
+// visible, which is still the next one.
+func (w *scheduleWorkflow) mirrorNextFire(ctx workflow.Context, next *time.Time) error {
+	mirrored := next
+	if a := w.pendingArmed(workflow.Now(ctx)); a != nil {
+		mirrored = &a.Tick
+		w.next = &a.Tick
+	}
+	return w.mirrorNext(ctx, mirrored)
+}
+
+// sleep waits on a durable timer whose summary says why — the next fire, or the arming of
+// it (armAt) — or until a handler wakes the loop; with no further tick, for a handler only.
+func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time, armAt time.Time) error {
+	if next == nil {
+		workflow.SetCurrentDetails(ctx, w.details(nil))
+		return workflow.Await(ctx, func() bool { return w.dirty })
+	}
+	fireAt := next.Add(w.spec.JitterFor(w.def.Name, *next))
+	workflow.SetCurrentDetails(ctx, w.details(&fireAt))
+	w.work = workSpan{} // the wait ends this workflow task
+	wakeAt, summary := fireAt, "next fire at "+fireAt.UTC().Format(time.RFC3339)
+	if !armAt.IsZero() {
+		wakeAt, summary = armAt, "arm the fire of "+fireAt.UTC().Format(time.RFC3339)
+	}
+	wait := wakeAt.Sub(workflow.Now(ctx))
+	if wait <= 0 {
+		return nil
+	}
+	_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+		Timeout:      wait,
+		TimerOptions: workflow.TimerOptions{Summary: summary},
+	}, func() bool { return w.dirty })
+	return err
 }
 
 func specsEqual(x, y schedulespec.Spec) bool {

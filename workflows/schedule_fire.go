@@ -172,7 +172,7 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 	if err != nil {
 		return err
 	}
-	w.mirrored = next
+	w.mirrored = w.mirroredAfter(ctx, next, res.NextRunAt)
 	for _, run := range res.Running {
 		w.adoptIfUnwatched(ctx, run, nil)
 	}
@@ -180,7 +180,9 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 }
 
 // nextAfterWatermark is the tick after the watermark, to mirror as next_run_at. It is only
-// ever an activity's argument (never a decision), so it needs no side effect.
+// ever a record's argument, never a decision: what the workflow remembers as mirrored is the
+// record's answer (see mirroredAfter), so a replay under other time-zone data, which would
+// compute another tick here, still decides as the run did.
 func (w *scheduleWorkflow) nextAfterWatermark() *time.Time {
 	n := w.spec.Next(w.carry.Watermark)
 	if n.IsZero() {
@@ -346,7 +348,7 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordTick, rec).Get(ctx, &run); err != nil {
 		return TriggerResult{}, err
 	}
-	w.mirrored = rec.NextRunAt
+	w.mirrored = w.mirroredAfter(ctx, rec.NextRunAt, run.NextRunAt)
 	if visibleAt != nil {
 		armedTick := tick // an armed fire keeps next_run_at on its tick until its release
 		w.mirrored = &armedTick
@@ -367,6 +369,17 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 		res.workflowID = workflowID // answers recorded before the record returned it
 	}
 	return res, nil
+}
+
+// mirroredAfter is what a record wrote as next_run_at: its answer, which the history holds.
+// mirrorNext compares the next tick with it to decide whether to write again, so it must
+// not be recomputed on replay (time-zone data may have changed since). Histories recorded
+// before mirrorFromAnswerChange kept the value the workflow computed.
+func (w *scheduleWorkflow) mirroredAfter(ctx workflow.Context, asked, answered *time.Time) *time.Time {
+	if workflow.GetVersion(ctx, mirrorFromAnswerChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return asked
+	}
+	return answered
 }
 
 // adoptIfUnwatched starts (idempotently) and watches a RUNNING run this workflow does not

@@ -9,8 +9,6 @@ import (
 
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/domain"
-	"github.com/tickgate/tickgate/internal/schedulespec"
-	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -20,7 +18,10 @@ type burstResult struct {
 	created   time.Duration // creating every schedule (row + workflow, or native schedule)
 	ticks     []time.Time   // the measured ticks
 	late      lateness      // every measured fire; never-fired ones are +Inf
-	perBurst  []burstStat
+	// taskStarted (native only): each measured fire's first WorkflowTaskStarted − its
+	// scheduled time, the measure of a workflow action (+Inf: the user's code never began).
+	taskStarted lateness
+	perBurst    []burstStat
 	// window is from the warm-up's last fire to the last measured fire: the work of exactly
 	// the measured bursts (their arming included, whenever the engine does it).
 	window time.Duration
@@ -45,42 +46,20 @@ func (b burstResult) fires() int { return b.late.fired() }
 func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	n := *flagSchedules
 	res := burstResult{schedules: n}
-	spec := schedulespec.Spec{Cron: *flagCron, Timezone: "UTC"}
-	compiled, err := schedulespec.Normalize(spec, time.Now())
-	if err != nil {
-		return res, fmt.Errorf("spec %q: %w", *flagCron, err)
-	}
-	specJSON, err := json.Marshal(spec)
+	spec, compiled, err := burstSpec()
 	if err != nil {
 		return res, err
 	}
-	s := &starter.Starter{Client: e.tc, TaskQueue: e.cfg.TaskQueue}
-	names := make([]string, n)
-	ids := make([]int64, n)
-	start := time.Now()
-	err = parallel(ctx, n, 8, func(i int) error {
-		// Schedule names spread over 50 tenants' prefixes, as a multi-tenant user would have.
-		names[i] = fmt.Sprintf("t%02d-burst-%04d", i%50, i)
-		row, err := e.st.CreateSchedule(ctx, store.NewSchedule{Name: names[i], Spec: specJSON, Overlap: domain.DefaultOverlap,
-			Action:          json.RawMessage(`{"kind":"event","topic":"bench","type":"tick"}`),
-			CatchupWindowMs: time.Minute.Milliseconds()})
-		if err != nil {
-			return err
-		}
-		ids[i] = row.ID
-		// StartSchedule keeps a workflow already running under the id: a retry is safe.
-		return retryTransient(ctx, func() error { return s.StartSchedule(ctx, row.ID, names[i], "bench burst") })
-	})
+	c, err := tickgateSchedules{prefix: "burst", spec: spec, action: eventAction, overlap: domain.DefaultOverlap,
+		catchup: time.Minute, summary: "bench burst", parallel: 8}.create(ctx, e, 0, n)
 	if err != nil {
 		return res, err
 	}
-	res.created = time.Since(start)
-	ticks := compiled.NextN(time.Now(), *flagWarmup+*flagBursts)
-	log.Printf("tickgate: %d schedules created in %s; bursts at %s … %s", n, res.created.Round(time.Millisecond),
-		ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
+	res.created = c.took
+	ticks := planBursts("tickgate", compiled, n, c.took, *flagWarmup+*flagBursts)
 
-	from, to, err := res.waitBursts(ctx, e, "tickgate", "recorded", ticks, n, 250*time.Millisecond,
-		func(ctx context.Context, tick time.Time) (int, error) { return countRuns(ctx, e.st, ids, tick) })
+	from, to, err := res.waitBursts(ctx, e, "tickgate", "recorded", ticks, *flagWarmup, n, 250*time.Millisecond,
+		func(ctx context.Context, tick time.Time) (int, error) { return countRuns(ctx, e.st, c.ids, tick) })
 	if err != nil {
 		return res, err
 	}
@@ -89,31 +68,23 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 		log.Printf("tickgate: -warmup-bursts 0: CPU and events per fire cover bursts 2…%d only", len(ticks))
 	}
 
-	if res.late, err = commitLateness(ctx, e.st, ids, res.ticks); err != nil {
+	if res.late, err = commitLateness(ctx, e.st, c.ids, res.ticks); err != nil {
 		return res, err
 	}
 	res.tallyBursts()
 	if res.events, err = historyEvents(ctx, e.tc, from, to); err != nil {
 		return res, err
 	}
-	// Paused, the schedules stay (their runs count for duplicates) and stop loading the
-	// server before the native schedules run.
-	err = parallel(ctx, n, 8, func(i int) error {
-		return retryTransient(ctx, func() error {
-			_, err := s.PauseSchedule(ctx, names[i], "bench: burst measured")
-			return err
-		})
-	})
-	if err != nil {
-		return res, fmt.Errorf("pause burst schedules: %w", err)
-	}
-	return res, nil
+	return res, pauseAll(ctx, e, c.names, "bench: burst measured")
 }
 
+// eventAction is every event-action schedule's action.
+var eventAction = json.RawMessage(`{"kind":"event","topic":"bench","type":"tick"}`)
+
 // waitBursts waits through each tick's fires (count polled every poll), keeps the measured
-// ticks (after the -warmup-bursts), and reads the CPU over the window from the warm-up's last
+// ticks (those after the first warmup), and reads the CPU over the window from the warm-up's last
 // fire to the last measured fire, which it returns.
-func (res *burstResult) waitBursts(ctx context.Context, e *env, who, verb string, ticks []time.Time, n int, poll time.Duration,
+func (res *burstResult) waitBursts(ctx context.Context, e *env, who, verb string, ticks []time.Time, warmup, n int, poll time.Duration,
 	count func(context.Context, time.Time) (int, error)) (from, to time.Time, err error) {
 	var cpuFrom benchstack.CPUSnapshot
 	for k, tick := range ticks {
@@ -122,13 +93,13 @@ func (res *burstResult) waitBursts(ctx context.Context, e *env, who, verb string
 			return from, to, err
 		}
 		log.Printf("%s: burst %s: %d/%d %s after %s", who, tick.Format(time.TimeOnly), got, n, verb, last.Sub(tick).Round(time.Millisecond))
-		if k == *flagWarmup-1 || (*flagWarmup == 0 && k == 0) {
+		if k == warmup-1 || (warmup == 0 && k == 0) {
 			if cpuFrom, err = e.stack.CPU(); err != nil {
 				return from, to, err
 			}
 			from = time.Now()
 		}
-		if k < *flagWarmup {
+		if k < warmup {
 			continue
 		}
 		res.ticks = append(res.ticks, tick)

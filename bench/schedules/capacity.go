@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"math"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
-	"github.com/tickgate/tickgate/starter"
-	"github.com/tickgate/tickgate/store"
 )
 
 // capacityStep is one count of every-second schedules held for one window.
@@ -39,7 +36,7 @@ const capacitySettle = 5 * time.Second
 // Ticks still unrecorded -capacity-p99 after a window count as later than the bound.
 func runCapacity(ctx context.Context, e *env) (capacityResult, error) {
 	var res capacityResult
-	c := &capacityRun{e: e, s: &starter.Starter{Client: e.tc, TaskQueue: e.cfg.TaskQueue}}
+	c := &capacityRun{e: e}
 	count := *flagCapStart
 	first, err := c.measure(ctx, count)
 	if err != nil {
@@ -74,7 +71,6 @@ func runCapacity(ctx context.Context, e *env) (capacityResult, error) {
 // fire, the rest are paused.
 type capacityRun struct {
 	e       *env
-	s       *starter.Starter
 	names   []string
 	ids     []int64
 	running int
@@ -111,40 +107,15 @@ func (c *capacityRun) measure(ctx context.Context, count int) (capacityStep, err
 // scale creates schedules up to count, or pauses those beyond it.
 func (c *capacityRun) scale(ctx context.Context, count int) error {
 	if count < c.running {
-		err := parallel(ctx, c.running-count, 8, func(i int) error {
-			_, err := c.s.PauseSchedule(ctx, c.names[count+i], "bench: capacity step down")
-			return err
-		})
+		err := pauseAll(ctx, c.e, c.names[count:c.running], "bench: capacity step down")
 		c.running = count
-		if err != nil {
-			return fmt.Errorf("pause capacity schedules: %w", err)
-		}
-		return nil
-	}
-	anchor := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
-	spec, err := json.Marshal(schedulespec.Spec{Interval: &schedulespec.Interval{Every: 1, Unit: "SECONDS"}, StartAt: &anchor, Timezone: "UTC"})
-	if err != nil {
 		return err
 	}
-	have := len(c.ids)
-	names := make([]string, count-have)
-	ids := make([]int64, count-have)
-	err = parallel(ctx, len(ids), 8, func(i int) error {
-		names[i] = fmt.Sprintf("t%02d-cap-%05d", (have+i)%50, have+i)
-		row, err := c.e.st.CreateSchedule(ctx, store.NewSchedule{Name: names[i], Spec: spec, Overlap: domain.DefaultOverlap,
-			Action:          json.RawMessage(`{"kind":"event","topic":"bench","type":"tick"}`),
-			CatchupWindowMs: time.Minute.Milliseconds()})
-		if err != nil {
-			return err
-		}
-		ids[i] = row.ID
-		return retryTransient(ctx, func() error { return c.s.StartSchedule(ctx, row.ID, names[i], "bench capacity") })
-	})
-	c.names, c.ids, c.running = append(c.names, names...), append(c.ids, ids...), count
-	if err != nil {
-		return fmt.Errorf("create capacity schedules: %w", err)
-	}
-	return nil
+	anchor := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
+	made, err := tickgateSchedules{prefix: "cap", spec: schedulespec.Spec{Interval: &schedulespec.Interval{Every: 1, Unit: "SECONDS"}, StartAt: &anchor, Timezone: "UTC"},
+		action: eventAction, overlap: domain.DefaultOverlap, catchup: time.Minute, summary: "bench capacity", parallel: 8}.create(ctx, c.e, len(c.ids), count-len(c.ids))
+	c.names, c.ids, c.running = append(c.names, made.names...), append(c.ids, made.ids...), count
+	return err
 }
 
 func fmtMs(v float64) string {

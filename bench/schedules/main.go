@@ -2,12 +2,19 @@
 // the way a user feels it, and Temporal's native Schedules on the same server in the same run:
 //
 //   - the burst (default): -schedules schedules on one cron whose ticks all fall on the same
-//     instant, over -bursts bursts after -warmup-bursts; lateness runs from the nominal tick
-//     to the commit of the fire's transaction, read from PostgreSQL;
-//   - the same specs as native Temporal Schedules starting a trivial workflow; lateness is the
-//     started workflow's start time − its scheduled time;
+//     instant, an event action each, over -bursts bursts after -warmup-bursts; lateness runs
+//     from the nominal tick to the commit of the fire's transaction, read from PostgreSQL;
 //   - history events and CPU milliseconds (Temporal server + worker) per fire over the
 //     measured bursts, from the workflows' histories and /proc;
+//   - the workflow-action burst (-wf): -wf-schedules schedules on the same cron starting a
+//     trivial workflow (overlap allow_all); lateness runs from the nominal tick to the
+//     target's first WorkflowTaskStarted, read from Temporal's history: when the user's code
+//     begins;
+//   - the same specs as native Temporal Schedules starting the same workflow on the same
+//     worker; lateness is the started workflow's start time − its scheduled time, and its
+//     first WorkflowTaskStarted − its scheduled time;
+//   - the big burst (-big): -big-schedules event-action schedules sharing every tick,
+//     measured as the first burst is, once every schedule has loaded and fired once;
 //   - with -capacity, the most every-second schedules sustained with p99 lateness ≤ 1 s,
 //     stepped up until it fails, as fires_per_s_capacity.
 //
@@ -31,7 +38,6 @@ import (
 	"github.com/tickgate/tickgate/worker"
 
 	"go.temporal.io/sdk/client"
-	sdkworker "go.temporal.io/sdk/worker"
 )
 
 var (
@@ -49,10 +55,27 @@ var (
 	flagCapWindow    = flag.Duration("capacity-window", 20*time.Second, "capacity mode: measured window of each step")
 	flagCapBound     = flag.Duration("capacity-p99", time.Second, "capacity mode: the p99 lateness a step must keep")
 	flagDrainTimeout = flag.Duration("drain-timeout", 2*time.Minute, "how long after a tick its fires may still commit before they count as never fired")
+
+	flagWf          = flag.Bool("wf", true, "also run the workflow-action burst")
+	flagWfSchedules = flag.Int("wf-schedules", 1000, "workflow-action burst: schedules (native Temporal Schedules run -schedules of the same spec and target: give the same number)")
+	flagWfBursts    = flag.Int("wf-bursts", 3, "workflow-action burst: measured bursts")
+	flagWfWarmup    = flag.Int("wf-warmup-bursts", 1, "workflow-action burst: bursts before the measured ones")
+	flagCatchup     = flag.Duration("catchup-window", 0, "catch-up window of the workflow-action and big bursts' schedules (0, the API's default)")
+
+	flagBig           = flag.Bool("big", true, "also run the big burst")
+	flagBigSchedules  = flag.Int("big-schedules", 10000, "big burst: event-action schedules sharing every tick")
+	flagBigBursts     = flag.Int("big-bursts", 1, "big burst: measured bursts")
+	flagBigWarmupMax  = flag.Int("big-warmup-max", 3, "big burst: at most this many warm-up ticks after creation (ticks are warm-ups until one is fully recorded before the next)")
+	flagBigParallel   = flag.Int("big-parallel", 16, "big burst: schedules created at once")
+	flagBigStartAfter = flag.Duration("big-start-after", 5*time.Minute, "big burst: the schedules' spec starts (start_at) this long after creation begins, so they do not fire while the rest are created; their first tick is -cron's first at or after it")
 )
 
 func main() {
 	flag.Parse()
+	if err := checkFlags(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-schedules:", err)
+		os.Exit(2)
+	}
 	log.SetFlags(log.Ltime)
 	// Ctrl-C still stops the PostgreSQL cluster and Temporal it started.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -63,6 +86,18 @@ func main() {
 	}
 	// Printed once everything it started has stopped, so RESULT is the last line.
 	fmt.Print(report)
+}
+
+func checkFlags() error {
+	switch {
+	case *flagWf && *flagNative && *flagWfSchedules != *flagSchedules:
+		return fmt.Errorf("-wf-schedules %d ≠ -schedules %d: the native phase serves both comparisons with -schedules schedules; give the same number, or -native=false", *flagWfSchedules, *flagSchedules)
+	case *flagBig && *flagBigWarmupMax < 1:
+		return fmt.Errorf("-big-warmup-max %d: at least one tick after creation is a warm-up", *flagBigWarmupMax)
+	case *flagBig && *flagBigBursts < 1, *flagWf && *flagWfBursts < 1, *flagBursts < 1:
+		return fmt.Errorf("every phase run measures at least one burst")
+	}
+	return nil
 }
 
 // env is what every phase runs on.
@@ -119,18 +154,35 @@ func run(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("tickgate burst: %w", err)
 	}
 	rep.burst = burst
-	if *flagNative {
-		nw := sdkworker.New(tc, nativeTaskQueue, sdkworker.Options{})
-		registerNative(nw)
-		if err := nw.Start(); err != nil {
-			return "", fmt.Errorf("start native worker: %w", err)
+	if *flagWf || *flagNative {
+		// Both engines' workflow actions start the same target on the same worker.
+		tw, err := startTargetWorker(tc)
+		if err != nil {
+			return "", err
 		}
-		defer nw.Stop()
+		defer tw.Stop()
+	}
+	if *flagWf {
+		wf, err := runWorkflowBurst(ctx, e)
+		if err != nil {
+			return "", fmt.Errorf("workflow burst: %w", err)
+		}
+		rep.wf = &wf
+	}
+	if *flagNative {
 		native, err := runNativeBurst(ctx, e)
 		if err != nil {
 			return "", fmt.Errorf("native burst: %w", err)
 		}
 		rep.native = &native
+	}
+	if *flagBig {
+		// Paused only when a later phase needs a quiet stack.
+		big, err := runBigBurst(ctx, e, *flagCapacity)
+		if err != nil {
+			return "", fmt.Errorf("big burst: %w", err)
+		}
+		rep.big = &big
 	}
 	if *flagCapacity {
 		c, err := runCapacity(ctx, e)

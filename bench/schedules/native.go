@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,25 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
-
-	"github.com/tickgate/tickgate/internal/schedulespec"
 )
-
-// The native schedules' action: a workflow that does nothing, on a queue of its own whose
-// worker runs in this process.
-const (
-	nativeTaskQueue = "bench-native"
-	nativeWorkflow  = "BenchNoop"
-)
-
-type workflowRegistry interface {
-	RegisterWorkflowWithOptions(w interface{}, options workflow.RegisterOptions)
-}
-
-func registerNative(r workflowRegistry) {
-	r.RegisterWorkflowWithOptions(func(workflow.Context) error { return nil }, workflow.RegisterOptions{Name: nativeWorkflow})
-}
 
 // runNativeBurst runs the same specs as native Temporal Schedules (client.ScheduleClient,
 // default policies but overlap ALLOW_ALL) on the same server; a fire's lateness is the started workflow's start
@@ -44,9 +27,9 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 		// two engines would not run the same spec.
 		return res, fmt.Errorf("-cron %q: native Temporal Schedules read only a 5-field cron the way tickgate does; use one, or -native=false", *flagCron)
 	}
-	compiled, err := schedulespec.Normalize(schedulespec.Spec{Cron: *flagCron, Timezone: "UTC"}, time.Now())
+	_, compiled, err := burstSpec()
 	if err != nil {
-		return res, fmt.Errorf("spec %q: %w", *flagCron, err)
+		return res, err
 	}
 	sc := e.tc.ScheduleClient()
 	ids := make([]string, n)
@@ -58,7 +41,7 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 			_, err := sc.Create(ctx, client.ScheduleOptions{
 				ID:     ids[i],
 				Spec:   client.ScheduleSpec{CronExpressions: []string{*flagCron}},
-				Action: &client.ScheduleWorkflowAction{ID: ids[i], Workflow: nativeWorkflow, TaskQueue: nativeTaskQueue},
+				Action: &client.ScheduleWorkflowAction{ID: ids[i], Workflow: targetWorkflow, TaskQueue: targetTaskQueue},
 				// Every tick starts its run, as every tick of a tickgate event action fires: the
 				// default (skip while the last run is open) would drop ticks whenever the trivial
 				// workflow had not completed yet, which is not lateness.
@@ -88,72 +71,104 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 		return res, err
 	}
 	res.created = time.Since(start)
-	ticks := compiled.NextN(time.Now(), *flagWarmup+*flagBursts)
-	log.Printf("native: %d schedules created in %s; bursts at %s … %s", n, res.created.Round(time.Millisecond),
-		ticks[0].Format(time.TimeOnly), ticks[len(ticks)-1].Format(time.TimeOnly))
+	ticks := planBursts("native", compiled, n, res.created, *flagWarmup+*flagBursts)
 
 	// Polled once a second: each count is a visibility query on the server being measured.
-	if _, _, err := res.waitBursts(ctx, e, "native", "started", ticks, n, time.Second,
-		func(ctx context.Context, tick time.Time) (int, error) { return countStarted(ctx, e.tc, tick) }); err != nil {
+	if _, _, err := res.waitBursts(ctx, e, "native", "started", ticks, *flagWarmup, n, time.Second,
+		func(ctx context.Context, tick time.Time) (int, error) { return countNative(ctx, e.tc, tick, false) }); err != nil {
 		return res, err
 	}
-	if res.late, err = nativeLateness(ctx, e.tc, ids, res.ticks); err != nil {
+	// The user's code of a started run may begin later still: wait until every measured run
+	// has closed (the trivial workflow closes in its first workflow task) or its tick's drain
+	// time has passed, before reading when each began.
+	for _, tick := range res.ticks {
+		got, _, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countNative(ctx, e.tc, tick, true) }, n, tick, time.Second)
+		if err != nil {
+			return res, err
+		}
+		if got < n {
+			log.Printf("native: burst %s: %d/%d runs closed by -drain-timeout", tick.Format(time.TimeOnly), got, n)
+		}
+	}
+	if res.late, res.taskStarted, err = nativeLateness(ctx, e.tc, ids, res.ticks); err != nil {
 		return res, err
 	}
 	res.tallyBursts()
 	return res, nil
 }
 
-// countStarted counts the native schedules' workflows started for tick.
-func countStarted(ctx context.Context, tc client.Client, tick time.Time) (int, error) {
-	resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
-		// The dev server's visibility matches no datetime by equality: a one-second range
-		// holds exactly the tick (native specs here are whole minutes apart).
-		Query: fmt.Sprintf("WorkflowType = '%s' AND TemporalScheduledStartTime >= '%s' AND TemporalScheduledStartTime < '%s'",
-			nativeWorkflow, tick.UTC().Format(time.RFC3339Nano), tick.Add(time.Second).UTC().Format(time.RFC3339Nano)),
-	})
+// countNative counts the native schedules' workflows started for tick (closed: those that
+// have closed).
+func countNative(ctx context.Context, tc client.Client, tick time.Time, closed bool) (int, error) {
+	// The dev server's visibility matches no datetime by equality: a one-second range holds
+	// exactly the tick (native specs here are whole minutes apart).
+	q := fmt.Sprintf("WorkflowType = '%s' AND TemporalScheduledStartTime >= '%s' AND TemporalScheduledStartTime < '%s'",
+		targetWorkflow, tick.UTC().Format(time.RFC3339Nano), tick.Add(time.Second).UTC().Format(time.RFC3339Nano))
+	if closed {
+		q += " AND ExecutionStatus != 'Running'"
+	}
+	resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: q})
 	if err != nil {
-		return 0, fmt.Errorf("count native starts: %w", err)
+		return 0, fmt.Errorf("count native runs: %w", err)
 	}
 	return int(resp.Count), nil
 }
 
-// nativeLateness lists the started workflows and pairs each with its schedule and scheduled
-// time; (schedule, tick) pairs that never started are +Inf.
-func nativeLateness(ctx context.Context, tc client.Client, ids []string, ticks []time.Time) (lateness, error) {
+// nativeLateness lists the runs the native schedules started for ticks and pairs each with
+// its schedule and scheduled time, for two measures: the run's start time, and its user
+// code's start (first WorkflowTaskStarted, from its history). (schedule, tick) pairs with
+// neither are +Inf.
+func nativeLateness(ctx context.Context, tc client.Client, ids []string, ticks []time.Time) (started, taskStarted lateness, err error) {
+	if len(ticks) == 0 {
+		return nil, nil, nil
+	}
+	measured := map[int64]bool{}
+	for _, t := range ticks {
+		measured[t.UnixNano()] = true
+	}
 	got := map[fireKey[string]]float64{}
+	var runs []targetRun[string]
 	dc := converter.GetDefaultDataConverter()
+	// Only a schedule's run has TemporalScheduledStartTime: tickgate's runs of the same
+	// workflow type are not listed.
+	query := fmt.Sprintf("WorkflowType = '%s' AND TemporalScheduledStartTime >= '%s'", targetWorkflow, slices.MinFunc(ticks, time.Time.Compare).UTC().Format(time.RFC3339Nano))
 	var token []byte
 	for {
 		var resp *workflowservice.ListWorkflowExecutionsResponse
 		err := retryTransient(ctx, func() (err error) {
-			resp, err = tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Query: fmt.Sprintf("WorkflowType = '%s'", nativeWorkflow), PageSize: 1000, NextPageToken: token,
-			})
+			resp, err = tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("list native starts: %w", err)
+			return nil, nil, fmt.Errorf("list native starts: %w", err)
 		}
 		for _, ex := range resp.Executions {
 			fields := ex.GetSearchAttributes().GetIndexedFields()
 			var scheduled time.Time
 			var by string
 			if p := fields["TemporalScheduledStartTime"]; p == nil || dc.FromPayload(p, &scheduled) != nil {
-				return nil, fmt.Errorf("workflow %s: no readable TemporalScheduledStartTime", ex.Execution.WorkflowId)
+				return nil, nil, fmt.Errorf("workflow %s: no readable TemporalScheduledStartTime", ex.Execution.WorkflowId)
 			}
 			if p := fields["TemporalScheduledById"]; p == nil || dc.FromPayload(p, &by) != nil {
-				return nil, fmt.Errorf("workflow %s: no readable TemporalScheduledById", ex.Execution.WorkflowId)
+				return nil, nil, fmt.Errorf("workflow %s: no readable TemporalScheduledById", ex.Execution.WorkflowId)
+			}
+			k := fireKey[string]{by, scheduled.UnixNano()}
+			if !measured[k.tick] {
+				continue
 			}
 			ms := float64(ex.GetStartTime().AsTime().Sub(scheduled).Microseconds()) / 1000
-			k := fireKey[string]{by, scheduled.UnixNano()}
 			if old, ok := got[k]; !ok || ms < old {
 				got[k] = ms
 			}
+			runs = append(runs, targetRun[string]{fire: k, scheduledAt: scheduled, workflowID: ex.Execution.WorkflowId, runID: ex.Execution.RunId})
 		}
 		if token = resp.NextPageToken; len(token) == 0 {
 			break
 		}
 	}
-	return collect(ids, ticks, got), nil
+	began, err := taskStartedLateness(ctx, tc, runs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return collect(ids, ticks, got), collect(ids, ticks, began), nil
 }

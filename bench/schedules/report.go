@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/tickgate/tickgate/domain"
 )
 
 // report is everything the run measured.
@@ -12,7 +15,9 @@ type report struct {
 	temporal                    string
 	workers                     int
 	burst                       burstResult
+	wf                          *wfBurstResult
 	native                      *burstResult
+	big                         *bigBurstResult
 	capacity                    *capacityResult
 	duplicates, eventDuplicates int64
 }
@@ -44,20 +49,54 @@ func (r *report) String() string {
 	row("tickgate CPU per fire: Temporal server + worker", "%s ms (server %s + worker %s; /proc utime+stime over the same window; the worker is this process, which then runs only the tickgate workers and a poll of the run count)",
 		fmt2(cpuServerWorker), fmt2(perFire(r.burst.cpu.Temporal.Ms())), fmt2(perFire(r.burst.cpu.Worker.Ms())))
 	row("tickgate CPU per fire: PostgreSQL (not in cpu_ms_per_fire)", "%s ms", fmt2(perFire(r.burst.cpu.Postgres.Ms())))
+	wfP50, wfP99, wfMissed := math.NaN(), math.NaN(), "na"
+	if w := r.wf; w != nil {
+		wfP50, wfP99, wfMissed = w.late.pct(50), w.late.pct(99), fmt.Sprint(w.missed())
+		row("tickgate workflow burst", "%d schedules on `%s`, workflow action (trivial workflow on the bench's target worker), overlap allow_all, catch-up window %s; %d measured bursts after %d warm-up",
+			w.schedules, *flagCron, *flagCatchup, len(w.ticks), *flagWfWarmup)
+		r.burstRows(row, "tickgate wf", w.burstResult, "target's first WorkflowTaskStarted in Temporal's history − nominal tick")
+		row("tickgate wf: measured runs by status", "%s; MISSED: %d (warm-up: %d more)", statusCounts(w.statuses, len(w.late)), w.missed(), w.warmupMissed)
+	} else {
+		row("tickgate workflow burst", "not run (-wf=false)")
+	}
 	nativeP50, nativeP99 := math.NaN(), math.NaN()
+	nativeWfP50, nativeWfP99 := math.NaN(), math.NaN()
 	if r.native != nil {
 		n := *r.native
 		nativeP50, nativeP99 = n.late.pct(50), n.late.pct(99)
-		r.burstRows(row, "native Temporal Schedules", n, "started workflow's start time − its TemporalScheduledStartTime (default policies but overlap ALLOW_ALL, trivial workflow, same server)")
+		nativeWfP50, nativeWfP99 = n.taskStarted.pct(50), n.taskStarted.pct(99)
+		r.burstRows(row, "native Temporal Schedules", n, "started workflow's start time − its TemporalScheduledStartTime (default policies but overlap ALLOW_ALL, trivial workflow, same server and worker)")
+		row("native: user code began, p50 / p95 / p99 / max", "%s / %s / %s / %s ms over %d expected runs, %d began (first WorkflowTaskStarted − TemporalScheduledStartTime: the workflow burst's measure)",
+			fmtMs(nativeWfP50), fmtMs(n.taskStarted.pct(95)), fmtMs(nativeWfP99), fmtMs(n.taskStarted.pct(100)), len(n.taskStarted), n.taskStarted.fired())
 		if n.overlapped {
 			row("native CPU per fire", "not attributable: the warm-up burst was still starting at the first measured tick")
 		} else if nf := n.fires(); nf > 0 {
 			row("native CPU per fire: Temporal server + worker", "%.2f ms (server %.2f + worker %.2f, the worker running the trivial workflow)",
 				(n.cpu.Temporal.Ms()+n.cpu.Worker.Ms())/float64(nf), n.cpu.Temporal.Ms()/float64(nf), n.cpu.Worker.Ms()/float64(nf))
 		}
-		row("p99: native ÷ tickgate", "%s", ratio(nativeP99, r.burst.late.pct(99)))
+		row("p99: native ÷ tickgate (event burst, start time)", "%s", ratio(nativeP99, r.burst.late.pct(99)))
+		if r.wf != nil {
+			row("p99: native ÷ tickgate (workflow burst, user code began)", "%s", ratio(nativeWfP99, wfP99))
+		}
 	} else {
 		row("native Temporal Schedules", "not run (-native=false)")
+	}
+	bigP50, bigP99, bigMissed, bigSchedules := math.NaN(), math.NaN(), "na", 0
+	if b := r.big; b != nil {
+		bigP50, bigP99, bigMissed, bigSchedules = b.late.pct(50), b.late.pct(99), fmt.Sprint(b.missed()), b.schedules
+		row("tickgate big burst", "%d schedules on `%s` from their first tick %s (start_at -big-start-after %s after creation began), event action, catch-up window %s, created %d at a time",
+			b.schedules, *flagCron, b.firstTick.Format(time.TimeOnly), *flagBigStartAfter, *flagCatchup, *flagBigParallel)
+		r.burstRows(row, "tickgate big", b.burstResult, "commit of the transaction that made the fire visible in the feed − nominal tick, as for the first burst")
+		row("tickgate big: measured runs by status", "%s; MISSED: %d", statusCounts(b.statuses, len(b.late)), b.missed())
+		for i, w := range b.warmups {
+			row("tickgate big: warm-up at "+w.tick.Format(time.TimeOnly), "%d/%d runs recorded (any status), %d fired; the last fire %s ms after the tick (not measured)",
+				b.recorded[i], w.expected, w.fired, fmtMs(w.lastMs))
+		}
+		if !b.settled {
+			row("tickgate big: settled", "no: no warm-up tick (at most %d) had a run of every schedule recorded before the next tick; the measured one ran on a stack still catching up", *flagBigWarmupMax)
+		}
+	} else {
+		row("tickgate big burst", "not run (-big=false)")
 	}
 	capacity := math.NaN()
 	if c := r.capacity; c != nil {
@@ -81,9 +120,16 @@ func (r *report) String() string {
 	}
 	row("duplicate runs (same schedule + tick, S1)", "%d", r.duplicates)
 	row("duplicate events (same run)", "%d", r.eventDuplicates)
-	fmt.Fprintf(&b, "\nRESULT burst_schedules=%d p50_lateness_ms=%s p99_lateness_ms=%s native_p50_lateness_ms=%s native_p99_lateness_ms=%s fires_per_s_capacity=%s history_events_per_fire=%s cpu_ms_per_fire=%s duplicates=%d\n",
+	wfSchedules := 0
+	if r.wf != nil {
+		wfSchedules = r.wf.schedules
+	}
+	fmt.Fprintf(&b, "\nRESULT burst_schedules=%d p50_lateness_ms=%s p99_lateness_ms=%s native_p50_lateness_ms=%s native_p99_lateness_ms=%s fires_per_s_capacity=%s history_events_per_fire=%s cpu_ms_per_fire=%s duplicates=%d"+
+		" wf_burst_schedules=%d wf_p50_lateness_ms=%s wf_p99_lateness_ms=%s wf_missed=%s native_wf_p50_lateness_ms=%s native_wf_p99_lateness_ms=%s big_burst_schedules=%d big_p50_lateness_ms=%s big_p99_lateness_ms=%s big_missed=%s\n",
 		r.burst.schedules, fmtMs(r.burst.late.pct(50)), fmtMs(r.burst.late.pct(99)), fmtMs(nativeP50), fmtMs(nativeP99),
-		fmtMs(capacity), fmt2(eventsPerFire), fmt2(cpuServerWorker), r.duplicates)
+		fmtMs(capacity), fmt2(eventsPerFire), fmt2(cpuServerWorker), r.duplicates,
+		wfSchedules, fmtMs(wfP50), fmtMs(wfP99), wfMissed, fmtMs(nativeWfP50), fmtMs(nativeWfP99),
+		bigSchedules, fmtMs(bigP50), fmtMs(bigP99), bigMissed)
 	return b.String()
 }
 
@@ -97,8 +143,13 @@ func (r *report) burstRows(row func(string, string, ...any), who string, br burs
 }
 
 func ratio(a, b float64) string {
-	if math.IsInf(a, 1) {
+	switch {
+	case math.IsInf(a, 1) && math.IsInf(b, 1):
+		return "na (both have fires missing at p99)"
+	case math.IsInf(a, 1):
 		return "inf (native fires missing)"
+	case math.IsInf(b, 1):
+		return "0 (tickgate fires missing)"
 	}
 	if b <= 0 || math.IsNaN(a) || math.IsNaN(b) || math.IsInf(b, 1) {
 		return "na"
@@ -111,4 +162,27 @@ func fmt2(v float64) string {
 		return fmtMs(v)
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// statusCounts lists counts by status, the known statuses first, and how many of the
+// expected (schedule, tick) pairs have no run recorded at all.
+func statusCounts(c map[domain.RunStatus]int, expected int) string {
+	order := []domain.RunStatus{domain.RunSucceeded, domain.RunRunning, domain.RunFailed, domain.RunCanceled,
+		domain.RunTerminated, domain.RunSkipped, domain.RunMissed}
+	var others []domain.RunStatus
+	for s := range c {
+		if !slices.Contains(order, s) {
+			others = append(others, s)
+		}
+	}
+	slices.Sort(others)
+	var parts []string
+	recorded := 0
+	for _, s := range append(order, others...) {
+		if c[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", s, c[s]))
+			recorded += c[s]
+		}
+	}
+	return strings.Join(append(parts, fmt.Sprintf("no run recorded %d", expected-recorded)), ", ")
 }

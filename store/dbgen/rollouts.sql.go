@@ -618,6 +618,8 @@ SET status = CASE WHEN g.promote THEN 'AVAILABLE' ELSE 'PENDING' END,
     updated_at = CASE WHEN g.promote THEN now() ELSE t.updated_at END
 FROM rollout_gates($1::timestamptz, true) g
 WHERE t.id = g.id AND t.status = 'PENDING'
+  -- rollout_gates leaves unchanged causes out; a database that applied 00041 before it did
+  -- (its first version returned every cause) still writes only the changed ones.
   AND (g.promote OR g.waiting_key IS DISTINCT FROM t.waiting_key)
 RETURNING t.id, t.rollout_id, t.status, t.executor
 `
@@ -633,7 +635,7 @@ type PromoteTasksRow struct {
 // applied to every PENDING task at once, called under the promotion advisory lock so the
 // live set they read cannot change under another promoter. In the same statement every task
 // left PENDING gets its waiting cause as of after the round; only causes that changed are
-// written. Returns the promoted rows (status AVAILABLE) and the rows whose cause changed
+// returned by rollout_gates, so only they are written. Returns the promoted rows (status AVAILABLE) and the rows whose cause changed
 // (status PENDING). as_of: see rollout_clock (NULL: the database's clock alone).
 func (q *Queries) PromoteTasks(ctx context.Context, asOf *time.Time) ([]PromoteTasksRow, error) {
 	rows, err := q.db.Query(ctx, promoteTasks, asOf)
