@@ -173,6 +173,13 @@ func run(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("workflow burst: %w", err)
 		}
 		rep.wf = &wf
+		if *flagFloor {
+			floor, err := runFloor(ctx, e)
+			if err != nil {
+				return "", fmt.Errorf("floor: %w", err)
+			}
+			rep.floor = &floor
+		}
 	}
 	if *flagNative {
 		native, err := runNativeBurst(ctx, e)
