@@ -401,3 +401,28 @@ func TestPerScheduleMetrics(t *testing.T) {
 	st.JSON(t, http.MethodPatch, "/api/v1/schedules/watched", map[string]any{"metrics": false}, http.StatusOK, &patched)
 	require.False(t, patched.Metrics)
 }
+
+// TestUpcomingFiresFollowAReschedule: after a reschedule, the schedule's upcoming fires
+// start at the rescheduled time and continue with the spec's ticks after it (the natural
+// ticks before it are replaced), as its workflow will fire them.
+func TestUpcomingFiresFollowAReschedule(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	start := time.Now().UTC().Truncate(time.Second)
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "moved", "spec": map[string]any{"interval": "1h", "start_at": start.Format(time.RFC3339)},
+		"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
+	}, http.StatusCreated, nil)
+	var v api.ScheduleView
+	st.JSON(t, http.MethodGet, "/api/v1/schedules/moved", nil, http.StatusOK, &v)
+	require.Len(t, v.NextFireTimes, 10)
+	require.True(t, v.NextFireTimes[0].Equal(start.Add(time.Hour)), "%v", v.NextFireTimes)
+
+	moved := start.Add(2*time.Hour + 17*time.Minute)
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/moved/reschedule", map[string]any{"next_run_at": moved.Format(time.RFC3339)}, http.StatusOK, nil)
+	st.JSON(t, http.MethodGet, "/api/v1/schedules/moved", nil, http.StatusOK, &v)
+	require.Len(t, v.NextFireTimes, 10)
+	require.True(t, v.NextFireTimes[0].Equal(moved), "%v", v.NextFireTimes)
+	require.True(t, v.NextFireTimes[1].Equal(start.Add(3*time.Hour)), "%v", v.NextFireTimes)
+	require.True(t, v.NextRunAt.Equal(moved))
+}

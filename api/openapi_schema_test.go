@@ -77,10 +77,12 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"Lateness":               api.Lateness{},
 		"RunCounts":              api.RunCounts{},
 		"StatsBucket":            api.StatsBucket{},
-		"RunStats":               api.RunStatsView{},
-		"ScheduleRun":            api.ScheduleRunView{},
-		"Slot":                   api.SlotView{},
-		"PCSlots":                api.PCSlotsView{},
+		"ScheduleStats":          api.ScheduleStatsView{},
+		"Overview":               api.OverviewView{},
+
+		"ScheduleRun": api.ScheduleRunView{},
+		"Slot":        api.SlotView{},
+		"PCSlots":     api.PCSlotsView{},
 	} {
 		s, ok := doc.Components.Schemas[schema]
 		require.True(t, ok, "schema %s missing", schema)

@@ -354,11 +354,7 @@ func (s *Server) getSchedule(c echo.Context) error {
 		var stored schedulespec.Spec
 		if err := json.Unmarshal(row.Spec, &stored); err == nil {
 			if spec, err := schedulespec.Normalize(stored, row.CreatedAt); err == nil {
-				from := s.Now().UTC()
-				if row.NextRunAt != nil && row.NextRunAt.Before(from) {
-					from = row.NextRunAt.Add(-time.Nanosecond)
-				}
-				v.NextFireTimes = spec.NextN(from, 10)
+				v.NextFireTimes = upcomingFires(spec, row.NextRunAt, s.Now().UTC(), 10)
 			}
 		}
 	}
@@ -395,6 +391,21 @@ func (s *Server) getSchedule(c echo.Context) error {
 	}
 	v.Waiting = &waiting
 	return c.JSON(http.StatusOK, v)
+}
+
+// upcomingFires lists the next n fires: from the workflow's next planned fire (next_run_at,
+// which may be due already or moved by a reschedule — the spec's ticks follow it again),
+// else from now.
+func upcomingFires(spec *schedulespec.Compiled, next *time.Time, now time.Time, n int) []time.Time {
+	if next == nil {
+		return spec.NextN(now, n)
+	}
+	fires := spec.NextN(next.Add(-time.Nanosecond), n)
+	if len(fires) == 0 || !fires[0].Equal(*next) {
+		// A rescheduled fire off the spec's grid is a fire of its own.
+		fires = append([]time.Time{next.UTC()}, fires...)
+	}
+	return fires[:min(len(fires), n)]
 }
 
 func (s *Server) deleteSchedule(c echo.Context) error {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
@@ -81,7 +82,8 @@ func TestConsoleOverview(t *testing.T) {
 
 // TestConsoleScheduleLifecycle: a schedule is created through the form (the API checks it
 // as the user types, naming the bad field, and previews its description and next 10 fire
-// times), its ticks appear in the page's grid; it is edited, paused with a note, backfilled
+// times), its ticks appear in the page's grid; it is edited, triggered with an overlap
+// policy, rescheduled, paused with a note, backfilled
 // (the backfill runs while it is paused), its runs filtered, and deleted after a confirmation.
 func TestConsoleScheduleLifecycle(t *testing.T) {
 	bin, root := chromium(t)
@@ -111,6 +113,7 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	waitJS(t, ctx, 60*time.Second, `document.querySelectorAll("#tick-grid .tick.status-SUCCEEDED").length >= 3`)
 	require.Contains(t, jsValue[string](t, ctx, `document.querySelector("#tick-grid .tick.status-SUCCEEDED").title`), " · scheduled · SUCCEEDED · late ")
 	waitJS(t, ctx, 15*time.Second, `document.querySelectorAll("#upcoming li").length === 10`)
+	require.Contains(t, jsValue[string](t, ctx, `document.querySelector("h2 a.temporal").href`), "/workflows/schedule%2Fconsole-demo")
 	shot(t, ctx, root, "console-schedule.png")
 
 	// Edit: every 2 seconds.
@@ -124,6 +127,23 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	st.JSON(t, http.MethodGet, "/api/v1/schedules/console-demo", nil, http.StatusOK, &s)
 	require.EqualValues(t, 2, s.Spec.Interval.Duration().Seconds())
 	require.EqualValues(t, 2, s.Version)
+
+	// Trigger now with an overlap policy for this run, then reschedule the next fire.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#trigger`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-overlap`))))
+	jsValue[bool](t, ctx, setField("d-overlap", "allow_all"))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	waitJS(t, ctx, 15*time.Second, text("#command-result")+` === "Triggered: SUCCEEDED"`)
+	waitJS(t, ctx, 15*time.Second, `Array.from(document.querySelectorAll("#tick-grid .tick")).some(c => c.title.includes(" · manual · SUCCEEDED"))`)
+	next := time.Now().UTC().Add(2 * time.Hour).Truncate(time.Second)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#reschedule`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-next`))))
+	jsValue[bool](t, ctx, setField("d-next", next.Format("2006-01-02T15:04:05")))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	waitJS(t, ctx, 15*time.Second, text("#command-result")+` === "Rescheduled." && `+text("#upcoming li:first-child time")+` === "`+next.Format("2006-01-02 15:04:05Z")+`"`)
+
+	// A dialog closes with Escape and changes nothing.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)), chromedp.KeyEvent(kb.Escape)))
+	waitJS(t, ctx, 5*time.Second, `!document.querySelector("dialog")`)
+	require.Equal(t, "Active", jsValue[string](t, ctx, text("#schedule-state")))
 
 	// Pause with a note.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)),
@@ -172,6 +192,10 @@ func TestConsoleScheduleListTenThousand(t *testing.T) {
 	logIn(t, ctx, st.URL+"/#schedules", st.NewToken(t, "viewer", ""))
 	rows := `Array.from(document.querySelectorAll("#schedules tbody tr")).map(r => r.dataset.schedule)`
 	waitJS(t, ctx, 15*time.Second, `(r => r.length === 50 && r[0] === "fleet-00001" && r[49] === "fleet-00050")(`+rows+`)`)
+	// Keyboard: from the page's heading, Tab reaches the first control, and its focus shows.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(`#view h2`)), chromedp.KeyEvent(kb.Tab)))
+	require.Equal(t, "new-schedule", jsValue[string](t, ctx, `document.activeElement.id`))
+	require.Equal(t, "solid", jsValue[string](t, ctx, `getComputedStyle(document.activeElement).outlineStyle`))
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedules-page-next`))))
 	waitJS(t, ctx, 15*time.Second, `(r => r[0] === "fleet-00051")(`+rows+`) && `+text("#page-number")+` === "Page 2"`)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedules-page-next`))))

@@ -191,4 +191,28 @@ func TestArmedStartsHistoryReplays(t *testing.T) {
 	r, err := worker.NewReplayer()
 	require.NoError(t, err)
 	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["schedule_armed_starts"]), "the armed starts' history does not replay")
+
+	// Under allow_all a run's watch begins after its start, with the schedule's next round.
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "armed-starts-all", "spec": map[string]any{"interval": "5s"},
+		"action":   map[string]any{"kind": "workflow", "workflow_type": "RecordTarget", "task_queue": queue},
+		"policies": map[string]any{"overlap": "allow_all"},
+	}, http.StatusCreated, nil)
+	all, err := st.Store.GetSchedule(ctx, "armed-starts-all")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, st.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'SUCCEEDED'`, all.ID).Scan(&n))
+		return n >= 3
+	}, time.Minute, 50*time.Millisecond, "three runs watched to their end")
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/armed-starts-all/pause", map[string]any{"note": "recorded"}, http.StatusOK, nil)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, st.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING'`, all.ID).Scan(&n))
+		return n == 0
+	}, time.Minute, 50*time.Millisecond, "every run ended")
+	id = workflows.ScheduleWorkflowID("armed-starts-all")
+	rec.waitIdle(id)
+	rec.write(id, workflows.ScheduleWorkflowType, "schedule_armed_starts_allow_all")
+	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["schedule_armed_starts_allow_all"]), "the deferred watches' history does not replay")
 }

@@ -61,6 +61,10 @@ const lateIsNotMissedChange = "late-is-not-missed"
 // from the record's answer rather than from its own computation (see mirroredAfter).
 const mirrorFromAnswerChange = "mirror-from-answer"
 
+// deferredWatchChange versions an armed allow_all run being watched from its start rather
+// than from its arming (see defersWatch).
+const deferredWatchChange = "deferred-run-watch"
+
 // Scheduling constants.
 const (
 	// maxTicksPerRound bounds the ticks handled between two waits, so a long outage is
@@ -73,6 +77,8 @@ const (
 	backfillPerRound = 10
 	// continueAsNewAfter bounds history even if the server never suggests continue-as-new.
 	continueAsNewAfter = 500
+	// watchDeferMax is how long after its start a deferred watch begins at the latest.
+	watchDeferMax = 30 * time.Second
 )
 
 var scheduleActs *activities.ScheduleActivities
@@ -269,6 +275,7 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 		// Cleared before reading state: a handler that runs while this iteration waits on an
 		// activity sets it again, and the wait below then returns at once.
 		w.dirty = false
+		w.watchDue(ctx)
 		if err := w.reloadIfAsked(ctx); err != nil {
 			return w.stopIfGone(err)
 		}
@@ -322,7 +329,9 @@ func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
 		w.carry.DueTogether = w.def.DueTogether
 	}
 	for _, r := range w.carry.Running {
-		w.watch(ctx, r)
+		if r.WatchFrom == nil { // a deferred watch begins in the loop (watchDue)
+			w.watch(ctx, r)
+		}
 	}
 	return nil
 }
@@ -389,17 +398,25 @@ func (w *scheduleWorkflow) mirrorNextFire(ctx workflow.Context, next *time.Time)
 // sleep waits on a durable timer whose summary says why — the next fire, or the arming of
 // it (armAt) — or until a handler wakes the loop; with no further tick, for a handler only.
 func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time, armAt time.Time) error {
+	var wakeAt time.Time
+	var summary string
 	if next == nil {
 		workflow.SetCurrentDetails(ctx, w.details(nil))
+	} else {
+		fireAt := next.Add(w.spec.JitterFor(w.def.Name, *next))
+		workflow.SetCurrentDetails(ctx, w.details(&fireAt))
+		wakeAt, summary = fireAt, "next fire at "+fireAt.UTC().Format(time.RFC3339)
+		if !armAt.IsZero() {
+			wakeAt, summary = armAt, "arm the fire of "+fireAt.UTC().Format(time.RFC3339)
+		}
+	}
+	if watch := w.watchDeadline(); !watch.IsZero() && (wakeAt.IsZero() || watch.Before(wakeAt)) {
+		wakeAt, summary = watch, "watch the runs started since "+watch.Add(-watchDeferMax).UTC().Format(time.RFC3339)
+	}
+	if wakeAt.IsZero() {
 		return workflow.Await(ctx, func() bool { return w.dirty })
 	}
-	fireAt := next.Add(w.spec.JitterFor(w.def.Name, *next))
-	workflow.SetCurrentDetails(ctx, w.details(&fireAt))
 	w.work = workSpan{} // the wait ends this workflow task
-	wakeAt, summary := fireAt, "next fire at "+fireAt.UTC().Format(time.RFC3339)
-	if !armAt.IsZero() {
-		wakeAt, summary = armAt, "arm the fire of "+fireAt.UTC().Format(time.RFC3339)
-	}
 	wait := wakeAt.Sub(workflow.Now(ctx))
 	if wait <= 0 {
 		return nil

@@ -108,6 +108,10 @@ type RunningRun struct {
 	RunID       int64
 	WorkflowID  string
 	ScheduledAt time.Time
+	// WatchFrom is set for a run whose watch has not begun: an armed allow_all run, whose
+	// outcome no decision waits for, is watched from the first loop round at or after its
+	// start (see watchDue) rather than from its arming.
+	WatchFrom *time.Time `json:",omitempty"`
 }
 
 // BufferedTick is a tick waiting for running runs to finish (overlap buffer_one/buffer_all,

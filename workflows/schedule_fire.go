@@ -456,9 +456,53 @@ func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID 
 		return domain.RunFailed
 	}
 	r := RunningRun{RunID: runID, WorkflowID: workflowID, ScheduledAt: tick}
+	if startAt != nil && w.def.Overlap == domain.OverlapAllowAll && w.defersWatch(ctx) {
+		r.WatchFrom = startAt
+		w.carry.Running = append(w.carry.Running, r)
+		return ""
+	}
 	w.carry.Running = append(w.carry.Running, r)
 	w.watch(ctx, r)
 	return ""
+}
+
+// defersWatch reports whether an armed allow_all run's watch waits for its start
+// (deferredWatchChange). Watched from its arming, every such run held an activity and its
+// heartbeats through the arming lead, and a burst's runs, ending together, all woke their
+// schedules in the seconds after the tick, beside the starts of the targets themselves.
+// Watched from the schedule's first loop round after the tick — for a schedule armed at
+// every tick, the round that arms the next one, spread over the arming span — their ends
+// are recorded spread out, with no workflow task of their own.
+func (w *scheduleWorkflow) defersWatch(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, deferredWatchChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// watchDue begins the watches whose time has come (see defersWatch).
+func (w *scheduleWorkflow) watchDue(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	for i := range w.carry.Running {
+		r := &w.carry.Running[i]
+		if r.WatchFrom != nil && !r.WatchFrom.After(now) {
+			r.WatchFrom = nil
+			w.watch(ctx, *r)
+		}
+	}
+}
+
+// watchDeadline is when the loop must wake at the latest to begin a deferred watch
+// (zero: none is deferred): watchDeferMax after the earliest start, when no round of the
+// loop came meanwhile (a schedule whose next tick is far off).
+func (w *scheduleWorkflow) watchDeadline() time.Time {
+	var at time.Time
+	for _, r := range w.carry.Running {
+		if r.WatchFrom != nil && (at.IsZero() || r.WatchFrom.Before(at)) {
+			at = *r.WatchFrom
+		}
+	}
+	if at.IsZero() {
+		return at
+	}
+	return at.Add(watchDeferMax)
 }
 
 func keySuffix(key string) string {

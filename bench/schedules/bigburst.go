@@ -64,7 +64,7 @@ func runBigBurst(ctx context.Context, e *env, pauseAfter bool) (bigBurstResult, 
 
 	wait := func(tick time.Time) (int, time.Time, error) {
 		// Polled once a second: each count looks up every schedule's runs.
-		got, last, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countRuns(ctx, e.st, c.ids, tick) }, n, tick, time.Second)
+		got, last, err := waitFires(ctx, func(ctx context.Context) (int, error) { return e.runs.recorded(ctx, c.ids, tick) }, n, tick, time.Second)
 		if err == nil {
 			log.Printf("tickgate big: burst %s: %d/%d recorded after %s", tick.Format(time.TimeOnly), got, n, last.Sub(tick).Round(time.Millisecond))
 		}
@@ -94,7 +94,7 @@ func runBigBurst(ctx context.Context, e *env, pauseAfter bool) (bigBurstResult, 
 		return res, err
 	}
 	res.tallyBursts()
-	if res.statuses, err = runStatuses(ctx, e.st, c.ids, res.ticks); err != nil {
+	if res.statuses, err = e.runs.statuses(ctx, c.ids, res.ticks); err != nil {
 		return res, err
 	}
 	for i, w := range res.warmups {

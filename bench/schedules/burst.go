@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log"
 	"time"
 
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/domain"
-	"github.com/tickgate/tickgate/store"
 )
 
 // burstResult is what one engine did with the burst.
@@ -59,7 +57,7 @@ func runTickgateBurst(ctx context.Context, e *env) (burstResult, error) {
 	ticks := planBursts("tickgate", compiled, n, c.took, *flagWarmup+*flagBursts)
 
 	from, to, err := res.waitBursts(ctx, e, "tickgate", "recorded", ticks, *flagWarmup, n, 250*time.Millisecond,
-		func(ctx context.Context, tick time.Time) (int, error) { return countRuns(ctx, e.st, c.ids, tick) })
+		func(ctx context.Context, tick time.Time) (int, error) { return e.runs.recorded(ctx, c.ids, tick) })
 	if err != nil {
 		return res, err
 	}
@@ -152,14 +150,4 @@ func waitFires(ctx context.Context, count func(context.Context) (int, error), wa
 			return got, lastAt, nil
 		}
 	}
-}
-
-// countRuns counts the runs of tick recorded for the schedules ids, whatever their status.
-func countRuns(ctx context.Context, st *store.Store, ids []int64, tick time.Time) (int, error) {
-	var n int
-	err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = ANY($1) AND scheduled_at = $2 AND NOT armed`, ids, tick).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count runs of %s: %w", tick, err)
-	}
-	return n, nil
 }

@@ -161,17 +161,3 @@ func feltExpr(ctx context.Context, st *store.Store) (expr, joins string, err err
 	}
 	return "GREATEST(" + strings.Join(terms, ", ") + ")", joins, rows.Err()
 }
-
-// countDuplicates counts runs beyond the first of one (schedule, tick) (S1), and events
-// beyond the first of one run.
-func countDuplicates(ctx context.Context, st *store.Store) (runs, events int64, err error) {
-	err = st.Pool.QueryRow(ctx, `SELECT
-		(SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM schedule_runs
-			WHERE trigger IN ('scheduled', 'catchup') GROUP BY schedule_id, scheduled_at HAVING count(*) > 1) d),
-		(SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM event_store
-			WHERE schedule_run_id IS NOT NULL GROUP BY schedule_run_id HAVING count(*) > 1) d)`).Scan(&runs, &events)
-	if err != nil {
-		return 0, 0, fmt.Errorf("count duplicates: %w", err)
-	}
-	return runs, events, nil
-}

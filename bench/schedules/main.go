@@ -104,6 +104,7 @@ func checkFlags() error {
 type env struct {
 	stack *benchstack.Stack
 	st    *store.Store
+	runs  runsTable
 	tc    client.Client
 	cfg   config.Config
 }
@@ -133,7 +134,11 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer tc.Close()
-	e := &env{stack: stack, st: st, tc: tc, cfg: cfg}
+	runs, err := openRuns(ctx, st)
+	if err != nil {
+		return "", err
+	}
+	e := &env{stack: stack, st: st, runs: runs, tc: tc, cfg: cfg}
 	for i := 0; i < *flagWorkers; i++ {
 		w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
 		if err != nil {
@@ -168,6 +173,13 @@ func run(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("workflow burst: %w", err)
 		}
 		rep.wf = &wf
+		if *flagFloor {
+			floor, err := runFloor(ctx, e)
+			if err != nil {
+				return "", fmt.Errorf("floor: %w", err)
+			}
+			rep.floor = &floor
+		}
 	}
 	if *flagNative {
 		native, err := runNativeBurst(ctx, e)
@@ -191,7 +203,7 @@ func run(ctx context.Context) (string, error) {
 		}
 		rep.capacity = &c
 	}
-	rep.duplicates, rep.eventDuplicates, err = countDuplicates(ctx, st)
+	rep.duplicates, rep.eventDuplicates, err = e.runs.duplicates(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -16,6 +16,7 @@ type report struct {
 	workers                     int
 	burst                       burstResult
 	wf                          *wfBurstResult
+	floor                       *burstResult
 	native                      *burstResult
 	big                         *bigBurstResult
 	capacity                    *capacityResult
@@ -50,12 +51,17 @@ func (r *report) String() string {
 		fmt2(cpuServerWorker), fmt2(perFire(r.burst.cpu.Temporal.Ms())), fmt2(perFire(r.burst.cpu.Worker.Ms())))
 	row("tickgate CPU per fire: PostgreSQL (not in cpu_ms_per_fire)", "%s ms", fmt2(perFire(r.burst.cpu.Postgres.Ms())))
 	wfP50, wfP99, wfMissed := math.NaN(), math.NaN(), "na"
+	floorP50, floorP99 := math.NaN(), math.NaN()
 	if w := r.wf; w != nil {
 		wfP50, wfP99, wfMissed = w.late.pct(50), w.late.pct(99), fmt.Sprint(w.missed())
 		row("tickgate workflow burst", "%d schedules on `%s`, workflow action (trivial workflow on the bench's target worker), overlap allow_all, catch-up window %s; %d measured bursts after %d warm-up",
 			w.schedules, *flagCron, *flagCatchup, len(w.ticks), *flagWfWarmup)
 		r.burstRows(row, "tickgate wf", w.burstResult, "target's first WorkflowTaskStarted in Temporal's history − nominal tick")
 		row("tickgate wf: measured runs by status", "%s; MISSED: %d (warm-up: %d more)", statusCounts(w.statuses, len(w.late)), w.missed(), w.warmupMissed)
+		if f := r.floor; f != nil {
+			floorP50, floorP99 = f.late.pct(50), f.late.pct(99)
+			r.burstRows(row, "floor: Temporal alone", *f, "as many target workflows started ahead with start delays ending at one instant, no scheduler: first WorkflowTaskStarted − that instant, same server and worker; no engine starts its targets' code sooner here")
+		}
 	} else {
 		row("tickgate workflow burst", "not run (-wf=false)")
 	}
@@ -125,10 +131,10 @@ func (r *report) String() string {
 		wfSchedules = r.wf.schedules
 	}
 	fmt.Fprintf(&b, "\nRESULT burst_schedules=%d p50_lateness_ms=%s p99_lateness_ms=%s native_p50_lateness_ms=%s native_p99_lateness_ms=%s fires_per_s_capacity=%s history_events_per_fire=%s cpu_ms_per_fire=%s duplicates=%d"+
-		" wf_burst_schedules=%d wf_p50_lateness_ms=%s wf_p99_lateness_ms=%s wf_missed=%s native_wf_p50_lateness_ms=%s native_wf_p99_lateness_ms=%s big_burst_schedules=%d big_p50_lateness_ms=%s big_p99_lateness_ms=%s big_missed=%s\n",
+		" wf_burst_schedules=%d wf_p50_lateness_ms=%s wf_p99_lateness_ms=%s wf_missed=%s native_wf_p50_lateness_ms=%s native_wf_p99_lateness_ms=%s floor_wf_p50_lateness_ms=%s floor_wf_p99_lateness_ms=%s big_burst_schedules=%d big_p50_lateness_ms=%s big_p99_lateness_ms=%s big_missed=%s\n",
 		r.burst.schedules, fmtMs(r.burst.late.pct(50)), fmtMs(r.burst.late.pct(99)), fmtMs(nativeP50), fmtMs(nativeP99),
 		fmtMs(capacity), fmt2(eventsPerFire), fmt2(cpuServerWorker), r.duplicates,
-		wfSchedules, fmtMs(wfP50), fmtMs(wfP99), wfMissed, fmtMs(nativeWfP50), fmtMs(nativeWfP99),
+		wfSchedules, fmtMs(wfP50), fmtMs(wfP99), wfMissed, fmtMs(nativeWfP50), fmtMs(nativeWfP99), fmtMs(floorP50), fmtMs(floorP99),
 		bigSchedules, fmtMs(bigP50), fmtMs(bigP99), bigMissed)
 	return b.String()
 }

@@ -49,7 +49,7 @@ func runWorkflowBurst(ctx context.Context, e *env) (wfBurstResult, error) {
 	// Paced by the runs' rows becoming final (the target closed and tickgate recorded it, or
 	// the tick was recorded SKIPPED or MISSED); lateness is read from Temporal afterwards.
 	if _, _, err := res.waitBursts(ctx, e, "tickgate wf", "final", ticks, *flagWfWarmup, n, 250*time.Millisecond,
-		func(ctx context.Context, tick time.Time) (int, error) { return countFinalRuns(ctx, e.st, c.ids, tick) }); err != nil {
+		func(ctx context.Context, tick time.Time) (int, error) { return e.runs.final(ctx, c.ids, tick) }); err != nil {
 		return res, err
 	}
 	runs, err := tickgateTargets(ctx, e.st, c.ids, res.ticks)
@@ -62,26 +62,15 @@ func runWorkflowBurst(ctx context.Context, e *env) (wfBurstResult, error) {
 	}
 	res.late = collect(c.ids, res.ticks, began)
 	res.tallyBursts()
-	if res.statuses, err = runStatuses(ctx, e.st, c.ids, res.ticks); err != nil {
+	if res.statuses, err = e.runs.statuses(ctx, c.ids, res.ticks); err != nil {
 		return res, err
 	}
-	warmup, err := runStatuses(ctx, e.st, c.ids, ticks[:len(ticks)-len(res.ticks)])
+	warmup, err := e.runs.statuses(ctx, c.ids, ticks[:len(ticks)-len(res.ticks)])
 	if err != nil {
 		return res, err
 	}
 	res.warmupMissed = warmup[domain.RunMissed]
 	return res, pauseAll(ctx, e, c.names, "bench: workflow burst measured")
-}
-
-// countFinalRuns counts the runs of tick recorded for the schedules ids with a final status.
-func countFinalRuns(ctx context.Context, st *store.Store, ids []int64, tick time.Time) (int, error) {
-	var n int
-	err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = ANY($1) AND scheduled_at = $2 AND status <> 'RUNNING'`,
-		ids, tick).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count final runs of %s: %w", tick, err)
-	}
-	return n, nil
 }
 
 // tickgateTargets lists the target workflows the runs of ticks recorded for the schedules ids.
@@ -102,24 +91,4 @@ func tickgateTargets(ctx context.Context, st *store.Store, ids []int64, ticks []
 		runs = append(runs, r)
 	}
 	return runs, rows.Err()
-}
-
-// runStatuses counts the runs of ticks recorded for the schedules ids by status.
-func runStatuses(ctx context.Context, st *store.Store, ids []int64, ticks []time.Time) (map[domain.RunStatus]int, error) {
-	rows, err := st.Pool.Query(ctx, `SELECT status, count(*) FROM schedule_runs
-		WHERE schedule_id = ANY($1) AND scheduled_at = ANY($2) GROUP BY status`, ids, ticks)
-	if err != nil {
-		return nil, fmt.Errorf("count runs by status: %w", err)
-	}
-	defer rows.Close()
-	out := map[domain.RunStatus]int{}
-	for rows.Next() {
-		var s domain.RunStatus
-		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, err
-		}
-		out[s] = n
-	}
-	return out, rows.Err()
 }

@@ -12,7 +12,8 @@ import { rolloutList, rolloutPage } from "./js/rollouts.js";
 import { pcList, pcPage, taskList, taskPage } from "./js/devices.js";
 
 // Each route: a pattern over the hash path, the nav tab it belongs to, and its view. A view
-// answers {title, html, mount(root, ctx), live}: live pages are refreshed in place.
+// answers {title, html, mount(root, ctx), live}: live pages are refreshed in place, every
+// REFRESH_MS or every live milliseconds when live is a number.
 const routes = [
   [/^(overview)?$/, "overview", () => overview()],
   [/^schedules$/, "schedules", () => scheduleList()],
@@ -45,7 +46,7 @@ function currentRoute() {
   return { path, tab: "", make: () => notFound(path) };
 }
 
-let shown = { key: null, live: false, controller: null };
+let shown = { key: null, live: false, controller: null, at: 0 };
 let refreshTimer = null;
 const REFRESH_MS = 3000;
 
@@ -82,10 +83,12 @@ async function render(refresh) {
       } else if (focusedID && document.getElementById(focusedID)) {
         document.getElementById(focusedID).focus();
       }
-      shown = { key, live: !!out.live, controller };
+      shown = { key, live: out.live, controller, at: 0 };
     } else if (out.mount) {
       out.mount(view, { signal: shown.controller.signal, first: false, rerender: () => render(true) });
     }
+    shown.live = out.live;
+    shown.at = Date.now();
     document.title = (out.title ? out.title + " · " : "") + "tickgate";
     $("#updated").textContent = out.live ? "updated " + new Date().toISOString().slice(11, 19) + "Z" : "";
     $("#error").textContent = "";
@@ -103,7 +106,8 @@ function loop() {
   clearTimeout(refreshTimer);
   refreshTimer = setTimeout(async () => {
     // A dialog open or the tab hidden: nothing to refresh under the user's hands.
-    if (shown.live && !document.hidden && !$("dialog[open]")) await render(true);
+    const every = typeof shown.live === "number" ? shown.live : REFRESH_MS;
+    if (shown.live && Date.now() - shown.at >= every - 100 && !document.hidden && !$("dialog[open]")) await render(true);
     loop();
   }, REFRESH_MS);
 }

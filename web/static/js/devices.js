@@ -2,7 +2,7 @@
 // it, its attempt and the time left to its timeout), device tasks and their progress, and
 // each device's attempts with their errors.
 import { api } from "./api.js";
-import { $, bar, dialog, esc, num, pager, seconds, when } from "./ui.js";
+import { $, bar, dialog, esc, num, pager, seconds, temporalQuery, when } from "./ui.js";
 
 const execOrder = ["succeeded", "active", "failed", "cancelled"];
 let pcPaging = { cursors: [], cursor: "", next: "" };
@@ -62,7 +62,7 @@ export async function pcPage(name) {
   const enc = encodeURIComponent(name);
   const [g, pc] = await Promise.all([api("GET", "/pcs/" + enc + "/slots"), api("GET", "/pcs/" + enc)]);
   const serverNow = Date.parse(g.now);
-  let html = '<h2><a href="#pcs">PCs</a> / ' + esc(name) + "</h2>";
+  let html = '<h2><a href="#pcs">PCs</a> / ' + esc(name) + temporalQuery('TickgatePC="' + name + '"') + "</h2>";
   html += '<p data-region="summary" id="slot-summary">' + g.running + " of " + g.target + " slots busy (target = min(capacity " + g.device_capacity + ", eligible devices " + g.eligible + "))</p>";
   html += '<section class="panel"><h3 id="slots-title">Slots</h3><div data-region="slots"><ol class="slot-grid" id="slot-grid" aria-labelledby="slots-title">' +
     g.slots.map(s => slotCell(s, g.target, serverNow)).join("") + "</ol></div></section>";
@@ -129,7 +129,7 @@ export async function taskPage(id) {
   for (const key of attemptsOpen.keys()) {
     attemptsOpen.set(key, await api("GET", "/task-devices/" + key + "/events"));
   }
-  let html = '<div data-region="head"><h2><a href="#tasks">Device tasks</a> / #' + t.id + ' <span class="badge status-' + esc(t.status) + '" id="task-status">' + esc(t.status) + "</span></h2>" +
+  let html = '<div data-region="head"><h2><a href="#tasks">Device tasks</a> / #' + t.id + ' <span class="badge status-' + esc(t.status) + '" id="task-status">' + esc(t.status) + "</span>" + temporalQuery('TickgateTask="' + t.id + '"') + "</h2>" +
     '<div class="toolbar">' + (["pending", "running"].includes(t.status) ? '<button type="button" id="task-cancel" class="danger">Cancel task…</button>' : "") + "</div>" +
     "<p><code>" + esc(JSON.stringify(t.payload)) + "</code>" + (t.error ? ' <span class="error">' + esc(t.error) + "</span>" : "") + "</p>" +
     '<div id="task-progress">' + bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, cancelled: c.cancelled }, execOrder, "executions") + "</div>" +

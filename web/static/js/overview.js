@@ -52,7 +52,8 @@ export async function overview() {
   }
   html += "</section>";
   return {
-    title: "Overview", html, live: true,
+    // A long window's statistics cost more and change slower: refresh them less often.
+    title: "Overview", html, live: { "15m": 3000, "1h": 3000, "6h": 10000, "24h": 30000 }[win] || 3000,
     mount(root, ctx) {
       const x = o.series.map(b => Date.parse(b.t) / 1000);
       timeSeries($("#chart-fires", root), x, [

@@ -2,7 +2,7 @@
 // block per task from its start to its end, PENDING tasks waiting at the lane's end with
 // their cause — so the version order and the one-DDL-at-a-time rule are seen at work.
 import { api } from "./api.js";
-import { $, bar, dialog, esc, hashQuery, num, pager, seconds, setHashQuery, waitingCause, when } from "./ui.js";
+import { $, bar, dialog, esc, hashQuery, num, pager, seconds, setHashQuery, temporalLink, waitingCause, when } from "./ui.js";
 
 const order = ["DONE", "RUNNING", "AVAILABLE", "PENDING", "FAILED", "CANCELED", "SKIPPED"];
 const derived = ["RUNNING", "PAUSED", "DONE", "FAILED", "CANCELED"];
@@ -93,7 +93,7 @@ export async function rolloutPage(id) {
   const tasks = page.items;
   const now = Date.now();
   const active = ["RUNNING", "PAUSED"].includes(r.status);
-  let html = '<div data-region="head"><h2><a href="#rollouts">Rollouts</a> / ' + esc(r.name) + " " + rolloutStatus(r) + "</h2>" +
+  let html = '<div data-region="head"><h2><a href="#rollouts">Rollouts</a> / ' + esc(r.name) + " " + rolloutStatus(r) + temporalLink("rollout/" + r.id) + "</h2>" +
     '<div class="toolbar" role="toolbar" aria-label="rollout commands">' +
     (r.status === "PAUSED" ? '<button type="button" id="rollout-resume">Resume</button>' : '<button type="button" id="rollout-pause"' + (active ? "" : " disabled") + ">Pause</button>") +
     '<button type="button" id="rollout-cancel" class="danger"' + (active ? "" : " disabled") + ">Cancel rollout…</button></div>" +

@@ -1,7 +1,7 @@
 // A schedule's page: its spec and policies in words, upcoming fires, what is waiting, the
 // run history as a grid of ticks, lateness over time, and its runs filtered and paged.
 import { api } from "./api.js";
-import { $, esc, hashQuery, num, pager, relative, seconds, setHashQuery, statusBadge, when } from "./ui.js";
+import { $, esc, hashQuery, num, pager, relative, seconds, setHashQuery, temporalLink, when } from "./ui.js";
 import { timeSeries } from "./charts.js";
 import { timing } from "./schedules.js";
 import { backfillDialog, deleteDialog, pauseDialog, rescheduleDialog, triggerDialog } from "./schedule_actions.js";
@@ -52,7 +52,7 @@ function waiting(s) {
     ", <strong>" + num(w.backfill || 0) + "</strong> backfill tick" + (w.backfill === 1 ? "" : "s") + " waiting to run." +
     (s.paused && (w.buffered || 0) > 0 ? " Buffered ticks start after resume." : "") + "</p>";
   if ((w.buffered_ticks || []).length) {
-    html += '<details><summary>Buffered ticks</summary><ul class="compact">' + w.buffered_ticks.map(t => "<li>" + when(t.scheduled_at) + " · " + esc(t.trigger) + "</li>").join("") + "</ul></details>";
+    html += '<details><summary>Buffered ticks</summary><ul class="compact">' + w.buffered_ticks.map(t => "<li>" + when(t.scheduled_at) + " · " + esc(t.trigger) + (t.reason ? ' · <span class="muted">' + esc(t.reason) + "</span>" : "") + "</li>").join("") + "</ul></details>";
   }
   if ((w.backfills || []).length) {
     html += '<table class="compact"><thead><tr><th scope="col">Backfill from</th><th scope="col">to</th><th scope="col">Remaining</th></tr></thead><tbody>' +
@@ -98,7 +98,7 @@ export async function schedulePage(name) {
   const pol = s.policies || {};
   const state = s.paused ? "Paused" : "Active";
   latest = s;
-  let html = '<div data-region="head"><h2><a href="#schedules">Schedules</a> / ' + esc(name) + ' <span id="schedule-state" class="badge state-' + state.toLowerCase() + '">' + state + "</span></h2>";
+  let html = '<div data-region="head"><h2><a href="#schedules">Schedules</a> / ' + esc(name) + ' <span id="schedule-state" class="badge state-' + state.toLowerCase() + '">' + state + "</span>" + temporalLink(s.workflow_id) + "</h2>";
   html += '<div class="toolbar" role="toolbar" aria-label="commands"><a class="button" id="edit" href="#schedule/' + enc + '/edit">Edit</a>' +
     (s.paused ? '<button type="button" id="resume">Resume</button>' : '<button type="button" id="pause">Pause</button>') +
     '<button type="button" id="trigger">Trigger…</button><button type="button" id="backfill">Backfill…</button>' +

@@ -22,7 +22,7 @@ export function timing(spec) {
   return "every " + esc(iv);
 }
 
-export function waitingCount(s) {
+function waitingCount(s) {
   const w = s.waiting;
   if (!w) return '<span class="muted">–</span>';
   const n = (w.buffered || 0) + (w.backfill || 0);

@@ -61,10 +61,6 @@ export function sizeBars(root) {
   for (const el of $$("[data-left]", root)) el.style.left = el.dataset.left + "%";
 }
 
-export function statusBadge(s) {
-  return '<span class="badge status-' + esc(s) + '">' + esc(s) + "</span>";
-}
-
 // waitingCause describes a PENDING task's waiting cause ({"reason": "version", "blocked_by_task": 7}).
 export function waitingCause(c) {
   if (!c) return "";
@@ -200,4 +196,20 @@ export function setHashQuery(params) {
   for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
   const s = q.toString();
   history.replaceState(null, "", base + (s ? "?" + s : ""));
+}
+
+// The Temporal Web UI (config.js: TICKGATE_TEMPORAL_UI and the namespace): a link to a
+// workflow, or to the workflows a visibility query finds.
+const temporal = window.TICKGATE || { temporalUI: "", namespace: "default" };
+
+export function temporalLink(workflowID) {
+  if (!temporal.temporalUI) return "";
+  const url = temporal.temporalUI + "/namespaces/" + encodeURIComponent(temporal.namespace) + "/workflows/" + encodeURIComponent(workflowID);
+  return ' <a class="temporal" target="_blank" rel="noopener" href="' + esc(url) + '">Temporal ↗</a>';
+}
+
+export function temporalQuery(query) {
+  if (!temporal.temporalUI) return "";
+  const url = temporal.temporalUI + "/namespaces/" + encodeURIComponent(temporal.namespace) + "/workflows?query=" + encodeURIComponent(query);
+  return ' <a class="temporal" target="_blank" rel="noopener" href="' + esc(url) + '">Temporal ↗</a>';
 }
