@@ -213,6 +213,10 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
 		case domain.OverlapBufferOne, domain.OverlapBufferAll, domain.OverlapCancelOther:
+			// The run the tick waits for, named before anything below yields: recording the
+			// superseded ticks does, and the run may end meanwhile (its watch then frees its
+			// place and wakes the loop, which starts the buffered tick).
+			waitFor := w.carry.Running[0].RunID
 			if overlap == domain.OverlapCancelOther {
 				if err := w.supersedeWaiting(ctx, tick); err != nil {
 					return TriggerResult{}, err
@@ -226,7 +230,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 				return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 					fmt.Sprintf("overlap %s: buffer full (%d)", overlap, limit), "")
 			}
-			res, err := w.buffer(ctx, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap})
+			res, err := w.buffer(ctx, BufferedTick{Tick: tick, Trigger: trigger, Key: key, Input: input, Overlap: overlap}, waitFor)
 			if err == nil && overlap == domain.OverlapCancelOther {
 				w.stopRunning(ctx, false)
 			}
@@ -242,14 +246,14 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 // reason it waits, so that what is waiting is in PostgreSQL like every other tick (S2). A
 // tick recorded before with another outcome (a retried fire, a backfill of a tick that
 // ran) is that outcome, and does not wait.
-func (w *scheduleWorkflow) buffer(ctx workflow.Context, b BufferedTick) (TriggerResult, error) {
+func (w *scheduleWorkflow) buffer(ctx workflow.Context, b BufferedTick, waitFor int64) (TriggerResult, error) {
 	waiting := TriggerResult{Status: domain.RunBuffered, ScheduledAt: b.Tick}
 	// GetVersion only when a tick is buffered, so other histories carry no marker.
 	if workflow.GetVersion(ctx, bufferedRowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		w.carry.Buffer = append(w.carry.Buffer, b)
 		return waiting, nil // recorded before the change: the buffer lived in workflow state only
 	}
-	reason := fmt.Sprintf("overlap %s: waiting for run %d to end", b.Overlap, w.carry.Running[0].RunID)
+	reason := fmt.Sprintf("overlap %s: waiting for run %d to end", b.Overlap, waitFor)
 	res, err := w.record(ctx, b.Tick, b.Trigger, b.Key, domain.RunBuffered, reason, "")
 	if err != nil || res.Status != domain.RunBuffered {
 		return res, err
