@@ -144,7 +144,8 @@ func (a *DeviceActivities) GetSlotState(ctx context.Context, id int64) (SlotStat
 // IsFinalStatus reports whether a task_device status is final (for workflows).
 func IsFinalStatus(status domain.TaskDeviceStatus) bool { return domain.TDFinal(status) }
 
-// SlotRef names one numbered slot of a PC, checked as of a time.
+// SlotRef names one numbered slot of a PC, or with Slot 0 every slot of the PC (the PC's
+// timer), checked as of a time.
 type SlotRef struct {
 	PC   string
 	Slot int32
@@ -167,6 +168,9 @@ type SlotCheck struct {
 // decides the race with the agent's result — and returns the deadline of what is in
 // flight there now.
 func (a *DeviceActivities) CheckSlot(ctx context.Context, ref SlotRef) (SlotCheck, error) {
+	if ref.Slot == 0 {
+		return a.checkPC(ctx, ref)
+	}
 	res, err := a.Store.CheckSlot(ctx, ref.PC, ref.Slot, ref.AsOf)
 	if errors.Is(err, store.ErrNotFound) {
 		return SlotCheck{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pc %q is gone", ref.PC), ErrDeviceGone, err)
@@ -179,4 +183,17 @@ func (a *DeviceActivities) CheckSlot(ctx context.Context, ref SlotRef) (SlotChec
 		out.TimedOut, out.CheckTask = true, res.TimedOut.CheckTask
 	}
 	return out, nil
+}
+
+// checkPC is CheckSlot for slot 0, the PC's timer: it times out whatever is overdue on the
+// PC and returns the earliest deadline in flight there.
+func (a *DeviceActivities) checkPC(ctx context.Context, ref SlotRef) (SlotCheck, error) {
+	res, err := a.Store.CheckPCDeadlines(ctx, ref.PC, ref.AsOf)
+	if errors.Is(err, store.ErrNotFound) {
+		return SlotCheck{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pc %q is gone", ref.PC), ErrDeviceGone, err)
+	}
+	if err != nil {
+		return SlotCheck{}, err
+	}
+	return SlotCheck{Deadline: res.Deadline, TimedOut: res.TimedOut > 0, CheckTask: res.CheckTask}, nil
 }

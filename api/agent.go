@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -32,7 +31,7 @@ const maxClaim = 1000
 // maxClaimWait caps a claim's long-poll.
 const maxClaimWait = time.Minute
 
-// maxSlotSignals bounds the Temporal calls arming slot workflows across all claims.
+// maxSlotSignals bounds the Temporal calls arming PC timers across all claims.
 const maxSlotSignals = 64
 
 func (s *Server) agentClaim(c echo.Context) error {
@@ -71,45 +70,36 @@ func (s *Server) agentClaim(c echo.Context) error {
 	return c.JSON(http.StatusOK, page)
 }
 
-// armSlotsAfterAnswer tells the slots of attempts just sent their deadlines, after the
+// armSlotsAfterAnswer tells the PC's timer the deadlines of attempts just sent, after the
 // answer: agents never wait on Temporal.
 func (s *Server) armSlotsAfterAnswer(pc string, cmds []store.ClaimedCommand) {
 	if s.Starter != nil && len(cmds) > 0 {
-		s.afterAnswer(time.Minute, func(ctx context.Context) { s.armSlots(ctx, pc, cmds) })
+		s.afterAnswer(time.Minute, func(ctx context.Context) { s.armPC(ctx, pc, cmds) })
 	}
 }
 
-// armSlots tells the slots of the claimed attempts their deadlines, except those whose
-// workflow already wakes in time and those a newer attempt has replaced (see slotArms).
-func (s *Server) armSlots(ctx context.Context, pc string, cmds []store.ClaimedCommand) {
-	var wg sync.WaitGroup
-	now := time.Now()
-	for _, cmd := range cmds {
-		if cmd.TimeoutAt == nil {
-			continue
+// armPC asks the PC's timer (workflows.PCDeadlineWorkflowID) for a wake-up armLead before
+// the earliest deadline among the sent attempts, unless it already wakes in time (pcArms).
+func (s *Server) armPC(ctx context.Context, pc string, cmds []store.ClaimedCommand) {
+	var first *store.ClaimedCommand
+	for i, cmd := range cmds {
+		if cmd.TimeoutAt != nil && (first == nil || cmd.TimeoutAt.Before(*first.TimeoutAt)) {
+			first = &cmds[i]
 		}
-		var sentAt time.Time
-		if cmd.SentAt != nil {
-			sentAt = *cmd.SentAt
-		}
-		k, deadline := slotKey{pc: pc, slot: cmd.Slot}, cmd.TimeoutAt.UTC()
-		if !s.slotArms.needsSignal(k, sentAt, deadline, now) {
-			continue
-		}
-		s.slotArms.toldAt(k, deadline, now)
-		s.slotSignals <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-s.slotSignals }()
-			d := workflows.SlotDeadline{TaskDeviceID: cmd.ID, Attempt: cmd.Attempt, TimeoutAt: deadline}
-			if err := s.Starter.ArmSlot(ctx, pc, cmd.Slot, d); err != nil {
-				s.slotArms.forget(k, deadline)
-				s.Logf("devices: %v", err)
-			}
-		}()
 	}
-	wg.Wait()
+	now := time.Now()
+	if first == nil || !s.pcArms.needsSignal(pc, first.TimeoutAt.UTC(), now) {
+		return
+	}
+	wake := first.TimeoutAt.UTC().Add(-armLead)
+	s.pcArms.toldAt(pc, wake, now)
+	s.slotSignals <- struct{}{}
+	defer func() { <-s.slotSignals }()
+	d := workflows.SlotDeadline{TaskDeviceID: first.ID, Attempt: first.Attempt, TimeoutAt: wake}
+	if err := s.Starter.ArmSlot(ctx, pc, 0, d); err != nil {
+		s.pcArms.forget(pc, wake)
+		s.Logf("devices: %v", err)
+	}
 }
 
 // AckRequest is the optional body of POST /agent/task-devices/{id}/ack.

@@ -37,12 +37,12 @@ type Server struct {
 	// carries over; nil gets a fresh one.
 	Readiness *readiness.Tracker
 
-	// slotSignals bounds the Temporal calls arming slot workflows across all claims.
+	// slotSignals bounds the Temporal calls arming PC timers across all claims.
 	slotSignals chan struct{}
 	// results group-commits agents' successes.
 	results *store.ResultBatcher
-	// slotArms remembers the deadlines this process told each slot's timer.
-	slotArms slotArms
+	// pcArms remembers the wake-ups this process told each PC's timer.
+	pcArms pcArms
 	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).
 	afterAnswers sync.WaitGroup
 }

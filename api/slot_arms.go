@@ -5,81 +5,64 @@ import (
 	"time"
 )
 
-// armMargin is how far ahead a deadline a slot was told must still be for a claim to rely
-// on it instead of signalling: room for the time from this check to the claim's commit
+// armMargin is how far ahead a wake-up a PC's timer was told must still be for a claim to
+// rely on it instead of signalling: room for the time from this check to the claim's commit
 // being seen (already committed here) and for clock skew between this process and the
 // Temporal server's timers.
 const armMargin = 2 * time.Second
 
-// slotKey names one numbered slot.
-type slotKey struct {
-	pc   string
-	slot int32
-}
+// armLead is how long before an attempt's deadline the wake-up told to its PC's timer is.
+// The timer wakes there, finds the attempts in flight and sleeps until the earliest
+// deadline among them, so a timeout still fires on its deadline; and claims told
+// concurrently, out of order, whose deadlines lie within armLead before the told wake-up's
+// deadline need no signal of their own.
+const armLead = time.Second
 
-// slotArms remembers, per numbered slot, the latest deadline this process told the slot's
-// workflow (or is telling it: a signal in flight counts, so claims of a slot arriving while
+// pcArms remembers, per PC, the earliest wake-up this process told the PC's timer that is
+// still ahead (or is telling it: a signal in flight counts, so claims arriving while
 // Temporal is slow do not each signal; a signal that fails is forgotten, and the claims
 // that relied on it fall to the dispatcher's overdue sweep, as after an API crash). The
-// workflow wakes at every deadline it was told, and when it wakes it reads the slot in SQL
-// and sleeps until the deadline in flight there. So a claim whose deadline is not earlier
-// than a told one still ahead needs no signal: the workflow wakes by then, after the claim
-// committed, and finds it. Another process's signals only add wake-ups, so several API
-// processes stay correct; a restarted one has forgotten and signals again.
+// timer wakes at every wake-up it was told and then sleeps until the earliest deadline in
+// flight on the PC, read in SQL. So a claim whose deadline is not before a told wake-up
+// still ahead needs no signal: the timer wakes by then, after the claim committed, and
+// finds it. Another process's signals only add wake-ups, so several API processes stay
+// correct; a restarted one has forgotten and signals again.
 //
-// It also remembers the newest attempt sent in each slot. Claims are told after their
-// answers, concurrently, so an older claim of a slot can be looked at after a newer one. A
-// slot holds one attempt at a time: once a later attempt was sent in it, the older one has
-// left it (a result, a timeout or a cancel), and its deadline needs no timer.
-type slotArms struct {
-	mu    sync.Mutex
-	slots map[slotKey]slotArm
+// One PC's claims for a timeout's length thus cost one signal, and an execution costs no
+// Temporal call of its own.
+type pcArms struct {
+	mu  sync.Mutex
+	pcs map[string]time.Time
 }
 
-type slotArm struct {
-	told   time.Time // the latest deadline told; zero when none or when telling it failed
-	newest time.Time // sent_at of the newest attempt sent in the slot that a claim here saw
-}
-
-// needsSignal reports whether a claim in slot k of the attempt sent at sentAt with
-// deadline d must tell the slot's workflow (now: this process's clock after the claim
-// committed). It also records sentAt as the slot's newest attempt when it is.
-func (a *slotArms) needsSignal(k slotKey, sentAt, d, now time.Time) bool {
+// needsSignal reports whether a claim on pc of an attempt with deadline d must tell the
+// PC's timer (now: this process's clock after the claim committed).
+func (a *pcArms) needsSignal(pc string, d, now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.slots == nil {
-		a.slots = map[slotKey]slotArm{}
-	}
-	arm := a.slots[k]
-	if sentAt.Before(arm.newest) {
-		return false // a later attempt was sent in the slot: this one has left it
-	}
-	arm.newest = sentAt
-	a.slots[k] = arm
-	return arm.told.IsZero() || !arm.told.After(now.Add(armMargin)) || arm.told.After(d)
+	told := a.pcs[pc]
+	return told.IsZero() || !told.After(now.Add(armMargin)) || told.After(d)
 }
 
-// toldAt records that slot k's workflow was told deadline d (now: this process's clock).
-func (a *slotArms) toldAt(k slotKey, d, now time.Time) {
+// toldAt records that pc's timer was told wake-up w (now: this process's clock): it is
+// kept while it is the earliest one still ahead.
+func (a *pcArms) toldAt(pc string, w, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.slots == nil {
-		a.slots = map[slotKey]slotArm{}
+	if a.pcs == nil {
+		a.pcs = map[string]time.Time{}
 	}
-	arm := a.slots[k]
-	if arm.told.IsZero() || d.After(arm.told) || !arm.told.After(now) {
-		arm.told = d
-		a.slots[k] = arm
+	told := a.pcs[pc]
+	if told.IsZero() || w.Before(told) || !told.After(now) {
+		a.pcs[pc] = w
 	}
 }
 
-// forget drops what toldAt recorded for slot k if it is still deadline d: telling the slot
-// failed.
-func (a *slotArms) forget(k slotKey, d time.Time) {
+// forget drops what toldAt recorded for pc if it is still wake-up w: telling it failed.
+func (a *pcArms) forget(pc string, w time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if arm, ok := a.slots[k]; ok && arm.told.Equal(d) {
-		arm.told = time.Time{}
-		a.slots[k] = arm
+	if told, ok := a.pcs[pc]; ok && told.Equal(w) {
+		delete(a.pcs, pc)
 	}
 }

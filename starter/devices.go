@@ -72,10 +72,17 @@ func (s *Starter) ArmSlot(ctx context.Context, pc string, n int32, d workflows.S
 		TaskQueue:             s.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KindKey.ValueSet(workflows.KindDeviceSlot), workflows.PCKey.ValueSet(pc)),
-		StaticSummary:         fmt.Sprintf("the deadline timer of slot %d of PC %s", n, pc),
+		StaticSummary:         slotTimerSummary(pc, n),
 	}, workflows.SlotDeadlineWorkflow, workflows.SlotDeadlineInput{PC: pc, Slot: n, DispatcherID: s.DispatcherID()})
 	if err != nil {
 		return fmt.Errorf("signal slot workflow %s: %w", id, err)
 	}
 	return nil
+}
+
+func slotTimerSummary(pc string, n int32) string {
+	if n == 0 {
+		return fmt.Sprintf("the deadline timer of PC %s (every slot)", pc)
+	}
+	return fmt.Sprintf("the deadline timer of slot %d of PC %s", n, pc)
 }

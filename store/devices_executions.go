@@ -346,6 +346,45 @@ type SlotCheck struct {
 	TimedOut *Outcome
 }
 
+// PCDeadlineCheck is what a PC timer's wake-up found and did.
+type PCDeadlineCheck struct {
+	// Deadline is the earliest deadline in flight on the PC afterwards, if any.
+	Deadline *time.Time
+	// TimedOut counts the attempts this check timed out; CheckTask is set when one of them
+	// may have ended the task's work (see Outcome).
+	TimedOut  int
+	CheckTask bool
+}
+
+// CheckPCDeadlines is a PC timer's wake-up (the slot timer workflow armed for slot 0: every
+// slot of the PC): it times out every attempt in flight on pcName whose deadline is not
+// after asOf (TimeoutAttempt: a result racing it has exactly one winner), and reports the
+// earliest deadline in flight there afterwards, which the timer sleeps until. asOf is the
+// timer workflow's clock, as for CheckSlot. ErrNotFound: the PC is gone.
+func (s *Store) CheckPCDeadlines(ctx context.Context, pcName string, asOf time.Time) (PCDeadlineCheck, error) {
+	var res PCDeadlineCheck
+	overdue, err := s.Q.OverdueOnPC(ctx, dbgen.OverdueOnPCParams{PcName: pcName, AsOf: asOf})
+	if err != nil {
+		return res, fmt.Errorf("overdue attempts on pc %q: %w", pcName, mapErr(err))
+	}
+	for _, o := range overdue {
+		out, err := s.TimeoutAttempt(ctx, o.ID, o.Attempt)
+		if err != nil {
+			return res, err
+		}
+		if !out.Stale {
+			res.TimedOut++
+			res.CheckTask = res.CheckTask || out.CheckTask
+		}
+	}
+	next, err := s.Q.EarliestDeadlineOnPC(ctx, pcName)
+	if err != nil {
+		return res, fmt.Errorf("deadlines on pc %q: %w", pcName, mapErr(err))
+	}
+	res.Deadline = next.Deadline
+	return res, nil
+}
+
 // CheckSlot is a slot timer's wake-up: it times out the attempt in flight in slot n of
 // pcName if its deadline is not after asOf (TimeoutAttempt: a result racing it has exactly
 // one winner), and reports the deadline of whatever is in flight there afterwards — a

@@ -15,10 +15,17 @@ import (
 const SignalSlotDeadline = "deadline"
 
 // SlotDeadlineWorkflowID is the id of the workflow holding the durable timer of numbered
-// slot n of a PC.
+// slot n of a PC; slot 0 is the PC's timer, which watches every slot of the PC
+// (PCDeadlineWorkflowID).
 func SlotDeadlineWorkflowID(scope, pc string, n int32) string {
 	return fmt.Sprintf("%sslot/%s/%d", scope, pc, n)
 }
+
+// PCDeadlineWorkflowID is the id of a PC's timer: SlotDeadlineWorkflow for slot 0, which
+// sleeps until the earliest deadline in flight on any slot of the PC. The API tells it the
+// deadlines of the attempts it sends; the per-slot timers (slots 1..capacity) are no longer
+// armed, and those still running finish the deadlines they were told.
+func PCDeadlineWorkflowID(scope, pc string) string { return SlotDeadlineWorkflowID(scope, pc, 0) }
 
 // SlotDeadline is the payload of SignalSlotDeadline.
 type SlotDeadline struct {
@@ -29,7 +36,8 @@ type SlotDeadline struct {
 
 // SlotDeadlineInput starts (or continues) a slot's workflow.
 type SlotDeadlineInput struct {
-	PC   string
+	PC string
+	// Slot is the numbered slot watched, or 0 for every slot of the PC (the PC's timer).
 	Slot int32
 	// DispatcherID is the dispatcher to nudge when a timeout may have finished the task.
 	DispatcherID string
@@ -44,17 +52,18 @@ type SlotDeadlineInput struct {
 // slotIterations bounds one run's history before it continues as new.
 const slotIterations = 200
 
-// SlotDeadlineWorkflow is the durable timer of one numbered slot of a PC (D3): it sleeps
-// until the deadline of the attempt in flight in the slot, and then times it out if the
-// agent's result has not been recorded meanwhile (CheckSlot: SQL decides that race, so a
-// result needs no signal). When it wakes it reads the slot again and sleeps until the
-// deadline of whatever is in flight there now — a retry, or the slot's next execution.
+// SlotDeadlineWorkflow is the durable timer of one numbered slot of a PC or, for slot 0,
+// of every slot of the PC (the PC's timer, which the API arms; docs/devices.md) (D3): it
+// sleeps until the deadline of the attempt in flight (the earliest one on the PC), and then
+// times it out if the agent's result has not been recorded meanwhile (CheckSlot: SQL decides
+// that race, so a result needs no signal). When it wakes it reads SQL again and sleeps until
+// the deadline of whatever is in flight now — a retry, or the next execution.
 //
-// The API signals a deadline when it claims an attempt, unless it already told this slot
-// of a deadline that is still ahead and not later than the new one: the workflow wakes at
-// every deadline it was told, so by then at the latest it finds the new attempt in SQL and
-// sleeps until that attempt's deadline. One signal per slot thus covers a run of
-// executions, and an execution costs no Temporal call of its own.
+// The API signals a wake-up when it claims attempts, unless it already told this timer of
+// one that is still ahead and not later than the new deadline: the workflow wakes at every
+// wake-up it was told, so by then at the latest it finds the new attempts in SQL and sleeps
+// until their deadlines. One signal thus covers a run of executions, and an execution costs
+// no Temporal call of its own.
 func SlotDeadlineWorkflow(ctx workflow.Context, in SlotDeadlineInput) error {
 	if in.IdlePoll <= 0 {
 		in.IdlePoll = time.Hour

@@ -176,6 +176,29 @@ func (q *Queries) CountActiveOfTaskOnPC(ctx context.Context, arg CountActiveOfTa
 	return column_1, err
 }
 
+const earliestDeadlineOnPC = `-- name: EarliestDeadlineOnPC :one
+SELECT p.id, d.timeout_at AS deadline
+FROM pcs p LEFT JOIN LATERAL (
+    SELECT td.timeout_at FROM task_devices td
+    WHERE td.pc_id = p.id AND td.holds_slot AND td.status IN ('SENT', 'ACKED')
+    ORDER BY td.timeout_at LIMIT 1) d ON true
+WHERE p.name = $1
+`
+
+type EarliestDeadlineOnPCRow struct {
+	ID       int64
+	Deadline *time.Time
+}
+
+// The earliest deadline in flight on a PC, for its timer (null: nothing in flight; no row:
+// no such PC).
+func (q *Queries) EarliestDeadlineOnPC(ctx context.Context, pcName string) (EarliestDeadlineOnPCRow, error) {
+	row := q.db.QueryRow(ctx, earliestDeadlineOnPC, pcName)
+	var i EarliestDeadlineOnPCRow
+	err := row.Scan(&i.ID, &i.Deadline)
+	return i, err
+}
+
 const failFinalTaskDevice = `-- name: FailFinalTaskDevice :exec
 UPDATE task_devices SET status = 'FAILED_FINAL', completed_at = clock_timestamp(), error = $1 WHERE id = $2
 `
@@ -449,6 +472,46 @@ func (q *Queries) OverdueInFlight(ctx context.Context, before time.Time) ([]Over
 	var items []OverdueInFlightRow
 	for rows.Next() {
 		var i OverdueInFlightRow
+		if err := rows.Scan(&i.ID, &i.Attempt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const overdueOnPC = `-- name: OverdueOnPC :many
+SELECT td.id, td.attempt
+FROM task_devices td JOIN pcs p ON p.id = td.pc_id
+WHERE p.name = $1 AND td.holds_slot AND td.status IN ('SENT', 'ACKED')
+  AND td.timeout_at <= $2::timestamptz
+ORDER BY td.timeout_at, td.id
+`
+
+type OverdueOnPCParams struct {
+	PcName string
+	AsOf   time.Time
+}
+
+type OverdueOnPCRow struct {
+	ID      int64
+	Attempt int32
+}
+
+// A PC's timer (docs/devices.md, "How it runs on Temporal"): the attempts in flight on the
+// PC whose deadline is not after as_of, to time out, earliest first.
+func (q *Queries) OverdueOnPC(ctx context.Context, arg OverdueOnPCParams) ([]OverdueOnPCRow, error) {
+	rows, err := q.db.Query(ctx, overdueOnPC, arg.PcName, arg.AsOf)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OverdueOnPCRow
+	for rows.Next() {
+		var i OverdueOnPCRow
 		if err := rows.Scan(&i.ID, &i.Attempt); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,81 @@
+package workflows_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/testing/testenv"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
+)
+
+// A PC's timer (the slot timer of slot 0) watches every slot of its PC: told one wake-up —
+// a second before the first attempt's deadline, as the API tells it — it times out each
+// attempt in flight on the PC at its own deadline, including one sent later in another
+// slot that it was never told of, with the real activities on a real PostgreSQL.
+func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
+	ctx := context.Background()
+	st := testenv.Store(t)
+	acts := &activities.DeviceActivities{Store: st, Settings: store.DeviceSettings{MaxAttempts: 1, DeviceTimeout: 20 * time.Minute}}
+	_, err := st.CreatePC(ctx, "pc1", 2)
+	require.NoError(t, err)
+	for _, d := range []string{"pc1-d0", "pc1-d1"} {
+		_, _, err = st.CreateDevice(ctx, "pc1", d)
+		require.NoError(t, err)
+	}
+	_, err = st.CreateDevTask(ctx, store.NewDevTask{})
+	require.NoError(t, err)
+	_, err = acts.Advance(ctx)
+	require.NoError(t, err)
+	first, err := st.Claim(ctx, "pc1", 1)
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	second, err := st.Claim(ctx, "pc1", 1)
+	require.NoError(t, err)
+	require.Len(t, second, 1)
+	require.NotEqual(t, first[0].Slot, second[0].Slot)
+	sentAt := first[0].SentAt.UTC()
+	d1, d2 := first[0].TimeoutAt.UTC(), second[0].TimeoutAt.UTC()
+	require.True(t, d2.After(d1))
+
+	var ts testsuite.WorkflowTestSuite
+	ts.SetLogger(testLogger())
+	env := ts.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	env.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
+	env.RegisterActivity(acts)
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, workflows.SignalDispatcherCheck, mock.Anything).Return(nil).Maybe()
+	watch := watchActivities(env)
+	env.SetStartTime(sentAt)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{
+			TaskDeviceID: first[0].ID, Attempt: first[0].Attempt, TimeoutAt: d1.Add(-time.Second),
+		})
+	}, time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Minute)
+	env.ExecuteWorkflow(workflows.SlotDeadlineWorkflow, workflows.SlotDeadlineInput{
+		PC: "pc1", Slot: 0, DispatcherID: "d", IdlePoll: 24 * time.Hour,
+	})
+	require.True(t, env.IsWorkflowCompleted())
+
+	checks := watch.startsOf("CheckSlot")
+	require.GreaterOrEqual(t, len(checks), 3, "woke at the told wake-up, then at each deadline")
+	require.Equal(t, d1.Add(-time.Second), checks[0], "the told wake-up")
+	require.Equal(t, d1, checks[1], "the first attempt's deadline, found in SQL")
+	require.Equal(t, d2, checks[2], "the second attempt's deadline, never told")
+	for _, c := range []store.ClaimedCommand{first[0], second[0]} {
+		td, err := st.GetTaskDevice(ctx, c.ID)
+		require.NoError(t, err)
+		require.Equal(t, domain.TDFailedFinal, td.Status, "task_device %d", c.ID)
+		evs, err := st.TaskDeviceEvents(ctx, c.ID)
+		require.NoError(t, err)
+		require.Equal(t, domain.EvTimeout, evs[2].Type)
+	}
+}
