@@ -183,13 +183,12 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 		require.Equal(t, w.status, td.Status, td.Device)
 		require.Equal(t, w.attempt, td.Attempt, td.Device)
 	}
-	// The two numbered slots' timers: between them they watched every attempt, and one
-	// timed out dev-timeout's first attempt. They run on, so they are taken once idle.
-	for _, n := range []int32{1, 2} {
-		id := workflows.SlotDeadlineWorkflowID(scope, "rack-1", n)
-		rec.waitIdle(id)
-		rec.write(id, "SlotDeadlineWorkflow", fmt.Sprintf("slot_deadline_%d", n))
-	}
+	// The PC's timer: it watched every attempt on rack-1 and timed out dev-timeout's first
+	// attempt. It runs on, so it is taken once idle. (slot_deadline_1/2.json are per-slot
+	// timers recorded before the PC's timer replaced them; they still replay.)
+	timerID := workflows.PCDeadlineWorkflowID(scope, "rack-1")
+	rec.waitIdle(timerID)
+	rec.write(timerID, "SlotDeadlineWorkflow", "pc_deadline")
 	pcID := workflows.PCWorkflowID(scope, "rack-1")
 	rec.waitIdle(pcID)
 	rec.write(pcID, "PCWorkflow", "pc_refill")
