@@ -192,9 +192,7 @@ func (p *Postgres) Start(ctx context.Context) error {
 		return nil
 	}
 	if p.FindFreePort {
-		for i := 0; i < 50 && portOpen(p.Port); i++ {
-			p.Port++
-		}
+		p.moveToAFreePort()
 	}
 	if portOpen(p.Port) {
 		return fmt.Errorf("postgres: port %d is taken by another process", p.Port)
@@ -226,9 +224,24 @@ func (p *Postgres) Start(ctx context.Context) error {
 	if p.CrashSafe {
 		syncCommit = "on"
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300 "+
+	opts := fmt.Sprintf("-k %s -c listen_addresses=127.0.0.1 -c max_connections=300 "+
 		"-c fsync=off -c synchronous_commit=%s -c full_page_writes=off -c shared_buffers=256MB",
-		p.Port, p.DataDir, syncCommit)
+		p.DataDir, syncCommit)
+	for attempt := 1; ; attempt++ {
+		err := p.startServer(ctx, opts)
+		// The ports tickgate uses lie in Linux's ephemeral range, so an outgoing connection
+		// can hold one between the check above and the server's bind: take the next one.
+		if err == nil || !p.FindFreePort || attempt == 5 || !strings.Contains(err.Error(), "could not bind") {
+			return err
+		}
+		p.Port++
+		p.moveToAFreePort()
+	}
+}
+
+// startServer runs the cluster on p.Port with the server options opts.
+func (p *Postgres) startServer(ctx context.Context, opts string) error {
+	opts = fmt.Sprintf("-p %d %s", p.Port, opts)
 	logFile := filepath.Join(p.DataDir, "server.log")
 	p.logf("postgres: starting on 127.0.0.1:%d (log %s)", p.Port, logFile)
 	out, err := p.run(ctx, filepath.Join(p.BinDir, "pg_ctl"), "-D", p.DataDir, "-l", logFile, "-o", opts, "-w", "-t", "60", "start")
@@ -237,6 +250,24 @@ func (p *Postgres) Start(ctx context.Context) error {
 		return fmt.Errorf("postgres: pg_ctl start: %w\n%s\n%s", err, tail(out), tail(logTail))
 	}
 	return nil
+}
+
+// moveToAFreePort moves p.Port up to the first port nothing listens on and nothing holds.
+func (p *Postgres) moveToAFreePort() {
+	for i := 0; i < 50 && !portFree(p.Port); i++ {
+		p.Port++
+	}
+}
+
+// portFree reports whether a listener could bind 127.0.0.1:port now: no server listens there
+// and no connection holds it as its local port.
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
 }
 
 // Stop shuts the cluster down quickly; data stays for the next Start.

@@ -2,6 +2,7 @@ package devstack_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,4 +70,39 @@ func startQueryStop(t *testing.T, pg *devstack.Postgres) {
 	require.NoError(t, conn.Close(ctx))
 	require.NoError(t, pg.Stop())
 	require.False(t, pg.Running(), "the cluster stopped")
+}
+
+// The ports the project's clusters use lie in Linux's ephemeral range, so an outgoing
+// connection may hold one as its local port: nothing listens there, yet the server cannot
+// bind it. A cluster asked for such a port with FindFreePort takes the next free one (it
+// once failed with "could not bind … Address already in use" in `make test`).
+func TestClusterSkipsAPortAConnectionHoldsAsItsLocalPort(t *testing.T) {
+	bin, err := devstack.FindPostgresBinDir(true)
+	require.NoError(t, err)
+	server, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer server.Close()
+	go func() {
+		for {
+			c, err := server.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	held := probe.Addr().(*net.TCPAddr).Port
+	require.NoError(t, probe.Close())
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: held}}
+	conn, err := d.Dial("tcp", server.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+
+	dataDir := filepath.Join(t.TempDir(), "pg")
+	pg := &devstack.Postgres{BinDir: bin, DataDir: dataDir, Port: held, FindFreePort: true}
+	t.Cleanup(func() { _ = pg.Stop(); _ = devstack.RemoveClusterDir(dataDir) })
+	startQueryStop(t, pg)
+	require.NotEqual(t, held, pg.Port, "the held port was skipped")
 }
