@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/domain"
@@ -45,14 +43,7 @@ func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
 	d1, d2 := first[0].TimeoutAt.UTC(), second[0].TimeoutAt.UTC()
 	require.True(t, d2.After(d1))
 
-	var ts testsuite.WorkflowTestSuite
-	ts.SetLogger(testLogger())
-	env := ts.NewTestWorkflowEnvironment()
-	env.SetTestTimeout(time.Minute)
-	env.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
-	env.RegisterActivity(acts)
-	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, workflows.SignalDispatcherCheck, mock.Anything).Return(nil).Maybe()
-	watch := watchActivities(env)
+	env, watch := slotTimerEnv(acts)
 	env.SetStartTime(sentAt)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{

@@ -42,6 +42,19 @@ type timeWatch struct {
 	at  map[string][]time.Time
 }
 
+// slotTimerEnv is a time-skipping environment running SlotDeadlineWorkflow on the real
+// device activities acts, with the dispatcher's nudge accepted and activity starts watched.
+func slotTimerEnv(acts *activities.DeviceActivities) (*testsuite.TestWorkflowEnvironment, *timeWatch) {
+	var ts testsuite.WorkflowTestSuite
+	ts.SetLogger(testLogger())
+	env := ts.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	env.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
+	env.RegisterActivity(acts)
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, workflows.SignalDispatcherCheck, mock.Anything).Return(nil).Maybe()
+	return env, watchActivities(env)
+}
+
 func watchActivities(env *testsuite.TestWorkflowEnvironment) *timeWatch {
 	w := &timeWatch{env: env, at: map[string][]time.Time{}}
 	record := func(name string) {
@@ -98,14 +111,7 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	require.NotNil(t, cmd.TimeoutAt)
 	sentAt := cmd.SentAt.UTC()
 
-	var ts testsuite.WorkflowTestSuite
-	ts.SetLogger(testLogger())
-	env := ts.NewTestWorkflowEnvironment()
-	env.SetTestTimeout(time.Minute)
-	env.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
-	env.RegisterActivity(acts)
-	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, workflows.SignalDispatcherCheck, mock.Anything).Return(nil).Maybe()
-	watch := watchActivities(env)
+	env, watch := slotTimerEnv(acts)
 	// The slot's workflow is already waiting 7 minutes before the send (a deadline counted
 	// from the workflow's start would show as 13 minutes after SENT); the deadline arrives
 	// when the workflow clock reaches the database's SENT.
