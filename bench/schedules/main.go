@@ -134,11 +134,7 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer tc.Close()
-	runs, err := openRuns(ctx, st)
-	if err != nil {
-		return "", err
-	}
-	e := &env{stack: stack, st: st, runs: runs, tc: tc, cfg: cfg}
+	e := &env{stack: stack, st: st, runs: runsTable{st: st}, tc: tc, cfg: cfg}
 	for i := 0; i < *flagWorkers; i++ {
 		w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
 		if err != nil {

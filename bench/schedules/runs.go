@@ -9,27 +9,15 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// runsTable counts schedule_runs rows. live keeps the rows that are a tick's fate: where the
-// schema records retractions (retracted_at, migration 00014), a retracted armed fire leaves
-// its record beside the run the tick gets in the end, and that record is neither a run of
-// the tick nor a duplicate of it.
+// runsTable counts schedule_runs rows that are a tick's fate: a retracted armed fire
+// (retracted_at, migration 00014) leaves its record beside the run the tick gets in the
+// end, and that record is neither a run of the tick nor a duplicate of it.
 type runsTable struct {
-	st   *store.Store
-	live string
+	st *store.Store
 }
 
-func openRuns(ctx context.Context, st *store.Store) (runsTable, error) {
-	var retractions bool
-	err := st.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'schedule_runs' AND column_name = 'retracted_at')`).Scan(&retractions)
-	if err != nil {
-		return runsTable{}, fmt.Errorf("read schema: %w", err)
-	}
-	if retractions {
-		return runsTable{st: st, live: "retracted_at IS NULL"}, nil
-	}
-	return runsTable{st: st, live: "true"}, nil
-}
+// live is the condition on the rows that are a tick's fate.
+const live = "retracted_at IS NULL"
 
 // recorded counts the runs of tick recorded for the schedules ids, whatever their status
 // (armed fires not yet released are not recorded yet).
@@ -45,7 +33,7 @@ func (r runsTable) final(ctx context.Context, ids []int64, tick time.Time) (int,
 func (r runsTable) count(ctx context.Context, cond string, ids []int64, tick time.Time) (int, error) {
 	var n int
 	err := r.st.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = ANY($1) AND scheduled_at = $2 AND `+
-		cond+` AND `+r.live, ids, tick).Scan(&n)
+		cond+` AND `+live, ids, tick).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count runs of %s: %w", tick, err)
 	}
@@ -55,7 +43,7 @@ func (r runsTable) count(ctx context.Context, cond string, ids []int64, tick tim
 // statuses counts the runs of ticks recorded for the schedules ids by status.
 func (r runsTable) statuses(ctx context.Context, ids []int64, ticks []time.Time) (map[domain.RunStatus]int, error) {
 	rows, err := r.st.Pool.Query(ctx, `SELECT status, count(*) FROM schedule_runs
-		WHERE schedule_id = ANY($1) AND scheduled_at = ANY($2) AND `+r.live+` GROUP BY status`, ids, ticks)
+		WHERE schedule_id = ANY($1) AND scheduled_at = ANY($2) AND `+live+` GROUP BY status`, ids, ticks)
 	if err != nil {
 		return nil, fmt.Errorf("count runs by status: %w", err)
 	}
@@ -77,7 +65,7 @@ func (r runsTable) statuses(ctx context.Context, ids []int64, ticks []time.Time)
 func (r runsTable) duplicates(ctx context.Context) (runs, events int64, err error) {
 	err = r.st.Pool.QueryRow(ctx, `SELECT
 		(SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM schedule_runs
-			WHERE trigger IN ('scheduled', 'catchup') AND `+r.live+` GROUP BY schedule_id, scheduled_at HAVING count(*) > 1) d),
+			WHERE trigger IN ('scheduled', 'catchup') AND `+live+` GROUP BY schedule_id, scheduled_at HAVING count(*) > 1) d),
 		(SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM event_store
 			WHERE schedule_run_id IS NOT NULL GROUP BY schedule_run_id HAVING count(*) > 1) d)`).Scan(&runs, &events)
 	if err != nil {
