@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/workflows"
 )
 
 // jsonFields lists a struct's JSON field names (embedded structs flattened).
@@ -43,10 +44,10 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 	for schema, v := range map[string]any{
 		"CreateScheduleRequest":  api.CreateScheduleRequest{},
 		"UpdateScheduleRequest":  api.UpdateScheduleRequest{},
-		"PauseRequest":           api.PauseScheduleRequest{},
+		"PauseRequest":           workflows.PauseRequest{},
 		"TriggerRequest":         api.TriggerScheduleRequest{},
-		"RescheduleRequest":      api.RescheduleRequest{},
-		"BackfillRequest":        api.BackfillRequest{},
+		"RescheduleRequest":      workflows.RescheduleRequest{},
+		"BackfillRequest":        workflows.BackfillRequest{},
 		"Spec":                   schedulespec.Spec{},
 		"Action":                 api.ScheduleAction{},
 		"Policies":               api.SchedulePolicies{},

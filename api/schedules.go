@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
@@ -83,9 +82,24 @@ type ScheduleView struct {
 	RunningRuns   []RunView        `json:"running_runs,omitempty"`
 	Counters      *ScheduleCounter `json:"counters,omitempty"`
 	// Waiting: counts in a list, with the ticks and ranges on GET /schedules/{name}.
-	Waiting    *ScheduleWaiting `json:"waiting,omitempty"`
-	WorkflowID string           `json:"workflow_id"`
+	Waiting *ScheduleWaiting `json:"waiting,omitempty"`
+	// RefusedCommands: the newest command signals it refused, on GET /schedules/{name}.
+	RefusedCommands []RefusedCommandView `json:"refused_commands,omitempty"`
+	WorkflowID      string               `json:"workflow_id"`
 }
+
+// RefusedCommandView is a command signal the schedule refused for bad input.
+type RefusedCommandView struct {
+	Command   string    `json:"command"`
+	Door      string    `json:"door"`
+	Field     string    `json:"field"`
+	Reason    string    `json:"reason"`
+	Payload   string    `json:"payload"`
+	RefusedAt time.Time `json:"refused_at"`
+}
+
+// maxRefusalsShown is how many refused commands a schedule's view lists.
+const maxRefusalsShown = 10
 
 // ScheduleWaiting is what a schedule has still to run: ticks buffered under its overlap
 // policy and backfill ticks not yet fired.
@@ -390,6 +404,16 @@ func (s *Server) getSchedule(c echo.Context) error {
 		waiting.Backfills = []store.PendingBackfill{}
 	}
 	v.Waiting = &waiting
+	refused, err := s.Store.ScheduleRefusals(ctx, row.ID, maxRefusalsShown)
+	if err != nil {
+		return err
+	}
+	v.RefusedCommands = []RefusedCommandView{}
+	for _, r := range refused {
+		v.RefusedCommands = append(v.RefusedCommands, RefusedCommandView{
+			Command: r.Command, Door: r.Door, Field: r.Field, Reason: r.Reason, Payload: r.Payload, RefusedAt: r.RefusedAt.UTC(),
+		})
+	}
 	return c.JSON(http.StatusOK, v)
 }
 
@@ -455,25 +479,58 @@ func (s *Server) scheduleCommandError(name string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return NewProblem(http.StatusServiceUnavailable, "", "the workflow of schedule %q did not answer in time (is a worker running?)", name)
 	}
-	// The API checks a command before sending it, but the workflow has the last word: a
-	// schedule paused or resumed in between is a conflict, anything else the caller's input.
-	var refused *temporal.ApplicationError
-	if errors.As(err, &refused) && refused.Type() == workflows.ErrBadCommand {
-		var field string
-		if refused.HasDetails() {
-			_ = refused.Details(&field)
-		}
-		if field == "paused" {
-			return Conflict(field, "%s", refused.Message())
-		}
-		return BadRequest(field, "%s", refused.Message())
+	// The API judges a command by the same rules before sending it, but the workflow has
+	// the last word (its clock, and a state that may have changed in between).
+	if r := workflows.RefusalOf(err); r != nil {
+		return refusalProblem(r)
 	}
 	return err
 }
 
-// PauseScheduleRequest is the body of POST /schedules/{name}/pause.
-type PauseScheduleRequest struct {
-	Note string `json:"note"`
+// decodeCommand reads a schedule command's body by the rules every door shares
+// (workflows.DecodeCommand), so a body a signal would refuse is refused here in the same words.
+func decodeCommand(c echo.Context, command string, dst any, allowEmpty bool) error {
+	body, err := ReadBody(c, allowEmpty)
+	if err != nil {
+		return err
+	}
+	if r := workflows.DecodeCommand(command, body, dst); r != nil {
+		return refusalProblem(r)
+	}
+	return nil
+}
+
+// refusalProblem answers a command the rules refused (schedule_commands.go in workflows):
+// the same field and words at every door, with the status of its kind.
+func refusalProblem(r *workflows.Refusal) *Problem {
+	status := http.StatusBadRequest
+	switch r.Kind {
+	case workflows.ErrCommandConflict:
+		status = http.StatusConflict
+	case workflows.ErrBackfillEmpty:
+		status = http.StatusUnprocessableEntity
+	}
+	return NewProblem(status, r.Field, "%s", r.Reason)
+}
+
+// commandTarget is what the command rules read of a schedule's row.
+func commandTarget(row store.Schedule) (workflows.CommandTarget, error) {
+	t := workflows.CommandTarget{Paused: row.Paused, CreatedAt: row.CreatedAt.UTC()}
+	var act ScheduleAction
+	if err := json.Unmarshal(row.Action, &act); err != nil {
+		return t, fmt.Errorf("decode action of schedule %q: %w", row.Name, err)
+	}
+	t.Action = act.Kind
+	var spec schedulespec.Spec
+	if err := json.Unmarshal(row.Spec, &spec); err != nil {
+		return t, fmt.Errorf("decode spec of schedule %q: %w", row.Name, err)
+	}
+	compiled, err := schedulespec.Normalize(spec, t.CreatedAt)
+	if err != nil {
+		return t, fmt.Errorf("stored spec of schedule %q: %w", row.Name, err)
+	}
+	t.Spec = compiled
+	return t, nil
 }
 
 func (s *Server) pauseSchedule(c echo.Context) error {
@@ -481,12 +538,12 @@ func (s *Server) pauseSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req PauseScheduleRequest
-	if err := Decode(c, &req, true); err != nil {
+	var req workflows.PauseRequest
+	if err := decodeCommand(c, workflows.SchedulePause, &req, true); err != nil {
 		return err
 	}
-	if len(req.Note) > 1000 {
-		return BadRequest("note", "at most 1000 characters")
+	if r := workflows.CheckPause(req); r != nil {
+		return refusalProblem(r)
 	}
 	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.Name, req.Note); err != nil {
 		return s.scheduleCommandError(row.Name, err)
@@ -617,40 +674,23 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	return c.JSON(http.StatusOK, scheduleView(updated))
 }
 
-// RescheduleRequest is the body of POST /schedules/{name}/reschedule.
-type RescheduleRequest struct {
-	NextRunAt *time.Time `json:"next_run_at"`
-}
-
 func (s *Server) rescheduleSchedule(c echo.Context) error {
 	row, err := s.scheduleByName(c)
 	if err != nil {
 		return err
 	}
-	var req RescheduleRequest
-	if err := Decode(c, &req, false); err != nil {
+	var cmd workflows.RescheduleRequest
+	if err := decodeCommand(c, workflows.ScheduleReschedule, &cmd, false); err != nil {
 		return err
 	}
-	if req.NextRunAt == nil || req.NextRunAt.IsZero() {
-		return BadRequest("next_run_at", "is required (RFC 3339)")
+	cmd.NextRunAt = cmd.NextRunAt.UTC()
+	if r := workflows.CheckReschedule(cmd, workflows.CommandTarget{Paused: row.Paused}, s.Now()); r != nil {
+		return refusalProblem(r)
 	}
-	if row.Paused {
-		return Conflict("paused", "schedule %q is paused: resume it before rescheduling", row.Name)
-	}
-	if req.NextRunAt.Before(s.Now().Add(-time.Minute)) {
-		return BadRequest("next_run_at", "is in the past; use trigger to fire now or backfill for past ticks")
-	}
-	if _, err := s.Starter.RescheduleSchedule(c.Request().Context(), row.Name, req.NextRunAt.UTC()); err != nil {
+	if _, err := s.Starter.RescheduleSchedule(c.Request().Context(), row.Name, cmd.NextRunAt); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
-}
-
-// BackfillRequest is the body of POST /schedules/{name}/backfill.
-type BackfillRequest struct {
-	Start   *time.Time     `json:"start"`
-	End     *time.Time     `json:"end"`
-	Overlap domain.Overlap `json:"overlap,omitempty"`
 }
 
 // BackfillView answers a backfill.
@@ -663,38 +703,20 @@ func (s *Server) backfillSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req BackfillRequest
-	if err := Decode(c, &req, false); err != nil {
+	var cmd workflows.BackfillRequest
+	if err := decodeCommand(c, workflows.ScheduleBackfill, &cmd, false); err != nil {
 		return err
 	}
-	switch {
-	case req.Start == nil:
-		return BadRequest("start", "is required (RFC 3339)")
-	case req.End == nil:
-		return BadRequest("end", "is required (RFC 3339)")
-	case req.End.Before(*req.Start):
-		return BadRequest("end", "must not be before start")
-	case req.End.After(s.Now()):
-		return BadRequest("end", "must not be in the future: backfill fills past ticks")
-	}
-	if req.Overlap != "" {
-		if err := validOverlap("overlap", req.Overlap); err != nil {
-			return err
-		}
-	}
-	res, err := s.Starter.BackfillSchedule(c.Request().Context(), row.Name, workflows.BackfillRequest{
-		Start: req.Start.UTC(), End: req.End.UTC(), Overlap: req.Overlap,
-	})
+	cmd.Start, cmd.End = cmd.Start.UTC(), cmd.End.UTC()
+	target, err := commandTarget(row)
 	if err != nil {
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) {
-			switch appErr.Type() {
-			case workflows.ErrBackfillTooLarge:
-				return BadRequest("end", "the range holds too many ticks (at most %d per backfill)", workflows.MaxBackfillTicks)
-			case workflows.ErrBackfillEmpty:
-				return NewProblem(http.StatusUnprocessableEntity, "start", "nothing to backfill: %s", appErr.Message())
-			}
-		}
+		return err
+	}
+	if _, r := workflows.CheckBackfill(cmd, target, s.Now()); r != nil {
+		return refusalProblem(r)
+	}
+	res, err := s.Starter.BackfillSchedule(c.Request().Context(), row.Name, cmd)
+	if err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return c.JSON(http.StatusAccepted, BackfillView{Ticks: res.Ticks})
@@ -719,31 +741,25 @@ func (s *Server) triggerSchedule(c echo.Context) error {
 		return err
 	}
 	var req TriggerScheduleRequest
-	if err := Decode(c, &req, true); err != nil {
+	if err := decodeCommand(c, workflows.ScheduleTrigger, &req, true); err != nil {
 		return err
 	}
-	if req.Overlap != "" {
-		if err := validOverlap("overlap", req.Overlap); err != nil {
-			return err
-		}
-	}
-	if len(req.Input) > 0 {
-		var act ScheduleAction
-		_ = json.Unmarshal(row.Action, &act)
-		if act.Kind != domain.ActionWorkflow {
-			return BadRequest("input", "only a workflow action takes an input")
-		}
-	}
 	// The Idempotency-Key makes a retried trigger return the first run instead of firing twice.
-	requestID := c.Request().Header.Get("Idempotency-Key")
-	if requestID == "" {
-		requestID = randomID()
-	} else if len(requestID) > 200 {
-		return BadRequest("Idempotency-Key", "at most 200 characters")
+	cmd := workflows.TriggerRequest{RequestID: c.Request().Header.Get("Idempotency-Key"), Overlap: req.Overlap, Input: req.Input}
+	target, err := commandTarget(row)
+	if err != nil {
+		return err
 	}
-	res, err := s.Starter.TriggerSchedule(c.Request().Context(), row.Name, workflows.TriggerRequest{
-		RequestID: requestID, Overlap: req.Overlap, Input: req.Input,
-	})
+	if r := workflows.CheckTrigger(cmd, target); r != nil {
+		if r.Field == "request_id" {
+			r.Field = "Idempotency-Key" // the HTTP door carries the request id in this header
+		}
+		return refusalProblem(r)
+	}
+	if cmd.RequestID == "" {
+		cmd.RequestID = randomID()
+	}
+	res, err := s.Starter.TriggerSchedule(c.Request().Context(), row.Name, cmd)
 	if err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}

@@ -17,10 +17,6 @@ import (
 // whose answer was lost (see start): histories recorded before it replay the old way.
 const adoptUnwatchedRunChange = "adopt-unwatched-run"
 
-// signalValidationChange versions the signal path refusing what the update path refuses
-// (see refusesSignal): histories recorded before it applied such signals.
-const signalValidationChange = "signal-validation"
-
 // pauseHoldsBufferChange versions a paused schedule keeping its buffered ticks until
 // resume (see drainBuffer): histories recorded before it started them while paused.
 const pauseHoldsBufferChange = "pause-holds-buffer"
@@ -132,130 +128,189 @@ func localCtx(ctx workflow.Context) workflow.Context {
 
 // setup registers the describe query and every command twice: as an update (answered,
 // its validator refusing bad input before anything is recorded) and as a signal (fire and
-// forget, for other services). Both paths check the command with the same validateX and
-// run the same handler.
+// forget, for other services). Both doors judge a command by the same rules
+// (schedule_commands.go), with the workflow's clock, and run the same handler.
 func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, ScheduleDescribe, func() (ScheduleDescription, error) {
 		return w.describe(), nil
 	}); err != nil {
 		return fmt.Errorf("register describe: %w", err)
 	}
-	updates := []struct {
-		name      string
-		handler   any
-		validator any
-	}{
-		{SchedulePause, func(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
-			return w.pause(ctx, req)
-		}, nil},
-		{ScheduleResume, func(ctx workflow.Context) (ScheduleDescription, error) {
-			return w.resume(ctx)
-		}, nil},
-		{ScheduleTrigger, func(ctx workflow.Context, req TriggerRequest) (TriggerResult, error) {
-			return w.trigger(ctx, req)
-		}, func(ctx workflow.Context, req TriggerRequest) error { return validateTrigger(req) }},
-		{ScheduleRefresh, func(ctx workflow.Context) (ScheduleDescription, error) {
+	regs := []error{
+		registerCommand(ctx, SchedulePause, func(_ workflow.Context, req PauseRequest) *Refusal {
+			return CheckPause(req)
+		}, w.pause),
+		workflow.SetUpdateHandler(ctx, ScheduleResume, w.resume),
+		registerCommand(ctx, ScheduleTrigger, func(_ workflow.Context, req TriggerRequest) *Refusal {
+			return CheckTrigger(req, w.target())
+		}, w.trigger),
+		workflow.SetUpdateHandler(ctx, ScheduleRefresh, func(ctx workflow.Context) (ScheduleDescription, error) {
 			return w.refresh(), nil
-		}, nil},
-		{ScheduleReschedule, func(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
-			return w.reschedule(ctx, req)
-		}, func(ctx workflow.Context, req RescheduleRequest) error { return w.validateReschedule(req) }},
-		{ScheduleBackfill, func(ctx workflow.Context, req BackfillRequest) (BackfillResult, error) {
-			return w.backfill(ctx, req)
-		}, func(ctx workflow.Context, req BackfillRequest) error { return w.validateBackfill(req) }},
+		}),
+		registerCommand(ctx, ScheduleReschedule, func(ctx workflow.Context, req RescheduleRequest) *Refusal {
+			return CheckReschedule(req, w.target(), workflow.Now(ctx))
+		}, w.reschedule),
+		registerCommand(ctx, ScheduleBackfill, func(ctx workflow.Context, req BackfillRequest) *Refusal {
+			_, refusal := CheckBackfill(req, w.target(), workflow.Now(ctx))
+			return refusal
+		}, w.backfill),
 	}
-	for _, u := range updates {
-		opts := workflow.UpdateHandlerOptions{}
-		if u.validator != nil {
-			opts.Validator = u.validator
-		}
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler, opts); err != nil {
-			return fmt.Errorf("register update %s: %w", u.name, err)
-		}
+	if err := errors.Join(regs...); err != nil {
+		return fmt.Errorf("register updates: %w", err)
 	}
 	workflow.Go(ctx, w.handleSignals)
 	return nil
 }
 
+// registerCommand registers a command as an update whose payload is received raw and read
+// by DecodeCommand, as a signal's is, so that an update, a signal and an HTTP request with
+// the same bad payload get the same refusal. The validator judges it (check) before
+// anything is recorded; the handler (run) judges it again once the definition is loaded.
+func registerCommand[Req, Res any](ctx workflow.Context, name string, check func(workflow.Context, Req) *Refusal,
+	run func(workflow.Context, Req) (Res, error)) error {
+	decode := func(raw json.RawMessage) (Req, *Refusal) {
+		var req Req
+		return req, DecodeCommand(name, raw, &req)
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, name, func(ctx workflow.Context, raw json.RawMessage) (Res, error) {
+		req, refusal := decode(raw)
+		if refusal != nil {
+			var zero Res
+			return zero, refusal.ApplicationError()
+		}
+		return run(ctx, req)
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error {
+		req, refusal := decode(raw)
+		if refusal == nil {
+			refusal = check(ctx, req)
+		}
+		return refusalError(refusal)
+	}})
+}
+
+// target is what the command rules read of this schedule (Spec nil and Action "" until the
+// definition is loaded: the handler judges the command again once it is).
+func (w *scheduleWorkflow) target() CommandTarget {
+	t := CommandTarget{Paused: w.carry.Paused, Spec: w.spec}
+	if w.spec != nil {
+		t.Action, t.CreatedAt = w.def.Action.Kind, w.def.CreatedAt
+	}
+	return t
+}
+
+// refusalError is a refusal as an update or handler returns it (nil for none).
+func refusalError(r *Refusal) error {
+	if r == nil {
+		return nil
+	}
+	return r.ApplicationError()
+}
+
 // handleSignals serves the commands other services send as signals, one at a time. Each
 // handler counts itself in flight (see handlerCount), so continue-as-new waits for the one
-// that is mid-way — a reschedule whose mirror was written
-// but whose state was not yet set would otherwise be lost with the run.
+// that is mid-way — a reschedule whose mirror was written but whose state was not yet set
+// would otherwise be lost with the run.
 func (w *scheduleWorkflow) handleSignals(ctx workflow.Context) {
+	commands := w.signalCommands()
 	for {
 		sel := workflow.NewSelector(ctx)
-		w.addSignalHandlers(ctx, sel)
+		for _, cmd := range commands {
+			sel.AddReceive(workflow.GetSignalChannel(ctx, cmd.name), func(c workflow.ReceiveChannel, _ bool) {
+				defer w.handlers.track()()
+				var raw json.RawMessage
+				c.Receive(ctx, &raw)
+				if err := cmd.run(ctx, raw); err != nil {
+					w.signalFailed(ctx, cmd.name, raw, err)
+				}
+			})
+		}
 		sel.Select(ctx)
 	}
 }
 
-// addSignalHandlers adds one receive per command signal, in a fixed order (a new selector
-// each round, as before the handlers were counted: the order picks among waiting signals).
-func (w *scheduleWorkflow) addSignalHandlers(ctx workflow.Context, sel workflow.Selector) {
-	logger := workflow.GetLogger(ctx)
-	sel.AddReceive(workflow.GetSignalChannel(ctx, SchedulePause), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		var req PauseRequest
-		c.Receive(ctx, &req)
-		_, _ = w.pause(ctx, req)
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleResume), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		c.Receive(ctx, nil)
-		_, _ = w.resume(ctx)
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleTrigger), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		var req TriggerRequest
-		c.Receive(ctx, &req)
-		if err := validateTrigger(req); err != nil && w.refusesSignal(ctx) {
-			logger.Warn("trigger signal refused", "error", err)
-			return
-		}
-		if _, err := w.trigger(ctx, req); err != nil {
-			logger.Warn("trigger signal failed", "error", err)
-		}
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleRefresh), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		c.Receive(ctx, nil)
-		w.refresh()
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleReschedule), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		var req RescheduleRequest
-		c.Receive(ctx, &req)
-		// Refused before signalValidationChange too: no version marker needed.
-		if err := w.validateReschedule(req); err != nil {
-			logger.Warn("reschedule signal refused", "error", err)
-			return
-		}
-		_, _ = w.reschedule(ctx, req)
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleBackfill), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		var req BackfillRequest
-		c.Receive(ctx, &req)
-		if err := w.awaitSpec(ctx); err != nil {
-			return
-		}
-		if err := w.validateBackfill(req); err != nil && w.refusesSignal(ctx) {
-			logger.Warn("backfill signal refused", "error", err)
-			return
-		}
-		if _, err := w.backfill(ctx, req); err != nil {
-			logger.Warn("backfill signal failed", "error", err)
-		}
-	})
+// signalCommand decodes one command signal's payload and runs its handler.
+type signalCommand struct {
+	name string
+	run  func(ctx workflow.Context, raw json.RawMessage) error
 }
 
-// refusesSignal reports whether a signal its validateX refuses is dropped. Histories
-// recorded before signalValidationChange applied such signals (a backfill whose end came
-// before its start queued nothing, a trigger with an unknown overlap fired as allow_all):
-// they replay that way. The marker is only written when a signal is refused.
-func (w *scheduleWorkflow) refusesSignal(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, signalValidationChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+// signalCommands are the commands a signal may carry, in a fixed order (the order picks
+// among waiting signals). A payload is received raw and decoded here, so that one that does
+// not decode is refused and recorded like any other bad input instead of being dropped by
+// the SDK unseen.
+func (w *scheduleWorkflow) signalCommands() []signalCommand {
+	return []signalCommand{
+		{SchedulePause, func(ctx workflow.Context, raw json.RawMessage) error {
+			var req PauseRequest
+			if r := DecodeCommand(SchedulePause, raw, &req); r != nil {
+				return r
+			}
+			_, err := w.pause(ctx, req)
+			return err
+		}},
+		{ScheduleResume, func(ctx workflow.Context, _ json.RawMessage) error {
+			_, err := w.resume(ctx)
+			return err
+		}},
+		{ScheduleTrigger, func(ctx workflow.Context, raw json.RawMessage) error {
+			var req TriggerRequest
+			if r := DecodeCommand(ScheduleTrigger, raw, &req); r != nil {
+				return r
+			}
+			_, err := w.trigger(ctx, req)
+			return err
+		}},
+		{ScheduleRefresh, func(ctx workflow.Context, _ json.RawMessage) error {
+			w.refresh()
+			return nil
+		}},
+		{ScheduleReschedule, func(ctx workflow.Context, raw json.RawMessage) error {
+			var req RescheduleRequest
+			if r := DecodeCommand(ScheduleReschedule, raw, &req); r != nil {
+				return r
+			}
+			_, err := w.reschedule(ctx, req)
+			return err
+		}},
+		{ScheduleBackfill, func(ctx workflow.Context, raw json.RawMessage) error {
+			var req BackfillRequest
+			if r := DecodeCommand(ScheduleBackfill, raw, &req); r != nil {
+				return r
+			}
+			_, err := w.backfill(ctx, req)
+			return err
+		}},
+	}
 }
+
+// signalFailed leaves the record an operator can find of a command signal that did
+// nothing: a refused one (bad input) is logged, counted and listed in the schedule's view
+// (RecordRefusal); any other failure is logged.
+func (w *scheduleWorkflow) signalFailed(ctx workflow.Context, command string, raw json.RawMessage, err error) {
+	logger := workflow.GetLogger(ctx)
+	refusal, ok := err.(*Refusal)
+	if !ok {
+		refusal = RefusalOf(err)
+	}
+	if refusal == nil {
+		logger.Warn("schedule command signal failed", "command", command, "error", err)
+		return
+	}
+	logger.Warn("schedule command signal refused", "command", command, "field", refusal.Field, "reason", refusal.Reason)
+	payload := string(raw)
+	if len(payload) > maxRefusedPayload {
+		payload = payload[:maxRefusedPayload]
+	}
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordRefusal, activities.RefusedCommand{
+		ScheduleID: w.in.ScheduleID, Command: command, Door: "signal", Field: refusal.Field, Reason: refusal.Reason,
+		Payload: payload, RefusedAt: workflow.Now(ctx),
+	}).Get(ctx, nil); err != nil {
+		logger.Warn("record a refused signal", "command", command, "error", err)
+	}
+}
+
+// maxRefusedPayload is how much of a refused signal's payload its record keeps.
+const maxRefusedPayload = 2000
 
 // awaitSpec waits until the definition is loaded (a command may arrive first).
 func (w *scheduleWorkflow) awaitSpec(ctx workflow.Context) error {

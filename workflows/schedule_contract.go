@@ -27,19 +27,6 @@ const (
 	ScheduleDescribe = "describe"
 )
 
-// Errors a backfill update is refused with (application error types).
-const (
-	// ErrBackfillTooLarge: the range holds more than MaxBackfillTicks ticks.
-	ErrBackfillTooLarge = "BackfillTooLarge"
-	// ErrBackfillEmpty: the spec gives no tick in the range; the message says why.
-	ErrBackfillEmpty = "BackfillEmpty"
-	// ErrBadCommand: a command's payload is invalid; the message names the field.
-	ErrBadCommand = "BadScheduleCommand"
-)
-
-// MaxBackfillTicks bounds one backfill request (the API refuses larger ranges with it).
-const MaxBackfillTicks = 10000
-
 // ScheduleWorkflowID is the one workflow id of a schedule.
 func ScheduleWorkflowID(name string) string { return "schedule/" + name }
 

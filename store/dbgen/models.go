@@ -130,6 +130,17 @@ type Schedule struct {
 	Metrics          bool
 }
 
+type ScheduleRefusal struct {
+	ID         int64
+	ScheduleID int64
+	Command    string
+	Door       string
+	Field      string
+	Reason     string
+	Payload    string
+	RefusedAt  time.Time
+}
+
 type ScheduleRun struct {
 	ID               int64
 	ScheduleID       int64

@@ -446,6 +446,35 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 	return i, err
 }
 
+const insertScheduleRefusal = `-- name: InsertScheduleRefusal :exec
+INSERT INTO schedule_refusals (schedule_id, command, door, field, reason, payload, refused_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+`
+
+type InsertScheduleRefusalParams struct {
+	ScheduleID int64
+	Command    string
+	Door       string
+	Field      string
+	Reason     string
+	Payload    string
+	RefusedAt  time.Time
+}
+
+// Records a refused command signal.
+func (q *Queries) InsertScheduleRefusal(ctx context.Context, arg InsertScheduleRefusalParams) error {
+	_, err := q.db.Exec(ctx, insertScheduleRefusal,
+		arg.ScheduleID,
+		arg.Command,
+		arg.Door,
+		arg.Field,
+		arg.Reason,
+		arg.Payload,
+		arg.RefusedAt,
+	)
+	return err
+}
+
 const insertScheduleRun = `-- name: InsertScheduleRun :one
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                            armed, visible_at, release_next_run_at)
@@ -708,6 +737,44 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listScheduleRefusals = `-- name: ListScheduleRefusals :many
+SELECT id, schedule_id, command, door, field, reason, payload, refused_at FROM schedule_refusals WHERE schedule_id = $1 ORDER BY id DESC LIMIT $2
+`
+
+type ListScheduleRefusalsParams struct {
+	ScheduleID int64
+	MaxRows    int32
+}
+
+func (q *Queries) ListScheduleRefusals(ctx context.Context, arg ListScheduleRefusalsParams) ([]ScheduleRefusal, error) {
+	rows, err := q.db.Query(ctx, listScheduleRefusals, arg.ScheduleID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduleRefusal
+	for rows.Next() {
+		var i ScheduleRefusal
+		if err := rows.Scan(
+			&i.ID,
+			&i.ScheduleID,
+			&i.Command,
+			&i.Door,
+			&i.Field,
+			&i.Reason,
+			&i.Payload,
+			&i.RefusedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1219,6 +1286,18 @@ ON CONFLICT (worker_id) DO UPDATE SET beat_at = now()
 // A worker process begins: alive from now on (its id is new per process).
 func (q *Queries) StartWorkerLiveness(ctx context.Context, workerID string) error {
 	_, err := q.db.Exec(ctx, startWorkerLiveness, workerID)
+	return err
+}
+
+const trimScheduleRefusals = `-- name: TrimScheduleRefusals :exec
+DELETE FROM schedule_refusals d
+WHERE d.schedule_id = $1
+  AND d.id NOT IN (SELECT r.id FROM schedule_refusals r WHERE r.schedule_id = $1 ORDER BY r.id DESC LIMIT 100)
+`
+
+// Keeps the newest 100 refusals of a schedule.
+func (q *Queries) TrimScheduleRefusals(ctx context.Context, scheduleID int64) error {
+	_, err := q.db.Exec(ctx, trimScheduleRefusals, scheduleID)
 	return err
 }
 

@@ -310,3 +310,17 @@ SELECT count(*)::bigint FROM (
     SELECT schedule_id FROM schedule_runs
     WHERE armed AND scheduled_at >= sqlc.arg(second_start)::timestamptz AND scheduled_at < sqlc.arg(second_start)::timestamptz + interval '1 second'
 ) due;
+
+-- name: InsertScheduleRefusal :exec
+-- Records a refused command signal.
+INSERT INTO schedule_refusals (schedule_id, command, door, field, reason, payload, refused_at)
+VALUES (@schedule_id, @command, @door, @field, @reason, @payload, @refused_at);
+
+-- name: TrimScheduleRefusals :exec
+-- Keeps the newest 100 refusals of a schedule.
+DELETE FROM schedule_refusals d
+WHERE d.schedule_id = @schedule_id
+  AND d.id NOT IN (SELECT r.id FROM schedule_refusals r WHERE r.schedule_id = @schedule_id ORDER BY r.id DESC LIMIT 100);
+
+-- name: ListScheduleRefusals :many
+SELECT * FROM schedule_refusals WHERE schedule_id = @schedule_id ORDER BY id DESC LIMIT @max_rows;
