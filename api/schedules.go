@@ -16,9 +16,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/metrics"
-	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
 )
@@ -206,20 +206,8 @@ func (s *Server) createSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	specJSON, _ := json.Marshal(spec.Spec)
-	actionJSON, _ := json.Marshal(req.Action)
-	var next *time.Time
-	if !req.Paused {
-		if n := spec.Next(now); !n.IsZero() {
-			next = &n
-		}
-	}
 	ctx := c.Request().Context()
-	newRow := store.NewSchedule{
-		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
-		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
-		Paused: req.Paused, PauseNote: req.Note, NextRunAt: next,
-	}
+	newRow := NewScheduleRow(req, spec, pol, now)
 	var row store.Schedule
 	if req.Metrics {
 		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries)
@@ -235,22 +223,31 @@ func (s *Server) createSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Starter.StartSchedule(ctx, row.ID, row.Name, scheduleSummary(spec.Spec, pol)); err != nil {
-		// Without its workflow the schedule would never fire: undo, and say so.
-		if _, _, delErr := s.Store.DeleteSchedule(context.WithoutCancel(ctx), row.Name); delErr != nil {
-			s.Logf("api: undo schedule %s after failed start: %v", row.Name, delErr)
-		}
-		return NewProblem(http.StatusServiceUnavailable, "", "could not start the schedule's workflow: %v", err)
-	}
 	return c.JSON(http.StatusCreated, scheduleView(row))
 }
 
-func scheduleSummary(spec schedulespec.Spec, pol SchedulePolicies) string {
-	timing := spec.Cron + " " + spec.Timezone
-	if spec.Interval != nil {
-		timing = fmt.Sprintf("every %s from %s", spec.Interval.Duration(), spec.StartAt.Format(time.RFC3339))
+// NewScheduleRow is the row of a new schedule: at rest, its ticks counted from now, with the
+// planner's first look at it (scheduleplan: its first fires armed ahead, or its workflow
+// woken before its first fire). Creating a schedule makes no call to Temporal.
+func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol SchedulePolicies, now time.Time) store.NewSchedule {
+	specJSON, _ := json.Marshal(spec.Spec)
+	actionJSON, _ := json.Marshal(req.Action)
+	plan := scheduleplan.Schedule{
+		Name: req.Name, Spec: spec, Action: req.Action, SkipIfSuccessful: pol.SkipIfSuccessful,
+		Paused: req.Paused, Watermark: now,
 	}
-	return fmt.Sprintf("%s · overlap %s · catch-up %s", timing, pol.Overlap, time.Duration(pol.CatchupWindow))
+	row := store.NewSchedule{
+		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
+		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
+		Paused: req.Paused, PauseNote: req.Note, Watermark: &now,
+	}
+	if tick, _, ok := plan.Next(); ok {
+		row.NextRunAt = &tick
+	}
+	if p := plan.AtRest(); p.At != nil {
+		row.PlanAt, row.PlanAction = p.At, &p.Action
+	}
+	return row
 }
 
 func scheduleView(row store.Schedule) ScheduleView {
@@ -444,7 +441,7 @@ func (s *Server) deleteSchedule(c echo.Context) error {
 	}
 	// The row is gone, so no fire can commit any more (RecordFire locks the row); stopping
 	// the workflow is cleanup, and the reconciler retries it if this fails.
-	if err := s.Starter.StopSchedule(ctx, name); err != nil {
+	if err := s.Starter.StopSchedule(ctx, name, "schedule deleted"); err != nil {
 		s.Logf("api: stop workflow of deleted schedule %s: %v", name, err)
 	}
 	// Targets started ahead of their ticks (armed workflow fires) must not run for a
@@ -473,9 +470,6 @@ func (s *Server) listScheduleRuns(c echo.Context) error {
 
 // scheduleCommandError maps a failed workflow command to a problem.
 func (s *Server) scheduleCommandError(name string, err error) error {
-	if errors.Is(err, starter.ErrNoWorkflow) {
-		return NewProblem(http.StatusServiceUnavailable, "", "the workflow of schedule %q is not running; the reconciler restarts it within a minute", name)
-	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return NewProblem(http.StatusServiceUnavailable, "", "the workflow of schedule %q did not answer in time (is a worker running?)", name)
 	}
@@ -545,7 +539,7 @@ func (s *Server) pauseSchedule(c echo.Context) error {
 	if r := workflows.CheckPause(req); r != nil {
 		return refusalProblem(r)
 	}
-	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.Name, req.Note); err != nil {
+	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.ID, row.Name, req.Note); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
@@ -560,7 +554,7 @@ func (s *Server) resumeSchedule(c echo.Context) error {
 	if err := Decode(c, &req, true); err != nil {
 		return err
 	}
-	if _, err := s.Starter.ResumeSchedule(c.Request().Context(), row.Name); err != nil {
+	if _, err := s.Starter.ResumeSchedule(c.Request().Context(), row.ID, row.Name); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
@@ -667,7 +661,7 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		updated.Metrics = *req.Metrics
 	}
 	// The workflow reloads the definition and recomputes its next fire; runs in flight go on.
-	if err := s.Starter.RefreshSchedule(ctx, row.Name); err != nil {
+	if err := s.Starter.RefreshSchedule(ctx, row.ID, row.Name); err != nil {
 		s.Logf("api: refresh workflow of schedule %s: %v", row.Name, err)
 	}
 	c.Response().Header().Set("ETag", etag(updated.Version))
@@ -687,7 +681,7 @@ func (s *Server) rescheduleSchedule(c echo.Context) error {
 	if r := workflows.CheckReschedule(cmd, workflows.CommandTarget{Paused: row.Paused}, s.Now()); r != nil {
 		return refusalProblem(r)
 	}
-	if _, err := s.Starter.RescheduleSchedule(c.Request().Context(), row.Name, cmd.NextRunAt); err != nil {
+	if _, err := s.Starter.RescheduleSchedule(c.Request().Context(), row.ID, row.Name, cmd.NextRunAt); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
@@ -715,7 +709,7 @@ func (s *Server) backfillSchedule(c echo.Context) error {
 	if _, r := workflows.CheckBackfill(cmd, target, s.Now()); r != nil {
 		return refusalProblem(r)
 	}
-	res, err := s.Starter.BackfillSchedule(c.Request().Context(), row.Name, cmd)
+	res, err := s.Starter.BackfillSchedule(c.Request().Context(), row.ID, row.Name, cmd)
 	if err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
@@ -759,7 +753,7 @@ func (s *Server) triggerSchedule(c echo.Context) error {
 	if cmd.RequestID == "" {
 		cmd.RequestID = randomID()
 	}
-	res, err := s.Starter.TriggerSchedule(c.Request().Context(), row.Name, cmd)
+	res, err := s.Starter.TriggerSchedule(c.Request().Context(), row.ID, row.Name, cmd)
 	if err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/cli"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
@@ -33,7 +32,8 @@ type doorCase struct {
 }
 
 // TestEveryDoorRefusesTheSameBadCommand sends every schedule command's bad inputs through
-// all four doors — HTTP, the CLI, a Temporal update and a Temporal signal — and expects the
+// all four doors — HTTP, the CLI, a Temporal update and a Temporal signal (with start, as
+// another service sends them to a schedule at rest) — and expects the
 // same refusal from each (field and words; the HTTP status of its kind) and no change to the
 // schedule: its row, its runs and what waits. A refused signal, which nobody is answered
 // for, is found in the schedule's refused_commands with the same words.
@@ -99,13 +99,7 @@ func TestEveryDoorRefusesTheSameBadCommand(t *testing.T) {
 		}
 
 		// A Temporal update.
-		h, err := st.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: workflows.ScheduleWorkflowID(c.schedule), UpdateName: c.command,
-			Args: []any{json.RawMessage(c.payload)}, WaitForStage: client.WorkflowUpdateStageCompleted,
-		})
-		if err == nil {
-			err = h.Get(ctx, nil)
-		}
+		err := updateSchedule(ctx, st, c.schedule, c.command, rawJSON(c.payload), nil)
 		r := workflows.RefusalOf(err)
 		require.NotNil(t, r, "%s as an update: %v", c.name, err)
 		refusals["update"] = r.Error()
@@ -118,7 +112,7 @@ func TestEveryDoorRefusesTheSameBadCommand(t *testing.T) {
 			return refusedCommand{}
 		}
 		seen := newest()
-		require.NoError(t, st.Temporal.SignalWorkflow(ctx, workflows.ScheduleWorkflowID(c.schedule), "", c.command, json.RawMessage(c.payload)))
+		require.NoError(t, signalSchedule(ctx, st, c.schedule, c.command, rawJSON(c.payload)))
 		var recorded []refusedCommand
 		require.Eventually(t, func() bool {
 			recorded = refusedCommands(t, st, c.schedule)

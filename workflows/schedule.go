@@ -10,56 +10,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 )
-
-// adoptUnwatchedRunChange versions the adoption of a RUNNING run row committed by a fire
-// whose answer was lost (see start): histories recorded before it replay the old way.
-const adoptUnwatchedRunChange = "adopt-unwatched-run"
-
-// pauseHoldsBufferChange versions a paused schedule keeping its buffered ticks until
-// resume (see drainBuffer): histories recorded before it started them while paused.
-const pauseHoldsBufferChange = "pause-holds-buffer"
-
-// catchupIgnoresSkipIfSuccessfulChange versions catch-up ticks no longer being skipped by
-// skip_if_successful (see skipIfSuccessfulApplies).
-const catchupIgnoresSkipIfSuccessfulChange = "catchup-ignores-skip-if-successful"
-
-// cancelOtherSupersedesChange versions cancel_other keeping only its newest waiting tick
-// (see supersedeWaiting): histories recorded before it replay the old way.
-const cancelOtherSupersedesChange = "cancel-other-supersedes-waiting"
-
-// plannedTickChange versions the loop taking the tick after its watermark from the last
-// record's answer (see plannedTick) instead of from a side effect: an on-time fire then
-// writes no marker besides its record. Histories recorded before it replay the old way.
-const plannedTickChange = "planned-tick-from-record"
-
-// bufferedRowsChange versions a buffered tick being recorded as a BUFFERED row when it is
-// buffered (see buffer): histories recorded before it kept the buffer in workflow state only.
-const bufferedRowsChange = "buffered-rows"
-
-// backfillWhilePausedChange versions backfills running while the schedule is paused, as
-// an explicit request like a manual trigger (see backfilling): histories recorded before it
-// held them until resume.
-const backfillWhilePausedChange = "backfill-while-paused"
-
-// mirrorBackfillsChange versions the pending backfill ranges being mirrored to the
-// schedule's row (see mirrorBackfills).
-const mirrorBackfillsChange = "mirror-backfills"
-
-// lateIsNotMissedChange versions the lateness rule (see lateness): a late tick is MISSED
-// only when tickgate was down since it and it is older than the catch-up window; late
-// while tickgate ran, it fires late. Histories recorded before it treated every late tick
-// as an outage's.
-const lateIsNotMissedChange = "late-is-not-missed"
-
-// mirrorFromAnswerChange versions the workflow remembering the next_run_at a record wrote
-// from the record's answer rather than from its own computation (see mirroredAfter).
-const mirrorFromAnswerChange = "mirror-from-answer"
-
-// deferredWatchChange versions an armed allow_all run being watched from its start rather
-// than from its arming (see defersWatch).
-const deferredWatchChange = "deferred-run-watch"
 
 // Scheduling constants.
 const (
@@ -75,6 +28,10 @@ const (
 	continueAsNewAfter = 500
 	// watchDeferMax is how long after its start a deferred watch begins at the latest.
 	watchDeferMax = 30 * time.Second
+	// restLinger is how long a workflow with nothing in flight waits after its last command
+	// before it rests: a burst of commands (pause, then resume; a client's retries) is
+	// served by one run rather than a run each.
+	restLinger = time.Minute
 )
 
 var scheduleActs *activities.ScheduleActivities
@@ -96,6 +53,9 @@ type scheduleWorkflow struct {
 	planned  *plannedTick // the tick after the watermark, as a record answered it
 	events   int          // history growth proxy
 	work     workSpan     // records since the loop last waited (see yieldIfSpent)
+	// busyUntil is when the workflow may rest at the earliest: restLinger after the last
+	// command it served or the run it started with.
+	busyUntil time.Time
 }
 
 // ScheduleWorkflow fires one schedule's ticks exactly once each: it sleeps on a durable
@@ -137,20 +97,24 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 		return fmt.Errorf("register describe: %w", err)
 	}
 	regs := []error{
-		registerCommand(ctx, SchedulePause, func(_ workflow.Context, req PauseRequest) *Refusal {
+		registerCommand(ctx, w, SchedulePause, func(_ workflow.Context, req PauseRequest) *Refusal {
 			return CheckPause(req)
 		}, w.pause),
-		workflow.SetUpdateHandler(ctx, ScheduleResume, w.resume),
-		registerCommand(ctx, ScheduleTrigger, func(_ workflow.Context, req TriggerRequest) *Refusal {
+		workflow.SetUpdateHandler(ctx, ScheduleResume, func(ctx workflow.Context) (ScheduleDescription, error) {
+			w.served(ctx)
+			return w.resume(ctx)
+		}),
+		registerCommand(ctx, w, ScheduleTrigger, func(_ workflow.Context, req TriggerRequest) *Refusal {
 			return CheckTrigger(req, w.target())
 		}, w.trigger),
 		workflow.SetUpdateHandler(ctx, ScheduleRefresh, func(ctx workflow.Context) (ScheduleDescription, error) {
+			w.served(ctx)
 			return w.refresh(), nil
 		}),
-		registerCommand(ctx, ScheduleReschedule, func(ctx workflow.Context, req RescheduleRequest) *Refusal {
+		registerCommand(ctx, w, ScheduleReschedule, func(ctx workflow.Context, req RescheduleRequest) *Refusal {
 			return CheckReschedule(req, w.target(), workflow.Now(ctx))
 		}, w.reschedule),
-		registerCommand(ctx, ScheduleBackfill, func(ctx workflow.Context, req BackfillRequest) *Refusal {
+		registerCommand(ctx, w, ScheduleBackfill, func(ctx workflow.Context, req BackfillRequest) *Refusal {
 			_, refusal := CheckBackfill(req, w.target(), workflow.Now(ctx))
 			return refusal
 		}, w.backfill),
@@ -166,13 +130,14 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 // by DecodeCommand, as a signal's is, so that an update, a signal and an HTTP request with
 // the same bad payload get the same refusal. The validator judges it (check) before
 // anything is recorded; the handler (run) judges it again once the definition is loaded.
-func registerCommand[Req, Res any](ctx workflow.Context, name string, check func(workflow.Context, Req) *Refusal,
+func registerCommand[Req, Res any](ctx workflow.Context, w *scheduleWorkflow, name string, check func(workflow.Context, Req) *Refusal,
 	run func(workflow.Context, Req) (Res, error)) error {
 	decode := func(raw json.RawMessage) (Req, *Refusal) {
 		var req Req
 		return req, DecodeCommand(name, raw, &req)
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, name, func(ctx workflow.Context, raw json.RawMessage) (Res, error) {
+		w.served(ctx)
 		req, refusal := decode(raw)
 		if refusal != nil {
 			var zero Res
@@ -186,6 +151,12 @@ func registerCommand[Req, Res any](ctx workflow.Context, name string, check func
 		}
 		return refusalError(refusal)
 	}})
+}
+
+// served notes a command: the run lingers restLinger after it before it rests.
+func (w *scheduleWorkflow) served(ctx workflow.Context) {
+	w.busyUntil = workflow.Now(ctx).Add(restLinger)
+	w.dirty = true
 }
 
 // target is what the command rules read of this schedule (Spec nil and Action "" until the
@@ -219,6 +190,7 @@ func (w *scheduleWorkflow) handleSignals(ctx workflow.Context) {
 				defer w.handlers.track()()
 				var raw json.RawMessage
 				c.Receive(ctx, &raw)
+				w.served(ctx)
 				if err := cmd.run(ctx, raw); err != nil {
 					w.signalFailed(ctx, cmd.name, raw, err)
 				}
@@ -320,7 +292,7 @@ func (w *scheduleWorkflow) awaitSpec(ctx workflow.Context) error {
 	return workflow.Await(ctx, func() bool { return w.spec != nil })
 }
 
-// run is the schedule's loop: process what is due, then arm or sleep until the next tick
+// run is the schedule's loop: process what is due, then rest or sleep until the next tick
 // or until a handler wakes it.
 func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 	if err := w.begin(ctx); err != nil {
@@ -347,48 +319,135 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 			continue
 		}
 		next := w.nextTick(ctx)
-		var armAt time.Time
-		if next != nil {
-			armed, wake, err := w.armIfDue(ctx, *next, next.Add(w.spec.JitterFor(w.def.Name, *next)))
-			if err != nil {
-				return w.stopIfGone(err)
-			}
-			if armed {
-				continue // the tick is processed; the loop plans the one after it
-			}
-			armAt = wake
-		}
 		if err := w.mirrorNextFire(ctx, next); err != nil {
+			return w.stopIfGone(err)
+		}
+		if rested, err := w.restIfIdle(ctx, next); rested || err != nil {
 			return w.stopIfGone(err)
 		}
 		if w.shouldContinueAsNew(ctx) {
 			return w.continueAsNew(ctx)
 		}
 		w.events++
-		if err := w.sleep(ctx, next, armAt); err != nil {
+		if err := w.sleep(ctx, next); err != nil {
 			return err
 		}
 	}
 }
 
-// begin loads the definition and resumes watching the runs carried over.
+// begin takes the schedule over from its row (TakeOwnership: from now on this run is its
+// single writer, and the planner leaves it alone) and resumes watching the runs in flight.
+// A run started afresh — woken by the planner, or by a command — takes every piece of
+// runtime state from the row; one continued as new carries its own.
 func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
-	if err := w.load(ctx); err != nil {
+	var t activities.Takeover
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.TakeOwnership, activities.OwnershipRequest{
+		ScheduleID: w.in.ScheduleID, Name: w.in.Name, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID,
+	}).Get(ctx, &t); err != nil {
 		return err
 	}
-	if w.in.Carry == nil {
-		// A new schedule counts ticks from its creation, and takes its paused flag from the row.
-		w.carry.Watermark = w.def.CreatedAt
-		w.carry.Paused, w.carry.Note = w.def.Paused, w.def.PauseNote
-		// Its first arming is spread by the schedules it shares its first tick with.
-		w.carry.DueTogether = w.def.DueTogether
+	if err := w.setDefinition(t.Definition); err != nil {
+		return err
 	}
+	w.in.ScheduleID = t.Definition.ID
+	if w.in.Carry == nil {
+		w.carry = carryOf(t)
+	}
+	w.busyUntil = workflow.Now(ctx).Add(restLinger)
 	for _, r := range w.carry.Running {
 		if r.WatchFrom == nil { // a deferred watch begins in the loop (watchDue)
 			w.watch(ctx, r)
 		}
 	}
 	return nil
+}
+
+// carryOf is the state a run taking its schedule over from the row goes on from.
+func carryOf(t activities.Takeover) ScheduleCarry {
+	c := ScheduleCarry{
+		Watermark: t.Watermark, Paused: t.Definition.Paused, Note: t.Definition.PauseNote,
+		LastSuccessAt: t.LastSuccessAt, Rescheduled: t.Rescheduled,
+	}
+	for _, b := range t.Backfills {
+		c.Backfills = append(c.Backfills, Backfill{Done: b.Done, End: b.End, Overlap: b.Overlap})
+	}
+	for _, r := range t.Running {
+		// An armed fire's run is watched once its target starts (see watchDue).
+		c.Running = append(c.Running, RunningRun{RunID: r.RunID, WorkflowID: r.WorkflowID, ScheduledAt: r.ScheduledAt, WatchFrom: r.StartAt})
+	}
+	for _, b := range t.Buffered {
+		c.Buffer = append(c.Buffer, BufferedTick{Tick: b.Tick, Trigger: b.Trigger, Key: b.Key})
+	}
+	if len(t.Armed) > 0 {
+		fires := make([]ArmedTick, len(t.Armed))
+		for i, f := range t.Armed {
+			fires[i] = ArmedTick{Tick: f.Tick, FireAt: f.FireAt}
+		}
+		c.Armed = armedFires(fires, t.ArmedBefore)
+		if last := t.Armed[len(t.Armed)-1]; last.WorkflowID != "" {
+			c.Armed.WorkflowID, c.Armed.RunID = last.WorkflowID, last.RunID
+		}
+	}
+	return c
+}
+
+// restIfIdle hands the schedule to the planner and ends the run when nothing is in flight
+// and the next fire is one the planner arms, or far off (scheduleplan.Schedule.MayRest):
+// the run asks to rest (RequestRest) and ends; the planner completes the handover once
+// Temporal says the run has ended, so a command that reached it meanwhile is not lost.
+func (w *scheduleWorkflow) restIfIdle(ctx workflow.Context, next *time.Time) (bool, error) {
+	now := workflow.Now(ctx)
+	if now.Before(w.busyUntil) || !w.idle(ctx) {
+		return false, nil
+	}
+	var fireAt *time.Time
+	if next != nil {
+		f := next.Add(w.spec.JitterFor(w.def.Name, *next))
+		fireAt = &f
+	}
+	if !w.plan().MayRest(now, fireAt) {
+		return false, nil
+	}
+	var rested activities.Rested
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RequestRest, activities.RestRequest{
+		ScheduleID: w.in.ScheduleID, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID, Watermark: w.carry.Watermark,
+		LastSuccessAt: w.carry.LastSuccessAt, Rescheduled: w.carry.Rescheduled,
+	}).Get(ctx, &rested); err != nil {
+		return false, err
+	}
+	if !w.idle(ctx) {
+		// A command arrived while the request was written: serve it. (The planner finds this
+		// run still open and leaves the schedule with it; the next rest asks again.)
+		return false, nil
+	}
+	return true, nil
+}
+
+// idle reports whether nothing is in flight: no run, no buffered tick, no backfill, no
+// handler mid-way, no command unread, nothing the loop has still to look at.
+func (w *scheduleWorkflow) idle(ctx workflow.Context) bool {
+	if len(w.carry.Running) > 0 || len(w.carry.Buffer) > 0 || len(w.carry.Backfills) > 0 || w.dirty || w.reload ||
+		w.handlers > 0 || !workflow.AllHandlersFinished(ctx) {
+		return false
+	}
+	for _, name := range commandNames {
+		if workflow.GetSignalChannel(ctx, name).Len() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// commandNames are the signals a schedule's workflow serves.
+var commandNames = []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh, ScheduleReschedule, ScheduleBackfill}
+
+// plan is the schedule as the plan's decisions read it.
+func (w *scheduleWorkflow) plan() scheduleplan.Schedule {
+	return scheduleplan.Schedule{
+		Name: w.def.Name, Spec: w.spec, Action: w.def.Action, SkipIfSuccessful: w.def.SkipIfSuccessful,
+		Paused: w.carry.Paused, Watermark: w.carry.Watermark, Rescheduled: w.carry.Rescheduled,
+		Backfilling: len(w.carry.Backfills) > 0,
+	}
 }
 
 // reloadIfAsked takes the new definition a refresh asked for: the ticks already due are
@@ -426,7 +485,7 @@ func (w *scheduleWorkflow) processWaiting(ctx workflow.Context) (more bool, err 
 	if err := w.drainBuffer(ctx); err != nil {
 		return false, err
 	}
-	if w.backfilling(ctx) {
+	if w.backfilling() {
 		if err := w.processBackfill(ctx); err != nil {
 			return false, err
 		}
@@ -436,7 +495,7 @@ func (w *scheduleWorkflow) processWaiting(ctx workflow.Context) (more bool, err 
 			return false, err
 		}
 	}
-	return more || w.backfilling(ctx), nil
+	return more || w.backfilling(), nil
 }
 
 // mirrorNextFire writes next_run_at: the next tick, or the first armed fire not yet
@@ -450,9 +509,9 @@ func (w *scheduleWorkflow) mirrorNextFire(ctx workflow.Context, next *time.Time)
 	return w.mirrorNext(ctx, mirrored)
 }
 
-// sleep waits on a durable timer whose summary says why — the next fire, or the arming of
-// it (armAt) — or until a handler wakes the loop; with no further tick, for a handler only.
-func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time, armAt time.Time) error {
+// sleep waits on a durable timer whose summary says why — the next fire, the start of a
+// deferred watch, or the rest after the last command — or until a handler wakes the loop.
+func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time) error {
 	var wakeAt time.Time
 	var summary string
 	if next == nil {
@@ -461,12 +520,12 @@ func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time, armAt ti
 		fireAt := next.Add(w.spec.JitterFor(w.def.Name, *next))
 		workflow.SetCurrentDetails(ctx, w.details(&fireAt))
 		wakeAt, summary = fireAt, "next fire at "+fireAt.UTC().Format(time.RFC3339)
-		if !armAt.IsZero() {
-			wakeAt, summary = armAt, "arm the fire of "+fireAt.UTC().Format(time.RFC3339)
-		}
 	}
 	if watch := w.watchDeadline(); !watch.IsZero() && (wakeAt.IsZero() || watch.Before(wakeAt)) {
 		wakeAt, summary = watch, "watch the runs started since "+watch.Add(-watchDeferMax).UTC().Format(time.RFC3339)
+	}
+	if rest := w.busyUntil; rest.After(workflow.Now(ctx)) && (wakeAt.IsZero() || rest.Before(wakeAt)) {
+		wakeAt, summary = rest, "rest unless a command comes first"
 	}
 	if wakeAt.IsZero() {
 		return workflow.Await(ctx, func() bool { return w.dirty })
@@ -506,12 +565,8 @@ type plannedTick struct {
 	next  *time.Time
 }
 
-// plan keeps what a record answered about the tick after `after`, under plannedTickChange.
-// A run started before the change never plans (its version stays the default to its end).
-func (w *scheduleWorkflow) plan(ctx workflow.Context, after time.Time, next *time.Time) {
-	if workflow.GetVersion(ctx, plannedTickChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return
-	}
+// remember keeps what a record answered about the tick after `after`.
+func (w *scheduleWorkflow) remember(after time.Time, next *time.Time) {
 	w.planned = &plannedTick{after: after, next: next}
 }
 
@@ -529,6 +584,11 @@ func (w *scheduleWorkflow) load(ctx workflow.Context) error {
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.LoadSchedule, w.in.ScheduleID).Get(ctx, &def); err != nil {
 		return err
 	}
+	return w.setDefinition(def)
+}
+
+// setDefinition takes a definition read from the row.
+func (w *scheduleWorkflow) setDefinition(def activities.ScheduleDefinition) error {
 	spec, err := schedulespec.Normalize(def.Spec, def.CreatedAt)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("stored spec is invalid: "+err.Error(), "BadSpec", err)
@@ -623,7 +683,7 @@ func (w *scheduleWorkflow) shouldContinueAsNew(ctx workflow.Context) bool {
 // in-flight handlers finish and no signal is left unread.
 func (w *scheduleWorkflow) continueAsNew(ctx workflow.Context) error {
 	signalsRead := func() bool {
-		for _, name := range []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh, ScheduleReschedule, ScheduleBackfill} {
+		for _, name := range commandNames {
 			if workflow.GetSignalChannel(ctx, name).Len() > 0 {
 				return false
 			}

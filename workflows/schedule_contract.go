@@ -30,9 +30,10 @@ const (
 // ScheduleWorkflowID is the one workflow id of a schedule.
 func ScheduleWorkflowID(name string) string { return "schedule/" + name }
 
-// ScheduleInput starts (or continues) a schedule's workflow.
+// ScheduleInput starts (or continues) a schedule's workflow. Another service starting it
+// with signal-with-start or update-with-start gives the Name alone (ScheduleID 0).
 type ScheduleInput struct {
-	ScheduleID int64
+	ScheduleID int64 `json:",omitempty"`
 	Name       string
 	// Carry is the state handed over by continue-as-new; nil on the first run.
 	Carry *ScheduleCarry `json:",omitempty"`
@@ -56,12 +57,9 @@ type ScheduleCarry struct {
 	Rescheduled *time.Time `json:",omitempty"`
 	// Backfills are the ranges still to fire, oldest request first.
 	Backfills []Backfill `json:",omitempty"`
-	// Armed is the fire armed last (see arm), until a command retracts it or the next
-	// one is armed.
+	// Armed are the fires armed ahead and not yet released that the run took over from
+	// the planner (see carryOf), until their release or a command's retraction.
 	Armed *ArmedFire `json:",omitempty"`
-	// DueTogether is how many schedules were due in the same second as the last fire armed
-	// (see armSpan).
-	DueTogether int64 `json:",omitempty"`
 }
 
 // Backfill is a range of ticks still to fire: those after Done up to End.

@@ -159,27 +159,14 @@ func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (
 
 // backfilling reports whether the loop fires backfill ticks this round: when some are
 // pending, paused or not — a backfill is an explicit request, like a manual trigger.
-// Histories recorded before backfillWhilePausedChange held them while paused.
-func (w *scheduleWorkflow) backfilling(ctx workflow.Context) bool {
-	if len(w.carry.Backfills) == 0 {
-		return false
-	}
-	return !w.carry.Paused || w.backfillsRunWhilePaused(ctx)
-}
-
-// backfillsRunWhilePaused is backfillWhilePausedChange's decision; its marker is written
-// only when a paused schedule has backfill work.
-func (w *scheduleWorkflow) backfillsRunWhilePaused(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, backfillWhilePausedChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+func (w *scheduleWorkflow) backfilling() bool {
+	return len(w.carry.Backfills) > 0
 }
 
 // mirrorBackfills writes the pending backfill ranges to the schedule's row, where the
 // schedule's view reads what is waiting. Under the mirror lock, so writes land in the order
 // of the states they copy.
 func (w *scheduleWorkflow) mirrorBackfills(ctx workflow.Context) error {
-	if workflow.GetVersion(ctx, mirrorBackfillsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return nil
-	}
 	if err := w.mirror.Lock(ctx); err != nil {
 		return err
 	}

@@ -127,6 +127,14 @@ type Schedule struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	Backfills        json.RawMessage
+	Owner            *string
+	Watermark        *time.Time
+	PlanAt           *time.Time
+	PlanAction       *string
+	LastSuccessAt    *time.Time
+	RescheduledTo    *time.Time
+	RestRequestedAt  *time.Time
+	OwnerCheckedAt   *time.Time
 	Metrics          bool
 }
 
