@@ -52,10 +52,10 @@ type Takeover struct {
 	Definition    ScheduleDefinition
 	Watermark     time.Time
 	LastSuccessAt time.Time
-	Rescheduled   *time.Time    `json:",omitempty"`
+	Rescheduled   *time.Time      `json:",omitempty"`
 	Backfills     []BackfillRange `json:",omitempty"`
-	Running       []HeldRun     `json:",omitempty"`
-	Buffered      []HeldTick    `json:",omitempty"`
+	Running       []HeldRun       `json:",omitempty"`
+	Buffered      []HeldTick      `json:",omitempty"`
 	// Armed are the fires armed ahead and not yet released (by the planner), oldest first;
 	// ArmedBefore is the spec's tick before the first of them, to which a retraction of them
 	// all gives the watermark back.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-		"time"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
