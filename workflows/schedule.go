@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 )
@@ -352,6 +353,7 @@ func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
 	w.in.ScheduleID = t.Definition.ID
 	if w.in.Carry == nil {
 		w.carry = carryOf(t)
+		w.ensureStarted(ctx)
 	}
 	w.busyUntil = workflow.Now(ctx).Add(restLinger)
 	for _, r := range w.carry.Running {
@@ -360,6 +362,24 @@ func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
 		}
 	}
 	return nil
+}
+
+// ensureStarted starts, idempotently, the targets of the runs in flight a run took over from
+// the row: the planner starts an armed fire's target after its commit, and a planner that
+// died in between left the run RUNNING with no target (the start reuses the run's workflow
+// id, so a target that exists, or ran, is never started twice).
+func (w *scheduleWorkflow) ensureStarted(ctx workflow.Context) {
+	if w.def.Action.Kind != domain.ActionWorkflow {
+		return
+	}
+	for _, r := range w.carry.Running {
+		if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
+			WorkflowID: r.WorkflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
+			Input: w.def.Action.Input, Schedule: w.def.Name, StartAt: r.WatchFrom,
+		}).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("start a run taken over", "workflow_id", r.WorkflowID, "error", err)
+		}
+	}
 }
 
 // carryOf is the state a run taking its schedule over from the row goes on from.

@@ -15,12 +15,12 @@ import (
 
 // The timing of schedules at rest.
 const (
-	// ArmLead is how long before its time at the least a fire the planner arms is committed.
-	ArmLead = 30 * time.Second
+	// ArmLead is how long before its time the planner arms a schedule's next fire: a burst
+	// of many schedules sharing a tick is armed over the minute before it.
+	ArmLead = time.Minute
 	// ArmSpan is how far beyond ArmLead a planner round arms a schedule's fires: a schedule
-	// firing every second costs one round per ArmSpan, not one per fire, and a burst of many
-	// schedules sharing a tick is armed over ArmSpan before ArmLead.
-	ArmSpan = 90 * time.Second
+	// firing every second costs one round per ArmSpan, not one per fire.
+	ArmSpan = time.Minute
 	// WakeLead is how long before its fire a schedule whose fire its workflow must decide at
 	// the tick (an overlap policy with a run in flight to come, skip_if_successful, a
 	// reschedule) is woken.
@@ -120,7 +120,7 @@ func (s Schedule) AtRest() Plan {
 	case !ok:
 		return Plan{}
 	case s.PlannerArms():
-		return plan(fireAt.Add(-ArmLead-ArmSpan), Arm)
+		return plan(fireAt.Add(-ArmLead), Arm)
 	}
 	return plan(fireAt.Add(-WakeLead), Wake)
 }
