@@ -127,7 +127,9 @@ func (e *plannerEnv) armed(name string) int {
 
 var event = domain.Action{Kind: domain.ActionEvent, Topic: "billing", Type: "invoice.due", Data: json.RawMessage(`{"k":1}`)}
 
-func every(n int64, unit string) *schedulespec.Interval { return &schedulespec.Interval{Every: n, Unit: unit} }
+func every(n int64, unit string) *schedulespec.Interval {
+	return &schedulespec.Interval{Every: n, Unit: unit}
+}
 
 // A schedule at rest is armed by the planner ahead of its fires: every fire due up to
 // ArmLead+ArmSpan ahead, in one round, hidden (no run listed, not counted, no feed
