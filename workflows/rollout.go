@@ -89,6 +89,7 @@ var (
 // woken by the promoter (SignalPromoted), polls slowly as a safety net, and ends when the
 // rollout has no unfinished task (retrying one starts it again).
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
+	pinChanges(ctx, RolloutWorkflowType)
 	r := newRolloutRun(ctx, in)
 	// Runs that began before the runner keep running their tasks in fixed batches.
 	r.runnerMode = workflow.GetVersion(ctx, rolloutRunnerChange, workflow.DefaultVersion, 1) >= 1

@@ -54,8 +54,10 @@ type scheduleWorkflow struct {
 	planned  *plannedTick // the tick after the watermark, as a record answered it
 	events   int          // history growth proxy
 	work     workSpan     // records since the loop last waited (see yieldIfSpent)
-	// busyUntil is when the workflow may rest at the earliest: restLinger after the last
-	// command it served or the run it started with.
+	// ready: the run has taken its schedule over (see awaitTakeover).
+	ready bool
+	// busyUntil is when the workflow may rest at the earliest: restLinger after its start
+	// and after the last command it served.
 	busyUntil time.Time
 }
 
@@ -163,8 +165,9 @@ func (w *scheduleWorkflow) served(ctx workflow.Context) {
 // target is what the command rules read of this schedule (Spec nil and Action "" until the
 // definition is loaded: the handler judges the command again once it is).
 func (w *scheduleWorkflow) target() CommandTarget {
-	t := CommandTarget{Paused: w.carry.Paused, Spec: w.spec}
-	if w.spec != nil {
+	t := CommandTarget{Paused: w.carry.Paused}
+	if w.ready {
+		t.Spec = w.spec
 		t.Action, t.CreatedAt = w.def.Action.Kind, w.def.CreatedAt
 	}
 	return t
@@ -285,12 +288,14 @@ func (w *scheduleWorkflow) signalFailed(ctx workflow.Context, command string, ra
 // maxRefusedPayload is how much of a refused signal's payload its record keeps.
 const maxRefusedPayload = 2000
 
-// awaitSpec waits until the definition is loaded (a command may arrive first).
-func (w *scheduleWorkflow) awaitSpec(ctx workflow.Context) error {
-	if w.spec != nil {
+// awaitTakeover waits until the run has taken its schedule over (begin): a command may
+// arrive first — it started the run, with update- or signal-with-start — and must act on
+// the schedule's state, not on an empty one begin is about to replace.
+func (w *scheduleWorkflow) awaitTakeover(ctx workflow.Context) error {
+	if w.ready {
 		return nil
 	}
-	return workflow.Await(ctx, func() bool { return w.spec != nil })
+	return workflow.Await(ctx, func() bool { return w.ready })
 }
 
 // run is the schedule's loop: process what is due, then rest or sleep until the next tick
@@ -355,12 +360,15 @@ func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
 		w.carry = carryOf(t)
 		w.ensureStarted(ctx)
 	}
-	w.busyUntil = workflow.Now(ctx).Add(restLinger)
 	for _, r := range w.carry.Running {
 		if r.WatchFrom == nil { // a deferred watch begins in the loop (watchDue)
 			w.watch(ctx, r)
 		}
 	}
+	w.ready = true
+	// A run lingers restLinger before it rests: the command that started it may be the
+	// first of a few (a pause, then a resume; a client's retry).
+	w.busyUntil = workflow.Now(ctx).Add(restLinger)
 	return nil
 }
 

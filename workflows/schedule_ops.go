@@ -15,6 +15,9 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 	if r := CheckPause(req); r != nil {
 		return ScheduleDescription{}, r.ApplicationError()
 	}
+	if err := w.awaitTakeover(ctx); err != nil {
+		return ScheduleDescription{}, err
+	}
 	if err := w.mirror.Lock(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
@@ -36,6 +39,9 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 }
 
 func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, error) {
+	if err := w.awaitTakeover(ctx); err != nil {
+		return ScheduleDescription{}, err
+	}
 	if err := w.mirror.Lock(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
@@ -66,7 +72,7 @@ func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, er
 
 // trigger fires the schedule now, as a manual run — the one start a paused schedule allows.
 func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (TriggerResult, error) {
-	if err := w.awaitSpec(ctx); err != nil {
+	if err := w.awaitTakeover(ctx); err != nil {
 		return TriggerResult{}, err
 	}
 	if r := CheckTrigger(req, w.target()); r != nil {
@@ -94,7 +100,7 @@ func (w *scheduleWorkflow) refresh() ScheduleDescription {
 
 // reschedule moves the next fire to the time asked, which the rules keep from the past.
 func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
-	if err := w.awaitSpec(ctx); err != nil {
+	if err := w.awaitTakeover(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
 	if r := CheckReschedule(req, w.target(), workflow.Now(ctx)); r != nil {
@@ -127,7 +133,7 @@ func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleReques
 // backfill queues the ticks of a past range. Ticks that already ran are not run again
 // (their idempotency keys are taken); the count is of the ticks the range holds.
 func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (BackfillResult, error) {
-	if err := w.awaitSpec(ctx); err != nil {
+	if err := w.awaitTakeover(ctx); err != nil {
 		return BackfillResult{}, err
 	}
 	now := workflow.Now(ctx)
