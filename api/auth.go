@@ -60,6 +60,7 @@ var RoutePermissions = map[string]Permission{
 	"GET /api/v1/openapi.yaml": PermRead,
 
 	"POST /api/v1/schedules":                     PermWrite,
+	"POST /api/v1/schedules/bulk":                PermWrite,
 	"GET /api/v1/schedules":                      PermRead,
 	"GET /api/v1/schedules/:name":                PermRead,
 	"PATCH /api/v1/schedules/:name":              PermWrite,

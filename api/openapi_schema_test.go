@@ -43,6 +43,8 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 	doc := loadDoc(t)
 	for schema, v := range map[string]any{
 		"CreateScheduleRequest":  api.CreateScheduleRequest{},
+		"BulkCreateRequest":      api.BulkCreateRequest{},
+		"BulkCreate":             api.BulkCreateView{},
 		"UpdateScheduleRequest":  api.UpdateScheduleRequest{},
 		"PauseRequest":           workflows.PauseRequest{},
 		"TriggerRequest":         api.TriggerScheduleRequest{},

@@ -26,6 +26,7 @@ import (
 // registerSchedules mounts /schedules (docs/schedules.md).
 func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules", s.createSchedule)
+	g.POST("/schedules/bulk", s.bulkCreateSchedules)
 	g.POST("/schedules/preview", s.previewSchedule)
 	g.GET("/schedules", s.listSchedules)
 	g.GET("/schedules/:name", s.getSchedule)

@@ -486,6 +486,100 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 	return i, err
 }
 
+const insertSchedules = `-- name: InsertSchedules :many
+INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
+                       watermark, plan_at, plan_action)
+SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
+       NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, '')
+FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::text[]) AS action,
+             unnest($4::text[]) AS overlap, unnest($5::bigint[]) AS catchup_window_ms,
+             unnest($6::boolean[]) AS skip_if_successful, unnest($7::boolean[]) AS paused,
+             unnest($8::text[]) AS pause_note, unnest($9::timestamptz[]) AS next_run_at,
+             unnest($10::timestamptz[]) AS watermark, unnest($11::timestamptz[]) AS plan_at,
+             unnest($12::text[]) AS plan_action) g
+ON CONFLICT (name) DO NOTHING
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, metrics
+`
+
+type InsertSchedulesParams struct {
+	Names            []string
+	Specs            []string
+	Actions          []string
+	OverlapPolicies  []string
+	CatchupWindowMs  []int64
+	SkipIfSuccessful []bool
+	Paused           []bool
+	PauseNotes       []string
+	NextRunAt        []time.Time
+	Watermarks       []time.Time
+	PlanAts          []time.Time
+	PlanActions      []string
+}
+
+// A bulk create: every row in one statement; a name taken already inserts nothing (the
+// caller compares the existing row with what was asked, ListSchedulesByName).
+func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams) ([]Schedule, error) {
+	rows, err := q.db.Query(ctx, insertSchedules,
+		arg.Names,
+		arg.Specs,
+		arg.Actions,
+		arg.OverlapPolicies,
+		arg.CatchupWindowMs,
+		arg.SkipIfSuccessful,
+		arg.Paused,
+		arg.PauseNotes,
+		arg.NextRunAt,
+		arg.Watermarks,
+		arg.PlanAts,
+		arg.PlanActions,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Schedule
+	for rows.Next() {
+		var i Schedule
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Spec,
+			&i.Action,
+			&i.Overlap,
+			&i.CatchupWindowMs,
+			&i.SkipIfSuccessful,
+			&i.Paused,
+			&i.PauseNote,
+			&i.Version,
+			&i.NextRunAt,
+			&i.LastRunAt,
+			&i.FiredCount,
+			&i.SkippedCount,
+			&i.MissedCount,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Backfills,
+			&i.Owner,
+			&i.Watermark,
+			&i.PlanAt,
+			&i.PlanAction,
+			&i.LastSuccessAt,
+			&i.RescheduledTo,
+			&i.RestRequestedAt,
+			&i.OwnerCheckedAt,
+			&i.Metrics,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const judgeLateTicks = `-- name: JudgeLateTicks :many
 SELECT t.fire_at::timestamptz AS fire_at, f.fate::text AS fate, f.reason::text AS reason
 FROM unnest($1::timestamptz[]) WITH ORDINALITY AS t (fire_at, n),
@@ -855,6 +949,58 @@ type ListSchedulesParams struct {
 
 func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([]Schedule, error) {
 	rows, err := q.db.Query(ctx, listSchedules, arg.AfterName, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Schedule
+	for rows.Next() {
+		var i Schedule
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Spec,
+			&i.Action,
+			&i.Overlap,
+			&i.CatchupWindowMs,
+			&i.SkipIfSuccessful,
+			&i.Paused,
+			&i.PauseNote,
+			&i.Version,
+			&i.NextRunAt,
+			&i.LastRunAt,
+			&i.FiredCount,
+			&i.SkippedCount,
+			&i.MissedCount,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Backfills,
+			&i.Owner,
+			&i.Watermark,
+			&i.PlanAt,
+			&i.PlanAction,
+			&i.LastSuccessAt,
+			&i.RescheduledTo,
+			&i.RestRequestedAt,
+			&i.OwnerCheckedAt,
+			&i.Metrics,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listSchedulesByName = `-- name: ListSchedulesByName :many
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, metrics FROM schedules WHERE name = ANY($1::text[])
+`
+
+func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
+	rows, err := q.db.Query(ctx, listSchedulesByName, names)
 	if err != nil {
 		return nil, err
 	}

@@ -298,3 +298,23 @@ WHERE d.schedule_id = @schedule_id
 
 -- name: ListScheduleRefusals :many
 SELECT * FROM schedule_refusals WHERE schedule_id = @schedule_id ORDER BY id DESC LIMIT @max_rows;
+
+-- name: InsertSchedules :many
+-- A bulk create: every row in one statement; a name taken already inserts nothing (the
+-- caller compares the existing row with what was asked, ListSchedulesByName).
+INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
+                       watermark, plan_at, plan_action)
+SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
+       NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, '')
+FROM (SELECT unnest(@names::text[]) AS name, unnest(@specs::text[]) AS spec, unnest(@actions::text[]) AS action,
+             unnest(@overlap_policies::text[]) AS overlap, unnest(@catchup_window_ms::bigint[]) AS catchup_window_ms,
+             unnest(@skip_if_successful::boolean[]) AS skip_if_successful, unnest(@paused::boolean[]) AS paused,
+             unnest(@pause_notes::text[]) AS pause_note, unnest(@next_run_at::timestamptz[]) AS next_run_at,
+             unnest(@watermarks::timestamptz[]) AS watermark, unnest(@plan_ats::timestamptz[]) AS plan_at,
+             unnest(@plan_actions::text[]) AS plan_action) g
+ON CONFLICT (name) DO NOTHING
+RETURNING *;
+
+-- name: ListSchedulesByName :many
+SELECT * FROM schedules WHERE name = ANY(@names::text[]);
