@@ -2,12 +2,12 @@ package starter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/tickgate/tickgate/workflows"
 )
@@ -61,7 +61,6 @@ func (s *Starter) ChangeReport(ctx context.Context) ([]ChangeUse, error) {
 func (s *Starter) openRunMarkers(ctx context.Context, workflowType string) ([][]string, error) {
 	var out [][]string
 	var token []byte
-	dc := converter.GetDefaultDataConverter()
 	for {
 		resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Query:         fmt.Sprintf(`WorkflowType = %q AND ExecutionStatus = "Running"`, workflowType),
@@ -73,7 +72,8 @@ func (s *Starter) openRunMarkers(ctx context.Context, workflowType string) ([][]
 		for _, e := range resp.Executions {
 			var versions []string
 			if p := e.GetSearchAttributes().GetIndexedFields()["TemporalChangeVersion"]; p != nil {
-				if err := dc.FromPayload(p, &versions); err != nil {
+				// A keyword list's payload is its JSON array.
+				if err := json.Unmarshal(p.GetData(), &versions); err != nil {
 					return nil, fmt.Errorf("TemporalChangeVersion of %s: %w", e.GetExecution().GetWorkflowId(), err)
 				}
 			}

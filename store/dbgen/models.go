@@ -127,6 +127,7 @@ type Schedule struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	Backfills        json.RawMessage
+	Metrics          bool
 	Owner            *string
 	Watermark        *time.Time
 	PlanAt           *time.Time
@@ -135,7 +136,6 @@ type Schedule struct {
 	RescheduledTo    *time.Time
 	RestRequestedAt  *time.Time
 	OwnerCheckedAt   *time.Time
-	Metrics          bool
 }
 
 type ScheduleRefusal struct {

@@ -303,7 +303,7 @@ func (q *Queries) ListRestRequests(ctx context.Context, maxRows int32) ([]ListRe
 }
 
 const lockSchedulesToPlan = `-- name: LockSchedulesToPlan :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, metrics FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules
 WHERE owner IS NULL AND plan_at <= $1::timestamptz
 ORDER BY plan_at
 LIMIT $2
@@ -345,6 +345,7 @@ func (q *Queries) LockSchedulesToPlan(ctx context.Context, arg LockSchedulesToPl
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Backfills,
+			&i.Metrics,
 			&i.Owner,
 			&i.Watermark,
 			&i.PlanAt,
@@ -353,7 +354,6 @@ func (q *Queries) LockSchedulesToPlan(ctx context.Context, arg LockSchedulesToPl
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
-			&i.Metrics,
 		); err != nil {
 			return nil, err
 		}
@@ -491,7 +491,7 @@ const takeScheduleOwnership = `-- name: TakeScheduleOwnership :one
 UPDATE schedules
 SET owner = $1, rest_requested_at = NULL, owner_checked_at = NULL, plan_at = NULL, plan_action = NULL
 WHERE CASE WHEN $2::bigint <> 0 THEN id = $2::bigint ELSE name = $3::text END
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, metrics
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
 `
 
 type TakeScheduleOwnershipParams struct {
@@ -501,7 +501,7 @@ type TakeScheduleOwnershipParams struct {
 }
 
 // The planner and the handover of a schedule between it and its workflow (docs/schedules.md
-// "How it runs"; migrations/00017_schedule_planner.sql).
+// "How it runs"; migrations/00043_schedule_planner.sql).
 // A workflow run takes its schedule, waiting for the row lock of a planner round that holds
 // it: from its commit on, that run is the single writer of the schedule's runtime state and
 // the planner leaves the row alone. By id, or by name for a run another service started
@@ -528,6 +528,7 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Backfills,
+		&i.Metrics,
 		&i.Owner,
 		&i.Watermark,
 		&i.PlanAt,
@@ -536,7 +537,6 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
-		&i.Metrics,
 	)
 	return i, err
 }

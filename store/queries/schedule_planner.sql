@@ -1,5 +1,5 @@
 -- The planner and the handover of a schedule between it and its workflow (docs/schedules.md
--- "How it runs"; migrations/00017_schedule_planner.sql).
+-- "How it runs"; migrations/00043_schedule_planner.sql).
 
 -- name: TakeScheduleOwnership :one
 -- A workflow run takes its schedule, waiting for the row lock of a planner round that holds
