@@ -13,7 +13,7 @@ import (
 )
 
 // ErrDeviceGone is the non-retryable error type of a device activity whose row (PC,
-// task_device) no longer exists: the workflow that called it ends.
+// execution) no longer exists: the workflow that called it ends.
 const ErrDeviceGone = "DeviceGone"
 
 // DeviceActivities are the device dispatch engine's SQL steps (docs/devices.md).
@@ -88,7 +88,7 @@ func (a *DeviceActivities) RefillPC(ctx context.Context, pcName string) (int, er
 
 // SlotState is an execution's state as its slot workflow sees it.
 type SlotState struct {
-	Status    domain.TaskDeviceStatus
+	Status    domain.ExecutionStatus
 	Attempt   int32
 	SentAt    *time.Time
 	TimeoutAt *time.Time
@@ -99,41 +99,45 @@ type SlotState struct {
 }
 
 // Final reports whether the execution is over.
-func (s SlotState) Final() bool { return domain.TDFinal(s.Status) }
+func (s SlotState) Final() bool { return domain.ExecutionFinal(s.Status) }
 
 // InFlight reports whether an attempt is out on the device.
-func (s SlotState) InFlight() bool { return s.Status == domain.TDSent || s.Status == domain.TDAcked }
+func (s SlotState) InFlight() bool {
+	return s.Status == domain.ExecutionSent || s.Status == domain.ExecutionAcked
+}
 
 // TimeoutInput names the attempt whose deadline passed.
 type TimeoutInput struct {
-	TaskDeviceID int64
-	Attempt      int32
+	// ExecutionID keeps its wire name of releases before the rename (TaskDeviceID): the
+	// input of an activity scheduled before an upgrade decodes after it.
+	ExecutionID int64 `json:"TaskDeviceID"`
+	Attempt     int32
 }
 
 // TimeoutAttempt marks the attempt TIMEOUT if it is still in flight — then RETRY_SCHEDULED
 // or FAILED_FINAL (device error, slot refilled) — and otherwise changes nothing: SQL
 // decides the race between the agent's result and the timer.
 func (a *DeviceActivities) TimeoutAttempt(ctx context.Context, in TimeoutInput) (SlotState, error) {
-	out, err := a.Store.TimeoutAttempt(ctx, in.TaskDeviceID, in.Attempt)
+	out, err := a.Store.TimeoutAttempt(ctx, in.ExecutionID, in.Attempt)
 	if errors.Is(err, store.ErrNotFound) {
-		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("task_device %d is gone", in.TaskDeviceID), ErrDeviceGone, err)
+		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("execution %d is gone", in.ExecutionID), ErrDeviceGone, err)
 	}
 	if err != nil {
 		return SlotState{}, err
 	}
 	st := SlotState{Status: out.Status, Attempt: out.Attempt, CheckTask: out.CheckTask, Stale: out.Stale}
-	if out.Stale && (out.Status == domain.TDSent || out.Status == domain.TDAcked) {
+	if out.Stale && (out.Status == domain.ExecutionSent || out.Status == domain.ExecutionAcked) {
 		// A newer attempt is out: hand its deadline to the workflow.
-		return a.GetSlotState(ctx, in.TaskDeviceID)
+		return a.GetSlotState(ctx, in.ExecutionID)
 	}
 	return st, nil
 }
 
 // GetSlotState reads an execution's state.
 func (a *DeviceActivities) GetSlotState(ctx context.Context, id int64) (SlotState, error) {
-	td, err := a.Store.GetTaskDevice(ctx, id)
+	td, err := a.Store.GetDeviceExecution(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("task_device %d is gone", id), ErrDeviceGone, err)
+		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("execution %d is gone", id), ErrDeviceGone, err)
 	}
 	if err != nil {
 		return SlotState{}, err
@@ -141,8 +145,8 @@ func (a *DeviceActivities) GetSlotState(ctx context.Context, id int64) (SlotStat
 	return SlotState{Status: td.Status, Attempt: td.Attempt, SentAt: td.SentAt, TimeoutAt: td.TimeoutAt}, nil
 }
 
-// IsFinalStatus reports whether a task_device status is final (for workflows).
-func IsFinalStatus(status domain.TaskDeviceStatus) bool { return domain.TDFinal(status) }
+// IsFinalStatus reports whether an execution status is final (for workflows).
+func IsFinalStatus(status domain.ExecutionStatus) bool { return domain.ExecutionFinal(status) }
 
 // SlotRef names one numbered slot of a PC, or with Slot 0 every slot of the PC (the PC's
 // timer), checked as of a time.

@@ -63,7 +63,7 @@ func (s *Server) agentClaim(c echo.Context) error {
 	// is already committed (timeout_at), and the dispatcher's sweep times out an attempt
 	// whose timer was never told.
 	s.armSlotsAfterAnswer(pc, cmds)
-	page := Page[TaskDeviceDTO]{Items: make([]TaskDeviceDTO, 0, len(cmds))}
+	page := Page[DeviceExecutionDTO]{Items: make([]DeviceExecutionDTO, 0, len(cmds))}
 	for _, cmd := range cmds {
 		page.Items = append(page.Items, claimedView(pc, cmd))
 	}
@@ -95,7 +95,7 @@ func (s *Server) armPC(ctx context.Context, pc string, cmds []store.ClaimedComma
 	s.pcArms.toldAt(pc, wake, now)
 	s.slotSignals <- struct{}{}
 	defer func() { <-s.slotSignals }()
-	d := workflows.SlotDeadline{TaskDeviceID: first.ID, Attempt: first.Attempt, TimeoutAt: wake}
+	d := workflows.SlotDeadline{ExecutionID: first.ID, Attempt: first.Attempt, TimeoutAt: wake}
 	if err := s.Starter.ArmSlot(ctx, pc, 0, d); err != nil {
 		s.pcArms.forget(pc, wake)
 		s.Logf("devices: %v", err)
@@ -122,11 +122,11 @@ func (s *Server) agentAck(c echo.Context) error {
 		}
 		return err
 	}
-	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
+	td, err := s.Store.GetDeviceExecution(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, taskDeviceDTO(td))
+	return c.JSON(http.StatusOK, deviceExecutionDTO(td))
 }
 
 // ResultRequest is the body of POST /agent/task-devices/{id}/result.
@@ -144,8 +144,8 @@ type ResultRequest struct {
 // asked (claim_next) and its slot was refilled at once, the slot's next execution, SENT to
 // this agent with its payload (as a claim would hand it).
 type ResultView struct {
-	TaskDeviceDTO
-	Next *TaskDeviceDTO `json:"next,omitempty"`
+	DeviceExecutionDTO
+	Next *DeviceExecutionDTO `json:"next,omitempty"`
 }
 
 func (s *Server) agentResult(c echo.Context) error {
@@ -180,7 +180,7 @@ func (s *Server) agentResult(c echo.Context) error {
 		}
 	}
 	// The general path: a failure, or a success the group commit left undecided.
-	if err := s.checkAgentTaskDevice(c.Request().Context(), p, id, pc); err != nil {
+	if err := s.checkAgentExecution(c.Request().Context(), p, id, pc); err != nil {
 		return err
 	}
 	record := func(c echo.Context) error { return s.recordResult(c, id, r) }
@@ -222,7 +222,7 @@ func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *P
 	case store.SuccessNotFound:
 		return true, "", NotFound("no task_device %d", id)
 	case store.SuccessForbidden:
-		return true, "", s.checkAgentTaskDevice(c.Request().Context(), p, id, ans.PCName)
+		return true, "", s.checkAgentExecution(c.Request().Context(), p, id, ans.PCName)
 	case store.SuccessKeyReused:
 		return true, "", NewProblem(http.StatusUnprocessableEntity, IdempotencyHeader, "%v", store.ErrKeyReused)
 	case store.SuccessKeyInProgress:
@@ -245,7 +245,7 @@ func (s *Server) recordResult(c echo.Context, id int64, r store.Result) error {
 	if out.View != nil {
 		return c.JSON(http.StatusOK, resultView(*out.View, nil))
 	}
-	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
+	td, err := s.Store.GetDeviceExecution(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -270,8 +270,8 @@ func (s *Server) replayResultAnswer(c echo.Context, answer []byte) error {
 	return c.JSON(http.StatusOK, resultView(*done, next))
 }
 
-func resultView(td store.TaskDeviceView, next *store.ClaimedCommand) ResultView {
-	v := ResultView{TaskDeviceDTO: taskDeviceDTO(td)}
+func resultView(td store.DeviceExecutionView, next *store.ClaimedCommand) ResultView {
+	v := ResultView{DeviceExecutionDTO: deviceExecutionDTO(td)}
 	if next != nil {
 		n := claimedView(td.PcName, *next)
 		v.Next = &n

@@ -139,7 +139,7 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 	for _, serial := range []string{"dev-ok", "dev-retry", "dev-timeout", "dev-fatal"} {
 		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-1", "serial": serial}, http.StatusCreated, nil)
 	}
-	var task api.DevTaskView
+	var task api.DeviceTaskView
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash", "build": 7}}, http.StatusCreated, &task)
 	fleet := agentsim.Start(ctx, agentsim.Options{
 		BaseURL: st.URL + "/api/v1", PCs: []string{"rack-1"}, Latency: 50 * time.Millisecond, Ack: true,
@@ -160,7 +160,7 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 	defer fleet.Wait()
 	defer cancel()
 
-	var got api.DevTaskView
+	var got api.DeviceTaskView
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", task.ID), nil, http.StatusOK, &got)
 		return got.Status != "pending" && got.Status != "running"
@@ -169,13 +169,13 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 	require.Len(t, got.Devices, 4)
 	scope := workflows.DeviceScope(recordQueue)
 	want := map[string]struct {
-		status  domain.TaskDeviceStatus
+		status  domain.ExecutionStatus
 		attempt int32
 	}{
-		"dev-ok":      {domain.TDSucceeded, 1},
-		"dev-retry":   {domain.TDSucceeded, 2},
-		"dev-timeout": {domain.TDSucceeded, 2},
-		"dev-fatal":   {domain.TDFailedFinal, 1},
+		"dev-ok":      {domain.ExecutionSucceeded, 1},
+		"dev-retry":   {domain.ExecutionSucceeded, 2},
+		"dev-timeout": {domain.ExecutionSucceeded, 2},
+		"dev-fatal":   {domain.ExecutionFailedFinal, 1},
 	}
 	for _, td := range got.Devices {
 		w, ok := want[td.Device]

@@ -76,7 +76,7 @@ func (s *Starter) KickPromoter(ctx context.Context) error {
 }
 
 // SendTaskRunResult delivers an external task's result to its rollout's workflow.
-func (s *Starter) SendTaskRunResult(ctx context.Context, rolloutID int64, res workflows.TaskRunResult) error {
+func (s *Starter) SendTaskRunResult(ctx context.Context, rolloutID int64, res workflows.ExternalTaskResult) error {
 	return s.signalRollout(ctx, rolloutID, workflows.SignalTaskResult, res)
 }
 

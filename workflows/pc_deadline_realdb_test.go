@@ -28,7 +28,7 @@ func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
 		_, _, err = st.CreateDevice(ctx, "pc1", d)
 		require.NoError(t, err)
 	}
-	_, err = st.CreateDevTask(ctx, store.NewDevTask{})
+	_, err = st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 	_, err = acts.Advance(ctx)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
 	env.SetStartTime(sentAt)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{
-			TaskDeviceID: first[0].ID, Attempt: first[0].Attempt, TimeoutAt: d1.Add(-time.Second),
+			ExecutionID: first[0].ID, Attempt: first[0].Attempt, TimeoutAt: d1.Add(-time.Second),
 		})
 	}, time.Second)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Minute)
@@ -62,10 +62,10 @@ func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
 	require.Equal(t, d1, checks[1], "the first attempt's deadline, found in SQL")
 	require.Equal(t, d2, checks[2], "the second attempt's deadline, never told")
 	for _, c := range []store.ClaimedCommand{first[0], second[0]} {
-		td, err := st.GetTaskDevice(ctx, c.ID)
+		td, err := st.GetDeviceExecution(ctx, c.ID)
 		require.NoError(t, err)
-		require.Equal(t, domain.TDFailedFinal, td.Status, "task_device %d", c.ID)
-		evs, err := st.TaskDeviceEvents(ctx, c.ID)
+		require.Equal(t, domain.ExecutionFailedFinal, td.Status, "execution %d", c.ID)
+		evs, err := st.DeviceExecutionEvents(ctx, c.ID)
 		require.NoError(t, err)
 		require.Equal(t, domain.EvTimeout, evs[2].Type)
 	}

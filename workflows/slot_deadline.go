@@ -29,9 +29,9 @@ func PCDeadlineWorkflowID(scope, pc string) string { return SlotDeadlineWorkflow
 
 // SlotDeadline is the payload of SignalSlotDeadline.
 type SlotDeadline struct {
-	TaskDeviceID int64
-	Attempt      int32
-	TimeoutAt    time.Time
+	ExecutionID int64 `json:"TaskDeviceID"` // its wire name before the rename
+	Attempt     int32
+	TimeoutAt   time.Time
 }
 
 // SlotDeadlineInput starts (or continues) a slot's workflow.

@@ -30,13 +30,13 @@ func (s *DeviceSuite) claimAt(pc string, id int64, tell bool) time.Time {
 	_, err = s.store.Pool.Exec(ctx, "UPDATE task_devices SET sent_at = $2, timeout_at = $3 WHERE id = $1", id, now, deadline)
 	s.Require().NoError(err)
 	if tell {
-		s.env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{TaskDeviceID: id, Attempt: cmds[0].Attempt, TimeoutAt: deadline})
+		s.env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{ExecutionID: id, Attempt: cmds[0].Attempt, TimeoutAt: deadline})
 	}
 	return deadline
 }
 
-func (s *DeviceSuite) status(id int64) domain.TaskDeviceStatus {
-	td, err := s.store.GetTaskDevice(context.Background(), id)
+func (s *DeviceSuite) status(id int64) domain.ExecutionStatus {
+	td, err := s.store.GetDeviceExecution(context.Background(), id)
 	s.Require().NoError(err)
 	return td.Status
 }
@@ -52,13 +52,13 @@ func (s *DeviceSuite) TestSlotTimesOutTheAttemptAtItsDeadline() {
 	s.Require().Equal(int32(1), *tds[0].Slot)
 	s.env.RegisterDelayedCallback(func() { s.claimAt("pc1", id, true) }, 7*time.Minute)
 	s.env.RegisterDelayedCallback(func() {
-		s.Equal(domain.TDSent, s.status(id), "one second before the deadline the attempt is still out")
+		s.Equal(domain.ExecutionSent, s.status(id), "one second before the deadline the attempt is still out")
 	}, 27*time.Minute-time.Second)
 	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, 30*time.Minute)
 	s.startSlot("pc1", 1)
 
 	s.Equal([]time.Duration{27 * time.Minute}, s.startedAt("CheckSlot"), "woke at SENT + 20m, not CREATED + 20m")
-	s.Equal(domain.TDRetryScheduled, s.status(id))
+	s.Equal(domain.ExecutionRetryScheduled, s.status(id))
 	s.Equal([]string{"CREATED#1", "SENT#1", "TIMEOUT#1", "RETRY_SCHEDULED#2"}, s.events(id))
 }
 
@@ -77,7 +77,7 @@ func (s *DeviceSuite) TestSlotFollowsTheNextExecutionWithoutBeingTold() {
 		s.Require().NoError(err)
 		s.Require().Len(out.Refilled, 1, "the freed slot holds the next execution")
 		second = out.Refilled[0]
-		td, err := s.store.GetTaskDevice(ctx, second)
+		td, err := s.store.GetDeviceExecution(ctx, second)
 		s.Require().NoError(err)
 		s.Equal(int32(1), *td.Slot, "in the same numbered slot")
 	}, 5*time.Minute)
@@ -88,7 +88,7 @@ func (s *DeviceSuite) TestSlotFollowsTheNextExecutionWithoutBeingTold() {
 	s.Equal([]time.Duration{21 * time.Minute, 30 * time.Minute}, s.startedAt("CheckSlot"))
 	s.Equal([]string{"CREATED#1", "SENT#1", "SUCCEEDED#1"}, s.events(first), "the result won; the wake-up at 21m changed nothing")
 	s.Equal([]string{"CREATED#1", "SENT#1", "TIMEOUT#1", "RETRY_SCHEDULED#2"}, s.events(second), "timed out at its own deadline")
-	tdsAfter, err := s.store.TaskDevices(ctx, task.ID, 0, 10)
+	tdsAfter, err := s.store.DeviceExecutions(ctx, task.ID, 0, 10)
 	s.Require().NoError(err)
 	s.Len(tdsAfter, 2)
 }

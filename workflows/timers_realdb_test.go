@@ -98,7 +98,7 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = st.CreateDevice(ctx, "pc1", "pc1-d0")
 	require.NoError(t, err)
-	task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	task, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 	adv, err := acts.Advance(ctx) // the dispatcher's step: activate with the configuration in force
 	require.NoError(t, err)
@@ -118,12 +118,12 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	env.SetStartTime(sentAt.Add(-7 * time.Minute))
 	env.RegisterDelayedCallback(func() {
 		require.True(t, env.Now().Equal(sentAt))
-		env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{TaskDeviceID: cmd.ID, Attempt: cmd.Attempt, TimeoutAt: cmd.TimeoutAt.UTC()})
+		env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{ExecutionID: cmd.ID, Attempt: cmd.Attempt, TimeoutAt: cmd.TimeoutAt.UTC()})
 	}, 7*time.Minute)
 	env.RegisterDelayedCallback(func() {
-		td, err := st.GetTaskDevice(ctx, cmd.ID)
+		td, err := st.GetDeviceExecution(ctx, cmd.ID)
 		require.NoError(t, err)
-		require.Equal(t, domain.TDSent, td.Status, "one second before the deadline the attempt is still out")
+		require.Equal(t, domain.ExecutionSent, td.Status, "one second before the deadline the attempt is still out")
 	}, 7*time.Minute+20*time.Minute-time.Second)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 7*time.Minute+30*time.Minute)
 	env.ExecuteWorkflow(workflows.SlotDeadlineWorkflow, workflows.SlotDeadlineInput{
@@ -134,12 +134,12 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	timeouts := watch.startsOf("CheckSlot")
 	require.Len(t, timeouts, 1)
 	require.Equal(t, sentAt.Add(20*time.Minute), timeouts[0].UTC(), "timed out at SENT + 20m of workflow time")
-	td, err := st.GetTaskDevice(ctx, cmd.ID)
+	td, err := st.GetDeviceExecution(ctx, cmd.ID)
 	require.NoError(t, err)
 	require.Equal(t, sentAt, td.SentAt.UTC())
 	require.Equal(t, timeouts[0].UTC(), td.TimeoutAt.UTC(), "the stored deadline is when it timed out")
-	require.Equal(t, domain.TDFailedFinal, td.Status)
-	evs, err := st.TaskDeviceEvents(ctx, cmd.ID)
+	require.Equal(t, domain.ExecutionFailedFinal, td.Status)
+	evs, err := st.DeviceExecutionEvents(ctx, cmd.ID)
 	require.NoError(t, err)
 	var got []string
 	for _, e := range evs {

@@ -143,7 +143,7 @@ SELECT ins.id FROM ins ORDER BY ins.id
 
 // RefillPC for the given PCs in one statement (a task just became active): per PC at most
 // target - running new executions, each in a free numbered slot, on the devices a slot may
-// get (devices_free_for). The caller holds those PCs' locks (and LockDevTask with a target_count).
+// get (devices_free_for). The caller holds those PCs' locks (and LockDeviceTask with a target_count).
 func (q *Queries) RefillAllPCs(ctx context.Context, pcIds []int64) ([]int64, error) {
 	rows, err := q.db.Query(ctx, refillAllPCs, pcIds)
 	if err != nil {
@@ -264,7 +264,7 @@ type RefillSlotRow struct {
 // unique among slot holders, so results freeing different slots of one PC commit in
 // parallel. The device is locked (SKIP LOCKED: another slot's refill is taking it);
 // picked without created means a concurrent refill took that device first, and the caller
-// tries again. The caller holds LockDevTask when the task has a target_count.
+// tries again. The caller holds LockDeviceTask when the task has a target_count.
 func (q *Queries) RefillSlot(ctx context.Context, arg RefillSlotParams) (RefillSlotRow, error) {
 	row := q.db.QueryRow(ctx, refillSlot, arg.PcID, arg.Slot)
 	var i RefillSlotRow

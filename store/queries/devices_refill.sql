@@ -78,7 +78,7 @@ SELECT ins.id FROM ins ORDER BY ins.id;
 -- unique among slot holders, so results freeing different slots of one PC commit in
 -- parallel. The device is locked (SKIP LOCKED: another slot's refill is taking it);
 -- picked without created means a concurrent refill took that device first, and the caller
--- tries again. The caller holds LockDevTask when the task has a target_count.
+-- tries again. The caller holds LockDeviceTask when the task has a target_count.
 WITH task AS (
     SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
 ), quota AS (
@@ -107,7 +107,7 @@ SELECT COALESCE((SELECT id FROM pick), 0)::bigint AS picked, COALESCE((SELECT id
 -- name: RefillAllPCs :many
 -- RefillPC for the given PCs in one statement (a task just became active): per PC at most
 -- target - running new executions, each in a free numbered slot, on the devices a slot may
--- get (devices_free_for). The caller holds those PCs' locks (and LockDevTask with a target_count).
+-- get (devices_free_for). The caller holds those PCs' locks (and LockDeviceTask with a target_count).
 WITH task AS (
     SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
 ), free AS (
