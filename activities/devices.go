@@ -23,7 +23,7 @@ type DeviceActivities struct {
 	// activates it: the worker's configuration in force.
 	Settings store.DeviceSettings
 	// SweepGrace is how long past its deadline an in-flight execution may stay before the
-	// dispatcher's safety sweep times it out itself (its slot workflow normally does it on
+	// dispatcher's safety sweep times it out itself (its PC timer normally does it on
 	// the dot). Default 1 minute.
 	SweepGrace time.Duration
 }
@@ -55,7 +55,7 @@ type SweepResult struct {
 }
 
 // Sweep is the dispatcher's safety net: it times out in-flight executions well past their
-// deadline (a slot workflow that never started) and fills every PC's free slots.
+// deadline (a PC timer never told) and fills every PC's free slots.
 func (a *DeviceActivities) Sweep(ctx context.Context) (SweepResult, error) {
 	grace := a.SweepGrace
 	if grace <= 0 {
@@ -99,7 +99,7 @@ type SlotState struct {
 }
 
 // Final reports whether the execution is over.
-func (s SlotState) Final() bool { return domain.ExecutionFinal(s.Status) }
+func (s SlotState) Final() bool { return IsFinalStatus(s.Status) }
 
 // InFlight reports whether an attempt is out on the device.
 func (s SlotState) InFlight() bool {
@@ -145,22 +145,27 @@ func (a *DeviceActivities) GetSlotState(ctx context.Context, id int64) (SlotStat
 	return SlotState{Status: td.Status, Attempt: td.Attempt, SentAt: td.SentAt, TimeoutAt: td.TimeoutAt}, nil
 }
 
-// IsFinalStatus reports whether an execution status is final (for workflows).
-func IsFinalStatus(status domain.ExecutionStatus) bool { return domain.ExecutionFinal(status) }
+// IsFinalStatus reports whether an execution status is final, for the per-execution
+// DeviceSlotWorkflow. It also takes "CANCELLED", the spelling before migration 00025: an
+// activity result or signal recorded in a history before the upgrade carries it, and the
+// workflow must take the same branch when it replays that history.
+func IsFinalStatus(status domain.ExecutionStatus) bool {
+	return domain.ExecutionFinal(status) || status == canceledBefore00025
+}
 
-// SlotRef names one numbered slot of a PC, or with Slot 0 every slot of the PC (the PC's
-// timer), checked as of a time.
-type SlotRef struct {
+// canceledBefore00025 is how ExecutionCanceled was spelled before migration 00025.
+const canceledBefore00025 domain.ExecutionStatus = "CANCELLED"
+
+// PCTimerRef names the PC whose timer woke, and when (the workflow's clock): a deadline
+// not after AsOf has passed.
+type PCTimerRef struct {
 	PC   string
-	Slot int32
-	// AsOf is when the slot's timer woke (the workflow's clock): a deadline not after it
-	// has passed.
 	AsOf time.Time
 }
 
-// SlotCheck is what a slot's timer learned when it woke.
-type SlotCheck struct {
-	// Deadline is the deadline of the attempt in flight in the slot now, if any.
+// PCTimerCheck is what a PC's timer learned when it woke.
+type PCTimerCheck struct {
+	// Deadline is the earliest deadline in flight on the PC now, if any.
 	Deadline *time.Time
 	// TimedOut is set when this check timed an attempt out.
 	TimedOut bool
@@ -168,36 +173,16 @@ type SlotCheck struct {
 	CheckTask bool
 }
 
-// CheckSlot times out the attempt in flight in the slot if its deadline passed — SQL
-// decides the race with the agent's result — and returns the deadline of what is in
-// flight there now.
-func (a *DeviceActivities) CheckSlot(ctx context.Context, ref SlotRef) (SlotCheck, error) {
-	if ref.Slot == 0 {
-		return a.checkPC(ctx, ref)
-	}
-	res, err := a.Store.CheckSlot(ctx, ref.PC, ref.Slot, ref.AsOf)
+// CheckPCTimer is a PC timer's wake-up: it times out every attempt in flight on the PC
+// whose deadline passed — SQL decides the race with the agent's result — and returns the
+// earliest deadline in flight there now.
+func (a *DeviceActivities) CheckPCTimer(ctx context.Context, ref PCTimerRef) (PCTimerCheck, error) {
+	res, err := a.Store.CheckPCTimer(ctx, ref.PC, ref.AsOf)
 	if errors.Is(err, store.ErrNotFound) {
-		return SlotCheck{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pc %q is gone", ref.PC), ErrDeviceGone, err)
+		return PCTimerCheck{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pc %q is gone", ref.PC), ErrDeviceGone, err)
 	}
 	if err != nil {
-		return SlotCheck{}, err
+		return PCTimerCheck{}, err
 	}
-	out := SlotCheck{Deadline: res.Deadline}
-	if res.TimedOut != nil {
-		out.TimedOut, out.CheckTask = true, res.TimedOut.CheckTask
-	}
-	return out, nil
-}
-
-// checkPC is CheckSlot for slot 0, the PC's timer: it times out whatever is overdue on the
-// PC and returns the earliest deadline in flight there.
-func (a *DeviceActivities) checkPC(ctx context.Context, ref SlotRef) (SlotCheck, error) {
-	res, err := a.Store.CheckPCDeadlines(ctx, ref.PC, ref.AsOf)
-	if errors.Is(err, store.ErrNotFound) {
-		return SlotCheck{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pc %q is gone", ref.PC), ErrDeviceGone, err)
-	}
-	if err != nil {
-		return SlotCheck{}, err
-	}
-	return SlotCheck{Deadline: res.Deadline, TimedOut: res.TimedOut > 0, CheckTask: res.CheckTask}, nil
+	return PCTimerCheck{Deadline: res.Deadline, TimedOut: res.TimedOut > 0, CheckTask: res.CheckTask}, nil
 }

@@ -12,7 +12,7 @@ import (
 // registerDevices mounts /pcs, /devices, /tasks, /task-devices and /agent (docs/devices.md):
 // one file per resource beside this one.
 func (s *Server) registerDevices(g *echo.Group) {
-	s.slotSignals = make(chan struct{}, maxSlotSignals)
+	s.timerSignals = make(chan struct{}, maxTimerSignals)
 	s.results = s.Store.NewResultBatcher(store.ResultBatcherOptions{})
 	g.POST("/pcs", s.createPC)
 	g.GET("/pcs", s.listPCs)

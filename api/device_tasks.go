@@ -78,7 +78,7 @@ func (s *Server) getDeviceTask(c echo.Context) error {
 		return err
 	}
 	v := deviceTaskView(t)
-	v.Counts = &DeviceTaskCounts{Active: counts.Active, Succeeded: counts.Succeeded, Failed: counts.Failed, Cancelled: counts.Cancelled}
+	v.Counts = &DeviceTaskCounts{Active: counts.Active, Succeeded: counts.Succeeded, Failed: counts.Failed, Canceled: counts.Canceled}
 	v.Devices = []DeviceExecutionDTO{}
 	var after int64
 	for len(v.Devices) < maxExecutionsShown {
@@ -123,6 +123,6 @@ func (s *Server) cancelDeviceTask(c echo.Context) error {
 		}
 		return err
 	}
-	s.advanceSoon(fmt.Sprintf("task %d cancelled", t.ID)) // the next task becomes active at once
+	s.advanceSoon(fmt.Sprintf("task %d canceled", t.ID)) // the next task becomes active at once
 	return c.JSON(http.StatusOK, deviceTaskView(t))
 }

@@ -67,7 +67,7 @@ type DeviceTaskCounts struct {
 	Active    int64 `json:"active"`
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
-	Cancelled int64 `json:"cancelled"`
+	Canceled  int64 `json:"cancelled"` // the HTTP contract's field name, spelled before the statuses were
 }
 
 // DeviceExecutionDTO is one device execution (a task_device row).

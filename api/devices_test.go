@@ -175,8 +175,8 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 }
 
 // TestDevicesTimeoutOnRealServerAndLateResult uses a 1-second device timeout: a claimed
-// command nobody answers times out through its slot workflow's timer, is retried, and a
-// result for the timed-out attempt is answered 409 and recorded. Cancelling the task
+// command nobody answers times out through its PC timer, is retried, and a
+// result for the timed-out attempt is answered 409 and recorded. Canceling the task
 // activates the next one at once.
 func TestDevicesTimeoutOnRealServerAndLateResult(t *testing.T) {
 	t.Parallel()

@@ -216,7 +216,7 @@ func (s *Server) overviewStats(c echo.Context) error {
 			return err
 		}
 		t := deviceTaskView(*active)
-		t.Counts = &DeviceTaskCounts{Active: counts.Active, Succeeded: counts.Succeeded, Failed: counts.Failed, Cancelled: counts.Cancelled}
+		t.Counts = &DeviceTaskCounts{Active: counts.Active, Succeeded: counts.Succeeded, Failed: counts.Failed, Canceled: counts.Canceled}
 		v.DeviceTask = &t
 	}
 	return c.JSON(http.StatusOK, v)

@@ -11,7 +11,7 @@ const (
 	ExecutionRetryScheduled ExecutionStatus = "RETRY_SCHEDULED"
 	ExecutionSucceeded      ExecutionStatus = "SUCCEEDED"
 	ExecutionFailedFinal    ExecutionStatus = "FAILED_FINAL"
-	ExecutionCanceled       ExecutionStatus = "CANCELLED"
+	ExecutionCanceled       ExecutionStatus = "CANCELED"
 )
 
 // ExecutionFinal reports whether an execution status is final.
@@ -34,7 +34,7 @@ const (
 	EvTimeout        ExecutionEventType = "TIMEOUT"
 	EvRetryScheduled ExecutionEventType = "RETRY_SCHEDULED"
 	EvFailedFinal    ExecutionEventType = "FAILED_FINAL"
-	EvCanceled       ExecutionEventType = "CANCELLED"
+	EvCanceled       ExecutionEventType = "CANCELED"
 	EvLateResult     ExecutionEventType = "LATE_RESULT"
 )
 
@@ -59,5 +59,5 @@ const (
 	DeviceTaskRunning  DeviceTaskStatus = "running"
 	DeviceTaskSuccess  DeviceTaskStatus = "success"
 	DeviceTaskFailed   DeviceTaskStatus = "failed"
-	DeviceTaskCanceled DeviceTaskStatus = "cancelled"
+	DeviceTaskCanceled DeviceTaskStatus = "canceled"
 )

@@ -29,7 +29,7 @@ type (
 )
 
 // ErrNotInFlight is returned when an ack or result names an attempt that is no longer out
-// on the device (it timed out, was cancelled, or a newer attempt was sent): HTTP 409.
+// on the device (it timed out, was canceled, or a newer attempt was sent): HTTP 409.
 var ErrNotInFlight = errors.New("attempt is not in flight")
 
 // DeviceSettings are the execution rules a task takes when it becomes active (D3): every

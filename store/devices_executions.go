@@ -154,7 +154,7 @@ type Outcome struct {
 // success is group-committed by RecordSuccesses instead): the execution's new state,
 // its events, the device turning error on a final failure, the PC's freed slot refilled at
 // once, and the task's abort rule. A result for an attempt that is no longer in flight (it
-// timed out, was cancelled) is recorded as a LATE_RESULT event and returns ErrNotInFlight.
+// timed out, was canceled) is recorded as a LATE_RESULT event and returns ErrNotInFlight.
 func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, error) {
 	var out Outcome
 	var late error
@@ -268,7 +268,7 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td DeviceExecution, fa
 	}
 	// The slot is free: refill that same slot now, in this transaction (D2). A final
 	// failure puts only this execution's device in error, and it holds no other slot (one
-	// active execution per device), so nothing needs cancelling.
+	// active execution per device), so nothing needs canceling.
 	ids, err := refillSlot(ctx, q, td, task)
 	if err != nil {
 		return out, err
@@ -318,8 +318,8 @@ func event(ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ d
 }
 
 // SweepOverdue times out in-flight executions whose deadline passed more than grace ago:
-// the safety net for a slot workflow that was never started (an API crash between the
-// claim and its signal). The slot workflows normally time them out on the dot.
+// the safety net for a PC timer that was never told (an API crash between the claim and
+// its signal). The PC timers normally time them out on the dot.
 func (s *Store) SweepOverdue(ctx context.Context, grace time.Duration) ([]Outcome, error) {
 	rows, err := s.Q.OverdueInFlight(ctx, time.Now().Add(-grace))
 	if err != nil {
@@ -338,7 +338,8 @@ func (s *Store) SweepOverdue(ctx context.Context, grace time.Duration) ([]Outcom
 	return outs, nil
 }
 
-// SlotCheck is what checking a numbered slot's deadline found and did.
+// SlotCheck is what checking a numbered slot's deadline found and did (CheckSlot, for the
+// legacy per-slot timers: workflows/slot_timer_legacy.go).
 type SlotCheck struct {
 	// Deadline is the deadline of the attempt now in flight in the slot, if one is.
 	Deadline *time.Time
@@ -346,8 +347,8 @@ type SlotCheck struct {
 	TimedOut *Outcome
 }
 
-// PCDeadlineCheck is what a PC timer's wake-up found and did.
-type PCDeadlineCheck struct {
+// PCTimerCheck is what a PC timer's wake-up found and did.
+type PCTimerCheck struct {
 	// Deadline is the earliest deadline in flight on the PC afterwards, if any.
 	Deadline *time.Time
 	// TimedOut counts the attempts this check timed out; CheckTask is set when one of them
@@ -356,13 +357,17 @@ type PCDeadlineCheck struct {
 	CheckTask bool
 }
 
-// CheckPCDeadlines is a PC timer's wake-up (the slot timer workflow armed for slot 0: every
-// slot of the PC): it times out every attempt in flight on pcName whose deadline is not
-// after asOf (TimeoutAttempt: a result racing it has exactly one winner), and reports the
-// earliest deadline in flight there afterwards, which the timer sleeps until. asOf is the
-// timer workflow's clock, as for CheckSlot. ErrNotFound: the PC is gone.
-func (s *Store) CheckPCDeadlines(ctx context.Context, pcName string, asOf time.Time) (PCDeadlineCheck, error) {
-	var res PCDeadlineCheck
+// CheckPCTimer is a PC timer's wake-up (workflows.PCTimerWorkflow): it times out every
+// attempt in flight on pcName whose deadline is not after asOf (TimeoutAttempt: a result
+// racing it has exactly one winner), and reports the earliest deadline in flight there
+// afterwards, which the timer sleeps until. ErrNotFound: the PC is gone.
+//
+// asOf is the timer's clock when it fired, not the database's: the timer runs on that
+// clock, so a wake-up at a deadline always finds that deadline passed, and a clock skew
+// between Temporal and PostgreSQL moves a timeout by the skew instead of making the timer
+// wake again and again until the database's clock catches up.
+func (s *Store) CheckPCTimer(ctx context.Context, pcName string, asOf time.Time) (PCTimerCheck, error) {
+	var res PCTimerCheck
 	overdue, err := s.Q.OverdueOnPC(ctx, dbgen.OverdueOnPCParams{PcName: pcName, AsOf: asOf})
 	if err != nil {
 		return res, fmt.Errorf("overdue attempts on pc %q: %w", pcName, mapErr(err))
@@ -385,16 +390,11 @@ func (s *Store) CheckPCDeadlines(ctx context.Context, pcName string, asOf time.T
 	return res, nil
 }
 
-// CheckSlot is a slot timer's wake-up: it times out the attempt in flight in slot n of
+// CheckSlot is a legacy per-slot timer's wake-up: it times out the attempt in flight in slot n of
 // pcName if its deadline is not after asOf (TimeoutAttempt: a result racing it has exactly
 // one winner), and reports the deadline of whatever is in flight there afterwards — a
 // retry of the same execution, or the next execution once it is claimed. ErrNotFound: the
-// PC is gone.
-//
-// asOf is the slot workflow's clock when its timer fired, not the database's: the timer
-// runs on that clock, so a wake-up at a deadline always finds that deadline passed, and a
-// clock skew between Temporal and PostgreSQL moves a timeout by the skew instead of making
-// the timer wake again and again until the database's clock catches up.
+// PC is gone. asOf is the timer's clock, as for CheckPCTimer.
 func (s *Store) CheckSlot(ctx context.Context, pcName string, n int32, asOf time.Time) (SlotCheck, error) {
 	var res SlotCheck
 	for range 2 {
@@ -410,7 +410,7 @@ func (s *Store) CheckSlot(ctx context.Context, pcName string, n int32, asOf time
 		}
 		inFlight := cur.Status == domain.ExecutionSent || cur.Status == domain.ExecutionAcked
 		if !inFlight || cur.TimeoutAt == nil {
-			return res, nil // waiting for its claim: the claim arms the slot's timer
+			return res, nil // waiting for its claim
 		}
 		if cur.TimeoutAt.After(asOf) || res.TimedOut != nil {
 			res.Deadline = cur.TimeoutAt

@@ -82,11 +82,11 @@ func (s *Store) CancelDeviceTask(ctx context.Context, id int64) (DeviceTask, err
 		}
 		// task_devices first, then the task row: the lock order of every other path.
 		if _, err := q.CancelDeviceExecutionsOfTask(ctx, dbgen.CancelDeviceExecutionsOfTaskParams{
-			Reason: "task cancelled", TaskID: id, UnsentOnly: false,
+			Reason: "task canceled", TaskID: id, UnsentOnly: false,
 		}); err != nil {
 			return fmt.Errorf("cancel executions of task %d: %w", id, mapErr(err))
 		}
-		t, err = q.FinishDeviceTask(ctx, dbgen.FinishDeviceTaskParams{ID: id, Status: domain.DeviceTaskCanceled, Error: "cancelled by operator"})
+		t, err = q.FinishDeviceTask(ctx, dbgen.FinishDeviceTaskParams{ID: id, Status: domain.DeviceTaskCanceled, Error: "canceled by operator"})
 		if err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: task %d finished meanwhile", ErrConflict, id)
@@ -100,7 +100,7 @@ func (s *Store) CancelDeviceTask(ctx context.Context, id int64) (DeviceTask, err
 
 // applyAbortRule aborts the task (locked here, so one transaction decides) once at least
 // min_executed executions are final and more than failed_percent of them failed: its
-// unsent executions are cancelled, those in flight may finish.
+// unsent executions are canceled, those in flight may finish.
 func applyAbortRule(ctx context.Context, q *dbgen.Queries, taskID int64) (bool, error) {
 	task, err := q.LockDeviceTask(ctx, taskID)
 	if err != nil {
@@ -233,8 +233,8 @@ func taskDone(ctx context.Context, q *dbgen.Queries, t DeviceTask) (done bool, s
 		return true, domain.DeviceTaskFailed, fmt.Sprintf("%d of %d executions failed", p.Failed, p.Succeeded+p.Failed), nil
 	case p.Succeeded > 0:
 		return true, domain.DeviceTaskSuccess, "", nil
-	case p.Cancelled > 0:
-		return true, domain.DeviceTaskFailed, fmt.Sprintf("no eligible device left: its %d executions were cancelled when their devices left the eligible set", p.Cancelled), nil
+	case p.Canceled > 0:
+		return true, domain.DeviceTaskFailed, fmt.Sprintf("no eligible device left: its %d executions were canceled when their devices left the eligible set", p.Canceled), nil
 	default:
 		return true, domain.DeviceTaskFailed, "no eligible device: no online device could run the task when it became active", nil
 	}

@@ -280,7 +280,7 @@ func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
 	cmds := claimed(t, st, "pc1", 5)
 	require.Len(t, cmds, 3)
 
-	// An operator takes a device with a command out offline: its execution is cancelled and
+	// An operator takes a device with a command out offline: its execution is canceled and
 	// the target shrinks with it.
 	_, _, err := st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, domain.DeviceOffline, "")
 	require.NoError(t, err)
@@ -298,7 +298,7 @@ func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
 	require.Equal(t, int64(1), s.Running)
 
 	// Reset: both devices come back and get the task at once (the offline one had its
-	// execution cancelled, so it still owes one run).
+	// execution canceled, so it still owes one run).
 	_, ids, err := st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, domain.DeviceOnline, "")
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
@@ -348,9 +348,9 @@ func TestDevicesTargetCountAndAbortRule(t *testing.T) {
 		statuses = append(statuses, td.PcName+":"+string(td.Status))
 	}
 	sort.Strings(statuses)
-	// pcC's two unsent executions are cancelled; pcA/pcB's (unsent too) as well.
+	// pcC's two unsent executions are canceled; pcA/pcB's (unsent too) as well.
 	for _, s := range statuses {
-		require.Contains(t, []string{"pcC:FAILED_FINAL", "pcA:CANCELLED", "pcB:CANCELLED", "pcC:CANCELLED"}, s)
+		require.Contains(t, []string{"pcC:FAILED_FINAL", "pcA:CANCELED", "pcB:CANCELED", "pcC:CANCELED"}, s)
 	}
 }
 

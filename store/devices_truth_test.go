@@ -49,7 +49,7 @@ func TestDevicesTaskWithNoEligibleDeviceFails(t *testing.T) {
 }
 
 // TestDevicesTaskWhoseDevicesAllLeftFails: when every execution of the active task was
-// cancelled because its device left the eligible set, the task ends failed saying so.
+// canceled because its device left the eligible set, the task ends failed saying so.
 func TestDevicesTaskWhoseDevicesAllLeftFails(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)

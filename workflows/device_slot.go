@@ -74,7 +74,7 @@ type SlotInput struct {
 	PC          string
 	// DispatcherID is the dispatcher to nudge when the task may be done.
 	DispatcherID string
-	// Poll is how often a slot waiting for its next send re-reads its state (a cancelled
+	// Poll is how often a slot waiting for its next send re-reads its state (a canceled
 	// execution ends its workflow this way). Default 5 minutes.
 	Poll time.Duration
 }

@@ -50,6 +50,7 @@ func (s *DeviceSuite) SetupTest() {
 	s.env = s.NewTestWorkflowEnvironment()
 	s.env.RegisterWorkflow(workflows.DeviceSlotWorkflow)
 	s.env.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
+	s.env.RegisterWorkflow(workflows.PCTimerWorkflow)
 	s.env.RegisterWorkflow(workflows.DispatcherWorkflow)
 	s.env.RegisterWorkflow(workflows.PCWorkflow)
 	s.env.RegisterActivity(&activities.DeviceActivities{Store: s.store, Settings: store.DefaultDeviceSettings()})

@@ -25,13 +25,13 @@ func (q *Queries) AckDeviceExecution(ctx context.Context, id int64) error {
 const cancelDeviceExecutionsOfTask = `-- name: CancelDeviceExecutionsOfTask :many
 WITH upd AS (
     UPDATE task_devices
-    SET status = 'CANCELLED', completed_at = now(), error = $1::text
+    SET status = 'CANCELED', completed_at = now(), error = $1::text
     WHERE task_id = $2::bigint AND holds_slot
       AND (NOT $3::boolean OR status IN ('CREATED', 'RETRY_SCHEDULED'))
     RETURNING id, attempt, pc_id
 ), ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type, detail)
-    SELECT upd.id, upd.attempt, 'CANCELLED', $1::text FROM upd
+    SELECT upd.id, upd.attempt, 'CANCELED', $1::text FROM upd
 )
 SELECT upd.id, upd.pc_id FROM upd ORDER BY upd.id
 `
@@ -48,7 +48,7 @@ type CancelDeviceExecutionsOfTaskRow struct {
 }
 
 // Cancels the task's slot-holding executions (a task cancel), or with unsent_only those not
-// out on a device (an abort: executions in flight may finish), with a CANCELLED event each.
+// out on a device (an abort: executions in flight may finish), with a CANCELED event each.
 func (q *Queries) CancelDeviceExecutionsOfTask(ctx context.Context, arg CancelDeviceExecutionsOfTaskParams) ([]CancelDeviceExecutionsOfTaskRow, error) {
 	rows, err := q.db.Query(ctx, cancelDeviceExecutionsOfTask, arg.Reason, arg.TaskID, arg.UnsentOnly)
 	if err != nil {
@@ -473,7 +473,7 @@ type OverdueInFlightRow struct {
 	Attempt int32
 }
 
-// Safety net for a slot workflow that never started: in-flight executions past deadline + grace.
+// Safety net for a PC timer never told: in-flight executions past deadline + grace.
 func (q *Queries) OverdueInFlight(ctx context.Context, before time.Time) ([]OverdueInFlightRow, error) {
 	rows, err := q.db.Query(ctx, overdueInFlight, before)
 	if err != nil {
@@ -569,7 +569,7 @@ type SlotExecutionRow struct {
 	TimeoutAt *time.Time
 }
 
-// The execution holding a PC's numbered slot, for the slot's timer (ErrNoRows: the slot is empty).
+// The execution holding a PC's numbered slot, for the legacy per-slot timer (ErrNoRows: the slot is empty).
 func (q *Queries) SlotExecution(ctx context.Context, arg SlotExecutionParams) (SlotExecutionRow, error) {
 	row := q.db.QueryRow(ctx, slotExecution, arg.PcName, arg.Slot)
 	var i SlotExecutionRow

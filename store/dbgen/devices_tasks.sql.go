@@ -50,8 +50,8 @@ const deviceTaskExecutionCounts = `-- name: DeviceTaskExecutionCounts :one
 SELECT count(*) FILTER (WHERE holds_slot)::bigint                AS active,
        count(*) FILTER (WHERE status = 'SUCCEEDED')::bigint     AS succeeded,
        count(*) FILTER (WHERE status = 'FAILED_FINAL')::bigint  AS failed,
-       count(*) FILTER (WHERE status = 'CANCELLED')::bigint     AS cancelled,
-       count(*) FILTER (WHERE status <> 'CANCELLED')::bigint    AS created
+       count(*) FILTER (WHERE status = 'CANCELED')::bigint     AS canceled,
+       count(*) FILTER (WHERE status <> 'CANCELED')::bigint    AS created
 FROM task_devices WHERE task_id = $1
 `
 
@@ -59,7 +59,7 @@ type DeviceTaskExecutionCountsRow struct {
 	Active    int64
 	Succeeded int64
 	Failed    int64
-	Cancelled int64
+	Canceled  int64
 	Created   int64
 }
 
@@ -70,7 +70,7 @@ func (q *Queries) DeviceTaskExecutionCounts(ctx context.Context, taskID int64) (
 		&i.Active,
 		&i.Succeeded,
 		&i.Failed,
-		&i.Cancelled,
+		&i.Canceled,
 		&i.Created,
 	)
 	return i, err
@@ -80,8 +80,8 @@ const deviceTaskProgress = `-- name: DeviceTaskProgress :one
 SELECT count(*) FILTER (WHERE td.holds_slot)::bigint                AS active,
        count(*) FILTER (WHERE td.status = 'SUCCEEDED')::bigint     AS succeeded,
        count(*) FILTER (WHERE td.status = 'FAILED_FINAL')::bigint  AS failed,
-       count(*) FILTER (WHERE td.status = 'CANCELLED')::bigint     AS cancelled,
-       count(*) FILTER (WHERE td.status <> 'CANCELLED')::bigint    AS created,
+       count(*) FILTER (WHERE td.status = 'CANCELED')::bigint     AS canceled,
+       count(*) FILTER (WHERE td.status <> 'CANCELED')::bigint    AS created,
        EXISTS (SELECT 1 FROM devices_unrun_by($1::bigint))::boolean AS has_unrun
 FROM task_devices td WHERE td.task_id = $1
 `
@@ -90,7 +90,7 @@ type DeviceTaskProgressRow struct {
 	Active    int64
 	Succeeded int64
 	Failed    int64
-	Cancelled int64
+	Canceled  int64
 	Created   int64
 	HasUnrun  bool
 }
@@ -105,7 +105,7 @@ func (q *Queries) DeviceTaskProgress(ctx context.Context, taskID int64) (DeviceT
 		&i.Active,
 		&i.Succeeded,
 		&i.Failed,
-		&i.Cancelled,
+		&i.Canceled,
 		&i.Created,
 		&i.HasUnrun,
 	)

@@ -77,16 +77,16 @@ VALUES (@task_device_id, @attempt, @type, @detail);
 
 -- name: CancelDeviceExecutionsOfTask :many
 -- Cancels the task's slot-holding executions (a task cancel), or with unsent_only those not
--- out on a device (an abort: executions in flight may finish), with a CANCELLED event each.
+-- out on a device (an abort: executions in flight may finish), with a CANCELED event each.
 WITH upd AS (
     UPDATE task_devices
-    SET status = 'CANCELLED', completed_at = now(), error = @reason::text
+    SET status = 'CANCELED', completed_at = now(), error = @reason::text
     WHERE task_id = @task_id::bigint AND holds_slot
       AND (NOT @unsent_only::boolean OR status IN ('CREATED', 'RETRY_SCHEDULED'))
     RETURNING id, attempt, pc_id
 ), ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type, detail)
-    SELECT upd.id, upd.attempt, 'CANCELLED', @reason::text FROM upd
+    SELECT upd.id, upd.attempt, 'CANCELED', @reason::text FROM upd
 )
 SELECT upd.id, upd.pc_id FROM upd ORDER BY upd.id;
 
@@ -110,7 +110,7 @@ LIMIT @max_rows;
 SELECT * FROM task_device_events WHERE task_device_id = @task_device_id ORDER BY id;
 
 -- name: OverdueInFlight :many
--- Safety net for a slot workflow that never started: in-flight executions past deadline + grace.
+-- Safety net for a PC timer never told: in-flight executions past deadline + grace.
 SELECT id, attempt FROM task_devices
 WHERE status IN ('SENT', 'ACKED') AND timeout_at < @before::timestamptz
 ORDER BY timeout_at
@@ -140,7 +140,7 @@ FROM pcs p LEFT JOIN LATERAL (
 WHERE p.name = @pc_name;
 
 -- name: SlotExecution :one
--- The execution holding a PC's numbered slot, for the slot's timer (ErrNoRows: the slot is empty).
+-- The execution holding a PC's numbered slot, for the legacy per-slot timer (ErrNoRows: the slot is empty).
 SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
 FROM task_devices td JOIN pcs p ON p.id = td.pc_id
 WHERE p.name = @pc_name AND td.slot = @slot::integer AND td.holds_slot;

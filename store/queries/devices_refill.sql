@@ -19,7 +19,7 @@ SELECT id FROM pcs ORDER BY id FOR NO KEY UPDATE;
 
 -- name: CancelIneligibleOfPC :many
 -- Executions holding a slot on a device that left the eligible set (offline, error) are
--- cancelled, so the PC's running count never exceeds its shrunken target. Rows another
+-- canceled, so the PC's running count never exceeds its shrunken target. Rows another
 -- transaction is finishing are skipped (it frees them itself).
 WITH c AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
@@ -27,12 +27,12 @@ WITH c AS (
     FOR UPDATE OF td SKIP LOCKED
 ), upd AS (
     UPDATE task_devices td
-    SET status = 'CANCELLED', completed_at = now(), error = 'device left the eligible set'
+    SET status = 'CANCELED', completed_at = now(), error = 'device left the eligible set'
     FROM c WHERE td.id = c.id
     RETURNING td.id, td.attempt
 )
 INSERT INTO task_device_events (task_device_id, attempt, type, detail)
-SELECT upd.id, upd.attempt, 'CANCELLED', 'device left the eligible set' FROM upd
+SELECT upd.id, upd.attempt, 'CANCELED', 'device left the eligible set' FROM upd
 RETURNING task_device_id;
 
 -- name: RefillPC :many
@@ -47,7 +47,7 @@ WITH task AS (
 ), quota AS (
     SELECT LEAST((SELECT n FROM free),
                  COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
-                                               WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                                               WHERE x.task_id = task.id AND x.status <> 'CANCELED'),
                           2147483647))::bigint AS n
     FROM task
 ), slots AS (
@@ -83,7 +83,7 @@ WITH task AS (
     SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
 ), quota AS (
     SELECT COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
-                                         WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                                         WHERE x.task_id = task.id AND x.status <> 'CANCELED'),
                     1)::bigint AS n
     FROM task
 ), pick AS (
@@ -129,7 +129,7 @@ WITH task AS (
     WHERE cand.rn <= free.n
 ), quota AS (
     SELECT COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
-                                         WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                                         WHERE x.task_id = task.id AND x.status <> 'CANCELED'),
                     2147483647)::bigint AS n
     FROM task
 ), ins AS (

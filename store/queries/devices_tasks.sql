@@ -53,8 +53,8 @@ RETURNING *;
 SELECT count(*) FILTER (WHERE holds_slot)::bigint                AS active,
        count(*) FILTER (WHERE status = 'SUCCEEDED')::bigint     AS succeeded,
        count(*) FILTER (WHERE status = 'FAILED_FINAL')::bigint  AS failed,
-       count(*) FILTER (WHERE status = 'CANCELLED')::bigint     AS cancelled,
-       count(*) FILTER (WHERE status <> 'CANCELLED')::bigint    AS created
+       count(*) FILTER (WHERE status = 'CANCELED')::bigint     AS canceled,
+       count(*) FILTER (WHERE status <> 'CANCELED')::bigint    AS created
 FROM task_devices WHERE task_id = @task_id;
 
 -- name: DeviceTaskProgress :one
@@ -64,7 +64,7 @@ FROM task_devices WHERE task_id = @task_id;
 SELECT count(*) FILTER (WHERE td.holds_slot)::bigint                AS active,
        count(*) FILTER (WHERE td.status = 'SUCCEEDED')::bigint     AS succeeded,
        count(*) FILTER (WHERE td.status = 'FAILED_FINAL')::bigint  AS failed,
-       count(*) FILTER (WHERE td.status = 'CANCELLED')::bigint     AS cancelled,
-       count(*) FILTER (WHERE td.status <> 'CANCELLED')::bigint    AS created,
+       count(*) FILTER (WHERE td.status = 'CANCELED')::bigint     AS canceled,
+       count(*) FILTER (WHERE td.status <> 'CANCELED')::bigint    AS created,
        EXISTS (SELECT 1 FROM devices_unrun_by(@task_id::bigint))::boolean AS has_unrun
 FROM task_devices td WHERE td.task_id = @task_id;
