@@ -463,7 +463,7 @@ var bodyKinds = []struct {
 	{"pc", false, fuzzDecodeAny[CreatePCRequest]},
 	{"device", false, fuzzDecodeAny[CreateDeviceRequest]},
 	{"device patch", false, fuzzDecodeAny[PatchDeviceRequest]},
-	{"device task", false, fuzzDecodeAny[CreateDevTaskRequest]},
+	{"device task", false, fuzzDecodeAny[CreateDeviceTaskRequest]},
 	{"claim", true, fuzzDecodeAny[ClaimRequest]},
 	{"ack", true, fuzzDecodeAny[AckRequest]},
 	{"result", false, fuzzDecodeAny[ResultRequest]},

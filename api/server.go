@@ -37,12 +37,12 @@ type Server struct {
 	// carries over; nil gets a fresh one.
 	Readiness *readiness.Tracker
 
-	// slotSignals bounds the Temporal calls arming PC timers across all claims.
-	slotSignals chan struct{}
+	// timerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
+	timerSignals chan struct{}
 	// results group-commits agents' successes.
 	results *store.ResultBatcher
-	// pcArms remembers the wake-ups this process told each PC's timer.
-	pcArms pcArms
+	// pcWakeups remembers the wake-ups this process told each PC's timer.
+	pcWakeups pcWakeups
 	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).
 	afterAnswers sync.WaitGroup
 }

@@ -432,9 +432,9 @@ var operations = map[string]map[string]op{
 						total -= v
 					}
 					line := fmt.Sprintf("task %s %s %d/%d %s %s", c.args[0], progressBar(finished, total, 30), finished, total, t.Status, counts(t.Counts))
-					done := t.Status == "success" || t.Status == "failed" || t.Status == "cancelled"
+					done := t.Status == "success" || t.Status == "failed" || t.Status == "canceled"
 					failed := ""
-					if t.Status == "failed" || t.Status == "cancelled" {
+					if t.Status == "failed" || t.Status == "canceled" {
 						failed = fmt.Sprintf("task %s ended %s", c.args[0], t.Status)
 					}
 					return line, done, failed, nil

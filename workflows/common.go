@@ -28,7 +28,7 @@ const (
 	KindPromoter        = "promoter"
 	KindDispatcher      = "dispatcher"
 	KindPC              = "pc"
-	KindDeviceSlot      = "device-slot"
+	KindPCTimer         = "pc-timer"
 )
 
 // waitOutOutages bounds the retries of the local activities that read and write

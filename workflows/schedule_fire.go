@@ -243,7 +243,7 @@ func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) ti
 // supersedeWaiting applies cancel_other to the ticks already waiting for the running run
 // to stop: as in Temporal Schedules, only the newest cancel_other tick waits, and each
 // older one is recorded SKIPPED with its reason. (Kept, they would each start in turn after
-// the cancelled run — uncancelled, at full length — and a schedule catching up on a
+// the canceled run — uncanceled, at full length — and a schedule catching up on a
 // backlog would fall further behind with every tick.)
 func (w *scheduleWorkflow) supersedeWaiting(ctx workflow.Context, newer time.Time) error {
 	if !slices.ContainsFunc(w.carry.Buffer, w.cancelsOther) {

@@ -172,13 +172,13 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCancelsTheRunThenStarts() 
 	targets := s.mockTargets(100 * time.Second)
 	s.stopAt(3*minute + 30*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
-	// 3m waits while 2m is being cancelled.
+	// 3m waits while 2m is being canceled.
 	s.Equal(map[time.Duration]string{1 * minute: "CANCELED", 2 * minute: "RUNNING", 3 * minute: "BUFFERED"}, s.outcomes("cancel-other"))
 	s.Equal("cancel", targets.stopped["schedule/cancel-other/run/2026-03-01T12:01:00Z"])
 }
 
 // Catching up on a backlog under cancel_other, each newer tick supersedes the one waiting
-// for the cancelled run (recorded SKIPPED with its reason, S2): only the newest waits, so
+// for the canceled run (recorded SKIPPED with its reason, S2): only the newest waits, so
 // the schedule comes back to its ticks instead of running the backlog one by one.
 func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCatchingUpRunsOnlyTheNewestWaitingTick() {
 	start := s.t0.Add(-5 * minute)
@@ -191,7 +191,7 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCatchingUpRunsOnlyTheNewes
 	s.stopAt(2*minute + 10*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 
-	// -4m runs and is cancelled; -3m..-1m and 0 each wait and are superseded by the next
+	// -4m runs and is canceled; -3m..-1m and 0 each wait and are superseded by the next
 	// tick (0 by +1m, which came while -4m was still stopping); +1m runs; +2m waits (BUFFERED).
 	s.Equal(map[time.Duration]string{
 		-4 * minute: "CANCELED/catchup", -3 * minute: "SKIPPED/catchup", -2 * minute: "SKIPPED/catchup", -1 * minute: "SKIPPED/catchup",

@@ -264,7 +264,7 @@ func countUnfinished(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) 
 		        WHERE NOT EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id
 		                            AND r.trigger IN ('scheduled', 'catchup') AND r.scheduled_at >= $1)),
 		       (SELECT count(*) FROM task_runs WHERE status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING')),
-		       (SELECT count(*) FROM task_devices WHERE status NOT IN ('SUCCEEDED', 'FAILED_FINAL', 'CANCELLED')),
+		       (SELECT count(*) FROM task_devices WHERE status NOT IN ('SUCCEEDED', 'FAILED_FINAL', 'CANCELED')),
 		       (SELECT count(*) FROM tasks WHERE status IN ('pending', 'running', 'retrying'))`,
 		cutoff).Scan(&u.behind, &u.taskRuns, &u.executions, &u.deviceTasks)
 	if err != nil {

@@ -123,7 +123,7 @@ export async function rolloutPage(id) {
         if (b.id === "rollout-pause") run("POST", "/rollouts/" + id + "/pause");
         else if (b.id === "rollout-resume") run("POST", "/rollouts/" + id + "/resume");
         else if (b.id === "rollout-cancel") {
-          dialog("Cancel rollout " + r.name + "?", "<p>Tasks not started are cancelled; running ones are stopped.</p>", "Cancel rollout", async () => {
+          dialog("Cancel rollout " + r.name + "?", "<p>Tasks not started are canceled; running ones are stopped.</p>", "Cancel rollout", async () => {
             await api("POST", "/rollouts/" + id + "/cancel", {});
             ctx.rerender();
           });
