@@ -197,7 +197,7 @@ func PlanOf(row store.Schedule) (scheduleplan.Schedule, error) {
 		return scheduleplan.Schedule{}, err
 	}
 	s := scheduleplan.Schedule{
-		Name: row.Name, Spec: spec, Action: def.Action, SkipIfSuccessful: row.SkipIfSuccessful, Paused: row.Paused,
+		Name: row.Name, Spec: spec, Action: def.Action, Overlap: row.Overlap, SkipIfSuccessful: row.SkipIfSuccessful, Paused: row.Paused,
 		Watermark: row.CreatedAt.UTC(), Rescheduled: utc(row.RescheduledTo), Backfilling: len(backfills) > 0,
 	}
 	if row.Watermark != nil {

@@ -115,9 +115,9 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 	for {
 		var wakes []store.Schedule
 		var plans map[int64]scheduleplan.Schedule
-		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule) []store.SchedulePlan {
+		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]bool) []store.SchedulePlan {
 			var out []store.SchedulePlan
-			out, wakes, plans = decidePlans(rows, now)
+			out, wakes, plans = decidePlans(rows, inFlight, now)
 			return out
 		})
 		if err != nil {
@@ -135,7 +135,7 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 
 // decidePlans is a round's decision for the schedules it locked: pure, inside the round's
 // transaction. It answers their plans, the schedules to wake, and each one's plan view.
-func decidePlans(rows []store.Schedule, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
+func decidePlans(rows []store.Schedule, inFlight map[int64]bool, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
 	plans := make([]store.SchedulePlan, 0, len(rows))
 	views := make(map[int64]scheduleplan.Schedule, len(rows))
 	var wakes []store.Schedule
@@ -150,6 +150,7 @@ func decidePlans(rows []store.Schedule, now time.Time) ([]store.SchedulePlan, []
 			plans = append(plans, p)
 			continue
 		}
+		s.InFlight = inFlight[row.ID]
 		views[row.ID] = s
 		if row.PlanAction != nil && *row.PlanAction == scheduleplan.Wake {
 			// Looked at again in a minute if the wake does not take (the run's takeover
@@ -187,8 +188,8 @@ func decidePlans(rows []store.Schedule, now time.Time) ([]store.SchedulePlan, []
 
 // startArmedTargets starts the target of each armed workflow fire with a start delay ending
 // at its fire time, so that Temporal starts it then whatever tickgate is doing. A start that
-// fails is left to the schedule's workflow, woken after the fire to watch the run: it finds
-// the run not started and starts it (adoptIfUnwatched), late.
+// fails leaves the run RUNNING with no target: the run watcher that leases it finds none and
+// starts it (RunWatcher), late.
 func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []store.ArmedFire, plans map[int64]scheduleplan.Schedule) {
 	var starts []func()
 	for _, f := range armed {

@@ -305,10 +305,11 @@ func TestPlannerWakesTheWorkflowOfAFireToDecideAtItsTick(t *testing.T) {
 	require.Equal(t, t0.Add(-scheduleplan.WakeLead+time.Minute), row.PlanAt.UTC(), "looked at again in a minute, unless its workflow takes it")
 }
 
-// A workflow action's fire, when the tick after it lies RestAfter beyond, is armed by the
-// planner: its run is committed RUNNING and hidden, its target started with a start delay
-// ending at the tick, and the schedule's workflow is woken after the fire to watch the run.
-func TestPlannerArmsAWorkflowFireWithAStartDelayAndWakesItsWatch(t *testing.T) {
+// A workflow action's fire of a schedule at rest, with nothing of it running, is armed by
+// the planner: its run committed RUNNING and hidden, its target started with a start delay
+// ending at the tick. The planner looks again at the next tick; the run is watched by the
+// run watchers (TestRunWatcherRecordsTheOutcomeOfARunAtRest), not by a workflow woken for it.
+func TestPlannerArmsAWorkflowFireWithAStartDelay(t *testing.T) {
 	t.Parallel()
 	e := newPlannerEnv(t)
 	tc := testenv.TemporalClient(t)
@@ -336,11 +337,28 @@ func TestPlannerArmsAWorkflowFireWithAStartDelayAndWakesItsWatch(t *testing.T) {
 	require.WithinDuration(t, t0, d.GetWorkflowExecutionInfo().GetExecutionTime().AsTime(), time.Second, "with a start delay ending at its tick")
 
 	row := e.row(name)
-	require.Equal(t, scheduleplan.Wake, *row.PlanAction)
-	require.False(t, row.PlanAt.Before(t0.Add(scheduleplan.WatchAfter)), "its workflow is woken after the fire, to watch the run")
-	e.at(*row.PlanAt)
-	require.Equal(t, []string{name}, e.wakes.wakes())
+	require.Equal(t, scheduleplan.Arm, *row.PlanAction)
+	require.Equal(t, t0.Add(time.Hour-scheduleplan.ArmLead), row.PlanAt.UTC(), "the planner looks again for the next tick")
+	require.Empty(t, e.wakes.wakes(), "no workflow woken: the run watchers watch the run")
 	_ = tc.TerminateWorkflow(context.Background(), wfID, "", "test over")
+}
+
+// Under a policy but allow_all, a schedule whose run of the last fire still runs when its
+// next fire comes up is not armed: its workflow is woken to decide the fire at its tick.
+func TestPlannerWakesTheWorkflowWhenARunIsInFlight(t *testing.T) {
+	t.Parallel()
+	e := newPlannerEnv(t)
+	t0 := time.Now().UTC().Truncate(time.Minute).Add(time.Hour)
+	name := "busy-report"
+	row := e.create(name, schedulespec.Spec{Cron: "* * * * *"}, domain.Action{Kind: domain.ActionWorkflow, WorkflowType: "Report", TaskQueue: "q"},
+		api.SchedulePolicies{Overlap: domain.OverlapSkip}, t0.Add(-30*time.Second))
+	// A run of the tick before still runs.
+	_, err := e.st.Pool.Exec(context.Background(), `INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, idempotency_key, workflow_id)
+		VALUES ($1, $2, $2, 'scheduled', 'RUNNING', 'x', 'schedule/busy-report/run/x')`, row.ID, t0.Add(-time.Minute))
+	require.NoError(t, err)
+	res := e.at(t0.Add(-scheduleplan.ArmLead))
+	require.Zero(t, res.Armed)
+	require.Equal(t, []string{name}, e.wakes.wakes(), "woken to decide the fire under skip")
 }
 
 // The handover back to the planner: a rest asked for by a run that has ended completes (the

@@ -234,7 +234,7 @@ func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol 
 	specJSON, _ := json.Marshal(spec.Spec)
 	actionJSON, _ := json.Marshal(req.Action)
 	plan := scheduleplan.Schedule{
-		Name: req.Name, Spec: spec, Action: req.Action, SkipIfSuccessful: pol.SkipIfSuccessful,
+		Name: req.Name, Spec: spec, Action: req.Action, Overlap: pol.Overlap, SkipIfSuccessful: pol.SkipIfSuccessful,
 		Paused: req.Paused, Watermark: now,
 	}
 	row := store.NewSchedule{

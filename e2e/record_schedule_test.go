@@ -93,11 +93,11 @@ func TestScheduleCommandsHistoryReplays(t *testing.T) {
 	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["schedule_commands"]), "the commands' history does not replay")
 }
 
-// TestScheduleTakeoverHistoryReplays records the two ways a schedule at rest gets its
-// workflow back: an event schedule the planner armed, woken by a pause that retracts the
-// armed fires and rests again; and an hourly workflow-action schedule whose fire the
-// planner armed with a delayed start, woken after the fire to watch the run to its end and
-// rest. Both histories must replay; with TICKGATE_RECORD_HISTORIES=1 they are written to
+// TestScheduleTakeoverHistoryReplays records a schedule at rest getting its workflow back
+// while fires the planner armed are pending: an event schedule woken by a pause that
+// retracts the armed fires and rests again; and an hourly workflow-action schedule whose
+// fire the planner armed with a delayed start, woken by a trigger, which takes the armed run
+// over, watches it and the manual run to their end and rests. Both histories must replay; with TICKGATE_RECORD_HISTORIES=1 they are written to
 // workflows/testdata/schedule_takeover_pause.json and schedule_takeover_watch.json.
 func TestScheduleTakeoverHistoryReplays(t *testing.T) {
 	t.Parallel()
@@ -127,19 +127,29 @@ func TestScheduleTakeoverHistoryReplays(t *testing.T) {
 	rec.write(id, workflows.ScheduleWorkflowType, "schedule_takeover_pause")
 	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["schedule_takeover_pause"]), "the pause's takeover does not replay")
 
-	// An hourly fire a little more than a minute ahead: the planner arms it a minute ahead.
+	// An hourly fire a little more than a minute ahead: the planner arms it a minute ahead,
+	// its target started with a delay. A trigger then wakes the schedule's workflow, which
+	// takes the armed run over (its delayed start), runs the manual one, watches both to
+	// their end and rests.
 	fire := time.Now().UTC().Add(65 * time.Second).Truncate(time.Second)
 	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
 		"name": "takeover-watch", "spec": map[string]any{"interval": "1h", "start_at": fire.Format(time.RFC3339)},
-		"action": map[string]any{"kind": "workflow", "workflow_type": "RecordTarget", "task_queue": queue},
+		"action":   map[string]any{"kind": "workflow", "workflow_type": "RecordTarget", "task_queue": queue},
+		"policies": map[string]any{"overlap": "allow_all"},
 	}, http.StatusCreated, nil)
 	watched, err := st.Store.GetSchedule(ctx, "takeover-watch")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	count := func(query string) int {
 		var n int
-		require.NoError(t, st.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'SUCCEEDED'`, watched.ID).Scan(&n))
-		return n == 1
-	}, 4*time.Minute, 200*time.Millisecond, "the armed fire ran and was watched to its end")
+		require.NoError(t, st.Store.Pool.QueryRow(ctx, query, watched.ID).Scan(&n))
+		return n
+	}
+	require.Eventually(t, func() bool { return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND armed`) == 1 },
+		time.Minute, 100*time.Millisecond, "the planner armed the fire")
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/takeover-watch/trigger", nil, http.StatusOK, nil)
+	require.Eventually(t, func() bool {
+		return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'SUCCEEDED'`) == 2
+	}, 3*time.Minute, 200*time.Millisecond, "the armed run and the manual one ran and were watched to their end")
 	id = workflows.ScheduleWorkflowID("takeover-watch")
 	rec.waitRested(id)
 	rec.write(id, workflows.ScheduleWorkflowType, "schedule_takeover_watch")

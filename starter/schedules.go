@@ -33,7 +33,7 @@ func (s *Starter) scheduleStart(id int64, name string) client.StartWorkflowOptio
 // its row; a run already open is kept.
 func (s *Starter) WakeSchedule(ctx context.Context, id int64, name string) error {
 	_, err := s.Client.ExecuteWorkflow(ctx, s.scheduleStart(id, name), workflows.ScheduleWorkflowType,
-		workflows.ScheduleInput{ScheduleID: id, Name: name})
+		workflows.ScheduleInput{ScheduleID: id, Name: name, Woken: true})
 	if err != nil {
 		return fmt.Errorf("wake schedule workflow %s: %w", name, err)
 	}

@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,8 +25,11 @@ type ReleasedFire struct {
 	Status      domain.RunStatus
 }
 
-// releaseBatch bounds the schedules one release transaction locks.
-const releaseBatch = 1000
+// releaseLock is the advisory lock releases take exclusively and retractions shared.
+const releaseLock = 0x72656c65617365 // "release"
+
+// settleBatch bounds the runs one settling transaction settles.
+const settleBatch = 5000
 
 // TargetChecker tells what the target of an armed workflow fire did: a fire released late
 // (tickgate was down or behind at its tick) may have started on time all the same, since
@@ -42,13 +43,20 @@ type TargetChecker interface {
 	Terminate(ctx context.Context, workflowID, reason string) error
 }
 
-// ReleaseDue releases every armed fire whose visible_at has come, in transactions of at
-// most releaseBatch schedules: each locks the schedules with due fires (skipping those
-// another transaction holds: a fire, a command, another releaser), then in one statement
-// marks their due runs released, gives their outbox messages this transaction's id as
-// their feed position, and counts them on their schedules. Several processes may run it at
-// once. It returns the fires it released. Armed workflow fires released late are only
-// released with a TargetChecker (see decideLateWorkflowFires); without one they wait.
+// ReleaseDue releases every armed fire whose visible_at has come, then settles them.
+//
+// The release is one transaction, serialized with every other (releaseLock): it judges the
+// fires it releases late (tickgate was down or behind at their time) one by one, by
+// tick_fate, as ReleaseDueFires does — MISSED beyond the catch-up window after an outage,
+// catch-up inside it — and then inserts one feed_releases row: every other armed fire due
+// up to now is out, in the feed at this transaction's position and among the runs. However
+// many fires share the tick, the release writes one row for them.
+//
+// Settling follows, in batches of settleBatch runs (SettleReleasedFires): each run's armed
+// mark cleared and its fired_at set, and its schedule's counters and next_run_at moved on.
+// Several processes may run ReleaseDue at once. It returns the fires it released late and
+// the fires it settled. Armed workflow fires released late are only judged with a
+// TargetChecker (see decideLateWorkflowFires); without one the release stops short of them.
 func (s *Store) ReleaseDue(ctx context.Context, targets TargetChecker) ([]ReleasedFire, error) {
 	return s.ReleaseDueAsOf(ctx, nil, targets)
 }
@@ -56,76 +64,111 @@ func (s *Store) ReleaseDue(ctx context.Context, targets TargetChecker) ([]Releas
 // ReleaseDueAsOf is ReleaseDue at the time asOf instead of the database's now() (nil): the
 // fires visible by then are released as if then. For tests on a simulated clock.
 func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time, targets TargetChecker) ([]ReleasedFire, error) {
-	out, full, err := s.releaseOne(ctx, asOf, targets)
-	if err != nil || !full {
+	out, err := s.release(ctx, asOf, targets)
+	if err != nil {
 		return out, err
 	}
-	// A burst (thousands of schedules sharing a tick): several transactions at once, each
-	// taking the schedules the others have not locked, until none is left.
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-	)
-	for range releaseParallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				fires, full, err := s.releaseOne(ctx, asOf, targets)
-				mu.Lock()
-				out = append(out, fires...)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				mu.Unlock()
-				if err != nil || !full {
-					return
-				}
-			}
-		}()
+	for {
+		settled, err := s.settle(ctx)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, settled...)
+		if len(settled) < settleBatch {
+			return out, nil
+		}
 	}
-	wg.Wait()
-	return out, errors.Join(errs...)
 }
 
-// releaseParallel is how many release transactions run at once in a burst.
-const releaseParallel = 4
-
-// releaseOne releases the due fires of at most releaseBatch schedules in one transaction
-// (see ReleaseDue); full reports whether it took as many as it could, so more may be due.
-func (s *Store) releaseOne(ctx context.Context, asOf *time.Time, targets TargetChecker) (out []ReleasedFire, full bool, err error) {
+// release is the release's one transaction (see ReleaseDue).
+func (s *Store) release(ctx context.Context, asOf *time.Time, targets TargetChecker) (out []ReleasedFire, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		out = nil
-		ids, err := q.LockSchedulesWithDueFires(ctx, dbgen.LockSchedulesWithDueFiresParams{AsOf: asOf, MaxRows: releaseBatch})
-		if err != nil {
-			return fmt.Errorf("lock schedules with due fires: %w", mapErr(err))
+		if err := q.LockReleases(ctx, releaseLock); err != nil {
+			return fmt.Errorf("release lock: %w", mapErr(err))
 		}
-		full = len(ids) == releaseBatch
-		if len(ids) == 0 {
+		f, err := q.ReleaseFrontier(ctx)
+		if err != nil {
+			return fmt.Errorf("release frontier: %w", mapErr(err))
+		}
+		until := f.DbNow
+		if asOf != nil {
+			until = *asOf
+		}
+		if !until.After(f.Frontier) {
 			return nil
 		}
-		p := dbgen.ReleaseDueFiresParams{
-			AsOf: asOf, ScheduleIds: ids, GraceSeconds: LivenessGrace.Seconds(), OnTimeMs: float64(domain.OnTimeTolerance.Milliseconds()),
+		onTime := float64(domain.OnTimeTolerance.Milliseconds())
+		late, err := q.LockSchedulesWithLateFires(ctx, dbgen.LockSchedulesWithLateFiresParams{FromTime: f.Frontier, ToTime: until, OnTimeMs: onTime})
+		if err != nil {
+			return fmt.Errorf("lock schedules with late fires: %w", mapErr(err))
 		}
-		if targets != nil {
-			if err := decideLateWorkflowFires(ctx, q, targets, &p); err != nil {
+		if len(late) > 0 {
+			p := dbgen.ReleaseDueFiresParams{AsOf: &until, ScheduleIds: late, GraceSeconds: LivenessGrace.Seconds(), OnTimeMs: onTime}
+			if targets != nil {
+				if err := decideLateWorkflowFires(ctx, q, targets, &p); err != nil {
+					return err
+				}
+			} else if first, err := firstLateWorkflowFire(ctx, q, p); err != nil {
 				return err
+			} else if first != nil && first.Before(until) {
+				// Without Temporal to ask, a late workflow fire cannot be judged: the release
+				// stops short of it, and a releaser that has a TargetChecker releases it.
+				until = first.Add(-time.Microsecond)
+				p.AsOf = &until
+			}
+			rows, err := q.ReleaseDueFires(ctx, p)
+			if err != nil {
+				return fmt.Errorf("release the late fires of %d schedules: %w", len(late), mapErr(err))
+			}
+			for _, r := range rows {
+				out = append(out, ReleasedFire{
+					RunID: r.ID, ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt.UTC(), VisibleAt: r.VisibleAt.UTC(),
+					ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
+				})
 			}
 		}
-		rows, err := q.ReleaseDueFires(ctx, p)
-		if err != nil {
-			return fmt.Errorf("release due fires of %d schedules: %w", len(ids), mapErr(err))
+		if !until.After(f.Frontier) {
+			return nil
 		}
-		for _, r := range rows {
-			out = append(out, ReleasedFire{
-				RunID: r.ID, ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt.UTC(), VisibleAt: r.VisibleAt.UTC(),
-				ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
-			})
+		if _, err := q.InsertFeedRelease(ctx, dbgen.InsertFeedReleaseParams{After: f.Frontier, Until: until}); err != nil {
+			return fmt.Errorf("record the release up to %s: %w", until.UTC().Format(time.RFC3339Nano), mapErr(err))
 		}
 		return nil
 	})
-	return out, full, err
+	return out, err
+}
+
+// firstLateWorkflowFire is the earliest armed workflow fire the release would take late.
+func firstLateWorkflowFire(ctx context.Context, q *dbgen.Queries, p dbgen.ReleaseDueFiresParams) (*time.Time, error) {
+	late, err := q.LateWorkflowFires(ctx, dbgen.LateWorkflowFiresParams{AsOf: p.AsOf, OnTimeMs: p.OnTimeMs, ScheduleIds: p.ScheduleIds})
+	if err != nil {
+		return nil, fmt.Errorf("late workflow fires: %w", mapErr(err))
+	}
+	var first *time.Time
+	for _, f := range late {
+		if first == nil || f.VisibleAt.Before(*first) {
+			v := f.VisibleAt
+			first = &v
+		}
+	}
+	return first, nil
+}
+
+// settle settles at most settleBatch released runs in one transaction (see ReleaseDue).
+func (s *Store) settle(ctx context.Context) ([]ReleasedFire, error) {
+	rows, err := s.Q.SettleReleasedFires(ctx, settleBatch)
+	if err != nil {
+		return nil, fmt.Errorf("settle released fires: %w", mapErr(err))
+	}
+	out := make([]ReleasedFire, len(rows))
+	for i, r := range rows {
+		out[i] = ReleasedFire{
+			RunID: r.ID, ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt.UTC(), VisibleAt: r.VisibleAt.UTC(),
+			ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
+		}
+	}
+	return out, nil
 }
 
 // decideLateWorkflowFires judges the armed workflow fires of the locked schedules that are
@@ -189,16 +232,18 @@ func (s *Store) NextArmedFireIn(ctx context.Context) (wait time.Duration, ok boo
 	return time.Duration(secs * float64(time.Second)), true, nil
 }
 
-// Releaser runs ReleaseDue when armed fires come due: it sleeps until the next visible_at
-// (by the database's clock), at most ReleasePoll, so a fire armed meanwhile (always at least
-// seconds ahead) is never waited past. Every worker process runs one; they share the work
-// through ReleaseDue's row locks.
+// Releaser releases armed fires when they come due and settles them: it sleeps until the
+// next visible_at (by the database's clock), at most ReleasePoll, so a fire armed meanwhile
+// (always seconds ahead) is never waited past. Settling runs beside it, so that a big
+// release's settling never holds the next release back. Every worker process runs one;
+// they share the work through the release lock and the runs' row locks.
 type Releaser struct {
 	Store *Store
 	// Targets decides armed workflow fires released late (nil: they wait for a releaser
 	// that has one).
 	Targets TargetChecker
-	// OnRelease, when set, is told of every fire released (metrics).
+	// OnRelease, when set, is told of every fire released late and every fire settled
+	// (metrics).
 	OnRelease func([]ReleasedFire)
 	Logger    *slog.Logger
 }
@@ -206,24 +251,31 @@ type Releaser struct {
 // ReleasePoll is the longest a Releaser sleeps between two looks at the armed fires.
 const ReleasePoll = time.Second
 
-// Run releases due fires until ctx ends.
+// Run releases and settles due fires until ctx ends.
 func (r *Releaser) Run(ctx context.Context) {
 	logger := r.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
+	released := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.settleLoop(ctx, released, logger)
+	}()
+	defer func() { <-done }()
 	for {
-		fires, err := r.Store.ReleaseDue(ctx, r.Targets)
+		fires, err := r.Store.release(ctx, nil, r.Targets)
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("release armed fires", "error", err)
 		}
-		if len(fires) > 0 && r.OnRelease != nil {
-			r.OnRelease(fires)
+		r.report(fires)
+		select {
+		case released <- struct{}{}:
+		default:
 		}
 		wait := ReleasePoll
 		if next, ok, err := r.Store.NextArmedFireIn(ctx); err == nil && ok {
-			// A fire still due right after a release was held by another transaction:
-			// look again shortly rather than spin.
 			wait = min(max(next, 5*time.Millisecond), ReleasePoll)
 		}
 		select {
@@ -231,5 +283,37 @@ func (r *Releaser) Run(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
+	}
+}
+
+// settleLoop settles released fires, batch after batch, after each release and every
+// ReleasePoll (another process's release leaves fires to settle too).
+func (r *Releaser) settleLoop(ctx context.Context, released <-chan struct{}, logger *slog.Logger) {
+	for {
+		for {
+			fires, err := r.Store.settle(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					logger.Warn("settle released fires", "error", err)
+				}
+				break
+			}
+			r.report(fires)
+			if len(fires) < settleBatch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-released:
+		case <-time.After(ReleasePoll):
+		}
+	}
+}
+
+func (r *Releaser) report(fires []ReleasedFire) {
+	if len(fires) > 0 && r.OnRelease != nil {
+		r.OnRelease(fires)
 	}
 }

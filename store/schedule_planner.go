@@ -226,10 +226,11 @@ type ArmedFire struct {
 
 // PlanRound runs one planner round at now: it locks up to max schedules at rest due for a
 // look (skipping those another planner, a releaser or a command holds), asks plan what to
-// do with them — plan computes, it does no I/O — and commits the fires it arms and every
+// do with them, telling it which have a run in flight or a tick waiting — plan computes, it
+// does no I/O — and commits the fires it arms and every
 // schedule's new plan in one transaction. It returns how many schedules it looked at and the
 // fires it created (a tick recorded before creates none, S1).
-func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func([]Schedule) []SchedulePlan) (looked int, armed []ArmedFire, err error) {
+func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]bool) []SchedulePlan) (looked int, armed []ArmedFire, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		rows, err := q.LockSchedulesToPlan(ctx, dbgen.LockSchedulesToPlanParams{Now: now, MaxRows: int32(max)})
 		if err != nil {
@@ -239,7 +240,19 @@ func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func
 		if looked == 0 {
 			return nil
 		}
-		plans := plan(rows)
+		ids := make([]int64, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		busy, err := q.SchedulesInFlight(ctx, ids)
+		if err != nil {
+			return fmt.Errorf("schedules in flight: %w", mapErr(err))
+		}
+		inFlight := make(map[int64]bool, len(busy))
+		for _, id := range busy {
+			inFlight[id] = true
+		}
+		plans := plan(rows, inFlight)
 		var fires dbgen.ArmPlannedFiresParams
 		names := make(map[int64]string, len(rows))
 		for _, r := range rows {
@@ -299,4 +312,24 @@ func zeroIfNil(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// RunToWatch is a run in flight of a schedule at rest, leased to a run watcher.
+type RunToWatch struct {
+	ID         int64
+	WorkflowID string
+	ScheduleID int64
+}
+
+// ClaimRunsToWatch leases, until until, at most max runs in flight that no one watches.
+func (s *Store) ClaimRunsToWatch(ctx context.Context, until time.Time, max int) ([]RunToWatch, error) {
+	rows, err := s.Q.ClaimRunsToWatch(ctx, dbgen.ClaimRunsToWatchParams{Until: until.UTC(), MaxRows: int32(max)})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs to watch: %w", mapErr(err))
+	}
+	out := make([]RunToWatch, len(rows))
+	for i, r := range rows {
+		out[i] = RunToWatch{ID: r.ID, WorkflowID: r.WorkflowID, ScheduleID: r.ScheduleID}
+	}
+	return out, nil
 }

@@ -62,7 +62,7 @@ func (s *Store) ListSchedules(ctx context.Context, afterName string, limit int) 
 // The events of its armed, unreleased fires go with it in the same transaction (they never
 // happened); released events stay, as the feed's history.
 func (s *Store) DeleteSchedule(ctx context.Context, name string) (id int64, delayedStarts []string, err error) {
-	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+	err = s.retractingTx(ctx, func(q *dbgen.Queries) error {
 		var err error
 		if id, err = q.LockScheduleByName(ctx, name); err != nil {
 			return fmt.Errorf("lock schedule %q: %w", name, mapErr(err))
@@ -92,7 +92,7 @@ type Retraction struct {
 // SetPaused mirrors a pause or resume decided by the schedule's workflow. A pause retracts
 // the schedule's armed, unreleased fires in the same transaction and returns them.
 func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note string) (row Schedule, retracted Retraction, err error) {
-	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+	err = s.retractingTx(ctx, func(q *dbgen.Queries) error {
 		var err error
 		row, err = q.SetSchedulePaused(ctx, dbgen.SetSchedulePausedParams{ID: id, Paused: paused, PauseNote: note})
 		if err != nil {
@@ -109,7 +109,7 @@ func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note strin
 // Reschedule mirrors a reschedule's next fire and retracts the schedule's armed, unreleased
 // fires in the same transaction, returning them.
 func (s *Store) Reschedule(ctx context.Context, id int64, next *time.Time) (retracted Retraction, err error) {
-	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+	err = s.retractingTx(ctx, func(q *dbgen.Queries) error {
 		if err := q.SetScheduleNextRunAt(ctx, dbgen.SetScheduleNextRunAtParams{ID: id, NextRunAt: next}); err != nil {
 			return fmt.Errorf("set next_run_at of schedule %d: %w", id, mapErr(err))
 		}
@@ -124,7 +124,7 @@ func (s *Store) Reschedule(ctx context.Context, id int64, next *time.Time) (retr
 // returns them: its workflow took a new definition, which decides those ticks anew, or a
 // command that changes what the armed tick depended on came first (why says which).
 func (s *Store) RetractArmed(ctx context.Context, scheduleID int64, why string) (retracted Retraction, err error) {
-	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+	err = s.retractingTx(ctx, func(q *dbgen.Queries) error {
 		if _, err := q.LockScheduleByID(ctx, scheduleID); err != nil {
 			return fmt.Errorf("lock schedule %d: %w", scheduleID, mapErr(err))
 		}
@@ -134,12 +134,24 @@ func (s *Store) RetractArmed(ctx context.Context, scheduleID int64, why string) 
 	return retracted, err
 }
 
+// retractingTx runs fn in a transaction that may retract armed fires: it holds the release
+// lock shared (taken first, before any row lock, so that it never waits for a release
+// while holding a row the release waits for), so no release runs meanwhile and a fire a
+// release made true is never taken back.
+func (s *Store) retractingTx(ctx context.Context, fn func(q *dbgen.Queries) error) error {
+	return s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if err := q.ShareReleaseLock(ctx, releaseLock); err != nil {
+			return fmt.Errorf("release lock (shared): %w", mapErr(err))
+		}
+		return fn(q)
+	})
+}
+
 // retractArmed takes back the schedule's armed fires that are not released yet: an event
 // fire's run, event and outbox message are deleted; a workflow fire's run stays as the
 // record of its retraction (RetractArmedWorkflowRuns: the caller stopped its delayed start
-// before). It returns their ticks. The caller holds the schedule's row lock, which the
-// releaser takes too before it releases a fire: of a retraction and a release racing for
-// one fire exactly one wins.
+// before). It returns their ticks. The caller runs in a retractingTx: of a retraction and
+// a release racing for one fire exactly one wins.
 //
 // A fire whose visible time has already come is kept unless the schedule itself goes
 // (keepDue false): it was due before the command, and the releaser releases it even if late.
@@ -386,22 +398,26 @@ type FeedEvent = dbgen.ListOutboxEventsRow
 // EventFeed reads outbox events after the event afterEventID (0 from the start), in
 // commit-safe order, optionally for one topic.
 func (s *Store) EventFeed(ctx context.Context, afterEventID int64, topic string, limit int) ([]FeedEvent, error) {
-	var afterTx int64
+	afterTx, afterVisible := int64(0), negativeInfinity
 	if afterEventID > 0 {
 		pos, err := s.Q.OutboxPosition(ctx, afterEventID)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", afterEventID, mapErr(err))
 		}
-		afterTx = pos.Tx
+		afterTx, afterVisible = pos.Tx, pos.VisibleAt
 	}
 	rows, err := s.Q.ListOutboxEvents(ctx, dbgen.ListOutboxEventsParams{
-		AfterTx: afterTx, AfterEventID: afterEventID, Topic: topic, MaxRows: int32(limit),
+		AfterTx: afterTx, AfterVisibleAt: afterVisible, AfterEventID: afterEventID, Topic: topic, MaxRows: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read event feed: %w", mapErr(err))
 	}
 	return rows, nil
 }
+
+// negativeInfinity is the feed position's time of a message written at its fire, and of the
+// position before every message: the zero time, before any armed fire's visible_at.
+var negativeInfinity = time.Time{}
 
 // ScheduleChange is a new definition for UpdateSchedule.
 type ScheduleChange struct {

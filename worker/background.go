@@ -19,7 +19,9 @@ import (
 // engineWorker is a Temporal worker that also runs, while it runs, the loops the schedule
 // engine needs beside its workflows:
 //   - the releaser of armed schedule fires (store.Releaser): every process that runs the
-//     schedule workflows, which arm the fires, releases them too; several share the work;
+//     planners, which arm the fires, releases them too; several share the work;
+//   - the run watcher (activities.RunWatcher): it records the outcome of the runs in flight
+//     of schedules at rest, which no schedule workflow waits for; several share the work;
 //   - the worker's liveness (store.Liveness): the evidence that tells a tick missed while
 //     tickgate was down from one that is late because it is busy (S2). The process is
 //     recorded alive before it polls its first task.
@@ -28,6 +30,7 @@ type engineWorker struct {
 	store    *store.Store
 	workerID string
 	releaser *store.Releaser
+	watcher  *activities.RunWatcher
 	liveness *store.Liveness
 
 	mu     sync.Mutex
@@ -40,6 +43,7 @@ func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client) *eng
 	return &engineWorker{
 		Worker: w, store: st, workerID: id,
 		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: activities.ObserveReleased},
+		watcher:  &activities.RunWatcher{Acts: &activities.ScheduleActivities{Store: st, Temporal: tc}},
 		liveness: &store.Liveness{Store: st, WorkerID: id, Healthy: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
@@ -77,7 +81,7 @@ func (w *engineWorker) startLoops() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan struct{})
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){w.releaser.Run, w.liveness.Run} {
+	for _, loop := range []func(context.Context){w.releaser.Run, w.watcher.Run, w.liveness.Run} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

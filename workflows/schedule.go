@@ -366,9 +366,11 @@ func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
 		}
 	}
 	w.ready = true
-	// A run lingers restLinger before it rests: the command that started it may be the
-	// first of a few (a pause, then a resume; a client's retry).
-	w.busyUntil = workflow.Now(ctx).Add(restLinger)
+	if !w.in.Woken {
+		// A run a command started lingers restLinger before it rests: that command may be
+		// the first of a few (a pause, then a resume; a client's retry).
+		w.busyUntil = workflow.Now(ctx).Add(restLinger)
+	}
 	return nil
 }
 
@@ -472,9 +474,9 @@ var commandNames = []string{SchedulePause, ScheduleResume, ScheduleTrigger, Sche
 // plan is the schedule as the plan's decisions read it.
 func (w *scheduleWorkflow) plan() scheduleplan.Schedule {
 	return scheduleplan.Schedule{
-		Name: w.def.Name, Spec: w.spec, Action: w.def.Action, SkipIfSuccessful: w.def.SkipIfSuccessful,
+		Name: w.def.Name, Spec: w.spec, Action: w.def.Action, Overlap: w.def.Overlap, SkipIfSuccessful: w.def.SkipIfSuccessful,
 		Paused: w.carry.Paused, Watermark: w.carry.Watermark, Rescheduled: w.carry.Rescheduled,
-		Backfilling: len(w.carry.Backfills) > 0,
+		Backfilling: len(w.carry.Backfills) > 0, InFlight: len(w.carry.Running) > 0 || len(w.carry.Buffer) > 0,
 	}
 }
 

@@ -35,6 +35,10 @@ func ScheduleWorkflowID(name string) string { return "schedule/" + name }
 type ScheduleInput struct {
 	ScheduleID int64 `json:",omitempty"`
 	Name       string
+	// Woken is set when the planner started the run, to decide a fire at its tick: it rests
+	// as soon as it has nothing in flight. A run a command started lingers a while after it
+	// (see restLinger).
+	Woken bool `json:",omitempty"`
 	// Carry is the state handed over by continue-as-new; nil on the first run.
 	Carry *ScheduleCarry `json:",omitempty"`
 }

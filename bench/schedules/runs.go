@@ -20,9 +20,9 @@ type runsTable struct {
 const live = "retracted_at IS NULL"
 
 // recorded counts the runs of tick recorded for the schedules ids, whatever their status
-// (armed fires not yet released are not recorded yet).
+// (armed fires not yet released are not recorded yet: run_shown).
 func (r runsTable) recorded(ctx context.Context, ids []int64, tick time.Time) (int, error) {
-	return r.count(ctx, "NOT armed", ids, tick)
+	return r.count(ctx, "run_shown(armed, visible_at)", ids, tick)
 }
 
 // final counts the runs of tick recorded for the schedules ids with a final status.

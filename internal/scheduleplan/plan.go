@@ -6,7 +6,6 @@
 package scheduleplan
 
 import (
-	"hash/fnv"
 	"time"
 
 	"github.com/tickgate/tickgate/domain"
@@ -25,14 +24,9 @@ const (
 	// the tick (an overlap policy with a run in flight to come, skip_if_successful, a
 	// reschedule) is woken.
 	WakeLead = 60 * time.Second
-	// RestAfter: a workflow with nothing in flight rests when its next fire is further
-	// ahead than this, or when the planner arms that fire.
+	// RestAfter: a workflow with nothing in flight rests when the planner arms its next
+	// fire, or when that fire is further ahead than this.
 	RestAfter = 3 * time.Minute
-	// WatchAfter and WatchSpread: the workflow of an armed workflow fire is woken this long
-	// after the fire, spread by a hash of (schedule, tick) over WatchSpread, to watch the run
-	// — so a burst of runs starting together does not wake a burst of workflows with them.
-	WatchAfter  = time.Second
-	WatchSpread = 30 * time.Second
 	// MaxFires is the most fires one round arms for one schedule (a schedule far behind,
 	// after an outage, is armed a slice at a time).
 	MaxFires = 1000
@@ -49,6 +43,7 @@ type Schedule struct {
 	Name             string
 	Spec             *schedulespec.Compiled
 	Action           domain.Action
+	Overlap          domain.Overlap
 	SkipIfSuccessful bool
 	Paused           bool
 	// Watermark is the newest tick dealt with (or the creation, or the resume).
@@ -57,6 +52,8 @@ type Schedule struct {
 	Rescheduled *time.Time
 	// Backfilling: backfill ranges wait to be fired.
 	Backfilling bool
+	// InFlight: a run of the schedule is in flight, or a tick waits under its overlap policy.
+	InFlight bool
 }
 
 // Plan is when the planner looks at a schedule at rest next, and what it does then.
@@ -88,12 +85,12 @@ func (s Schedule) Next() (tick, fireAt time.Time, ok bool) {
 	return tick, tick.Add(s.Spec.JitterFor(s.Name, tick)), true
 }
 
-// PlannerArms reports whether the planner arms the schedule's next fire itself: nothing about
-// it is to be decided at its tick. An event action's fire never is, unless skip_if_successful
-// (which reads the runs up to the tick) or a reschedule or backfill waits. A workflow
-// action's fire, armed with a start delay, is when nothing runs as it is armed — so only at
-// rest — and the tick after it lies RestAfter beyond it, so that the run is likely over by
-// then and the schedule back at rest; ticks closer together are its workflow's to fire.
+// PlannerArms reports whether the planner arms the schedule's next fire itself: nothing
+// about it is to be decided at its tick. An event action's fire never is, unless
+// skip_if_successful (which reads the runs up to the tick) or a reschedule or backfill
+// waits. A workflow action's fire, armed with a start delay, is when its overlap decision
+// cannot change before the tick: always under allow_all; under another policy when nothing
+// of the schedule runs or waits as it is armed.
 func (s Schedule) PlannerArms() bool {
 	if s.Paused || s.Rescheduled != nil || s.Backfilling || s.SkipIfSuccessful {
 		return false
@@ -102,12 +99,7 @@ func (s Schedule) PlannerArms() bool {
 	case domain.ActionEvent:
 		return true
 	case domain.ActionWorkflow:
-		tick, fireAt, ok := s.Next()
-		if !ok {
-			return false
-		}
-		after := s.Spec.Next(tick)
-		return after.IsZero() || after.Add(s.Spec.JitterFor(s.Name, after)).Sub(fireAt) >= RestAfter
+		return s.Overlap == domain.OverlapAllowAll || !s.InFlight
 	}
 	return false
 }
@@ -127,15 +119,17 @@ func (s Schedule) AtRest() Plan {
 
 // MayRest reports whether the schedule's workflow, with nothing in flight at now, hands the
 // schedule to the planner, given its next fire (nil: none): paused, no further fire, an
-// event action the planner arms, or a fire further ahead than RestAfter. (It reads no
-// spec: the workflow, replayed, must reach the same answer from what its history holds.)
+// event action's fire (the planner arms those), or one further ahead than RestAfter. A
+// workflow action whose next fire is near keeps its workflow, which decides that fire at
+// its tick. (It reads no spec: the workflow, replayed, must reach the same answer from what
+// its history holds.)
 func (s Schedule) MayRest(now time.Time, nextFire *time.Time) bool {
 	switch {
-	case s.Backfilling:
+	case s.Backfilling || s.InFlight:
 		return false
 	case s.Paused || nextFire == nil:
 		return true
-	case s.Action.Kind == domain.ActionEvent && s.Rescheduled == nil && !s.SkipIfSuccessful:
+	case s.Action.Kind == domain.ActionEvent && s.PlannerArms():
 		return true
 	}
 	return nextFire.Sub(now) > RestAfter
@@ -144,14 +138,16 @@ func (s Schedule) MayRest(now time.Time, nextFire *time.Time) bool {
 // Arm is what a planner round at now arms for the schedule at rest: its fires due up to
 // ArmLead+ArmSpan ahead (at most MaxFires; a fire whose time has passed, after an outage, is
 // armed all the same and judged at its release), the watermark they move it to, and its
-// plan after them. A workflow action's one fire is armed alone, and its workflow woken after
-// it to watch the run. No fire is returned when the schedule is no longer one the planner
-// arms (its plan then wakes its workflow, or is nothing).
+// plan after them. A workflow action's fire is armed alone but under allow_all: once it is
+// armed a run is in flight, and the next round decides the next fire from what then runs.
+// No fire is returned when the schedule is not one the planner arms now (its plan then
+// wakes its workflow before its fire, or is nothing).
 func (s Schedule) Arm(now time.Time) (fires []Fire, watermark time.Time, next Plan) {
 	watermark = s.Watermark
 	if !s.PlannerArms() {
 		return nil, watermark, s.AtRest()
 	}
+	alone := s.Action.Kind == domain.ActionWorkflow && s.Overlap != domain.OverlapAllowAll
 	until := now.Add(ArmLead + ArmSpan)
 	for tick := s.Spec.Next(s.Watermark); !tick.IsZero() && len(fires) < MaxFires; {
 		fireAt := tick.Add(s.Spec.JitterFor(s.Name, tick))
@@ -165,13 +161,14 @@ func (s Schedule) Arm(now time.Time) (fires []Fire, watermark time.Time, next Pl
 		}
 		fires = append(fires, f)
 		watermark = tick
-		if s.Action.Kind == domain.ActionWorkflow {
-			return fires, watermark, plan(fireAt.Add(WatchAfter+spread("watch/", s.Name, tick, WatchSpread)), Wake)
-		}
 		tick = after
+		if alone {
+			break
+		}
 	}
 	rest := s
 	rest.Watermark = watermark
+	rest.InFlight = false // the next round looks at what runs then
 	next = rest.AtRest()
 	if next.At != nil && next.At.Before(now) {
 		next = plan(now, next.Action) // more due than one round arms: the next round goes on at once
@@ -180,11 +177,3 @@ func (s Schedule) Arm(now time.Time) (fires []Fire, watermark time.Time, next Pl
 }
 
 func plan(at time.Time, action string) Plan { return Plan{At: &at, Action: action} }
-
-// spread hashes (schedule, tick) into [0, over), so replays and every process agree.
-func spread(kind, schedule string, tick time.Time, over time.Duration) time.Duration {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(kind + schedule + "/"))
-	_, _ = h.Write([]byte(tick.UTC().Format(time.RFC3339Nano)))
-	return time.Duration(h.Sum64() % uint64(over))
-}

@@ -80,22 +80,40 @@ func (q *Queries) InsertOutboxMessage(ctx context.Context, arg InsertOutboxMessa
 }
 
 const listOutboxEvents = `-- name: ListOutboxEvents :many
-SELECT e.id, e.topic, e.type, e.aggregate_id, e.data, e.created_at, o.tx_id::text::bigint AS tx
-FROM outbox_messages o
-JOIN event_store e ON e.id = o.event_id
-WHERE o.tx_id IS NOT NULL
-  AND (o.tx_id::text::bigint, o.event_id) > ($1::bigint, $2::bigint)
-  AND o.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-  AND ($3::text = '' OR o.topic = $3::text)
-ORDER BY o.tx_id, o.event_id
-LIMIT $4
+SELECT f.id, f.topic, f.type, f.aggregate_id, f.data, f.created_at, f.tx, f.visible_at
+FROM (
+    (SELECT e.id, e.topic, e.type, e.aggregate_id, e.data, e.created_at, o.tx_id::text::bigint AS tx,
+            '0001-01-01 00:00:00+00'::timestamptz AS visible_at
+     FROM outbox_messages o JOIN event_store e ON e.id = o.event_id
+     WHERE o.tx_id IS NOT NULL
+       AND (o.tx_id::text::bigint > $1::bigint
+            OR (o.tx_id::text::bigint = $1::bigint AND $2::timestamptz = '0001-01-01 00:00:00+00'::timestamptz AND o.event_id > $3::bigint))
+       AND o.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+       AND ($4::text = '' OR o.topic = $4::text)
+     ORDER BY o.tx_id, o.event_id
+     LIMIT $5)
+    UNION ALL
+    (SELECT e.id, e.topic, e.type, e.aggregate_id, e.data, e.created_at, r.tx_id::text::bigint AS tx, o.visible_at
+     FROM (SELECT tx_id, released_after, released_until, released_at FROM feed_releases fr
+           WHERE fr.tx_id::text::bigint >= $1::bigint AND fr.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+           ORDER BY fr.tx_id LIMIT $5) r
+     JOIN outbox_messages o ON o.tx_id IS NULL AND o.visible_at > r.released_after AND o.visible_at <= r.released_until
+     JOIN event_store e ON e.id = o.event_id
+     WHERE (r.tx_id::text::bigint, o.visible_at, o.event_id) > ($1::bigint, $2::timestamptz, $3::bigint)
+       AND ($4::text = '' OR o.topic = $4::text)
+     ORDER BY r.tx_id, o.visible_at, o.event_id
+     LIMIT $5)
+) f
+ORDER BY f.tx, f.visible_at, f.id
+LIMIT $5
 `
 
 type ListOutboxEventsParams struct {
-	AfterTx      int64
-	AfterEventID int64
-	Topic        string
-	MaxRows      int32
+	AfterTx        int64
+	AfterVisibleAt time.Time
+	AfterEventID   int64
+	Topic          string
+	MaxRows        int32
 }
 
 type ListOutboxEventsRow struct {
@@ -106,16 +124,20 @@ type ListOutboxEventsRow struct {
 	Data        json.RawMessage
 	CreatedAt   time.Time
 	Tx          int64
+	VisibleAt   time.Time
 }
 
-// The consumer feed, in (transaction, id) order, showing only rows whose writing
-// transaction is older than every transaction still running: rows appear in the order
-// they become final, so a reader's cursor never passes a row that commits later. An armed
-// fire's message has no tx_id until its release sets it to the releasing transaction's, so
-// it appears at the release, after everything a cursor taken before it could have seen.
+// The consumer feed, in position order, showing only positions whose transaction is older
+// than every transaction still running: rows appear in the order they become final, so a
+// reader's cursor never passes a row that commits later. A message written at its fire has
+// the position (its transaction, the zero time, its id). An armed fire's message, committed
+// ahead with no transaction of its own, takes the release that made it true: (the release's
+// transaction, its visible_at, its id) — it appears at the release, after everything a
+// cursor taken before it could have seen, and a hundred thousand of them appear with one row.
 func (q *Queries) ListOutboxEvents(ctx context.Context, arg ListOutboxEventsParams) ([]ListOutboxEventsRow, error) {
 	rows, err := q.db.Query(ctx, listOutboxEvents,
 		arg.AfterTx,
+		arg.AfterVisibleAt,
 		arg.AfterEventID,
 		arg.Topic,
 		arg.MaxRows,
@@ -135,6 +157,7 @@ func (q *Queries) ListOutboxEvents(ctx context.Context, arg ListOutboxEventsPara
 			&i.Data,
 			&i.CreatedAt,
 			&i.Tx,
+			&i.VisibleAt,
 		); err != nil {
 			return nil, err
 		}
@@ -147,18 +170,26 @@ func (q *Queries) ListOutboxEvents(ctx context.Context, arg ListOutboxEventsPara
 }
 
 const outboxPosition = `-- name: OutboxPosition :one
-SELECT tx_id::text::bigint AS tx, id FROM outbox_messages WHERE event_id = $1 AND tx_id IS NOT NULL
+SELECT COALESCE(o.tx_id::text::bigint, rel.tx)::bigint AS tx,
+       CASE WHEN o.tx_id IS NULL THEN o.visible_at ELSE '0001-01-01 00:00:00+00'::timestamptz END::timestamptz AS visible_at, o.id
+FROM outbox_messages o
+LEFT JOIN LATERAL (SELECT f.tx_id::text::bigint AS tx FROM feed_releases f
+                   WHERE o.tx_id IS NULL AND f.released_until >= o.visible_at ORDER BY f.released_until LIMIT 1) rel ON true
+WHERE o.event_id = $1 AND (o.tx_id IS NOT NULL OR rel.tx IS NOT NULL)
 `
 
 type OutboxPositionRow struct {
-	Tx int64
-	ID int64
+	Tx        int64
+	VisibleAt time.Time
+	ID        int64
 }
 
-// A message not yet released has no position: the feed never showed it.
+// A message's feed position: (its transaction, the zero time, its id), or for an armed fire's
+// (the transaction of the release that made it true, its visible_at, its id). A message not
+// yet released has no position: the feed never showed it.
 func (q *Queries) OutboxPosition(ctx context.Context, eventID int64) (OutboxPositionRow, error) {
 	row := q.db.QueryRow(ctx, outboxPosition, eventID)
 	var i OutboxPositionRow
-	err := row.Scan(&i.Tx, &i.ID)
+	err := row.Scan(&i.Tx, &i.VisibleAt, &i.ID)
 	return i, err
 }

@@ -71,6 +71,13 @@ type EventStore struct {
 	CreatedAt     time.Time
 }
 
+type FeedRelease struct {
+	TxID          pgtype.Uint64
+	ReleasedAfter time.Time
+	ReleasedUntil time.Time
+	ReleasedAt    time.Time
+}
+
 type IdempotencyKey struct {
 	TokenID     int64
 	Key         string
@@ -193,6 +200,7 @@ type ScheduleRun struct {
 	VisibleAt        *time.Time
 	ReleaseNextRunAt *time.Time
 	RetractedAt      *time.Time
+	WatchedUntil     *time.Time
 }
 
 type Task struct {

@@ -131,6 +131,51 @@ func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams
 	return items, nil
 }
 
+const claimRunsToWatch = `-- name: ClaimRunsToWatch :many
+UPDATE schedule_runs r SET watched_until = $1::timestamptz
+WHERE r.id IN (
+    SELECT x.id FROM schedule_runs x JOIN schedules s ON s.id = x.schedule_id
+    WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND s.owner IS NULL
+      AND (x.watched_until IS NULL OR x.watched_until < now())
+    ORDER BY x.watched_until NULLS FIRST
+    LIMIT $2
+    FOR UPDATE OF x SKIP LOCKED)
+RETURNING r.id, r.workflow_id, r.schedule_id
+`
+
+type ClaimRunsToWatchParams struct {
+	Until   time.Time
+	MaxRows int32
+}
+
+type ClaimRunsToWatchRow struct {
+	ID         int64
+	WorkflowID string
+	ScheduleID int64
+}
+
+// Leases, until @until, the runs of schedules at rest that are in flight and watched by no
+// one (never, or a lease run out): their targets started, their outcome not yet recorded.
+func (q *Queries) ClaimRunsToWatch(ctx context.Context, arg ClaimRunsToWatchParams) ([]ClaimRunsToWatchRow, error) {
+	rows, err := q.db.Query(ctx, claimRunsToWatch, arg.Until, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimRunsToWatchRow
+	for rows.Next() {
+		var i ClaimRunsToWatchRow
+		if err := rows.Scan(&i.ID, &i.WorkflowID, &i.ScheduleID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const completeScheduleRest = `-- name: CompleteScheduleRest :execrows
 UPDATE schedules SET owner = NULL, rest_requested_at = NULL, owner_checked_at = NULL
 WHERE id = $1 AND owner = $2 AND rest_requested_at IS NOT NULL
@@ -151,7 +196,7 @@ func (q *Queries) CompleteScheduleRest(ctx context.Context, arg CompleteSchedule
 }
 
 const listArmedRunsOfSchedule = `-- name: ListArmedRunsOfSchedule :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE schedule_id = $1 AND armed ORDER BY scheduled_at, id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE schedule_id = $1 AND armed AND visible_at > release_frontier() ORDER BY scheduled_at, id
 `
 
 // The schedule's armed fires not yet released, earliest first: what a workflow taking the
@@ -182,6 +227,7 @@ func (q *Queries) ListArmedRunsOfSchedule(ctx context.Context, scheduleID int64)
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
+			&i.WatchedUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -414,7 +460,8 @@ func (q *Queries) ReleaseAbandonedSchedule(ctx context.Context, arg ReleaseAband
 
 const requestScheduleRest = `-- name: RequestScheduleRest :execrows
 UPDATE schedules
-SET rest_requested_at = now(), owner_checked_at = NULL, watermark = $1, last_success_at = $2,
+SET rest_requested_at = now(), owner_checked_at = NULL, watermark = $1,
+    last_success_at = GREATEST(last_success_at, $2),
     rescheduled_to = $3, plan_at = $4, plan_action = $5,
     next_run_at = $6, updated_at = now()
 WHERE id = $7 AND owner = $8
@@ -448,6 +495,33 @@ func (q *Queries) RequestScheduleRest(ctx context.Context, arg RequestScheduleRe
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const schedulesInFlight = `-- name: SchedulesInFlight :many
+SELECT DISTINCT schedule_id FROM schedule_runs
+WHERE schedule_id = ANY($1::bigint[]) AND status IN ('RUNNING', 'BUFFERED')
+`
+
+// Which of the schedules given have a run in flight or a tick waiting: the planner arms a
+// workflow action's fire (but under allow_all) only when nothing of the schedule runs.
+func (q *Queries) SchedulesInFlight(ctx context.Context, scheduleIds []int64) ([]int64, error) {
+	rows, err := q.db.Query(ctx, schedulesInFlight, scheduleIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var schedule_id int64
+		if err := rows.Scan(&schedule_id); err != nil {
+			return nil, err
+		}
+		items = append(items, schedule_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const setSchedulePlans = `-- name: SetSchedulePlans :exec

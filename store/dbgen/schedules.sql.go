@@ -57,9 +57,21 @@ func (q *Queries) CountBufferedRuns(ctx context.Context, scheduleIds []int64) ([
 	return items, nil
 }
 
+const countUnsettled = `-- name: CountUnsettled :one
+SELECT count(*)::bigint FROM schedule_runs WHERE armed AND visible_at <= release_frontier()
+`
+
+// Released runs not yet settled.
+func (q *Queries) CountUnsettled(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countUnsettled)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const deleteArmedEvents = `-- name: DeleteArmedEvents :exec
 DELETE FROM event_store e USING schedule_runs r
-WHERE e.schedule_run_id = r.id AND r.schedule_id = $1 AND r.armed
+WHERE e.schedule_run_id = r.id AND r.schedule_id = $1 AND r.armed AND r.visible_at > release_frontier()
   AND (NOT $2::boolean OR r.visible_at > now())
 `
 
@@ -68,8 +80,9 @@ type DeleteArmedEventsParams struct {
 	KeepDue    bool
 }
 
-// Retraction, part 1 (under the schedule's row lock): the events of the schedule's armed,
-// unreleased runs, and by cascade their outbox messages, which never had a feed position.
+// Retraction, part 1 (under the schedule's row lock, and the release lock shared): the events
+// of the schedule's armed runs not yet released, and by cascade their outbox messages, which
+// never had a feed position.
 // keep_due keeps those whose visible time has come (a late releaser still releases them:
 // their fire was due before the command); a deleted schedule takes them all.
 func (q *Queries) DeleteArmedEvents(ctx context.Context, arg DeleteArmedEventsParams) error {
@@ -79,7 +92,8 @@ func (q *Queries) DeleteArmedEvents(ctx context.Context, arg DeleteArmedEventsPa
 
 const deleteArmedRuns = `-- name: DeleteArmedRuns :many
 DELETE FROM schedule_runs
-WHERE schedule_id = $1 AND armed AND workflow_id = '' AND (NOT $2::boolean OR visible_at > now())
+WHERE schedule_id = $1 AND armed AND workflow_id = '' AND visible_at > release_frontier()
+  AND (NOT $2::boolean OR visible_at > now())
 RETURNING scheduled_at
 `
 
@@ -123,10 +137,17 @@ func (q *Queries) DeleteSchedule(ctx context.Context, name string) (int64, error
 }
 
 const finishScheduleRun = `-- name: FinishScheduleRun :one
-UPDATE schedule_runs
-SET status = $1, error = $2, finished_at = now()
-WHERE id = $3 AND status = 'RUNNING'
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at
+WITH done AS (
+    UPDATE schedule_runs r
+    SET status = $1, error = $2, finished_at = now()
+    WHERE r.id = $3 AND r.status = 'RUNNING'
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until
+), success AS (
+    UPDATE schedules s SET last_success_at = GREATEST(s.last_success_at, d.scheduled_at)
+    FROM done d
+    WHERE s.id = d.schedule_id AND d.status = 'SUCCEEDED' AND s.owner IS NULL
+)
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM done
 `
 
 type FinishScheduleRunParams struct {
@@ -135,9 +156,32 @@ type FinishScheduleRunParams struct {
 	ID     int64
 }
 
-func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunParams) (ScheduleRun, error) {
+type FinishScheduleRunRow struct {
+	ID               int64
+	ScheduleID       int64
+	ScheduledAt      time.Time
+	FiredAt          *time.Time
+	Trigger          string
+	Status           string
+	Reason           string
+	IdempotencyKey   string
+	WorkflowID       string
+	Error            string
+	FinishedAt       *time.Time
+	CreatedAt        time.Time
+	Armed            bool
+	VisibleAt        *time.Time
+	ReleaseNextRunAt *time.Time
+	RetractedAt      *time.Time
+	WatchedUntil     *time.Time
+}
+
+// A run's outcome, once: a run already final stays as it is. A success is the schedule's
+// newest one (last_success_at, which skip_if_successful reads) when the schedule is at rest;
+// a schedule's workflow keeps its own while it holds the schedule, and leaves it at its rest.
+func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunParams) (FinishScheduleRunRow, error) {
 	row := q.db.QueryRow(ctx, finishScheduleRun, arg.Status, arg.Error, arg.ID)
-	var i ScheduleRun
+	var i FinishScheduleRunRow
 	err := row.Scan(
 		&i.ID,
 		&i.ScheduleID,
@@ -155,6 +199,7 @@ func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunPa
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
+		&i.WatchedUntil,
 	)
 	return i, err
 }
@@ -248,7 +293,7 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 }
 
 const getScheduleRun = `-- name: GetScheduleRun :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND NOT armed AND retracted_at IS NULL
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND run_shown(armed, visible_at) AND retracted_at IS NULL
 `
 
 type GetScheduleRunParams struct {
@@ -276,12 +321,13 @@ func (q *Queries) GetScheduleRun(ctx context.Context, arg GetScheduleRunParams) 
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
+		&i.WatchedUntil,
 	)
 	return i, err
 }
 
 const getScheduleRunByKey = `-- name: GetScheduleRunByKey :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE idempotency_key = $1
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE idempotency_key = $1
 `
 
 func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string) (ScheduleRun, error) {
@@ -304,7 +350,32 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
+		&i.WatchedUntil,
 	)
+	return i, err
+}
+
+const insertFeedRelease = `-- name: InsertFeedRelease :one
+INSERT INTO feed_releases (released_after, released_until, released_at) VALUES ($1, $2, $2)
+RETURNING tx_id::text::bigint AS tx, released_at
+`
+
+type InsertFeedReleaseParams struct {
+	After time.Time
+	Until time.Time
+}
+
+type InsertFeedReleaseRow struct {
+	Tx         int64
+	ReleasedAt time.Time
+}
+
+// The release: every armed fire due in (after, until] is out, in this transaction, at until
+// (the release's now, or the time a test releases as of).
+func (q *Queries) InsertFeedRelease(ctx context.Context, arg InsertFeedReleaseParams) (InsertFeedReleaseRow, error) {
+	row := q.db.QueryRow(ctx, insertFeedRelease, arg.After, arg.Until)
+	var i InsertFeedReleaseRow
+	err := row.Scan(&i.Tx, &i.ReleasedAt)
 	return i, err
 }
 
@@ -424,7 +495,7 @@ SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.
     workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
 WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
    OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until
 `
 
 type InsertScheduleRunParams struct {
@@ -482,6 +553,7 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
+		&i.WatchedUntil,
 	)
 	return i, err
 }
@@ -701,7 +773,8 @@ func (q *Queries) JudgeLateWorkflowFires(ctx context.Context, arg JudgeLateWorkf
 const lateWorkflowFires = `-- name: LateWorkflowFires :many
 SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at
 FROM schedule_runs r
-WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY($1::bigint[])
+WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY($1::bigint[]) AND r.visible_at > release_frontier()
+  AND r.visible_at <= COALESCE($2::timestamptz, now())
   AND COALESCE($2::timestamptz, now()) - r.visible_at > make_interval(secs => $3::float8 / 1000)
 ORDER BY r.id
 `
@@ -742,10 +815,11 @@ func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresPa
 }
 
 const listArmedWorkflowRuns = `-- name: ListArmedWorkflowRuns :many
-SELECT workflow_id FROM schedule_runs WHERE schedule_id = $1 AND armed AND workflow_id <> ''
+SELECT workflow_id FROM schedule_runs WHERE schedule_id = $1 AND armed AND workflow_id <> '' AND visible_at > release_frontier()
 `
 
-// The delayed starts of a schedule's armed workflow fires (to terminate when it is deleted).
+// The delayed starts of a schedule's armed workflow fires not yet released (to terminate
+// when it is deleted).
 func (q *Queries) ListArmedWorkflowRuns(ctx context.Context, scheduleID int64) ([]string, error) {
 	rows, err := q.db.Query(ctx, listArmedWorkflowRuns, scheduleID)
 	if err != nil {
@@ -767,7 +841,7 @@ func (q *Queries) ListArmedWorkflowRuns(ctx context.Context, scheduleID int64) (
 }
 
 const listBufferedRuns = `-- name: ListBufferedRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
 `
 
 // What is waiting under the overlap policy, oldest tick first.
@@ -797,6 +871,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
+			&i.WatchedUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -809,7 +884,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 }
 
 const listRunningScheduleRuns = `-- name: ListRunningScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
 `
 
 func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
@@ -838,6 +913,7 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
+			&i.WatchedUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -888,8 +964,8 @@ func (q *Queries) ListScheduleRefusals(ctx context.Context, arg ListScheduleRefu
 }
 
 const listScheduleRuns = `-- name: ListScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs
-WHERE schedule_id = $1 AND NOT armed AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs
+WHERE schedule_id = $1 AND run_shown(armed, visible_at) AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
 `
@@ -900,7 +976,7 @@ type ListScheduleRunsParams struct {
 	MaxRows    int32
 }
 
-// Armed runs are not runs yet: they show once released; retracted ones never ran.
+// Armed runs are not runs yet: they show once released (run_shown); retracted ones never ran.
 func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsParams) ([]ScheduleRun, error) {
 	rows, err := q.db.Query(ctx, listScheduleRuns, arg.ScheduleID, arg.BeforeID, arg.MaxRows)
 	if err != nil {
@@ -927,6 +1003,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
+			&i.WatchedUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -1047,6 +1124,16 @@ func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Sc
 	return items, nil
 }
 
+const lockReleases = `-- name: LockReleases :exec
+SELECT pg_advisory_xact_lock($1::bigint)
+`
+
+// Releases are serialized: their transaction ids and ranges grow together.
+func (q *Queries) LockReleases(ctx context.Context, lockKey int64) error {
+	_, err := q.db.Exec(ctx, lockReleases, lockKey)
+	return err
+}
+
 const lockScheduleByID = `-- name: LockScheduleByID :one
 SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
@@ -1097,25 +1184,25 @@ func (q *Queries) LockScheduleByName(ctx context.Context, name string) (int64, e
 	return id, err
 }
 
-const lockSchedulesWithDueFires = `-- name: LockSchedulesWithDueFires :many
+const lockSchedulesWithLateFires = `-- name: LockSchedulesWithLateFires :many
 SELECT s.id FROM schedules s
-WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()))
+WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r
+               WHERE r.armed AND r.visible_at > $1::timestamptz AND r.visible_at <= $2::timestamptz
+                 AND r.visible_at < $2::timestamptz - make_interval(secs => $3::float8 / 1000))
 ORDER BY s.id
-LIMIT $2
-FOR NO KEY UPDATE OF s SKIP LOCKED
+FOR NO KEY UPDATE OF s
 `
 
-type LockSchedulesWithDueFiresParams struct {
-	AsOf    *time.Time
-	MaxRows int32
+type LockSchedulesWithLateFiresParams struct {
+	FromTime time.Time
+	ToTime   time.Time
+	OnTimeMs float64
 }
 
-// The release, step 1: lock the schedules that have armed runs due, skipping any a fire,
-// command or other releaser holds (they are released on the next round). as_of is the
-// release's time (NULL: now(); tests pass their workflow clock). Every writer of
-// an armed run holds its schedule's row lock, so holding it decides release vs retraction.
-func (q *Queries) LockSchedulesWithDueFires(ctx context.Context, arg LockSchedulesWithDueFiresParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, lockSchedulesWithDueFires, arg.AsOf, arg.MaxRows)
+// A release's slow path: the schedules with armed fires it covers that it releases late
+// (tickgate was down or behind at their time), each judged by tick_fate in ReleaseDueFires.
+func (q *Queries) LockSchedulesWithLateFires(ctx context.Context, arg LockSchedulesWithLateFiresParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, lockSchedulesWithLateFires, arg.FromTime, arg.ToTime, arg.OnTimeMs)
 	if err != nil {
 		return nil, err
 	}
@@ -1136,10 +1223,11 @@ func (q *Queries) LockSchedulesWithDueFires(ctx context.Context, arg LockSchedul
 
 const nextArmedFireIn = `-- name: NextArmedFireIn :one
 SELECT COALESCE(EXTRACT(EPOCH FROM min(visible_at) - clock_timestamp())::float8, 'Infinity'::float8)::float8 AS seconds
-FROM schedule_runs WHERE armed
+FROM schedule_runs WHERE armed AND visible_at > release_frontier()
 `
 
-// How long until the next armed run is due, by the database's clock (+Inf: none armed).
+// How long until the next armed run not yet released is due, by the database's clock
+// (+Inf: none armed).
 func (q *Queries) NextArmedFireIn(ctx context.Context) (float64, error) {
 	row := q.db.QueryRow(ctx, nextArmedFireIn)
 	var seconds float64
@@ -1152,7 +1240,8 @@ WITH due AS (
     SELECT r.id, r.visible_at, COALESCE($1::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
            s.catchup_window_ms
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-    WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()) AND r.schedule_id = ANY($2::bigint[])
+    WHERE r.armed AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE($1::timestamptz, now())
+      AND r.schedule_id = ANY($2::bigint[])
 ), judged AS (
     SELECT due.id, due.released_at, f.fate, f.reason, f.fired_at
     FROM due, tick_fate(due.visible_at, due.released_at, due.catchup_window_ms,
@@ -1278,11 +1367,28 @@ func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams
 	return items, nil
 }
 
+const releaseFrontier = `-- name: ReleaseFrontier :one
+SELECT release_frontier()::timestamptz AS frontier, now()::timestamptz AS db_now
+`
+
+type ReleaseFrontierRow struct {
+	Frontier time.Time
+	DbNow    time.Time
+}
+
+func (q *Queries) ReleaseFrontier(ctx context.Context) (ReleaseFrontierRow, error) {
+	row := q.db.QueryRow(ctx, releaseFrontier)
+	var i ReleaseFrontierRow
+	err := row.Scan(&i.Frontier, &i.DbNow)
+	return i, err
+}
+
 const retractArmedWorkflowRuns = `-- name: RetractArmedWorkflowRuns :many
 UPDATE schedule_runs
 SET armed = false, status = 'SKIPPED', reason = $1, fired_at = NULL, finished_at = now(), retracted_at = now(),
     idempotency_key = idempotency_key || '/retracted/' || id
-WHERE schedule_id = $2 AND armed AND workflow_id <> '' AND (NOT $3::boolean OR visible_at > now())
+WHERE schedule_id = $2 AND armed AND workflow_id <> '' AND visible_at > release_frontier()
+  AND (NOT $3::boolean OR visible_at > now())
 RETURNING scheduled_at, workflow_id
 `
 
@@ -1440,6 +1546,94 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.OwnerCheckedAt,
 	)
 	return i, err
+}
+
+const settleReleasedFires = `-- name: SettleReleasedFires :many
+WITH due AS (
+    SELECT r.id, rel.released_at FROM schedule_runs r,
+        LATERAL (SELECT f.released_at FROM feed_releases f WHERE f.released_until >= r.visible_at
+                 ORDER BY f.released_until LIMIT 1) rel
+    WHERE r.armed AND r.visible_at <= release_frontier()
+    ORDER BY r.visible_at, r.id
+    LIMIT $1
+    FOR UPDATE OF r SKIP LOCKED
+), settled AS (
+    UPDATE schedule_runs r
+    SET armed       = false,
+        fired_at    = CASE WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
+        finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
+    FROM due
+    WHERE r.id = due.id
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.release_next_run_at, due.released_at
+), per_schedule AS (
+    SELECT schedule_id, count(*) AS fired, max(scheduled_at) AS last_tick, max(released_at) AS last_fired_at,
+           (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
+    FROM settled GROUP BY schedule_id
+), counted AS (
+    UPDATE schedules s
+    SET fired_count  = s.fired_count + p.fired,
+        last_run_at  = COALESCE(GREATEST(s.last_run_at, p.last_fired_at), s.last_run_at, p.last_fired_at),
+        next_run_at  = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
+        updated_at   = now()
+    FROM per_schedule p
+    WHERE s.id = p.schedule_id
+    RETURNING s.id
+)
+SELECT settled.id, settled.schedule_id, settled.scheduled_at, settled.visible_at::timestamptz AS visible_at, settled.trigger,
+       settled.status, settled.released_at::timestamptz AS released_at
+FROM settled
+`
+
+type SettleReleasedFiresRow struct {
+	ID          int64
+	ScheduleID  int64
+	ScheduledAt time.Time
+	VisibleAt   time.Time
+	Trigger     string
+	Status      string
+	ReleasedAt  time.Time
+}
+
+// After a release, in batches: its runs are settled — armed cleared, fired_at the release's
+// time for an event fire (its target's tick for a workflow fire, which Temporal started
+// then), an event fire finished — and their schedules count them (fired, last_run_at) and
+// move next_run_at past them unless something moved it already.
+func (q *Queries) SettleReleasedFires(ctx context.Context, maxRows int32) ([]SettleReleasedFiresRow, error) {
+	rows, err := q.db.Query(ctx, settleReleasedFires, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SettleReleasedFiresRow
+	for rows.Next() {
+		var i SettleReleasedFiresRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ScheduleID,
+			&i.ScheduledAt,
+			&i.VisibleAt,
+			&i.Trigger,
+			&i.Status,
+			&i.ReleasedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const shareReleaseLock = `-- name: ShareReleaseLock :exec
+SELECT pg_advisory_xact_lock_shared($1::bigint)
+`
+
+// A retraction holds the release lock shared: it never takes back a fire a release made true.
+func (q *Queries) ShareReleaseLock(ctx context.Context, lockKey int64) error {
+	_, err := q.db.Exec(ctx, shareReleaseLock, lockKey)
+	return err
 }
 
 const startWorkerLiveness = `-- name: StartWorkerLiveness :exec

@@ -19,7 +19,7 @@ LIMIT @max_rows;
 -- One schedule's runs, newest first, of the given statuses and triggers (empty: any).
 -- Armed runs are not runs yet.
 SELECT * FROM schedule_runs
-WHERE schedule_id = @schedule_id AND NOT armed AND retracted_at IS NULL AND (@before_id::bigint = 0 OR id < @before_id::bigint)
+WHERE schedule_id = @schedule_id AND run_shown(armed, visible_at) AND retracted_at IS NULL AND (@before_id::bigint = 0 OR id < @before_id::bigint)
   AND (cardinality(@statuses::text[]) = 0 OR status = ANY(@statuses::text[]))
   AND (cardinality(@triggers::text[]) = 0 OR trigger = ANY(@triggers::text[]))
 ORDER BY id DESC
@@ -31,7 +31,7 @@ LIMIT @max_rows;
 -- fired more than that many seconds after their tick.
 SELECT sqlc.embed(r), s.name AS schedule_name
 FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-WHERE NOT r.armed AND r.retracted_at IS NULL AND r.scheduled_at >= @since AND r.scheduled_at < @until
+WHERE run_shown(r.armed, r.visible_at) AND r.retracted_at IS NULL AND r.scheduled_at >= @since AND r.scheduled_at < @until
   AND (@before_id::bigint = 0 OR r.id < @before_id::bigint)
   AND (cardinality(@statuses::text[]) = 0 OR r.status = ANY(@statuses::text[]))
   AND (cardinality(@triggers::text[]) = 0 OR r.trigger = ANY(@triggers::text[]))

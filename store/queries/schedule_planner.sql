@@ -14,13 +14,14 @@ RETURNING *;
 -- name: ListArmedRunsOfSchedule :many
 -- The schedule's armed fires not yet released, earliest first: what a workflow taking the
 -- schedule over may have to retract.
-SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND armed ORDER BY scheduled_at, id;
+SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND armed AND visible_at > release_frontier() ORDER BY scheduled_at, id;
 
 -- name: RequestScheduleRest :execrows
 -- The owning run asks to rest, leaving the state the planner goes on from. The handover
 -- completes once Temporal says the run has ended (CompleteScheduleRest).
 UPDATE schedules
-SET rest_requested_at = now(), owner_checked_at = NULL, watermark = @watermark, last_success_at = @last_success_at,
+SET rest_requested_at = now(), owner_checked_at = NULL, watermark = @watermark,
+    last_success_at = GREATEST(last_success_at, @last_success_at),
     rescheduled_to = @rescheduled_to, plan_at = @plan_at, plan_action = @plan_action,
     next_run_at = @next_run_at, updated_at = now()
 WHERE id = @id AND owner = @owner;
@@ -144,3 +145,22 @@ FROM (SELECT unnest(@ids::bigint[]) AS id, NULLIF(unnest(@watermarks::timestampt
              NULLIF(unnest(@plan_ats::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS plan_at, NULLIF(unnest(@plan_actions::text[]), '') AS plan_action,
              NULLIF(unnest(@first_fires::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS first_fire) v
 WHERE s.id = v.id;
+
+-- name: SchedulesInFlight :many
+-- Which of the schedules given have a run in flight or a tick waiting: the planner arms a
+-- workflow action's fire (but under allow_all) only when nothing of the schedule runs.
+SELECT DISTINCT schedule_id FROM schedule_runs
+WHERE schedule_id = ANY(@schedule_ids::bigint[]) AND status IN ('RUNNING', 'BUFFERED');
+
+-- name: ClaimRunsToWatch :many
+-- Leases, until @until, the runs of schedules at rest that are in flight and watched by no
+-- one (never, or a lease run out): their targets started, their outcome not yet recorded.
+UPDATE schedule_runs r SET watched_until = @until::timestamptz
+WHERE r.id IN (
+    SELECT x.id FROM schedule_runs x JOIN schedules s ON s.id = x.schedule_id
+    WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND s.owner IS NULL
+      AND (x.watched_until IS NULL OR x.watched_until < now())
+    ORDER BY x.watched_until NULLS FIRST
+    LIMIT @max_rows
+    FOR UPDATE OF x SKIP LOCKED)
+RETURNING r.id, r.workflow_id, r.schedule_id;

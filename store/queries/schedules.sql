@@ -69,15 +69,25 @@ RETURNING *;
 SELECT * FROM schedule_runs WHERE idempotency_key = @idempotency_key;
 
 -- name: FinishScheduleRun :one
-UPDATE schedule_runs
-SET status = @status, error = @error, finished_at = now()
-WHERE id = @id AND status = 'RUNNING'
-RETURNING *;
+-- A run's outcome, once: a run already final stays as it is. A success is the schedule's
+-- newest one (last_success_at, which skip_if_successful reads) when the schedule is at rest;
+-- a schedule's workflow keeps its own while it holds the schedule, and leaves it at its rest.
+WITH done AS (
+    UPDATE schedule_runs r
+    SET status = @status, error = @error, finished_at = now()
+    WHERE r.id = @id AND r.status = 'RUNNING'
+    RETURNING r.*
+), success AS (
+    UPDATE schedules s SET last_success_at = GREATEST(s.last_success_at, d.scheduled_at)
+    FROM done d
+    WHERE s.id = d.schedule_id AND d.status = 'SUCCEEDED' AND s.owner IS NULL
+)
+SELECT * FROM done;
 
 -- name: ListScheduleRuns :many
--- Armed runs are not runs yet: they show once released; retracted ones never ran.
+-- Armed runs are not runs yet: they show once released (run_shown); retracted ones never ran.
 SELECT * FROM schedule_runs
-WHERE schedule_id = @schedule_id AND NOT armed AND retracted_at IS NULL AND (@before_id::bigint = 0 OR id < @before_id::bigint)
+WHERE schedule_id = @schedule_id AND run_shown(armed, visible_at) AND retracted_at IS NULL AND (@before_id::bigint = 0 OR id < @before_id::bigint)
 ORDER BY id DESC
 LIMIT @max_rows;
 
@@ -94,15 +104,16 @@ WHERE name = @name AND (@expected_version::bigint = 0 OR version = @expected_ver
 RETURNING *;
 
 -- name: GetScheduleRun :one
-SELECT * FROM schedule_runs WHERE id = @id AND schedule_id = @schedule_id AND NOT armed AND retracted_at IS NULL;
+SELECT * FROM schedule_runs WHERE id = @id AND schedule_id = @schedule_id AND run_shown(armed, visible_at) AND retracted_at IS NULL;
 
 -- name: DeleteArmedEvents :exec
--- Retraction, part 1 (under the schedule's row lock): the events of the schedule's armed,
--- unreleased runs, and by cascade their outbox messages, which never had a feed position.
+-- Retraction, part 1 (under the schedule's row lock, and the release lock shared): the events
+-- of the schedule's armed runs not yet released, and by cascade their outbox messages, which
+-- never had a feed position.
 -- keep_due keeps those whose visible time has come (a late releaser still releases them:
 -- their fire was due before the command); a deleted schedule takes them all.
 DELETE FROM event_store e USING schedule_runs r
-WHERE e.schedule_run_id = r.id AND r.schedule_id = @schedule_id AND r.armed
+WHERE e.schedule_run_id = r.id AND r.schedule_id = @schedule_id AND r.armed AND r.visible_at > release_frontier()
   AND (NOT @keep_due::boolean OR r.visible_at > now());
 
 -- name: DeleteArmedRuns :many
@@ -110,7 +121,8 @@ WHERE e.schedule_run_id = r.id AND r.schedule_id = @schedule_id AND r.armed
 -- ticks. A run the releaser released first is no longer armed and stays (one winner: both
 -- hold the schedule's row lock).
 DELETE FROM schedule_runs
-WHERE schedule_id = @schedule_id AND armed AND workflow_id = '' AND (NOT @keep_due::boolean OR visible_at > now())
+WHERE schedule_id = @schedule_id AND armed AND workflow_id = '' AND visible_at > release_frontier()
+  AND (NOT @keep_due::boolean OR visible_at > now())
 RETURNING scheduled_at;
 
 -- name: RetractArmedWorkflowRuns :many
@@ -120,23 +132,80 @@ RETURNING scheduled_at;
 UPDATE schedule_runs
 SET armed = false, status = 'SKIPPED', reason = @reason, fired_at = NULL, finished_at = now(), retracted_at = now(),
     idempotency_key = idempotency_key || '/retracted/' || id
-WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND (NOT @keep_due::boolean OR visible_at > now())
+WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND visible_at > release_frontier()
+  AND (NOT @keep_due::boolean OR visible_at > now())
 RETURNING scheduled_at, workflow_id;
 
 -- name: ListArmedWorkflowRuns :many
--- The delayed starts of a schedule's armed workflow fires (to terminate when it is deleted).
-SELECT workflow_id FROM schedule_runs WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '';
+-- The delayed starts of a schedule's armed workflow fires not yet released (to terminate
+-- when it is deleted).
+SELECT workflow_id FROM schedule_runs WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND visible_at > release_frontier();
 
--- name: LockSchedulesWithDueFires :many
--- The release, step 1: lock the schedules that have armed runs due, skipping any a fire,
--- command or other releaser holds (they are released on the next round). as_of is the
--- release's time (NULL: now(); tests pass their workflow clock). Every writer of
--- an armed run holds its schedule's row lock, so holding it decides release vs retraction.
+-- name: LockReleases :exec
+-- Releases are serialized: their transaction ids and ranges grow together.
+SELECT pg_advisory_xact_lock(@lock_key::bigint);
+
+-- name: ShareReleaseLock :exec
+-- A retraction holds the release lock shared: it never takes back a fire a release made true.
+SELECT pg_advisory_xact_lock_shared(@lock_key::bigint);
+
+-- name: ReleaseFrontier :one
+SELECT release_frontier()::timestamptz AS frontier, now()::timestamptz AS db_now;
+
+-- name: LockSchedulesWithLateFires :many
+-- A release's slow path: the schedules with armed fires it covers that it releases late
+-- (tickgate was down or behind at their time), each judged by tick_fate in ReleaseDueFires.
 SELECT s.id FROM schedules s
-WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r WHERE r.armed AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now()))
+WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r
+               WHERE r.armed AND r.visible_at > sqlc.arg(from_time)::timestamptz AND r.visible_at <= sqlc.arg(to_time)::timestamptz
+                 AND r.visible_at < sqlc.arg(to_time)::timestamptz - make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000))
 ORDER BY s.id
-LIMIT @max_rows
-FOR NO KEY UPDATE OF s SKIP LOCKED;
+FOR NO KEY UPDATE OF s;
+
+-- name: InsertFeedRelease :one
+-- The release: every armed fire due in (after, until] is out, in this transaction, at until
+-- (the release's now, or the time a test releases as of).
+INSERT INTO feed_releases (released_after, released_until, released_at) VALUES (@after, @until, @until)
+RETURNING tx_id::text::bigint AS tx, released_at;
+
+-- name: SettleReleasedFires :many
+-- After a release, in batches: its runs are settled — armed cleared, fired_at the release's
+-- time for an event fire (its target's tick for a workflow fire, which Temporal started
+-- then), an event fire finished — and their schedules count them (fired, last_run_at) and
+-- move next_run_at past them unless something moved it already.
+WITH due AS (
+    SELECT r.id, rel.released_at FROM schedule_runs r,
+        LATERAL (SELECT f.released_at FROM feed_releases f WHERE f.released_until >= r.visible_at
+                 ORDER BY f.released_until LIMIT 1) rel
+    WHERE r.armed AND r.visible_at <= release_frontier()
+    ORDER BY r.visible_at, r.id
+    LIMIT @max_rows
+    FOR UPDATE OF r SKIP LOCKED
+), settled AS (
+    UPDATE schedule_runs r
+    SET armed       = false,
+        fired_at    = CASE WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
+        finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
+    FROM due
+    WHERE r.id = due.id
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.release_next_run_at, due.released_at
+), per_schedule AS (
+    SELECT schedule_id, count(*) AS fired, max(scheduled_at) AS last_tick, max(released_at) AS last_fired_at,
+           (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
+    FROM settled GROUP BY schedule_id
+), counted AS (
+    UPDATE schedules s
+    SET fired_count  = s.fired_count + p.fired,
+        last_run_at  = COALESCE(GREATEST(s.last_run_at, p.last_fired_at), s.last_run_at, p.last_fired_at),
+        next_run_at  = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
+        updated_at   = now()
+    FROM per_schedule p
+    WHERE s.id = p.schedule_id
+    RETURNING s.id
+)
+SELECT settled.id, settled.schedule_id, settled.scheduled_at, settled.visible_at::timestamptz AS visible_at, settled.trigger,
+       settled.status, settled.released_at::timestamptz AS released_at
+FROM settled;
 
 -- name: ReleaseDueFires :many
 -- The release, step 2, one statement for every due run of the locked schedules, each
@@ -154,7 +223,8 @@ WITH due AS (
     SELECT r.id, r.visible_at, COALESCE(sqlc.narg(as_of)::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
            s.catchup_window_ms
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-    WHERE r.armed AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now()) AND r.schedule_id = ANY(@schedule_ids::bigint[])
+    WHERE r.armed AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now())
+      AND r.schedule_id = ANY(@schedule_ids::bigint[])
 ), judged AS (
     SELECT due.id, due.released_at, f.fate, f.reason, f.fired_at
     FROM due, tick_fate(due.visible_at, due.released_at, due.catchup_window_ms,
@@ -216,7 +286,8 @@ FROM released;
 -- targets did, which only Temporal knows (JudgeLateWorkflowFires takes that in).
 SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at
 FROM schedule_runs r
-WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY(@schedule_ids::bigint[])
+WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY(@schedule_ids::bigint[]) AND r.visible_at > release_frontier()
+  AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now())
   AND COALESCE(sqlc.narg(as_of)::timestamptz, now()) - r.visible_at > make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000)
 ORDER BY r.id;
 
@@ -247,9 +318,14 @@ FROM unnest(@fire_at::timestamptz[]) WITH ORDINALITY AS t (fire_at, n),
 ORDER BY t.n;
 
 -- name: NextArmedFireIn :one
--- How long until the next armed run is due, by the database's clock (+Inf: none armed).
+-- How long until the next armed run not yet released is due, by the database's clock
+-- (+Inf: none armed).
 SELECT COALESCE(EXTRACT(EPOCH FROM min(visible_at) - clock_timestamp())::float8, 'Infinity'::float8)::float8 AS seconds
-FROM schedule_runs WHERE armed;
+FROM schedule_runs WHERE armed AND visible_at > release_frontier();
+
+-- name: CountUnsettled :one
+-- Released runs not yet settled.
+SELECT count(*)::bigint FROM schedule_runs WHERE armed AND visible_at <= release_frontier();
 
 -- name: LockScheduleByName :one
 SELECT id FROM schedules WHERE name = @name FOR NO KEY UPDATE;
