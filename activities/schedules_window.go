@@ -73,7 +73,13 @@ func (a *ScheduleActivities) ArmWindow(ctx context.Context, r ArmWindowRequest) 
 			out.NextRunAt = &n // stopped by Max
 		}
 	}
-	if _, err := a.Store.ArmWindow(ctx, r.ScheduleID, ticks, out.NextRunAt, r.Event); err != nil {
+	storeCtx, endSpans := ctx, func(error) {}
+	if a.Tracer != nil && len(ticks) > 0 {
+		storeCtx, endSpans = a.traceWindow(ctx, r, ticks)
+	}
+	_, err = a.Store.ArmWindow(storeCtx, r.ScheduleID, ticks, out.NextRunAt, r.Event)
+	endSpans(err)
+	if err != nil {
 		return ArmedWindow{}, gone(fmt.Errorf("arm window of schedule %q: %w", r.Name, err), r.ScheduleID)
 	}
 	out.CommittedAt = time.Now().UTC()

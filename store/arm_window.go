@@ -17,6 +17,8 @@ import (
 type ArmedTick struct {
 	Tick      time.Time
 	VisibleAt time.Time
+	// TraceContext is the fire's span context ("" with tracing off; see Fire.TraceContext).
+	TraceContext string
 }
 
 // ArmWindow commits a window of armed fires in one transaction under the schedule's row
@@ -38,6 +40,12 @@ func (s *Store) ArmWindow(ctx context.Context, scheduleID int64, ticks []ArmedTi
 	}
 	for i, t := range ticks {
 		p.ScheduledAt[i], p.VisibleAt[i], p.IdempotencyKeys[i] = t.Tick.UTC(), t.VisibleAt.UTC(), domain.TickKey(scheduleID, t.Tick)
+		if t.TraceContext != "" {
+			if p.TraceContexts == nil { // tracing off: no array, every row's column NULL
+				p.TraceContexts = make([]string, len(ticks))
+			}
+			p.TraceContexts[i] = t.TraceContext
+		}
 	}
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		sched, err := q.LockScheduleByID(ctx, scheduleID)

@@ -25,6 +25,13 @@ type ReleasedFire struct {
 	ReleasedAt  time.Time // the releasing transaction's start (now()); it commits just after
 	Trigger     domain.Trigger
 	Status      domain.RunStatus
+	WorkflowID  string // a workflow action's target ("" for an event fire)
+	// TraceContext is the span context the fire was armed with ("" when armed with tracing
+	// off). Began, Committing and Committed time the release transaction by the worker's
+	// clock (its start, the start of its commit, the commit's end): the fire's release and
+	// commit spans are drawn from them once it committed.
+	TraceContext                 string
+	Began, Committing, Committed time.Time
 }
 
 // releaseBatch bounds the schedules one release transaction locks.
@@ -95,6 +102,8 @@ const releaseParallel = 4
 // releaseOne releases the due fires of at most releaseBatch schedules in one transaction
 // (see ReleaseDue); full reports whether it took as many as it could, so more may be due.
 func (s *Store) releaseOne(ctx context.Context, asOf *time.Time, targets TargetChecker) (out []ReleasedFire, full bool, err error) {
+	began := time.Now()
+	var committing time.Time
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		out = nil
 		ids, err := q.LockSchedulesWithDueFires(ctx, dbgen.LockSchedulesWithDueFiresParams{AsOf: asOf, MaxRows: releaseBatch})
@@ -118,13 +127,23 @@ func (s *Store) releaseOne(ctx context.Context, asOf *time.Time, targets TargetC
 			return fmt.Errorf("release due fires of %d schedules: %w", len(ids), mapErr(err))
 		}
 		for _, r := range rows {
-			out = append(out, ReleasedFire{
+			f := ReleasedFire{
 				RunID: r.ID, ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt.UTC(), VisibleAt: r.VisibleAt.UTC(),
 				ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
-			})
+				WorkflowID: r.WorkflowID, Began: began,
+			}
+			if r.TraceContext != nil {
+				f.TraceContext = *r.TraceContext
+			}
+			out = append(out, f)
 		}
+		committing = time.Now() // InTx commits as fn returns
 		return nil
 	})
+	committed := time.Now()
+	for i := range out {
+		out[i].Committing, out[i].Committed = committing, committed
+	}
 	return out, full, err
 }
 

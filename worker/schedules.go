@@ -15,7 +15,7 @@ import (
 func registerSchedules(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflowWithOptions(workflows.ScheduleWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.ScheduleReconcilerWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleReconcilerType})
-	r.RegisterActivity(&activities.ScheduleActivities{Store: d.Store, Temporal: d.Temporal})
+	r.RegisterActivity(&activities.ScheduleActivities{Store: d.Store, Temporal: d.Temporal, Tracer: d.Telemetry.Tracer()})
 	r.RegisterActivity(&activities.ReconcileActivities{Store: d.Store, Starter: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue}})
 }
 

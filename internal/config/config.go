@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -44,6 +45,11 @@ type Config struct {
 	// worker keeps open, and how many workflow-task polls it opens to begin with: those
 	// then autoscale (worker.PollerOptions).
 	WorkerPollers int
+	// TraceURLTemplate is the trace viewer's address of a trace, {trace_id} standing for the
+	// id (TICKGATE_TRACE_URL_TEMPLATE, e.g. http://127.0.0.1:16686/trace/{trace_id}): the
+	// dashboard links each run that recorded a trace to it. Tracing itself is turned on by
+	// the standard OTEL_* variables (internal/telemetry).
+	TraceURLTemplate string
 }
 
 // DefaultWorkerPollers is twice the task queue partitions a Temporal server has by default
@@ -68,6 +74,7 @@ func FromEnv() (Config, error) {
 		TemporalAPIKey:    os.Getenv("TEMPORAL_API_KEY"),
 		WorkerMetricsAddr: os.Getenv("TICKGATE_WORKER_METRICS_ADDR"),
 		WorkerPollers:     DefaultWorkerPollers,
+		TraceURLTemplate:  os.Getenv("TICKGATE_TRACE_URL_TEMPLATE"),
 	}
 	if v := os.Getenv("TICKGATE_DEVICE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -89,6 +96,9 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("TICKGATE_WORKER_POLLERS: want an integer of at least 2, got %q", v)
 		}
 		c.WorkerPollers = n
+	}
+	if v := c.TraceURLTemplate; v != "" && !strings.Contains(v, "{trace_id}") {
+		return c, fmt.Errorf("TICKGATE_TRACE_URL_TEMPLATE: want an address with {trace_id} in it, got %q", v)
 	}
 	if v := os.Getenv("TICKGATE_SQL_TARGETS"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.SQLTargets); err != nil {

@@ -147,6 +147,7 @@ type ScheduleRun struct {
 	VisibleAt        *time.Time
 	ReleaseNextRunAt *time.Time
 	RetractedAt      *time.Time
+	TraceContext     *string
 }
 
 type Task struct {

@@ -16,23 +16,24 @@ import (
 const armWindow = `-- name: ArmWindow :many
 WITH given AS (
     -- set-returning functions in one select list advance together: row i of each array
+    -- (trace_contexts is NULL while tracing is off: its column is then NULL on every row)
     SELECT unnest($1::timestamptz[]) AS scheduled_at, unnest($2::timestamptz[]) AS visible_at,
-           unnest($3::text[]) AS idempotency_key
+           unnest($3::text[]) AS idempotency_key, unnest($4::text[]) AS trace_context
 ), ticks AS (
-    SELECT g.scheduled_at, g.visible_at, g.idempotency_key,
-           COALESCE(lead(g.scheduled_at) OVER (ORDER BY g.scheduled_at), $4::timestamptz) AS release_next_run_at
+    SELECT g.scheduled_at, g.visible_at, g.idempotency_key, g.trace_context,
+           COALESCE(lead(g.scheduled_at) OVER (ORDER BY g.scheduled_at), $5::timestamptz) AS release_next_run_at
     FROM given g
 ), runs AS (
     INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                               armed, visible_at, release_next_run_at)
-    SELECT $5, scheduled_at, visible_at, 'scheduled', 'SUCCEEDED', '', idempotency_key, '', visible_at,
-           true, visible_at, release_next_run_at
+                               armed, visible_at, release_next_run_at, trace_context)
+    SELECT $6, scheduled_at, visible_at, 'scheduled', 'SUCCEEDED', '', idempotency_key, '', visible_at,
+           true, visible_at, release_next_run_at, NULLIF(trace_context, '')
     FROM ticks
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING id, scheduled_at, visible_at
 ), events AS (
     INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
-    SELECT $6, $7, $8, $9, id, visible_at FROM runs
+    SELECT $7, $8, $9, $10, id, visible_at FROM runs
     RETURNING id, topic, created_at
 ), messages AS (
     INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
@@ -45,6 +46,7 @@ type ArmWindowParams struct {
 	ScheduledAt     []time.Time
 	VisibleAt       []time.Time
 	IdempotencyKeys []string
+	TraceContexts   []string
 	AfterLast       *time.Time
 	ScheduleID      int64
 	Topic           string
@@ -68,6 +70,7 @@ func (q *Queries) ArmWindow(ctx context.Context, arg ArmWindowParams) ([]ArmWind
 		arg.ScheduledAt,
 		arg.VisibleAt,
 		arg.IdempotencyKeys,
+		arg.TraceContexts,
 		arg.AfterLast,
 		arg.ScheduleID,
 		arg.Topic,
@@ -225,7 +228,7 @@ const finishScheduleRun = `-- name: FinishScheduleRun :one
 UPDATE schedule_runs
 SET status = $1, error = $2, finished_at = now()
 WHERE id = $3 AND status = 'RUNNING'
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, trace_context
 `
 
 type FinishScheduleRunParams struct {
@@ -254,6 +257,7 @@ func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunPa
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -331,7 +335,7 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 }
 
 const getScheduleRun = `-- name: GetScheduleRun :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND NOT armed AND retracted_at IS NULL
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, trace_context FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND NOT armed AND retracted_at IS NULL
 `
 
 type GetScheduleRunParams struct {
@@ -359,12 +363,13 @@ func (q *Queries) GetScheduleRun(ctx context.Context, arg GetScheduleRunParams) 
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const getScheduleRunByKey = `-- name: GetScheduleRunByKey :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE idempotency_key = $1
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, trace_context FROM schedule_runs WHERE idempotency_key = $1
 `
 
 func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string) (ScheduleRun, error) {
@@ -387,6 +392,7 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -448,19 +454,20 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 
 const insertScheduleRun = `-- name: InsertScheduleRun :one
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                           armed, visible_at, release_next_run_at)
+                           armed, visible_at, release_next_run_at, trace_context)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
         $8::text || CASE WHEN $8::text = '' THEN '' ELSE COALESCE(
             (SELECT '~' || (count(*) + 1) FROM schedule_runs p
              WHERE p.schedule_id = $1 AND p.scheduled_at = $2 AND p.retracted_at IS NOT NULL
              HAVING count(*) > 0), '') END,
-        $9, $10, $11, $12)
+        $9, $10, $11, $12, $13)
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
-    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
+    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at,
+    trace_context = COALESCE(EXCLUDED.trace_context, schedule_runs.trace_context)
 WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
    OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, trace_context
 `
 
 type InsertScheduleRunParams struct {
@@ -476,6 +483,7 @@ type InsertScheduleRunParams struct {
 	Armed            bool
 	VisibleAt        *time.Time
 	ReleaseNextRunAt *time.Time
+	TraceContext     *string
 }
 
 // S1: a second insert of the same idempotency key inserts nothing and returns no row.
@@ -499,6 +507,7 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		arg.Armed,
 		arg.VisibleAt,
 		arg.ReleaseNextRunAt,
+		arg.TraceContext,
 	)
 	var i ScheduleRun
 	err := row.Scan(
@@ -518,6 +527,7 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		&i.VisibleAt,
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -637,7 +647,7 @@ func (q *Queries) ListArmedWorkflowRuns(ctx context.Context, scheduleID int64) (
 }
 
 const listBufferedRuns = `-- name: ListBufferedRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, trace_context FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
 `
 
 // What is waiting under the overlap policy, oldest tick first.
@@ -667,6 +677,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -679,7 +690,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 }
 
 const listRunningScheduleRuns = `-- name: ListRunningScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, trace_context FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
 `
 
 func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
@@ -708,6 +719,7 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -720,7 +732,7 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 }
 
 const listScheduleRuns = `-- name: ListScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, trace_context FROM schedule_runs
 WHERE schedule_id = $1 AND NOT armed AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
@@ -759,6 +771,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 			&i.VisibleAt,
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -939,7 +952,8 @@ WITH due AS (
         finished_at = CASE WHEN j.fate = 'missed' THEN j.released_at WHEN r.workflow_id <> '' THEN r.finished_at ELSE j.released_at END
     FROM judged j
     WHERE r.id = j.id
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at,
+              r.workflow_id, r.trace_context
 ), positioned AS (
     UPDATE outbox_messages o
     SET tx_id = pg_current_xact_id()
@@ -968,7 +982,7 @@ WITH due AS (
     RETURNING s.id
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
-       released.status, released.released_at::timestamptz AS released_at
+       released.status, released.released_at::timestamptz AS released_at, released.workflow_id, released.trace_context
 FROM released
 `
 
@@ -984,13 +998,15 @@ type ReleaseDueFiresParams struct {
 }
 
 type ReleaseDueFiresRow struct {
-	ID          int64
-	ScheduleID  int64
-	ScheduledAt time.Time
-	VisibleAt   time.Time
-	Trigger     string
-	Status      string
-	ReleasedAt  time.Time
+	ID           int64
+	ScheduleID   int64
+	ScheduledAt  time.Time
+	VisibleAt    time.Time
+	Trigger      string
+	Status       string
+	ReleasedAt   time.Time
+	WorkflowID   string
+	TraceContext *string
 }
 
 // The release, step 2, one statement for every due run of the locked schedules, each
@@ -1030,6 +1046,8 @@ func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams
 			&i.Trigger,
 			&i.Status,
 			&i.ReleasedAt,
+			&i.WorkflowID,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -1081,6 +1099,19 @@ func (q *Queries) RetractArmedWorkflowRuns(ctx context.Context, arg RetractArmed
 		return nil, err
 	}
 	return items, nil
+}
+
+const runTraceContext = `-- name: RunTraceContext :one
+SELECT trace_context FROM schedule_runs WHERE id = $1
+`
+
+// The span context a run's fire recorded (NULL: recorded while tracing was off), for the
+// calls that continue its trace later (starting a workflow action's target).
+func (q *Queries) RunTraceContext(ctx context.Context, id int64) (*string, error) {
+	row := q.db.QueryRow(ctx, runTraceContext, id)
+	var trace_context *string
+	err := row.Scan(&trace_context)
+	return trace_context, err
 }
 
 const scheduleOutages = `-- name: ScheduleOutages :many

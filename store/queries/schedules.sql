@@ -50,16 +50,17 @@ WHERE id = @id;
 -- A workflow id given for a tick whose earlier armed fire was retracted (its delayed start
 -- terminated, so the id cannot be started again) gets a suffix of its own: ~2, ~3, …
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                           armed, visible_at, release_next_run_at)
+                           armed, visible_at, release_next_run_at, trace_context)
 VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @idempotency_key,
         @workflow_id::text || CASE WHEN @workflow_id::text = '' THEN '' ELSE COALESCE(
             (SELECT '~' || (count(*) + 1) FROM schedule_runs p
              WHERE p.schedule_id = @schedule_id AND p.scheduled_at = @scheduled_at AND p.retracted_at IS NOT NULL
              HAVING count(*) > 0), '') END,
-        @finished_at, @armed, sqlc.narg(visible_at), sqlc.narg(release_next_run_at))
+        @finished_at, @armed, sqlc.narg(visible_at), sqlc.narg(release_next_run_at), sqlc.narg(trace_context))
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
-    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
+    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at,
+    trace_context = COALESCE(EXCLUDED.trace_context, schedule_runs.trace_context)
 WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
    OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
 RETURNING *;
@@ -134,17 +135,18 @@ SELECT workflow_id FROM schedule_runs WHERE schedule_id = @schedule_id AND armed
 -- retried arming) inserts nothing (S1); the statement answers the runs it created.
 WITH given AS (
     -- set-returning functions in one select list advance together: row i of each array
+    -- (trace_contexts is NULL while tracing is off: its column is then NULL on every row)
     SELECT unnest(@scheduled_at::timestamptz[]) AS scheduled_at, unnest(@visible_at::timestamptz[]) AS visible_at,
-           unnest(@idempotency_keys::text[]) AS idempotency_key
+           unnest(@idempotency_keys::text[]) AS idempotency_key, unnest(sqlc.narg(trace_contexts)::text[]) AS trace_context
 ), ticks AS (
-    SELECT g.scheduled_at, g.visible_at, g.idempotency_key,
+    SELECT g.scheduled_at, g.visible_at, g.idempotency_key, g.trace_context,
            COALESCE(lead(g.scheduled_at) OVER (ORDER BY g.scheduled_at), sqlc.narg(after_last)::timestamptz) AS release_next_run_at
     FROM given g
 ), runs AS (
     INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                               armed, visible_at, release_next_run_at)
+                               armed, visible_at, release_next_run_at, trace_context)
     SELECT @schedule_id, scheduled_at, visible_at, 'scheduled', 'SUCCEEDED', '', idempotency_key, '', visible_at,
-           true, visible_at, release_next_run_at
+           true, visible_at, release_next_run_at, NULLIF(trace_context, '')
     FROM ticks
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING id, scheduled_at, visible_at
@@ -216,7 +218,8 @@ WITH due AS (
         finished_at = CASE WHEN j.fate = 'missed' THEN j.released_at WHEN r.workflow_id <> '' THEN r.finished_at ELSE j.released_at END
     FROM judged j
     WHERE r.id = j.id
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at,
+              r.workflow_id, r.trace_context
 ), positioned AS (
     UPDATE outbox_messages o
     SET tx_id = pg_current_xact_id()
@@ -245,7 +248,7 @@ WITH due AS (
     RETURNING s.id
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
-       released.status, released.released_at::timestamptz AS released_at
+       released.status, released.released_at::timestamptz AS released_at, released.workflow_id, released.trace_context
 FROM released;
 
 -- name: LateWorkflowFires :many
@@ -310,3 +313,8 @@ SELECT count(*)::bigint FROM (
     SELECT schedule_id FROM schedule_runs
     WHERE armed AND scheduled_at >= sqlc.arg(second_start)::timestamptz AND scheduled_at < sqlc.arg(second_start)::timestamptz + interval '1 second'
 ) due;
+
+-- name: RunTraceContext :one
+-- The span context a run's fire recorded (NULL: recorded while tracing was off), for the
+-- calls that continue its trace later (starting a workflow action's target).
+SELECT trace_context FROM schedule_runs WHERE id = @id;
