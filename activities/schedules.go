@@ -144,9 +144,10 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (rec 
 	}
 	storeCtx := ctx
 	if a.Tracer != nil {
+		var tickCtx context.Context
 		var tick, step trace.Span
-		storeCtx, tick, step = a.traceTick(ctx, r)
-		fire.TraceContext = telemetry.Traceparent(storeCtx)
+		tickCtx, storeCtx, tick, step = a.traceTick(ctx, r)
+		fire.TraceContext = telemetry.Traceparent(tickCtx)
 		defer func() {
 			if err == nil {
 				tick.SetAttributes(AttrRunID.Int64(rec.ID), AttrStatus.String(string(rec.Status)), AttrCreated.Bool(rec.Created))

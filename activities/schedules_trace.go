@@ -117,7 +117,7 @@ func TraceReleased(tr trace.Tracer, fires []store.ReleasedFire) {
 // traceTick starts a RecordTick's spans: the tick, and under it the step that records it —
 // the arming of a fire committed ahead, or the commit of one recorded at its tick. The
 // store call runs in the step's context, so its statements are the step's children.
-func (a *ScheduleActivities) traceTick(ctx context.Context, r TickRecord) (stepCtx context.Context, tick, step trace.Span) {
+func (a *ScheduleActivities) traceTick(ctx context.Context, r TickRecord) (tickCtx, stepCtx context.Context, tick, step trace.Span) {
 	attrs := []attribute.KeyValue{AttrArmed.Bool(r.VisibleAt != nil)}
 	if r.VisibleAt != nil {
 		attrs = append(attrs, AttrVisibleAt.String(r.VisibleAt.UTC().Format(time.RFC3339Nano)))
@@ -125,13 +125,13 @@ func (a *ScheduleActivities) traceTick(ctx context.Context, r TickRecord) (stepC
 	if r.WorkflowID != "" {
 		attrs = append(attrs, AttrWorkflowID.String(r.WorkflowID))
 	}
-	ctx, tick = startTick(ctx, a.Tracer, scheduleOfActivity(ctx), r.ScheduleID, r.ScheduledAt, r.Trigger, attrs...)
+	tickCtx, tick = startTick(ctx, a.Tracer, scheduleOfActivity(ctx), r.ScheduleID, r.ScheduledAt, r.Trigger, attrs...)
 	name := SpanCommit
 	if r.VisibleAt != nil {
 		name = SpanArm
 	}
-	stepCtx, step = a.Tracer.Start(ctx, name, trace.WithAttributes(AttrStatus.String(string(r.Status))))
-	return stepCtx, tick, step
+	stepCtx, step = a.Tracer.Start(tickCtx, name, trace.WithAttributes(AttrStatus.String(string(r.Status))))
+	return tickCtx, stepCtx, tick, step
 }
 
 // traceWindow starts the spans of an armed window: for each tick its own trace (a tick and

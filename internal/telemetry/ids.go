@@ -66,4 +66,3 @@ func (idGenerator) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
 	}
 	return sid
 }
-
