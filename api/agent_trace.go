@@ -40,6 +40,18 @@ const (
 
 const executionKind = "task_device"
 
+// workContext is the derived trace of execution id, scoped by the database's installation
+// (read once; store.InstallID).
+func (s *Server) workContext(ctx context.Context, id int64) trace.SpanContext {
+	s.traceScopeOnce.Do(func() {
+		var err error
+		if s.traceScope, err = s.Store.InstallID(ctx); err != nil {
+			s.Logf("tracing: %v (device executions' traces are then not scoped by installation)", err)
+		}
+	})
+	return telemetry.WorkContext(s.traceScope, executionKind, id)
+}
+
 // traceClaimed draws each claimed execution's claim into its trace, over [start, now]:
 // its root first when this is its first attempt. via says which request claimed it.
 func (s *Server) traceClaimed(ctx context.Context, pc, via string, cmds []store.ClaimedCommand, start time.Time) {
@@ -51,7 +63,7 @@ func (s *Server) traceClaimed(ctx context.Context, pc, via string, cmds []store.
 	for _, cmd := range cmds {
 		attrs := trace.WithAttributes(attrTaskDevice.Int64(cmd.ID), attrTask.Int64(cmd.TaskID), attrPC.String(pc),
 			attrDevice.String(cmd.DeviceSerial), attrSlot.Int(int(cmd.Slot)), attrAttempt.Int(int(cmd.Attempt)), attrVia.String(via))
-		work := telemetry.WorkContext(executionKind, cmd.ID)
+		work := s.workContext(ctx, cmd.ID)
 		parent := trace.ContextWithRemoteSpanContext(context.Background(), work)
 		if cmd.Attempt == 1 {
 			var root trace.Span
@@ -74,7 +86,7 @@ func (s *Server) traceResult(ctx context.Context, id int64, attempt *int32, stat
 	if attempt != nil {
 		attrs = append(attrs, attrAttempt.Int(int(*attempt)))
 	}
-	rctx, result := s.Tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), telemetry.WorkContext(executionKind, id)),
+	rctx, result := s.Tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), s.workContext(ctx, id)),
 		spanResult, trace.WithTimestamp(start), trace.WithAttributes(attrs...), trace.WithLinks(trace.LinkFromContext(ctx)))
 	end := time.Now()
 	if err != nil {
@@ -84,7 +96,7 @@ func (s *Server) traceResult(ctx context.Context, id int64, attempt *int32, stat
 	if out != nil && len(out.Refilled) > 0 {
 		links := make([]trace.Link, 0, len(out.Refilled))
 		for _, next := range out.Refilled {
-			links = append(links, trace.Link{SpanContext: telemetry.WorkContext(executionKind, next)})
+			links = append(links, trace.Link{SpanContext: s.workContext(ctx, next)})
 		}
 		_, refill := s.Tracer.Start(rctx, spanRefill, trace.WithTimestamp(start),
 			trace.WithAttributes(attrRefilled.Int64Slice(out.Refilled)), trace.WithLinks(links...))

@@ -56,6 +56,9 @@ type Server struct {
 	pcArms pcArms
 	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).
 	afterAnswers sync.WaitGroup
+	// traceScope scopes the derived traces of device executions (workContext).
+	traceScope     string
+	traceScopeOnce sync.Once
 }
 
 // New builds the Echo application with every route of the contract.

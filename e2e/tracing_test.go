@@ -270,7 +270,11 @@ func TestADeviceExecutionIsOneTrace(t *testing.T) {
 		map[string]any{"status": "succeeded", "attempt": cmd.Attempt, "claim_next": true}, http.StatusOK, &res)
 	require.NotNil(t, res.Next, "the freed slot was refilled and handed out")
 
-	tid := telemetry.WorkContext("task_device", cmd.ID).TraceID()
+	scope, err := st.Store.InstallID(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, scope)
+	work := telemetry.WorkContext(scope, "task_device", cmd.ID)
+	tid := work.TraceID()
 	var spans map[string][]tracetest.SpanStub
 	require.Eventually(t, func() bool {
 		spans = spansOf(exp, tid)
@@ -278,7 +282,7 @@ func TestADeviceExecutionIsOneTrace(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	root := one(t, spans, "device.execution")
 	require.False(t, root.Parent.IsValid(), "the execution is the root of its trace")
-	require.Equal(t, telemetry.WorkContext("task_device", cmd.ID).SpanID(), root.SpanContext.SpanID())
+	require.Equal(t, work.SpanID(), root.SpanContext.SpanID())
 	require.Equal(t, fmt.Sprint(cmd.ID), attr(root, "tickgate.task_device.id"))
 	claimSpan := one(t, spans, "device.claim")
 	requireChild(t, claimSpan, root)
@@ -292,7 +296,7 @@ func TestADeviceExecutionIsOneTrace(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("[%d]", res.Next.ID), attr(refill, "tickgate.refilled"))
 
 	// The next execution, handed out by the result (claim_next), has a trace of its own.
-	next := spansOf(exp, telemetry.WorkContext("task_device", res.Next.ID).TraceID())
+	next := spansOf(exp, telemetry.WorkContext(scope, "task_device", res.Next.ID).TraceID())
 	requireChild(t, one(t, next, "device.claim"), one(t, next, "device.execution"))
 	require.Equal(t, "claim_next", attr(one(t, next, "device.claim"), "tickgate.claim.via"))
 }

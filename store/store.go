@@ -175,3 +175,15 @@ func texts[T ~string](vs ...T) []string {
 	}
 	return out
 }
+
+// InstallID names this database's installation: when its first migration was applied
+// (goose_db_version), a value no other tickgate database shares unless cloned from it. Ids
+// derived from row ids (a device execution's trace, internal/telemetry) are scoped by it,
+// so a reset database or another deployment does not reuse them.
+func (s *Store) InstallID(ctx context.Context) (string, error) {
+	var id string
+	if err := s.Pool.QueryRow(ctx, `SELECT COALESCE(min(tstamp)::text, '') FROM goose_db_version`).Scan(&id); err != nil {
+		return "", fmt.Errorf("install id: %w", err)
+	}
+	return id, nil
+}

@@ -64,6 +64,9 @@ func runDev(ctx context.Context, args []string) error {
 			return err
 		}
 		defer stop()
+		if cfg.TraceURLTemplate == "" { // read before the viewer set it
+			cfg.TraceURLTemplate = os.Getenv("TICKGATE_TRACE_URL_TEMPLATE")
+		}
 	}
 
 	runTemporal := os.Getenv("TEMPORAL_ADDRESS") == ""

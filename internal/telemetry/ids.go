@@ -17,11 +17,12 @@ import (
 // derived span id too, so the step that records the root (the first claim) and the steps
 // that hang under it (the result) agree on it without talking.
 
-// WorkContext is the derived span context of a unit of work: kind names the table
-// ("task_device"), id its row. Both the trace id and the root's span id come from a hash of
-// the two, so they are the same in every process and never collide across kinds.
-func WorkContext(kind string, id int64) trace.SpanContext {
-	sum := sha256.Sum256([]byte("tickgate/" + kind + "/" + strconv.FormatInt(id, 10)))
+// WorkContext is the derived span context of a unit of work: scope names the installation
+// (store.InstallID: a reset database reuses row ids), kind the table ("task_device"), id its
+// row. Both the trace id and the root's span id come from a hash of the three, so they are
+// the same in every process of one installation and never collide across kinds.
+func WorkContext(scope, kind string, id int64) trace.SpanContext {
+	sum := sha256.Sum256([]byte("tickgate/" + scope + "/" + kind + "/" + strconv.FormatInt(id, 10)))
 	var tid trace.TraceID
 	var sid trace.SpanID
 	copy(tid[:], sum[:16])

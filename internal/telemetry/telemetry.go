@@ -173,7 +173,7 @@ func (t *Telemetry) QueryTracer() pgx.QueryTracer {
 		return nil
 	}
 	return otelpgx.NewTracer(otelpgx.WithTracerProvider(t.provider), otelpgx.WithDisableConnectionDetailsInAttributes(),
-		otelpgx.WithSpanNameCtxFunc(QuerySpanName))
+		otelpgx.WithSpanNameCtxFunc(QuerySpanName), otelpgx.WithQuerySpanNamePrefix())
 }
 
 // QuerySpanName names a statement's span: sqlc's "-- name: X :kind" header gives X.

@@ -116,13 +116,14 @@ func TestTraceparentRoundTrip(t *testing.T) {
 }
 
 // TestWorkContextIsTheSameEverywhere: a unit of work's derived trace is the same for the
-// same id, differs by id and kind, and a root started with WithRootIDs takes its ids.
+// same id, differs by id, kind and installation, and a root started with WithRootIDs takes its ids.
 func TestWorkContextIsTheSameEverywhere(t *testing.T) {
-	a, b := telemetry.WorkContext("task_device", 7), telemetry.WorkContext("task_device", 7)
+	a, b := telemetry.WorkContext("db1", "task_device", 7), telemetry.WorkContext("db1", "task_device", 7)
 	require.Equal(t, a, b)
 	require.True(t, a.IsValid())
-	require.NotEqual(t, a.TraceID(), telemetry.WorkContext("task_device", 8).TraceID())
-	require.NotEqual(t, a.TraceID(), telemetry.WorkContext("task_run", 7).TraceID())
+	require.NotEqual(t, a.TraceID(), telemetry.WorkContext("db1", "task_device", 8).TraceID())
+	require.NotEqual(t, a.TraceID(), telemetry.WorkContext("db1", "task_run", 7).TraceID())
+	require.NotEqual(t, a.TraceID(), telemetry.WorkContext("db2", "task_device", 7).TraceID(), "another installation")
 
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithIDGenerator(telemetry.IDGenerator()))
