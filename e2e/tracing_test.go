@@ -175,6 +175,8 @@ func TestAFireIsOneTraceFromTickToCommit(t *testing.T) {
 		tick := one(t, spans, activities.SpanTick)
 		require.False(t, tick.Parent.IsValid())
 		require.Equal(t, run.WorkflowID, attr(tick, "tickgate.run.workflow_id"))
+		require.Equal(t, "traced-workflow", attr(tick, "tickgate.schedule.name"))
+		require.Equal(t, fmt.Sprint(run.ID), attr(tick, "tickgate.run.id"), "armed alone, the tick names its run")
 		requireChild(t, one(t, spans, activities.SpanArm), tick)
 		release := one(t, spans, activities.SpanRelease)
 		requireChild(t, release, tick)
