@@ -67,6 +67,8 @@ postgres:
 	@scripts/ensure-postgres.sh
 
 # TICKGATE_DEV_TEMPORAL=server make dev: the real server on PostgreSQL instead of the dev server.
+# TICKGATE_DEV_TRACES=1 make dev: also the trace viewer on 127.0.0.1:16686, the worker's and the
+# API's traces exported to it (docs/tracing.md).
 dev: build $(TEMPORAL) postgres $(if $(filter server,$(TICKGATE_DEV_TEMPORAL)),$(SERVER_TOOLS))
 	$(TICKGATE) dev
 

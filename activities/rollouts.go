@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -36,6 +37,8 @@ type RolloutActivities struct {
 	SQLTargets map[string]string
 	// HTTPClient is used by the http executor (http.DefaultClient when nil).
 	HTTPClient *http.Client
+	// Tracer records each task run's trace (rollouts_trace.go); nil when tracing is off.
+	Tracer trace.Tracer
 }
 
 // PromoteResult is what one promotion round did.
@@ -88,6 +91,9 @@ type ClaimedTaskRun struct {
 	Version   string
 	Executor  domain.Executor
 	Payload   json.RawMessage
+	// TraceContext is the task run's span context, set by its claim while tracing is on
+	// ("" otherwise): its executor and its finish join that trace.
+	TraceContext string `json:",omitempty"`
 }
 
 // ClaimInput asks for a rollout's AVAILABLE tasks.
@@ -141,12 +147,14 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 	if in.ExternalOnly {
 		kind = store.ClaimExternal
 	}
+	claimStart := time.Now()
 	rows, err := a.Store.ClaimTaskRunsOf(ctx, in.RolloutID, max(in.Max, 1), kind)
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	for _, t := range rows {
-		res.Tasks = append(res.Tasks, claimedFrom(t))
+	claimed := a.traceClaimed(ctx, rows, claimStart)
+	for _, t := range claimed {
+		res.Tasks = append(res.Tasks, t)
 		got[t.ID] = true
 	}
 	running, err := a.Store.RunningTaskRunIDs(ctx, in.RolloutID)

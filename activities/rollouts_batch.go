@@ -98,7 +98,8 @@ type batchRun struct {
 // taskOutcome is how one task's executor ended.
 type taskOutcome struct {
 	store.FinishedTaskRun
-	skip bool // canceled: nothing to record
+	skip         bool   // canceled: nothing to record
+	traceContext string // the task run's trace, for the span of its finish
 }
 
 func (a *RolloutActivities) newBatchRun(ctx context.Context, in BatchInput) *batchRun {
@@ -128,7 +129,7 @@ func (b *batchRun) start(tasks []ClaimedTaskRun) {
 		go func() {
 			defer b.wg.Done()
 			defer cancel()
-			status, out, msg := b.a.runWithRetries(tctx, t, b.maxAttempts, b.backoff)
+			status, out, msg := b.a.runWithRetries(b.a.resumeTaskRun(tctx, t), t, b.maxAttempts, b.backoff)
 			b.mu.Lock()
 			delete(b.inflight, t.ID)
 			delete(b.cancels, t.ID)
@@ -136,7 +137,8 @@ func (b *batchRun) start(tasks []ClaimedTaskRun) {
 			// The activity was canceled (the workflow marks its tasks), or an operator
 			// canceled this task and its row already says so.
 			skip := b.ctx.Err() != nil || status == domain.TaskRunCanceled
-			b.results <- taskOutcome{skip: skip, FinishedTaskRun: store.FinishedTaskRun{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
+			b.results <- taskOutcome{skip: skip, traceContext: t.TraceContext,
+				FinishedTaskRun: store.FinishedTaskRun{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
 		}()
 	}
 }
@@ -197,7 +199,9 @@ func (b *batchRun) record(group []taskOutcome) int {
 	if len(rs) == 0 {
 		return 0
 	}
+	start := time.Now()
 	n, err := b.a.finishTasks(b.ctx, rs, &b.res)
+	b.a.traceFinished(group, start, err)
 	if err != nil {
 		b.finErr = errors.Join(b.finErr, err)
 	}
@@ -270,7 +274,7 @@ func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTas
 func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTaskRun, maxAttempts int32, backoff time.Duration) (domain.TaskRunStatus, []byte, string) {
 	var lastErr error
 	for attempt := int32(1); attempt <= maxAttempts; attempt++ {
-		out, err := a.execute(ctx, t)
+		out, err := a.executeTraced(ctx, t, attempt)
 		if err == nil {
 			return domain.TaskRunDone, out, ""
 		}

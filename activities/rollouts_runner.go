@@ -164,7 +164,12 @@ func (r *runner) refill() ([]ClaimedTaskRun, error) {
 			activity.GetLogger(ctx).Warn("wake rollouts", "rollouts", wake, "error", err)
 		}
 	}
-	return claimedRows(a.Store.ClaimTaskRunsOf(ctx, rolloutID, r.claimMax, store.ClaimRunnable))
+	claimStart := time.Now()
+	rows, err := a.Store.ClaimTaskRunsOf(ctx, rolloutID, r.claimMax, store.ClaimRunnable)
+	if err != nil {
+		return nil, err
+	}
+	return a.traceClaimed(ctx, rows, claimStart), nil
 }
 
 // activityAttempt is the activity's attempt number (1 outside an activity); a variable so

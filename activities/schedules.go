@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )
@@ -32,6 +34,8 @@ type ScheduleActivities struct {
 	Temporal client.Client
 	// Schedules starts and stops schedule workflows (the planner's wakes).
 	Schedules ScheduleStarter
+	// Tracer records each fire's trace (schedules_trace.go); nil when tracing is off.
+	Tracer trace.Tracer
 }
 
 // ScheduleDefinition is a schedule as its workflow needs it.
@@ -117,18 +121,33 @@ type RunRecord struct {
 
 // RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
 // transaction. Retrying it after it committed returns the same run (S1).
-func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunRecord, error) {
-	run, created, err := a.Store.RecordFire(ctx, store.Fire{
+func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (rec RunRecord, err error) {
+	fire := store.Fire{
 		ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt, FiredAt: r.FiredAt, Trigger: r.Trigger, Status: r.Status,
 		Reason: r.Reason, IdempotencyKey: r.IdempotencyKey, WorkflowID: r.WorkflowID, Event: r.Event, NextRunAt: r.NextRunAt,
-	})
+	}
+	storeCtx := ctx
+	if a.Tracer != nil {
+		var tickCtx context.Context
+		var tick, step trace.Span
+		tickCtx, storeCtx, tick, step = a.traceTick(ctx, r)
+		fire.TraceContext = telemetry.Traceparent(tickCtx)
+		defer func() {
+			if err == nil {
+				tick.SetAttributes(AttrRunID.Int64(rec.ID), AttrStatus.String(string(rec.Status)), AttrCreated.Bool(rec.Created))
+			}
+			endWith(step, err)
+			endWith(tick, err)
+		}()
+	}
+	run, created, err := a.Store.RecordFire(storeCtx, fire)
 	if err != nil {
 		return RunRecord{}, gone(err, r.ScheduleID)
 	}
 	if created {
 		observeTick(r.Status, r.Trigger, r.ScheduledAt, r.FiredAt)
 	}
-	rec := RunRecord{
+	rec = RunRecord{
 		ID: run.ID, Status: run.Status, ScheduledAt: run.ScheduledAt.UTC(), WorkflowID: run.WorkflowID, Created: created,
 		NextRunAt: r.NextRunAt, CommittedAt: time.Now().UTC(),
 	}
@@ -267,6 +286,10 @@ type StartRun struct {
 	// StartAt, for an armed fire, is when the target starts: it is started now with
 	// Temporal's start delay (nil: at once).
 	StartAt *time.Time `json:",omitempty"`
+	// RunID is the run whose fire starts it: with tracing on, the start joins that fire's
+	// trace (0 in histories recorded before it was passed: the start stays in the
+	// schedule workflow's trace).
+	RunID int64 `json:",omitempty"`
 }
 
 // StartRunWorkflow starts the target workflow of a run. The id is derived from the tick, and
@@ -290,6 +313,15 @@ func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (
 		// Armed: Temporal starts it at its tick (a retry after the tick starts it at once).
 		opts.StartDelay = max(time.Until(*r.StartAt), 0)
 		opts.StaticSummary += " at " + r.StartAt.UTC().Format(time.RFC3339)
+	}
+	if a.Tracer != nil && r.RunID != 0 {
+		// The target's start (and, through its headers, its first workflow task) belongs to
+		// the fire's trace, not to the schedule workflow's.
+		tc, err := a.Store.RunTraceContext(ctx, r.RunID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return "", err
+		}
+		ctx = telemetry.Resume(ctx, tc)
 	}
 	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, r.WorkflowType, args...)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/scheduleplan"
+	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -115,11 +116,14 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 	for {
 		var wakes []store.Schedule
 		var plans map[int64]scheduleplan.Schedule
+		traced := &roundTrace{tracer: a.Tracer, ctx: ctx}
 		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]bool) []store.SchedulePlan {
 			var out []store.SchedulePlan
 			out, wakes, plans = decidePlans(rows, inFlight, now)
+			traced.arm(out, namesOf(rows))
 			return out
 		})
+		traced.end(armed, err)
 		if err != nil {
 			return res, err
 		}
@@ -131,6 +135,15 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 			return res, ctx.Err()
 		}
 	}
+}
+
+// namesOf maps the schedules' ids to their names.
+func namesOf(rows []store.Schedule) map[int64]string {
+	names := make(map[int64]string, len(rows))
+	for _, r := range rows {
+		names[r.ID] = r.Name
+	}
+	return names
 }
 
 // decidePlans is a round's decision for the schedules it locked: pure, inside the round's
@@ -203,6 +216,8 @@ func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []stor
 		f := f
 		starts = append(starts, func() {
 			at := f.VisibleAt
+			// The target's start (and its first workflow task) belongs to the fire's trace.
+			ctx := telemetry.Resume(ctx, f.TraceContext)
 			_, err := a.StartRunWorkflow(ctx, StartRun{
 				WorkflowID: f.WorkflowID, WorkflowType: s.Action.WorkflowType, TaskQueue: s.Action.TaskQueue,
 				Input: s.Action.Input, Schedule: s.Name, StartAt: &at,

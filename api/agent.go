@@ -54,10 +54,12 @@ func (s *Server) agentClaim(c echo.Context) error {
 		}
 	}
 	pc := c.Param("name")
+	start := time.Now()
 	cmds, err := s.Store.ClaimWithin(c.Request().Context(), s.Listener, pc, max, wait)
 	if err != nil {
 		return err
 	}
+	s.traceClaimed(c.Request().Context(), pc, "claim", cmds, start)
 	// Each sent attempt's deadline is watched by its PC's timer. Telling the timer happens
 	// after the answer, so agents never wait on Temporal: the deadline itself is already
 	// committed (timeout_at), and the dispatcher's sweep times out an attempt whose timer
@@ -203,14 +205,17 @@ func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *P
 	if kr != nil {
 		rep.Key, rep.RequestHash = kr.key, kr.hash
 	}
+	start := time.Now()
 	ans, err := s.results.Report(c.Request().Context(), rep)
 	if err != nil {
 		return true, "", err
 	}
 	switch ans.Verdict {
 	case store.SuccessRecorded:
+		s.traceResult(c.Request().Context(), id, req.Attempt, req.Status, &ans.Outcome, start, nil)
 		s.afterResult(id, ans.Outcome)
 		if ans.Next != nil {
+			s.traceClaimed(c.Request().Context(), ans.PCName, "claim_next", []store.ClaimedCommand{*ans.Next}, start)
 			s.wakePCTimerAfterAnswer(ans.PCName, []store.ClaimedCommand{*ans.Next})
 		}
 		return true, "", c.JSON(http.StatusOK, resultView(*ans.Done, ans.Next))
@@ -235,7 +240,13 @@ func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *P
 
 // recordResult is the general path: one transaction decides any result.
 func (s *Server) recordResult(c echo.Context, id int64, r store.Result) error {
+	start := time.Now()
 	out, err := s.Store.ReportResult(c.Request().Context(), id, r)
+	status := "failed"
+	if r.Succeeded {
+		status = "succeeded"
+	}
+	s.traceResult(c.Request().Context(), id, r.Attempt, status, &out, start, err)
 	if err != nil {
 		if errors.Is(err, store.ErrNotInFlight) {
 			return Conflict("attempt", "%v", err)

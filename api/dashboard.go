@@ -38,7 +38,9 @@ func (s *Server) registerDashboard(e *echo.Echo) {
 	if ns == "" {
 		ns = "default"
 	}
-	conf, _ := json.Marshal(map[string]string{"temporalUI": strings.TrimRight(uiURL, "/"), "namespace": ns})
+	// traceURL is the trace viewer's address of a trace ({trace_id} in it), for the runs
+	// that recorded one (Server.TraceURL).
+	conf, _ := json.Marshal(map[string]string{"temporalUI": strings.TrimRight(uiURL, "/"), "namespace": ns, "traceURL": s.TraceURL})
 	configJS := []byte("window.TICKGATE = " + string(conf) + ";\n")
 	fileHandler := echo.WrapHandler(http.StripPrefix("/ui/", files))
 	e.GET("/ui/*", func(c echo.Context) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/web"
 )
@@ -55,4 +56,20 @@ func TestDashboardAssets(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// TestDashboardConfigNamesTheTraceViewer: with TICKGATE_TRACE_URL_TEMPLATE set, config.js
+// hands the console the viewer's address of a trace, which its run rows link to (ui.js
+// traceLink); unset, it hands none and no row links.
+func TestDashboardConfigNamesTheTraceViewer(t *testing.T) {
+	t.Parallel()
+	for template, want := range map[string]string{
+		"http://127.0.0.1:16686/trace/{trace_id}": `"traceURL":"http://127.0.0.1:16686/trace/{trace_id}"`,
+		"": `"traceURL":""`,
+	} {
+		st := teststack.Start(t, teststack.Options{NoWorker: true, Configure: func(c *config.Config) { c.TraceURLTemplate = template }})
+		status, body := st.As("").Do(t, http.MethodGet, "/ui/config.js", nil)
+		require.Equal(t, http.StatusOK, status)
+		require.Contains(t, string(body), want)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
@@ -137,6 +138,8 @@ type RunView struct {
 	WorkflowID  string           `json:"workflow_id,omitempty"`
 	Error       string           `json:"error,omitempty"`
 	FinishedAt  *time.Time       `json:"finished_at"`
+	// TraceID is the trace of the run's fire, when it was recorded with tracing on.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 var (
@@ -270,7 +273,16 @@ func runView(r store.ScheduleRun) RunView {
 	return RunView{
 		ID: r.ID, ScheduledAt: r.ScheduledAt.UTC(), FiredAt: utcPtr(r.FiredAt), Trigger: r.Trigger, Status: r.Status,
 		Reason: r.Reason, WorkflowID: r.WorkflowID, Error: r.Error, FinishedAt: utcPtr(r.FinishedAt),
+		TraceID: traceID(r.TraceContext),
 	}
+}
+
+// traceID is the trace id a run's recorded trace context names ("" when none).
+func traceID(tc *string) string {
+	if tc == nil {
+		return ""
+	}
+	return telemetry.TraceID(*tc)
 }
 
 func utcPtr(t *time.Time) *time.Time {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/internal/readiness"
@@ -36,6 +38,15 @@ type Server struct {
 	// process passes the tracker it used while connecting, so a dependency's "since"
 	// carries over; nil gets a fresh one.
 	Readiness *readiness.Tracker
+	// Tracer records the device executions' traces (agent_trace.go) and names each
+	// request's span after its route; nil when tracing is off. The HTTP server span itself,
+	// continuing a caller's traceparent, comes from the handler the binary wraps the
+	// application in (telemetry.HTTPHandler).
+	Tracer trace.Tracer
+	// TraceURL is the trace viewer's address of a trace, with {trace_id} in it
+	// (TICKGATE_TRACE_URL_TEMPLATE): the dashboard links each run that recorded a trace to
+	// it. Empty: no links.
+	TraceURL string
 
 	// timerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
 	timerSignals chan struct{}
@@ -45,6 +56,9 @@ type Server struct {
 	pcWakeups pcWakeups
 	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).
 	afterAnswers sync.WaitGroup
+	// traceScope scopes the derived traces of device executions (workContext).
+	traceScope     string
+	traceScopeOnce sync.Once
 }
 
 // New builds the Echo application with every route of the contract.
@@ -66,6 +80,9 @@ func New(s *Server) *echo.Echo {
 	e.HTTPErrorHandler = ErrorHandler(s.Logf)
 	answerHeadLikeGet(e)
 	e.Use(securityHeaders)
+	if s.Tracer != nil {
+		e.Use(nameRequestSpan)
+	}
 	e.Use(middleware.Recover())
 	e.Use(observeHTTP)
 	e.Use(middleware.BodyLimit("1M"))
@@ -98,4 +115,16 @@ func (s *Server) healthz(c echo.Context) error {
 func (s *Server) readyz(c echo.Context) error {
 	s.Readiness.ServeHTTP(c.Response(), c.Request())
 	return nil
+}
+
+// nameRequestSpan names the request's server span after its route once Echo has matched it
+// ("POST /api/v1/schedules/:name/trigger"), so spans of one route group together.
+func nameRequestSpan(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if span := trace.SpanFromContext(c.Request().Context()); span.IsRecording() && c.Path() != "" {
+			span.SetName(c.Request().Method + " " + c.Path())
+			span.SetAttributes(attribute.String("http.route", c.Path()))
+		}
+		return next(c)
+	}
 }

@@ -23,6 +23,13 @@ type ReleasedFire struct {
 	ReleasedAt  time.Time // the releasing transaction's start (now()); it commits just after
 	Trigger     domain.Trigger
 	Status      domain.RunStatus
+	WorkflowID  string // a workflow action's target ("" for an event fire)
+	// TraceContext is the span context the fire was armed with ("" when armed with tracing
+	// off). Began, Committing and Committed time the release transaction by the worker's
+	// clock (its start, the start of its commit, the commit's end): the fire's release and
+	// commit spans are drawn from them once it committed.
+	TraceContext                 string
+	Began, Committing, Committed time.Time
 }
 
 // releaseLock is the advisory lock releases take exclusively and retractions shared.
@@ -82,6 +89,8 @@ func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time, targets Tar
 
 // release is the release's one transaction (see ReleaseDue).
 func (s *Store) release(ctx context.Context, asOf *time.Time, targets TargetChecker) (out []ReleasedFire, err error) {
+	began := time.Now()
+	var committing time.Time
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		out = nil
 		if err := q.LockReleases(ctx, releaseLock); err != nil {
@@ -125,6 +134,7 @@ func (s *Store) release(ctx context.Context, asOf *time.Time, targets TargetChec
 				out = append(out, ReleasedFire{
 					RunID: r.ID, ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt.UTC(), VisibleAt: r.VisibleAt.UTC(),
 					ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
+					WorkflowID: r.WorkflowID, TraceContext: deref(r.TraceContext),
 				})
 			}
 		}
@@ -134,8 +144,13 @@ func (s *Store) release(ctx context.Context, asOf *time.Time, targets TargetChec
 		if _, err := q.InsertFeedRelease(ctx, dbgen.InsertFeedReleaseParams{After: f.Frontier, Until: until}); err != nil {
 			return fmt.Errorf("record the release up to %s: %w", until.UTC().Format(time.RFC3339Nano), mapErr(err))
 		}
+		committing = time.Now() // InTx commits as fn returns
 		return nil
 	})
+	committed := time.Now()
+	for i := range out {
+		out[i].Began, out[i].Committing, out[i].Committed = began, committing, committed
+	}
 	return out, err
 }
 
@@ -163,9 +178,13 @@ func (s *Store) settle(ctx context.Context) ([]ReleasedFire, error) {
 	}
 	out := make([]ReleasedFire, len(rows))
 	for i, r := range rows {
+		// The release that made it true is one transaction for many fires: its time is the
+		// fire's release, began and committed alike (the settling follows it).
+		at := r.ReleasedAt.UTC()
 		out[i] = ReleasedFire{
 			RunID: r.ID, ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt.UTC(), VisibleAt: r.VisibleAt.UTC(),
-			ReleasedAt: r.ReleasedAt.UTC(), Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
+			ReleasedAt: at, Trigger: domain.Trigger(r.Trigger), Status: domain.RunStatus(r.Status),
+			WorkflowID: r.WorkflowID, TraceContext: deref(r.TraceContext), Began: at, Committing: at, Committed: at,
 		}
 	}
 	return out, nil
@@ -316,4 +335,11 @@ func (r *Releaser) report(fires []ReleasedFire) {
 	if len(fires) > 0 && r.OnRelease != nil {
 		r.OnRelease(fires)
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

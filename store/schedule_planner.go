@@ -201,6 +201,9 @@ type PlannedFire struct {
 	ReleaseNext *time.Time
 	WorkflowID  string
 	Event       domain.Event
+	// TraceContext is the fire's trace (W3C traceparent; empty with tracing off), written
+	// on its run for its release to join.
+	TraceContext string
 }
 
 // SchedulePlan is what a planner round does with one schedule it locked: the fires it
@@ -222,6 +225,8 @@ type ArmedFire struct {
 	Tick       time.Time
 	VisibleAt  time.Time
 	WorkflowID string
+	// TraceContext is the fire's trace (empty with tracing off).
+	TraceContext string
 }
 
 // PlanRound runs one planner round at now: it locks up to max schedules at rest due for a
@@ -275,6 +280,7 @@ func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func
 				fires.Types = append(fires.Types, f.Event.Type)
 				fires.AggregateIds = append(fires.AggregateIds, names[p.ScheduleID])
 				fires.Data = append(fires.Data, data)
+				fires.TraceContexts = append(fires.TraceContexts, f.TraceContext)
 			}
 			upd.Ids = append(upd.Ids, p.ScheduleID)
 			upd.Watermarks = append(upd.Watermarks, zeroIfNil(p.Watermark))
@@ -292,7 +298,8 @@ func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func
 				return fmt.Errorf("arm %d fires of %d schedules: %w", len(fires.ScheduleIds), len(plans), mapErr(err))
 			}
 			for _, c := range created {
-				armed = append(armed, ArmedFire{RunID: c.ID, ScheduleID: c.ScheduleID, Tick: c.ScheduledAt.UTC(), VisibleAt: c.VisibleAt.UTC(), WorkflowID: c.WorkflowID})
+				armed = append(armed, ArmedFire{RunID: c.ID, ScheduleID: c.ScheduleID, Tick: c.ScheduledAt.UTC(), VisibleAt: c.VisibleAt.UTC(),
+					WorkflowID: c.WorkflowID, TraceContext: c.TraceContext})
 			}
 		}
 		if err := q.SetSchedulePlans(ctx, upd); err != nil {

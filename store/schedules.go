@@ -205,6 +205,9 @@ type Fire struct {
 	// at VisibleAt (see ReleaseDue). Until then the schedule's next_run_at stays on this tick
 	// and its counters and last_run_at do not count it; the release applies NextRunAt.
 	VisibleAt *time.Time
+	// TraceContext is the fire's span context (a W3C traceparent; "" with tracing off, and
+	// the column stays NULL): the release and a workflow action's start join its trace.
+	TraceContext string
 }
 
 // RecordFire commits a tick in one transaction: the schedule_runs row, its event and outbox
@@ -222,6 +225,7 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 		params := dbgen.InsertScheduleRunParams{
 			ScheduleID: f.ScheduleID, ScheduledAt: f.ScheduledAt.UTC(), Trigger: f.Trigger,
 			Status: f.Status, Reason: f.Reason, IdempotencyKey: f.IdempotencyKey, WorkflowID: f.WorkflowID,
+			TraceContext: nullable(f.TraceContext),
 		}
 		fired := f.Status.Fired()
 		armed := fired && f.VisibleAt != nil
@@ -466,4 +470,25 @@ func (s *Store) GetRun(ctx context.Context, scheduleID, runID int64) (ScheduleRu
 		return ScheduleRun{}, fmt.Errorf("get run %d of schedule %d: %w", runID, scheduleID, mapErr(err))
 	}
 	return row, nil
+}
+
+// RunTraceContext is the span context a run's fire recorded ("" when it was recorded with
+// tracing off).
+func (s *Store) RunTraceContext(ctx context.Context, runID int64) (string, error) {
+	tc, err := s.Q.RunTraceContext(ctx, runID)
+	if err != nil {
+		return "", fmt.Errorf("trace context of run %d: %w", runID, mapErr(err))
+	}
+	if tc == nil {
+		return "", nil
+	}
+	return *tc, nil
+}
+
+// nullable is s as a nullable text value: NULL for "".
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

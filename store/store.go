@@ -40,10 +40,23 @@ func New(pool *pgxpool.Pool) *Store {
 	return &Store{Pool: pool, Q: dbgen.New(pool)}
 }
 
+// Option adjusts how the pool connects.
+type Option func(*pgxpool.Config)
+
+// WithQueryTracer traces the pool's statements with t (nil: untraced, as by default); the
+// binary passes the OpenTelemetry tracer when tracing is on (internal/telemetry).
+func WithQueryTracer(t pgx.QueryTracer) Option {
+	return func(cfg *pgxpool.Config) {
+		if t != nil {
+			cfg.ConnConfig.Tracer = t
+		}
+	}
+}
+
 // Open connects to databaseURL, retrying with backoff until ctx ends, so a worker started
 // before PostgreSQL is up waits for it instead of exiting.
-func Open(ctx context.Context, databaseURL string) (*Store, error) {
-	cfg, err := poolConfig(databaseURL)
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
+	cfg, err := poolConfig(databaseURL, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -62,21 +75,24 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 
 // Connect makes one attempt to connect to databaseURL: the pool is returned only once
 // PostgreSQL answered a ping. Callers that wait with their own backoff use it.
-func Connect(ctx context.Context, databaseURL string) (*Store, error) {
-	cfg, err := poolConfig(databaseURL)
+func Connect(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
+	cfg, err := poolConfig(databaseURL, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return connect(ctx, cfg)
 }
 
-func poolConfig(databaseURL string) (*pgxpool.Config, error) {
+func poolConfig(databaseURL string, opts ...Option) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
 	if cfg.MaxConns < 16 {
 		cfg.MaxConns = 16
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	return cfg, nil
 }
@@ -158,4 +174,16 @@ func texts[T ~string](vs ...T) []string {
 		out[i] = string(v)
 	}
 	return out
+}
+
+// InstallID names this database's installation: when its first migration was applied
+// (goose_db_version), a value no other tickgate database shares unless cloned from it. Ids
+// derived from row ids (a device execution's trace, internal/telemetry) are scoped by it,
+// so a reset database or another deployment does not reuse them.
+func (s *Store) InstallID(ctx context.Context) (string, error) {
+	var id string
+	if err := s.Pool.QueryRow(ctx, `SELECT COALESCE(min(tstamp)::text, '') FROM goose_db_version`).Scan(&id); err != nil {
+		return "", fmt.Errorf("install id: %w", err)
+	}
+	return id, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -38,11 +39,18 @@ type engineWorker struct {
 	done   chan struct{}
 }
 
-func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client) *engineWorker {
+func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr trace.Tracer) *engineWorker {
 	id := newWorkerID()
+	onRelease := activities.ObserveReleased
+	if tr != nil {
+		onRelease = func(fires []store.ReleasedFire) {
+			activities.ObserveReleased(fires)
+			activities.TraceReleased(tr, fires)
+		}
+	}
 	return &engineWorker{
 		Worker: w, store: st, workerID: id,
-		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: activities.ObserveReleased},
+		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease},
 		watcher:  &activities.RunWatcher{Acts: &activities.ScheduleActivities{Store: st, Temporal: tc}},
 		liveness: &store.Liveness{Store: st, WorkerID: id, Healthy: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})

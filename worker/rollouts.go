@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"net/http"
 
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -19,6 +20,10 @@ func registerRollouts(r sdkworker.Registry, d Deps) {
 		Store:      d.Store,
 		Waker:      &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
 		SQLTargets: d.Config.SQLTargets,
+		Tracer:     d.Telemetry.Tracer(),
+		// With tracing on, an http executor's call is a span of its task run's trace and
+		// carries its traceparent to the endpoint.
+		HTTPClient: &http.Client{Transport: d.Telemetry.HTTPTransport(http.DefaultTransport)},
 	})
 }
 

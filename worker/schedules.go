@@ -18,7 +18,8 @@ func registerSchedules(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflowWithOptions(workflows.ScheduleWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.SchedulePlannerWorkflow, workflow.RegisterOptions{Name: workflows.SchedulePlannerType})
 	r.RegisterActivity(&activities.ScheduleActivities{
-		Store: d.Store, Temporal: d.Temporal, Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
+		Store: d.Store, Temporal: d.Temporal, Tracer: d.Telemetry.Tracer(),
+		Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -18,6 +19,10 @@ type Deps struct {
 	Config   config.Config
 	Store    *store.Store
 	Temporal client.Client
+	// Telemetry records the traces of the engines' units of work (docs/tracing.md); nil or
+	// off when tracing is off. When on, the Temporal client carries the SDK's tracing
+	// interceptor (the binary dials it so).
+	Telemetry *telemetry.Telemetry
 }
 
 // New creates a worker on cfg.TaskQueue with every engine registered; while it runs, it
@@ -28,7 +33,7 @@ func New(d Deps) (sdkworker.Worker, error) {
 	if err := Register(w, d); err != nil {
 		return nil, err
 	}
-	return withEngineLoops(w, d.Store, d.Temporal), nil
+	return withEngineLoops(w, d.Store, d.Temporal, d.Telemetry.Tracer()), nil
 }
 
 // Register registers every workflow and activity of the three engines on r.

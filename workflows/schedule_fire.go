@@ -376,7 +376,7 @@ func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID 
 	}
 	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
 		WorkflowID: workflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
-		Input: input, Schedule: w.def.Name, StartAt: startAt,
+		Input: input, Schedule: w.def.Name, StartAt: startAt, RunID: runID,
 	}).Get(ctx, nil)
 	if err != nil {
 		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{

@@ -34,6 +34,7 @@ import (
 
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
 
@@ -124,19 +125,36 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	cfg.TaskQueue = "bench-schedules"
-	st, err := store.Open(ctx, url)
+	tel := telemetry.Off()
+	var sink *traceSink
+	if *flagTraces {
+		if tel, sink, err = startTraces(ctx); err != nil {
+			return "", err
+		}
+		defer sink.stop()
+	}
+	st, err := store.Open(ctx, url, store.WithQueryTracer(tel.QueryTracer()))
 	if err != nil {
 		return "", err
 	}
 	defer st.Close()
-	tc, err := cfg.DialTemporal(ctx)
+	copts, err := cfg.ClientOptions()
+	if err != nil {
+		return "", err
+	}
+	if ti, err := tel.TemporalInterceptor(); err != nil {
+		return "", err
+	} else if ti != nil {
+		copts.Interceptors = append(copts.Interceptors, ti)
+	}
+	tc, err := client.DialContext(ctx, copts)
 	if err != nil {
 		return "", err
 	}
 	defer tc.Close()
 	e := &env{stack: stack, st: st, runs: runsTable{st: st}, tc: tc, cfg: cfg}
 	for i := 0; i < *flagWorkers; i++ {
-		w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
+		w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc, Telemetry: tel})
 		if err != nil {
 			return "", err
 		}
@@ -145,11 +163,11 @@ func run(ctx context.Context) (string, error) {
 		}
 		defer w.Stop()
 	}
-	if err := worker.StartSingletons(ctx, worker.Deps{Config: cfg, Store: st, Temporal: tc}); err != nil {
+	if err := worker.StartSingletons(ctx, worker.Deps{Config: cfg, Store: st, Temporal: tc, Telemetry: tel}); err != nil {
 		return "", err
 	}
 
-	rep := &report{temporal: stack.Temporal.Describe(), workers: *flagWorkers}
+	rep := &report{temporal: stack.Temporal.Describe(), workers: *flagWorkers, traces: sink}
 	burst, err := runTickgateBurst(ctx, e)
 	if err != nil {
 		return "", fmt.Errorf("tickgate burst: %w", err)

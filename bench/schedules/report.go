@@ -21,6 +21,7 @@ type report struct {
 	big                         *bigBurstResult
 	capacity                    *capacityResult
 	duplicates, eventDuplicates int64
+	traces                      *traceSink // nil: tracing off
 }
 
 func (r *report) String() string {
@@ -126,16 +127,17 @@ func (r *report) String() string {
 	}
 	row("duplicate runs (same schedule + tick, S1)", "%d", r.duplicates)
 	row("duplicate events (same run)", "%d", r.eventDuplicates)
+	row("tracing", "%s", r.traces.describe())
 	wfSchedules := 0
 	if r.wf != nil {
 		wfSchedules = r.wf.schedules
 	}
 	fmt.Fprintf(&b, "\nRESULT burst_schedules=%d p50_lateness_ms=%s p99_lateness_ms=%s native_p50_lateness_ms=%s native_p99_lateness_ms=%s fires_per_s_capacity=%s history_events_per_fire=%s cpu_ms_per_fire=%s duplicates=%d"+
-		" wf_burst_schedules=%d wf_p50_lateness_ms=%s wf_p99_lateness_ms=%s wf_missed=%s native_wf_p50_lateness_ms=%s native_wf_p99_lateness_ms=%s floor_wf_p50_lateness_ms=%s floor_wf_p99_lateness_ms=%s big_burst_schedules=%d big_p50_lateness_ms=%s big_p99_lateness_ms=%s big_missed=%s\n",
+		" wf_burst_schedules=%d wf_p50_lateness_ms=%s wf_p99_lateness_ms=%s wf_missed=%s native_wf_p50_lateness_ms=%s native_wf_p99_lateness_ms=%s floor_wf_p50_lateness_ms=%s floor_wf_p99_lateness_ms=%s big_burst_schedules=%d big_p50_lateness_ms=%s big_p99_lateness_ms=%s big_missed=%s traces=%s\n",
 		r.burst.schedules, fmtMs(r.burst.late.pct(50)), fmtMs(r.burst.late.pct(99)), fmtMs(nativeP50), fmtMs(nativeP99),
 		fmtMs(capacity), fmt2(eventsPerFire), fmt2(cpuServerWorker), r.duplicates,
 		wfSchedules, fmtMs(wfP50), fmtMs(wfP99), wfMissed, fmtMs(nativeWfP50), fmtMs(nativeWfP99), fmtMs(floorP50), fmtMs(floorP99),
-		bigSchedules, fmtMs(bigP50), fmtMs(bigP99), bigMissed)
+		bigSchedules, fmtMs(bigP50), fmtMs(bigP99), bigMissed, onOff(r.traces != nil))
 	return b.String()
 }
 
@@ -191,4 +193,11 @@ func statusCounts(c map[domain.RunStatus]int, expected int) string {
 		}
 	}
 	return strings.Join(append(parts, fmt.Sprintf("no run recorded %d", expected-recorded)), ", ")
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }

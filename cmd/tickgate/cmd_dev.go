@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
+	"github.com/tickgate/tickgate/internal/dev/traceview"
 )
 
 func init() {
@@ -22,11 +23,17 @@ func init() {
 // devTemporalEnv picks make dev's Temporal: "dev" (default) or "server".
 const devTemporalEnv = "TICKGATE_DEV_TEMPORAL"
 
-// Dev stack ports: PostgreSQL on its own port so it never meets a system cluster.
+// devTracesEnv=1 makes make dev start the trace viewer and export the worker's and the
+// API's traces to it (docs/tracing.md).
+const devTracesEnv = "TICKGATE_DEV_TRACES"
+
+// Dev stack ports: PostgreSQL on its own port so it never meets a system cluster. The trace
+// viewer takes Jaeger's UI port, so a viewer's trace links look alike.
 const (
 	devPostgresPort = 55432
 	devTemporalPort = 7233
 	devUIPort       = 8233
+	devTracesPort   = 16686
 )
 
 func runDev(ctx context.Context, args []string) error {
@@ -51,6 +58,16 @@ func runDev(ctx context.Context, args []string) error {
 		return fmt.Errorf("create .dev: %w", err)
 	}
 	logf := func(f string, a ...any) { log.Printf("dev: "+f, a...) }
+	if os.Getenv(devTracesEnv) == "1" {
+		stop, err := devTraceViewer(logf)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		if cfg.TraceURLTemplate == "" { // read before the viewer set it
+			cfg.TraceURLTemplate = os.Getenv("TICKGATE_TRACE_URL_TEMPLATE")
+		}
+	}
 
 	runTemporal := os.Getenv("TEMPORAL_ADDRESS") == ""
 	// The real server keeps its persistence in the throwaway cluster even when tickgate's
@@ -132,8 +149,12 @@ func serveDev(ctx context.Context, cfg config.Config) error {
 	}
 	go func() {
 		if waitHTTP(ctx, "http://"+cfg.HTTPAddr+"/readyz") == nil {
-			fmt.Printf("\ntickgate is up:\n  API          http://%s/api/v1\n  Temporal UI  http://127.0.0.1:%d\n  PostgreSQL   %s\nCtrl-C stops everything.\n\n",
-				cfg.HTTPAddr, devUIPort, cfg.DatabaseURL)
+			traces := ""
+			if os.Getenv(devTracesEnv) == "1" {
+				traces = fmt.Sprintf("  Traces       http://127.0.0.1:%d\n", devTracesPort)
+			}
+			fmt.Printf("\ntickgate is up:\n  API          http://%s/api/v1\n  Temporal UI  http://127.0.0.1:%d\n%s  PostgreSQL   %s\nCtrl-C stops everything.\n\n",
+				cfg.HTTPAddr, devUIPort, traces, cfg.DatabaseURL)
 		}
 	}()
 	var runErr error
@@ -191,4 +212,39 @@ func devTemporal(ctx context.Context, shape, root, devDir string, pg *devstack.P
 		return nil, err
 	}
 	return tmp, nil
+}
+
+// devTraceViewer starts make dev's trace viewer (internal/dev/traceview) on loopback, its
+// page and its OTLP/HTTP receiver on one port, and points the worker's and the API's
+// tracing at it: OTEL_EXPORTER_OTLP_ENDPOINT, spans sent every second, and the dashboard's
+// trace links (TICKGATE_TRACE_URL_TEMPLATE, unless set).
+func devTraceViewer(logf func(string, ...any)) (stop func(), err error) {
+	addr := fmt.Sprintf("127.0.0.1:%d", devTracesPort)
+	srv, errc, err := listen(addr, traceview.NewStore(5000).Handler())
+	if err != nil {
+		return nil, fmt.Errorf("trace viewer: %w", err)
+	}
+	go func() {
+		if err := <-errc; err != nil {
+			logf("trace viewer: %v", err)
+		}
+	}()
+	if prev := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); prev != "" {
+		logf("%s=1: exporting traces to the viewer instead of OTEL_EXPORTER_OTLP_ENDPOINT=%s", devTracesEnv, prev)
+	}
+	for k, v := range map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			return nil, err
+		}
+	}
+	if os.Getenv("OTEL_BSP_SCHEDULE_DELAY") == "" {
+		_ = os.Setenv("OTEL_BSP_SCHEDULE_DELAY", "1000") // a trace shows within a second or so
+	}
+	if os.Getenv("TICKGATE_TRACE_URL_TEMPLATE") == "" {
+		_ = os.Setenv("TICKGATE_TRACE_URL_TEMPLATE", "http://"+addr+"/trace/{trace_id}")
+	}
+	logf("trace viewer on http://%s (OTLP/HTTP at http://%s/v1/traces)", addr, addr)
+	return func() { _ = srv.Close() }, nil
 }

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,6 +19,7 @@ import (
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/readiness"
+	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -80,10 +83,19 @@ var errWaitingForPostgres = errors.New("waiting for postgres")
 // connect migrates the database and connects to PostgreSQL and Temporal, waiting with
 // backoff for each to be reachable and recording each attempt in tr ("postgres",
 // "temporal") for /readyz; closeAll releases both.
-func connect(ctx context.Context, cfg config.Config, tr *readiness.Tracker) (st *store.Store, tc client.Client, closeAll func(), err error) {
+func connect(ctx context.Context, cfg config.Config, tr *readiness.Tracker, tel *telemetry.Telemetry) (st *store.Store, tc client.Client, closeAll func(), err error) {
 	opts, err := cfg.ClientOptions()
 	if err != nil { // a bad TLS file: waiting would not fix it
 		return nil, nil, nil, err
+	}
+	// With tracing on, the client (and the worker made from it) carries the SDK's tracing
+	// interceptor and the pool a pgx tracer; off, neither is installed.
+	ti, err := tel.TemporalInterceptor()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if ti != nil {
+		opts.Interceptors = append(opts.Interceptors, ti)
 	}
 	tr.Set("temporal", errWaitingForPostgres)
 	if err := tr.Wait(ctx, "postgres", func(ctx context.Context) error {
@@ -94,7 +106,7 @@ func connect(ctx context.Context, cfg config.Config, tr *readiness.Tracker) (st 
 	if err := tr.Wait(ctx, "postgres", func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, connectAttemptTimeout)
 		defer cancel()
-		st, err = store.Connect(ctx, cfg.DatabaseURL)
+		st, err = store.Connect(ctx, cfg.DatabaseURL, store.WithQueryTracer(tel.QueryTracer()))
 		return err
 	}); err != nil {
 		return nil, nil, nil, err
@@ -137,6 +149,11 @@ var errWorkerNotStarted = errors.New("not started: waiting for postgres and temp
 // /healthz and /readyz there from the first moment, so a worker waiting for its
 // dependencies says so.
 func serveWorker(ctx context.Context, cfg config.Config) error {
+	tel, err := startTelemetry(ctx, "worker")
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry(tel, "worker")
 	tr := readiness.New("postgres", "temporal", "worker")
 	tr.Set("worker", errWorkerNotStarted)
 	if cfg.WorkerMetricsAddr != "" {
@@ -159,7 +176,7 @@ func serveWorker(ctx context.Context, cfg config.Config) error {
 		}()
 		log.Printf("worker metrics on http://%s/metrics (/healthz, /readyz)", cfg.WorkerMetricsAddr)
 	}
-	st, tc, closeAll, err := connect(ctx, cfg, tr)
+	st, tc, closeAll, err := connect(ctx, cfg, tr, tel)
 	if err != nil {
 		if ctx.Err() != nil { // stopped while waiting: a normal stop
 			return nil
@@ -168,7 +185,7 @@ func serveWorker(ctx context.Context, cfg config.Config) error {
 	}
 	defer closeAll()
 	tr.ProbeConnections(st.Pool, tc)
-	d := worker.Deps{Config: cfg, Store: st, Temporal: tc}
+	d := worker.Deps{Config: cfg, Store: st, Temporal: tc, Telemetry: tel}
 	w, err := worker.New(d)
 	if err != nil {
 		return err
@@ -216,6 +233,12 @@ func runAPI(ctx context.Context, args []string) error {
 // /readyz 503 saying what is awaited and why, and every other route 503 with Retry-After;
 // then the application takes over the same listener.
 func serveAPI(ctx context.Context, cfg config.Config) error {
+	tel, err := startTelemetry(ctx, "api")
+	if err != nil {
+		return err
+	}
+	// Deferred first, so it runs last: the spans of the requests drained below are flushed.
+	defer stopTelemetry(tel, "api")
 	tr := readiness.New("postgres", "temporal")
 	var h readiness.Switch
 	h.Set(tr.NotReady())
@@ -235,7 +258,7 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	defer cancelConnect()
 	done := make(chan connection, 1)
 	go func() {
-		st, tc, closeAll, err := connect(connCtx, cfg, tr)
+		st, tc, closeAll, err := connect(connCtx, cfg, tr, tel)
 		done <- connection{st, tc, closeAll, err}
 	}()
 	var conn connection
@@ -287,8 +310,9 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	}
 	advancer.Start()
 	listener = conn.st.StartListener(store.ListenerOptions{Logf: log.Printf})
-	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer, Listener: listener}
-	h.Set(api.New(app))
+	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer, Listener: listener,
+		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate}
+	h.Set(tel.HTTPHandler(api.New(app), "tickgate.api", untracedRequest))
 	log.Printf("api ready on http://%s", cfg.HTTPAddr)
 	select {
 	case err := <-errc:
@@ -296,4 +320,37 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	case <-ctx.Done():
 		return nil
 	}
+}
+
+// startTelemetry turns tracing on for the role when the OTEL_* variables ask for it
+// (internal/telemetry), and says so.
+func startTelemetry(ctx context.Context, role string) (*telemetry.Telemetry, error) {
+	tel, err := telemetry.FromEnv(ctx, role)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tracing: %w", role, err)
+	}
+	if tel.On() {
+		endpoint := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+		if endpoint == "" {
+			endpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		}
+		log.Printf("%s: tracing on, exporting OTLP to %s", role, endpoint)
+	}
+	return tel, nil
+}
+
+// stopTelemetry flushes the spans still batched, within a few seconds.
+func stopTelemetry(tel *telemetry.Telemetry, role string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Printf("%s: %v", role, err)
+	}
+}
+
+// untracedRequest names the requests that get no span: probes, metrics scrapes and the
+// dashboard's static files.
+func untracedRequest(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/" || strings.HasPrefix(p, "/ui/")
 }

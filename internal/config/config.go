@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -48,6 +49,11 @@ type Config struct {
 	// workflows the workers keep running (docs/schedules.md "How it runs"); they share the
 	// schedules at rest through the rows' locks.
 	SchedulePlanners int
+	// TraceURLTemplate is the trace viewer's address of a trace, {trace_id} standing for the
+	// id (TICKGATE_TRACE_URL_TEMPLATE, e.g. http://127.0.0.1:16686/trace/{trace_id}): the
+	// dashboard links each run that recorded a trace to it. Tracing itself is turned on by
+	// the standard OTEL_* variables (internal/telemetry).
+	TraceURLTemplate string
 }
 
 // DefaultSchedulePlanners is how many schedule planners run unless configured: two, so
@@ -77,6 +83,7 @@ func FromEnv() (Config, error) {
 		WorkerMetricsAddr: os.Getenv("TICKGATE_WORKER_METRICS_ADDR"),
 		WorkerPollers:     DefaultWorkerPollers,
 		SchedulePlanners:  DefaultSchedulePlanners,
+		TraceURLTemplate:  os.Getenv("TICKGATE_TRACE_URL_TEMPLATE"),
 	}
 	if v := os.Getenv("TICKGATE_DEVICE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -105,6 +112,9 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("TICKGATE_SCHEDULE_PLANNERS: want an integer from 1 to 64, got %q", v)
 		}
 		c.SchedulePlanners = n
+	}
+	if v := c.TraceURLTemplate; v != "" && !strings.Contains(v, "{trace_id}") {
+		return c, fmt.Errorf("TICKGATE_TRACE_URL_TEMPLATE: want an address with {trace_id} in it, got %q", v)
 	}
 	if v := os.Getenv("TICKGATE_SQL_TARGETS"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.SQLTargets); err != nil {

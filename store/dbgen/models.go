@@ -201,6 +201,7 @@ type ScheduleRun struct {
 	ReleaseNextRunAt *time.Time
 	RetractedAt      *time.Time
 	WatchedUntil     *time.Time
+	TraceContext     *string
 }
 
 type Task struct {

@@ -41,10 +41,10 @@ WITH given AS (
            unnest($5::text[]) AS workflow_id,
            NULLIF(unnest($6::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS release_next_run_at,
            unnest($7::text[]) AS topic, unnest($8::text[]) AS type, unnest($9::text[]) AS aggregate_id,
-           unnest($10::text[]) AS data
+           unnest($10::text[]) AS data, unnest($11::text[]) AS trace_context
 ), runs AS (
     INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                               armed, visible_at, release_next_run_at)
+                               armed, visible_at, release_next_run_at, trace_context)
     SELECT g.schedule_id, g.scheduled_at, g.visible_at, 'scheduled',
            CASE WHEN g.workflow_id = '' THEN 'SUCCEEDED' ELSE 'RUNNING' END, '', g.idempotency_key,
            g.workflow_id || CASE WHEN g.workflow_id = '' THEN '' ELSE COALESCE(
@@ -52,10 +52,10 @@ WITH given AS (
                 WHERE p.schedule_id = g.schedule_id AND p.scheduled_at = g.scheduled_at AND p.retracted_at IS NOT NULL
                 HAVING count(*) > 0), '') END,
            CASE WHEN g.workflow_id = '' THEN g.visible_at END,
-           true, g.visible_at, g.release_next_run_at
+           true, g.visible_at, g.release_next_run_at, NULLIF(g.trace_context, '')
     FROM given g
     ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id, schedule_id, scheduled_at, visible_at, idempotency_key, workflow_id
+    RETURNING id, schedule_id, scheduled_at, visible_at, idempotency_key, workflow_id, trace_context
 ), events AS (
     INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
     SELECT g.topic, g.type, g.aggregate_id, g.data::jsonb, r.id, r.visible_at
@@ -65,7 +65,8 @@ WITH given AS (
     INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
     SELECT id, topic, NULL, created_at FROM events
 )
-SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id FROM runs
+SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id,
+       COALESCE(trace_context, '')::text AS trace_context FROM runs
 `
 
 type ArmPlannedFiresParams struct {
@@ -79,20 +80,23 @@ type ArmPlannedFiresParams struct {
 	Types            []string
 	AggregateIds     []string
 	Data             []string
+	TraceContexts    []string
 }
 
 type ArmPlannedFiresRow struct {
-	ID          int64
-	ScheduleID  int64
-	ScheduledAt time.Time
-	VisibleAt   time.Time
-	WorkflowID  string
+	ID           int64
+	ScheduleID   int64
+	ScheduledAt  time.Time
+	VisibleAt    time.Time
+	WorkflowID   string
+	TraceContext string
 }
 
 // Arms the fires a planner round decided, for many schedules in one statement (the round
 // holds their row locks): per fire a run (an event fire SUCCEEDED, a workflow fire RUNNING,
 // both hidden until their release), its event and its outbox message without a feed
-// position. A tick recorded before inserts nothing (S1). A workflow fire of a tick whose
+// position, and (with tracing on) the span context of its fire's trace. A tick recorded
+// before inserts nothing (S1). A workflow fire of a tick whose
 // earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …).
 func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams) ([]ArmPlannedFiresRow, error) {
 	rows, err := q.db.Query(ctx, armPlannedFires,
@@ -106,6 +110,7 @@ func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams
 		arg.Types,
 		arg.AggregateIds,
 		arg.Data,
+		arg.TraceContexts,
 	)
 	if err != nil {
 		return nil, err
@@ -120,6 +125,7 @@ func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams
 			&i.ScheduledAt,
 			&i.VisibleAt,
 			&i.WorkflowID,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -196,7 +202,7 @@ func (q *Queries) CompleteScheduleRest(ctx context.Context, arg CompleteSchedule
 }
 
 const listArmedRunsOfSchedule = `-- name: ListArmedRunsOfSchedule :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE schedule_id = $1 AND armed AND visible_at > release_frontier() ORDER BY scheduled_at, id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE schedule_id = $1 AND armed AND visible_at > release_frontier() ORDER BY scheduled_at, id
 `
 
 // The schedule's armed fires not yet released, earliest first: what a workflow taking the
@@ -228,6 +234,7 @@ func (q *Queries) ListArmedRunsOfSchedule(ctx context.Context, scheduleID int64)
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
 			&i.WatchedUntil,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}

@@ -141,13 +141,13 @@ WITH done AS (
     UPDATE schedule_runs r
     SET status = $1, error = $2, finished_at = now()
     WHERE r.id = $3 AND r.status = 'RUNNING'
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until, r.trace_context
 ), success AS (
     UPDATE schedules s SET last_success_at = GREATEST(s.last_success_at, d.scheduled_at)
     FROM done d
     WHERE s.id = d.schedule_id AND d.status = 'SUCCEEDED' AND s.owner IS NULL
 )
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM done
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM done
 `
 
 type FinishScheduleRunParams struct {
@@ -174,6 +174,7 @@ type FinishScheduleRunRow struct {
 	ReleaseNextRunAt *time.Time
 	RetractedAt      *time.Time
 	WatchedUntil     *time.Time
+	TraceContext     *string
 }
 
 // A run's outcome, once: a run already final stays as it is. A success is the schedule's
@@ -200,6 +201,7 @@ func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunPa
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
 		&i.WatchedUntil,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -293,7 +295,7 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 }
 
 const getScheduleRun = `-- name: GetScheduleRun :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND run_shown(armed, visible_at) AND retracted_at IS NULL
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND run_shown(armed, visible_at) AND retracted_at IS NULL
 `
 
 type GetScheduleRunParams struct {
@@ -322,12 +324,13 @@ func (q *Queries) GetScheduleRun(ctx context.Context, arg GetScheduleRunParams) 
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
 		&i.WatchedUntil,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const getScheduleRunByKey = `-- name: GetScheduleRunByKey :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE idempotency_key = $1
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE idempotency_key = $1
 `
 
 func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string) (ScheduleRun, error) {
@@ -351,6 +354,7 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
 		&i.WatchedUntil,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -483,19 +487,20 @@ func (q *Queries) InsertScheduleRefusal(ctx context.Context, arg InsertScheduleR
 
 const insertScheduleRun = `-- name: InsertScheduleRun :one
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                           armed, visible_at, release_next_run_at)
+                           armed, visible_at, release_next_run_at, trace_context)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
         $8::text || CASE WHEN $8::text = '' THEN '' ELSE COALESCE(
             (SELECT '~' || (count(*) + 1) FROM schedule_runs p
              WHERE p.schedule_id = $1 AND p.scheduled_at = $2 AND p.retracted_at IS NOT NULL
              HAVING count(*) > 0), '') END,
-        $9, $10, $11, $12)
+        $9, $10, $11, $12, $13)
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
-    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
+    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at,
+    trace_context = COALESCE(EXCLUDED.trace_context, schedule_runs.trace_context)
 WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
    OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context
 `
 
 type InsertScheduleRunParams struct {
@@ -511,6 +516,7 @@ type InsertScheduleRunParams struct {
 	Armed            bool
 	VisibleAt        *time.Time
 	ReleaseNextRunAt *time.Time
+	TraceContext     *string
 }
 
 // S1: a second insert of the same idempotency key inserts nothing and returns no row.
@@ -534,6 +540,7 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		arg.Armed,
 		arg.VisibleAt,
 		arg.ReleaseNextRunAt,
+		arg.TraceContext,
 	)
 	var i ScheduleRun
 	err := row.Scan(
@@ -554,6 +561,7 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		&i.ReleaseNextRunAt,
 		&i.RetractedAt,
 		&i.WatchedUntil,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -841,7 +849,7 @@ func (q *Queries) ListArmedWorkflowRuns(ctx context.Context, scheduleID int64) (
 }
 
 const listBufferedRuns = `-- name: ListBufferedRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
 `
 
 // What is waiting under the overlap policy, oldest tick first.
@@ -872,6 +880,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
 			&i.WatchedUntil,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -884,7 +893,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 }
 
 const listRunningScheduleRuns = `-- name: ListRunningScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
 `
 
 func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
@@ -914,6 +923,7 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
 			&i.WatchedUntil,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -964,7 +974,7 @@ func (q *Queries) ListScheduleRefusals(ctx context.Context, arg ListScheduleRefu
 }
 
 const listScheduleRuns = `-- name: ListScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until FROM schedule_runs
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs
 WHERE schedule_id = $1 AND run_shown(armed, visible_at) AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
@@ -1004,6 +1014,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 			&i.ReleaseNextRunAt,
 			&i.RetractedAt,
 			&i.WatchedUntil,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -1265,7 +1276,8 @@ WITH due AS (
         finished_at = CASE WHEN j.fate = 'missed' THEN j.released_at WHEN r.workflow_id <> '' THEN r.finished_at ELSE j.released_at END
     FROM judged j
     WHERE r.id = j.id
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at,
+              r.workflow_id, r.trace_context
 ), positioned AS (
     UPDATE outbox_messages o
     SET tx_id = pg_current_xact_id()
@@ -1294,7 +1306,7 @@ WITH due AS (
     RETURNING s.id
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
-       released.status, released.released_at::timestamptz AS released_at
+       released.status, released.released_at::timestamptz AS released_at, released.workflow_id, released.trace_context
 FROM released
 `
 
@@ -1310,13 +1322,15 @@ type ReleaseDueFiresParams struct {
 }
 
 type ReleaseDueFiresRow struct {
-	ID          int64
-	ScheduleID  int64
-	ScheduledAt time.Time
-	VisibleAt   time.Time
-	Trigger     string
-	Status      string
-	ReleasedAt  time.Time
+	ID           int64
+	ScheduleID   int64
+	ScheduledAt  time.Time
+	VisibleAt    time.Time
+	Trigger      string
+	Status       string
+	ReleasedAt   time.Time
+	WorkflowID   string
+	TraceContext *string
 }
 
 // The release, step 2, one statement for every due run of the locked schedules, each
@@ -1356,6 +1370,8 @@ func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams
 			&i.Trigger,
 			&i.Status,
 			&i.ReleasedAt,
+			&i.WorkflowID,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -1424,6 +1440,19 @@ func (q *Queries) RetractArmedWorkflowRuns(ctx context.Context, arg RetractArmed
 		return nil, err
 	}
 	return items, nil
+}
+
+const runTraceContext = `-- name: RunTraceContext :one
+SELECT trace_context FROM schedule_runs WHERE id = $1
+`
+
+// The span context a run's fire recorded (NULL: recorded while tracing was off), for the
+// calls that continue its trace later (starting a workflow action's target).
+func (q *Queries) RunTraceContext(ctx context.Context, id int64) (*string, error) {
+	row := q.db.QueryRow(ctx, runTraceContext, id)
+	var trace_context *string
+	err := row.Scan(&trace_context)
+	return trace_context, err
 }
 
 const scheduleOutages = `-- name: ScheduleOutages :many
@@ -1564,7 +1593,8 @@ WITH due AS (
         finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
     FROM due
     WHERE r.id = due.id
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.release_next_run_at, due.released_at
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.release_next_run_at, due.released_at,
+              r.workflow_id, r.trace_context
 ), per_schedule AS (
     SELECT schedule_id, count(*) AS fired, max(scheduled_at) AS last_tick, max(released_at) AS last_fired_at,
            (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
@@ -1580,18 +1610,20 @@ WITH due AS (
     RETURNING s.id
 )
 SELECT settled.id, settled.schedule_id, settled.scheduled_at, settled.visible_at::timestamptz AS visible_at, settled.trigger,
-       settled.status, settled.released_at::timestamptz AS released_at
+       settled.status, settled.released_at::timestamptz AS released_at, settled.workflow_id, settled.trace_context
 FROM settled
 `
 
 type SettleReleasedFiresRow struct {
-	ID          int64
-	ScheduleID  int64
-	ScheduledAt time.Time
-	VisibleAt   time.Time
-	Trigger     string
-	Status      string
-	ReleasedAt  time.Time
+	ID           int64
+	ScheduleID   int64
+	ScheduledAt  time.Time
+	VisibleAt    time.Time
+	Trigger      string
+	Status       string
+	ReleasedAt   time.Time
+	WorkflowID   string
+	TraceContext *string
 }
 
 // After a release, in batches: its runs are settled — armed cleared, fired_at the release's
@@ -1615,6 +1647,8 @@ func (q *Queries) SettleReleasedFires(ctx context.Context, maxRows int32) ([]Set
 			&i.Trigger,
 			&i.Status,
 			&i.ReleasedAt,
+			&i.WorkflowID,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}

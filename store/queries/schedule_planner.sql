@@ -94,7 +94,8 @@ FROM schedules WHERE owner IS NULL AND plan_at IS NOT NULL;
 -- Arms the fires a planner round decided, for many schedules in one statement (the round
 -- holds their row locks): per fire a run (an event fire SUCCEEDED, a workflow fire RUNNING,
 -- both hidden until their release), its event and its outbox message without a feed
--- position. A tick recorded before inserts nothing (S1). A workflow fire of a tick whose
+-- position, and (with tracing on) the span context of its fire's trace. A tick recorded
+-- before inserts nothing (S1). A workflow fire of a tick whose
 -- earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …).
 WITH given AS (
     -- set-returning functions in one select list advance together: row i of each array (a
@@ -104,10 +105,10 @@ WITH given AS (
            unnest(@workflow_ids::text[]) AS workflow_id,
            NULLIF(unnest(@release_next_run_at::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS release_next_run_at,
            unnest(@topics::text[]) AS topic, unnest(@types::text[]) AS type, unnest(@aggregate_ids::text[]) AS aggregate_id,
-           unnest(@data::text[]) AS data
+           unnest(@data::text[]) AS data, unnest(@trace_contexts::text[]) AS trace_context
 ), runs AS (
     INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                               armed, visible_at, release_next_run_at)
+                               armed, visible_at, release_next_run_at, trace_context)
     SELECT g.schedule_id, g.scheduled_at, g.visible_at, 'scheduled',
            CASE WHEN g.workflow_id = '' THEN 'SUCCEEDED' ELSE 'RUNNING' END, '', g.idempotency_key,
            g.workflow_id || CASE WHEN g.workflow_id = '' THEN '' ELSE COALESCE(
@@ -115,10 +116,10 @@ WITH given AS (
                 WHERE p.schedule_id = g.schedule_id AND p.scheduled_at = g.scheduled_at AND p.retracted_at IS NOT NULL
                 HAVING count(*) > 0), '') END,
            CASE WHEN g.workflow_id = '' THEN g.visible_at END,
-           true, g.visible_at, g.release_next_run_at
+           true, g.visible_at, g.release_next_run_at, NULLIF(g.trace_context, '')
     FROM given g
     ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id, schedule_id, scheduled_at, visible_at, idempotency_key, workflow_id
+    RETURNING id, schedule_id, scheduled_at, visible_at, idempotency_key, workflow_id, trace_context
 ), events AS (
     INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
     SELECT g.topic, g.type, g.aggregate_id, g.data::jsonb, r.id, r.visible_at
@@ -128,7 +129,8 @@ WITH given AS (
     INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
     SELECT id, topic, NULL, created_at FROM events
 )
-SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id FROM runs;
+SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id,
+       COALESCE(trace_context, '')::text AS trace_context FROM runs;
 
 -- name: SetSchedulePlans :exec
 -- A planner round's new plan of each schedule it looked at: how far it is armed, and when

@@ -51,16 +51,17 @@ WHERE id = @id;
 -- A workflow id given for a tick whose earlier armed fire was retracted (its delayed start
 -- terminated, so the id cannot be started again) gets a suffix of its own: ~2, ~3, …
 INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                           armed, visible_at, release_next_run_at)
+                           armed, visible_at, release_next_run_at, trace_context)
 VALUES (@schedule_id, @scheduled_at, @fired_at, @trigger, @status, @reason, @idempotency_key,
         @workflow_id::text || CASE WHEN @workflow_id::text = '' THEN '' ELSE COALESCE(
             (SELECT '~' || (count(*) + 1) FROM schedule_runs p
              WHERE p.schedule_id = @schedule_id AND p.scheduled_at = @scheduled_at AND p.retracted_at IS NOT NULL
              HAVING count(*) > 0), '') END,
-        @finished_at, @armed, sqlc.narg(visible_at), sqlc.narg(release_next_run_at))
+        @finished_at, @armed, sqlc.narg(visible_at), sqlc.narg(release_next_run_at), sqlc.narg(trace_context))
 ON CONFLICT (idempotency_key) DO UPDATE
 SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.status, reason = EXCLUDED.reason,
-    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at
+    workflow_id = EXCLUDED.workflow_id, finished_at = EXCLUDED.finished_at,
+    trace_context = COALESCE(EXCLUDED.trace_context, schedule_runs.trace_context)
 WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
    OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
 RETURNING *;
@@ -188,7 +189,8 @@ WITH due AS (
         finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
     FROM due
     WHERE r.id = due.id
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.release_next_run_at, due.released_at
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.release_next_run_at, due.released_at,
+              r.workflow_id, r.trace_context
 ), per_schedule AS (
     SELECT schedule_id, count(*) AS fired, max(scheduled_at) AS last_tick, max(released_at) AS last_fired_at,
            (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
@@ -204,7 +206,7 @@ WITH due AS (
     RETURNING s.id
 )
 SELECT settled.id, settled.schedule_id, settled.scheduled_at, settled.visible_at::timestamptz AS visible_at, settled.trigger,
-       settled.status, settled.released_at::timestamptz AS released_at
+       settled.status, settled.released_at::timestamptz AS released_at, settled.workflow_id, settled.trace_context
 FROM settled;
 
 -- name: ReleaseDueFires :many
@@ -248,7 +250,8 @@ WITH due AS (
         finished_at = CASE WHEN j.fate = 'missed' THEN j.released_at WHEN r.workflow_id <> '' THEN r.finished_at ELSE j.released_at END
     FROM judged j
     WHERE r.id = j.id
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.reason, r.release_next_run_at, j.released_at,
+              r.workflow_id, r.trace_context
 ), positioned AS (
     UPDATE outbox_messages o
     SET tx_id = pg_current_xact_id()
@@ -277,7 +280,7 @@ WITH due AS (
     RETURNING s.id
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
-       released.status, released.released_at::timestamptz AS released_at
+       released.status, released.released_at::timestamptz AS released_at, released.workflow_id, released.trace_context
 FROM released;
 
 -- name: LateWorkflowFires :many
@@ -394,3 +397,8 @@ RETURNING *;
 
 -- name: ListSchedulesByName :many
 SELECT * FROM schedules WHERE name = ANY(@names::text[]);
+
+-- name: RunTraceContext :one
+-- The span context a run's fire recorded (NULL: recorded while tracing was off), for the
+-- calls that continue its trace later (starting a workflow action's target).
+SELECT trace_context FROM schedule_runs WHERE id = @id;

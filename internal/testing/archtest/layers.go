@@ -29,6 +29,7 @@ var (
 	temporalClient      = []string{"go.temporal.io/sdk/client", "go.temporal.io/sdk/temporal", "go.temporal.io/api"}
 	pgx                 = []string{"github.com/jackc/pgx"}
 	prometheus          = []string{"github.com/prometheus/client_golang"}
+	otelAPI             = []string{"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes", "go.opentelemetry.io/otel/trace"}
 )
 
 // Layers are the rows of docs/architecture.md's package table. TestLayersMatchTheDocs
@@ -43,20 +44,20 @@ func Layers() []Layer {
 		},
 		{
 			Path:       "activities",
-			MayImport:  []string{"domain", "store", "metrics", "internal/schedulespec", "internal/scheduleplan"},
-			ThirdParty: slices.Concat(temporalClient, []string{"go.temporal.io/sdk/activity"}, pgx),
+			MayImport:  []string{"domain", "store", "metrics", "internal/schedulespec", "internal/scheduleplan", "internal/telemetry"},
+			ThirdParty: slices.Concat(temporalClient, []string{"go.temporal.io/sdk/activity"}, pgx, otelAPI),
 		},
 		{
 			Path:       "worker",
-			MayImport:  []string{"workflows", "activities", "starter", "store", "internal/config"},
-			ThirdParty: []string{"go.temporal.io/sdk", "go.temporal.io/api"},
+			MayImport:  []string{"workflows", "activities", "starter", "store", "internal/config", "internal/telemetry"},
+			ThirdParty: slices.Concat([]string{"go.temporal.io/sdk", "go.temporal.io/api"}, otelAPI),
 		},
 		{Path: "starter", MayImport: []string{"workflows", "domain"}, ThirdParty: temporalClient},
 		{
 			Path: "api",
 			MayImport: []string{"starter", "store", "domain", "metrics", "web", "internal/readiness",
-				"internal/schedulespec", "internal/scheduleplan", "internal/version", "workflows"},
-			ThirdParty: slices.Concat([]string{"github.com/labstack/echo"}, prometheus, temporalClient),
+				"internal/schedulespec", "internal/scheduleplan", "internal/telemetry", "internal/version", "workflows"},
+			ThirdParty: slices.Concat([]string{"github.com/labstack/echo"}, prometheus, temporalClient, otelAPI),
 		},
 		{
 			Path:       "store",
@@ -75,6 +76,11 @@ func Layers() []Layer {
 		{Path: "internal/readiness", ThirdParty: slices.Concat(pgx, []string{"go.temporal.io/sdk/client"})},
 		{Path: "internal/schedulespec", ThirdParty: []string{"github.com/robfig/cron"}},
 		{Path: "internal/scheduleplan", MayImport: []string{"domain", "internal/schedulespec"}},
+		{
+			Path: "internal/telemetry",
+			ThirdParty: slices.Concat([]string{"go.opentelemetry.io/otel", "go.opentelemetry.io/contrib", "go.temporal.io/sdk/contrib/opentelemetry",
+				"go.temporal.io/sdk/interceptor", "github.com/exaring/otelpgx"}, pgx),
+		},
 		{Path: "internal/version"},
 		{Path: "cmd/tickgate", Anything: true},
 		{Path: "internal/dev", Anything: true},

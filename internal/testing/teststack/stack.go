@@ -17,6 +17,7 @@ import (
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -44,6 +45,10 @@ type Options struct {
 	// NoWorker starts no worker at all: no workflow runs (the dispatcher neither), so what
 	// changes is what the API itself does, or what the test does through the store.
 	NoWorker bool
+	// Telemetry turns tracing on as the binary does with OTEL_* set: the Temporal client
+	// (and the workers made from it) carries the tracing interceptor, the pool the pgx
+	// tracer, the API the HTTP middleware. nil: off.
+	Telemetry *telemetry.Telemetry
 }
 
 // Start brings up a stack whose pieces stop at test cleanup. Each call gets its own
@@ -61,7 +66,8 @@ func Start(t *testing.T, opts Options) *Stack {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := store.Open(ctx, dbURL)
+	tel := opts.Telemetry
+	st, err := store.Open(ctx, dbURL, store.WithQueryTracer(tel.QueryTracer()))
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
 	// Every stack of a test binary shares one Temporal namespace, and a rollout's workflow
@@ -69,7 +75,14 @@ func Start(t *testing.T, opts Options) *Stack {
 	// (each database would otherwise start at 1) out of each other's workflows.
 	_, err = st.Pool.Exec(ctx, fmt.Sprintf("ALTER TABLE rollouts ALTER COLUMN id RESTART WITH %d", 1+rand.Int64N(1<<40)))
 	require.NoError(t, err)
-	tc, err := cfg.DialTemporal(ctx)
+	copts, err := cfg.ClientOptions()
+	require.NoError(t, err)
+	ti, err := tel.TemporalInterceptor()
+	require.NoError(t, err)
+	if ti != nil {
+		copts.Interceptors = append(copts.Interceptors, ti)
+	}
+	tc, err := client.DialContext(ctx, copts)
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
 
@@ -78,7 +91,7 @@ func Start(t *testing.T, opts Options) *Stack {
 		workers = 0
 	}
 	for i := 0; i < workers; i++ {
-		w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
+		w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc, Telemetry: tel})
 		require.NoError(t, err)
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Stop)
@@ -94,8 +107,9 @@ func Start(t *testing.T, opts Options) *Stack {
 	require.NoError(t, err)
 	advancer.Start()
 	listener := st.StartListener(store.ListenerOptions{Logf: t.Logf})
-	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf}
-	srv := httptest.NewServer(api.New(app))
+	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf,
+		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate}
+	srv := httptest.NewServer(tel.HTTPHandler(api.New(app), "tickgate.api", nil))
 	t.Cleanup(listener.Close)
 	// Cleanups run last-in first-out: the server stops, then the calls and the advances
 	// its requests left behind finish.

@@ -1,6 +1,6 @@
 // Every schedule's runs over a window, filtered: what each figure of the overview counts.
 import { api } from "./api.js";
-import { $, esc, hashQuery, pager, seconds, setHashQuery, when } from "./ui.js";
+import { $, esc, hashQuery, pager, seconds, setHashQuery, traceLink, when } from "./ui.js";
 
 const statuses = ["BUFFERED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "TERMINATED", "SKIPPED", "MISSED"];
 const triggers = ["scheduled", "catchup", "manual", "backfill"];
@@ -33,7 +33,7 @@ export async function runList() {
     const late = r.fired_at && (r.trigger === "scheduled" || r.trigger === "catchup") ? (Date.parse(r.fired_at) - Date.parse(r.scheduled_at)) / 1000 : null;
     html += '<tr data-run="' + r.id + '"><td><a href="#schedule/' + encodeURIComponent(r.schedule) + '">' + esc(r.schedule) + "</a></td><td>" + when(r.scheduled_at) +
       "</td><td>" + when(r.fired_at) + "</td><td>" + seconds(late) + "</td><td>" + esc(r.trigger) + '</td><td class="status-' + esc(r.status) + '">' + esc(r.status) +
-      '</td><td class="reason">' + esc(r.reason || r.error || "") + "</td></tr>";
+      '</td><td class="reason">' + esc(r.reason || r.error || "") + traceLink(r.trace_id) + "</td></tr>";
   }
   html += "</tbody></table>" + (page.items.length ? "" : '<p class="muted">No run matches.</p>') + pager("all-runs-page", paging.cursors.length > 0, page.next_cursor) + "</div>";
   return {

@@ -1,7 +1,7 @@
 // A schedule's page: its spec and policies in words, upcoming fires, what is waiting, the
 // run history as a grid of ticks, lateness over time, and its runs filtered and paged.
 import { api } from "./api.js";
-import { $, esc, hashQuery, num, pager, relative, seconds, setHashQuery, temporalLink, when } from "./ui.js";
+import { $, esc, hashQuery, num, pager, relative, seconds, setHashQuery, temporalLink, traceLink, when } from "./ui.js";
 import { timeSeries } from "./charts.js";
 import { timing } from "./schedules.js";
 import { backfillDialog, deleteDialog, pauseDialog, rescheduleDialog, triggerDialog } from "./schedule_actions.js";
@@ -139,7 +139,7 @@ export async function schedulePage(name) {
   html += '<div data-region="runs"><table id="runs" aria-labelledby="runs-title"><thead><tr><th scope="col">ID</th><th scope="col">Tick</th><th scope="col">Fired</th><th scope="col">Late</th><th scope="col">Trigger</th><th scope="col">Status</th><th scope="col">Reason</th></tr></thead><tbody>';
   for (const r of runs.items) {
     html += '<tr data-run="' + r.id + '"><td>' + r.id + "</td><td>" + when(r.scheduled_at) + "</td><td>" + when(r.fired_at) + "</td><td>" + seconds(lateness(r)) +
-      "</td><td>" + esc(r.trigger) + '</td><td class="status-' + esc(r.status) + '">' + esc(r.status) + '</td><td class="reason">' + esc(r.reason || r.error || "") + "</td></tr>";
+      "</td><td>" + esc(r.trigger) + '</td><td class="status-' + esc(r.status) + '">' + esc(r.status) + '</td><td class="reason">' + esc(r.reason || r.error || "") + traceLink(r.trace_id) + "</td></tr>";
   }
   html += "</tbody></table>" + (runs.items.length ? "" : '<p class="muted">No run matches.</p>') + pager("runs-page", runPaging.cursors.length > 0, runs.next_cursor) + "</div></section>";
 

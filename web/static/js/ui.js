@@ -213,3 +213,11 @@ export function temporalQuery(query) {
   const url = temporal.temporalUI + "/namespaces/" + encodeURIComponent(temporal.namespace) + "/workflows?query=" + encodeURIComponent(query);
   return ' <a class="temporal" target="_blank" rel="noopener" href="' + esc(url) + '">Temporal ↗</a>';
 }
+
+// The trace viewer (config.js: TICKGATE_TRACE_URL_TEMPLATE, {trace_id} in it): a link to the
+// trace a run's fire recorded, when tracing was on and the viewer is known.
+export function traceLink(traceID) {
+  if (!traceID || !temporal.traceURL) return "";
+  const url = temporal.traceURL.split("{trace_id}").join(encodeURIComponent(traceID));
+  return ' <a class="trace" target="_blank" rel="noopener" href="' + esc(url) + '">trace ↗</a>';
+}
