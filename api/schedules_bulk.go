@@ -71,7 +71,7 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 	}
 	res, err := s.Store.CreateSchedules(c.Request().Context(), rows, func(existing store.Schedule) error {
 		i := index[existing.Name]
-		if !sameDefinition(existing, rows[i]) {
+		if !sameDefinition(existing, rows[i], req.Items[i].Spec.StartAt != nil) {
 			return Conflict(fmt.Sprintf("items[%d].name", i), "a schedule named %q exists with another definition", existing.Name)
 		}
 		return nil
@@ -98,11 +98,31 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 }
 
 // sameDefinition reports whether an existing schedule is the one a create asks for: the
-// same spec, action and policies. (Its runtime state — paused, next fire — is its own.)
-func sameDefinition(existing store.Schedule, asked store.NewSchedule) bool {
-	return jsonEqual(existing.Spec, asked.Spec) && jsonEqual(existing.Action, asked.Action) &&
+// same spec, action and policies. (Its runtime state — paused, next fire — is its own.) A
+// create that gave no start_at took the time of its request: its retry, a moment later,
+// asks for the same schedule, so start_at is compared only when it was given.
+func sameDefinition(existing store.Schedule, asked store.NewSchedule, startGiven bool) bool {
+	spec, askedSpec := existing.Spec, asked.Spec
+	if !startGiven {
+		spec, askedSpec = withoutKey(spec, "start_at"), withoutKey(askedSpec, "start_at")
+	}
+	return jsonEqual(spec, askedSpec) && jsonEqual(existing.Action, asked.Action) &&
 		existing.Overlap == asked.Overlap && existing.CatchupWindowMs == asked.CatchupWindowMs &&
 		existing.SkipIfSuccessful == asked.SkipIfSuccessful
+}
+
+// withoutKey is a JSON object without one of its keys (the document itself if it is none).
+func withoutKey(doc json.RawMessage, key string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(doc, &m) != nil {
+		return doc
+	}
+	delete(m, key)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return doc
+	}
+	return out
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
