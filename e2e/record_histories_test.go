@@ -60,7 +60,7 @@ func TestHistoriesOfARealRunReplay(t *testing.T) {
 	// The singletons never end: their histories are taken once they are idle, and replay
 	// up to their last event.
 	rec.waitIdle(workflows.PromoterWorkflowID(recordQueue))
-	rec.write(workflows.PromoterWorkflowID(recordQueue), workflows.PromoterWorkflowType, "promoter_rollouts")
+	rec.write(workflows.PromoterWorkflowID(recordQueue), workflows.PromoterWorkflowType, "rollout_promoter_wakes")
 	rec.waitIdle(workflows.DispatcherWorkflowID(workflows.DeviceScope(recordQueue)))
 	rec.write(workflows.DispatcherWorkflowID(workflows.DeviceScope(recordQueue)), "DispatcherWorkflow", "dispatcher_task")
 

@@ -157,8 +157,8 @@ func TestScheduleTakeoverHistoryReplays(t *testing.T) {
 
 	planner := workflows.SchedulePlannerID(st.Config.TaskQueue, 0)
 	rec.waitIdleOrRunningActivity(planner)
-	rec.write(planner, workflows.SchedulePlannerType, "schedule_planner")
-	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["schedule_planner"]), "the planner's history does not replay")
+	rec.write(planner, workflows.SchedulePlannerType, "schedule_planner_round")
+	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["schedule_planner_round"]), "the planner's history does not replay")
 }
 
 // A replay must not depend on the time-zone data of the worker that replays: the tick a

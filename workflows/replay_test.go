@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
@@ -36,6 +37,9 @@ func TestReplayHistories(t *testing.T) {
 		typ := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()
 		require.NotEmpty(t, typ, "%s: the first event is not WorkflowExecutionStarted", f)
 		covered[typ] = append(covered[typ], filepath.Base(f))
+		prefix := historyPrefix(typ)
+		require.True(t, strings.HasPrefix(filepath.Base(f), prefix+"_") && len(filepath.Base(f)) > len(prefix+"_.json"),
+			"%s is a history of %s: name it %s_<scenario>.json (docs/production.md)", f, typ, prefix)
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
 			require.Contains(t, registered, typ, "%s is a history of %q, which the worker does not register", f, typ)
 			// A replayer per history: one failing replay cannot leave state behind for the next.
@@ -49,6 +53,25 @@ func TestReplayHistories(t *testing.T) {
 		require.NotEmpty(t, covered[typ], "workflow type %q has no recorded history in testdata/: "+
 			"record one (make record-histories, see e2e/record_histories_test.go)", typ)
 	}
+}
+
+// historyPrefix is how a history file of a workflow type begins: the type without its
+// Workflow suffix, in snake case (PCTimerWorkflow: pc_timer).
+func historyPrefix(typ string) string {
+	name := strings.TrimSuffix(typ, "Workflow")
+	var b strings.Builder
+	for i, r := range name {
+		upper := unicode.IsUpper(r)
+		if upper && i > 0 {
+			prev := rune(name[i-1])
+			nextLower := i+1 < len(name) && unicode.IsLower(rune(name[i+1]))
+			if unicode.IsLower(prev) || (unicode.IsUpper(prev) && nextLower) {
+				b.WriteByte('_')
+			}
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }
 
 func readHistory(t *testing.T, path string) *historypb.History {
