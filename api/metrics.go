@@ -37,7 +37,7 @@ func observeHTTP(next echo.HandlerFunc) echo.HandlerFunc {
 // registerMetrics serves /metrics: the process registry plus this server's SQL collector.
 func (s *Server) registerMetrics(e *echo.Echo) {
 	local := prometheus.NewRegistry()
-	local.MustRegister(&metrics.SQLCollector{Pool: s.Store.Pool}, &metrics.ScheduleCollector{Read: s.scheduleFigures})
+	local.MustRegister(&metrics.SQLCollector{Store: s.Store}, &metrics.ScheduleCollector{Read: s.scheduleFigures})
 	h := promhttp.HandlerFor(prometheus.Gatherers{metrics.Registry, local}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	e.GET("/metrics", echo.WrapHandler(h))
 }

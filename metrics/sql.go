@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tickgate/tickgate/store"
 )
 
 // LatenessBuckets are the fire-lateness histogram's upper bounds in seconds.
@@ -35,14 +36,14 @@ var (
 	descSlotsTarget = prometheus.NewDesc("tickgate_device_slots_target",
 		"Device slots a PC should keep busy: min(capacity, eligible devices).", []string{"pc"}, nil)
 	descRefill = prometheus.NewDesc("tickgate_device_refill_latency_seconds",
-		"Time from a PC's slot freeing to the next execution created on it (last 1000 refills).", nil, nil)
+		fmt.Sprintf("Time from a PC's slot freeing to the next execution created on it (last %d executions).", RefillWindow), nil, nil)
 	descScrapeErrors = prometheus.NewDesc("tickgate_metrics_sql_errors",
 		"1 when a SQL query of this scrape failed.", []string{"query"}, nil)
 )
 
-// SQLCollector reads the engines' figures from PostgreSQL at scrape time.
+// SQLCollector reads the engines' figures from PostgreSQL (through store) at scrape time.
 type SQLCollector struct {
-	Pool    *pgxpool.Pool
+	Store   *store.Store
 	Timeout time.Duration
 }
 
@@ -53,6 +54,9 @@ func (c *SQLCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 }
+
+// RefillWindow is how many of the latest device executions the refill histogram covers.
+const RefillWindow = 1000
 
 // Collect implements prometheus.Collector.
 func (c *SQLCollector) Collect(ch chan<- prometheus.Metric) {
@@ -65,87 +69,51 @@ func (c *SQLCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descScrapeErrors, prometheus.GaugeValue, v, query)
 	}
-	report("lateness", c.histogram(ctx, ch, descLateness, LatenessBuckets,
-		fmt.Sprintf(`SELECT date_part('epoch', fired_at - scheduled_at) FROM (
-		   SELECT fired_at, scheduled_at FROM schedule_runs
-		   WHERE fired_at IS NOT NULL AND NOT armed AND trigger IN ('scheduled', 'catchup')
-		   ORDER BY id DESC LIMIT %d) AS recent`, LatenessWindow)))
-	report("refill", c.histogram(ctx, ch, descRefill, RefillBuckets,
-		`SELECT date_part('epoch', td.created_at - f.freed)
-		 FROM (SELECT * FROM task_devices ORDER BY id DESC LIMIT 1000) td
-		 CROSS JOIN LATERAL (SELECT max(p.completed_at) AS freed FROM task_devices p
-		                     WHERE p.pc_id = td.pc_id AND p.id < td.id
-		                       AND p.completed_at <= td.created_at
-		                       AND p.completed_at > td.created_at - interval '5 minutes') f
-		 WHERE f.freed IS NOT NULL`))
-	report("schedule_runs", c.counts(ctx, ch, descScheduleRuns, `SELECT status, count(*) FROM schedule_runs WHERE NOT armed GROUP BY status`))
-	report("task_runs", c.counts(ctx, ch, descTaskRuns, `SELECT status, count(*) FROM task_runs GROUP BY status`))
-	report("tasks", c.counts(ctx, ch, descDeviceTasks, `SELECT status, count(*) FROM tasks GROUP BY status`))
+	report("lateness", histogram(ch, descLateness, LatenessBuckets, func() ([]store.LatencyBucket, error) {
+		return c.Store.RecentFireLateness(ctx, LatenessWindow, LatenessBuckets)
+	}))
+	report("refill", histogram(ch, descRefill, RefillBuckets, func() ([]store.LatencyBucket, error) {
+		return c.Store.RecentRefillLatency(ctx, RefillWindow, RefillBuckets)
+	}))
+	report("schedule_runs", c.counts(ctx, ch, descScheduleRuns, store.CountScheduleRuns))
+	report("task_runs", c.counts(ctx, ch, descTaskRuns, store.CountTaskRuns))
+	report("tasks", c.counts(ctx, ch, descDeviceTasks, store.CountDeviceTasks))
 	report("slots", c.slots(ctx, ch))
 }
 
-func (c *SQLCollector) counts(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, query string) error {
-	rows, err := c.Pool.Query(ctx, query)
+func (c *SQLCollector) counts(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, table string) error {
+	counts, err := c.Store.StatusCounts(ctx, table)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var label string
-		var n int64
-		if err := rows.Scan(&label, &n); err != nil {
-			return err
-		}
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n), label)
+	for _, n := range counts {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n.N), n.Status)
 	}
-	return rows.Err()
+	return nil
 }
 
 func (c *SQLCollector) slots(ctx context.Context, ch chan<- prometheus.Metric) error {
-	rows, err := c.Pool.Query(ctx, `SELECT pc_name, running, target FROM pc_device_summary`)
+	pcs, err := c.Store.PCSlotCounts(ctx)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var pc string
-		var running, target int64
-		if err := rows.Scan(&pc, &running, &target); err != nil {
-			return err
-		}
-		ch <- prometheus.MustNewConstMetric(descSlotsBusy, prometheus.GaugeValue, float64(running), pc)
-		ch <- prometheus.MustNewConstMetric(descSlotsTarget, prometheus.GaugeValue, float64(target), pc)
+	for _, p := range pcs {
+		ch <- prometheus.MustNewConstMetric(descSlotsBusy, prometheus.GaugeValue, float64(p.Running), p.PC)
+		ch <- prometheus.MustNewConstMetric(descSlotsTarget, prometheus.GaugeValue, float64(p.Target), p.PC)
 	}
-	return rows.Err()
+	return nil
 }
 
-// histogram buckets one column of seconds in SQL (one width_bucket per row, grouped) and
-// emits it as a Prometheus histogram with "le" (less-or-equal) buckets.
-func (c *SQLCollector) histogram(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, bounds []float64, values string) error {
-	// width_bucket(-v, ascending negated bounds) is the number of bounds >= v.
-	neg := make([]float64, len(bounds))
-	for i, b := range bounds {
-		neg[len(bounds)-1-i] = -b
-	}
-	rows, err := c.Pool.Query(ctx, fmt.Sprintf(`SELECT width_bucket(-v, $1::float8[]), count(*), COALESCE(sum(GREATEST(v, 0)), 0)::float8
-		FROM (%s) AS s(v) WHERE v IS NOT NULL GROUP BY 1`, values), neg)
+// histogram emits the buckets read as a Prometheus histogram with "le" (less-or-equal)
+// buckets.
+func histogram(ch chan<- prometheus.Metric, desc *prometheus.Desc, bounds []float64, read func() ([]store.LatencyBucket, error)) error {
+	rows, err := read()
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	var counts []BucketCount
-	for rows.Next() {
-		var atLeast int
-		var b BucketCount
-		if err := rows.Scan(&atLeast, &b.Count, &b.Sum); err != nil {
-			return err
-		}
-		// These values are <= the largest atLeast bounds: above the others.
-		b.Above = len(bounds) - atLeast
-		counts = append(counts, b)
-	}
-	if err := rows.Err(); err != nil {
-		return err
+	counts := make([]BucketCount, len(rows))
+	for i, r := range rows {
+		counts[i] = BucketCount{Above: r.Above, Count: r.Count, Sum: r.Sum}
 	}
 	count, sum, buckets := cumulative(bounds, counts)
 	ch <- prometheus.MustNewConstHistogram(desc, count, sum, buckets)

@@ -38,7 +38,7 @@ func TestSQLCollector(t *testing.T) {
 	require.NoError(t, err)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&metrics.SQLCollector{Pool: st.Pool})
+	reg.MustRegister(&metrics.SQLCollector{Store: st})
 	h := latenessHistogram(t, reg)
 	require.EqualValues(t, 3, h.GetSampleCount())
 	require.InDelta(t, 3.21, h.GetSampleSum(), 1e-9)
@@ -48,7 +48,7 @@ func TestSQLCollector(t *testing.T) {
 			require.Equal(t, w, b.GetCumulativeCount(), "le=%g", b.GetUpperBound())
 		}
 	}
-	require.Equal(t, 1, testutil.CollectAndCount(&metrics.SQLCollector{Pool: st.Pool}, "tickgate_device_slots_target"))
+	require.Equal(t, 1, testutil.CollectAndCount(&metrics.SQLCollector{Store: st}, "tickgate_device_slots_target"))
 	lint, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	require.Empty(t, lint)
@@ -84,7 +84,7 @@ func TestSQLLatenessCoversTheLatestFires(t *testing.T) {
 	require.NoError(t, err)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&metrics.SQLCollector{Pool: st.Pool})
+	reg.MustRegister(&metrics.SQLCollector{Store: st})
 	h := latenessHistogram(t, reg)
 	require.EqualValues(t, metrics.LatenessWindow, h.GetSampleCount())
 	require.InDelta(t, 0.001*metrics.LatenessWindow, h.GetSampleSum(), 1e-6, "the 100 older, later fires are outside the window")

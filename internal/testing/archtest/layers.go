@@ -65,7 +65,7 @@ func Layers() []Layer {
 			ThirdParty: slices.Concat(pgx, []string{"github.com/pressly/goose"}),
 		},
 		{Path: "migrations"},
-		{Path: "metrics", ThirdParty: slices.Concat(prometheus, pgx, []string{"go.temporal.io/sdk/client"})},
+		{Path: "metrics", MayImport: []string{"store"}, ThirdParty: slices.Concat(prometheus, []string{"go.temporal.io/sdk/client"})},
 		{Path: "cli"},
 		{Path: "web"},
 		{
