@@ -33,6 +33,10 @@ func TestSQLCollector(t *testing.T) {
 	_, err = st.Pool.Exec(ctx, `INSERT INTO schedule_runs (schedule_id, scheduled_at, trigger, status, reason, idempotency_key, finished_at)
 		SELECT id, $1::timestamptz, 'scheduled', 'SKIPPED', 'overlap', 'skip-1', $1::timestamptz FROM schedules`, base.Add(5*time.Hour))
 	require.NoError(t, err)
+	// The record of a retracted armed fire: hidden by the API, not counted either.
+	_, err = st.Pool.Exec(ctx, `INSERT INTO schedule_runs (schedule_id, scheduled_at, trigger, status, reason, idempotency_key, workflow_id, finished_at, retracted_at)
+		SELECT id, $1::timestamptz, 'scheduled', 'SKIPPED', 'retracted before its tick', 'k/retracted/1', 'w', $1::timestamptz, $1::timestamptz FROM schedules`, base.Add(6*time.Hour))
+	require.NoError(t, err)
 	_, err = st.Pool.Exec(ctx, `INSERT INTO pcs (name, device_capacity) VALUES ('pc-a', 3);
 		INSERT INTO devices (pc_id, serial) SELECT id, 'd' || g FROM pcs, generate_series(1, 5) g`)
 	require.NoError(t, err)

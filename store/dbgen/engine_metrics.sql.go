@@ -170,7 +170,7 @@ func (q *Queries) RecentRefillLatency(ctx context.Context, arg RecentRefillLaten
 }
 
 const scheduleRunStatusCounts = `-- name: ScheduleRunStatusCounts :many
-SELECT status::text AS status, count(*) AS n FROM schedule_runs WHERE NOT armed GROUP BY status ORDER BY status
+SELECT status::text AS status, count(*) AS n FROM schedule_runs WHERE NOT armed AND retracted_at IS NULL GROUP BY status ORDER BY status
 `
 
 type ScheduleRunStatusCountsRow struct {
@@ -178,7 +178,8 @@ type ScheduleRunStatusCountsRow struct {
 	N      int64
 }
 
-// Schedule runs that are true, by status.
+// Schedule runs that are true, by status: as the API shows them, without the records of
+// retracted armed fires (their ticks are decided again, and counted then).
 func (q *Queries) ScheduleRunStatusCounts(ctx context.Context) ([]ScheduleRunStatusCountsRow, error) {
 	rows, err := q.db.Query(ctx, scheduleRunStatusCounts)
 	if err != nil {

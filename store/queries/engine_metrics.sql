@@ -35,8 +35,9 @@ GROUP BY b.bucket
 ORDER BY b.bucket;
 
 -- name: ScheduleRunStatusCounts :many
--- Schedule runs that are true, by status.
-SELECT status::text AS status, count(*) AS n FROM schedule_runs WHERE NOT armed GROUP BY status ORDER BY status;
+-- Schedule runs that are true, by status: as the API shows them, without the records of
+-- retracted armed fires (their ticks are decided again, and counted then).
+SELECT status::text AS status, count(*) AS n FROM schedule_runs WHERE NOT armed AND retracted_at IS NULL GROUP BY status ORDER BY status;
 
 -- name: TaskRunStatusCounts :many
 SELECT status::text AS status, count(*) AS n FROM task_runs GROUP BY status ORDER BY status;
