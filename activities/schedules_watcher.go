@@ -25,6 +25,9 @@ const (
 	watchBatch = 500
 	// maxWatched is the most runs one watcher waits for at once.
 	maxWatched = 5000
+	// watchSettle is how long after its fire time a run is first watched: a burst's watches
+	// (long polls on Temporal) do not compete with its targets' beginning.
+	watchSettle = 3 * time.Second
 )
 
 // RunWatcher records the outcome of the runs in flight of schedules at rest.
@@ -43,7 +46,7 @@ func (w *RunWatcher) Run(ctx context.Context) {
 	for {
 		free := cap(slots) - len(slots)
 		if free > 0 {
-			runs, err := w.Acts.Store.ClaimRunsToWatch(ctx, time.Now().Add(watchLease), min(free, watchBatch))
+			runs, err := w.Acts.Store.ClaimRunsToWatch(ctx, time.Now().Add(watchLease), watchSettle, min(free, watchBatch))
 			if err != nil && ctx.Err() == nil {
 				logger.Warn("lease runs to watch", "error", err)
 			}

@@ -328,9 +328,10 @@ type RunToWatch struct {
 	ScheduleID int64
 }
 
-// ClaimRunsToWatch leases, until until, at most max runs in flight that no one watches.
-func (s *Store) ClaimRunsToWatch(ctx context.Context, until time.Time, max int) ([]RunToWatch, error) {
-	rows, err := s.Q.ClaimRunsToWatch(ctx, dbgen.ClaimRunsToWatchParams{Until: until.UTC(), MaxRows: int32(max)})
+// ClaimRunsToWatch leases, until until, at most max runs in flight that no one watches and
+// whose fire time is at least settle ago.
+func (s *Store) ClaimRunsToWatch(ctx context.Context, until time.Time, settle time.Duration, max int) ([]RunToWatch, error) {
+	rows, err := s.Q.ClaimRunsToWatch(ctx, dbgen.ClaimRunsToWatchParams{Until: until.UTC(), SettleSeconds: settle.Seconds(), MaxRows: int32(max)})
 	if err != nil {
 		return nil, fmt.Errorf("claim runs to watch: %w", mapErr(err))
 	}

@@ -14,16 +14,20 @@ import (
 
 // The timing of schedules at rest.
 const (
-	// ArmLead is how long before its time the planner arms a schedule's next fire: a burst
-	// of many schedules sharing a tick is armed over the minute before it.
-	ArmLead = time.Minute
+	// ArmLead is how long before its time the planner arms a schedule's next fire. Cron
+	// ticks cluster on minute boundaries, and an every-minute burst's round — its runs
+	// written, its thousand delayed starts sent to Temporal — would land on the tick before
+	// at a lead of one minute, competing with that tick's releases and starts; at 90 s it
+	// lands mid-minute, between bursts.
+	ArmLead = 90 * time.Second
 	// ArmSpan is how far beyond ArmLead a planner round arms a schedule's fires: a schedule
 	// firing every second costs one round per ArmSpan, not one per fire.
 	ArmSpan = time.Minute
 	// WakeLead is how long before its fire a schedule whose fire its workflow must decide at
 	// the tick (an overlap policy with a run in flight to come, skip_if_successful, a
 	// reschedule) is woken.
-	WakeLead = 60 * time.Second
+	// Mid-minute, as ArmLead, for the same reason.
+	WakeLead = 90 * time.Second
 	// RestAfter: a workflow with nothing in flight rests when the planner arms its next
 	// fire, or when that fire is further ahead than this.
 	RestAfter = 3 * time.Minute

@@ -142,16 +142,18 @@ UPDATE schedule_runs r SET watched_until = $1::timestamptz
 WHERE r.id IN (
     SELECT x.id FROM schedule_runs x JOIN schedules s ON s.id = x.schedule_id
     WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND s.owner IS NULL
+      AND COALESCE(x.visible_at, x.fired_at, x.scheduled_at) <= now() - make_interval(secs => $2::float8)
       AND (x.watched_until IS NULL OR x.watched_until < now())
     ORDER BY x.watched_until NULLS FIRST
-    LIMIT $2
+    LIMIT $3
     FOR UPDATE OF x SKIP LOCKED)
 RETURNING r.id, r.workflow_id, r.schedule_id
 `
 
 type ClaimRunsToWatchParams struct {
-	Until   time.Time
-	MaxRows int32
+	Until         time.Time
+	SettleSeconds float64
+	MaxRows       int32
 }
 
 type ClaimRunsToWatchRow struct {
@@ -162,8 +164,11 @@ type ClaimRunsToWatchRow struct {
 
 // Leases, until @until, the runs of schedules at rest that are in flight and watched by no
 // one (never, or a lease run out): their targets started, their outcome not yet recorded.
+// A run is leased only @settle after its fire time: a burst's thousand watches (each a
+// long poll on Temporal) then do not compete with the thousand targets Temporal begins at
+// the tick; a run's outcome is recorded that much later at most.
 func (q *Queries) ClaimRunsToWatch(ctx context.Context, arg ClaimRunsToWatchParams) ([]ClaimRunsToWatchRow, error) {
-	rows, err := q.db.Query(ctx, claimRunsToWatch, arg.Until, arg.MaxRows)
+	rows, err := q.db.Query(ctx, claimRunsToWatch, arg.Until, arg.SettleSeconds, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
