@@ -38,6 +38,7 @@ var (
 	flagIdle         = flag.Duration("idle", 30*time.Second, "idle window measured after creation")
 	flagNativeBudget = flag.Duration("native-budget", time.Minute, "time given to creating native Temporal Schedules (0: none)")
 	flagDrain        = flag.Duration("drain-timeout", 5*time.Minute, "how long after the tick its fires may still become visible")
+	flagRateEstimate = flag.Int("rate-estimate", 5000, "creates a second assumed when placing the burst's tick after the creation (the run stops if creation overruns it)")
 )
 
 func main() {

@@ -96,8 +96,8 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	// The tick every schedule shares: a daily cron at a minute well after the creation (at
-	// 500 a second, half the goal) and the idle window, and the planner's arming lead.
-	estimate := time.Duration(float64(*flagSchedules+*flagSingle)/500*float64(time.Second)) + *flagIdle + scheduleplan.ArmLead + 2*time.Minute
+	// -rate-estimate a second), the idle window and the planner's arming lead.
+	estimate := time.Duration(float64(*flagSchedules+*flagSingle)/float64(*flagRateEstimate)*float64(time.Second)) + *flagIdle + scheduleplan.ArmLead + 2*time.Minute
 	res.tick = time.Now().UTC().Add(estimate).Truncate(time.Minute).Add(time.Minute)
 	spec := map[string]any{"cron": fmt.Sprintf("%d %d * * *", res.tick.Minute(), res.tick.Hour())}
 	log.Printf("creating %d schedules (+%d one by one), all due at %s", *flagSchedules, *flagSingle, res.tick.Format(time.TimeOnly))
