@@ -62,6 +62,9 @@ type Report struct {
 	SettleTime   time.Duration
 	SettleReason string
 	Elapsed      time.Duration
+	// Triggers are the manual triggers of resting schedules the API answered during the
+	// faults; TriggersFailed those it did not take within a minute of resends.
+	Triggers, TriggersFailed int
 }
 
 // Passed is true when no invariant was broken and everything finished.
@@ -148,7 +151,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		return nil, err
 	}
 	logf("chaos: load created: %d + %d schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks",
-		p.EventSchedules, p.WorkflowSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks)
+		p.EventSchedules, p.WorkflowSchedules+p.RestingSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks)
 
 	chk := newChecker(st)
 	checkCtx, stopChecks := context.WithCancel(ctx)
@@ -162,8 +165,19 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	plan := planFaults(p, rng)
 	logf("chaos: fault phase: %d faults over %s", len(plan), p.FaultPhase)
 	faultStart := time.Now()
+	triggerCtx, stopTriggers := context.WithDeadline(ctx, faultStart.Add(p.FaultPhase))
+	defer stopTriggers()
+	var triggersSent, triggersFailed int
+	triggersDone := make(chan struct{})
+	go func() {
+		defer close(triggersDone)
+		triggersSent, triggersFailed = triggerResting(triggerCtx, api, p, l.resting, logf)
+	}()
 	faults := (&injector{s: s, pool: pool, rng: rng, logf: logf}).run(ctx, faultStart, plan)
 	sleepCtx(ctx, time.Until(faultStart.Add(p.FaultPhase)))
+	stopTriggers()
+	<-triggersDone
+	logf("chaos: %d manual triggers of resting schedules answered during the faults, %d failed", triggersSent, triggersFailed)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -198,7 +212,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err := pauseAll(ctx, api, pool); err != nil {
 		logf("chaos: pause: %v", err)
 	}
-	logf("chaos: paused %d schedules in %s", p.EventSchedules+p.WorkflowSchedules, time.Since(pauseStart).Round(time.Millisecond))
+	logf("chaos: paused %d schedules in %s", p.EventSchedules+p.WorkflowSchedules+p.RestingSchedules, time.Since(pauseStart).Round(time.Millisecond))
 	drainStart := time.Now()
 	if left := drainRuns(ctx, pool, 2*time.Minute); left > 0 {
 		logf("chaos: %d schedule runs still RUNNING after %s", left, time.Since(drainStart).Round(time.Second))
@@ -215,7 +229,8 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Profile: p, Temporal: opts.Temporal, Seed: opts.Seed, Faults: faults, Final: final, SettleTime: settleTime, SettleReason: why}
+	r := &Report{Profile: p, Temporal: opts.Temporal, Seed: opts.Seed, Faults: faults, Final: final, SettleTime: settleTime, SettleReason: why,
+		Triggers: triggersSent, TriggersFailed: triggersFailed}
 	r.Checks, r.Unreachable = chk.snapshot()
 	for _, c := range r.Checks {
 		r.Breaches += c.Breaches
@@ -351,6 +366,8 @@ func (r *Report) Print(w io.Writer) {
 		{"duplicate ticks (S1)", n(f.Duplicates)},
 		{"fires", n(f.Fires)},
 		{"  of which catch-up fires", n(f.CatchupFires)},
+		{"manual and backfill runs", n(f.ManualFires)},
+		{"manual triggers of resting schedules answered / not taken", fmt.Sprintf("%d / %d", r.Triggers, r.TriggersFailed)},
 		{"ticks skipped by overlap policy (recorded with reason)", n(f.Skipped)},
 		{"ticks missed outside the window (recorded with reason)", n(f.Missed)},
 		{"runs succeeded / failed / canceled+terminated (an event fire succeeds at once)", fmt.Sprintf("%d / %d / %d", f.RunsSucceeded, f.RunsFailed, f.RunsCanceled)},

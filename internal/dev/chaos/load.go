@@ -61,6 +61,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 // load is what the run created, for the checker.
 type load struct {
 	startAt    time.Time // first tick of every schedule
+	resting    []string  // the schedules that rest between fires
 	rolloutID  int64
 	deviceTask []int64
 	pcNames    []string
@@ -101,6 +102,22 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 		}
 	}
 
+	for i := 0; i < p.RestingSchedules; i++ {
+		overlap := []string{"skip", "allow_all"}[i%2]
+		name := fmt.Sprintf("chaos-resting-%02d-%s", i, overlap)
+		body := map[string]any{
+			"name": name,
+			"spec": map[string]any{"interval": p.RestingEvery.String(), "start_at": l.startAt.Format(time.RFC3339)},
+			"action": map[string]any{"kind": "workflow", "workflow_type": TargetWorkflowName, "task_queue": targetQueue,
+				"input": TargetInput{MinMs: p.TargetMin.Milliseconds(), MaxMs: p.TargetMax.Milliseconds(), FailPercent: 10}},
+			"policies": map[string]any{"overlap": overlap, "catchup_window": p.CatchupWindow.String()},
+		}
+		if err := c.do(ctx, http.MethodPost, "/api/v1/schedules", body, nil); err != nil {
+			return nil, err
+		}
+		l.resting = append(l.resting, name)
+	}
+
 	var rollout struct {
 		ID int64 `json:"id"`
 	}
@@ -132,6 +149,32 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 		l.deviceTask = append(l.deviceTask, task.ID)
 	}
 	return l, nil
+}
+
+// triggerResting sends a manual trigger to each resting schedule in turn, every
+// p.TriggerEvery until ctx ends, as a user would through the API (each POST with an
+// Idempotency-Key its resends keep: a trigger whose answer was lost is not fired twice). It
+// answers how many were answered and how many failed.
+func triggerResting(ctx context.Context, c *apiClient, p Profile, names []string, logf func(string, ...any)) (sent, failed int) {
+	if len(names) == 0 || p.TriggerEvery <= 0 {
+		return 0, 0
+	}
+	for i := 0; ; i++ {
+		sleepCtx(ctx, p.TriggerEvery)
+		if ctx.Err() != nil {
+			return sent, failed
+		}
+		name := names[i%len(names)]
+		if err := c.do(ctx, http.MethodPost, "/api/v1/schedules/"+name+"/trigger", map[string]any{}, nil); err != nil {
+			if ctx.Err() != nil {
+				return sent, failed
+			}
+			failed++
+			logf("chaos: trigger %s: %v", name, err)
+			continue
+		}
+		sent++
+	}
 }
 
 // rolloutRequest spreads the tasks over the databases: per database, versions 1.0, 1.1, …

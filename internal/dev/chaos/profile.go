@@ -31,6 +31,15 @@ type Profile struct {
 	BufferedTargetMax time.Duration
 	CatchupWindow     time.Duration
 
+	// RestingSchedules fire every RestingEvery (more than the three minutes after which a
+	// workflow may rest) with a workflow action, half under skip and half under allow_all:
+	// the planner arms their fires while they rest, and a manual trigger sent every
+	// TriggerEvery during the faults (to each in turn) wakes one, whose workflow takes it
+	// over, watches its runs and rests again — the handovers the faults must not break.
+	RestingSchedules int
+	RestingEvery     time.Duration
+	TriggerEvery     time.Duration
+
 	// Rollout: RolloutTasks over RolloutDatabases, DDL and DML, with ParallelLimit.
 	RolloutTasks     int
 	RolloutDatabases int
@@ -62,6 +71,7 @@ type Profile struct {
 var Full = Profile{
 	Name: "full", FaultPhase: 5 * time.Minute,
 	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 5 * time.Second,
+	RestingSchedules: 8, RestingEvery: 4 * time.Minute, TriggerEvery: 10 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
@@ -74,6 +84,7 @@ var Full = Profile{
 var Short = Profile{
 	Name: "short", FaultPhase: 60 * time.Second,
 	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 5 * time.Second,
+	RestingSchedules: 2, RestingEvery: 4 * time.Minute, TriggerEvery: 15 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
