@@ -191,27 +191,18 @@ WITH due AS (
     WHERE r.id = due.id
     RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.release_next_run_at, due.released_at,
               r.workflow_id, r.trace_context
-), per_schedule AS (
-    SELECT schedule_id, count(*) AS fired, max(scheduled_at) AS last_tick, max(released_at) AS last_fired_at,
-           (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
-    FROM settled GROUP BY schedule_id
 ), counted AS (
-    UPDATE schedules s
-    SET fired_count  = s.fired_count + p.fired,
-        last_run_at  = COALESCE(GREATEST(s.last_run_at, p.last_fired_at), s.last_run_at, p.last_fired_at),
-        next_run_at  = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
-        updated_at   = now()
-    FROM per_schedule p
-    WHERE s.id = p.schedule_id
-    RETURNING s.id
+    SELECT count_released_fires(array_agg(schedule_id), array_agg(scheduled_at), array_agg(released_at),
+                                array_agg(status::text), array_agg(release_next_run_at)) AS schedules
+    FROM settled
 )
 SELECT settled.id, settled.schedule_id, settled.scheduled_at, settled.visible_at::timestamptz AS visible_at, settled.trigger,
        settled.status, settled.released_at::timestamptz AS released_at, settled.workflow_id, settled.trace_context
-FROM settled;
+FROM settled, counted;
 
 -- name: ReleaseDueFires :many
 -- The release, step 2, one statement for every due run of the locked schedules, each
--- judged by armed_fire_fate: a fire released on time, or late while workers were alive
+-- judged by tick_fate: a fire released on time, or late while workers were alive
 -- (busy, not down), becomes true now (fired_at); one released late after an outage obeys
 -- the catch-up window as any tick does: inside it, it becomes true as a catch-up fire;
 -- beyond it, it is MISSED with the outage as its reason, and its event and outbox message
@@ -263,25 +254,14 @@ WITH due AS (
     DELETE FROM event_store e USING released
     WHERE e.schedule_run_id = released.id AND released.status = 'MISSED'
     RETURNING e.id
-), per_schedule AS (
-    SELECT schedule_id, count(*) FILTER (WHERE status <> 'MISSED') AS fired, count(*) FILTER (WHERE status = 'MISSED') AS missed,
-           max(scheduled_at) AS last_tick, max(released_at) FILTER (WHERE status <> 'MISSED') AS last_fired_at,
-           (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
-    FROM released GROUP BY schedule_id
 ), counted AS (
-    UPDATE schedules s
-    SET fired_count  = s.fired_count + p.fired,
-        missed_count = s.missed_count + p.missed,
-        last_run_at  = COALESCE(GREATEST(s.last_run_at, p.last_fired_at), s.last_run_at, p.last_fired_at),
-        next_run_at  = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
-        updated_at   = now()
-    FROM per_schedule p
-    WHERE s.id = p.schedule_id
-    RETURNING s.id
+    SELECT count_released_fires(array_agg(schedule_id), array_agg(scheduled_at), array_agg(released_at),
+                                array_agg(status::text), array_agg(release_next_run_at)) AS schedules
+    FROM released
 )
 SELECT released.id, released.schedule_id, released.scheduled_at, released.visible_at::timestamptz AS visible_at, released.trigger,
        released.status, released.released_at::timestamptz AS released_at, released.workflow_id, released.trace_context
-FROM released;
+FROM released, counted;
 
 -- name: LateWorkflowFires :many
 -- The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
