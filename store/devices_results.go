@@ -209,9 +209,8 @@ func (s *Store) recordBatch(batch []*pendingSuccess) {
 }
 
 // RecordSuccesses records reports in one statement and answers each (see ResultBatcher;
-// Report is the way in). After the commit it refills the slots whose device a concurrent
-// refill took, and counts, for the PCs where the statement could not tell, whether their
-// share of the task is over.
+// Report is the way in). After the commit it counts, for the PCs where the statement could
+// not tell, whether their share of the task is over.
 func (s *Store) RecordSuccesses(ctx context.Context, reports []SuccessReport) ([]SuccessAnswer, error) {
 	n := len(reports)
 	p := dbgen.RecordSuccessesParams{
@@ -243,14 +242,8 @@ func (s *Store) RecordSuccesses(ctx context.Context, reports []SuccessReport) ([
 			return nil, fmt.Errorf("result of execution %d: %w", reports[i].ID, err)
 		}
 		if a.Verdict == SuccessRecorded {
-			switch {
-			case row.CreatedID != 0:
+			if row.CreatedID != 0 {
 				a.Outcome.Refilled = []int64{row.CreatedID}
-			case row.Picked:
-				// A concurrent refill took the device this one picked: fill the slot afresh.
-				if a.Outcome.Refilled, err = fillSlot(ctx, s.Q, a.Done.PcID, *a.Done.Slot); err != nil {
-					return nil, err
-				}
 			}
 			if len(a.Outcome.Refilled) == 0 {
 				if row.LeftOnPc == 0 {
