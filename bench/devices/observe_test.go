@@ -52,7 +52,7 @@ func TestPhasesSplitSteadyStateFromTaskSwitches(t *testing.T) {
 		o.answered(c, agentsim.Succeed, http.StatusOK, at(answered))
 	}
 	run(7, 1, 10, 100, 110)
-	run(7, 2, 20, 200, 210) // full at 20
+	run(7, 2, 20, 200, 210)  // full at 20
 	run(7, 3, 110, 300, 310) // refills 1; 2's slot (freed at 200) drains
 	run(8, 4, 400, 500, 510)
 	run(8, 5, 450, 600, 610) // full at 450
