@@ -7,50 +7,79 @@
 -- statement spells a step out again. migrations/00022_device_rules.sql keeps the
 -- deadline rule (attempt_deadline) the hand-out reads.
 
--- The once rule without a search: devices.last_task_id is the task of the device's last
--- execution that counts (a canceled one does not), kept by the two triggers below whoever
--- writes task_devices. Tasks become active one at a time, oldest first (D1), so the
+-- Which devices a refill may take, read from the device's own row (no search):
+-- devices.last_task_id is the task of the device's last execution that counts (a canceled
+-- one does not), and devices.in_use whether an execution holds the device now
+-- (task_devices.holds_slot). Tasks become active one at a time, oldest first (D1), so the
 -- running task is the newest task with executions, and a device has run it exactly when
--- last_task_id is its id. Without it a refill tested every device of the PC it passed
--- against the task's executions (one index probe each), and the devices before the first
--- free one were all devices the task had run: a PC's k-th refill of a task cost k probes.
--- No foreign key: nothing is deleted through it, and a check per execution would share-lock
--- the task's row from every refill.
-ALTER TABLE devices ADD COLUMN last_task_id bigint;
-UPDATE devices d SET last_task_id = x.task_id
-FROM (SELECT device_id, max(task_id) AS task_id FROM task_devices WHERE status <> 'CANCELED' GROUP BY device_id) x
-WHERE x.device_id = d.id;
--- Each execution updates its device's row once: room on the page keeps that update HOT.
+-- last_task_id is its id. The two triggers below keep both columns, whoever writes
+-- task_devices; the unique indexes on task_devices still enforce the rules. Before, a
+-- refill tested each device of its PC it passed against the task's executions and the
+-- device's slot holder (index probes), and the devices before the first free one were all
+-- devices the task had run: a PC's k-th refill of a task cost k probes, and a probe of a
+-- small partial index could be planned as a scan of all of it.
+-- No foreign key on last_task_id: nothing is deleted through it, and a check per execution
+-- would share-lock the task's row from every refill.
+ALTER TABLE devices ADD COLUMN last_task_id bigint, ADD COLUMN in_use boolean NOT NULL DEFAULT false;
+UPDATE devices d
+SET last_task_id = (SELECT max(x.task_id) FROM task_devices x WHERE x.device_id = d.id AND x.status <> 'CANCELED'),
+    in_use = EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot);
+-- Each execution updates its device's row twice (taken, freed): room on the page keeps
+-- those updates HOT.
 ALTER TABLE devices SET (fillfactor = 50);
 
 -- +goose StatementBegin
 CREATE FUNCTION devices_note_created() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE devices d SET last_task_id = c.task_id
+    UPDATE devices d
+    SET last_task_id = CASE WHEN c.status <> 'CANCELED' THEN c.task_id ELSE d.last_task_id END,
+        in_use = d.in_use OR c.holds_slot
     FROM created c
-    WHERE d.id = c.device_id AND c.status <> 'CANCELED';
+    WHERE d.id = c.device_id;
     RETURN NULL;
 END $$;
 -- +goose StatementEnd
 CREATE TRIGGER task_devices_note_created AFTER INSERT ON task_devices
     REFERENCING NEW TABLE AS created FOR EACH STATEMENT EXECUTE FUNCTION devices_note_created();
 
+-- An execution that stops holding its slot frees its device; a canceled one no longer
+-- counts as the device's run of its task. (Statuses never go back from final ones.)
 -- +goose StatementBegin
-CREATE FUNCTION devices_note_canceled() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION devices_note_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE devices SET last_task_id = NULL WHERE id = NEW.device_id AND last_task_id = NEW.task_id;
+    UPDATE devices d
+    SET in_use = a.holds_slot,
+        last_task_id = CASE WHEN a.status = 'CANCELED' AND d.last_task_id = a.task_id THEN NULL ELSE d.last_task_id END
+    FROM before b JOIN after a ON a.id = b.id
+    WHERE d.id = a.device_id AND b.holds_slot AND NOT a.holds_slot;
     RETURN NULL;
 END $$;
 -- +goose StatementEnd
-CREATE TRIGGER task_devices_note_canceled AFTER UPDATE OF status ON task_devices
-    FOR EACH ROW WHEN (NEW.status = 'CANCELED' AND OLD.status <> 'CANCELED')
-    EXECUTE FUNCTION devices_note_canceled();
+CREATE TRIGGER task_devices_note_changed AFTER UPDATE ON task_devices
+    REFERENCING OLD TABLE AS before NEW TABLE AS after FOR EACH STATEMENT EXECUTE FUNCTION devices_note_changed();
+
+-- +goose StatementBegin
+CREATE FUNCTION devices_note_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE devices d SET in_use = false FROM gone g WHERE d.id = g.device_id AND g.holds_slot;
+    RETURN NULL;
+END $$;
+-- +goose StatementEnd
+CREATE TRIGGER task_devices_note_deleted AFTER DELETE ON task_devices
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION devices_note_deleted();
 
 -- The once rule, for the running task: device d is eligible and still owes the task its
 -- run. Inlined into the statement that calls it.
 CREATE FUNCTION device_owes_run(d devices, running_task bigint) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
     SELECT d.eligible AND d.last_task_id IS DISTINCT FROM running_task
+$$;
+
+-- D2's device: a device a free slot of its PC may get for the running task — it owes the
+-- task its run and runs nothing now (a device runs one command at a time). Inlined.
+CREATE FUNCTION device_free_for(d devices, running_task bigint) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT device_owes_run(d, running_task) AND NOT d.in_use
 $$;
 
 -- The devices the running task for_task may still run on (DeviceTaskProgress asks whether
@@ -119,7 +148,9 @@ LANGUAGE sql AS $$
     WITH done AS (
         UPDATE task_devices
         SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = ''
-        WHERE id = ANY (ids) AND status IN ('SENT', 'ACKED')
+        -- (… IS TRUE: by the primary key, never by scanning the partial index of
+        -- deadlines in flight, however small the planner believes it.)
+        WHERE id = ANY (ids) AND (status IN ('SENT', 'ACKED')) IS TRUE
         RETURNING *
     ), ev AS (
         INSERT INTO task_device_events (task_device_id, attempt, type)
@@ -145,67 +176,70 @@ LANGUAGE sql AS $$
     SELECT * FROM c
 $$;
 
--- D2, the one way an execution is created: the free numbered slots of PC of_pc each get
--- the running task's next execution there, on a device of the PC that owes the task its
--- run and runs nothing now, lowest device ids first, within the task's target_count (the
--- caller holds the task's row when it has one), in the order the slots are given; with
--- hand_out[i] the i-th slot's execution is handed out at once (attempt_handed_out).
--- Every creation records its CREATED event (and SENT when handed out).
+-- D2, the one way an execution is created: each free numbered slot given (slot slots[i]
+-- of PC pcs[i]) gets the running task's next execution there, on a device of its PC that
+-- owes the task its run and runs nothing now, lowest device ids first, a PC's slots in
+-- the order given, within the task's target_count (slots in the order given; the caller
+-- holds the task's row when it has one); with hand_out[i] that execution is handed out at
+-- once (attempt_handed_out). Every creation records its CREATED event (and SENT when
+-- handed out).
 --
 -- Each device is locked as it is taken, skipping those another refill holds, and rechecked
--- as locked: a refill that took a device and committed meanwhile has set its
--- last_task_id, so no two refills create the task's execution on one device, and no
--- refill waits for another. A slot that gets no device stays free (the task has none
--- left there, or every free one is being taken). Returns one row per slot given.
+-- as locked (device_free_for on its row as it is then): a refill that took a device and
+-- committed meanwhile has set its last_task_id and in_use, so no two refills create the
+-- task's execution on one device, and no refill waits for another. A slot that gets no device stays free (its PC has none left
+-- for the task, or every free one is being taken). Returns one row per slot given, in
+-- the order given.
 -- +goose StatementBegin
-CREATE FUNCTION device_slots_fill(of_pc bigint, slots integer[], hand_out boolean[])
-RETURNS TABLE (slot integer, execution_id bigint, task_id bigint, device_id bigint, status text,
+CREATE FUNCTION device_slots_fill(pcs bigint[], slots integer[], hand_out boolean[])
+RETURNS TABLE (pc_id bigint, slot integer, execution_id bigint, task_id bigint, device_id bigint, status text,
                attempt integer, max_attempts integer, sent_at timestamptz, timeout_at timestamptz)
 LANGUAGE plpgsql AS $$
 DECLARE
     t tasks;
-    n integer := coalesce(cardinality(slots), 0);
-    devs bigint[];
+    quota bigint;
 BEGIN
     SELECT * INTO t FROM tasks WHERE tasks.status = 'running';
-    IF NOT FOUND OR n = 0 THEN
-        RETURN QUERY SELECT s.n, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text, NULL::integer,
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT g.pc, g.slot, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text, NULL::integer,
                             NULL::integer, NULL::timestamptz, NULL::timestamptz
-                     FROM unnest(slots) AS s (n);
+                     FROM unnest(pcs, slots) WITH ORDINALITY AS g (pc, slot, i) ORDER BY g.i;
         RETURN;
     END IF;
-    IF t.target_count IS NOT NULL THEN
-        n := LEAST(n, t.target_count - (SELECT count(*) FROM task_devices x
-                                        WHERE x.task_id = t.id AND x.status <> 'CANCELED'));
-    END IF;
-    IF n > 0 THEN
-        devs := ARRAY(
-            SELECT d.id FROM devices d
-            WHERE d.pc_id = of_pc AND device_owes_run(d, t.id)
-              -- OFFSET 0 keeps this a probe of the device's slot holder (one index lookup
-              -- per candidate), whatever the planner believes of the partial index's size.
-              AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot OFFSET 0)
-            ORDER BY d.id
-            LIMIT n
-            FOR NO KEY UPDATE SKIP LOCKED);
-    END IF;
+    quota := coalesce(t.target_count - (SELECT count(*) FROM task_devices x
+                                        WHERE x.task_id = t.id AND x.status <> 'CANCELED'),
+                      cardinality(slots));
     RETURN QUERY
-    WITH placed AS (
-        SELECT s.slot, coalesce(s.hand_out, false) AS hand_out, p.device_id,
+    WITH given AS (
+        SELECT g.pc, g.slot, coalesce(g.hand_out, false) AS hand_out, g.i,
+               row_number() OVER (PARTITION BY g.pc ORDER BY g.i) AS k
+        FROM unnest(pcs, slots, hand_out) WITH ORDINALITY AS g (pc, slot, hand_out, i)
+        -- Within the quota, in the order given.
+        WHERE g.i <= quota
+    ), wanted AS (
+        SELECT given.pc, count(*) AS n FROM given GROUP BY given.pc
+    ), picked AS (
+        SELECT wanted.pc, d.id, row_number() OVER (PARTITION BY wanted.pc ORDER BY d.id) AS k
+        FROM wanted CROSS JOIN LATERAL (
+            SELECT d.id FROM devices d
+            WHERE d.pc_id = wanted.pc AND device_free_for(d, t.id)
+            ORDER BY d.id
+            LIMIT wanted.n
+            FOR NO KEY UPDATE SKIP LOCKED) d
+    ), placed AS (
+        SELECT given.pc, given.slot, given.hand_out, given.i, picked.id AS device_id,
                attempt_handed_out(clock_timestamp(), t.device_timeout_ms) AS h
-        FROM unnest(slots, hand_out) WITH ORDINALITY AS s (slot, hand_out, i)
-        LEFT JOIN unnest(devs) WITH ORDINALITY AS p (device_id, i) ON p.i = s.i
+        FROM given JOIN picked ON picked.pc = given.pc AND picked.k = given.k
     ), ins AS (
         INSERT INTO task_devices AS x (task_id, device_id, pc_id, max_attempts, slot, status, sent_at, timeout_at)
-        SELECT t.id, placed.device_id, of_pc, t.max_attempts, placed.slot,
+        SELECT t.id, placed.device_id, placed.pc, t.max_attempts, placed.slot,
                CASE WHEN placed.hand_out THEN (placed.h).status ELSE 'CREATED' END,
                CASE WHEN placed.hand_out THEN (placed.h).sent_at END,
                CASE WHEN placed.hand_out THEN (placed.h).timeout_at END
         FROM placed
-        WHERE placed.device_id IS NOT NULL
         ORDER BY placed.device_id
         ON CONFLICT DO NOTHING
-        RETURNING x.id, x.task_id, x.device_id, x.slot, x.status, x.attempt, x.max_attempts, x.sent_at, x.timeout_at
+        RETURNING x.id, x.task_id, x.device_id, x.pc_id, x.slot, x.status, x.attempt, x.max_attempts, x.sent_at, x.timeout_at
     ), ev AS (
         INSERT INTO task_device_events (task_device_id, attempt, type)
         SELECT ins.id, ins.attempt, e.type
@@ -213,10 +247,11 @@ BEGIN
         WHERE e.step = 1 OR ins.status = 'SENT'
         ORDER BY ins.id, e.step
     )
-    SELECT placed.slot, ins.id, ins.task_id, ins.device_id, ins.status, ins.attempt, ins.max_attempts,
+    SELECT g.pc, g.slot, ins.id, ins.task_id, ins.device_id, ins.status, ins.attempt, ins.max_attempts,
            ins.sent_at, ins.timeout_at
-    FROM placed LEFT JOIN ins ON ins.slot = placed.slot
-    ORDER BY placed.slot;
+    FROM unnest(pcs, slots) WITH ORDINALITY AS g (pc, slot, i)
+    LEFT JOIN ins ON ins.pc_id = g.pc AND ins.slot = g.slot
+    ORDER BY g.i;
 END $$;
 -- +goose StatementEnd
 
@@ -282,8 +317,10 @@ BEGIN
             WHERE req.key <> '' AND k.token_id = req.token_id AND k.key = req.key AND k.method = 'POST' AND k.path = req.path
             OFFSET 0) k ON true
         LEFT JOIN LATERAL (
+            -- (… IS TRUE: by the primary key, never by scanning the partial index of
+            -- deadlines in flight, however small the planner believes it.)
             SELECT td.id FROM task_devices td JOIN tasks t ON t.id = td.task_id
-            WHERE td.id = x.id AND td.status IN ('SENT', 'ACKED')
+            WHERE td.id = x.id AND (td.status IN ('SENT', 'ACKED')) IS TRUE
               AND (req.attempt = 0 OR td.attempt = req.attempt)
               AND t.status = 'running' AND t.target_count IS NULL AND t.abort_min_executed IS NULL
               AND (req.agent_pc = '' OR x.pc_name = req.agent_pc)
@@ -294,14 +331,13 @@ BEGIN
     -- 2. The successes.
     PERFORM 1 FROM device_attempts_succeed(ARRAY(SELECT c.execution_id FROM unnest(checked) c WHERE c.recording));
 
-    -- 3. Their slots refilled, PC by PC, each execution handed out to the request that asks.
+    -- 3. Their slots refilled, each execution handed out to the request that asks.
     PERFORM 1
-    FROM (SELECT td.pc_id, array_agg(td.slot ORDER BY td.slot) AS slots, array_agg(c.claim_next ORDER BY td.slot) AS hand_out
+    FROM (SELECT array_agg(td.pc_id ORDER BY td.pc_id, td.slot) AS pcs, array_agg(td.slot ORDER BY td.pc_id, td.slot) AS slots,
+                 array_agg(c.claim_next ORDER BY td.pc_id, td.slot) AS hand_out
           FROM unnest(checked) c JOIN task_devices td ON td.id = c.execution_id
-          WHERE c.recording
-          GROUP BY td.pc_id
-          ORDER BY td.pc_id) f
-    CROSS JOIN LATERAL device_slots_fill(f.pc_id, f.slots, f.hand_out) s;
+          WHERE c.recording) f
+    CROSS JOIN LATERAL device_slots_fill(f.pcs, f.slots, f.hand_out) s;
 
     -- 4. The answers, read as the steps left the rows; the keys stored with them.
     RETURN QUERY
@@ -378,7 +414,7 @@ END $$;
 -- +goose Down
 DROP FUNCTION device_results_record(bigint[], integer[], text[], bigint[], text[], text[], bytea[], boolean[]);
 DROP TYPE device_result_check;
-DROP FUNCTION device_slots_fill(bigint, integer[], boolean[]);
+DROP FUNCTION device_slots_fill(bigint[], integer[], boolean[]);
 DROP FUNCTION device_executions_cancel(bigint[], text, boolean);
 DROP FUNCTION device_attempts_succeed(bigint[]);
 DROP FUNCTION device_attempts_hand_out(bigint[]);
@@ -399,10 +435,13 @@ LANGUAGE sql STABLE AS $$
     WHERE d.pc_id = of_pc
       AND NOT EXISTS (SELECT 1 FROM task_devices y WHERE y.device_id = d.id AND y.holds_slot)
 $$;
+DROP FUNCTION device_free_for(devices, bigint);
 DROP FUNCTION device_owes_run(devices, bigint);
-DROP TRIGGER task_devices_note_canceled ON task_devices;
-DROP FUNCTION devices_note_canceled();
+DROP TRIGGER task_devices_note_deleted ON task_devices;
+DROP FUNCTION devices_note_deleted();
+DROP TRIGGER task_devices_note_changed ON task_devices;
+DROP FUNCTION devices_note_changed();
 DROP TRIGGER task_devices_note_created ON task_devices;
 DROP FUNCTION devices_note_created();
 ALTER TABLE devices RESET (fillfactor);
-ALTER TABLE devices DROP COLUMN last_task_id;
+ALTER TABLE devices DROP COLUMN in_use, DROP COLUMN last_task_id;

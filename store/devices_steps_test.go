@@ -125,14 +125,15 @@ func deviceState(t *testing.T, st *store.Store) []string {
 		out = append(out, line+" ["+events+"]")
 	}
 	require.NoError(t, rows.Err())
-	devs, err := st.Pool.Query(context.Background(), `SELECT serial, status, coalesce(last_task_id, 0) FROM devices ORDER BY serial`)
+	devs, err := st.Pool.Query(context.Background(), `SELECT serial, status, coalesce(last_task_id, 0), in_use FROM devices ORDER BY serial`)
 	require.NoError(t, err)
 	defer devs.Close()
 	for devs.Next() {
 		var serial, status string
 		var last int64
-		require.NoError(t, devs.Scan(&serial, &status, &last))
-		out = append(out, fmt.Sprintf("device %s %s last task %d", serial, status, last))
+		var inUse bool
+		require.NoError(t, devs.Scan(&serial, &status, &last, &inUse))
+		out = append(out, fmt.Sprintf("device %s %s last task %d in use %t", serial, status, last, inUse))
 	}
 	require.NoError(t, devs.Err())
 	return out

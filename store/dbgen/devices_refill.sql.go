@@ -42,18 +42,22 @@ func (q *Queries) CancelIneligibleOfPC(ctx context.Context, pcID int64) ([]int64
 }
 
 const fillPCs = `-- name: FillPCs :many
-SELECT (s).execution_id::bigint AS id
-FROM unnest($1::bigint[]) WITH ORDINALITY AS p (id, i)
-CROSS JOIN LATERAL device_slots_fill(p.id, ARRAY(SELECT pc_free_slots(p.id)), NULL::boolean[]) s
-WHERE (s).execution_id IS NOT NULL
-ORDER BY p.i, (s).slot
+WITH free AS (
+    SELECT p.id AS pc_id, s.slot, p.i
+    FROM unnest($1::bigint[]) WITH ORDINALITY AS p (id, i)
+    CROSS JOIN LATERAL pc_free_slots(p.id) AS s (slot)
+)
+SELECT (f).execution_id::bigint AS id
+FROM device_slots_fill(ARRAY(SELECT free.pc_id FROM free ORDER BY free.i, free.slot),
+                       ARRAY(SELECT free.slot FROM free ORDER BY free.i, free.slot), NULL::boolean[]) f
+WHERE (f).execution_id IS NOT NULL
 `
 
 // D2 in bulk (a task just became active, a PC's devices changed, the safety polls): each
 // PC's free slots (pc_free_slots: target - running of them) get the running task's next
-// executions, PC by PC in the order given. The caller holds those PCs' locks (LockPC or
-// LockAllPCs), so two bulk refills never count the same free slot, and LockDeviceTask when
-// the task has a target_count.
+// executions (device_slots_fill), PCs in the order given. The caller holds those PCs'
+// locks (LockPC or LockAllPCs), so two bulk refills never count the same free slot, and
+// LockDeviceTask when the task has a target_count.
 func (q *Queries) FillPCs(ctx context.Context, pcIds []int64) ([]int64, error) {
 	rows, err := q.db.Query(ctx, fillPCs, pcIds)
 	if err != nil {
@@ -75,8 +79,8 @@ func (q *Queries) FillPCs(ctx context.Context, pcIds []int64) ([]int64, error) {
 }
 
 const fillSlot = `-- name: FillSlot :one
-SELECT coalesce((s).execution_id, 0)::bigint AS created
-FROM device_slots_fill($1::bigint, ARRAY[$2::integer], ARRAY[false]) s
+SELECT coalesce((f).execution_id, 0)::bigint AS created
+FROM device_slots_fill(ARRAY[$1::bigint], ARRAY[$2::integer], ARRAY[false]) f
 `
 
 type FillSlotParams struct {

@@ -33,6 +33,7 @@ type Device struct {
 	UpdatedAt  time.Time
 	Eligible   bool
 	LastTaskID *int64
+	InUse      bool
 }
 
 type DeviceExecution struct {

@@ -30,14 +30,18 @@ SELECT c.id FROM device_executions_cancel(ARRAY(SELECT gone.id FROM gone), 'devi
 -- name: FillPCs :many
 -- D2 in bulk (a task just became active, a PC's devices changed, the safety polls): each
 -- PC's free slots (pc_free_slots: target - running of them) get the running task's next
--- executions, PC by PC in the order given. The caller holds those PCs' locks (LockPC or
--- LockAllPCs), so two bulk refills never count the same free slot, and LockDeviceTask when
--- the task has a target_count.
-SELECT (s).execution_id::bigint AS id
-FROM unnest(@pc_ids::bigint[]) WITH ORDINALITY AS p (id, i)
-CROSS JOIN LATERAL device_slots_fill(p.id, ARRAY(SELECT pc_free_slots(p.id)), NULL::boolean[]) s
-WHERE (s).execution_id IS NOT NULL
-ORDER BY p.i, (s).slot;
+-- executions (device_slots_fill), PCs in the order given. The caller holds those PCs'
+-- locks (LockPC or LockAllPCs), so two bulk refills never count the same free slot, and
+-- LockDeviceTask when the task has a target_count.
+WITH free AS (
+    SELECT p.id AS pc_id, s.slot, p.i
+    FROM unnest(@pc_ids::bigint[]) WITH ORDINALITY AS p (id, i)
+    CROSS JOIN LATERAL pc_free_slots(p.id) AS s (slot)
+)
+SELECT (f).execution_id::bigint AS id
+FROM device_slots_fill(ARRAY(SELECT free.pc_id FROM free ORDER BY free.i, free.slot),
+                       ARRAY(SELECT free.slot FROM free ORDER BY free.i, free.slot), NULL::boolean[]) f
+WHERE (f).execution_id IS NOT NULL;
 
 -- name: FillSlot :one
 -- D2 on the result path: the slot a result just freed (in this transaction) gets the next
@@ -45,5 +49,5 @@ ORDER BY p.i, (s).slot;
 -- number and the device are each unique among slot holders, so results freeing different
 -- slots of one PC commit in parallel. The caller holds LockDeviceTask when the task has a
 -- target_count.
-SELECT coalesce((s).execution_id, 0)::bigint AS created
-FROM device_slots_fill(@pc_id::bigint, ARRAY[@slot::integer], ARRAY[false]) s;
+SELECT coalesce((f).execution_id, 0)::bigint AS created
+FROM device_slots_fill(ARRAY[@pc_id::bigint], ARRAY[@slot::integer], ARRAY[false]) f;
