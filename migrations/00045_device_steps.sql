@@ -148,8 +148,8 @@ LANGUAGE sql AS $$
     WITH done AS (
         UPDATE task_devices
         SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = ''
-        -- (… IS TRUE: by the primary key, never by scanning the partial index of
-        -- deadlines in flight, however small the planner believes it.)
+        -- (… IS TRUE: read by the primary key, never by scanning a partial index on
+        -- the status, however small the planner believes it.)
         WHERE id = ANY (ids) AND (status IN ('SENT', 'ACKED')) IS TRUE
         RETURNING *
     ), ev AS (
@@ -317,8 +317,8 @@ BEGIN
             WHERE req.key <> '' AND k.token_id = req.token_id AND k.key = req.key AND k.method = 'POST' AND k.path = req.path
             OFFSET 0) k ON true
         LEFT JOIN LATERAL (
-            -- (… IS TRUE: by the primary key, never by scanning the partial index of
-            -- deadlines in flight, however small the planner believes it.)
+            -- (… IS TRUE: read by the primary key, never by scanning a partial index on
+            -- the status, however small the planner believes it.)
             SELECT td.id FROM task_devices td JOIN tasks t ON t.id = td.task_id
             WHERE td.id = x.id AND (td.status IN ('SENT', 'ACKED')) IS TRUE
               AND (req.attempt = 0 OR td.attempt = req.attempt)

@@ -1,6 +1,6 @@
 // Command devices benchmarks the device dispatch engine (`make bench-devices`): 50 PCs × 200
 // devices (capacity 20), simulated agents (one per PC, up to 20 device answerers each: 1,000
-// answering at once) answering after 50 ms, 40 tasks × 10,000 devices = 400,000 device
+// answering at once) answering after 50 ms, 50 tasks × 10,000 devices = 500,000 device
 // executions, end to end through the HTTP API, one worker and Temporal with make dev's
 // settings (-durable: PostgreSQL with fsync, synchronous_commit and full_page_writes on). The
 // agents speak the documented protocol (docs/devices.md): long-poll claims, and results that
@@ -44,7 +44,7 @@ var (
 	flagPCs        = flag.Int("pcs", 50, "PCs")
 	flagDevices    = flag.Int("devices", 200, "devices per PC (well above -capacity, so each task keeps every slot busy for a while: see bench/README.md)")
 	flagCapacity   = flag.Int("capacity", 20, "device_capacity of each PC")
-	flagExecutions = flag.Int("executions", 400000, "device executions (rounded up to whole tasks)")
+	flagExecutions = flag.Int("executions", 500000, "device executions (rounded up to whole tasks)")
 	flagDurable    = flag.Bool("durable", false, "run PostgreSQL with fsync, synchronous_commit and full_page_writes on (make dev runs them off), for both sides")
 	flagMinSteady  = flag.Duration("min-steady", 60*time.Second, "the steady state a run should measure; a shorter one is flagged in the table (raise -executions)")
 	flagLatency    = flag.Duration("latency", 50*time.Millisecond, "simulated agent answer latency")

@@ -69,8 +69,8 @@ WITH pc AS (
     SELECT p.id FROM pcs p WHERE p.name = $1::text
 ), pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
-    -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_active, in id
-    -- order) instead of every execution ever made.
+    -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_slot) instead of
+    -- every execution ever made.
     WHERE td.pc_id = (SELECT pc.id FROM pc) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
     ORDER BY td.id
     LIMIT $2::integer
@@ -453,7 +453,7 @@ func (q *Queries) LockDeviceExecution(ctx context.Context, id int64) (DeviceExec
 
 const overdueInFlight = `-- name: OverdueInFlight :many
 SELECT id, attempt FROM task_devices
-WHERE status IN ('SENT', 'ACKED') AND timeout_at < $1::timestamptz
+WHERE holds_slot AND status IN ('SENT', 'ACKED') AND timeout_at < $1::timestamptz
 ORDER BY timeout_at
 LIMIT 200
 `
@@ -463,7 +463,8 @@ type OverdueInFlightRow struct {
 	Attempt int32
 }
 
-// Safety net for a PC timer never told: in-flight executions past deadline + grace.
+// Safety net for a PC timer never told: in-flight executions past deadline + grace, read
+// among the slot holders (a partial index), not every execution ever made.
 func (q *Queries) OverdueInFlight(ctx context.Context, before time.Time) ([]OverdueInFlightRow, error) {
 	rows, err := q.db.Query(ctx, overdueInFlight, before)
 	if err != nil {

@@ -21,8 +21,8 @@ WITH pc AS (
     SELECT p.id FROM pcs p WHERE p.name = @pc_name::text
 ), pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
-    -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_active, in id
-    -- order) instead of every execution ever made.
+    -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_slot) instead of
+    -- every execution ever made.
     WHERE td.pc_id = (SELECT pc.id FROM pc) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
     ORDER BY td.id
     LIMIT @max_rows::integer
@@ -103,9 +103,10 @@ LIMIT @max_rows;
 SELECT * FROM task_device_events WHERE task_device_id = @task_device_id ORDER BY id;
 
 -- name: OverdueInFlight :many
--- Safety net for a PC timer never told: in-flight executions past deadline + grace.
+-- Safety net for a PC timer never told: in-flight executions past deadline + grace, read
+-- among the slot holders (a partial index), not every execution ever made.
 SELECT id, attempt FROM task_devices
-WHERE status IN ('SENT', 'ACKED') AND timeout_at < @before::timestamptz
+WHERE holds_slot AND status IN ('SENT', 'ACKED') AND timeout_at < @before::timestamptz
 ORDER BY timeout_at
 LIMIT 200;
 
