@@ -297,12 +297,16 @@ func (s *Store) recountPCShares(ctx context.Context, answers []SuccessAnswer, id
 // successAnswer reads one row of RecordSuccesses.
 func successAnswer(row dbgen.RecordSuccessesRow) (SuccessAnswer, error) {
 	a := SuccessAnswer{Verdict: SuccessVerdict(row.Verdict), PCName: row.PcName, TaskID: row.TaskID}
-	if row.StoredStatus != 0 && row.Answer == nil {
+	if row.StoredStatus != 0 && row.Answer == "" {
 		a.Stored = &StoredResponse{Status: int(row.StoredStatus), ContentType: row.StoredContentType, Body: row.StoredBody}
 	}
-	if row.Answer != nil {
+	if row.Answer != "" {
+		var payload []byte
+		if row.NextPayload != "" {
+			payload = []byte(row.NextPayload)
+		}
 		var err error
-		if a.Done, a.Next, err = decodeResultAnswer(row.Answer, row.NextPayload); err != nil {
+		if a.Done, a.Next, err = decodeResultAnswer([]byte(row.Answer), payload); err != nil {
 			return a, err
 		}
 	}

@@ -7,7 +7,6 @@ package dbgen
 
 import (
 	"context"
-	"encoding/json"
 )
 
 const pCsWithoutExecutionsOf = `-- name: PCsWithoutExecutionsOf :many
@@ -54,8 +53,11 @@ func (q *Queries) PCsWithoutExecutionsOf(ctx context.Context, arg PCsWithoutExec
 const recordSuccesses = `-- name: RecordSuccesses :many
 
 SELECT (r).n::integer AS n, (r).verdict::text AS verdict, (r).pc_name::text AS pc_name,
-       (r).task_id::bigint AS task_id, (r).pc_id::bigint AS pc_id, (r).answer::jsonb AS answer,
-       (r).next_payload::jsonb AS next_payload, (r).stored_status::integer AS stored_status,
+       (r).task_id::bigint AS task_id, (r).pc_id::bigint AS pc_id,
+       -- As text ('' for none): the caller decodes the answer once, and hands the payload
+       -- on as it is (a jsonb column would be parsed once more on the way in).
+       coalesce((r).answer::text, '')::text AS answer, coalesce((r).next_payload::text, '')::text AS next_payload,
+       (r).stored_status::integer AS stored_status,
        (r).stored_content_type::text AS stored_content_type, (r).stored_body::bytea AS stored_body,
        (r).created_id::bigint AS created_id, (r).created_status::text AS created_status,
        (r).left_on_pc::bigint AS left_on_pc, (r).key_stored::boolean AS key_stored
@@ -81,8 +83,8 @@ type RecordSuccessesRow struct {
 	PcName            string
 	TaskID            int64
 	PcID              int64
-	Answer            json.RawMessage
-	NextPayload       json.RawMessage
+	Answer            string
+	NextPayload       string
 	StoredStatus      int32
 	StoredContentType string
 	StoredBody        []byte

@@ -6,8 +6,11 @@
 -- answered by one statement: device_results_record (migrations/00045_device_steps.sql),
 -- which takes the single-request path's steps by the same functions.
 SELECT (r).n::integer AS n, (r).verdict::text AS verdict, (r).pc_name::text AS pc_name,
-       (r).task_id::bigint AS task_id, (r).pc_id::bigint AS pc_id, (r).answer::jsonb AS answer,
-       (r).next_payload::jsonb AS next_payload, (r).stored_status::integer AS stored_status,
+       (r).task_id::bigint AS task_id, (r).pc_id::bigint AS pc_id,
+       -- As text ('' for none): the caller decodes the answer once, and hands the payload
+       -- on as it is (a jsonb column would be parsed once more on the way in).
+       coalesce((r).answer::text, '')::text AS answer, coalesce((r).next_payload::text, '')::text AS next_payload,
+       (r).stored_status::integer AS stored_status,
        (r).stored_content_type::text AS stored_content_type, (r).stored_body::bytea AS stored_body,
        (r).created_id::bigint AS created_id, (r).created_status::text AS created_status,
        (r).left_on_pc::bigint AS left_on_pc, (r).key_stored::boolean AS key_stored
