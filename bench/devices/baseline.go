@@ -169,7 +169,7 @@ func runBaseline(ctx context.Context, stack *benchstack.Stack, pool *pgxpool.Poo
 	res.result = obs.resultLatencies()
 	res.refill, _ = obs.refillLatencies(*flagCapacity)
 	res.phases = obs.phases(start, end, *flagCapacity)
-	res.steady, res.switching = obs.within(res.phases.steady), obs.within(res.phases.switches)
+	res.steady, res.switching = obs.within(res.phases.steady, *flagCapacity), obs.within(res.phases.switches, *flagCapacity)
 	res.steadyCPU = cpuWithin(samples, res.phases.steady)
 	return res, nil
 }

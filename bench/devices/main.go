@@ -327,7 +327,7 @@ func run(ctx context.Context) (string, error) {
 	claimRTT := obs.claimRoundTrips()
 	slotBusy := obs.busySlotTime()
 	ph := obs.phases(start, end, *flagCapacity)
-	steady, switching := obs.within(ph.steady), obs.within(ph.switches)
+	steady, switching := obs.within(ph.steady, *flagCapacity), obs.within(ph.switches, *flagCapacity)
 	steadyCPU := cpuWithin(cpuSamples, ph.steady)
 
 	var alt baselineResult
@@ -395,17 +395,17 @@ func run(ctx context.Context) (string, error) {
 		fmt.Fprint(&b, statementTable("the plain queue's statements", alt.statements, alt.executions))
 	}
 	fmt.Fprintln(&b)
-	baselineKeys := "baseline_steady_executions_per_s=na baseline_steady_result_p50_ms=na baseline_steady_result_p99_ms=na baseline_steady_s=na baseline_switch_p50_ms=na baseline_steady_cpu_ms_per_execution=na " +
+	baselineKeys := "baseline_steady_executions_per_s=na baseline_steady_result_p50_ms=na baseline_steady_result_p99_ms=na baseline_steady_refill_e2e_p99_ms=na baseline_steady_s=na baseline_switch_p50_ms=na baseline_steady_cpu_ms_per_execution=na " +
 		"baseline_result_p99_ms=na baseline_refill_e2e_p99_ms=na baseline_executions_per_s=na baseline_statements_per_execution=na"
 	if *flagBaseline {
-		baselineKeys = fmt.Sprintf("baseline_steady_executions_per_s=%.1f baseline_steady_result_p50_ms=%.1f baseline_steady_result_p99_ms=%.1f baseline_steady_s=%.1f baseline_switch_p50_ms=%.1f baseline_steady_cpu_ms_per_execution=%.3f "+
+		baselineKeys = fmt.Sprintf("baseline_steady_executions_per_s=%.1f baseline_steady_result_p50_ms=%.1f baseline_steady_result_p99_ms=%.1f baseline_steady_refill_e2e_p99_ms=%.1f baseline_steady_s=%.1f baseline_switch_p50_ms=%.1f baseline_steady_cpu_ms_per_execution=%.3f "+
 			"baseline_result_p99_ms=%.1f baseline_refill_e2e_p99_ms=%.1f baseline_executions_per_s=%.1f baseline_statements_per_execution=%.3f",
-			alt.steady.perSecond(), ms(pct(alt.steady.results, 50)), ms(pct(alt.steady.results, 99)), alt.steady.dur.Seconds(), ms(pct(switchLengths(alt.phases), 50)), cpuTotalPer(alt.steadyCPU, alt.steady.executions),
+			alt.steady.perSecond(), ms(pct(alt.steady.results, 50)), ms(pct(alt.steady.results, 99)), ms(pct(alt.steady.refills, 99)), alt.steady.dur.Seconds(), ms(pct(switchLengths(alt.phases), 50)), cpuTotalPer(alt.steadyCPU, alt.steady.executions),
 			ms(pct(alt.result, 99)), ms(pct(alt.refill, 99)), baseEPS, perExecution(totalCalls(alt.statements), alt.executions))
 	}
-	fmt.Fprintf(&b, "RESULT durable=%t steady_executions_per_s=%.1f steady_result_p50_ms=%.1f steady_result_p99_ms=%.1f steady_s=%.1f switches=%d switch_p50_ms=%.1f switch_max_ms=%.1f handover_p50_ms=%.1f steady_cpu_ms_per_execution=%.3f "+
+	fmt.Fprintf(&b, "RESULT durable=%t steady_executions_per_s=%.1f steady_result_p50_ms=%.1f steady_result_p99_ms=%.1f steady_refill_e2e_p99_ms=%.1f steady_s=%.1f switches=%d switch_p50_ms=%.1f switch_max_ms=%.1f handover_p50_ms=%.1f steady_cpu_ms_per_execution=%.3f "+
 		"result_p50_ms=%.1f result_p99_ms=%.1f refill_e2e_p50_ms=%.1f refill_e2e_p99_ms=%.1f executions_per_s=%.1f utilisation_slot_time=%.3f utilisation_sampled=%.3f utilisation_sampled_raw=%.3f d2_violations=%d statements_per_execution=%.3f %s\n",
-		*flagDurable, steady.perSecond(), ms(pct(steady.results, 50)), ms(pct(steady.results, 99)), steady.dur.Seconds(), len(ph.switches), ms(pct(switchLengths(ph), 50)), ms(pct(switchLengths(ph), 100)), ms(pct(sorted(ph.handovers), 50)), cpuTotalPer(steadyCPU, steady.executions),
+		*flagDurable, steady.perSecond(), ms(pct(steady.results, 50)), ms(pct(steady.results, 99)), ms(pct(steady.refills, 99)), steady.dur.Seconds(), len(ph.switches), ms(pct(switchLengths(ph), 50)), ms(pct(switchLengths(ph), 100)), ms(pct(sorted(ph.handovers), 50)), cpuTotalPer(steadyCPU, steady.executions),
 		ms(pct(result, 50)), ms(pct(result, 99)), ms(pct(refill, 50)), ms(pct(refill, 99)), eps, utilSlotTime, utilSampled, utilSampledRaw, overTarget, spe, baselineKeys)
 	return b.String(), nil
 }
@@ -551,6 +551,7 @@ func phaseRows(prefix string, ph phases, steady, switching phaseFigures, steadyC
 		{prefix + "steady state (every PC's slots full with the active task): executions per second (results answered in it ÷ its length)",
 			fmt.Sprintf("%.1f (%d executions in %s, over %d tasks' windows)", steady.perSecond(), steady.executions, steady.dur.Round(time.Millisecond), len(ph.steady))},
 		{prefix + "steady state: result p50 / p99 (agent side, results sent in it)", fmt.Sprintf("%.1f ms / %.1f ms (%d results)", ms(pct(steady.results, 50)), ms(pct(steady.results, 99)), len(steady.results))},
+		{prefix + "steady state: refill end to end p50 / p99 (agent side, slots freed in it: the result request sent → the answer handing out the slot's next execution)", fmt.Sprintf("%.1f ms / %.1f ms (%d refills)", ms(pct(steady.refills, 50)), ms(pct(steady.refills, 99)), len(steady.refills))},
 		{prefix + "steady state: CPU per execution: this process / PostgreSQL / Temporal (ms)", cpuRow(steadyCPU, int64(steady.executions)) + fmt.Sprintf(" = %.3f", cpuTotalPer(steadyCPU, steady.executions))},
 		{prefix + "task switches (from the first PC draining a task to every PC full with the next; start-up and end included): count, total, p50 / max",
 			fmt.Sprintf("%d, %s, %.1f ms / %.1f ms", len(ph.switches), switching.dur.Round(time.Millisecond), ms(pct(lengths, 50)), ms(pct(lengths, 100)))},

@@ -63,11 +63,13 @@ func TestPhasesSplitSteadyStateFromTaskSwitches(t *testing.T) {
 	require.Equal(t, []window{{at(0), at(20)}, {at(200), at(450)}, {at(600), at(800)}}, p.switches)
 	require.Equal(t, []time.Duration{90 * time.Millisecond}, p.handovers, "task 7's last answer at 310, task 8's first hand-out at 400")
 
-	steady := o.within(p.steady)
+	steady := o.within(p.steady, 2)
 	require.Equal(t, 330*time.Millisecond, steady.dur)
 	require.Equal(t, 2, steady.executions, "results 1 (answered at 110) and 4 (at 510) were answered within steady windows")
 	require.Equal(t, []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}, steady.results,
 		"results 1 and 4 were sent within them; 5 was sent at 600, as task 8 drains")
+	require.Equal(t, []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}, steady.refills,
+		"the slots results 1 and 4 freed were handed their next executions 10 ms after (3 at 110, 6 at 510)")
 }
 
 // CPU between two samples counts by the share of the interval a window covers.

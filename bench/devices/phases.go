@@ -136,14 +136,17 @@ type phaseFigures struct {
 	dur        time.Duration
 	executions int
 	results    []time.Duration
+	// refills are the refill end-to-end latencies of the slots freed in the windows.
+	refills []time.Duration
 }
 
 func (f phaseFigures) perSecond() float64 { return float64(f.executions) / max(f.dur.Seconds(), 1e-9) }
 
-func (o *observer) within(ws []window) phaseFigures {
+func (o *observer) within(ws []window, capacity int) phaseFigures {
+	f := phaseFigures{dur: total(ws)}
+	f.refills, _ = o.refillLatenciesWithin(capacity, ws)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	f := phaseFigures{dur: total(ws)}
 	for _, t := range o.commands {
 		if !t.freed {
 			continue
