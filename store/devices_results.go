@@ -85,7 +85,7 @@ type pendingSuccess struct {
 type ResultBatcherOptions struct {
 	// MaxBatch bounds one statement's reports (default 500).
 	MaxBatch int
-	// MaxInFlight bounds the batches written at once (default 2).
+	// MaxInFlight bounds the batches written at once (default 4: on 2 cores, a batch waiting on its commit or on the CPU leaves the others going).
 	MaxInFlight int
 }
 
@@ -95,7 +95,7 @@ func (s *Store) NewResultBatcher(o ResultBatcherOptions) *ResultBatcher {
 		o.MaxBatch = 500
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 2
+		o.MaxInFlight = 4
 	}
 	return &ResultBatcher{st: s, maxBatch: o.MaxBatch, maxInFlight: o.MaxInFlight}
 }
