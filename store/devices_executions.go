@@ -221,11 +221,9 @@ func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Ou
 func finishAttempt(ctx context.Context, q *dbgen.Queries, td DeviceExecution, failed bool, errText string, retryable bool, failEvent domain.ExecutionEventType) (Outcome, error) {
 	out := Outcome{ExecutionID: td.ID, TaskID: td.TaskID, PCID: td.PcID, Attempt: td.Attempt}
 	if !failed {
+		// With its event, as the group commit records it (device_attempts_succeed).
 		if err := q.SucceedDeviceExecution(ctx, td.ID); err != nil {
 			return out, fmt.Errorf("succeed execution %d: %w", td.ID, mapErr(err))
-		}
-		if err := event(ctx, q, td.ID, td.Attempt, domain.EvSucceeded, ""); err != nil {
-			return out, err
 		}
 		out.Status = domain.ExecutionSucceeded
 	} else {

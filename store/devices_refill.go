@@ -12,10 +12,11 @@ import (
 )
 
 // refillPC fills a PC's free slots in bulk (D2): under the PC's row lock it cancels
-// executions on devices that left the eligible set (when a device changed), then inserts
-// one execution per free slot (target - running) of the running task, numbered with the
-// slot. A result refills the slot it frees itself (refillSlot). With a
-// target_count the task row is locked too, so PCs refilling at once never exceed it.
+// executions on devices that left the eligible set (when a device changed), then gives
+// each free slot (target - running of them) the running task's next execution
+// (device_slots_fill, migrations/00045_device_steps.sql). A result refills the slot it
+// frees itself (refillSlot). With a target_count the task row is locked too, so PCs
+// refilling at once never exceed it.
 func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64, cancelIneligible bool) ([]int64, error) {
 	lock, err := q.LockPC(ctx, pcID)
 	if err != nil {
@@ -34,24 +35,21 @@ func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64, cancelIneligibl
 			return nil, fmt.Errorf("lock task %d: %w", *lock.RunningTaskID, mapErr(err))
 		}
 	}
-	ids, err := q.RefillPC(ctx, pcID)
+	ids, err := q.FillPCs(ctx, []int64{pcID})
 	if err != nil {
 		return nil, fmt.Errorf("refill pc %d: %w", pcID, mapErr(err))
 	}
 	return ids, nil
 }
 
-// refillAttempts bounds the retries of a slot refill that lost its device to a concurrent
-// refill of the same PC (each retry reads afresh and takes the next free device).
-const refillAttempts = 5
-
 // refillSlot gives the slot td just freed (in this transaction) the running task's next
 // execution on this PC, if the task has a device left there (D2: one freed slot, at most
-// one new execution). It takes no PC lock: the slot number and the device are each unique
-// among slot holders, so results freeing different slots of one PC proceed in parallel.
-// With a target_count the task row is locked, so the task's quota is never exceeded.
-// ownTask is td's task as the caller read it: when it is running it is the running task
-// (D1), which saves reading that again.
+// one new execution), by the step the group commit takes too (device_slots_fill). It takes
+// no PC lock: the slot number and the device are each unique among slot holders, so
+// results freeing different slots of one PC proceed in parallel. With a target_count the
+// task row is locked, so the task's quota is never exceeded. ownTask is td's task as the
+// caller read it: when it is running it is the running task (D1), which saves reading that
+// again.
 func refillSlot(ctx context.Context, q *dbgen.Queries, td DeviceExecution, ownTask DeviceTask) ([]int64, error) {
 	if td.Slot == nil {
 		return nil, fmt.Errorf("execution %d holds no numbered slot", td.ID)
@@ -72,26 +70,14 @@ func refillSlot(ctx context.Context, q *dbgen.Queries, td DeviceExecution, ownTa
 			return nil, fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
 		}
 	}
-	return fillSlot(ctx, q, td.PcID, *td.Slot)
-}
-
-// fillSlot gives free slot n of a PC the running task's next execution there, if the task
-// has a device left on the PC, retrying when a concurrent refill of the same PC took the
-// device it picked. After refillAttempts lost races the PC workflow's safety refill fills it.
-func fillSlot(ctx context.Context, q *dbgen.Queries, pcID int64, n int32) ([]int64, error) {
-	for range refillAttempts {
-		r, err := q.RefillSlot(ctx, dbgen.RefillSlotParams{PcID: pcID, Slot: n})
-		if err != nil {
-			return nil, fmt.Errorf("refill slot %d of pc %d: %w", n, pcID, mapErr(err))
-		}
-		if r.Created != 0 {
-			return []int64{r.Created}, nil
-		}
-		if r.Picked == 0 {
-			return nil, nil // no device of this PC left for the task
-		}
+	created, err := q.FillSlot(ctx, dbgen.FillSlotParams{PcID: td.PcID, Slot: *td.Slot})
+	if err != nil {
+		return nil, fmt.Errorf("refill slot %d of pc %d: %w", *td.Slot, td.PcID, mapErr(err))
 	}
-	return nil, nil
+	if created == 0 {
+		return nil, nil // no device of this PC left for the task
+	}
+	return []int64{created}, nil
 }
 
 // RefillPC fills a PC's free slots in its own transaction and returns the new executions.
@@ -128,7 +114,7 @@ func (s *Store) RefillAll(ctx context.Context) (int, error) {
 				return fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
 			}
 		}
-		ids, err := q.RefillAllPCs(ctx, pcIDs)
+		ids, err := q.FillPCs(ctx, pcIDs)
 		if err != nil {
 			return fmt.Errorf("refill every pc: %w", mapErr(err))
 		}

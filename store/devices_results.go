@@ -31,7 +31,7 @@ type SuccessReport struct {
 // SuccessVerdict is what the group commit did with a report.
 type SuccessVerdict string
 
-// The verdicts of RecordSuccesses (store/queries/devices_results.sql).
+// The verdicts of RecordSuccesses (device_results_record, migrations/00045_device_steps.sql).
 const (
 	SuccessRecorded      SuccessVerdict = "recorded"        // committed; Answer is the answer
 	SuccessReplayed      SuccessVerdict = "replayed"        // the key's first answer: Answer or Stored
@@ -85,7 +85,7 @@ type pendingSuccess struct {
 type ResultBatcherOptions struct {
 	// MaxBatch bounds one statement's reports (default 500).
 	MaxBatch int
-	// MaxInFlight bounds the batches written at once (default 2).
+	// MaxInFlight bounds the batches written at once (default 4: on 2 cores, a batch waiting on its commit or on the CPU leaves the others going).
 	MaxInFlight int
 }
 
@@ -95,7 +95,7 @@ func (s *Store) NewResultBatcher(o ResultBatcherOptions) *ResultBatcher {
 		o.MaxBatch = 500
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 2
+		o.MaxInFlight = 4
 	}
 	return &ResultBatcher{st: s, maxBatch: o.MaxBatch, maxInFlight: o.MaxInFlight}
 }
@@ -209,9 +209,8 @@ func (s *Store) recordBatch(batch []*pendingSuccess) {
 }
 
 // RecordSuccesses records reports in one statement and answers each (see ResultBatcher;
-// Report is the way in). After the commit it refills the slots whose device a concurrent
-// refill took, and counts, for the PCs where the statement could not tell, whether their
-// share of the task is over.
+// Report is the way in). After the commit it counts, for the PCs where the statement could
+// not tell, whether their share of the task is over.
 func (s *Store) RecordSuccesses(ctx context.Context, reports []SuccessReport) ([]SuccessAnswer, error) {
 	n := len(reports)
 	p := dbgen.RecordSuccessesParams{
@@ -243,14 +242,8 @@ func (s *Store) RecordSuccesses(ctx context.Context, reports []SuccessReport) ([
 			return nil, fmt.Errorf("result of execution %d: %w", reports[i].ID, err)
 		}
 		if a.Verdict == SuccessRecorded {
-			switch {
-			case row.CreatedID != 0:
+			if row.CreatedID != 0 {
 				a.Outcome.Refilled = []int64{row.CreatedID}
-			case row.Picked:
-				// A concurrent refill took the device this one picked: fill the slot afresh.
-				if a.Outcome.Refilled, err = fillSlot(ctx, s.Q, a.Done.PcID, *a.Done.Slot); err != nil {
-					return nil, err
-				}
 			}
 			if len(a.Outcome.Refilled) == 0 {
 				if row.LeftOnPc == 0 {
@@ -304,12 +297,16 @@ func (s *Store) recountPCShares(ctx context.Context, answers []SuccessAnswer, id
 // successAnswer reads one row of RecordSuccesses.
 func successAnswer(row dbgen.RecordSuccessesRow) (SuccessAnswer, error) {
 	a := SuccessAnswer{Verdict: SuccessVerdict(row.Verdict), PCName: row.PcName, TaskID: row.TaskID}
-	if row.StoredStatus != 0 && row.Answer == nil {
+	if row.StoredStatus != 0 && row.Answer == "" {
 		a.Stored = &StoredResponse{Status: int(row.StoredStatus), ContentType: row.StoredContentType, Body: row.StoredBody}
 	}
-	if row.Answer != nil {
+	if row.Answer != "" {
+		var payload []byte
+		if row.NextPayload != "" {
+			payload = []byte(row.NextPayload)
+		}
 		var err error
-		if a.Done, a.Next, err = decodeResultAnswer(row.Answer, row.NextPayload); err != nil {
+		if a.Done, a.Next, err = decodeResultAnswer([]byte(row.Answer), payload); err != nil {
 			return a, err
 		}
 	}

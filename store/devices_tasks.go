@@ -202,7 +202,7 @@ func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced,
 			}
 			res.Activated = append(res.Activated, next.ID)
 			// The new task reaches every PC in the same commit that makes it active.
-			ids, err := q.RefillAllPCs(ctx, pcIDs)
+			ids, err := q.FillPCs(ctx, pcIDs)
 			if err != nil {
 				return fmt.Errorf("refill pcs for task %d: %w", next.ID, mapErr(err))
 			}

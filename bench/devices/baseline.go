@@ -22,6 +22,10 @@ type baselineResult struct {
 	result, refill []time.Duration
 	statements     []statementCount
 	cpu            benchstack.CPUSnapshot
+	// The run split into steady state and task switches (phases.go).
+	phases            phases
+	steady, switching phaseFigures
+	steadyCPU         benchstack.CPUSnapshot
 }
 
 // runBaseline runs the same fleet (agentsim, the same PCs, capacity, latency and observer)
@@ -115,10 +119,7 @@ func runBaseline(ctx context.Context, stack *benchstack.Stack, pool *pgxpool.Poo
 	if err := stmts.reset(ctx); err != nil {
 		return res, err
 	}
-	cpuFrom, err := stack.CPU()
-	if err != nil {
-		return res, err
-	}
+	stopCPU := sampleCPU(stack, cpuEvery)
 	start := time.Now()
 	fleet := agentsim.Start(runCtx, agentsim.Options{
 		// The plain queue knows only the older shapes: claims that do not wait, results
@@ -132,6 +133,7 @@ func runBaseline(ctx context.Context, stack *benchstack.Stack, pool *pgxpool.Poo
 		if err := stmts.observer.QueryRow(ctx, `SELECT count(*) FROM baseline_task_devices WHERE status <> 'done'`).Scan(&open); err != nil {
 			cancel()
 			fleet.Wait()
+			_, _ = stopCPU()
 			return res, err
 		}
 		if open == 0 {
@@ -140,18 +142,20 @@ func runBaseline(ctx context.Context, stack *benchstack.Stack, pool *pgxpool.Poo
 		select {
 		case <-runCtx.Done():
 			fleet.Wait()
+			_, _ = stopCPU()
 			return res, fmt.Errorf("baseline: timed out with %d executions open", open)
 		case <-time.After(endPoll):
 		}
 	}
-	res.elapsed = time.Since(start)
-	cpuTo, err := stack.CPU()
+	end := time.Now()
+	res.elapsed = end.Sub(start)
+	samples, err := stopCPU()
 	if err != nil {
 		cancel()
 		fleet.Wait()
 		return res, err
 	}
-	res.cpu = cpuTo.Sub(cpuFrom)
+	res.cpu = samples[len(samples)-1].cpu.Sub(samples[0].cpu)
 	if res.statements, err = stmts.counts(ctx); err != nil {
 		cancel()
 		fleet.Wait()
@@ -164,5 +168,8 @@ func runBaseline(ctx context.Context, stack *benchstack.Stack, pool *pgxpool.Poo
 	}
 	res.result = obs.resultLatencies()
 	res.refill, _ = obs.refillLatencies(*flagCapacity)
+	res.phases = obs.phases(start, end, *flagCapacity)
+	res.steady, res.switching = obs.within(res.phases.steady, *flagCapacity), obs.within(res.phases.switches, *flagCapacity)
+	res.steadyCPU = cpuWithin(samples, res.phases.steady)
 	return res, nil
 }

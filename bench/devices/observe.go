@@ -91,6 +91,12 @@ func (o *observer) resultLatencies() []time.Duration {
 // no later execution of the task on their PC (nothing left to refill); they are counted,
 // not paired. Returns the refill latencies, sorted, and the unpaired freed slots.
 func (o *observer) refillLatencies(capacity int) ([]time.Duration, int) {
+	return o.refillLatenciesWithin(capacity, nil)
+}
+
+// refillLatenciesWithin is refillLatencies of the slots freed (their result sent) within
+// the windows ws; nil is the whole run.
+func (o *observer) refillLatenciesWithin(capacity int, ws []window) ([]time.Duration, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	type group struct{ freed, claims []time.Time }
@@ -119,6 +125,9 @@ func (o *observer) refillLatencies(capacity int) ([]time.Duration, int) {
 		slices.SortFunc(g.freed, func(a, b time.Time) int { return a.Compare(b) })
 		slices.SortFunc(g.claims, func(a, b time.Time) int { return a.Compare(b) })
 		for k, freed := range g.freed {
+			if ws != nil && !within(ws, freed) {
+				continue
+			}
 			if capacity+k >= len(g.claims) {
 				unpaired++
 				continue

@@ -25,6 +25,7 @@ type statementCounter struct {
 type statementCount struct {
 	query string
 	calls int64
+	ms    float64 // total execution time in PostgreSQL, nested statements and triggers included
 }
 
 // newStatementCounter installs pg_stat_statements in the database at dbURL (the cluster
@@ -72,7 +73,7 @@ func (c *statementCounter) reset(ctx context.Context) error {
 // since the last reset, most frequent first.
 func (c *statementCounter) counts(ctx context.Context) ([]statementCount, error) {
 	rows, err := c.observer.Query(ctx, `
-		SELECT query, sum(calls)::bigint FROM pg_stat_statements
+		SELECT query, sum(calls)::bigint, sum(total_exec_time)::float8 FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 		  AND userid = 'postgres'::regrole
 		GROUP BY query
@@ -84,12 +85,20 @@ func (c *statementCounter) counts(ctx context.Context) ([]statementCount, error)
 	var out []statementCount
 	for rows.Next() {
 		var s statementCount
-		if err := rows.Scan(&s.query, &s.calls); err != nil {
+		if err := rows.Scan(&s.query, &s.calls, &s.ms); err != nil {
 			return nil, err
 		}
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+func totalMs(cs []statementCount) float64 {
+	var ms float64
+	for _, c := range cs {
+		ms += c.ms
+	}
+	return ms
 }
 
 func totalCalls(cs []statementCount) int64 {
@@ -118,14 +127,17 @@ func statementName(query string) string {
 	return "`" + strings.ReplaceAll(q, "|", `\|`) + "`"
 }
 
-// statementTable renders counts per execution, by statement, as Markdown rows.
+// statementTable renders counts and execution times per execution, by statement, as
+// Markdown rows.
 func statementTable(title string, cs []statementCount, executions int64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%s: %d statements for %d executions, %.3f per execution\n\n", title, totalCalls(cs), executions, perExecution(totalCalls(cs), executions))
-	fmt.Fprintln(&b, "| statement | calls | per execution |")
-	fmt.Fprintln(&b, "| --- | ---: | ---: |")
+	fmt.Fprintf(&b, "\n%s: %d statements for %d executions, %.3f per execution, %.3f ms of execution time in PostgreSQL per execution\n\n",
+		title, totalCalls(cs), executions, perExecution(totalCalls(cs), executions), totalMs(cs)/float64(max(executions, 1)))
+	fmt.Fprintln(&b, "| statement | calls | per execution | ms per call | ms per execution |")
+	fmt.Fprintln(&b, "| --- | ---: | ---: | ---: | ---: |")
 	for _, c := range cs {
-		fmt.Fprintf(&b, "| %s | %d | %.3f |\n", statementName(c.query), c.calls, perExecution(c.calls, executions))
+		fmt.Fprintf(&b, "| %s | %d | %.3f | %.3f | %.4f |\n", statementName(c.query), c.calls, perExecution(c.calls, executions),
+			c.ms/float64(max(c.calls, 1)), c.ms/float64(max(executions, 1)))
 	}
 	return b.String()
 }

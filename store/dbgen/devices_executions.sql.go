@@ -23,22 +23,16 @@ func (q *Queries) AckDeviceExecution(ctx context.Context, id int64) error {
 }
 
 const cancelDeviceExecutionsOfTask = `-- name: CancelDeviceExecutionsOfTask :many
-WITH upd AS (
-    UPDATE task_devices
-    SET status = 'CANCELED', completed_at = now(), error = $1::text
-    WHERE task_id = $2::bigint AND holds_slot
-      AND (NOT $3::boolean OR status IN ('CREATED', 'RETRY_SCHEDULED'))
-    RETURNING id, attempt, pc_id
-), ev AS (
-    INSERT INTO task_device_events (task_device_id, attempt, type, detail)
-    SELECT upd.id, upd.attempt, 'CANCELED', $1::text FROM upd
-)
-SELECT upd.id, upd.pc_id FROM upd ORDER BY upd.id
+SELECT c.id, c.pc_id
+FROM device_executions_cancel(
+         ARRAY(SELECT td.id FROM task_devices td WHERE td.task_id = $1::bigint AND td.holds_slot),
+         $2::text, $3::boolean) c
+ORDER BY c.id
 `
 
 type CancelDeviceExecutionsOfTaskParams struct {
-	Reason     string
 	TaskID     int64
+	Reason     string
 	UnsentOnly bool
 }
 
@@ -48,9 +42,10 @@ type CancelDeviceExecutionsOfTaskRow struct {
 }
 
 // Cancels the task's slot-holding executions (a task cancel), or with unsent_only those not
-// out on a device (an abort: executions in flight may finish), with a CANCELED event each.
+// out on a device (an abort: executions in flight may finish), with a CANCELED event each
+// (device_executions_cancel, migrations/00045_device_steps.sql).
 func (q *Queries) CancelDeviceExecutionsOfTask(ctx context.Context, arg CancelDeviceExecutionsOfTaskParams) ([]CancelDeviceExecutionsOfTaskRow, error) {
-	rows, err := q.db.Query(ctx, cancelDeviceExecutionsOfTask, arg.Reason, arg.TaskID, arg.UnsentOnly)
+	rows, err := q.db.Query(ctx, cancelDeviceExecutionsOfTask, arg.TaskID, arg.Reason, arg.UnsentOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +69,8 @@ WITH pc AS (
     SELECT p.id FROM pcs p WHERE p.name = $1::text
 ), pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
-    -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_active, in id
-    -- order) instead of every execution ever made.
+    -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_slot) instead of
+    -- every execution ever made.
     WHERE td.pc_id = (SELECT pc.id FROM pc) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
     ORDER BY td.id
     LIMIT $2::integer
@@ -83,20 +78,15 @@ WITH pc AS (
     -- cancels what it sent), or this claim waits for it and sees the device's new status.
     FOR UPDATE OF td SKIP LOCKED
     FOR SHARE OF d
-), upd AS (
-    UPDATE task_devices td
-    SET status = 'SENT', sent_at = now(), acked_at = NULL,
-        timeout_at = attempt_deadline(now(), t.device_timeout_ms)
-    FROM pick, tasks t
-    WHERE td.id = pick.id AND t.id = td.task_id
-    RETURNING td.id, td.task_id, td.device_id, td.slot, td.attempt, td.max_attempts, td.sent_at, td.timeout_at
-), ev AS (
-    INSERT INTO task_device_events (task_device_id, attempt, type)
-    SELECT upd.id, upd.attempt, 'SENT' FROM upd
+), sent AS (
+    -- The picked rows are this transaction's (locked above): the hand-out, which reads
+    -- them afresh, finds them as picked. ARRAY(…) is computed before the hand-out runs.
+    SELECT h.id, h.task_id, h.device_id, h.slot, h.attempt, h.max_attempts, h.sent_at, h.timeout_at
+    FROM device_attempts_hand_out(ARRAY(SELECT pick.id FROM pick)) h
 ), claimed AS (
-    SELECT upd.id, upd.task_id, upd.slot, upd.attempt, upd.max_attempts, upd.sent_at, upd.timeout_at,
+    SELECT sent.id, sent.task_id, sent.slot, sent.attempt, sent.max_attempts, sent.sent_at, sent.timeout_at,
            d.serial, t.payload
-    FROM upd JOIN devices d ON d.id = upd.device_id JOIN tasks t ON t.id = upd.task_id
+    FROM sent JOIN devices d ON d.id = sent.device_id JOIN tasks t ON t.id = sent.task_id
 )
 SELECT pc.id AS pc_id, COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::bigint AS task_id,
        COALESCE(c.slot, 0)::integer AS slot, COALESCE(c.attempt, 0)::integer AS attempt,
@@ -124,8 +114,9 @@ type ClaimDeviceExecutionsRow struct {
 	Payload      json.RawMessage
 }
 
-// The agent's pull: up to max waiting commands of the PC (eligible devices only) become
-// SENT, which starts their deadline. SKIP LOCKED: two agents of one PC never get the same one.
+// The agent's pull: up to max waiting commands of the PC (eligible devices only) are handed
+// out (device_attempts_hand_out, migrations/00045_device_steps.sql: SENT, their deadline
+// started). SKIP LOCKED: two agents of one PC never get the same one.
 // The PC by name, in the same statement: no row means no such PC, and a known PC with
 // nothing to send gives one row of zeros (id 0), so an idle agent's poll is one round trip.
 func (q *Queries) ClaimDeviceExecutions(ctx context.Context, arg ClaimDeviceExecutionsParams) ([]ClaimDeviceExecutionsRow, error) {
@@ -160,8 +151,7 @@ func (q *Queries) ClaimDeviceExecutions(ctx context.Context, arg ClaimDeviceExec
 }
 
 const countActiveOfTaskOnPC = `-- name: CountActiveOfTaskOnPC :one
-SELECT count(*)::bigint FROM task_devices
-WHERE pc_id = $1 AND task_id = $2 AND holds_slot
+SELECT device_pc_share_left($1::bigint, $2::bigint)::bigint
 `
 
 type CountActiveOfTaskOnPCParams struct {
@@ -463,7 +453,7 @@ func (q *Queries) LockDeviceExecution(ctx context.Context, id int64) (DeviceExec
 
 const overdueInFlight = `-- name: OverdueInFlight :many
 SELECT id, attempt FROM task_devices
-WHERE status IN ('SENT', 'ACKED') AND timeout_at < $1::timestamptz
+WHERE holds_slot AND status IN ('SENT', 'ACKED') AND timeout_at < $1::timestamptz
 ORDER BY timeout_at
 LIMIT 200
 `
@@ -473,7 +463,8 @@ type OverdueInFlightRow struct {
 	Attempt int32
 }
 
-// Safety net for a PC timer never told: in-flight executions past deadline + grace.
+// Safety net for a PC timer never told: in-flight executions past deadline + grace, read
+// among the slot holders (a partial index), not every execution ever made.
 func (q *Queries) OverdueInFlight(ctx context.Context, before time.Time) ([]OverdueInFlightRow, error) {
 	rows, err := q.db.Query(ctx, overdueInFlight, before)
 	if err != nil {
@@ -584,9 +575,11 @@ func (q *Queries) SlotExecution(ctx context.Context, arg SlotExecutionParams) (S
 }
 
 const succeedDeviceExecution = `-- name: SucceedDeviceExecution :exec
-UPDATE task_devices SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = '' WHERE id = $1
+SELECT count(*) FROM device_attempts_succeed(ARRAY[$1::bigint])
 `
 
+// The success of the attempt in flight, with its event (device_attempts_succeed,
+// migrations/00045_device_steps.sql), as the group commit records it.
 func (q *Queries) SucceedDeviceExecution(ctx context.Context, id int64) error {
 	_, err := q.db.Exec(ctx, succeedDeviceExecution, id)
 	return err

@@ -13,7 +13,7 @@ import (
 )
 
 const getDeviceBySerial = `-- name: GetDeviceBySerial :one
-SELECT id, pc_id, serial, status, error, created_at, updated_at, eligible FROM devices WHERE serial = $1
+SELECT id, pc_id, serial, status, error, created_at, updated_at, eligible, last_task_id, in_use FROM devices WHERE serial = $1
 `
 
 func (q *Queries) GetDeviceBySerial(ctx context.Context, serial string) (Device, error) {
@@ -28,6 +28,8 @@ func (q *Queries) GetDeviceBySerial(ctx context.Context, serial string) (Device,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Eligible,
+		&i.LastTaskID,
+		&i.InUse,
 	)
 	return i, err
 }
@@ -82,7 +84,7 @@ func (q *Queries) GetPCByName(ctx context.Context, name string) (Pc, error) {
 }
 
 const insertDevice = `-- name: InsertDevice :one
-INSERT INTO devices (pc_id, serial) VALUES ($1, $2) RETURNING id, pc_id, serial, status, error, created_at, updated_at, eligible
+INSERT INTO devices (pc_id, serial) VALUES ($1, $2) RETURNING id, pc_id, serial, status, error, created_at, updated_at, eligible, last_task_id, in_use
 `
 
 type InsertDeviceParams struct {
@@ -102,6 +104,8 @@ func (q *Queries) InsertDevice(ctx context.Context, arg InsertDeviceParams) (Dev
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Eligible,
+		&i.LastTaskID,
+		&i.InUse,
 	)
 	return i, err
 }
@@ -131,7 +135,7 @@ func (q *Queries) InsertPC(ctx context.Context, arg InsertPCParams) (Pc, error) 
 }
 
 const listDevicesOfPC = `-- name: ListDevicesOfPC :many
-SELECT id, pc_id, serial, status, error, created_at, updated_at, eligible FROM devices WHERE pc_id = $1 ORDER BY id
+SELECT id, pc_id, serial, status, error, created_at, updated_at, eligible, last_task_id, in_use FROM devices WHERE pc_id = $1 ORDER BY id
 `
 
 func (q *Queries) ListDevicesOfPC(ctx context.Context, pcID int64) ([]Device, error) {
@@ -152,6 +156,8 @@ func (q *Queries) ListDevicesOfPC(ctx context.Context, pcID int64) ([]Device, er
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Eligible,
+			&i.LastTaskID,
+			&i.InUse,
 		); err != nil {
 			return nil, err
 		}
@@ -317,7 +323,7 @@ const setDeviceStatus = `-- name: SetDeviceStatus :one
 UPDATE devices
 SET status = $1, error = CASE WHEN $1::text = 'error' THEN $2::text ELSE '' END, updated_at = now()
 WHERE serial = $3
-RETURNING id, pc_id, serial, status, error, created_at, updated_at, eligible
+RETURNING id, pc_id, serial, status, error, created_at, updated_at, eligible, last_task_id, in_use
 `
 
 type SetDeviceStatusParams struct {
@@ -338,6 +344,8 @@ func (q *Queries) SetDeviceStatus(ctx context.Context, arg SetDeviceStatusParams
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Eligible,
+		&i.LastTaskID,
+		&i.InUse,
 	)
 	return i, err
 }

@@ -24,14 +24,16 @@ type ApiToken struct {
 }
 
 type Device struct {
-	ID        int64
-	PcID      int64
-	Serial    string
-	Status    domain.DeviceStatus
-	Error     string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Eligible  bool
+	ID         int64
+	PcID       int64
+	Serial     string
+	Status     domain.DeviceStatus
+	Error      string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	Eligible   bool
+	LastTaskID *int64
+	InUse      bool
 }
 
 type DeviceExecution struct {

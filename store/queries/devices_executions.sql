@@ -12,16 +12,17 @@ ORDER BY td.id
 FOR UPDATE OF td;
 
 -- name: ClaimDeviceExecutions :many
--- The agent's pull: up to max waiting commands of the PC (eligible devices only) become
--- SENT, which starts their deadline. SKIP LOCKED: two agents of one PC never get the same one.
+-- The agent's pull: up to max waiting commands of the PC (eligible devices only) are handed
+-- out (device_attempts_hand_out, migrations/00045_device_steps.sql: SENT, their deadline
+-- started). SKIP LOCKED: two agents of one PC never get the same one.
 -- The PC by name, in the same statement: no row means no such PC, and a known PC with
 -- nothing to send gives one row of zeros (id 0), so an idle agent's poll is one round trip.
 WITH pc AS (
     SELECT p.id FROM pcs p WHERE p.name = @pc_name::text
 ), pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
-    -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_active, in id
-    -- order) instead of every execution ever made.
+    -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_slot) instead of
+    -- every execution ever made.
     WHERE td.pc_id = (SELECT pc.id FROM pc) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
     ORDER BY td.id
     LIMIT @max_rows::integer
@@ -29,20 +30,15 @@ WITH pc AS (
     -- cancels what it sent), or this claim waits for it and sees the device's new status.
     FOR UPDATE OF td SKIP LOCKED
     FOR SHARE OF d
-), upd AS (
-    UPDATE task_devices td
-    SET status = 'SENT', sent_at = now(), acked_at = NULL,
-        timeout_at = attempt_deadline(now(), t.device_timeout_ms)
-    FROM pick, tasks t
-    WHERE td.id = pick.id AND t.id = td.task_id
-    RETURNING td.id, td.task_id, td.device_id, td.slot, td.attempt, td.max_attempts, td.sent_at, td.timeout_at
-), ev AS (
-    INSERT INTO task_device_events (task_device_id, attempt, type)
-    SELECT upd.id, upd.attempt, 'SENT' FROM upd
+), sent AS (
+    -- The picked rows are this transaction's (locked above): the hand-out, which reads
+    -- them afresh, finds them as picked. ARRAY(…) is computed before the hand-out runs.
+    SELECT h.id, h.task_id, h.device_id, h.slot, h.attempt, h.max_attempts, h.sent_at, h.timeout_at
+    FROM device_attempts_hand_out(ARRAY(SELECT pick.id FROM pick)) h
 ), claimed AS (
-    SELECT upd.id, upd.task_id, upd.slot, upd.attempt, upd.max_attempts, upd.sent_at, upd.timeout_at,
+    SELECT sent.id, sent.task_id, sent.slot, sent.attempt, sent.max_attempts, sent.sent_at, sent.timeout_at,
            d.serial, t.payload
-    FROM upd JOIN devices d ON d.id = upd.device_id JOIN tasks t ON t.id = upd.task_id
+    FROM sent JOIN devices d ON d.id = sent.device_id JOIN tasks t ON t.id = sent.task_id
 )
 SELECT pc.id AS pc_id, COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::bigint AS task_id,
        COALESCE(c.slot, 0)::integer AS slot, COALESCE(c.attempt, 0)::integer AS attempt,
@@ -61,7 +57,9 @@ SELECT * FROM task_devices WHERE id = @id FOR UPDATE;
 UPDATE task_devices SET status = 'ACKED', acked_at = now() WHERE id = @id;
 
 -- name: SucceedDeviceExecution :exec
-UPDATE task_devices SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = '' WHERE id = @id;
+-- The success of the attempt in flight, with its event (device_attempts_succeed,
+-- migrations/00045_device_steps.sql), as the group commit records it.
+SELECT count(*) FROM device_attempts_succeed(ARRAY[@id::bigint]);
 
 -- name: RetryDeviceExecution :exec
 UPDATE task_devices
@@ -77,18 +75,13 @@ VALUES (@task_device_id, @attempt, @type, @detail);
 
 -- name: CancelDeviceExecutionsOfTask :many
 -- Cancels the task's slot-holding executions (a task cancel), or with unsent_only those not
--- out on a device (an abort: executions in flight may finish), with a CANCELED event each.
-WITH upd AS (
-    UPDATE task_devices
-    SET status = 'CANCELED', completed_at = now(), error = @reason::text
-    WHERE task_id = @task_id::bigint AND holds_slot
-      AND (NOT @unsent_only::boolean OR status IN ('CREATED', 'RETRY_SCHEDULED'))
-    RETURNING id, attempt, pc_id
-), ev AS (
-    INSERT INTO task_device_events (task_device_id, attempt, type, detail)
-    SELECT upd.id, upd.attempt, 'CANCELED', @reason::text FROM upd
-)
-SELECT upd.id, upd.pc_id FROM upd ORDER BY upd.id;
+-- out on a device (an abort: executions in flight may finish), with a CANCELED event each
+-- (device_executions_cancel, migrations/00045_device_steps.sql).
+SELECT c.id, c.pc_id
+FROM device_executions_cancel(
+         ARRAY(SELECT td.id FROM task_devices td WHERE td.task_id = @task_id::bigint AND td.holds_slot),
+         @reason::text, @unsent_only::boolean) c
+ORDER BY c.id;
 
 -- name: GetDeviceExecutionView :one
 SELECT td.id, td.task_id, td.device_id, td.pc_id, td.slot, td.status, td.attempt, td.max_attempts, td.error,
@@ -110,15 +103,15 @@ LIMIT @max_rows;
 SELECT * FROM task_device_events WHERE task_device_id = @task_device_id ORDER BY id;
 
 -- name: OverdueInFlight :many
--- Safety net for a PC timer never told: in-flight executions past deadline + grace.
+-- Safety net for a PC timer never told: in-flight executions past deadline + grace, read
+-- among the slot holders (a partial index), not every execution ever made.
 SELECT id, attempt FROM task_devices
-WHERE status IN ('SENT', 'ACKED') AND timeout_at < @before::timestamptz
+WHERE holds_slot AND status IN ('SENT', 'ACKED') AND timeout_at < @before::timestamptz
 ORDER BY timeout_at
 LIMIT 200;
 
 -- name: CountActiveOfTaskOnPC :one
-SELECT count(*)::bigint FROM task_devices
-WHERE pc_id = @pc_id AND task_id = @task_id AND holds_slot;
+SELECT device_pc_share_left(@pc_id::bigint, @task_id::bigint)::bigint;
 
 -- name: OverdueOnPC :many
 -- A PC's timer (docs/devices.md, "How it runs on Temporal"): the attempts in flight on the

@@ -32,13 +32,19 @@ type Options struct {
 	// (CREATE EXTENSION pg_stat_statements in its database). It records, it does not change
 	// what a statement does.
 	StatementStats bool
+	// Durable runs PostgreSQL with fsync, synchronous_commit and full_page_writes on, as a
+	// production server does, instead of make dev's off (devstack.Postgres.Durable).
+	Durable bool
 }
 
 // Stack is a running PostgreSQL cluster and Temporal.
 type Stack struct {
 	PG       *devstack.Postgres
 	Temporal Temporal
-	dir      string
+	// Durability is what the cluster runs with: "fsync=… synchronous_commit=…
+	// full_page_writes=…", read from the server.
+	Durability string
+	dir        string
 }
 
 // Start brings both up; Stop ends them.
@@ -57,9 +63,14 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	pg := &devstack.Postgres{BinDir: bin, DataDir: filepath.Join(dir, "pg"),
-		Port: o.PGPort, FindFreePort: true, Log: log.Printf}
+		Port: o.PGPort, FindFreePort: true, Durable: o.Durable, Log: log.Printf}
 	if err := pg.Start(ctx); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	durability, err := ensureDurability(ctx, pg)
+	if err != nil {
+		_ = pg.Stop()
+		return nil, err
 	}
 	if o.CommitTimestamps {
 		if err := enableCommitTimestamps(ctx, pg); err != nil {
@@ -78,8 +89,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		_ = pg.Stop()
 		return nil, err
 	}
-	log.Printf("benchstack: %s on %s (pid %d), postgres on :%d", tmp.Describe(), tmp.Address(), tmp.PID(), pg.Port)
-	return &Stack{PG: pg, Temporal: tmp, dir: dir}, nil
+	log.Printf("benchstack: %s on %s (pid %d), postgres on :%d (%s)", tmp.Describe(), tmp.Address(), tmp.PID(), pg.Port, durability)
+	return &Stack{PG: pg, Temporal: tmp, Durability: durability, dir: dir}, nil
 }
 
 // Stop ends Temporal and the cluster.

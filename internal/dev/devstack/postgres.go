@@ -36,6 +36,10 @@ type Postgres struct {
 	// which the chaos run, crashing the cluster on purpose, saw as a lost tick. fsync stays
 	// off either way: only an operating-system crash would expose that.
 	CrashSafe bool
+	// Durable runs the cluster as a production server does: fsync, synchronous_commit and
+	// full_page_writes on, so a commit returns only once its WAL is on disk. Benchmarks
+	// measure with it (bench-devices -durable); it implies CrashSafe.
+	Durable bool
 	// Log receives progress lines; nil discards them.
 	Log func(format string, args ...any)
 }
@@ -220,13 +224,16 @@ func (p *Postgres) Start(ctx context.Context) error {
 		}
 	}
 	_ = os.Remove(filepath.Join(p.DataDir, "postmaster.pid")) // stale after a kill -9 or reboot
-	syncCommit := "off"
-	if p.CrashSafe {
+	syncCommit, onDisk := "off", "off"
+	if p.CrashSafe || p.Durable {
 		syncCommit = "on"
 	}
+	if p.Durable {
+		onDisk = "on"
+	}
 	opts := fmt.Sprintf("-k %s -c listen_addresses=127.0.0.1 -c max_connections=300 "+
-		"-c fsync=off -c synchronous_commit=%s -c full_page_writes=off -c shared_buffers=256MB",
-		p.DataDir, syncCommit)
+		"-c fsync=%s -c synchronous_commit=%s -c full_page_writes=%s -c shared_buffers=256MB",
+		p.DataDir, onDisk, syncCommit, onDisk)
 	for attempt := 1; ; attempt++ {
 		err := p.startServer(ctx, opts)
 		// The ports tickgate uses lie in Linux's ephemeral range, so an outgoing connection
