@@ -44,6 +44,18 @@ type EventStore struct {
 	CreatedAt     time.Time
 }
 
+type Freeze struct {
+	ID            int64
+	RolloutID     *int64
+	Reason        string
+	FrozenBy      string
+	FrozenByToken *int64
+	FrozenAt      time.Time
+	LiftedBy      *string
+	LiftedByToken *int64
+	LiftedAt      *time.Time
+}
+
 type IdempotencyKey struct {
 	TokenID     int64
 	Key         string
@@ -89,6 +101,13 @@ type Rollout struct {
 	Status        domain.RolloutStatus
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	Strategy      []byte
+	WaveCount     int32
+	OpenWave      int32
+	WindowStart   *time.Time
+	WindowEnd     *time.Time
+	StatusReason  string
+	ResumedAt     *time.Time
 }
 
 type RolloutSummary struct {
@@ -106,6 +125,25 @@ type RolloutSummary struct {
 	Skipped        int64
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	Strategy       []byte
+	WaveCount      int32
+	OpenWave       int32
+	StatusReason   string
+}
+
+type RolloutWave struct {
+	RolloutID  int64
+	Wave       int32
+	Databases  []string
+	Status     string
+	Failure    string
+	Reason     string
+	Health     json.RawMessage
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	BakeUntil  *time.Time
+	CheckedAt  *time.Time
+	PassedAt   *time.Time
 }
 
 type Schedule struct {
@@ -212,6 +250,7 @@ type TaskRun struct {
 	FinishedAt   *time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	Wave         int32
 }
 
 type WorkerLiveness struct {

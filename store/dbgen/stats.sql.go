@@ -60,7 +60,7 @@ func (q *Queries) CountRolloutsInFlight(ctx context.Context) (int64, error) {
 }
 
 const rolloutsInFlight = `-- name: RolloutsInFlight :many
-SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at FROM rollout_summaries WHERE status IN ('RUNNING', 'PAUSED') ORDER BY id DESC LIMIT $1
+SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at, strategy, wave_count, open_wave, status_reason FROM rollout_summaries WHERE status IN ('RUNNING', 'PAUSED') ORDER BY id DESC LIMIT $1
 `
 
 // Rollouts with a task still active (derived status RUNNING or PAUSED), newest first.
@@ -88,6 +88,10 @@ func (q *Queries) RolloutsInFlight(ctx context.Context, maxRows int32) ([]Rollou
 			&i.Skipped,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Strategy,
+			&i.WaveCount,
+			&i.OpenWave,
+			&i.StatusReason,
 		); err != nil {
 			return nil, err
 		}
