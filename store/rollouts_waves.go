@@ -47,6 +47,9 @@ type WaveState struct {
 	Status    string     `json:"status"`
 	BakeUntil *time.Time `json:"bake_until,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
+	// Opened: this step opened Wave (the one before passed without a bake or checks), so
+	// its tasks may now be promoted.
+	Opened bool `json:"opened,omitempty"`
 }
 
 // HealthResult is one health check's outcome, kept in rollout_waves.health.
@@ -89,7 +92,8 @@ func RolloutStrategy(r Rollout) (*domain.Strategy, error) {
 //   - no bake but health checks: CHECKING;
 //   - neither: PASSED, and the next wave opens.
 //
-// It returns the open wave's state afterwards, and nil for a rollout of one wave.
+// It returns the open wave's state afterwards (the next one, Opened, when it opened), and
+// nil for a rollout of one wave.
 func (s *Store) AdvanceWave(ctx context.Context, rolloutID int64, now time.Time) (*WaveState, error) {
 	var out *WaveState
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
@@ -107,6 +111,15 @@ func (s *Store) AdvanceWave(ctx context.Context, rolloutID int64, now time.Time)
 		if w.Status == WaveRunning && r.Status != domain.RolloutCanceled {
 			if w, err = finishWave(ctx, q, r, w, now); err != nil {
 				return err
+			}
+			if w.Status == WavePassed && w.Wave < r.WaveCount {
+				// The next wave opened: that one is where the rollout stands now.
+				if w, err = q.GetRolloutWave(ctx, dbgen.GetRolloutWaveParams{RolloutID: r.ID, Wave: w.Wave + 1}); err != nil {
+					return err
+				}
+				out = waveState(r, w)
+				out.Opened = true
+				return nil
 			}
 		}
 		out = waveState(r, w)
