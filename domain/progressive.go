@@ -399,3 +399,13 @@ func (s *Strategy) AssignWaves(databases []string) (WaveOfDatabase, error) {
 	}
 	return out, nil
 }
+
+// Wave statuses (rollout_waves.status; migrations/00051_progressive.sql says what each means).
+const (
+	WaveWaiting  = "WAITING"
+	WaveRunning  = "RUNNING"
+	WaveBaking   = "BAKING"
+	WaveChecking = "CHECKING"
+	WavePassed   = "PASSED"
+	WaveFailed   = "FAILED"
+)

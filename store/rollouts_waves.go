@@ -24,14 +24,14 @@ import (
 // RolloutWave is a rollout_waves row.
 type RolloutWave = dbgen.RolloutWave
 
-// Wave statuses (rollout_waves.status; migrations/00051_progressive.sql says what each means).
+// Wave statuses (domain's, named here too for the store's callers).
 const (
-	WaveWaiting  = "WAITING"
-	WaveRunning  = "RUNNING"
-	WaveBaking   = "BAKING"
-	WaveChecking = "CHECKING"
-	WavePassed   = "PASSED"
-	WaveFailed   = "FAILED"
+	WaveWaiting  = domain.WaveWaiting
+	WaveRunning  = domain.WaveRunning
+	WaveBaking   = domain.WaveBaking
+	WaveChecking = domain.WaveChecking
+	WavePassed   = domain.WavePassed
+	WaveFailed   = domain.WaveFailed
 )
 
 // Why a wave failed (rollout_waves.failure).

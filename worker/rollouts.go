@@ -19,6 +19,7 @@ func registerRollouts(r sdkworker.Registry, d Deps) {
 		Store:      d.Store,
 		Waker:      &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
 		SQLTargets: d.Config.SQLTargets,
+		HealthHTTP: d.Config.HTTPAllow,
 	})
 }
 

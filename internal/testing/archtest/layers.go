@@ -43,7 +43,7 @@ func Layers() []Layer {
 		},
 		{
 			Path:       "activities",
-			MayImport:  []string{"domain", "store", "metrics", "internal/schedulespec"},
+			MayImport:  []string{"domain", "store", "metrics", "internal/schedulespec", "internal/outbound"},
 			ThirdParty: slices.Concat(temporalClient, []string{"go.temporal.io/sdk/activity"}, pgx),
 		},
 		{
@@ -55,7 +55,7 @@ func Layers() []Layer {
 		{
 			Path: "api",
 			MayImport: []string{"starter", "store", "domain", "metrics", "web", "internal/readiness",
-				"internal/schedulespec", "internal/version", "workflows"},
+				"internal/schedulespec", "internal/version", "internal/outbound", "workflows"},
 			ThirdParty: slices.Concat([]string{"github.com/labstack/echo"}, prometheus, temporalClient),
 		},
 		{
@@ -69,12 +69,13 @@ func Layers() []Layer {
 		{Path: "web"},
 		{
 			Path:       "internal/config",
-			MayImport:  []string{"domain", "internal/readiness", "metrics"},
+			MayImport:  []string{"domain", "internal/readiness", "internal/outbound", "metrics"},
 			ThirdParty: []string{"go.temporal.io/sdk/client", "go.temporal.io/sdk/log"},
 		},
 		{Path: "internal/readiness", ThirdParty: slices.Concat(pgx, []string{"go.temporal.io/sdk/client"})},
 		{Path: "internal/schedulespec", ThirdParty: []string{"github.com/robfig/cron"}},
 		{Path: "internal/version"},
+		{Path: "internal/outbound"},
 		{Path: "cmd/tickgate", Anything: true},
 		{Path: "internal/dev", Anything: true},
 		{Path: "internal/testing", Anything: true},
