@@ -34,7 +34,7 @@ import (
 type nopWaker struct{}
 
 func (nopWaker) WakeRollouts(context.Context, []int64) error { return nil }
-func (nopWaker) KickPromoter(context.Context) error           { return nil }
+func (nopWaker) KickPromoter(context.Context) error          { return nil }
 
 func progressiveTask(db, typ, v string, runAt *time.Time) store.NewTaskRun {
 	return store.NewTaskRun{Database: db, Type: domain.TaskType(typ), Version: v, VersionKey: version.MustKey(v), Executor: "noop", RunAt: runAt}

@@ -132,8 +132,10 @@ func (r Rule) Client(timeout time.Duration) *http.Client {
 		},
 	}
 	transport := &http.Transport{
-		Proxy:                 nil, // a proxy would make the dialled address the proxy's
-		DialContext:           func(ctx context.Context, network, addr string) (net.Conn, error) { return dialer.DialContext(ctx, network, addr) },
+		Proxy: nil, // a proxy would make the dialled address the proxy's
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, addr)
+		},
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,
 		MaxIdleConns:          10,
