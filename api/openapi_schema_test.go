@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/store"
 )
 
 // jsonFields lists a struct's JSON field names (embedded structs flattened).
@@ -81,6 +83,19 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"Overview":               api.OverviewView{},
 
 		"ScheduleRun": api.ScheduleRunView{},
+
+		"Strategy":        domain.Strategy{},
+		"Wave":            domain.Wave{},
+		"HealthCheck":     domain.HealthCheck{},
+		"RolloutAbort":    domain.RolloutAbort{},
+		"Rate":            domain.Rate{},
+		"ExponentialRate": domain.ExponentialRate{},
+		"Window":          domain.Window{},
+		"RolloutWave":     api.WaveView{},
+		"HealthResult":    store.HealthResult{},
+		"FreezeRequest":   api.FreezeRequest{},
+		"Freeze":          api.FreezeView{},
+		"FreezeState":     api.FreezeStateView{},
 		"Slot":        api.SlotView{},
 		"PCSlots":     api.PCSlotsView{},
 	} {

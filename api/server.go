@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"go.temporal.io/sdk/client"
 
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -36,6 +37,8 @@ type Server struct {
 	// process passes the tracker it used while connecting, so a dependency's "since"
 	// carries over; nil gets a fresh one.
 	Readiness *readiness.Tracker
+	// HTTPAllow is the outbound rule a health check's URL must pass (TICKGATE_HTTP_ALLOW).
+	HTTPAllow outbound.Rule
 
 	// slotSignals bounds the Temporal calls arming PC timers across all claims.
 	slotSignals chan struct{}
@@ -83,6 +86,7 @@ func New(s *Server) *echo.Echo {
 	s.registerStats(g)
 	s.registerEvents(g)
 	s.registerRollouts(g)
+	s.registerProgressive(g)
 	s.registerDevices(g)
 	s.registerTokens(g)
 	s.registerOpenAPI(g)

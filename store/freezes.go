@@ -152,3 +152,13 @@ func emitFreezeEvent(ctx context.Context, q *dbgen.Queries, f Freeze, typ string
 	}
 	return q.InsertOutboxMessage(ctx, dbgen.InsertOutboxMessageParams{EventID: ev.ID, Topic: ev.Topic})
 }
+
+// RolloutsWithAvailableTasks lists the rollouts holding AVAILABLE tasks, for a wake-up
+// after a freeze is lifted.
+func (s *Store) RolloutsWithAvailableTasks(ctx context.Context) ([]int64, error) {
+	ids, err := s.Q.RolloutsWithAvailableTasks(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rollouts with AVAILABLE tasks: %w", mapErr(err))
+	}
+	return ids, nil
+}

@@ -287,7 +287,7 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	}
 	advancer.Start()
 	listener = conn.st.StartListener(store.ListenerOptions{Logf: log.Printf})
-	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer, Listener: listener}
+	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer, Listener: listener, HTTPAllow: cfg.HTTPAllow}
 	h.Set(api.New(app))
 	log.Printf("api ready on http://%s", cfg.HTTPAddr)
 	select {

@@ -443,6 +443,31 @@ func (q *Queries) RolloutsOverAbortThreshold(ctx context.Context, ids []int64) (
 	return items, nil
 }
 
+const rolloutsWithAvailableTasks = `-- name: RolloutsWithAvailableTasks :many
+SELECT DISTINCT rollout_id FROM task_runs WHERE status = 'AVAILABLE' ORDER BY rollout_id
+`
+
+// The rollouts holding AVAILABLE tasks (left unclaimed while frozen, say), by id.
+func (q *Queries) RolloutsWithAvailableTasks(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, rolloutsWithAvailableTasks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var rollout_id int64
+		if err := rows.Scan(&rollout_id); err != nil {
+			return nil, err
+		}
+		items = append(items, rollout_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runningRolloutsWithAbort = `-- name: RunningRolloutsWithAbort :many
 SELECT r.id FROM rollouts r
 WHERE r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL AND r.status = 'RUNNING'

@@ -121,3 +121,7 @@ SELECT * FROM freezes WHERE lifted_at IS NULL ORDER BY rollout_id NULLS FIRST, i
 SELECT * FROM freezes
 WHERE rollout_id IS NOT DISTINCT FROM sqlc.narg(rollout_id)::bigint AND id < @before_id
 ORDER BY id DESC LIMIT @max_rows;
+
+-- name: RolloutsWithAvailableTasks :many
+-- The rollouts holding AVAILABLE tasks (left unclaimed while frozen, say), by id.
+SELECT DISTINCT rollout_id FROM task_runs WHERE status = 'AVAILABLE' ORDER BY rollout_id;
