@@ -72,10 +72,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		waved    = `{"name":"r2","parallel_limit":2,"tasks":[{"database":"a","type":"DML","version":"1","executor":"noop"},
 			{"database":"b","type":"DML","version":"1","executor":"noop"}],
 			"strategy":{"waves":[{"databases":["a"]},{"percent":100}],"bake":"1m","health":{"sql":"SELECT 1"}}}`
-		pc       = `{"name":"pc-1","device_capacity":5}`
-		device   = `{"pc":"pc-0","serial":"dev-1"}`
-		task     = `{"payload":{"cmd":"reboot"},"target_count":2}`
-		token    = `{"role":"viewer"}`
+		pc     = `{"name":"pc-1","device_capacity":5}`
+		device = `{"pc":"pc-0","serial":"dev-1"}`
+		task   = `{"payload":{"cmd":"reboot"},"target_count":2}`
+		token  = `{"role":"viewer"}`
 	)
 	type tc struct {
 		path, body, field string

@@ -96,8 +96,8 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"FreezeRequest":   api.FreezeRequest{},
 		"Freeze":          api.FreezeView{},
 		"FreezeState":     api.FreezeStateView{},
-		"Slot":        api.SlotView{},
-		"PCSlots":     api.PCSlotsView{},
+		"Slot":            api.SlotView{},
+		"PCSlots":         api.PCSlotsView{},
 	} {
 		s, ok := doc.Components.Schemas[schema]
 		require.True(t, ok, "schema %s missing", schema)
