@@ -62,6 +62,8 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 type load struct {
 	startAt    time.Time // first tick of every schedule
 	rolloutID  int64
+	// wavesRolloutID is the progressive scenario's rollout (0: none).
+	wavesRolloutID int64
 	deviceTask []int64
 	pcNames    []string
 }
@@ -108,6 +110,12 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 		return nil, err
 	}
 	l.rolloutID = rollout.ID
+	if p.WaveDatabases > 0 {
+		if err := c.do(ctx, http.MethodPost, "/api/v1/rollouts", wavesRolloutRequest(p), &rollout); err != nil {
+			return nil, err
+		}
+		l.wavesRolloutID = rollout.ID
+	}
 
 	for i := 0; i < p.PCs; i++ {
 		pc := fmt.Sprintf("chaos-pc-%02d", i)
