@@ -46,7 +46,8 @@ func waveStateFrom(w *store.WaveState) *WaveState {
 type WaveChecksInput struct {
 	RolloutID int64
 	Wave      int32
-	// Now is the workflow's time (the checks' time in the wave's record).
+	// Now is the workflow's time when it asked for the checks (kept in its history; the
+	// verdict is recorded at the time the checks end).
 	Now time.Time
 }
 
@@ -83,17 +84,20 @@ func (a *RolloutActivities) RunWaveChecks(ctx context.Context, in WaveChecksInpu
 	if ctx.Err() != nil {
 		return WaveChecksResult{}, ctx.Err()
 	}
+	// The verdict's time is when the checks ended (the activity's clock), not when the
+	// workflow asked for them.
+	now := time.Now().UTC()
 	for _, r := range results {
 		if r.OK {
 			continue
 		}
 		reason := fmt.Sprintf("health check failed on %s: %s", r.Target, r.Detail)
-		if _, err := a.Store.FailWave(ctx, in.RolloutID, in.Wave, reason, results, in.Now); err != nil {
+		if _, err := a.Store.FailWave(ctx, in.RolloutID, in.Wave, reason, results, now); err != nil {
 			return WaveChecksResult{}, err
 		}
 		return WaveChecksResult{Status: store.WaveFailed, Reason: reason}, nil
 	}
-	passed, err := a.Store.PassWave(ctx, in.RolloutID, in.Wave, results, in.Now)
+	passed, err := a.Store.PassWave(ctx, in.RolloutID, in.Wave, results, now)
 	if err != nil {
 		return WaveChecksResult{}, err
 	}
@@ -171,8 +175,8 @@ func sortResults(rs []store.HealthResult, order map[string]int) {
 // statement runs and its first row's first value is not false, NULL or zero; it fails on
 // an error, on no row, or on such a value. A database that cannot be reached is tried
 // again until the timeout: a restart of a few seconds is not a failed check.
-func (a *RolloutActivities) sqlProbe(ctx context.Context, db, query string, timeout time.Duration) store.HealthResult {
-	res := store.HealthResult{Check: "sql", Target: db}
+func (a *RolloutActivities) sqlProbe(ctx context.Context, db, query string, timeout time.Duration) (res store.HealthResult) {
+	res = store.HealthResult{Check: "sql", Target: db}
 	defer func() { res.At = time.Now().UTC() }()
 	dsn, ok := a.SQLTargets[db]
 	if !ok {
@@ -259,8 +263,8 @@ func truthy(v any) bool {
 // httpCheck GETs url: a 2xx answer passes. The outbound rule refuses internal addresses
 // (TICKGATE_HTTP_ALLOW) after DNS resolution; an address that cannot be reached is tried
 // again until the timeout.
-func (a *RolloutActivities) httpCheck(ctx context.Context, url string, timeout time.Duration) store.HealthResult {
-	res := store.HealthResult{Check: "http", Target: url}
+func (a *RolloutActivities) httpCheck(ctx context.Context, url string, timeout time.Duration) (res store.HealthResult) {
+	res = store.HealthResult{Check: "http", Target: url}
 	defer func() { res.At = time.Now().UTC() }()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -147,6 +147,7 @@ func TestWaveBakeThenHealthChecksOpenTheNextWave(t *testing.T) {
 	require.Len(t, health, 2)
 	require.Equal(t, []string{"billing", "orders"}, []string{health[0].Target, health[1].Target})
 	require.True(t, health[0].OK && health[1].OK)
+	require.False(t, health[0].At.IsZero(), "each result says when it was taken")
 	users, err := st.GetTaskRun(ctx, tasks["users"][0].ID)
 	require.NoError(t, err)
 	require.Equal(t, domain.TaskRunDone, users.Status)
