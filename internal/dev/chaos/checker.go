@@ -183,7 +183,7 @@ type FinalCounts struct {
 	UnfinishedScheduleRuns                            int64
 	TasksDone, TasksOther, UnfinishedTasks            int64
 	// Waves is how the progressive scenario's rollout ended (its tasks are not counted above).
-	Waves WavesOutcome
+	Waves                                             WavesOutcome
 	DeviceExecutions, DeviceSucceeded, DeviceFailed   int64
 	DeviceTimeouts, DeviceRetries, DevicesInError     int64
 	UnfinishedDeviceExecutions, UnfinishedDeviceTasks int64

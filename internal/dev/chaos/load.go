@@ -60,12 +60,12 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 
 // load is what the run created, for the checker.
 type load struct {
-	startAt    time.Time // first tick of every schedule
-	rolloutID  int64
+	startAt   time.Time // first tick of every schedule
+	rolloutID int64
 	// wavesRolloutID is the progressive scenario's rollout (0: none).
 	wavesRolloutID int64
-	deviceTask []int64
-	pcNames    []string
+	deviceTask     []int64
+	pcNames        []string
 }
 
 // createLoad creates the schedules, the rollout, the PCs, devices and device tasks.
