@@ -129,7 +129,7 @@ ro AS MATERIALIZED (
            r.window_start, r.window_end,
            (r.window_end IS NULL OR (rollout_clock(as_of) >= r.window_start AND rollout_clock(as_of) < r.window_end)) AS in_window,
            fz.id AS freeze_id, fz.scope AS freeze_scope, fz.reason AS freeze_reason, fz.frozen_by, fz.frozen_at,
-           rt.rate, rt.room AS rate_room
+           rt.rate, rt.rate - rt.recent AS rate_room
     FROM rollouts r
     LEFT JOIN ro_active a ON a.rollout_id = r.id
     LEFT JOIN rollout_waves w ON r.wave_count > 1 AND w.rollout_id = r.id AND w.wave = r.open_wave
@@ -141,13 +141,14 @@ ro AS MATERIALIZED (
             WHERE f.rollout_id = r.id AND f.lifted_at IS NULL
         ) x ORDER BY x.ord LIMIT 1
     ) fz ON true
-    LEFT JOIN LATERAL (
-        SELECT q.rate, q.rate - (SELECT count(*) FROM task_runs p
-                                 WHERE p.rollout_id = r.id AND p.promoted_at > rollout_clock(as_of) - interval '1 minute') AS room
-        FROM (SELECT rollout_rate(r.strategy->'rate',
-                                  (SELECT count(*) FROM task_runs d WHERE d.rollout_id = r.id AND d.status = 'DONE')) AS rate) q
-        WHERE r.strategy->'rate' IS NOT NULL
-    ) rt ON true
+    -- The rate's counts only for a rollout with a rate (a CASE branch's subquery runs only
+    -- when the branch is taken; a lateral's would run for every rollout).
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN r.strategy->'rate' IS NOT NULL THEN rollout_rate(r.strategy->'rate',
+                   (SELECT count(*) FROM task_runs d WHERE d.rollout_id = r.id AND d.status = 'DONE')) END AS rate,
+               CASE WHEN r.strategy->'rate' IS NOT NULL THEN (SELECT count(*) FROM task_runs p
+                   WHERE p.rollout_id = r.id AND p.promoted_at > rollout_clock(as_of) - interval '1 minute') END AS recent
+    ) rt
     WHERE r.id IN (SELECT DISTINCT l.rollout_id FROM live l WHERE l.status = 'PENDING')
 ),
 -- R2: each database's smallest live version (and its task, named in a version cause).
@@ -161,12 +162,11 @@ db_busy AS MATERIALIZED (
     FROM live l WHERE l.status IN ('AVAILABLE', 'RUNNING')
     ORDER BY l.database, l.seq DESC, l.id
 ),
+-- (Only what the gates read: a cause's details are joined from ro for the tasks that wait.)
 pend AS MATERIALIZED (
     SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key, l.run_at, l.waiting_key, l.wave,
-           ro.status AS ro_status, ro.status_reason, ro.parallel_limit, ro.active AS ro_active,
-           ro.open_wave, ro.wave_status, ro.wave_failure, ro.wave_reason, ro.bake_until,
-           ro.window_start, ro.window_end, ro.in_window,
-           ro.freeze_id, ro.freeze_scope, ro.freeze_reason, ro.frozen_by, ro.frozen_at, ro.rate, ro.rate_room,
+           ro.status AS ro_status, ro.parallel_limit, ro.active AS ro_active,
+           ro.open_wave, ro.in_window, ro.freeze_id, ro.rate_room,
            m.min_id, m.min_version, m.min_key,
            (ro.status = 'RUNNING'
             AND ro.freeze_id IS NULL
@@ -216,7 +216,8 @@ ro_after AS (
     SELECT l.rollout_id, count(*) AS n FROM limited l GROUP BY l.rollout_id
 ),
 reasons AS (
-    SELECT p.*, ba.busy_id,
+    SELECT p.id, p.rollout_id, p.waiting_key, p.min_id, p.min_version, p.run_at, p.parallel_limit, p.wave, p.open_wave,
+           ba.busy_id,
            CASE
                WHEN p.freeze_id IS NOT NULL THEN 'frozen'
                WHEN p.wave > p.open_wave THEN 'wave'
@@ -236,17 +237,20 @@ reasons AS (
 ),
 -- A wave cause's words: what the wave before it (the open one) is doing.
 wave_words AS (
-    SELECT r.*,
+    SELECT r.*, ro.status_reason, ro.wave_status, ro.wave_failure, ro.wave_reason, ro.bake_until, ro.window_start,
+           ro.freeze_id, ro.freeze_scope, ro.freeze_reason, ro.frozen_by, ro.frozen_at, ro.rate,
            CASE
                WHEN r.reason <> 'wave' THEN NULL
                WHEN r.wave > r.open_wave + 1 THEN 'earlier_wave'
-               WHEN r.wave_status = 'BAKING' THEN 'bake'
-               WHEN r.wave_status = 'CHECKING' THEN 'health_checks'
-               WHEN r.wave_status = 'FAILED' AND r.wave_failure = 'health' THEN 'health_failed'
-               WHEN r.wave_status = 'FAILED' THEN 'tasks_failed'
+               WHEN ro.wave_status = 'BAKING' THEN 'bake'
+               WHEN ro.wave_status = 'CHECKING' THEN 'health_checks'
+               WHEN ro.wave_status = 'FAILED' AND ro.wave_failure = 'health' THEN 'health_failed'
+               WHEN ro.wave_status = 'FAILED' THEN 'tasks_failed'
                ELSE 'wave_running'
            END AS waits
     FROM reasons r
+    -- (Only the progressive causes read the rollout's details.)
+    LEFT JOIN ro ON ro.id = r.rollout_id AND r.reason IN ('frozen', 'wave', 'rollout_paused', 'window', 'rate')
 ),
 causes AS (
     SELECT w.id, w.rollout_id, w.waiting_key AS old_key, w.reason,

@@ -17,7 +17,7 @@ import (
 // The rollout engine's moves between statuses that the gates govern (docs/rollouts.md):
 // promotion PENDING → AVAILABLE, one round at a time under an advisory lock, and the claim
 // AVAILABLE → RUNNING. The gates themselves are the SQL function rollout_gates
-// (migrations/00041_rollout_gates.sql); the statements that apply them are PromoteTasks and
+// (migrations/00051_progressive.sql, first in 00041); the statements that apply them are PromoteTasks and
 // PromoteHeads (store/queries/rollouts.sql).
 
 // promotionLockKey is the transaction-level advisory lock every promotion round holds, and

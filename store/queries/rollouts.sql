@@ -1,6 +1,6 @@
 -- Rollouts and task runs (docs/rollouts.md). The promotion round is PromoteTasks + NextRunAt
 -- under one transaction-level advisory lock (store/rollouts_promotion.go); the gates both
--- promotion statements apply are rollout_gates (migrations/00041_rollout_gates.sql).
+-- promotion statements apply are rollout_gates (migrations/00051_progressive.sql; first written in 00041).
 
 -- name: InsertRollout :one
 INSERT INTO rollouts (name, parallel_limit, status, strategy, wave_count, window_start, window_end)
@@ -56,7 +56,7 @@ LIMIT @max_rows;
 SELECT pg_advisory_xact_lock(@key::bigint);
 
 -- name: PromoteTasks :many
--- One full promotion round: the gates (rollout_gates, migrations/00041_rollout_gates.sql)
+-- One full promotion round: the gates (rollout_gates, migrations/00051_progressive.sql)
 -- applied to every PENDING task at once, called under the promotion advisory lock so the
 -- live set they read cannot change under another promoter. In the same statement every task
 -- left PENDING gets its waiting cause as of after the round; only causes that changed are
