@@ -119,36 +119,21 @@ ro_active AS (
     SELECT l.rollout_id, count(*) AS n FROM live l
     WHERE l.status IN ('AVAILABLE', 'RUNNING') GROUP BY l.rollout_id
 ),
-global_freeze AS MATERIALIZED (
-    SELECT f.id, f.reason, f.frozen_by, f.frozen_at FROM freezes f
-    WHERE f.rollout_id IS NULL AND f.lifted_at IS NULL
-),
+-- Per rollout what the gates read. The freeze in force (the global one first), the
+-- rate and the tasks promoted in its last minute are scalar subqueries, the rate's run only
+-- for a rollout with a rate (in a lateral they ran for every rollout): ro keeps the plain
+-- join of 00041, and the details a cause shows are in ro_details.
 ro AS MATERIALIZED (
     SELECT r.id, r.status, r.status_reason, r.parallel_limit, coalesce(a.n, 0) AS active,
-           r.open_wave, w.status AS wave_status, w.failure AS wave_failure, w.reason AS wave_reason, w.bake_until,
-           r.window_start, r.window_end,
+           r.open_wave, r.window_start,
            (r.window_end IS NULL OR (rollout_clock(as_of) >= r.window_start AND rollout_clock(as_of) < r.window_end)) AS in_window,
-           fz.id AS freeze_id, fz.scope AS freeze_scope, fz.reason AS freeze_reason, fz.frozen_by, fz.frozen_at,
-           rt.rate, rt.rate - rt.recent AS rate_room
-    FROM rollouts r
-    LEFT JOIN ro_active a ON a.rollout_id = r.id
-    LEFT JOIN rollout_waves w ON r.wave_count > 1 AND w.rollout_id = r.id AND w.wave = r.open_wave
-    LEFT JOIN LATERAL (
-        SELECT x.id, x.scope, x.reason, x.frozen_by, x.frozen_at FROM (
-            SELECT g.id, 'global' AS scope, g.reason, g.frozen_by, g.frozen_at, 0 AS ord FROM global_freeze g
-            UNION ALL
-            SELECT f.id, 'rollout', f.reason, f.frozen_by, f.frozen_at, 1 FROM freezes f
-            WHERE f.rollout_id = r.id AND f.lifted_at IS NULL
-        ) x ORDER BY x.ord LIMIT 1
-    ) fz ON true
-    -- The rate's counts only for a rollout with a rate (a CASE branch's subquery runs only
-    -- when the branch is taken; a lateral's would run for every rollout).
-    CROSS JOIN LATERAL (
-        SELECT CASE WHEN r.strategy->'rate' IS NOT NULL THEN rollout_rate(r.strategy->'rate',
-                   (SELECT count(*) FROM task_runs d WHERE d.rollout_id = r.id AND d.status = 'DONE')) END AS rate,
-               CASE WHEN r.strategy->'rate' IS NOT NULL THEN (SELECT count(*) FROM task_runs p
-                   WHERE p.rollout_id = r.id AND p.promoted_at > rollout_clock(as_of) - interval '1 minute') END AS recent
-    ) rt
+           coalesce((SELECT g.id FROM freezes g WHERE g.rollout_id IS NULL AND g.lifted_at IS NULL),
+                    (SELECT f.id FROM freezes f WHERE f.rollout_id = r.id AND f.lifted_at IS NULL)) AS freeze_id,
+           CASE WHEN r.strategy->'rate' IS NOT NULL THEN rollout_rate(r.strategy->'rate',
+               (SELECT count(*) FROM task_runs d WHERE d.rollout_id = r.id AND d.status = 'DONE')) END AS rate,
+           CASE WHEN r.strategy->'rate' IS NOT NULL THEN (SELECT count(*) FROM task_runs p
+               WHERE p.rollout_id = r.id AND p.promoted_at > rollout_clock(as_of) - interval '1 minute') END AS recent
+    FROM rollouts r LEFT JOIN ro_active a ON a.rollout_id = r.id
     WHERE r.id IN (SELECT DISTINCT l.rollout_id FROM live l WHERE l.status = 'PENDING')
 ),
 -- R2: each database's smallest live version (and its task, named in a version cause).
@@ -166,7 +151,7 @@ db_busy AS MATERIALIZED (
 pend AS MATERIALIZED (
     SELECT l.id, l.rollout_id, l.database, l.seq, l.version_key, l.run_at, l.waiting_key, l.wave,
            ro.status AS ro_status, ro.parallel_limit, ro.active AS ro_active,
-           ro.open_wave, ro.in_window, ro.freeze_id, ro.rate_room,
+           ro.open_wave, ro.in_window, ro.freeze_id, ro.rate - ro.recent AS rate_room,
            m.min_id, m.min_version, m.min_key,
            (ro.status = 'RUNNING'
             AND ro.freeze_id IS NULL
@@ -236,21 +221,30 @@ reasons AS (
     WHERE with_causes AND NOT EXISTS (SELECT 1 FROM limited x WHERE x.id = p.id)
 ),
 -- A wave cause's words: what the wave before it (the open one) is doing.
+-- What a progressive cause shows of its rollout: the freeze in force, the open wave (one row
+-- per rollout, joined to the waiting tasks by rollout).
+ro_details AS MATERIALIZED (
+    SELECT ro.id, ro.status_reason, ro.window_start, ro.rate, ro.freeze_id,
+           w.status AS wave_status, w.failure AS wave_failure, w.reason AS wave_reason, w.bake_until,
+           fz.rollout_id IS NULL AS freeze_global, fz.reason AS freeze_reason, fz.frozen_by, fz.frozen_at
+    FROM ro
+    LEFT JOIN rollout_waves w ON w.rollout_id = ro.id AND w.wave = ro.open_wave
+    LEFT JOIN freezes fz ON fz.id = ro.freeze_id
+    WHERE with_causes
+),
 wave_words AS (
-    SELECT r.*, ro.status_reason, ro.wave_status, ro.wave_failure, ro.wave_reason, ro.bake_until, ro.window_start,
-           ro.freeze_id, ro.freeze_scope, ro.freeze_reason, ro.frozen_by, ro.frozen_at, ro.rate,
+    SELECT r.*, d.status_reason, d.window_start, d.rate, d.freeze_id, d.wave_status, d.wave_failure, d.wave_reason,
+           d.bake_until, d.freeze_global, d.freeze_reason, d.frozen_by, d.frozen_at,
            CASE
                WHEN r.reason <> 'wave' THEN NULL
                WHEN r.wave > r.open_wave + 1 THEN 'earlier_wave'
-               WHEN ro.wave_status = 'BAKING' THEN 'bake'
-               WHEN ro.wave_status = 'CHECKING' THEN 'health_checks'
-               WHEN ro.wave_status = 'FAILED' AND ro.wave_failure = 'health' THEN 'health_failed'
-               WHEN ro.wave_status = 'FAILED' THEN 'tasks_failed'
+               WHEN d.wave_status = 'BAKING' THEN 'bake'
+               WHEN d.wave_status = 'CHECKING' THEN 'health_checks'
+               WHEN d.wave_status = 'FAILED' AND d.wave_failure = 'health' THEN 'health_failed'
+               WHEN d.wave_status = 'FAILED' THEN 'tasks_failed'
                ELSE 'wave_running'
            END AS waits
-    FROM reasons r
-    -- (Only the progressive causes read the rollout's details.)
-    LEFT JOIN ro ON ro.id = r.rollout_id AND r.reason IN ('frozen', 'wave', 'rollout_paused', 'window', 'rate')
+    FROM reasons r JOIN ro_details d ON d.id = r.rollout_id
 ),
 causes AS (
     SELECT w.id, w.rollout_id, w.waiting_key AS old_key, w.reason,
@@ -272,10 +266,10 @@ causes AS (
                WHEN 'database_busy' THEN jsonb_build_object('reason', w.reason, 'busy_task', w.busy_id)
                WHEN 'parallel_limit' THEN jsonb_build_object('reason', w.reason, 'limit', w.parallel_limit)
                WHEN 'run_at' THEN jsonb_build_object('reason', w.reason, 'run_at', to_char(w.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
-               WHEN 'frozen' THEN jsonb_build_object('reason', w.reason, 'scope', w.freeze_scope, 'freeze_id', w.freeze_id,
+               WHEN 'frozen' THEN jsonb_build_object('reason', w.reason, 'scope', CASE WHEN w.freeze_global THEN 'global' ELSE 'rollout' END, 'freeze_id', w.freeze_id,
                    'why', w.freeze_reason, 'frozen_by', w.frozen_by,
                    'frozen_at', to_char(w.frozen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-                   'message', CASE w.freeze_scope WHEN 'global' THEN 'frozen (every rollout) by ' ELSE 'rollout frozen by ' END
+                   'message', CASE WHEN w.freeze_global THEN 'frozen (every rollout) by ' ELSE 'rollout frozen by ' END
                               || w.frozen_by || ': ' || w.freeze_reason)
                WHEN 'wave' THEN jsonb_strip_nulls(jsonb_build_object('reason', w.reason, 'wave', w.wave, 'open_wave', w.open_wave, 'waits', w.waits,
                    'bake_ends', CASE WHEN w.waits = 'bake' THEN to_char(w.bake_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') END,
