@@ -16,7 +16,7 @@ SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api clean record-histories chaos fuzz web-vendor bench-console
+.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale clean record-histories chaos fuzz web-vendor bench-console
 
 all: build
 
@@ -128,6 +128,11 @@ bench-schedules: tools
 
 bench-rollouts: tools
 	$(GO) run ./bench/rollouts $(BENCH_FLAGS)
+
+# Many schedules: N created through the API (default 100,000; BENCH_FLAGS=-million for a
+# million), the idle cost and bytes per schedule, and all of them due at one tick.
+bench-scale: tools
+	$(GO) run ./bench/scale $(BENCH_FLAGS)
 
 bench-devices: tools
 	$(GO) run ./bench/devices $(BENCH_FLAGS)

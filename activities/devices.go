@@ -13,7 +13,7 @@ import (
 )
 
 // ErrDeviceGone is the non-retryable error type of a device activity whose row (PC,
-// task_device) no longer exists: the workflow that called it ends.
+// execution) no longer exists: the workflow that called it ends.
 const ErrDeviceGone = "DeviceGone"
 
 // DeviceActivities are the device dispatch engine's SQL steps (docs/devices.md).
@@ -23,7 +23,7 @@ type DeviceActivities struct {
 	// activates it: the worker's configuration in force.
 	Settings store.DeviceSettings
 	// SweepGrace is how long past its deadline an in-flight execution may stay before the
-	// dispatcher's safety sweep times it out itself (its slot workflow normally does it on
+	// dispatcher's safety sweep times it out itself (its PC timer normally does it on
 	// the dot). Default 1 minute.
 	SweepGrace time.Duration
 }
@@ -55,7 +55,7 @@ type SweepResult struct {
 }
 
 // Sweep is the dispatcher's safety net: it times out in-flight executions well past their
-// deadline (a slot workflow that never started) and fills every PC's free slots.
+// deadline (a PC timer never told) and fills every PC's free slots.
 func (a *DeviceActivities) Sweep(ctx context.Context) (SweepResult, error) {
 	grace := a.SweepGrace
 	if grace <= 0 {
@@ -88,7 +88,7 @@ func (a *DeviceActivities) RefillPC(ctx context.Context, pcName string) (int, er
 
 // SlotState is an execution's state as its slot workflow sees it.
 type SlotState struct {
-	Status    domain.TaskDeviceStatus
+	Status    domain.ExecutionStatus
 	Attempt   int32
 	SentAt    *time.Time
 	TimeoutAt *time.Time
@@ -99,41 +99,45 @@ type SlotState struct {
 }
 
 // Final reports whether the execution is over.
-func (s SlotState) Final() bool { return domain.TDFinal(s.Status) }
+func (s SlotState) Final() bool { return IsFinalStatus(s.Status) }
 
 // InFlight reports whether an attempt is out on the device.
-func (s SlotState) InFlight() bool { return s.Status == domain.TDSent || s.Status == domain.TDAcked }
+func (s SlotState) InFlight() bool {
+	return s.Status == domain.ExecutionSent || s.Status == domain.ExecutionAcked
+}
 
 // TimeoutInput names the attempt whose deadline passed.
 type TimeoutInput struct {
-	TaskDeviceID int64
-	Attempt      int32
+	// ExecutionID keeps its wire name of releases before the rename (TaskDeviceID): the
+	// input of an activity scheduled before an upgrade decodes after it.
+	ExecutionID int64 `json:"TaskDeviceID"`
+	Attempt     int32
 }
 
 // TimeoutAttempt marks the attempt TIMEOUT if it is still in flight — then RETRY_SCHEDULED
 // or FAILED_FINAL (device error, slot refilled) — and otherwise changes nothing: SQL
 // decides the race between the agent's result and the timer.
 func (a *DeviceActivities) TimeoutAttempt(ctx context.Context, in TimeoutInput) (SlotState, error) {
-	out, err := a.Store.TimeoutAttempt(ctx, in.TaskDeviceID, in.Attempt)
+	out, err := a.Store.TimeoutAttempt(ctx, in.ExecutionID, in.Attempt)
 	if errors.Is(err, store.ErrNotFound) {
-		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("task_device %d is gone", in.TaskDeviceID), ErrDeviceGone, err)
+		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("execution %d is gone", in.ExecutionID), ErrDeviceGone, err)
 	}
 	if err != nil {
 		return SlotState{}, err
 	}
 	st := SlotState{Status: out.Status, Attempt: out.Attempt, CheckTask: out.CheckTask, Stale: out.Stale}
-	if out.Stale && (out.Status == domain.TDSent || out.Status == domain.TDAcked) {
+	if out.Stale && (out.Status == domain.ExecutionSent || out.Status == domain.ExecutionAcked) {
 		// A newer attempt is out: hand its deadline to the workflow.
-		return a.GetSlotState(ctx, in.TaskDeviceID)
+		return a.GetSlotState(ctx, in.ExecutionID)
 	}
 	return st, nil
 }
 
 // GetSlotState reads an execution's state.
 func (a *DeviceActivities) GetSlotState(ctx context.Context, id int64) (SlotState, error) {
-	td, err := a.Store.GetTaskDevice(ctx, id)
+	td, err := a.Store.GetDeviceExecution(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("task_device %d is gone", id), ErrDeviceGone, err)
+		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("execution %d is gone", id), ErrDeviceGone, err)
 	}
 	if err != nil {
 		return SlotState{}, err
@@ -141,22 +145,27 @@ func (a *DeviceActivities) GetSlotState(ctx context.Context, id int64) (SlotStat
 	return SlotState{Status: td.Status, Attempt: td.Attempt, SentAt: td.SentAt, TimeoutAt: td.TimeoutAt}, nil
 }
 
-// IsFinalStatus reports whether a task_device status is final (for workflows).
-func IsFinalStatus(status domain.TaskDeviceStatus) bool { return domain.TDFinal(status) }
+// IsFinalStatus reports whether an execution status is final, for the per-execution
+// DeviceSlotWorkflow. It also takes "CANCELLED", the spelling before migration 00044: an
+// activity result or signal recorded in a history before the upgrade carries it, and the
+// workflow must take the same branch when it replays that history.
+func IsFinalStatus(status domain.ExecutionStatus) bool {
+	return domain.ExecutionFinal(status) || status == canceledBefore00044
+}
 
-// SlotRef names one numbered slot of a PC, or with Slot 0 every slot of the PC (the PC's
-// timer), checked as of a time.
-type SlotRef struct {
+// canceledBefore00044 is how ExecutionCanceled was spelled before migration 00044.
+const canceledBefore00044 domain.ExecutionStatus = "CANCELLED"
+
+// PCTimerRef names the PC whose timer woke, and when (the workflow's clock): a deadline
+// not after AsOf has passed.
+type PCTimerRef struct {
 	PC   string
-	Slot int32
-	// AsOf is when the slot's timer woke (the workflow's clock): a deadline not after it
-	// has passed.
 	AsOf time.Time
 }
 
-// SlotCheck is what a slot's timer learned when it woke.
-type SlotCheck struct {
-	// Deadline is the deadline of the attempt in flight in the slot now, if any.
+// PCTimerCheck is what a PC's timer learned when it woke.
+type PCTimerCheck struct {
+	// Deadline is the earliest deadline in flight on the PC now, if any.
 	Deadline *time.Time
 	// TimedOut is set when this check timed an attempt out.
 	TimedOut bool
@@ -164,36 +173,16 @@ type SlotCheck struct {
 	CheckTask bool
 }
 
-// CheckSlot times out the attempt in flight in the slot if its deadline passed — SQL
-// decides the race with the agent's result — and returns the deadline of what is in
-// flight there now.
-func (a *DeviceActivities) CheckSlot(ctx context.Context, ref SlotRef) (SlotCheck, error) {
-	if ref.Slot == 0 {
-		return a.checkPC(ctx, ref)
-	}
-	res, err := a.Store.CheckSlot(ctx, ref.PC, ref.Slot, ref.AsOf)
+// CheckPCTimer is a PC timer's wake-up: it times out every attempt in flight on the PC
+// whose deadline passed — SQL decides the race with the agent's result — and returns the
+// earliest deadline in flight there now.
+func (a *DeviceActivities) CheckPCTimer(ctx context.Context, ref PCTimerRef) (PCTimerCheck, error) {
+	res, err := a.Store.CheckPCTimer(ctx, ref.PC, ref.AsOf)
 	if errors.Is(err, store.ErrNotFound) {
-		return SlotCheck{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pc %q is gone", ref.PC), ErrDeviceGone, err)
+		return PCTimerCheck{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pc %q is gone", ref.PC), ErrDeviceGone, err)
 	}
 	if err != nil {
-		return SlotCheck{}, err
+		return PCTimerCheck{}, err
 	}
-	out := SlotCheck{Deadline: res.Deadline}
-	if res.TimedOut != nil {
-		out.TimedOut, out.CheckTask = true, res.TimedOut.CheckTask
-	}
-	return out, nil
-}
-
-// checkPC is CheckSlot for slot 0, the PC's timer: it times out whatever is overdue on the
-// PC and returns the earliest deadline in flight there.
-func (a *DeviceActivities) checkPC(ctx context.Context, ref SlotRef) (SlotCheck, error) {
-	res, err := a.Store.CheckPCDeadlines(ctx, ref.PC, ref.AsOf)
-	if errors.Is(err, store.ErrNotFound) {
-		return SlotCheck{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pc %q is gone", ref.PC), ErrDeviceGone, err)
-	}
-	if err != nil {
-		return SlotCheck{}, err
-	}
-	return SlotCheck{Deadline: res.Deadline, TimedOut: res.TimedOut > 0, CheckTask: res.CheckTask}, nil
+	return PCTimerCheck{Deadline: res.Deadline, TimedOut: res.TimedOut > 0, CheckTask: res.CheckTask}, nil
 }

@@ -97,7 +97,7 @@ type batchRun struct {
 
 // taskOutcome is how one task's executor ended.
 type taskOutcome struct {
-	store.TaskRunResult
+	store.FinishedTaskRun
 	skip bool // canceled: nothing to record
 }
 
@@ -136,7 +136,7 @@ func (b *batchRun) start(tasks []ClaimedTaskRun) {
 			// The activity was canceled (the workflow marks its tasks), or an operator
 			// canceled this task and its row already says so.
 			skip := b.ctx.Err() != nil || status == domain.TaskRunCanceled
-			b.results <- taskOutcome{skip: skip, TaskRunResult: store.TaskRunResult{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
+			b.results <- taskOutcome{skip: skip, FinishedTaskRun: store.FinishedTaskRun{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
 		}()
 	}
 }
@@ -188,10 +188,10 @@ func (b *batchRun) gather(first taskOutcome) []taskOutcome {
 
 // record writes the group's results in one statement and returns how many it recorded.
 func (b *batchRun) record(group []taskOutcome) int {
-	var rs []store.TaskRunResult
+	var rs []store.FinishedTaskRun
 	for _, r := range group {
 		if !r.skip {
-			rs = append(rs, r.TaskRunResult)
+			rs = append(rs, r.FinishedTaskRun)
 		}
 	}
 	if len(rs) == 0 {

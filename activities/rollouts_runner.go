@@ -108,7 +108,7 @@ func (a *RolloutActivities) runnerTasks(ctx context.Context, rolloutID int64) ([
 // finishTasks writes results in one statement and tallies what was recorded: a result whose
 // task is no longer that RUNNING claim (canceled meanwhile) records nothing. It returns how
 // many were recorded.
-func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.TaskRunResult, res *BatchResult) (int, error) {
+func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.FinishedTaskRun, res *BatchResult) (int, error) {
 	finished, err := a.Store.FinishTaskRuns(context.WithoutCancel(ctx), rs)
 	if err != nil {
 		return 0, err

@@ -30,8 +30,8 @@ const ErrScheduleGone = "ScheduleGone"
 type ScheduleActivities struct {
 	Store    *store.Store
 	Temporal client.Client
-
-	due dueCounts // the schedules due per second, for the spread of armings (see dueTogether)
+	// Schedules starts and stops schedule workflows (the planner's wakes).
+	Schedules ScheduleStarter
 }
 
 // ScheduleDefinition is a schedule as its workflow needs it.
@@ -48,10 +48,6 @@ type ScheduleDefinition struct {
 	Version          int64
 	CreatedAt        time.Time
 	LastRunAt        *time.Time
-	// DueTogether is how many schedules are due in the second of its next fire when it was
-	// loaded: a schedule created with thousands of others on one tick spreads its first
-	// arming by it (see RunRecord.DueTogether).
-	DueTogether int64 `json:",omitempty"`
 }
 
 // DefinitionFromRow decodes a schedules row.
@@ -83,12 +79,7 @@ func (a *ScheduleActivities) LoadSchedule(ctx context.Context, id int64) (Schedu
 	if err != nil {
 		return ScheduleDefinition{}, gone(err, id)
 	}
-	def, err := DefinitionFromRow(row)
-	if err != nil || row.NextRunAt == nil {
-		return def, err
-	}
-	def.DueTogether, err = a.due.dueTogether(ctx, a.Store, *row.NextRunAt)
-	return def, err
+	return DefinitionFromRow(row)
 }
 
 // TickRecord is one tick's outcome for RecordTick.
@@ -103,9 +94,6 @@ type TickRecord struct {
 	WorkflowID     string
 	Event          *domain.Event
 	NextRunAt      *time.Time
-	// VisibleAt arms the fire (an event action's, ahead of its tick): committed now, shown
-	// at VisibleAt, when the worker's releaser releases it (store.Releaser).
-	VisibleAt *time.Time `json:",omitempty"`
 }
 
 // RunRecord is the recorded run.
@@ -125,9 +113,6 @@ type RunRecord struct {
 	// StartAt is when an armed workflow fire's target starts (its visible time), for a run
 	// found recorded before (nil: not armed, or released).
 	StartAt *time.Time `json:",omitempty"`
-	// DueTogether, for an armed fire, is how many schedules are due in its tick's second:
-	// the schedule spreads its next arming over a span that grows with it.
-	DueTogether int64 `json:",omitempty"`
 }
 
 // RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
@@ -136,12 +121,11 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	run, created, err := a.Store.RecordFire(ctx, store.Fire{
 		ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt, FiredAt: r.FiredAt, Trigger: r.Trigger, Status: r.Status,
 		Reason: r.Reason, IdempotencyKey: r.IdempotencyKey, WorkflowID: r.WorkflowID, Event: r.Event, NextRunAt: r.NextRunAt,
-		VisibleAt: r.VisibleAt,
 	})
 	if err != nil {
 		return RunRecord{}, gone(err, r.ScheduleID)
 	}
-	if created && r.VisibleAt == nil { // an armed fire is counted when it is released (ObserveReleased)
+	if created {
 		observeTick(r.Status, r.Trigger, r.ScheduledAt, r.FiredAt)
 	}
 	rec := RunRecord{
@@ -150,11 +134,6 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (RunR
 	}
 	if run.Armed && run.WorkflowID != "" {
 		rec.StartAt = run.VisibleAt
-	}
-	if r.VisibleAt != nil {
-		if rec.DueTogether, err = a.due.dueTogether(ctx, a.Store, r.ScheduledAt); err != nil {
-			return RunRecord{}, err
-		}
 	}
 	return rec, nil
 }
@@ -422,34 +401,4 @@ func observeTick(status domain.RunStatus, trigger domain.Trigger, scheduledAt, f
 		metrics.ScheduleTicks.WithLabelValues("fired", string(trigger)).Inc()
 		metrics.FireLatenessObserved.WithLabelValues(string(trigger)).Observe(firedAt.Sub(scheduledAt).Seconds())
 	}
-}
-
-// OutagesRequest asks for the outages since the oldest late tick, under a schedule's
-// catch-up window. Until is the workflow's now, so replays and tests agree on it.
-type OutagesRequest struct {
-	Since         time.Time
-	Until         time.Time
-	CatchupWindow time.Duration
-}
-
-// Outage is a span in which no tickgate worker was alive, with the reason a tick it makes
-// MISSED is recorded with.
-type Outage struct {
-	From         time.Time
-	Until        time.Time
-	MissedReason string
-}
-
-// Outages lists the spans of [Since, Until] in which no worker was alive (store.Outages):
-// what decides whether a late tick is MISSED or fires late.
-func (a *ScheduleActivities) Outages(ctx context.Context, r OutagesRequest) ([]Outage, error) {
-	rows, err := a.Store.Outages(ctx, r.Since, r.Until, r.CatchupWindow)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Outage, len(rows))
-	for i, o := range rows {
-		out[i] = Outage(o)
-	}
-	return out, nil
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// afterAnswer runs f off the request path: a Temporal call made after a commit (arming a
-// slot workflow, signalling a result, nudging the dispatcher) that the agent or operator
+// afterAnswer runs f off the request path: a Temporal call made after a commit (telling a PC
+// timer a wake-up, signalling a result, nudging the dispatcher) that the agent or operator
 // must not wait for, since SQL already holds the truth. Its context outlives the request,
 // bounded by timeout; Drain waits for every such call before the process lets go of its
 // connections.

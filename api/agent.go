@@ -31,8 +31,8 @@ const maxClaim = 1000
 // maxClaimWait caps a claim's long-poll.
 const maxClaimWait = time.Minute
 
-// maxSlotSignals bounds the Temporal calls arming PC timers across all claims.
-const maxSlotSignals = 64
+// maxTimerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
+const maxTimerSignals = 64
 
 func (s *Server) agentClaim(c echo.Context) error {
 	var req ClaimRequest
@@ -58,29 +58,30 @@ func (s *Server) agentClaim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Each sent attempt's deadline is watched by its slot's durable timer. Telling the
-	// timer happens after the answer, so agents never wait on Temporal: the deadline itself
-	// is already committed (timeout_at), and the dispatcher's sweep times out an attempt
-	// whose timer was never told.
-	s.armSlotsAfterAnswer(pc, cmds)
-	page := Page[TaskDeviceDTO]{Items: make([]TaskDeviceDTO, 0, len(cmds))}
+	// Each sent attempt's deadline is watched by its PC's timer. Telling the timer happens
+	// after the answer, so agents never wait on Temporal: the deadline itself is already
+	// committed (timeout_at), and the dispatcher's sweep times out an attempt whose timer
+	// was never told.
+	s.wakePCTimerAfterAnswer(pc, cmds)
+	page := Page[DeviceExecutionDTO]{Items: make([]DeviceExecutionDTO, 0, len(cmds))}
 	for _, cmd := range cmds {
 		page.Items = append(page.Items, claimedView(pc, cmd))
 	}
 	return c.JSON(http.StatusOK, page)
 }
 
-// armSlotsAfterAnswer tells the PC's timer the deadlines of attempts just sent, after the
+// wakePCTimerAfterAnswer tells the PC's timer a wake-up for attempts just sent, after the
 // answer: agents never wait on Temporal.
-func (s *Server) armSlotsAfterAnswer(pc string, cmds []store.ClaimedCommand) {
+func (s *Server) wakePCTimerAfterAnswer(pc string, cmds []store.ClaimedCommand) {
 	if s.Starter != nil && len(cmds) > 0 {
-		s.afterAnswer(time.Minute, func(ctx context.Context) { s.armPC(ctx, pc, cmds) })
+		s.afterAnswer(time.Minute, func(ctx context.Context) { s.wakePCTimer(ctx, pc, cmds) })
 	}
 }
 
-// armPC asks the PC's timer (workflows.PCDeadlineWorkflowID) for a wake-up armLead before
-// the earliest deadline among the sent attempts, unless it already wakes in time (pcArms).
-func (s *Server) armPC(ctx context.Context, pc string, cmds []store.ClaimedCommand) {
+// wakePCTimer tells the PC's timer (workflows.PCTimerWorkflow) a wake-up wakeupLead before
+// the earliest deadline among the sent attempts, unless it already wakes in time
+// (pcWakeups).
+func (s *Server) wakePCTimer(ctx context.Context, pc string, cmds []store.ClaimedCommand) {
 	var first *store.ClaimedCommand
 	for i, cmd := range cmds {
 		if cmd.TimeoutAt != nil && (first == nil || cmd.TimeoutAt.Before(*first.TimeoutAt)) {
@@ -88,16 +89,16 @@ func (s *Server) armPC(ctx context.Context, pc string, cmds []store.ClaimedComma
 		}
 	}
 	now := time.Now()
-	if first == nil || !s.pcArms.needsSignal(pc, first.TimeoutAt.UTC(), now) {
+	if first == nil || !s.pcWakeups.needsSignal(pc, first.TimeoutAt.UTC(), now) {
 		return
 	}
-	wake := first.TimeoutAt.UTC().Add(-armLead)
-	s.pcArms.toldAt(pc, wake, now)
-	s.slotSignals <- struct{}{}
-	defer func() { <-s.slotSignals }()
-	d := workflows.SlotDeadline{TaskDeviceID: first.ID, Attempt: first.Attempt, TimeoutAt: wake}
-	if err := s.Starter.ArmSlot(ctx, pc, 0, d); err != nil {
-		s.pcArms.forget(pc, wake)
+	wake := first.TimeoutAt.UTC().Add(-wakeupLead)
+	s.pcWakeups.toldAt(pc, wake, now)
+	s.timerSignals <- struct{}{}
+	defer func() { <-s.timerSignals }()
+	w := workflows.PCTimerWakeup{ExecutionID: first.ID, Attempt: first.Attempt, At: wake}
+	if err := s.Starter.WakePCTimer(ctx, pc, w); err != nil {
+		s.pcWakeups.forget(pc, wake)
 		s.Logf("devices: %v", err)
 	}
 }
@@ -122,11 +123,11 @@ func (s *Server) agentAck(c echo.Context) error {
 		}
 		return err
 	}
-	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
+	td, err := s.Store.GetDeviceExecution(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, taskDeviceDTO(td))
+	return c.JSON(http.StatusOK, deviceExecutionDTO(td))
 }
 
 // ResultRequest is the body of POST /agent/task-devices/{id}/result.
@@ -144,8 +145,8 @@ type ResultRequest struct {
 // asked (claim_next) and its slot was refilled at once, the slot's next execution, SENT to
 // this agent with its payload (as a claim would hand it).
 type ResultView struct {
-	TaskDeviceDTO
-	Next *TaskDeviceDTO `json:"next,omitempty"`
+	DeviceExecutionDTO
+	Next *DeviceExecutionDTO `json:"next,omitempty"`
 }
 
 func (s *Server) agentResult(c echo.Context) error {
@@ -180,7 +181,7 @@ func (s *Server) agentResult(c echo.Context) error {
 		}
 	}
 	// The general path: a failure, or a success the group commit left undecided.
-	if err := s.checkAgentTaskDevice(c.Request().Context(), p, id, pc); err != nil {
+	if err := s.checkAgentExecution(c.Request().Context(), p, id, pc); err != nil {
 		return err
 	}
 	record := func(c echo.Context) error { return s.recordResult(c, id, r) }
@@ -210,7 +211,7 @@ func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *P
 	case store.SuccessRecorded:
 		s.afterResult(id, ans.Outcome)
 		if ans.Next != nil {
-			s.armSlotsAfterAnswer(ans.PCName, []store.ClaimedCommand{*ans.Next})
+			s.wakePCTimerAfterAnswer(ans.PCName, []store.ClaimedCommand{*ans.Next})
 		}
 		return true, "", c.JSON(http.StatusOK, resultView(*ans.Done, ans.Next))
 	case store.SuccessReplayed:
@@ -222,7 +223,7 @@ func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *P
 	case store.SuccessNotFound:
 		return true, "", NotFound("no task_device %d", id)
 	case store.SuccessForbidden:
-		return true, "", s.checkAgentTaskDevice(c.Request().Context(), p, id, ans.PCName)
+		return true, "", s.checkAgentExecution(c.Request().Context(), p, id, ans.PCName)
 	case store.SuccessKeyReused:
 		return true, "", NewProblem(http.StatusUnprocessableEntity, IdempotencyHeader, "%v", store.ErrKeyReused)
 	case store.SuccessKeyInProgress:
@@ -245,19 +246,19 @@ func (s *Server) recordResult(c echo.Context, id int64, r store.Result) error {
 	if out.View != nil {
 		return c.JSON(http.StatusOK, resultView(*out.View, nil))
 	}
-	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
+	td, err := s.Store.GetDeviceExecution(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, resultView(td, nil))
 }
 
-// afterResult hands over what a committed result leaves to do. The slot's timer is not
+// afterResult hands over what a committed result leaves to do. The PC's timer is not
 // told: when it wakes it finds the attempt resolved in SQL (the race has one winner there)
-// and sleeps until whatever is in flight in the slot by then.
+// and sleeps until whatever is in flight on the PC by then.
 func (s *Server) afterResult(id int64, out store.Outcome) {
 	if out.CheckTask {
-		s.advanceSoon(fmt.Sprintf("task_device %d of task %d %s", id, out.TaskID, out.Status))
+		s.advanceSoon(fmt.Sprintf("execution %d of task %d %s", id, out.TaskID, out.Status))
 	}
 }
 
@@ -270,8 +271,8 @@ func (s *Server) replayResultAnswer(c echo.Context, answer []byte) error {
 	return c.JSON(http.StatusOK, resultView(*done, next))
 }
 
-func resultView(td store.TaskDeviceView, next *store.ClaimedCommand) ResultView {
-	v := ResultView{TaskDeviceDTO: taskDeviceDTO(td)}
+func resultView(td store.DeviceExecutionView, next *store.ClaimedCommand) ResultView {
+	v := ResultView{DeviceExecutionDTO: deviceExecutionDTO(td)}
 	if next != nil {
 		n := claimedView(td.PcName, *next)
 		v.Next = &n

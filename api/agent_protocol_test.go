@@ -53,7 +53,7 @@ func TestAgentResultCarriesTheNextExecutionAndReplaysItsFirstAnswer(t *testing.T
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash"}}, http.StatusCreated, nil)
 
 	var page struct {
-		Items []api.TaskDeviceDTO `json:"items"`
+		Items []api.DeviceExecutionDTO `json:"items"`
 	}
 	code, b, _ := agentPost(t, st, agent, "/api/v1/agent/pcs/np/claim", "", `{"max": 1, "wait": "30s"}`)
 	require.Equal(t, http.StatusOK, code, "%s", b)
@@ -68,33 +68,33 @@ func TestAgentResultCarriesTheNextExecutionAndReplaysItsFirstAnswer(t *testing.T
 	require.Empty(t, h.Get(api.ReplayedHeader))
 	var res api.ResultView
 	require.NoError(t, json.Unmarshal(answer, &res))
-	require.Equal(t, domain.TDSucceeded, res.Status)
+	require.Equal(t, domain.ExecutionSucceeded, res.Status)
 	require.NotNil(t, res.Next, "the slot's next execution came with the answer")
-	require.Equal(t, domain.TDSent, res.Next.Status)
+	require.Equal(t, domain.ExecutionSent, res.Next.Status)
 	require.Equal(t, first.Slot, res.Next.Slot, "in the slot the result freed")
 	require.JSONEq(t, `{"cmd": "flash"}`, string(res.Next.Payload))
 	require.NotNil(t, res.Next.TimeoutAt)
 
 	// Committed: every other reader sees it.
-	td, err := st.Store.GetTaskDevice(context.Background(), first.ID)
+	td, err := st.Store.GetDeviceExecution(context.Background(), first.ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.TDSucceeded, td.Status)
-	next, err := st.Store.GetTaskDevice(context.Background(), res.Next.ID)
+	require.Equal(t, domain.ExecutionSucceeded, td.Status)
+	next, err := st.Store.GetDeviceExecution(context.Background(), res.Next.ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.TDSent, next.Status)
-	require.Equal(t, []string{"CREATED#1", "SENT#1"}, taskDeviceEventTypes(t, st, res.Next.ID))
+	require.Equal(t, domain.ExecutionSent, next.Status)
+	require.Equal(t, []string{"CREATED#1", "SENT#1"}, deviceExecutionEventTypes(t, st, res.Next.ID))
 
 	code, again, h := agentPost(t, st, agent, resultPath, "r-1", body)
 	require.Equal(t, http.StatusOK, code, "%s", again)
 	require.Equal(t, "true", h.Get(api.ReplayedHeader))
 	require.Equal(t, string(answer), string(again), "the replay is the first answer")
-	require.Equal(t, []string{"SENT#1", "SUCCEEDED#1"}, taskDeviceEventTypes(t, st, first.ID)[1:], "recorded once")
+	require.Equal(t, []string{"SENT#1", "SUCCEEDED#1"}, deviceExecutionEventTypes(t, st, first.ID)[1:], "recorded once")
 
 	code, b, _ = agentPost(t, st, agent, resultPath, "r-1", `{"status": "failed"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, code, "%s", b)
 	code, b, _ = agentPost(t, st, agent, resultPath, "r-2", body)
 	require.Equal(t, http.StatusConflict, code, "a second result for the attempt: %s", b)
-	require.Contains(t, taskDeviceEventTypes(t, st, first.ID), "LATE_RESULT#1")
+	require.Contains(t, deviceExecutionEventTypes(t, st, first.ID), "LATE_RESULT#1")
 
 	// Without claim_next (an older agent) the answer is the execution alone, and the
 	// refilled execution waits for a claim.
@@ -139,7 +139,7 @@ func TestAgentClaimLongPollWakesWhenWorkAppears(t *testing.T) {
 	c := <-got
 	require.Equal(t, http.StatusOK, c.code, "%s", c.body)
 	var page struct {
-		Items []api.TaskDeviceDTO `json:"items"`
+		Items []api.DeviceExecutionDTO `json:"items"`
 	}
 	require.NoError(t, json.Unmarshal(c.body, &page))
 	require.Len(t, page.Items, 1, "the long-poll woke with the new task's execution")

@@ -20,13 +20,13 @@ type Permission int
 // Permissions, from least to most guarded. Agent permissions are scoped: the token's PC
 // must own the PC or task_device the route names.
 const (
-	PermPublic          Permission = iota + 1 // no token (health checks, the dashboard's static files)
-	PermRead                                  // viewer, operator, admin
-	PermWrite                                 // operator, admin: create and change
-	PermAdmin                                 // admin only: tokens
-	PermAgentPC                               // an agent of PC :name, or admin
-	PermAgentTaskDevice                       // an agent of the PC running task_device :id, or admin
-	// PermAgentResult is PermAgentTaskDevice checked in two steps: the middleware checks the
+	PermPublic         Permission = iota + 1 // no token (health checks, the dashboard's static files)
+	PermRead                                 // viewer, operator, admin
+	PermWrite                                // operator, admin: create and change
+	PermAdmin                                // admin only: tokens
+	PermAgentPC                              // an agent of PC :name, or admin
+	PermAgentExecution                       // an agent of the PC running task_device :id, or admin
+	// PermAgentResult is PermAgentExecution checked in two steps: the middleware checks the
 	// role, and the statement that records the result checks the PC (store.SuccessReport's
 	// AgentPC), so a result costs no statement of its own for it.
 	PermAgentResult
@@ -42,7 +42,7 @@ func (p Permission) String() string {
 		return "write"
 	case PermAdmin:
 		return "admin"
-	case PermAgentPC, PermAgentTaskDevice, PermAgentResult:
+	case PermAgentPC, PermAgentExecution, PermAgentResult:
 		return "agent"
 	}
 	return "unknown"
@@ -60,6 +60,7 @@ var RoutePermissions = map[string]Permission{
 	"GET /api/v1/openapi.yaml": PermRead,
 
 	"POST /api/v1/schedules":                     PermWrite,
+	"POST /api/v1/schedules/bulk":                PermWrite,
 	"GET /api/v1/schedules":                      PermRead,
 	"GET /api/v1/schedules/:name":                PermRead,
 	"PATCH /api/v1/schedules/:name":              PermWrite,
@@ -108,7 +109,7 @@ var RoutePermissions = map[string]Permission{
 	"GET /api/v1/task-devices/:id":               PermRead,
 	"GET /api/v1/task-devices/:id/events":        PermRead,
 	"POST /api/v1/agent/pcs/:name/claim":         PermAgentPC,
-	"POST /api/v1/agent/task-devices/:id/ack":    PermAgentTaskDevice,
+	"POST /api/v1/agent/task-devices/:id/ack":    PermAgentExecution,
 	"POST /api/v1/agent/task-devices/:id/result": PermAgentResult,
 	"POST /api/v1/tokens":                        PermAdmin,
 	"GET /api/v1/tokens":                         PermAdmin,
@@ -240,7 +241,7 @@ func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error 
 			return NewProblem(http.StatusForbidden, "name", "this agent token belongs to PC %q, not %q", p.PC, c.Param("name"))
 		}
 		return nil
-	case PermAgentTaskDevice, PermAgentResult:
+	case PermAgentExecution, PermAgentResult:
 		if p.Role == store.RoleAdmin {
 			return nil
 		}
@@ -251,7 +252,7 @@ func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error 
 		if err != nil || perm == PermAgentResult {
 			return err // the result's statement checks the PC
 		}
-		return s.checkAgentTaskDevice(c.Request().Context(), p, id, "")
+		return s.checkAgentExecution(c.Request().Context(), p, id, "")
 	}
 	if !roleGrants(p.Role, perm) {
 		return forbidden(p, perm)
@@ -259,15 +260,15 @@ func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error 
 	return nil
 }
 
-// checkAgentTaskDevice refuses an agent task_device id of another PC than its own; pc is
+// checkAgentExecution refuses an agent task_device id of another PC than its own; pc is
 // the execution's PC when the caller knows it already ("": read it).
-func (s *Server) checkAgentTaskDevice(ctx context.Context, p *Principal, id int64, pc string) error {
+func (s *Server) checkAgentExecution(ctx context.Context, p *Principal, id int64, pc string) error {
 	if p == nil || p.Role != store.RoleAgent {
 		return nil
 	}
 	if pc == "" {
 		var err error
-		pc, err = s.Store.TaskDevicePC(ctx, id)
+		pc, err = s.Store.DeviceExecutionPC(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return NotFound("no task_device %d", id)
 		}

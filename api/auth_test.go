@@ -111,7 +111,7 @@ func TestAuthorizationByRoute(t *testing.T) {
 			return role == "admin" || role == "operator"
 		case api.PermAdmin:
 			return role == "admin"
-		case api.PermAgentPC, api.PermAgentTaskDevice, api.PermAgentResult:
+		case api.PermAgentPC, api.PermAgentExecution, api.PermAgentResult:
 			return role == "admin" // the agent here owns no PC the path names
 		}
 		return false
@@ -139,7 +139,7 @@ func TestAuthorizationByRoute(t *testing.T) {
 		for role, tok := range tokens {
 			status, b, _ := a.do(t, r.Method, path, tok, body)
 			require.NotEqual(t, http.StatusUnauthorized, status, "%s %s as %s: %s", r.Method, path, role, b)
-			if role == "agent" && perm == api.PermAgentTaskDevice {
+			if role == "agent" && perm == api.PermAgentExecution {
 				// an agent learns only that the task_device is not there (TestAgentOnlyItsOwnPC
 				// checks another PC's is 403)
 				require.Equal(t, http.StatusNotFound, status, "%s %s as %s: %s", r.Method, path, role, b)

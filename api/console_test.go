@@ -311,7 +311,7 @@ func TestPCSlotGrid(t *testing.T) {
 
 	agent := st.As(st.NewToken(t, "agent", "grid-pc"))
 	var claimed struct {
-		Items []api.TaskDeviceDTO `json:"items"`
+		Items []api.DeviceExecutionDTO `json:"items"`
 	}
 	agent.JSON(t, http.MethodPost, "/api/v1/agent/pcs/grid-pc/claim", map[string]any{"max": 1}, http.StatusOK, &claimed)
 	require.Len(t, claimed.Items, 1)

@@ -24,26 +24,9 @@ const MaxBodyBytes = 1 << 20
 // and oversized bodies are 4xx problems naming the field. An empty body decodes as {} when
 // allowEmpty is set.
 func Decode(c echo.Context, dst any, allowEmpty bool) error {
-	req := c.Request()
-	if ct := req.Header.Get(echo.HeaderContentType); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return NewProblem(http.StatusUnsupportedMediaType, "", "send application/json, not %q", ct)
-		}
-	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
+	body, err := ReadBody(c, allowEmpty)
 	if err != nil {
-		return BadRequest("", "read body: %v", err)
-	}
-	if len(body) > MaxBodyBytes {
-		return NewProblem(http.StatusRequestEntityTooLarge, "", "body larger than %d bytes", MaxBodyBytes)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		if allowEmpty {
-			body = []byte("{}")
-		} else {
-			return BadRequest("", "request body is required")
-		}
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -68,6 +51,32 @@ func Decode(c echo.Context, dst any, allowEmpty bool) error {
 		return BadRequest("", "unexpected data after the JSON object")
 	}
 	return nil
+}
+
+// ReadBody reads a JSON request body, refusing another content type and an oversized or
+// (unless allowEmpty, then it reads as {}) empty one.
+func ReadBody(c echo.Context, allowEmpty bool) ([]byte, error) {
+	req := c.Request()
+	if ct := req.Header.Get(echo.HeaderContentType); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return nil, NewProblem(http.StatusUnsupportedMediaType, "", "send application/json, not %q", ct)
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, BadRequest("", "read body: %v", err)
+	}
+	if len(body) > MaxBodyBytes {
+		return nil, NewProblem(http.StatusRequestEntityTooLarge, "", "body larger than %d bytes", MaxBodyBytes)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if !allowEmpty {
+			return nil, BadRequest("", "request body is required")
+		}
+		body = []byte("{}")
+	}
+	return body, nil
 }
 
 type fieldError interface {

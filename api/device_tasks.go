@@ -15,19 +15,19 @@ import (
 // POST /tasks, GET /tasks, GET /tasks/{id}, GET /tasks/{id}/devices, POST /tasks/{id}/cancel:
 // the queue of device tasks, one active at a time (docs/devices.md).
 
-// CreateDevTaskRequest is the body of POST /tasks.
-type CreateDevTaskRequest struct {
+// CreateDeviceTaskRequest is the body of POST /tasks.
+type CreateDeviceTaskRequest struct {
 	Payload     json.RawMessage `json:"payload"`
 	TargetCount *int32          `json:"target_count"`
 	Abort       *AbortRule      `json:"abort"`
 }
 
-func (s *Server) createDevTask(c echo.Context) error {
-	var req CreateDevTaskRequest
+func (s *Server) createDeviceTask(c echo.Context) error {
+	var req CreateDeviceTaskRequest
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	nt := store.NewDevTask{Payload: req.Payload, TargetCount: req.TargetCount}
+	nt := store.NewDeviceTask{Payload: req.Payload, TargetCount: req.TargetCount}
 	if len(req.Payload) > 0 && string(req.Payload) != "null" {
 		var v any
 		if err := json.Unmarshal(req.Payload, &v); err != nil {
@@ -48,46 +48,46 @@ func (s *Server) createDevTask(c echo.Context) error {
 		}
 		nt.AbortMinExecuted, nt.AbortFailedPercent = &req.Abort.MinExecuted, &req.Abort.FailedPercent
 	}
-	t, err := s.Store.CreateDevTask(c.Request().Context(), nt)
+	t, err := s.Store.CreateDeviceTask(c.Request().Context(), nt)
 	if err != nil {
 		return err
 	}
 	s.advanceSoon(fmt.Sprintf("task %d created", t.ID)) // it becomes active if none is
-	return c.JSON(http.StatusCreated, devTaskView(t))
+	return c.JSON(http.StatusCreated, deviceTaskView(t))
 }
 
-func (s *Server) listDevTasks(c echo.Context) error {
-	return listPage(c, idCursor, s.Store.ListDevTasks, devTaskView, func(t store.DevTask) int64 { return t.ID })
+func (s *Server) listDeviceTasks(c echo.Context) error {
+	return listPage(c, idCursor, s.Store.ListDeviceTasks, deviceTaskView, func(t store.DeviceTask) int64 { return t.ID })
 }
 
-// maxTaskDevicesShown caps the executions GET /tasks/{id} lists.
-const maxTaskDevicesShown = 5000
+// maxExecutionsShown caps the executions GET /tasks/{id} lists.
+const maxExecutionsShown = 5000
 
-func (s *Server) getDevTask(c echo.Context) error {
+func (s *Server) getDeviceTask(c echo.Context) error {
 	id, err := pathID(c, "task")
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	t, err := s.Store.GetDevTask(ctx, id)
+	t, err := s.Store.GetDeviceTask(ctx, id)
 	if err != nil {
 		return err
 	}
-	counts, err := s.Store.DevTaskCounts(ctx, id)
+	counts, err := s.Store.DeviceTaskCounts(ctx, id)
 	if err != nil {
 		return err
 	}
-	v := devTaskView(t)
-	v.Counts = &DevTaskCounts{Active: counts.Active, Succeeded: counts.Succeeded, Failed: counts.Failed, Cancelled: counts.Cancelled}
-	v.Devices = []TaskDeviceDTO{}
+	v := deviceTaskView(t)
+	v.Counts = &DeviceTaskCounts{Active: counts.Active, Succeeded: counts.Succeeded, Failed: counts.Failed, Canceled: counts.Canceled}
+	v.Devices = []DeviceExecutionDTO{}
 	var after int64
-	for len(v.Devices) < maxTaskDevicesShown {
-		tds, err := s.Store.TaskDevices(ctx, id, after, 500)
+	for len(v.Devices) < maxExecutionsShown {
+		tds, err := s.Store.DeviceExecutions(ctx, id, after, 500)
 		if err != nil {
 			return err
 		}
 		for _, td := range tds {
-			v.Devices = append(v.Devices, taskDeviceDTO(td))
+			v.Devices = append(v.Devices, deviceExecutionDTO(td))
 		}
 		if len(tds) < 500 {
 			break
@@ -97,32 +97,32 @@ func (s *Server) getDevTask(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// listTaskDevices pages through a task's executions.
-func (s *Server) listTaskDevices(c echo.Context) error {
+// listDeviceExecutions pages through a task's executions.
+func (s *Server) listDeviceExecutions(c echo.Context) error {
 	id, err := pathID(c, "task")
 	if err != nil {
 		return err
 	}
-	return listPage(c, idCursor, func(ctx context.Context, after int64, limit int) ([]store.TaskDeviceView, error) {
-		if _, err := s.Store.GetDevTask(ctx, id); err != nil {
+	return listPage(c, idCursor, func(ctx context.Context, after int64, limit int) ([]store.DeviceExecutionView, error) {
+		if _, err := s.Store.GetDeviceTask(ctx, id); err != nil {
 			return nil, err
 		}
-		return s.Store.TaskDevices(ctx, id, after, limit)
-	}, taskDeviceDTO, func(td store.TaskDeviceView) int64 { return td.ID })
+		return s.Store.DeviceExecutions(ctx, id, after, limit)
+	}, deviceExecutionDTO, func(td store.DeviceExecutionView) int64 { return td.ID })
 }
 
-func (s *Server) cancelDevTask(c echo.Context) error {
+func (s *Server) cancelDeviceTask(c echo.Context) error {
 	id, err := pathID(c, "task")
 	if err != nil {
 		return err
 	}
-	t, err := s.Store.CancelDevTask(c.Request().Context(), id)
+	t, err := s.Store.CancelDeviceTask(c.Request().Context(), id)
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return Conflict("", "%v", err)
 		}
 		return err
 	}
-	s.advanceSoon(fmt.Sprintf("task %d cancelled", t.ID)) // the next task becomes active at once
-	return c.JSON(http.StatusOK, devTaskView(t))
+	s.advanceSoon(fmt.Sprintf("task %d canceled", t.ID)) // the next task becomes active at once
+	return c.JSON(http.StatusOK, deviceTaskView(t))
 }

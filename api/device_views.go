@@ -44,8 +44,8 @@ type AbortRule struct {
 	FailedPercent float64 `json:"failed_percent"`
 }
 
-// DevTaskView is a device task; GET /tasks/{id} adds its counts and executions.
-type DevTaskView struct {
+// DeviceTaskView is a device task; GET /tasks/{id} adds its counts and executions.
+type DeviceTaskView struct {
 	ID          int64                   `json:"id"`
 	Payload     json.RawMessage         `json:"payload"`
 	TargetCount *int32                  `json:"target_count"`
@@ -54,50 +54,50 @@ type DevTaskView struct {
 	Error       string                  `json:"error"`
 	// MaxAttempts is the attempt limit the task took when it became active (the
 	// configuration then in force); null until then.
-	MaxAttempts *int32          `json:"max_attempts"`
-	CreatedAt   time.Time       `json:"created_at"`
-	StartedAt   *time.Time      `json:"started_at"`
-	FinishedAt  *time.Time      `json:"finished_at"`
-	Counts      *DevTaskCounts  `json:"counts,omitempty"`
-	Devices     []TaskDeviceDTO `json:"devices,omitempty"`
+	MaxAttempts *int32               `json:"max_attempts"`
+	CreatedAt   time.Time            `json:"created_at"`
+	StartedAt   *time.Time           `json:"started_at"`
+	FinishedAt  *time.Time           `json:"finished_at"`
+	Counts      *DeviceTaskCounts    `json:"counts,omitempty"`
+	Devices     []DeviceExecutionDTO `json:"devices,omitempty"`
 }
 
-// DevTaskCounts are a task's executions by state.
-type DevTaskCounts struct {
+// DeviceTaskCounts are a task's executions by state.
+type DeviceTaskCounts struct {
 	Active    int64 `json:"active"`
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
-	Cancelled int64 `json:"cancelled"`
+	Canceled  int64 `json:"cancelled"` // the HTTP contract's field name, spelled before the statuses were
 }
 
-// TaskDeviceDTO is one device execution (a task_device row).
-type TaskDeviceDTO struct {
+// DeviceExecutionDTO is one device execution (a task_device row).
+type DeviceExecutionDTO struct {
 	ID     int64  `json:"id"`
 	TaskID int64  `json:"task_id"`
 	Device string `json:"device"`
 	PC     string `json:"pc"`
 	// Slot is the numbered slot of its PC (1..device_capacity) the execution runs in.
-	Slot        *int32                  `json:"slot"`
-	Status      domain.TaskDeviceStatus `json:"status"`
-	Attempt     int32                   `json:"attempt"`
-	MaxAttempts int32                   `json:"max_attempts"`
-	Error       string                  `json:"error"`
-	CreatedAt   *time.Time              `json:"created_at,omitempty"`
-	SentAt      *time.Time              `json:"sent_at"`
-	AckedAt     *time.Time              `json:"acked_at"`
-	CompletedAt *time.Time              `json:"completed_at"`
-	TimeoutAt   *time.Time              `json:"timeout_at"`
-	Payload     json.RawMessage         `json:"payload,omitempty"`
+	Slot        *int32                 `json:"slot"`
+	Status      domain.ExecutionStatus `json:"status"`
+	Attempt     int32                  `json:"attempt"`
+	MaxAttempts int32                  `json:"max_attempts"`
+	Error       string                 `json:"error"`
+	CreatedAt   *time.Time             `json:"created_at,omitempty"`
+	SentAt      *time.Time             `json:"sent_at"`
+	AckedAt     *time.Time             `json:"acked_at"`
+	CompletedAt *time.Time             `json:"completed_at"`
+	TimeoutAt   *time.Time             `json:"timeout_at"`
+	Payload     json.RawMessage        `json:"payload,omitempty"`
 }
 
-// TaskDeviceEventView is one attempt event.
-type TaskDeviceEventView struct {
-	ID           int64                      `json:"id"`
-	TaskDeviceID int64                      `json:"task_device_id"`
-	Attempt      int32                      `json:"attempt"`
-	Type         domain.TaskDeviceEventType `json:"type"`
-	Detail       string                     `json:"detail"`
-	CreatedAt    time.Time                  `json:"created_at"`
+// DeviceExecutionEventView is one attempt event.
+type DeviceExecutionEventView struct {
+	ID          int64                     `json:"id"`
+	ExecutionID int64                     `json:"task_device_id"`
+	Attempt     int32                     `json:"attempt"`
+	Type        domain.ExecutionEventType `json:"type"`
+	Detail      string                    `json:"detail"`
+	CreatedAt   time.Time                 `json:"created_at"`
 }
 
 func devUTC(t *time.Time) *time.Time {
@@ -120,8 +120,8 @@ func deviceRowView(r store.DeviceRow) DeviceView {
 	return DeviceView{Serial: r.Serial, PC: r.PcName, Status: r.Status, Error: r.Error, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
-func devTaskView(t store.DevTask) DevTaskView {
-	v := DevTaskView{
+func deviceTaskView(t store.DeviceTask) DeviceTaskView {
+	v := DeviceTaskView{
 		ID: t.ID, Payload: t.Payload, TargetCount: t.TargetCount, Status: t.Status, Error: t.Error, MaxAttempts: t.MaxAttempts,
 		CreatedAt: t.CreatedAt.UTC(), StartedAt: devUTC(t.StartedAt), FinishedAt: devUTC(t.FinishedAt),
 	}
@@ -131,24 +131,24 @@ func devTaskView(t store.DevTask) DevTaskView {
 	return v
 }
 
-func taskDeviceDTO(td store.TaskDeviceView) TaskDeviceDTO {
+func deviceExecutionDTO(td store.DeviceExecutionView) DeviceExecutionDTO {
 	created := td.CreatedAt.UTC()
-	return TaskDeviceDTO{
+	return DeviceExecutionDTO{
 		ID: td.ID, TaskID: td.TaskID, Device: td.DeviceSerial, PC: td.PcName, Slot: td.Slot, Status: td.Status, Attempt: td.Attempt,
 		MaxAttempts: td.MaxAttempts, Error: td.Error, CreatedAt: &created, SentAt: devUTC(td.SentAt), AckedAt: devUTC(td.AckedAt),
 		CompletedAt: devUTC(td.CompletedAt), TimeoutAt: devUTC(td.TimeoutAt),
 	}
 }
 
-func claimedView(pc string, cmd store.ClaimedCommand) TaskDeviceDTO {
-	return TaskDeviceDTO{
-		ID: cmd.ID, TaskID: cmd.TaskID, Device: cmd.DeviceSerial, PC: pc, Slot: &cmd.Slot, Status: domain.TDSent, Attempt: cmd.Attempt,
+func claimedView(pc string, cmd store.ClaimedCommand) DeviceExecutionDTO {
+	return DeviceExecutionDTO{
+		ID: cmd.ID, TaskID: cmd.TaskID, Device: cmd.DeviceSerial, PC: pc, Slot: &cmd.Slot, Status: domain.ExecutionSent, Attempt: cmd.Attempt,
 		MaxAttempts: cmd.MaxAttempts, SentAt: devUTC(cmd.SentAt), TimeoutAt: devUTC(cmd.TimeoutAt), Payload: cmd.Payload,
 	}
 }
 
-func taskDeviceEventView(e store.TaskDeviceEvent) TaskDeviceEventView {
-	return TaskDeviceEventView{
-		ID: e.ID, TaskDeviceID: e.TaskDeviceID, Attempt: e.Attempt, Type: e.Type, Detail: e.Detail, CreatedAt: e.CreatedAt.UTC(),
+func deviceExecutionEventView(e store.DeviceExecutionEvent) DeviceExecutionEventView {
+	return DeviceExecutionEventView{
+		ID: e.ID, ExecutionID: e.ExecutionID, Attempt: e.Attempt, Type: e.Type, Detail: e.Detail, CreatedAt: e.CreatedAt.UTC(),
 	}
 }

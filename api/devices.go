@@ -79,12 +79,12 @@ func (s *Server) patchDevice(c echo.Context) error {
 		return BadRequest("status", "must be online or offline, got %q", req.Status)
 	}
 	// Applied to the PC's slots in the same transaction: an execution on a device that left
-	// the eligible set is cancelled, free slots are refilled.
+	// the eligible set is canceled, free slots are refilled.
 	d, _, err := s.Store.SetDeviceStatus(c.Request().Context(), c.Param("serial"), req.Status, "set by operator")
 	if err != nil {
 		return err
 	}
-	s.advanceSoon("device " + d.Serial + " set " + string(d.Status)) // a cancelled execution may have been its task's last
+	s.advanceSoon("device " + d.Serial + " set " + string(d.Status)) // a canceled execution may have been its task's last
 	row, err := s.Store.GetDevice(c.Request().Context(), d.Serial)
 	if err != nil {
 		return err

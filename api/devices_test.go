@@ -34,13 +34,13 @@ func deviceStack(t *testing.T, configure func(*config.Config)) *teststack.Stack 
 	}})
 }
 
-type taskDeviceEventsPage struct {
-	Items []api.TaskDeviceEventView `json:"items"`
+type deviceExecutionEventsPage struct {
+	Items []api.DeviceExecutionEventView `json:"items"`
 }
 
-func taskDeviceEventTypes(t *testing.T, st *teststack.Stack, id int64) []string {
+func deviceExecutionEventTypes(t *testing.T, st *teststack.Stack, id int64) []string {
 	t.Helper()
-	var page taskDeviceEventsPage
+	var page deviceExecutionEventsPage
 	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/task-devices/%d/events", id), nil, http.StatusOK, &page)
 	var out []string
 	for _, e := range page.Items {
@@ -64,7 +64,7 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 	for i := 0; i < 25; i++ {
 		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-1", "serial": fmt.Sprintf("dev-%02d", i)}, http.StatusCreated, nil)
 	}
-	var task api.DevTaskView
+	var task api.DeviceTaskView
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash", "build": 42}}, http.StatusCreated, &task)
 
 	var mu sync.Mutex
@@ -121,7 +121,7 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 		}
 	}()
 
-	var got api.DevTaskView
+	var got api.DeviceTaskView
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", task.ID), nil, http.StatusOK, &got)
 		return got.Status != "pending" && got.Status != "running"
@@ -129,18 +129,18 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 	cancel()
 	<-watcher
 
-	require.Equal(t, domain.DevTaskSuccess, got.Status, "stats: %s", fleet.Stats.String())
+	require.Equal(t, domain.DeviceTaskSuccess, got.Status, "stats: %s", fleet.Stats.String())
 	require.Len(t, got.Devices, 25)
 	seen := map[string]bool{}
 	for _, td := range got.Devices {
 		require.False(t, seen[td.Device], "device %s ran twice", td.Device)
 		seen[td.Device] = true
-		require.Equal(t, domain.TDSucceeded, td.Status)
+		require.Equal(t, domain.ExecutionSucceeded, td.Status)
 		require.Equal(t, "rack-1", td.PC)
 		if td.Device < "dev-05" {
 			require.Equal(t, int32(2), td.Attempt, "device %s was retried", td.Device)
 			require.Equal(t, []string{"CREATED#1", "SENT#1", "ACKED#1", "FAILED#1", "RETRY_SCHEDULED#2", "SENT#2", "ACKED#2", "SUCCEEDED#2"},
-				taskDeviceEventTypes(t, st, td.ID))
+				deviceExecutionEventTypes(t, st, td.ID))
 		} else {
 			require.Equal(t, int32(1), td.Attempt)
 		}
@@ -159,8 +159,8 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 
 	// The executions page through GET /tasks/{id}/devices.
 	var page struct {
-		Items      []api.TaskDeviceDTO `json:"items"`
-		NextCursor string              `json:"next_cursor"`
+		Items      []api.DeviceExecutionDTO `json:"items"`
+		NextCursor string                   `json:"next_cursor"`
 	}
 	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d/devices?limit=20", task.ID), nil, http.StatusOK, &page)
 	require.Len(t, page.Items, 20)
@@ -175,20 +175,20 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 }
 
 // TestDevicesTimeoutOnRealServerAndLateResult uses a 1-second device timeout: a claimed
-// command nobody answers times out through its slot workflow's timer, is retried, and a
-// result for the timed-out attempt is answered 409 and recorded. Cancelling the task
+// command nobody answers times out through its PC timer, is retried, and a
+// result for the timed-out attempt is answered 409 and recorded. Canceling the task
 // activates the next one at once.
 func TestDevicesTimeoutOnRealServerAndLateResult(t *testing.T) {
 	t.Parallel()
 	st := deviceStack(t, func(c *config.Config) { c.DeviceTimeout = time.Second })
 	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "solo", "device_capacity": 1}, http.StatusCreated, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "solo", "serial": "only-one"}, http.StatusCreated, nil)
-	var t1, t2 api.DevTaskView
+	var t1, t2 api.DeviceTaskView
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 1}}, http.StatusCreated, &t1)
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 2}}, http.StatusCreated, &t2)
 
 	var claim struct {
-		Items []api.TaskDeviceDTO `json:"items"`
+		Items []api.DeviceExecutionDTO `json:"items"`
 	}
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodPost, "/api/v1/agent/pcs/solo/claim", map[string]any{"max": 5}, http.StatusOK, &claim)
@@ -200,24 +200,24 @@ func TestDevicesTimeoutOnRealServerAndLateResult(t *testing.T) {
 	require.Equal(t, time.Second, cmd.TimeoutAt.Sub(*cmd.SentAt))
 
 	require.Eventually(t, func() bool {
-		ev := taskDeviceEventTypes(t, st, cmd.ID)
+		ev := deviceExecutionEventTypes(t, st, cmd.ID)
 		return len(ev) >= 4 && ev[2] == "TIMEOUT#1" && ev[3] == "RETRY_SCHEDULED#2"
 	}, 30*time.Second, 50*time.Millisecond)
 
 	code, body := st.Do(t, http.MethodPost, fmt.Sprintf("/api/v1/agent/task-devices/%d/result", cmd.ID), map[string]any{"status": "succeeded", "attempt": 1})
 	require.Equal(t, http.StatusConflict, code, "%s", body)
 	require.Contains(t, string(body), "attempt")
-	ev := taskDeviceEventTypes(t, st, cmd.ID)
+	ev := deviceExecutionEventTypes(t, st, cmd.ID)
 	require.Equal(t, "LATE_RESULT#1", ev[len(ev)-1])
 
-	var got api.DevTaskView
+	var got api.DeviceTaskView
 	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t2.ID), nil, http.StatusOK, &got)
-	require.Equal(t, domain.DevTaskPending, got.Status, "D1: the second task waits")
+	require.Equal(t, domain.DeviceTaskPending, got.Status, "D1: the second task waits")
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", t1.ID), nil, http.StatusOK, &got)
-	require.Equal(t, domain.DevTaskCancelled, got.Status)
+	require.Equal(t, domain.DeviceTaskCanceled, got.Status)
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t2.ID), nil, http.StatusOK, &got)
-		return got.Status == domain.DevTaskRunning && len(got.Devices) == 1
+		return got.Status == domain.DeviceTaskRunning && len(got.Devices) == 1
 	}, 30*time.Second, 50*time.Millisecond)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", t1.ID), nil, http.StatusConflict, nil)
 }
@@ -264,7 +264,7 @@ func TestDevicesBadInput(t *testing.T) {
 		}
 	}
 	var tasks struct {
-		Items []api.DevTaskView `json:"items"`
+		Items []api.DeviceTaskView `json:"items"`
 	}
 	st.JSON(t, http.MethodGet, "/api/v1/tasks", nil, http.StatusOK, &tasks)
 	require.Empty(t, tasks.Items, "no bad request created a task")
@@ -277,10 +277,10 @@ func TestDevicesBadInput(t *testing.T) {
 }
 
 // claimOne claims on pc until one command comes back.
-func claimOne(t *testing.T, st *teststack.Stack, pc string) api.TaskDeviceDTO {
+func claimOne(t *testing.T, st *teststack.Stack, pc string) api.DeviceExecutionDTO {
 	t.Helper()
 	var claim struct {
-		Items []api.TaskDeviceDTO `json:"items"`
+		Items []api.DeviceExecutionDTO `json:"items"`
 	}
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodPost, "/api/v1/agent/pcs/"+pc+"/claim", map[string]any{"max": 5}, http.StatusOK, &claim)
@@ -306,13 +306,13 @@ func TestDevicesNextTaskTakesTheConfiguredSettings(t *testing.T) {
 	old := store.DeviceSettings{MaxAttempts: 3, DeviceTimeout: 20 * time.Minute}
 	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "solo", "device_capacity": 1}, http.StatusCreated, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "solo", "serial": "only-one"}, http.StatusCreated, nil)
-	var tasks []store.DevTask
+	var tasks []store.DeviceTask
 	for i := 0; i < 4; i++ {
-		task, err := st.Store.CreateDevTask(ctx, store.NewDevTask{})
+		task, err := st.Store.CreateDeviceTask(ctx, store.NewDeviceTask{})
 		require.NoError(t, err)
 		tasks = append(tasks, task)
 	}
-	requireSettings := func(cmd api.TaskDeviceDTO, task store.DevTask, want store.DeviceSettings) {
+	requireSettings := func(cmd api.DeviceExecutionDTO, task store.DeviceTask, want store.DeviceSettings) {
 		t.Helper()
 		require.Equal(t, task.ID, cmd.TaskID)
 		require.Equal(t, want.DeviceTimeout, cmd.TimeoutAt.Sub(*cmd.SentAt), "deadline of task %d", task.ID)
@@ -327,7 +327,7 @@ func TestDevicesNextTaskTakesTheConfiguredSettings(t *testing.T) {
 	requireSettings(claimOne(t, st, "solo"), tasks[1], worker.DeviceSettings(st.Config))
 
 	// Ended by its last result.
-	_, err = st.Store.CancelDevTask(ctx, tasks[1].ID)
+	_, err = st.Store.CancelDeviceTask(ctx, tasks[1].ID)
 	require.NoError(t, err)
 	_, err = st.Store.Advance(ctx, old)
 	require.NoError(t, err)
@@ -343,13 +343,13 @@ func TestDevicesNextTaskTakesTheConfiguredSettings(t *testing.T) {
 func TestDevicesTaskWithNoEligibleDeviceFailsVisibly(t *testing.T) {
 	t.Parallel()
 	st := deviceStack(t, nil)
-	var t1, t2, got api.DevTaskView
+	var t1, t2, got api.DeviceTaskView
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 1}}, http.StatusCreated, &t1)
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t1.ID), nil, http.StatusOK, &got)
-		return got.Status != domain.DevTaskPending && got.Status != domain.DevTaskRunning
+		return got.Status != domain.DeviceTaskPending && got.Status != domain.DeviceTaskRunning
 	}, 30*time.Second, 50*time.Millisecond)
-	require.Equal(t, domain.DevTaskFailed, got.Status)
+	require.Equal(t, domain.DeviceTaskFailed, got.Status)
 	require.Contains(t, got.Error, "no eligible device")
 	require.NotNil(t, got.FinishedAt)
 	require.Empty(t, got.Devices)
@@ -359,6 +359,6 @@ func TestDevicesTaskWithNoEligibleDeviceFailsVisibly(t *testing.T) {
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 2}}, http.StatusCreated, &t2)
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t2.ID), nil, http.StatusOK, &got)
-		return got.Status == domain.DevTaskRunning && len(got.Devices) == 1
+		return got.Status == domain.DeviceTaskRunning && len(got.Devices) == 1
 	}, 30*time.Second, 50*time.Millisecond)
 }

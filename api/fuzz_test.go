@@ -26,6 +26,7 @@ import (
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/internal/version"
+	"github.com/tickgate/tickgate/workflows"
 )
 
 // fuzzNow is the validation clock: fixed, so a failing input replays the same way.
@@ -454,15 +455,15 @@ var bodyKinds = []struct {
 	allowEmpty bool
 	decode     func(t *testing.T, body, contentType string, allowEmpty bool) bool
 }{
-	{"pause", true, fuzzDecodeAny[PauseScheduleRequest]},
+	{"pause", true, fuzzDecodeAny[workflows.PauseRequest]},
 	{"trigger", true, fuzzDecodeAny[TriggerScheduleRequest]},
-	{"reschedule", false, fuzzDecodeAny[RescheduleRequest]},
-	{"backfill", false, fuzzDecodeAny[BackfillRequest]},
+	{"reschedule", false, fuzzDecodeAny[workflows.RescheduleRequest]},
+	{"backfill", false, fuzzDecodeAny[workflows.BackfillRequest]},
 	{"empty", true, fuzzDecodeAny[struct{}]},
 	{"pc", false, fuzzDecodeAny[CreatePCRequest]},
 	{"device", false, fuzzDecodeAny[CreateDeviceRequest]},
 	{"device patch", false, fuzzDecodeAny[PatchDeviceRequest]},
-	{"device task", false, fuzzDecodeAny[CreateDevTaskRequest]},
+	{"device task", false, fuzzDecodeAny[CreateDeviceTaskRequest]},
 	{"claim", true, fuzzDecodeAny[ClaimRequest]},
 	{"ack", true, fuzzDecodeAny[AckRequest]},
 	{"result", false, fuzzDecodeAny[ResultRequest]},

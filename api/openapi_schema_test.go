@@ -13,6 +13,7 @@ import (
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
 )
 
 // jsonFields lists a struct's JSON field names (embedded structs flattened).
@@ -44,11 +45,13 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 	doc := loadDoc(t)
 	for schema, v := range map[string]any{
 		"CreateScheduleRequest":  api.CreateScheduleRequest{},
+		"BulkCreateRequest":      api.BulkCreateRequest{},
+		"BulkCreate":             api.BulkCreateView{},
 		"UpdateScheduleRequest":  api.UpdateScheduleRequest{},
-		"PauseRequest":           api.PauseScheduleRequest{},
+		"PauseRequest":           workflows.PauseRequest{},
 		"TriggerRequest":         api.TriggerScheduleRequest{},
-		"RescheduleRequest":      api.RescheduleRequest{},
-		"BackfillRequest":        api.BackfillRequest{},
+		"RescheduleRequest":      workflows.RescheduleRequest{},
+		"BackfillRequest":        workflows.BackfillRequest{},
 		"Spec":                   schedulespec.Spec{},
 		"Action":                 api.ScheduleAction{},
 		"Policies":               api.SchedulePolicies{},
@@ -65,10 +68,10 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"CreateDeviceRequest":    api.CreateDeviceRequest{},
 		"PatchDeviceRequest":     api.PatchDeviceRequest{},
 		"Device":                 api.DeviceView{},
-		"CreateTaskRequest":      api.CreateDevTaskRequest{},
-		"Task":                   api.DevTaskView{},
-		"TaskDevice":             api.TaskDeviceDTO{},
-		"TaskDeviceEvent":        api.TaskDeviceEventView{},
+		"CreateTaskRequest":      api.CreateDeviceTaskRequest{},
+		"Task":                   api.DeviceTaskView{},
+		"TaskDevice":             api.DeviceExecutionDTO{},
+		"TaskDeviceEvent":        api.DeviceExecutionEventView{},
 		"AgentResultRequest":     api.ResultRequest{},
 		"AgentResult":            api.ResultView{},
 		"CreateTokenRequest":     api.TokenRequest{},

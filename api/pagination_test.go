@@ -90,8 +90,8 @@ func TestCursorPaginationEverywhere(t *testing.T) {
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 1}}, http.StatusCreated, &task)
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"n": 2}}, http.StatusCreated, nil)
 	st.NewToken(t, "viewer", "")
-	taskDevices := "/api/v1/tasks/" + strconv.FormatInt(task.ID, 10) + "/devices"
-	require.Eventually(t, func() bool { return len(walk(t, st, taskDevices)) == 3 }, 30*time.Second, 100*time.Millisecond)
+	deviceExecutions := "/api/v1/tasks/" + strconv.FormatInt(task.ID, 10) + "/devices"
+	require.Eventually(t, func() bool { return len(walk(t, st, deviceExecutions)) == 3 }, 30*time.Second, 100*time.Millisecond)
 	require.Eventually(t, func() bool { return len(walk(t, st, "/api/v1/schedules/pg-a/runs")) == 3 }, 30*time.Second, 100*time.Millisecond)
 	require.Eventually(t, func() bool { return len(walk(t, st, "/api/v1/events?topic=pg")) == 3 }, 30*time.Second, 100*time.Millisecond)
 
@@ -106,7 +106,7 @@ func TestCursorPaginationEverywhere(t *testing.T) {
 		"/api/v1/pcs":                                2,
 		"/api/v1/devices":                            3,
 		"/api/v1/tasks":                              2,
-		taskDevices:                                  3,
+		deviceExecutions:                             3,
 		"/api/v1/tokens":                             2,
 	} {
 		items := walk(t, st, path)

@@ -12,8 +12,8 @@ import (
 
 // SlotView is one numbered slot; Execution is null when the slot is free.
 type SlotView struct {
-	Slot      int32          `json:"slot"`
-	Execution *TaskDeviceDTO `json:"execution"`
+	Slot      int32               `json:"slot"`
+	Execution *DeviceExecutionDTO `json:"execution"`
 }
 
 // PCSlotsView is a PC's slot grid. Now is the server's clock, so a reader can tell how
@@ -40,7 +40,7 @@ func (s *Server) pcSlots(c echo.Context) error {
 	}
 	for _, e := range execs {
 		if e.Slot != nil && *e.Slot >= 1 && *e.Slot <= pc.DeviceCapacity {
-			dto := taskDeviceDTO(e)
+			dto := deviceExecutionDTO(e)
 			v.Slots[*e.Slot-1].Execution = &dto
 		}
 	}

@@ -508,8 +508,8 @@ func (s *Server) taskRunResult(c echo.Context) error {
 	if t.Status != domain.TaskRunRunning && t.Status != domain.TaskRunAvailable {
 		return Conflict("status", "task run %d is %s; a result is taken only while it is AVAILABLE or RUNNING", id, t.Status)
 	}
-	res := workflows.TaskRunResult{TaskID: id, Status: req.Status, Output: req.Output, Error: req.Error}
-	if err := s.Starter.SendTaskRunResult(ctx, t.RolloutID, res); err != nil {
+	res := workflows.ExternalTaskResult{TaskID: id, Status: req.Status, Output: req.Output, Error: req.Error}
+	if err := s.Starter.SendExternalTaskResult(ctx, t.RolloutID, res); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, taskRunView(t))

@@ -18,14 +18,16 @@ func TestWorkflowRefusalsOfScheduleCommandsAreProblems(t *testing.T) {
 	s := &Server{}
 	cases := map[string]struct {
 		field  string
+		kind   string
 		status int
 	}{
-		"paused":      {"paused", http.StatusConflict},
-		"next_run_at": {"next_run_at", http.StatusBadRequest},
-		"end":         {"end", http.StatusBadRequest},
+		"paused":      {"paused", workflows.ErrCommandConflict, http.StatusConflict},
+		"next_run_at": {"next_run_at", workflows.ErrBadCommand, http.StatusBadRequest},
+		"end":         {"end", workflows.ErrBackfillTooLarge, http.StatusBadRequest},
+		"start":       {"start", workflows.ErrBackfillEmpty, http.StatusUnprocessableEntity},
 	}
 	for name, c := range cases {
-		refusal := temporal.NewApplicationError(c.field+": refused", workflows.ErrBadCommand, c.field)
+		refusal := temporal.NewApplicationError("refused", c.kind, c.field)
 		err := s.scheduleCommandError("nightly", fmt.Errorf("update schedule: %w", refusal))
 		var p *Problem
 		require.True(t, errors.As(err, &p), name)

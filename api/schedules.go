@@ -14,12 +14,11 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/metrics"
-	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
 )
@@ -27,6 +26,7 @@ import (
 // registerSchedules mounts /schedules (docs/schedules.md).
 func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules", s.createSchedule)
+	g.POST("/schedules/bulk", s.bulkCreateSchedules)
 	g.POST("/schedules/preview", s.previewSchedule)
 	g.GET("/schedules", s.listSchedules)
 	g.GET("/schedules/:name", s.getSchedule)
@@ -83,9 +83,24 @@ type ScheduleView struct {
 	RunningRuns   []RunView        `json:"running_runs,omitempty"`
 	Counters      *ScheduleCounter `json:"counters,omitempty"`
 	// Waiting: counts in a list, with the ticks and ranges on GET /schedules/{name}.
-	Waiting    *ScheduleWaiting `json:"waiting,omitempty"`
-	WorkflowID string           `json:"workflow_id"`
+	Waiting *ScheduleWaiting `json:"waiting,omitempty"`
+	// RefusedCommands: the newest command signals it refused, on GET /schedules/{name}.
+	RefusedCommands []RefusedCommandView `json:"refused_commands,omitempty"`
+	WorkflowID      string               `json:"workflow_id"`
 }
+
+// RefusedCommandView is a command signal the schedule refused for bad input.
+type RefusedCommandView struct {
+	Command   string    `json:"command"`
+	Door      string    `json:"door"`
+	Field     string    `json:"field"`
+	Reason    string    `json:"reason"`
+	Payload   string    `json:"payload"`
+	RefusedAt time.Time `json:"refused_at"`
+}
+
+// maxRefusalsShown is how many refused commands a schedule's view lists.
+const maxRefusalsShown = 10
 
 // ScheduleWaiting is what a schedule has still to run: ticks buffered under its overlap
 // policy and backfill ticks not yet fired.
@@ -192,20 +207,8 @@ func (s *Server) createSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	specJSON, _ := json.Marshal(spec.Spec)
-	actionJSON, _ := json.Marshal(req.Action)
-	var next *time.Time
-	if !req.Paused {
-		if n := spec.Next(now); !n.IsZero() {
-			next = &n
-		}
-	}
 	ctx := c.Request().Context()
-	newRow := store.NewSchedule{
-		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
-		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
-		Paused: req.Paused, PauseNote: req.Note, NextRunAt: next,
-	}
+	newRow := NewScheduleRow(req, spec, pol, now)
 	var row store.Schedule
 	if req.Metrics {
 		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries)
@@ -221,22 +224,31 @@ func (s *Server) createSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Starter.StartSchedule(ctx, row.ID, row.Name, scheduleSummary(spec.Spec, pol)); err != nil {
-		// Without its workflow the schedule would never fire: undo, and say so.
-		if _, _, delErr := s.Store.DeleteSchedule(context.WithoutCancel(ctx), row.Name); delErr != nil {
-			s.Logf("api: undo schedule %s after failed start: %v", row.Name, delErr)
-		}
-		return NewProblem(http.StatusServiceUnavailable, "", "could not start the schedule's workflow: %v", err)
-	}
 	return c.JSON(http.StatusCreated, scheduleView(row))
 }
 
-func scheduleSummary(spec schedulespec.Spec, pol SchedulePolicies) string {
-	timing := spec.Cron + " " + spec.Timezone
-	if spec.Interval != nil {
-		timing = fmt.Sprintf("every %s from %s", spec.Interval.Duration(), spec.StartAt.Format(time.RFC3339))
+// NewScheduleRow is the row of a new schedule: at rest, its ticks counted from now, with the
+// planner's first look at it (scheduleplan: its first fires armed ahead, or its workflow
+// woken before its first fire). Creating a schedule makes no call to Temporal.
+func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol SchedulePolicies, now time.Time) store.NewSchedule {
+	specJSON, _ := json.Marshal(spec.Spec)
+	actionJSON, _ := json.Marshal(req.Action)
+	plan := scheduleplan.Schedule{
+		Name: req.Name, Spec: spec, Action: req.Action, SkipIfSuccessful: pol.SkipIfSuccessful,
+		Paused: req.Paused, Watermark: now,
 	}
-	return fmt.Sprintf("%s · overlap %s · catch-up %s", timing, pol.Overlap, time.Duration(pol.CatchupWindow))
+	row := store.NewSchedule{
+		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
+		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
+		Paused: req.Paused, PauseNote: req.Note, Watermark: &now,
+	}
+	if tick, _, ok := plan.Next(); ok {
+		row.NextRunAt = &tick
+	}
+	if p := plan.AtRest(); p.At != nil {
+		row.PlanAt, row.PlanAction = p.At, &p.Action
+	}
+	return row
 }
 
 func scheduleView(row store.Schedule) ScheduleView {
@@ -390,6 +402,16 @@ func (s *Server) getSchedule(c echo.Context) error {
 		waiting.Backfills = []store.PendingBackfill{}
 	}
 	v.Waiting = &waiting
+	refused, err := s.Store.ScheduleRefusals(ctx, row.ID, maxRefusalsShown)
+	if err != nil {
+		return err
+	}
+	v.RefusedCommands = []RefusedCommandView{}
+	for _, r := range refused {
+		v.RefusedCommands = append(v.RefusedCommands, RefusedCommandView{
+			Command: r.Command, Door: r.Door, Field: r.Field, Reason: r.Reason, Payload: r.Payload, RefusedAt: r.RefusedAt.UTC(),
+		})
+	}
 	return c.JSON(http.StatusOK, v)
 }
 
@@ -420,7 +442,7 @@ func (s *Server) deleteSchedule(c echo.Context) error {
 	}
 	// The row is gone, so no fire can commit any more (RecordFire locks the row); stopping
 	// the workflow is cleanup, and the reconciler retries it if this fails.
-	if err := s.Starter.StopSchedule(ctx, name); err != nil {
+	if err := s.Starter.StopSchedule(ctx, name, "schedule deleted"); err != nil {
 		s.Logf("api: stop workflow of deleted schedule %s: %v", name, err)
 	}
 	// Targets started ahead of their ticks (armed workflow fires) must not run for a
@@ -449,31 +471,61 @@ func (s *Server) listScheduleRuns(c echo.Context) error {
 
 // scheduleCommandError maps a failed workflow command to a problem.
 func (s *Server) scheduleCommandError(name string, err error) error {
-	if errors.Is(err, starter.ErrNoWorkflow) {
-		return NewProblem(http.StatusServiceUnavailable, "", "the workflow of schedule %q is not running; the reconciler restarts it within a minute", name)
-	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return NewProblem(http.StatusServiceUnavailable, "", "the workflow of schedule %q did not answer in time (is a worker running?)", name)
 	}
-	// The API checks a command before sending it, but the workflow has the last word: a
-	// schedule paused or resumed in between is a conflict, anything else the caller's input.
-	var refused *temporal.ApplicationError
-	if errors.As(err, &refused) && refused.Type() == workflows.ErrBadCommand {
-		var field string
-		if refused.HasDetails() {
-			_ = refused.Details(&field)
-		}
-		if field == "paused" {
-			return Conflict(field, "%s", refused.Message())
-		}
-		return BadRequest(field, "%s", refused.Message())
+	// The API judges a command by the same rules before sending it, but the workflow has
+	// the last word (its clock, and a state that may have changed in between).
+	if r := workflows.RefusalOf(err); r != nil {
+		return refusalProblem(r)
 	}
 	return err
 }
 
-// PauseScheduleRequest is the body of POST /schedules/{name}/pause.
-type PauseScheduleRequest struct {
-	Note string `json:"note"`
+// decodeCommand reads a schedule command's body by the rules every door shares
+// (workflows.DecodeCommand), so a body a signal would refuse is refused here in the same words.
+func decodeCommand(c echo.Context, command string, dst any, allowEmpty bool) error {
+	body, err := ReadBody(c, allowEmpty)
+	if err != nil {
+		return err
+	}
+	if r := workflows.DecodeCommand(command, body, dst); r != nil {
+		return refusalProblem(r)
+	}
+	return nil
+}
+
+// refusalProblem answers a command the rules refused (schedule_commands.go in workflows):
+// the same field and words at every door, with the status of its kind.
+func refusalProblem(r *workflows.Refusal) *Problem {
+	status := http.StatusBadRequest
+	switch r.Kind {
+	case workflows.ErrCommandConflict:
+		status = http.StatusConflict
+	case workflows.ErrBackfillEmpty:
+		status = http.StatusUnprocessableEntity
+	}
+	return NewProblem(status, r.Field, "%s", r.Reason)
+}
+
+// commandTarget is what the command rules read of a schedule's row.
+func commandTarget(row store.Schedule) (workflows.CommandTarget, error) {
+	t := workflows.CommandTarget{Paused: row.Paused, CreatedAt: row.CreatedAt.UTC()}
+	var act ScheduleAction
+	if err := json.Unmarshal(row.Action, &act); err != nil {
+		return t, fmt.Errorf("decode action of schedule %q: %w", row.Name, err)
+	}
+	t.Action = act.Kind
+	var spec schedulespec.Spec
+	if err := json.Unmarshal(row.Spec, &spec); err != nil {
+		return t, fmt.Errorf("decode spec of schedule %q: %w", row.Name, err)
+	}
+	compiled, err := schedulespec.Normalize(spec, t.CreatedAt)
+	if err != nil {
+		return t, fmt.Errorf("stored spec of schedule %q: %w", row.Name, err)
+	}
+	t.Spec = compiled
+	return t, nil
 }
 
 func (s *Server) pauseSchedule(c echo.Context) error {
@@ -481,14 +533,14 @@ func (s *Server) pauseSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req PauseScheduleRequest
-	if err := Decode(c, &req, true); err != nil {
+	var req workflows.PauseRequest
+	if err := decodeCommand(c, workflows.SchedulePause, &req, true); err != nil {
 		return err
 	}
-	if len(req.Note) > 1000 {
-		return BadRequest("note", "at most 1000 characters")
+	if r := workflows.CheckPause(req); r != nil {
+		return refusalProblem(r)
 	}
-	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.Name, req.Note); err != nil {
+	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.ID, row.Name, req.Note); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
@@ -503,7 +555,7 @@ func (s *Server) resumeSchedule(c echo.Context) error {
 	if err := Decode(c, &req, true); err != nil {
 		return err
 	}
-	if _, err := s.Starter.ResumeSchedule(c.Request().Context(), row.Name); err != nil {
+	if _, err := s.Starter.ResumeSchedule(c.Request().Context(), row.ID, row.Name); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
@@ -610,16 +662,11 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		updated.Metrics = *req.Metrics
 	}
 	// The workflow reloads the definition and recomputes its next fire; runs in flight go on.
-	if err := s.Starter.RefreshSchedule(ctx, row.Name); err != nil {
+	if err := s.Starter.RefreshSchedule(ctx, row.ID, row.Name); err != nil {
 		s.Logf("api: refresh workflow of schedule %s: %v", row.Name, err)
 	}
 	c.Response().Header().Set("ETag", etag(updated.Version))
 	return c.JSON(http.StatusOK, scheduleView(updated))
-}
-
-// RescheduleRequest is the body of POST /schedules/{name}/reschedule.
-type RescheduleRequest struct {
-	NextRunAt *time.Time `json:"next_run_at"`
 }
 
 func (s *Server) rescheduleSchedule(c echo.Context) error {
@@ -627,30 +674,18 @@ func (s *Server) rescheduleSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req RescheduleRequest
-	if err := Decode(c, &req, false); err != nil {
+	var cmd workflows.RescheduleRequest
+	if err := decodeCommand(c, workflows.ScheduleReschedule, &cmd, false); err != nil {
 		return err
 	}
-	if req.NextRunAt == nil || req.NextRunAt.IsZero() {
-		return BadRequest("next_run_at", "is required (RFC 3339)")
+	cmd.NextRunAt = cmd.NextRunAt.UTC()
+	if r := workflows.CheckReschedule(cmd, workflows.CommandTarget{Paused: row.Paused}, s.Now()); r != nil {
+		return refusalProblem(r)
 	}
-	if row.Paused {
-		return Conflict("paused", "schedule %q is paused: resume it before rescheduling", row.Name)
-	}
-	if req.NextRunAt.Before(s.Now().Add(-time.Minute)) {
-		return BadRequest("next_run_at", "is in the past; use trigger to fire now or backfill for past ticks")
-	}
-	if _, err := s.Starter.RescheduleSchedule(c.Request().Context(), row.Name, req.NextRunAt.UTC()); err != nil {
+	if _, err := s.Starter.RescheduleSchedule(c.Request().Context(), row.ID, row.Name, cmd.NextRunAt); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
-}
-
-// BackfillRequest is the body of POST /schedules/{name}/backfill.
-type BackfillRequest struct {
-	Start   *time.Time     `json:"start"`
-	End     *time.Time     `json:"end"`
-	Overlap domain.Overlap `json:"overlap,omitempty"`
 }
 
 // BackfillView answers a backfill.
@@ -663,38 +698,20 @@ func (s *Server) backfillSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req BackfillRequest
-	if err := Decode(c, &req, false); err != nil {
+	var cmd workflows.BackfillRequest
+	if err := decodeCommand(c, workflows.ScheduleBackfill, &cmd, false); err != nil {
 		return err
 	}
-	switch {
-	case req.Start == nil:
-		return BadRequest("start", "is required (RFC 3339)")
-	case req.End == nil:
-		return BadRequest("end", "is required (RFC 3339)")
-	case req.End.Before(*req.Start):
-		return BadRequest("end", "must not be before start")
-	case req.End.After(s.Now()):
-		return BadRequest("end", "must not be in the future: backfill fills past ticks")
-	}
-	if req.Overlap != "" {
-		if err := validOverlap("overlap", req.Overlap); err != nil {
-			return err
-		}
-	}
-	res, err := s.Starter.BackfillSchedule(c.Request().Context(), row.Name, workflows.BackfillRequest{
-		Start: req.Start.UTC(), End: req.End.UTC(), Overlap: req.Overlap,
-	})
+	cmd.Start, cmd.End = cmd.Start.UTC(), cmd.End.UTC()
+	target, err := commandTarget(row)
 	if err != nil {
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) {
-			switch appErr.Type() {
-			case workflows.ErrBackfillTooLarge:
-				return BadRequest("end", "the range holds too many ticks (at most %d per backfill)", workflows.MaxBackfillTicks)
-			case workflows.ErrBackfillEmpty:
-				return NewProblem(http.StatusUnprocessableEntity, "start", "nothing to backfill: %s", appErr.Message())
-			}
-		}
+		return err
+	}
+	if _, r := workflows.CheckBackfill(cmd, target, s.Now()); r != nil {
+		return refusalProblem(r)
+	}
+	res, err := s.Starter.BackfillSchedule(c.Request().Context(), row.ID, row.Name, cmd)
+	if err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return c.JSON(http.StatusAccepted, BackfillView{Ticks: res.Ticks})
@@ -719,31 +736,25 @@ func (s *Server) triggerSchedule(c echo.Context) error {
 		return err
 	}
 	var req TriggerScheduleRequest
-	if err := Decode(c, &req, true); err != nil {
+	if err := decodeCommand(c, workflows.ScheduleTrigger, &req, true); err != nil {
 		return err
 	}
-	if req.Overlap != "" {
-		if err := validOverlap("overlap", req.Overlap); err != nil {
-			return err
-		}
-	}
-	if len(req.Input) > 0 {
-		var act ScheduleAction
-		_ = json.Unmarshal(row.Action, &act)
-		if act.Kind != domain.ActionWorkflow {
-			return BadRequest("input", "only a workflow action takes an input")
-		}
-	}
 	// The Idempotency-Key makes a retried trigger return the first run instead of firing twice.
-	requestID := c.Request().Header.Get("Idempotency-Key")
-	if requestID == "" {
-		requestID = randomID()
-	} else if len(requestID) > 200 {
-		return BadRequest("Idempotency-Key", "at most 200 characters")
+	cmd := workflows.TriggerRequest{RequestID: c.Request().Header.Get("Idempotency-Key"), Overlap: req.Overlap, Input: req.Input}
+	target, err := commandTarget(row)
+	if err != nil {
+		return err
 	}
-	res, err := s.Starter.TriggerSchedule(c.Request().Context(), row.Name, workflows.TriggerRequest{
-		RequestID: requestID, Overlap: req.Overlap, Input: req.Input,
-	})
+	if r := workflows.CheckTrigger(cmd, target); r != nil {
+		if r.Field == "request_id" {
+			r.Field = "Idempotency-Key" // the HTTP door carries the request id in this header
+		}
+		return refusalProblem(r)
+	}
+	if cmd.RequestID == "" {
+		cmd.RequestID = randomID()
+	}
+	res, err := s.Starter.TriggerSchedule(c.Request().Context(), row.ID, row.Name, cmd)
 	if err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/domain"
@@ -50,10 +51,10 @@ func TestScheduleEndToEnd(t *testing.T) {
 	require.Equal(t, "schedule/heartbeat", created.WorkflowID)
 	require.NotNil(t, created.NextRunAt)
 
-	// Its workflow runs in Temporal under the contract's id, with tickgate's search attributes.
-	desc, err := st.Temporal.DescribeWorkflowExecution(ctx, "schedule/heartbeat", "")
-	require.NoError(t, err)
-	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.WorkflowExecutionInfo.Status)
+	// A new schedule is at rest: no workflow of its own, the planner arms its fires.
+	_, err := st.Temporal.DescribeWorkflowExecution(ctx, "schedule/heartbeat", "")
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "creating a schedule starts no workflow")
 
 	require.Eventually(t, func() bool { return len(listRuns(t, st, "heartbeat")) >= 3 }, 20*time.Second, 100*time.Millisecond)
 	var feed eventsPage

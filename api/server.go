@@ -40,12 +40,12 @@ type Server struct {
 	// HTTPAllow is the outbound rule a health check's URL must pass (TICKGATE_HTTP_ALLOW).
 	HTTPAllow outbound.Rule
 
-	// slotSignals bounds the Temporal calls arming PC timers across all claims.
-	slotSignals chan struct{}
+	// timerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
+	timerSignals chan struct{}
 	// results group-commits agents' successes.
 	results *store.ResultBatcher
-	// pcArms remembers the wake-ups this process told each PC's timer.
-	pcArms pcArms
+	// pcWakeups remembers the wake-ups this process told each PC's timer.
+	pcWakeups pcWakeups
 	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).
 	afterAnswers sync.WaitGroup
 }

@@ -99,7 +99,7 @@ type OverviewView struct {
 	RunStatsView
 	Schedules  ScheduleStates   `json:"schedules"`
 	Rollouts   RolloutsInFlight `json:"rollouts"`
-	DeviceTask *DevTaskView     `json:"device_task"`
+	DeviceTask *DeviceTaskView  `json:"device_task"`
 }
 
 // overviewRollouts is how many rollouts in flight the overview shows.
@@ -206,17 +206,17 @@ func (s *Server) overviewStats(c echo.Context) error {
 	for _, r := range rollouts {
 		v.Rollouts.Items = append(v.Rollouts.Items, newRolloutView(r))
 	}
-	active, err := s.Store.ActiveDevTask(ctx)
+	active, err := s.Store.ActiveDeviceTask(ctx)
 	if err != nil {
 		return err
 	}
 	if active != nil {
-		counts, err := s.Store.DevTaskCounts(ctx, active.ID)
+		counts, err := s.Store.DeviceTaskCounts(ctx, active.ID)
 		if err != nil {
 			return err
 		}
-		t := devTaskView(*active)
-		t.Counts = &DevTaskCounts{Active: counts.Active, Succeeded: counts.Succeeded, Failed: counts.Failed, Cancelled: counts.Cancelled}
+		t := deviceTaskView(*active)
+		t.Counts = &DeviceTaskCounts{Active: counts.Active, Succeeded: counts.Succeeded, Failed: counts.Failed, Canceled: counts.Canceled}
 		v.DeviceTask = &t
 	}
 	return c.JSON(http.StatusOK, v)

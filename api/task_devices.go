@@ -9,30 +9,30 @@ import (
 // GET /task-devices/{id}, GET /task-devices/{id}/events: one device execution and its
 // attempt history (docs/devices.md).
 
-func (s *Server) getTaskDevice(c echo.Context) error {
+func (s *Server) getDeviceExecution(c echo.Context) error {
 	id, err := pathID(c, "task_device")
 	if err != nil {
 		return err
 	}
-	td, err := s.Store.GetTaskDevice(c.Request().Context(), id)
+	td, err := s.Store.GetDeviceExecution(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, taskDeviceDTO(td))
+	return c.JSON(http.StatusOK, deviceExecutionDTO(td))
 }
 
-func (s *Server) taskDeviceEvents(c echo.Context) error {
+func (s *Server) deviceExecutionEvents(c echo.Context) error {
 	id, err := pathID(c, "task_device")
 	if err != nil {
 		return err
 	}
-	evs, err := s.Store.TaskDeviceEvents(c.Request().Context(), id)
+	evs, err := s.Store.DeviceExecutionEvents(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	page := Page[TaskDeviceEventView]{Items: make([]TaskDeviceEventView, 0, len(evs))}
+	page := Page[DeviceExecutionEventView]{Items: make([]DeviceExecutionEventView, 0, len(evs))}
 	for _, e := range evs {
-		page.Items = append(page.Items, taskDeviceEventView(e))
+		page.Items = append(page.Items, deviceExecutionEventView(e))
 	}
 	return c.JSON(http.StatusOK, page)
 }

@@ -140,8 +140,9 @@ var operations = map[string]map[string]op{
 				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/pause", map[string]any{"note": *note}, scheduleRec)
 			}
 		}},
-		"trigger": {usage: "NAME [--overlap P]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+		"trigger": {usage: "NAME [--overlap P] [--input JSON]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			overlap := fs.String("overlap", "", "override the overlap policy for this run")
+			input := fs.String("input", "", "override a workflow action's input for this run (JSON)")
 			return func(c *cmd) error {
 				if err := c.want(1, "NAME"); err != nil {
 					return err
@@ -149,6 +150,12 @@ var operations = map[string]map[string]op{
 				body := map[string]any{}
 				if *overlap != "" {
 					body["overlap"] = *overlap
+				}
+				if *input != "" {
+					if !json.Valid([]byte(*input)) {
+						return usagef("schedule trigger: --input is not JSON")
+					}
+					body["input"] = json.RawMessage(*input)
 				}
 				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/trigger", body, runCols)
 			}
@@ -185,7 +192,12 @@ var operations = map[string]map[string]op{
 				if err := c.want(1, "NAME"); err != nil {
 					return err
 				}
-				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/reschedule", map[string]any{"next_run_at": *at}, scheduleRec)
+				// Only what was given is sent: the API's rules (the same at every door) judge the rest.
+				body := map[string]any{}
+				if *at != "" {
+					body["next_run_at"] = *at
+				}
+				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/reschedule", body, scheduleRec)
 			}
 		}},
 		"backfill": {usage: "NAME --start RFC3339 --end RFC3339 [--overlap P]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
@@ -196,7 +208,13 @@ var operations = map[string]map[string]op{
 				if err := c.want(1, "NAME"); err != nil {
 					return err
 				}
-				body := map[string]any{"start": *start, "end": *end}
+				body := map[string]any{}
+				if *start != "" {
+					body["start"] = *start
+				}
+				if *end != "" {
+					body["end"] = *end
+				}
 				if *overlap != "" {
 					body["overlap"] = *overlap
 				}
@@ -416,9 +434,9 @@ var operations = map[string]map[string]op{
 						total -= v
 					}
 					line := fmt.Sprintf("task %s %s %d/%d %s %s", c.args[0], progressBar(finished, total, 30), finished, total, t.Status, counts(t.Counts))
-					done := t.Status == "success" || t.Status == "failed" || t.Status == "cancelled"
+					done := t.Status == "success" || t.Status == "failed" || t.Status == "canceled"
 					failed := ""
-					if t.Status == "failed" || t.Status == "cancelled" {
+					if t.Status == "failed" || t.Status == "canceled" {
 						failed = fmt.Sprintf("task %s ended %s", c.args[0], t.Status)
 					}
 					return line, done, failed, nil

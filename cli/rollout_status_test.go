@@ -33,7 +33,7 @@ func TestWatchEndsOnTheServersStatus(t *testing.T) {
 	require.Contains(t, out, "DONE")
 }
 
-// TestCLIShowsRolloutCanceledWhenNoTaskRan: a rollout whose every task was cancelled is
+// TestCLIShowsRolloutCanceledWhenNoTaskRan: a rollout whose every task was canceled is
 // CANCELED in `rollout get`, `rollout list` and `rollout watch` (exit 8), as the API says.
 func TestCLIShowsRolloutCanceledWhenNoTaskRan(t *testing.T) {
 	t.Parallel()

@@ -74,7 +74,7 @@ func TestWatchProgressAndExitCodes(t *testing.T) {
 	require.Contains(t, err.Error(), "FAILED")
 
 	task := func(status string, active, ok, failed int) string {
-		return fmt.Sprintf(`{"id":7,"status":%q,"counts":{"active":%d,"succeeded":%d,"failed":%d,"cancelled":0}}`, status, active, ok, failed)
+		return fmt.Sprintf(`{"id":7,"status":%q,"counts":{"active":%d,"succeeded":%d,"failed":%d,"canceled":0}}`, status, active, ok, failed)
 	}
 	url = fakeAPI(t, task("running", 3, 0, 0), task("running", 1, 2, 0), task("success", 0, 3, 0))
 	out, err = watch(t, url, false, "task", "watch", "7")

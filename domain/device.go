@@ -1,41 +1,41 @@
 package domain
 
-// TaskDeviceStatus is the status of one device execution (task_devices.status).
-type TaskDeviceStatus string
+// ExecutionStatus is the status of one device execution (task_devices.status).
+type ExecutionStatus string
 
 // Execution statuses. The first four hold one of the PC's slots; the last three are final.
 const (
-	TDCreated        TaskDeviceStatus = "CREATED"
-	TDSent           TaskDeviceStatus = "SENT"
-	TDAcked          TaskDeviceStatus = "ACKED"
-	TDRetryScheduled TaskDeviceStatus = "RETRY_SCHEDULED"
-	TDSucceeded      TaskDeviceStatus = "SUCCEEDED"
-	TDFailedFinal    TaskDeviceStatus = "FAILED_FINAL"
-	TDCancelled      TaskDeviceStatus = "CANCELLED"
+	ExecutionCreated        ExecutionStatus = "CREATED"
+	ExecutionSent           ExecutionStatus = "SENT"
+	ExecutionAcked          ExecutionStatus = "ACKED"
+	ExecutionRetryScheduled ExecutionStatus = "RETRY_SCHEDULED"
+	ExecutionSucceeded      ExecutionStatus = "SUCCEEDED"
+	ExecutionFailedFinal    ExecutionStatus = "FAILED_FINAL"
+	ExecutionCanceled       ExecutionStatus = "CANCELED"
 )
 
-// TDFinal reports whether an execution status is final.
-func TDFinal(s TaskDeviceStatus) bool {
-	return s == TDSucceeded || s == TDFailedFinal || s == TDCancelled
+// ExecutionFinal reports whether an execution status is final.
+func ExecutionFinal(s ExecutionStatus) bool {
+	return s == ExecutionSucceeded || s == ExecutionFailedFinal || s == ExecutionCanceled
 }
 
-// TaskDeviceEventType is the type of one attempt event (task_device_events.type).
-type TaskDeviceEventType string
+// ExecutionEventType is the type of one attempt event (task_device_events.type).
+type ExecutionEventType string
 
 // Execution event types: one per status an attempt enters, and FAILED, TIMEOUT (an attempt
 // that failed or timed out, before its retry or final failure) and LATE_RESULT (a result
 // for an attempt no longer in flight).
 const (
-	EvCreated        TaskDeviceEventType = "CREATED"
-	EvSent           TaskDeviceEventType = "SENT"
-	EvAcked          TaskDeviceEventType = "ACKED"
-	EvSucceeded      TaskDeviceEventType = "SUCCEEDED"
-	EvFailed         TaskDeviceEventType = "FAILED"
-	EvTimeout        TaskDeviceEventType = "TIMEOUT"
-	EvRetryScheduled TaskDeviceEventType = "RETRY_SCHEDULED"
-	EvFailedFinal    TaskDeviceEventType = "FAILED_FINAL"
-	EvCancelled      TaskDeviceEventType = "CANCELLED"
-	EvLateResult     TaskDeviceEventType = "LATE_RESULT"
+	EvCreated        ExecutionEventType = "CREATED"
+	EvSent           ExecutionEventType = "SENT"
+	EvAcked          ExecutionEventType = "ACKED"
+	EvSucceeded      ExecutionEventType = "SUCCEEDED"
+	EvFailed         ExecutionEventType = "FAILED"
+	EvTimeout        ExecutionEventType = "TIMEOUT"
+	EvRetryScheduled ExecutionEventType = "RETRY_SCHEDULED"
+	EvFailedFinal    ExecutionEventType = "FAILED_FINAL"
+	EvCanceled       ExecutionEventType = "CANCELED"
+	EvLateResult     ExecutionEventType = "LATE_RESULT"
 )
 
 // DeviceStatus is a device's status (devices.status).
@@ -55,9 +55,9 @@ type DeviceTaskStatus string
 
 // Device task statuses.
 const (
-	DevTaskPending   DeviceTaskStatus = "pending"
-	DevTaskRunning   DeviceTaskStatus = "running"
-	DevTaskSuccess   DeviceTaskStatus = "success"
-	DevTaskFailed    DeviceTaskStatus = "failed"
-	DevTaskCancelled DeviceTaskStatus = "cancelled"
+	DeviceTaskPending  DeviceTaskStatus = "pending"
+	DeviceTaskRunning  DeviceTaskStatus = "running"
+	DeviceTaskSuccess  DeviceTaskStatus = "success"
+	DeviceTaskFailed   DeviceTaskStatus = "failed"
+	DeviceTaskCanceled DeviceTaskStatus = "canceled"
 )

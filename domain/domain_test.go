@@ -80,8 +80,8 @@ func TestKeysAreOnePerTickAndPerRequest(t *testing.T) {
 }
 
 func TestTDFinalIsTheThreeFinalStatuses(t *testing.T) {
-	final := map[domain.TaskDeviceStatus]bool{domain.TDSucceeded: true, domain.TDFailedFinal: true, domain.TDCancelled: true}
-	for _, s := range []domain.TaskDeviceStatus{domain.TDCreated, domain.TDSent, domain.TDAcked, domain.TDRetryScheduled, domain.TDSucceeded, domain.TDFailedFinal, domain.TDCancelled} {
-		require.Equal(t, final[s], domain.TDFinal(s), s)
+	final := map[domain.ExecutionStatus]bool{domain.ExecutionSucceeded: true, domain.ExecutionFailedFinal: true, domain.ExecutionCanceled: true}
+	for _, s := range []domain.ExecutionStatus{domain.ExecutionCreated, domain.ExecutionSent, domain.ExecutionAcked, domain.ExecutionRetryScheduled, domain.ExecutionSucceeded, domain.ExecutionFailedFinal, domain.ExecutionCanceled} {
+		require.Equal(t, final[s], domain.ExecutionFinal(s), s)
 	}
 }

@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -121,4 +122,28 @@ func TickKey(scheduleID int64, tick time.Time) string {
 // ManualKey is the idempotency key of a manual trigger, unique per trigger request.
 func ManualKey(scheduleID int64, requestID string) string {
 	return fmt.Sprintf("%d@manual/%s", scheduleID, requestID)
+}
+
+// RunWorkflowID is the workflow id of a workflow action's run, from its idempotency key:
+// schedule/<name>/run/<tick or request>. A tick fired again after a retraction gets a suffix
+// of its own when recorded (~2, ~3, …).
+func RunWorkflowID(schedule, key string) string {
+	suffix := key
+	if _, after, found := strings.Cut(key, "@"); found {
+		suffix = after
+	}
+	return fmt.Sprintf("schedule/%s/run/%s", schedule, suffix)
+}
+
+// FireEvent is the event appended with a fire: an event action's own topic, type and data;
+// for a workflow action, a schedule.fired event saying which run started when.
+func FireEvent(schedule string, act Action, tick time.Time, trigger Trigger, firedAt time.Time) Event {
+	if act.Kind == ActionEvent {
+		return Event{Topic: act.Topic, Type: act.Type, Data: act.Data}
+	}
+	data, _ := json.Marshal(map[string]any{
+		"schedule": schedule, "scheduled_at": tick.UTC(), "fired_at": firedAt.UTC(), "trigger": trigger,
+		"workflow_type": act.WorkflowType,
+	})
+	return Event{Topic: DefaultEventTopic, Type: DefaultEventType, Data: data}
 }

@@ -45,7 +45,7 @@ func TestConsoleOverview(t *testing.T) {
 	}}, http.StatusCreated, &ro)
 	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "ov-pc", "device_capacity": 2}, http.StatusCreated, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "ov-pc", "serial": "ov-d1"}, http.StatusCreated, nil)
-	var task api.DevTaskView
+	var task api.DeviceTaskView
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "reboot"}}, http.StatusCreated, &task)
 
 	ctx := consoleBrowser(t, bin)
@@ -271,7 +271,7 @@ func TestConsolePCSlotGridRefill(t *testing.T) {
 	for _, d := range []string{"phone-a", "phone-b", "phone-c"} {
 		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-7", "serial": d}, http.StatusCreated, nil)
 	}
-	var task api.DevTaskView
+	var task api.DeviceTaskView
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash"}}, http.StatusCreated, &task)
 	agent := st.As(st.NewToken(t, "agent", "rack-7"))
 
@@ -279,7 +279,7 @@ func TestConsolePCSlotGridRefill(t *testing.T) {
 	logIn(t, ctx, st.URL+"/#pc/rack-7", st.NewToken(t, "operator", ""))
 	waitJS(t, ctx, 30*time.Second, `document.querySelectorAll("#slot-grid .slot[data-execution]").length === 2`)
 	var claimed struct {
-		Items []api.TaskDeviceDTO `json:"items"`
+		Items []api.DeviceExecutionDTO `json:"items"`
 	}
 	agent.JSON(t, http.MethodPost, "/api/v1/agent/pcs/rack-7/claim", map[string]any{"max": 2}, http.StatusOK, &claimed)
 	require.Len(t, claimed.Items, 2)

@@ -15,7 +15,7 @@ import (
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 )
 
-// TestDashboardRolloutStatus: a rollout whose every task was cancelled shows CANCELED in the
+// TestDashboardRolloutStatus: a rollout whose every task was canceled shows CANCELED in the
 // dashboard's list and on its page — the status the API derived, not DONE.
 func TestDashboardRolloutStatus(t *testing.T) {
 	bin, root := chromium(t)

@@ -38,9 +38,10 @@ const recordQueue = workflows.DefaultTaskQueue
 // TestHistoriesOfARealRunReplay drives a rollout and a device task to completion on the
 // whole product (real PostgreSQL, Temporal dev server, worker, HTTP API, simulated agent),
 // fetches each workflow's history and replays it against the current workflow code: the
-// rollout, promoter, dispatcher, PC and slot-timer workflows must replay what they did on
-// a real server, worker-task boundaries included. (The per-execution DeviceSlotWorkflow of
-// releases before numbered slots keeps the histories it recorded then.)
+// rollout, promoter, dispatcher, PC and PC-timer workflows must replay what they did on
+// a real server, worker-task boundaries included. (The legacy timers — the per-execution
+// DeviceSlotWorkflow and the per-slot SlotDeadlineWorkflow, which nothing starts any more —
+// keep the histories they recorded then.)
 //
 // With TICKGATE_RECORD_HISTORIES=1 (`make record-histories`) it also writes the histories
 // to workflows/testdata/<type>_<scenario>.json, where TestReplayHistories replays them on
@@ -53,7 +54,7 @@ func TestHistoriesOfARealRunReplay(t *testing.T) {
 	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
 		c.SQLTargets = targets
 		c.TaskQueue = recordQueue
-		// Short, so that an unanswered attempt times out through its slot's timer in seconds.
+		// Short, so that an unanswered attempt times out through its PC's timer in seconds.
 		c.DeviceTimeout = 2 * time.Second
 		c.DeviceMaxAttempts = 3
 	}})
@@ -77,7 +78,7 @@ func TestHistoriesOfARealRunReplay(t *testing.T) {
 		require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "the history %s of a real run does not replay", name)
 		types[hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()] = true
 	}
-	for _, typ := range []string{workflows.RolloutWorkflowType, workflows.PromoterWorkflowType, "DispatcherWorkflow", "PCWorkflow", "SlotDeadlineWorkflow"} {
+	for _, typ := range []string{workflows.RolloutWorkflowType, workflows.PromoterWorkflowType, "DispatcherWorkflow", "PCWorkflow", "PCTimerWorkflow"} {
 		require.True(t, types[typ], "no history of %s recorded", typ)
 	}
 }
@@ -114,7 +115,7 @@ func recordRollouts(t *testing.T, st *teststack.Stack, rec *recorder) {
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", ext3), nil, http.StatusOK, nil)
 	waitTask(t, st, ext1, "RUNNING")
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/result", ext1), map[string]any{"status": "DONE", "output": map[string]any{"approved_by": "dba"}}, http.StatusAccepted, nil)
-	// Every other task is DONE, but DDL 3 was cancelled: the rollout did not do all it was
+	// Every other task is DONE, but DDL 3 was canceled: the rollout did not do all it was
 	// asked to, so it ends CANCELED, never DONE (docs/rollouts.md, "Rollout status").
 	waitRollout(t, st, r1.ID, "CANCELED")
 	rec.waitClosed(workflows.RolloutWorkflowID(r1.ID))
@@ -206,7 +207,7 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 	for _, serial := range []string{"dev-ok", "dev-retry", "dev-timeout", "dev-fatal"} {
 		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-1", "serial": serial}, http.StatusCreated, nil)
 	}
-	var task api.DevTaskView
+	var task api.DeviceTaskView
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash", "build": 7}}, http.StatusCreated, &task)
 	fleet := agentsim.Start(ctx, agentsim.Options{
 		BaseURL: st.URL + "/api/v1", PCs: []string{"rack-1"}, Latency: 50 * time.Millisecond, Ack: true,
@@ -227,7 +228,7 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 	defer fleet.Wait()
 	defer cancel()
 
-	var got api.DevTaskView
+	var got api.DeviceTaskView
 	require.Eventually(t, func() bool {
 		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", task.ID), nil, http.StatusOK, &got)
 		return got.Status != "pending" && got.Status != "running"
@@ -236,13 +237,13 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 	require.Len(t, got.Devices, 4)
 	scope := workflows.DeviceScope(recordQueue)
 	want := map[string]struct {
-		status  domain.TaskDeviceStatus
+		status  domain.ExecutionStatus
 		attempt int32
 	}{
-		"dev-ok":      {domain.TDSucceeded, 1},
-		"dev-retry":   {domain.TDSucceeded, 2},
-		"dev-timeout": {domain.TDSucceeded, 2},
-		"dev-fatal":   {domain.TDFailedFinal, 1},
+		"dev-ok":      {domain.ExecutionSucceeded, 1},
+		"dev-retry":   {domain.ExecutionSucceeded, 2},
+		"dev-timeout": {domain.ExecutionSucceeded, 2},
+		"dev-fatal":   {domain.ExecutionFailedFinal, 1},
 	}
 	for _, td := range got.Devices {
 		w, ok := want[td.Device]
@@ -251,11 +252,11 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 		require.Equal(t, w.attempt, td.Attempt, td.Device)
 	}
 	// The PC's timer: it watched every attempt on rack-1 and timed out dev-timeout's first
-	// attempt. It runs on, so it is taken once idle. (slot_deadline_1/2.json are per-slot
-	// timers recorded before the PC's timer replaced them; they still replay.)
-	timerID := workflows.PCDeadlineWorkflowID(scope, "rack-1")
+	// attempt. It runs on, so it is taken once idle. (slot_deadline_*.json are the legacy
+	// SlotDeadlineWorkflow's, recorded before PCTimerWorkflow replaced it; they still replay.)
+	timerID := workflows.PCTimerWorkflowID(scope, "rack-1")
 	rec.waitIdle(timerID)
-	rec.write(timerID, "SlotDeadlineWorkflow", "pc_deadline")
+	rec.write(timerID, "PCTimerWorkflow", "pc_timer_timeout")
 	pcID := workflows.PCWorkflowID(scope, "rack-1")
 	rec.waitIdle(pcID)
 	rec.write(pcID, "PCWorkflow", "pc_refill")

@@ -18,7 +18,8 @@ import (
 // TestScheduleSignalsFromAnotherService sends each signal the schedule workflow documents
 // (workflows/schedule_contract.go: pause, resume, trigger, refresh, reschedule, backfill)
 // through a real Temporal client to a schedule created through the API, as another service
-// would, and checks each one's effect in PostgreSQL.
+// would — with signal-with-start, since the schedule rests between them — and checks each
+// one's effect in PostgreSQL.
 func TestScheduleSignalsFromAnotherService(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})
@@ -30,7 +31,7 @@ func TestScheduleSignalsFromAnotherService(t *testing.T) {
 	}, http.StatusCreated, nil)
 	signal := func(signalName string, arg any) {
 		t.Helper()
-		require.NoError(t, st.Temporal.SignalWorkflow(ctx, workflows.ScheduleWorkflowID(name), "", signalName, arg), signalName)
+		require.NoError(t, signalSchedule(ctx, st, name, signalName, arg), signalName)
 	}
 	row := func() store.Schedule {
 		t.Helper()

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,9 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
+	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
-	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -66,8 +67,8 @@ func TestTwoWorkerProcessesFireEachTickExactlyOnce(t *testing.T) {
 	dbURL := testenv.DatabaseURL(t)
 	address := testenv.TemporalAddress(t)
 	queue := fmt.Sprintf("two-workers-%d", time.Now().UnixNano())
-	// A namespace of its own: the workers' singleton reconciler stops schedule workflows
-	// whose row is not in its database, and the other tests' rows are not in this one.
+	// A namespace of its own: the workers' planners and dispatcher are singletons per
+	// namespace, and the other tests' rows are not in this test's database.
 	ns := newNamespace(t)
 	env := []string{"DATABASE_URL=" + dbURL, "TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=" + ns, "TICKGATE_TASK_QUEUE=" + queue}
 	first, _ := startTickgate(t, bin, "worker-1", env, "worker")
@@ -80,17 +81,16 @@ func TestTwoWorkerProcessesFireEachTickExactlyOnce(t *testing.T) {
 	tc, err := client.Dial(client.Options{HostPort: address, Namespace: ns})
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
-	s := &starter.Starter{Client: tc, TaskQueue: queue}
 	const schedules = 10
 	for i := 0; i < schedules; i++ {
 		name := fmt.Sprintf("every-second-%d", i)
-		spec, _ := json.Marshal(map[string]any{"interval": map[string]any{"every": 1, "unit": "SECONDS"},
-			"start_at": time.Now().UTC().Truncate(time.Second).Format(time.RFC3339), "timezone": "UTC"})
-		row, err := st.CreateSchedule(ctx, store.NewSchedule{Name: name, Spec: spec,
-			Action: json.RawMessage(`{"kind":"event","topic":"load","type":"tick"}`), Overlap: "skip",
-			CatchupWindowMs: (time.Minute).Milliseconds()})
+		start := time.Now().UTC().Truncate(time.Second)
+		compiled, err := schedulespec.Normalize(schedulespec.Spec{Interval: &schedulespec.Interval{Every: 1, Unit: "SECONDS"}, StartAt: &start}, start)
 		require.NoError(t, err)
-		require.NoError(t, s.StartSchedule(ctx, row.ID, name, "two-worker test"))
+		_, err = st.CreateSchedule(ctx, api.NewScheduleRow(api.CreateScheduleRequest{Name: name, Spec: compiled.Spec,
+			Action: domain.Action{Kind: domain.ActionEvent, Topic: "load", Type: "tick"}}, compiled,
+			api.SchedulePolicies{Overlap: domain.OverlapSkip, CatchupWindow: schedulespec.Duration(time.Minute)}, time.Now().UTC()))
+		require.NoError(t, err)
 	}
 	countRuns := func() int {
 		var n int

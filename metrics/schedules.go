@@ -16,8 +16,14 @@ var (
 		Name: "tickgate_schedule_ticks_total",
 		Help: "Schedule ticks recorded by this process, by outcome (fired, skipped, missed) and trigger.",
 	}, []string{"outcome", "trigger"})
+	// ScheduleCommandsRefused counts the command signals schedules refused (bad input sent
+	// where nobody could be answered), by command.
+	ScheduleCommandsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tickgate_schedule_signals_refused_total",
+		Help: "Command signals a schedule refused for bad input (changing nothing), by command; each is listed in the schedule's refused_commands.",
+	}, []string{"command"})
 )
 
 func init() {
-	Registry.MustRegister(FireLatenessObserved, ScheduleTicks)
+	Registry.MustRegister(FireLatenessObserved, ScheduleTicks, ScheduleCommandsRefused)
 }

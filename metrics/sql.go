@@ -35,7 +35,7 @@ var (
 	descSlotsTarget = prometheus.NewDesc("tickgate_device_slots_target",
 		"Device slots a PC should keep busy: min(capacity, eligible devices).", []string{"pc"}, nil)
 	descRefill = prometheus.NewDesc("tickgate_device_refill_latency_seconds",
-		"Time from a PC's slot freeing to the next task_device created on it (last 1000 refills).", nil, nil)
+		"Time from a PC's slot freeing to the next execution created on it (last 1000 refills).", nil, nil)
 	descScrapeErrors = prometheus.NewDesc("tickgate_metrics_sql_errors",
 		"1 when a SQL query of this scrape failed.", []string{"query"}, nil)
 )

@@ -63,26 +63,19 @@ func (s *Starter) RefillPC(ctx context.Context, pc string) error {
 	return nil
 }
 
-// ArmSlot tells numbered slot n of a PC (starting its workflow if needed) the deadline of
-// an attempt just sent in it: its durable timer wakes at that deadline at the latest.
-func (s *Starter) ArmSlot(ctx context.Context, pc string, n int32, d workflows.SlotDeadline) error {
-	id := workflows.SlotDeadlineWorkflowID(s.deviceScope(), pc, n)
-	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalSlotDeadline, d, client.StartWorkflowOptions{
+// WakePCTimer tells a PC's timer (starting it if needed) a wake-up: it wakes at w.At at
+// the latest and then times out what is overdue on the PC.
+func (s *Starter) WakePCTimer(ctx context.Context, pc string, w workflows.PCTimerWakeup) error {
+	id := workflows.PCTimerWorkflowID(s.deviceScope(), pc)
+	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCTimerWakeup, w, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             s.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KindKey.ValueSet(workflows.KindDeviceSlot), workflows.PCKey.ValueSet(pc)),
-		StaticSummary:         slotTimerSummary(pc, n),
-	}, workflows.SlotDeadlineWorkflow, workflows.SlotDeadlineInput{PC: pc, Slot: n, DispatcherID: s.DispatcherID()})
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KindKey.ValueSet(workflows.KindPCTimer), workflows.PCKey.ValueSet(pc)),
+		StaticSummary:         "the timer of PC " + pc + ": times out its attempts at their deadlines",
+	}, workflows.PCTimerWorkflow, workflows.PCTimerInput{PC: pc, DispatcherID: s.DispatcherID()})
 	if err != nil {
-		return fmt.Errorf("signal slot workflow %s: %w", id, err)
+		return fmt.Errorf("wake pc %q timer: %w", pc, err)
 	}
 	return nil
-}
-
-func slotTimerSummary(pc string, n int32) string {
-	if n == 0 {
-		return fmt.Sprintf("the deadline timer of PC %s (every slot)", pc)
-	}
-	return fmt.Sprintf("the deadline timer of slot %d of PC %s", n, pc)
 }

@@ -75,8 +75,8 @@ func (s *Starter) KickPromoter(ctx context.Context) error {
 	return nil
 }
 
-// SendTaskRunResult delivers an external task's result to its rollout's workflow.
-func (s *Starter) SendTaskRunResult(ctx context.Context, rolloutID int64, res workflows.TaskRunResult) error {
+// SendExternalTaskResult delivers an external task's result to its rollout's workflow.
+func (s *Starter) SendExternalTaskResult(ctx context.Context, rolloutID int64, res workflows.ExternalTaskResult) error {
 	return s.signalRollout(ctx, rolloutID, workflows.SignalTaskResult, res)
 }
 

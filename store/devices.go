@@ -16,20 +16,20 @@ import (
 // advances the active task off the request path (devices_advancer.go). The API process's
 // listening connection (listener.go) wakes agents' long-polls and keeps its token cache.
 type (
-	PC              = dbgen.Pc
-	Device          = dbgen.Device
-	DevTask         = dbgen.Task
-	TaskDevice      = dbgen.TaskDevice
-	TaskDeviceView  = dbgen.GetTaskDeviceViewRow
-	TaskDeviceEvent = dbgen.TaskDeviceEvent
-	PCSummary       = dbgen.PcDeviceSummary
+	PC                   = dbgen.Pc
+	Device               = dbgen.Device
+	DeviceTask           = dbgen.Task
+	DeviceExecution      = dbgen.DeviceExecution
+	DeviceExecutionView  = dbgen.GetDeviceExecutionViewRow
+	DeviceExecutionEvent = dbgen.DeviceExecutionEvent
+	PCSummary            = dbgen.PcDeviceSummary
 	// ClaimedCommand is an attempt handed to an agent: SENT, its deadline started, with
 	// its task's payload (and its PC's id).
-	ClaimedCommand = dbgen.ClaimTaskDevicesRow
+	ClaimedCommand = dbgen.ClaimDeviceExecutionsRow
 )
 
 // ErrNotInFlight is returned when an ack or result names an attempt that is no longer out
-// on the device (it timed out, was cancelled, or a newer attempt was sent): HTTP 409.
+// on the device (it timed out, was canceled, or a newer attempt was sent): HTTP 409.
 var ErrNotInFlight = errors.New("attempt is not in flight")
 
 // DeviceSettings are the execution rules a task takes when it becomes active (D3): every

@@ -34,7 +34,7 @@ type TaskAdvancer struct {
 	started bool
 	closed  bool
 	done    chan struct{}
-	ctx     context.Context // cancelled when Close gives up waiting
+	ctx     context.Context // canceled when Close gives up waiting
 	cancel  context.CancelFunc
 }
 
@@ -107,7 +107,7 @@ func (a *TaskAdvancer) AdvanceSoon(why string) {
 }
 
 // Close stops taking requests and waits until the queued ones are done, or until ctx
-// ends, when the advance in progress is cancelled (its transaction rolls back; the
+// ends, when the advance in progress is canceled (its transaction rolls back; the
 // dispatcher's safety poll does the step).
 func (a *TaskAdvancer) Close(ctx context.Context) error {
 	a.mu.Lock()

@@ -12,36 +12,36 @@ import (
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
-// TaskDevices pages through a task's executions by id.
-func (s *Store) TaskDevices(ctx context.Context, taskID, afterID int64, limit int) ([]TaskDeviceView, error) {
-	rows, err := s.Q.ListTaskDevicesOfTask(ctx, dbgen.ListTaskDevicesOfTaskParams{TaskID: taskID, AfterID: afterID, MaxRows: int32(limit)})
+// DeviceExecutions pages through a task's executions by id.
+func (s *Store) DeviceExecutions(ctx context.Context, taskID, afterID int64, limit int) ([]DeviceExecutionView, error) {
+	rows, err := s.Q.ListDeviceExecutionsOfTask(ctx, dbgen.ListDeviceExecutionsOfTaskParams{TaskID: taskID, AfterID: afterID, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("executions of task %d: %w", taskID, mapErr(err))
 	}
-	out := make([]TaskDeviceView, len(rows))
+	out := make([]DeviceExecutionView, len(rows))
 	for i, r := range rows {
-		out[i] = TaskDeviceView(r)
+		out[i] = DeviceExecutionView(r)
 	}
 	return out, nil
 }
 
-// GetTaskDevice reads one execution with its device serial and PC name.
-func (s *Store) GetTaskDevice(ctx context.Context, id int64) (TaskDeviceView, error) {
-	td, err := s.Q.GetTaskDeviceView(ctx, id)
+// GetDeviceExecution reads one execution with its device serial and PC name.
+func (s *Store) GetDeviceExecution(ctx context.Context, id int64) (DeviceExecutionView, error) {
+	td, err := s.Q.GetDeviceExecutionView(ctx, id)
 	if err != nil {
-		return TaskDeviceView{}, fmt.Errorf("get task_device %d: %w", id, mapErr(err))
+		return DeviceExecutionView{}, fmt.Errorf("get execution %d: %w", id, mapErr(err))
 	}
 	return td, nil
 }
 
-// TaskDeviceEvents lists an execution's attempt history (ErrNotFound for an unknown id).
-func (s *Store) TaskDeviceEvents(ctx context.Context, id int64) ([]TaskDeviceEvent, error) {
-	if _, err := s.GetTaskDevice(ctx, id); err != nil {
+// DeviceExecutionEvents lists an execution's attempt history (ErrNotFound for an unknown id).
+func (s *Store) DeviceExecutionEvents(ctx context.Context, id int64) ([]DeviceExecutionEvent, error) {
+	if _, err := s.GetDeviceExecution(ctx, id); err != nil {
 		return nil, err
 	}
-	evs, err := s.Q.ListTaskDeviceEvents(ctx, id)
+	evs, err := s.Q.ListDeviceExecutionEvents(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("events of task_device %d: %w", id, mapErr(err))
+		return nil, fmt.Errorf("events of execution %d: %w", id, mapErr(err))
 	}
 	return evs, nil
 }
@@ -77,7 +77,7 @@ func (s *Store) ClaimWithin(ctx context.Context, l *Listener, pcName string, max
 }
 
 func (s *Store) claim(ctx context.Context, pcName string, max int) ([]ClaimedCommand, int64, error) {
-	rows, err := s.Q.ClaimTaskDevices(ctx, dbgen.ClaimTaskDevicesParams{PcName: pcName, MaxRows: int32(max)})
+	rows, err := s.Q.ClaimDeviceExecutions(ctx, dbgen.ClaimDeviceExecutionsParams{PcName: pcName, MaxRows: int32(max)})
 	if err != nil {
 		return nil, 0, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
 	}
@@ -92,28 +92,28 @@ func (s *Store) claim(ctx context.Context, pcName string, max int) ([]ClaimedCom
 
 // Ack records the agent's acknowledgement of a sent command. Acking twice is a no-op; an
 // attempt that is not in flight is ErrNotInFlight.
-func (s *Store) Ack(ctx context.Context, id int64, attempt *int32) (TaskDevice, error) {
-	var td TaskDevice
+func (s *Store) Ack(ctx context.Context, id int64, attempt *int32) (DeviceExecution, error) {
+	var td DeviceExecution
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		var err error
-		td, err = q.LockTaskDevice(ctx, id)
+		td, err = q.LockDeviceExecution(ctx, id)
 		if err != nil {
-			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
+			return fmt.Errorf("execution %d: %w", id, mapErr(err))
 		}
 		if attempt != nil && *attempt != td.Attempt {
-			return fmt.Errorf("%w: task_device %d is at attempt %d, not %d", ErrNotInFlight, id, td.Attempt, *attempt)
+			return fmt.Errorf("%w: execution %d is at attempt %d, not %d", ErrNotInFlight, id, td.Attempt, *attempt)
 		}
 		switch td.Status {
-		case domain.TDAcked:
+		case domain.ExecutionAcked:
 			return nil
-		case domain.TDSent:
+		case domain.ExecutionSent:
 		default:
-			return fmt.Errorf("%w: task_device %d is %s", ErrNotInFlight, id, td.Status)
+			return fmt.Errorf("%w: execution %d is %s", ErrNotInFlight, id, td.Status)
 		}
-		if err := q.AckTaskDevice(ctx, id); err != nil {
-			return fmt.Errorf("ack task_device %d: %w", id, mapErr(err))
+		if err := q.AckDeviceExecution(ctx, id); err != nil {
+			return fmt.Errorf("ack execution %d: %w", id, mapErr(err))
 		}
-		td.Status = domain.TDAcked
+		td.Status = domain.ExecutionAcked
 		return event(ctx, q, id, td.Attempt, domain.EvAcked, "")
 	})
 	return td, err
@@ -131,12 +131,12 @@ type Result struct {
 
 // Outcome is what recording a result or a timeout did.
 type Outcome struct {
-	TaskDeviceID int64
-	TaskID       int64
-	PCID         int64
-	Status       domain.TaskDeviceStatus // the execution's status afterwards
-	Attempt      int32                   // its attempt afterwards (the next one when RETRY_SCHEDULED)
-	Refilled     []int64
+	ExecutionID int64
+	TaskID      int64
+	PCID        int64
+	Status      domain.ExecutionStatus // the execution's status afterwards
+	Attempt     int32                  // its attempt afterwards (the next one when RETRY_SCHEDULED)
+	Refilled    []int64
 	// CheckTask is set when the task may have no work left (or was aborted): the dispatcher
 	// should re-check it.
 	CheckTask bool
@@ -145,7 +145,7 @@ type Outcome struct {
 	Stale bool
 	// View is the execution as the result left it, when the statement that recorded the
 	// result read it back (the one-statement success); nil otherwise.
-	View *TaskDeviceView
+	View *DeviceExecutionView
 
 	pcMayBeIdle bool
 }
@@ -154,16 +154,16 @@ type Outcome struct {
 // success is group-committed by RecordSuccesses instead): the execution's new state,
 // its events, the device turning error on a final failure, the PC's freed slot refilled at
 // once, and the task's abort rule. A result for an attempt that is no longer in flight (it
-// timed out, was cancelled) is recorded as a LATE_RESULT event and returns ErrNotInFlight.
+// timed out, was canceled) is recorded as a LATE_RESULT event and returns ErrNotInFlight.
 func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, error) {
 	var out Outcome
 	var late error
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		td, err := q.LockTaskDevice(ctx, id)
+		td, err := q.LockDeviceExecution(ctx, id)
 		if err != nil {
-			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
+			return fmt.Errorf("execution %d: %w", id, mapErr(err))
 		}
-		inFlight := (td.Status == domain.TDSent || td.Status == domain.TDAcked) && (r.Attempt == nil || *r.Attempt == td.Attempt)
+		inFlight := (td.Status == domain.ExecutionSent || td.Status == domain.ExecutionAcked) && (r.Attempt == nil || *r.Attempt == td.Attempt)
 		if !inFlight {
 			attempt := td.Attempt
 			if r.Attempt != nil && *r.Attempt > 0 && *r.Attempt <= td.MaxAttempts {
@@ -175,7 +175,7 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 			}
 			detail := fmt.Sprintf("result %s for attempt %d arrived while the execution was %s at attempt %d", verdict, attempt, td.Status, td.Attempt)
 			late = fmt.Errorf("%w: %s", ErrNotInFlight, detail)
-			out = Outcome{TaskDeviceID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
+			out = Outcome{ExecutionID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
 			return event(ctx, q, id, attempt, domain.EvLateResult, detail)
 		}
 		out, err = finishAttempt(ctx, q, td, !r.Succeeded, r.Error, !r.NotRetryable, domain.EvFailed)
@@ -196,12 +196,12 @@ func (s *Store) ReportResult(ctx context.Context, id int64, r Result) (Outcome, 
 func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Outcome, error) {
 	var out Outcome
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		td, err := q.LockTaskDevice(ctx, id)
+		td, err := q.LockDeviceExecution(ctx, id)
 		if err != nil {
-			return fmt.Errorf("task_device %d: %w", id, mapErr(err))
+			return fmt.Errorf("execution %d: %w", id, mapErr(err))
 		}
-		if (td.Status != domain.TDSent && td.Status != domain.TDAcked) || td.Attempt != attempt {
-			out = Outcome{TaskDeviceID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
+		if (td.Status != domain.ExecutionSent && td.Status != domain.ExecutionAcked) || td.Attempt != attempt {
+			out = Outcome{ExecutionID: id, TaskID: td.TaskID, PCID: td.PcID, Status: td.Status, Attempt: td.Attempt, Stale: true}
 			return nil
 		}
 		msg := "Task device timeout: no result"
@@ -218,25 +218,25 @@ func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Ou
 }
 
 // finishAttempt applies the outcome of the in-flight attempt of td (locked by the caller).
-func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed bool, errText string, retryable bool, failEvent domain.TaskDeviceEventType) (Outcome, error) {
-	out := Outcome{TaskDeviceID: td.ID, TaskID: td.TaskID, PCID: td.PcID, Attempt: td.Attempt}
+func finishAttempt(ctx context.Context, q *dbgen.Queries, td DeviceExecution, failed bool, errText string, retryable bool, failEvent domain.ExecutionEventType) (Outcome, error) {
+	out := Outcome{ExecutionID: td.ID, TaskID: td.TaskID, PCID: td.PcID, Attempt: td.Attempt}
 	if !failed {
-		if err := q.SucceedTaskDevice(ctx, td.ID); err != nil {
-			return out, fmt.Errorf("succeed task_device %d: %w", td.ID, mapErr(err))
+		if err := q.SucceedDeviceExecution(ctx, td.ID); err != nil {
+			return out, fmt.Errorf("succeed execution %d: %w", td.ID, mapErr(err))
 		}
 		if err := event(ctx, q, td.ID, td.Attempt, domain.EvSucceeded, ""); err != nil {
 			return out, err
 		}
-		out.Status = domain.TDSucceeded
+		out.Status = domain.ExecutionSucceeded
 	} else {
 		if err := event(ctx, q, td.ID, td.Attempt, failEvent, errText); err != nil {
 			return out, err
 		}
 		if retryable && td.Attempt < td.MaxAttempts {
-			if err := q.RetryTaskDevice(ctx, dbgen.RetryTaskDeviceParams{ID: td.ID, Error: errText}); err != nil {
-				return out, fmt.Errorf("retry task_device %d: %w", td.ID, mapErr(err))
+			if err := q.RetryDeviceExecution(ctx, dbgen.RetryDeviceExecutionParams{ID: td.ID, Error: errText}); err != nil {
+				return out, fmt.Errorf("retry execution %d: %w", td.ID, mapErr(err))
 			}
-			out.Status, out.Attempt = domain.TDRetryScheduled, td.Attempt+1
+			out.Status, out.Attempt = domain.ExecutionRetryScheduled, td.Attempt+1
 			// The slot stays held: the next attempt runs on the same device.
 			return out, event(ctx, q, td.ID, td.Attempt+1, domain.EvRetryScheduled, errText)
 		}
@@ -246,12 +246,12 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		// device and gives up, instead of waiting for this transaction while it waits for
 		// that row (a deadlock the concurrency test hit).
 		if err := q.SetDeviceErrorByID(ctx, dbgen.SetDeviceErrorByIDParams{
-			ID: td.DeviceID, Error: fmt.Sprintf("task_device %d failed after attempt %d: %s", td.ID, td.Attempt, errText),
+			ID: td.DeviceID, Error: fmt.Sprintf("execution %d failed after attempt %d: %s", td.ID, td.Attempt, errText),
 		}); err != nil {
 			return out, fmt.Errorf("set device %d error: %w", td.DeviceID, mapErr(err))
 		}
-		if err := q.FailFinalTaskDevice(ctx, dbgen.FailFinalTaskDeviceParams{ID: td.ID, Error: errText}); err != nil {
-			return out, fmt.Errorf("fail task_device %d: %w", td.ID, mapErr(err))
+		if err := q.FailFinalDeviceExecution(ctx, dbgen.FailFinalDeviceExecutionParams{ID: td.ID, Error: errText}); err != nil {
+			return out, fmt.Errorf("fail execution %d: %w", td.ID, mapErr(err))
 		}
 		detail := errText
 		if !retryable {
@@ -260,21 +260,21 @@ func finishAttempt(ctx context.Context, q *dbgen.Queries, td TaskDevice, failed 
 		if err := event(ctx, q, td.ID, td.Attempt, domain.EvFailedFinal, detail); err != nil {
 			return out, err
 		}
-		out.Status = domain.TDFailedFinal
+		out.Status = domain.ExecutionFailedFinal
 	}
-	task, err := q.GetDevTask(ctx, td.TaskID)
+	task, err := q.GetDeviceTask(ctx, td.TaskID)
 	if err != nil {
 		return out, fmt.Errorf("task %d: %w", td.TaskID, mapErr(err))
 	}
 	// The slot is free: refill that same slot now, in this transaction (D2). A final
 	// failure puts only this execution's device in error, and it holds no other slot (one
-	// active execution per device), so nothing needs cancelling.
+	// active execution per device), so nothing needs canceling.
 	ids, err := refillSlot(ctx, q, td, task)
 	if err != nil {
 		return out, err
 	}
 	out.Refilled = ids
-	if task.Status != domain.DevTaskRunning {
+	if task.Status != domain.DeviceTaskRunning {
 		return out, nil
 	}
 	if task.AbortMinExecuted != nil {
@@ -310,16 +310,16 @@ func (s *Store) afterCommit(ctx context.Context, out *Outcome) error {
 	return nil
 }
 
-func event(ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ domain.TaskDeviceEventType, detail string) error {
-	if err := q.InsertTaskDeviceEvent(ctx, dbgen.InsertTaskDeviceEventParams{TaskDeviceID: id, Attempt: attempt, Type: typ, Detail: detail}); err != nil {
-		return fmt.Errorf("record %s event of task_device %d: %w", typ, id, mapErr(err))
+func event(ctx context.Context, q *dbgen.Queries, id int64, attempt int32, typ domain.ExecutionEventType, detail string) error {
+	if err := q.InsertDeviceExecutionEvent(ctx, dbgen.InsertDeviceExecutionEventParams{ExecutionID: id, Attempt: attempt, Type: typ, Detail: detail}); err != nil {
+		return fmt.Errorf("record %s event of execution %d: %w", typ, id, mapErr(err))
 	}
 	return nil
 }
 
 // SweepOverdue times out in-flight executions whose deadline passed more than grace ago:
-// the safety net for a slot workflow that was never started (an API crash between the
-// claim and its signal). The slot workflows normally time them out on the dot.
+// the safety net for a PC timer that was never told (an API crash between the claim and
+// its signal). The PC timers normally time them out on the dot.
 func (s *Store) SweepOverdue(ctx context.Context, grace time.Duration) ([]Outcome, error) {
 	rows, err := s.Q.OverdueInFlight(ctx, time.Now().Add(-grace))
 	if err != nil {
@@ -338,7 +338,8 @@ func (s *Store) SweepOverdue(ctx context.Context, grace time.Duration) ([]Outcom
 	return outs, nil
 }
 
-// SlotCheck is what checking a numbered slot's deadline found and did.
+// SlotCheck is what checking a numbered slot's deadline found and did (CheckSlot, for the
+// legacy per-slot timers: workflows/slot_timer_legacy.go).
 type SlotCheck struct {
 	// Deadline is the deadline of the attempt now in flight in the slot, if one is.
 	Deadline *time.Time
@@ -346,8 +347,8 @@ type SlotCheck struct {
 	TimedOut *Outcome
 }
 
-// PCDeadlineCheck is what a PC timer's wake-up found and did.
-type PCDeadlineCheck struct {
+// PCTimerCheck is what a PC timer's wake-up found and did.
+type PCTimerCheck struct {
 	// Deadline is the earliest deadline in flight on the PC afterwards, if any.
 	Deadline *time.Time
 	// TimedOut counts the attempts this check timed out; CheckTask is set when one of them
@@ -356,13 +357,17 @@ type PCDeadlineCheck struct {
 	CheckTask bool
 }
 
-// CheckPCDeadlines is a PC timer's wake-up (the slot timer workflow armed for slot 0: every
-// slot of the PC): it times out every attempt in flight on pcName whose deadline is not
-// after asOf (TimeoutAttempt: a result racing it has exactly one winner), and reports the
-// earliest deadline in flight there afterwards, which the timer sleeps until. asOf is the
-// timer workflow's clock, as for CheckSlot. ErrNotFound: the PC is gone.
-func (s *Store) CheckPCDeadlines(ctx context.Context, pcName string, asOf time.Time) (PCDeadlineCheck, error) {
-	var res PCDeadlineCheck
+// CheckPCTimer is a PC timer's wake-up (workflows.PCTimerWorkflow): it times out every
+// attempt in flight on pcName whose deadline is not after asOf (TimeoutAttempt: a result
+// racing it has exactly one winner), and reports the earliest deadline in flight there
+// afterwards, which the timer sleeps until. ErrNotFound: the PC is gone.
+//
+// asOf is the timer's clock when it fired, not the database's: the timer runs on that
+// clock, so a wake-up at a deadline always finds that deadline passed, and a clock skew
+// between Temporal and PostgreSQL moves a timeout by the skew instead of making the timer
+// wake again and again until the database's clock catches up.
+func (s *Store) CheckPCTimer(ctx context.Context, pcName string, asOf time.Time) (PCTimerCheck, error) {
+	var res PCTimerCheck
 	overdue, err := s.Q.OverdueOnPC(ctx, dbgen.OverdueOnPCParams{PcName: pcName, AsOf: asOf})
 	if err != nil {
 		return res, fmt.Errorf("overdue attempts on pc %q: %w", pcName, mapErr(err))
@@ -385,16 +390,11 @@ func (s *Store) CheckPCDeadlines(ctx context.Context, pcName string, asOf time.T
 	return res, nil
 }
 
-// CheckSlot is a slot timer's wake-up: it times out the attempt in flight in slot n of
+// CheckSlot is a legacy per-slot timer's wake-up: it times out the attempt in flight in slot n of
 // pcName if its deadline is not after asOf (TimeoutAttempt: a result racing it has exactly
 // one winner), and reports the deadline of whatever is in flight there afterwards — a
 // retry of the same execution, or the next execution once it is claimed. ErrNotFound: the
-// PC is gone.
-//
-// asOf is the slot workflow's clock when its timer fired, not the database's: the timer
-// runs on that clock, so a wake-up at a deadline always finds that deadline passed, and a
-// clock skew between Temporal and PostgreSQL moves a timeout by the skew instead of making
-// the timer wake again and again until the database's clock catches up.
+// PC is gone. asOf is the timer's clock, as for CheckPCTimer.
 func (s *Store) CheckSlot(ctx context.Context, pcName string, n int32, asOf time.Time) (SlotCheck, error) {
 	var res SlotCheck
 	for range 2 {
@@ -408,9 +408,9 @@ func (s *Store) CheckSlot(ctx context.Context, pcName string, n int32, asOf time
 		if err != nil {
 			return res, fmt.Errorf("slot %d of pc %q: %w", n, pcName, mapErr(err))
 		}
-		inFlight := cur.Status == domain.TDSent || cur.Status == domain.TDAcked
+		inFlight := cur.Status == domain.ExecutionSent || cur.Status == domain.ExecutionAcked
 		if !inFlight || cur.TimeoutAt == nil {
-			return res, nil // waiting for its claim: the claim arms the slot's timer
+			return res, nil // waiting for its claim
 		}
 		if cur.TimeoutAt.After(asOf) || res.TimedOut != nil {
 			res.Deadline = cur.TimeoutAt

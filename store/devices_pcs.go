@@ -113,14 +113,14 @@ func (s *Store) ListDevices(ctx context.Context, afterID int64, limit int) ([]De
 
 // SetDeviceStatus sets a device's status (an operator resetting it from error, taking it
 // offline…) and applies it to the PC's slots in the same transaction: executions holding
-// a slot on a device that left the eligible set are cancelled, free slots are refilled.
+// a slot on a device that left the eligible set are canceled, free slots are refilled.
 func (s *Store) SetDeviceStatus(ctx context.Context, serial string, status domain.DeviceStatus, errText string) (Device, []int64, error) {
 	var dev Device
 	var ids []int64
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		// Lock the device's executions first: a result finishing one of them locks it, then
 		// the device; taking them in the same order cannot deadlock, and once the device
-		// leaves the eligible set every one of them is cancelled below (none skipped).
+		// leaves the eligible set every one of them is canceled below (none skipped).
 		if _, err := q.LockActiveOfDevice(ctx, serial); err != nil {
 			return fmt.Errorf("lock executions of device %q: %w", serial, mapErr(err))
 		}

@@ -13,7 +13,7 @@ import (
 
 // refillPC fills a PC's free slots in bulk (D2): under the PC's row lock it cancels
 // executions on devices that left the eligible set (when a device changed), then inserts
-// one task_device per free slot (target - running) of the running task, numbered with the
+// one execution per free slot (target - running) of the running task, numbered with the
 // slot. A result refills the slot it frees itself (refillSlot). With a
 // target_count the task row is locked too, so PCs refilling at once never exceed it.
 func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64, cancelIneligible bool) ([]int64, error) {
@@ -30,7 +30,7 @@ func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64, cancelIneligibl
 		return nil, nil
 	}
 	if lock.RunningTargetCount != nil {
-		if _, err := q.LockDevTask(ctx, *lock.RunningTaskID); err != nil {
+		if _, err := q.LockDeviceTask(ctx, *lock.RunningTaskID); err != nil {
 			return nil, fmt.Errorf("lock task %d: %w", *lock.RunningTaskID, mapErr(err))
 		}
 	}
@@ -52,14 +52,14 @@ const refillAttempts = 5
 // With a target_count the task row is locked, so the task's quota is never exceeded.
 // ownTask is td's task as the caller read it: when it is running it is the running task
 // (D1), which saves reading that again.
-func refillSlot(ctx context.Context, q *dbgen.Queries, td TaskDevice, ownTask DevTask) ([]int64, error) {
+func refillSlot(ctx context.Context, q *dbgen.Queries, td DeviceExecution, ownTask DeviceTask) ([]int64, error) {
 	if td.Slot == nil {
-		return nil, fmt.Errorf("task_device %d holds no numbered slot", td.ID)
+		return nil, fmt.Errorf("execution %d holds no numbered slot", td.ID)
 	}
 	task := ownTask
-	if task.Status != domain.DevTaskRunning {
+	if task.Status != domain.DeviceTaskRunning {
 		var err error
-		task, err = q.GetRunningDevTask(ctx)
+		task, err = q.GetRunningDeviceTask(ctx)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, nil
 		}
@@ -68,7 +68,7 @@ func refillSlot(ctx context.Context, q *dbgen.Queries, td TaskDevice, ownTask De
 		}
 	}
 	if task.TargetCount != nil {
-		if _, err := q.LockDevTask(ctx, task.ID); err != nil {
+		if _, err := q.LockDeviceTask(ctx, task.ID); err != nil {
 			return nil, fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
 		}
 	}
@@ -116,7 +116,7 @@ func (s *Store) RefillAll(ctx context.Context) (int, error) {
 		if err != nil {
 			return fmt.Errorf("lock pcs: %w", mapErr(err))
 		}
-		task, err := q.GetRunningDevTask(ctx)
+		task, err := q.GetRunningDeviceTask(ctx)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -124,7 +124,7 @@ func (s *Store) RefillAll(ctx context.Context) (int, error) {
 			return fmt.Errorf("running task: %w", mapErr(err))
 		}
 		if task.TargetCount != nil {
-			if _, err := q.LockDevTask(ctx, task.ID); err != nil {
+			if _, err := q.LockDeviceTask(ctx, task.ID); err != nil {
 				return fmt.Errorf("lock task %d: %w", task.ID, mapErr(err))
 			}
 		}

@@ -51,7 +51,7 @@ type SuccessAnswer struct {
 	// Done is the execution as the statement that recorded the result left it, and Next
 	// the slot's next execution handed to the agent, if it asked and there was one
 	// (recorded and replayed answers that carry them).
-	Done *TaskDeviceView
+	Done *DeviceExecutionView
 	Next *ClaimedCommand
 	// Stored is a replayed answer that the general path stored (a rendered response).
 	Stored *StoredResponse
@@ -240,7 +240,7 @@ func (s *Store) RecordSuccesses(ctx context.Context, reports []SuccessReport) ([
 	for i, row := range rows {
 		a, err := successAnswer(row)
 		if err != nil {
-			return nil, fmt.Errorf("result of task_device %d: %w", reports[i].ID, err)
+			return nil, fmt.Errorf("result of execution %d: %w", reports[i].ID, err)
 		}
 		if a.Verdict == SuccessRecorded {
 			switch {
@@ -317,7 +317,7 @@ func successAnswer(row dbgen.RecordSuccessesRow) (SuccessAnswer, error) {
 		if a.Done == nil {
 			return a, errors.New("recorded without an answer")
 		}
-		a.Outcome = Outcome{TaskDeviceID: a.Done.ID, TaskID: a.Done.TaskID, PCID: a.Done.PcID, Status: domain.TDSucceeded, Attempt: a.Done.Attempt, View: a.Done}
+		a.Outcome = Outcome{ExecutionID: a.Done.ID, TaskID: a.Done.TaskID, PCID: a.Done.PcID, Status: domain.ExecutionSucceeded, Attempt: a.Done.Attempt, View: a.Done}
 	}
 	return a, nil
 }
@@ -356,14 +356,14 @@ type resultAnswer struct {
 	} `json:"next"`
 }
 
-func decodeResultAnswer(b, nextPayload []byte) (*TaskDeviceView, *ClaimedCommand, error) {
+func decodeResultAnswer(b, nextPayload []byte) (*DeviceExecutionView, *ClaimedCommand, error) {
 	var a resultAnswer
 	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, nil, fmt.Errorf("decode answer: %w", err)
 	}
 	d := a.Done
-	done := &TaskDeviceView{
-		ID: d.ID, TaskID: d.TaskID, DeviceID: d.DeviceID, PcID: d.PcID, Slot: d.Slot, Status: domain.TaskDeviceStatus(d.Status),
+	done := &DeviceExecutionView{
+		ID: d.ID, TaskID: d.TaskID, DeviceID: d.DeviceID, PcID: d.PcID, Slot: d.Slot, Status: domain.ExecutionStatus(d.Status),
 		Attempt: d.Attempt, MaxAttempts: d.MaxAttempts, Error: d.Error, CreatedAt: d.CreatedAt, SentAt: d.SentAt,
 		AckedAt: d.AckedAt, CompletedAt: d.CompletedAt, TimeoutAt: d.TimeoutAt, DeviceSerial: d.Serial, PcName: d.PcName,
 	}
@@ -383,12 +383,12 @@ func decodeResultAnswer(b, nextPayload []byte) (*TaskDeviceView, *ClaimedCommand
 
 // StoredResultAnswer reads back a result's first answer kept with its Idempotency-Key
 // (StoredResponse.Answer), for a replay that reached the general path.
-func (s *Store) StoredResultAnswer(ctx context.Context, answer []byte) (*TaskDeviceView, *ClaimedCommand, error) {
+func (s *Store) StoredResultAnswer(ctx context.Context, answer []byte) (*DeviceExecutionView, *ClaimedCommand, error) {
 	done, next, err := decodeResultAnswer(answer, nil)
 	if err != nil || next == nil {
 		return done, next, err
 	}
-	t, err := s.GetDevTask(ctx, next.TaskID)
+	t, err := s.GetDeviceTask(ctx, next.TaskID)
 	if err != nil {
 		return nil, nil, err
 	}

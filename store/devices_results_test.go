@@ -19,9 +19,9 @@ func success(td store.ClaimedCommand, claimNext bool) store.SuccessReport {
 	return store.SuccessReport{ID: td.ID, Attempt: &td.Attempt, ClaimNext: claimNext}
 }
 
-func executionStatus(t *testing.T, st *store.Store, id int64) domain.TaskDeviceStatus {
+func executionStatus(t *testing.T, st *store.Store, id int64) domain.ExecutionStatus {
 	t.Helper()
-	td, err := st.GetTaskDevice(context.Background(), id)
+	td, err := st.GetDeviceExecution(context.Background(), id)
 	require.NoError(t, err)
 	return td.Status
 }
@@ -35,7 +35,7 @@ func TestResultsOfABatchAreRecordedByOneStatement(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "ga", 3, 6)
 	devFarm(t, st, "gb", 2, 3)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	a, b := claimed(t, st, "ga", 3), claimed(t, st, "gb", 2)
 	require.Len(t, a, 3)
 	require.Len(t, b, 2)
@@ -48,28 +48,28 @@ func TestResultsOfABatchAreRecordedByOneStatement(t *testing.T) {
 	require.Len(t, answers, 5)
 	for i, ans := range answers {
 		require.Equal(t, store.SuccessRecorded, ans.Verdict, "report %d", i)
-		require.Equal(t, domain.TDSucceeded, ans.Done.Status)
-		require.Equal(t, domain.TDSucceeded, executionStatus(t, st, ans.Done.ID), "the answer is what committed")
+		require.Equal(t, domain.ExecutionSucceeded, ans.Done.Status)
+		require.Equal(t, domain.ExecutionSucceeded, executionStatus(t, st, ans.Done.ID), "the answer is what committed")
 	}
 	// ga: three freed slots, three new executions on three devices, each in the slot its
 	// result freed; the two that were asked for are SENT to their requesters.
 	devices := map[string]bool{}
 	for i, ans := range answers[:3] {
 		require.Len(t, ans.Outcome.Refilled, 1, "report %d", i)
-		next, err := st.GetTaskDevice(ctx, ans.Outcome.Refilled[0])
+		next, err := st.GetDeviceExecution(ctx, ans.Outcome.Refilled[0])
 		require.NoError(t, err)
 		require.Equal(t, *ans.Done.Slot, *next.Slot, "refilled in the slot it freed")
 		require.False(t, devices[next.DeviceSerial], "two slots got device %s", next.DeviceSerial)
 		devices[next.DeviceSerial] = true
 		if i == 1 {
 			require.Nil(t, ans.Next)
-			require.Equal(t, domain.TDCreated, next.Status, "not asked for: waits for a claim")
+			require.Equal(t, domain.ExecutionCreated, next.Status, "not asked for: waits for a claim")
 			require.Equal(t, []string{"CREATED#1"}, eventTypes(t, st, next.ID))
 			continue
 		}
 		require.NotNil(t, ans.Next, "report %d", i)
 		require.Equal(t, next.ID, ans.Next.ID)
-		require.Equal(t, domain.TDSent, next.Status)
+		require.Equal(t, domain.ExecutionSent, next.Status)
 		require.Equal(t, next.DeviceSerial, ans.Next.DeviceSerial)
 		require.JSONEq(t, `{}`, string(ans.Next.Payload))
 		require.Equal(t, []string{"CREATED#1", "SENT#1"}, eventTypes(t, st, next.ID))
@@ -118,7 +118,7 @@ func TestResultsChecksAndKeysInTheStatement(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "ka", 2, 4)
 	devFarm(t, st, "kb", 1, 1)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	a := claimed(t, st, "ka", 2)
 	b := claimed(t, st, "kb", 1)
 	tok, _, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAgent, PC: "ka"})
@@ -140,7 +140,7 @@ func TestResultsChecksAndKeysInTheStatement(t *testing.T) {
 	require.Equal(t, store.SuccessReplayed, replay[0].Verdict)
 	require.Equal(t, ans[0].Done, replay[0].Done, "the first answer, again")
 	require.Equal(t, ans[0].Next, replay[0].Next)
-	require.Equal(t, domain.TDSent, executionStatus(t, st, ans[0].Next.ID), "the replay handed nothing out again")
+	require.Equal(t, domain.ExecutionSent, executionStatus(t, st, ans[0].Next.ID), "the replay handed nothing out again")
 
 	other := first
 	other.RequestHash = hash("two")
@@ -158,8 +158,8 @@ func TestResultsChecksAndKeysInTheStatement(t *testing.T) {
 	require.Equal(t, store.SuccessForbidden, got[2].Verdict)
 	require.Equal(t, "kb", got[2].PCName)
 	require.Equal(t, store.SuccessNotFound, got[3].Verdict)
-	require.Equal(t, domain.TDSent, executionStatus(t, st, a[1].ID), "a stale attempt changed nothing")
-	require.Equal(t, domain.TDSent, executionStatus(t, st, b[0].ID), "another PC's execution changed nothing")
+	require.Equal(t, domain.ExecutionSent, executionStatus(t, st, a[1].ID), "a stale attempt changed nothing")
+	require.Equal(t, domain.ExecutionSent, executionStatus(t, st, b[0].ID), "another PC's execution changed nothing")
 
 	// The general path stores its answers rendered; the statement replays those as stored.
 	k2 := key("k2")
@@ -177,7 +177,7 @@ func TestResultsChecksAndKeysInTheStatement(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.SuccessReplayed, got[0].Verdict)
 	require.Equal(t, &store.StoredResponse{Status: 409, ContentType: "application/problem+json", Body: []byte(`{"status":409}`)}, got[0].Stored)
-	require.Equal(t, domain.TDSent, executionStatus(t, st, a[1].ID))
+	require.Equal(t, domain.ExecutionSent, executionStatus(t, st, a[1].ID))
 }
 
 // Results sent concurrently through the batcher are group-committed: every one is
@@ -190,7 +190,7 @@ func TestResultBatcherUnderConcurrency(t *testing.T) {
 	defer cancel()
 	devFarm(t, st, "ca", 4, 10)
 	devFarm(t, st, "cb", 3, 9)
-	task := activate(t, st, store.NewDevTask{})
+	task := activate(t, st, store.NewDeviceTask{})
 	b := st.NewResultBatcher(store.ResultBatcherOptions{MaxBatch: 5})
 	// Each PC's agent claims what waits, and answers every execution with its chain of
 	// next ones; a slot whose refill lost its device to a concurrent one is refilled
@@ -233,7 +233,7 @@ func TestResultBatcherUnderConcurrency(t *testing.T) {
 			break
 		}
 	}
-	counts, err := st.DevTaskCounts(ctx, task.ID)
+	counts, err := st.DeviceTaskCounts(ctx, task.ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 19, counts.Succeeded, "every device ran the task once")
 	require.Zero(t, counts.Active)
@@ -247,12 +247,12 @@ func TestResultsDoNotWaitForTheTaskLock(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "tl", 1, 2)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	cmds := claimed(t, st, "tl", 1)
 	tx, err := st.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = st.Q.WithTx(tx).LockRunningDevTask(ctx)
+	_, err = st.Q.WithTx(tx).LockRunningDeviceTask(ctx)
 	require.NoError(t, err)
 
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)

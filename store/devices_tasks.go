@@ -13,80 +13,80 @@ import (
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
-// NewDevTask is what CreateTask inserts.
-type NewDevTask struct {
+// NewDeviceTask is what CreateTask inserts.
+type NewDeviceTask struct {
 	Payload            json.RawMessage
 	TargetCount        *int32
 	AbortMinExecuted   *int32
 	AbortFailedPercent *float64
 }
 
-// CreateDevTask queues a task (pending); the dispatcher activates it when it is the oldest.
-func (s *Store) CreateDevTask(ctx context.Context, t NewDevTask) (DevTask, error) {
-	p := dbgen.InsertDevTaskParams{Payload: t.Payload, TargetCount: t.TargetCount, AbortMinExecuted: t.AbortMinExecuted}
+// CreateDeviceTask queues a task (pending); the dispatcher activates it when it is the oldest.
+func (s *Store) CreateDeviceTask(ctx context.Context, t NewDeviceTask) (DeviceTask, error) {
+	p := dbgen.InsertDeviceTaskParams{Payload: t.Payload, TargetCount: t.TargetCount, AbortMinExecuted: t.AbortMinExecuted}
 	if len(p.Payload) == 0 {
 		p.Payload = json.RawMessage(`{}`)
 	}
 	if t.AbortFailedPercent != nil {
 		p.AbortFailedPercent = pgtype.Float8{Float64: *t.AbortFailedPercent, Valid: true}
 	}
-	row, err := s.Q.InsertDevTask(ctx, p)
+	row, err := s.Q.InsertDeviceTask(ctx, p)
 	if err != nil {
-		return DevTask{}, fmt.Errorf("insert task: %w", mapErr(err))
+		return DeviceTask{}, fmt.Errorf("insert task: %w", mapErr(err))
 	}
 	return row, nil
 }
 
-// GetDevTask reads a task.
-func (s *Store) GetDevTask(ctx context.Context, id int64) (DevTask, error) {
-	t, err := s.Q.GetDevTask(ctx, id)
+// GetDeviceTask reads a task.
+func (s *Store) GetDeviceTask(ctx context.Context, id int64) (DeviceTask, error) {
+	t, err := s.Q.GetDeviceTask(ctx, id)
 	if err != nil {
-		return DevTask{}, fmt.Errorf("get task %d: %w", id, mapErr(err))
+		return DeviceTask{}, fmt.Errorf("get task %d: %w", id, mapErr(err))
 	}
 	return t, nil
 }
 
-// ListDevTasks pages through tasks by id.
-func (s *Store) ListDevTasks(ctx context.Context, afterID int64, limit int) ([]DevTask, error) {
-	rows, err := s.Q.ListDevTasks(ctx, dbgen.ListDevTasksParams{AfterID: afterID, MaxRows: int32(limit)})
+// ListDeviceTasks pages through tasks by id.
+func (s *Store) ListDeviceTasks(ctx context.Context, afterID int64, limit int) ([]DeviceTask, error) {
+	rows, err := s.Q.ListDeviceTasks(ctx, dbgen.ListDeviceTasksParams{AfterID: afterID, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", mapErr(err))
 	}
 	return rows, nil
 }
 
-// DevTaskCounts are a task's executions by outcome.
-type DevTaskCounts = dbgen.DevTaskExecutionCountsRow
+// DeviceTaskCounts are a task's executions by outcome.
+type DeviceTaskCounts = dbgen.DeviceTaskExecutionCountsRow
 
-// DevTaskCounts counts a task's executions.
-func (s *Store) DevTaskCounts(ctx context.Context, taskID int64) (DevTaskCounts, error) {
-	c, err := s.Q.DevTaskExecutionCounts(ctx, taskID)
+// DeviceTaskCounts counts a task's executions.
+func (s *Store) DeviceTaskCounts(ctx context.Context, taskID int64) (DeviceTaskCounts, error) {
+	c, err := s.Q.DeviceTaskExecutionCounts(ctx, taskID)
 	if err != nil {
-		return DevTaskCounts{}, fmt.Errorf("count executions of task %d: %w", taskID, mapErr(err))
+		return DeviceTaskCounts{}, fmt.Errorf("count executions of task %d: %w", taskID, mapErr(err))
 	}
 	return c, nil
 }
 
-// CancelDevTask cancels a pending or running task and every execution of it still holding a
+// CancelDeviceTask cancels a pending or running task and every execution of it still holding a
 // slot (sent or not); results arriving for them later are answered 409. A finished task is
 // ErrConflict.
-func (s *Store) CancelDevTask(ctx context.Context, id int64) (DevTask, error) {
-	var t DevTask
+func (s *Store) CancelDeviceTask(ctx context.Context, id int64) (DeviceTask, error) {
+	var t DeviceTask
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		cur, err := q.GetDevTask(ctx, id)
+		cur, err := q.GetDeviceTask(ctx, id)
 		if err != nil {
 			return fmt.Errorf("task %d: %w", id, mapErr(err))
 		}
-		if cur.Status != domain.DevTaskPending && cur.Status != domain.DevTaskRunning {
+		if cur.Status != domain.DeviceTaskPending && cur.Status != domain.DeviceTaskRunning {
 			return fmt.Errorf("%w: task %d is already %s", ErrConflict, id, cur.Status)
 		}
 		// task_devices first, then the task row: the lock order of every other path.
-		if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
-			Reason: "task cancelled", TaskID: id, UnsentOnly: false,
+		if _, err := q.CancelDeviceExecutionsOfTask(ctx, dbgen.CancelDeviceExecutionsOfTaskParams{
+			Reason: "task canceled", TaskID: id, UnsentOnly: false,
 		}); err != nil {
 			return fmt.Errorf("cancel executions of task %d: %w", id, mapErr(err))
 		}
-		t, err = q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: id, Status: domain.DevTaskCancelled, Error: "cancelled by operator"})
+		t, err = q.FinishDeviceTask(ctx, dbgen.FinishDeviceTaskParams{ID: id, Status: domain.DeviceTaskCanceled, Error: "canceled by operator"})
 		if err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: task %d finished meanwhile", ErrConflict, id)
@@ -100,16 +100,16 @@ func (s *Store) CancelDevTask(ctx context.Context, id int64) (DevTask, error) {
 
 // applyAbortRule aborts the task (locked here, so one transaction decides) once at least
 // min_executed executions are final and more than failed_percent of them failed: its
-// unsent executions are cancelled, those in flight may finish.
+// unsent executions are canceled, those in flight may finish.
 func applyAbortRule(ctx context.Context, q *dbgen.Queries, taskID int64) (bool, error) {
-	task, err := q.LockDevTask(ctx, taskID)
+	task, err := q.LockDeviceTask(ctx, taskID)
 	if err != nil {
 		return false, fmt.Errorf("lock task %d: %w", taskID, mapErr(err))
 	}
-	if task.Status != domain.DevTaskRunning || task.AbortMinExecuted == nil || !task.AbortFailedPercent.Valid {
+	if task.Status != domain.DeviceTaskRunning || task.AbortMinExecuted == nil || !task.AbortFailedPercent.Valid {
 		return false, nil
 	}
-	counts, err := q.DevTaskExecutionCounts(ctx, task.ID)
+	counts, err := q.DeviceTaskExecutionCounts(ctx, task.ID)
 	if err != nil {
 		return false, fmt.Errorf("count executions of task %d: %w", task.ID, mapErr(err))
 	}
@@ -119,12 +119,12 @@ func applyAbortRule(ctx context.Context, q *dbgen.Queries, taskID int64) (bool, 
 	}
 	reason := fmt.Sprintf("aborted: %d of %d executions failed (abort rule: more than %g%% of at least %d)",
 		counts.Failed, executed, task.AbortFailedPercent.Float64, *task.AbortMinExecuted)
-	if _, err := q.CancelTaskDevicesOfTask(ctx, dbgen.CancelTaskDevicesOfTaskParams{
+	if _, err := q.CancelDeviceExecutionsOfTask(ctx, dbgen.CancelDeviceExecutionsOfTaskParams{
 		Reason: "task " + reason, TaskID: task.ID, UnsentOnly: true,
 	}); err != nil {
 		return false, fmt.Errorf("cancel unsent executions of task %d: %w", task.ID, mapErr(err))
 	}
-	if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: task.ID, Status: domain.DevTaskFailed, Error: reason}); err != nil {
+	if _, err := q.FinishDeviceTask(ctx, dbgen.FinishDeviceTaskParams{ID: task.ID, Status: domain.DeviceTaskFailed, Error: reason}); err != nil {
 		return false, fmt.Errorf("abort task %d: %w", task.ID, mapErr(err))
 	}
 	return true, nil
@@ -151,7 +151,7 @@ func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced,
 	}
 	// Most calls come while the running task still has executions out (each PC's last
 	// result asks): they need neither the transaction nor its locks.
-	busy, err := s.Q.RunningDevTaskBusy(ctx)
+	busy, err := s.Q.RunningDeviceTaskBusy(ctx)
 	switch {
 	case err == nil && busy.Busy:
 		return Advanced{ActiveTaskID: busy.ID}, nil
@@ -172,7 +172,7 @@ func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced,
 			return fmt.Errorf("lock pcs: %w", mapErr(err))
 		}
 		for i := 0; i < 1000; i++ {
-			t, err := q.LockRunningDevTask(ctx)
+			t, err := q.LockRunningDeviceTask(ctx)
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
 			case err != nil:
@@ -186,12 +186,12 @@ func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced,
 					res.ActiveTaskID = t.ID
 					return nil
 				}
-				if _, err := q.FinishDevTask(ctx, dbgen.FinishDevTaskParams{ID: t.ID, Status: status, Error: msg}); err != nil {
+				if _, err := q.FinishDeviceTask(ctx, dbgen.FinishDeviceTaskParams{ID: t.ID, Status: status, Error: msg}); err != nil {
 					return fmt.Errorf("finish task %d: %w", t.ID, mapErr(err))
 				}
 				res.Finished = append(res.Finished, t.ID)
 			}
-			next, err := q.ActivateNextDevTask(ctx, dbgen.ActivateNextDevTaskParams{
+			next, err := q.ActivateNextDeviceTask(ctx, dbgen.ActivateNextDeviceTaskParams{
 				MaxAttempts: int32(settings.MaxAttempts), DeviceTimeoutMs: settings.DeviceTimeout.Milliseconds(),
 			})
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -217,8 +217,8 @@ func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced,
 // device (within its target_count) still owes it a run. It ends success only when
 // executions ran and all of them succeeded (docs/spec.md, "Device dispatch"); a task no device
 // ran ends failed, saying why.
-func taskDone(ctx context.Context, q *dbgen.Queries, t DevTask) (done bool, status domain.DeviceTaskStatus, msg string, err error) {
-	p, err := q.DevTaskProgress(ctx, t.ID)
+func taskDone(ctx context.Context, q *dbgen.Queries, t DeviceTask) (done bool, status domain.DeviceTaskStatus, msg string, err error) {
+	p, err := q.DeviceTaskProgress(ctx, t.ID)
 	if err != nil {
 		return false, "", "", fmt.Errorf("progress of task %d: %w", t.ID, mapErr(err))
 	}
@@ -230,12 +230,12 @@ func taskDone(ctx context.Context, q *dbgen.Queries, t DevTask) (done bool, stat
 	}
 	switch {
 	case p.Failed > 0:
-		return true, domain.DevTaskFailed, fmt.Sprintf("%d of %d executions failed", p.Failed, p.Succeeded+p.Failed), nil
+		return true, domain.DeviceTaskFailed, fmt.Sprintf("%d of %d executions failed", p.Failed, p.Succeeded+p.Failed), nil
 	case p.Succeeded > 0:
-		return true, domain.DevTaskSuccess, "", nil
-	case p.Cancelled > 0:
-		return true, domain.DevTaskFailed, fmt.Sprintf("no eligible device left: its %d executions were cancelled when their devices left the eligible set", p.Cancelled), nil
+		return true, domain.DeviceTaskSuccess, "", nil
+	case p.Canceled > 0:
+		return true, domain.DeviceTaskFailed, fmt.Sprintf("no eligible device left: its %d executions were canceled when their devices left the eligible set", p.Canceled), nil
 	default:
-		return true, domain.DevTaskFailed, "no eligible device: no online device could run the task when it became active", nil
+		return true, domain.DeviceTaskFailed, "no eligible device: no online device could run the task when it became active", nil
 	}
 }

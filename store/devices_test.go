@@ -34,10 +34,10 @@ func devFarm(t *testing.T, st *store.Store, name string, capacity int32, n int) 
 }
 
 // activate queues a task, makes it active and fills every PC's slots.
-func activate(t *testing.T, st *store.Store, nt store.NewDevTask) store.DevTask {
+func activate(t *testing.T, st *store.Store, nt store.NewDeviceTask) store.DeviceTask {
 	t.Helper()
 	ctx := context.Background()
-	task, err := st.CreateDevTask(ctx, nt)
+	task, err := st.CreateDeviceTask(ctx, nt)
 	require.NoError(t, err)
 	adv, err := st.Advance(ctx, store.DefaultDeviceSettings())
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func slots(t *testing.T, st *store.Store, pc string) store.PCSummary {
 
 func eventTypes(t *testing.T, st *store.Store, id int64) []string {
 	t.Helper()
-	evs, err := st.TaskDeviceEvents(context.Background(), id)
+	evs, err := st.DeviceExecutionEvents(context.Background(), id)
 	require.NoError(t, err)
 	var out []string
 	for _, e := range evs {
@@ -78,7 +78,7 @@ func TestDevicesRefillCreatesOnePerFreedSlot(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 3, 5)
-	task := activate(t, st, store.NewDevTask{})
+	task := activate(t, st, store.NewDeviceTask{})
 
 	s := slots(t, st, "pc1")
 	require.Equal(t, store.PCSummary{PcID: s.PcID, PcName: "pc1", DeviceCapacity: 3, Eligible: 5, Running: 3, Target: 3}, s)
@@ -91,7 +91,7 @@ func TestDevicesRefillCreatesOnePerFreedSlot(t *testing.T) {
 	require.Len(t, cmds, 3)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
-	require.Equal(t, domain.TDSucceeded, out.Status)
+	require.Equal(t, domain.ExecutionSucceeded, out.Status)
 	require.Len(t, out.Refilled, 1, "one freed slot, one new execution")
 	require.Equal(t, int64(3), slots(t, st, "pc1").Running)
 
@@ -104,7 +104,7 @@ func TestDevicesRefillCreatesOnePerFreedSlot(t *testing.T) {
 	require.Empty(t, out.Refilled)
 	require.Equal(t, int64(2), slots(t, st, "pc1").Running)
 
-	tds, err := st.TaskDevices(ctx, task.ID, 0, 100)
+	tds, err := st.DeviceExecutions(ctx, task.ID, 0, 100)
 	require.NoError(t, err)
 	require.Len(t, tds, 5, "each device once")
 }
@@ -114,7 +114,7 @@ func TestDevicesClaimRaceTwoAgentsSamePC(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 20, 20)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 
 	var mu sync.Mutex
 	seen := map[int64]int{}
@@ -151,7 +151,7 @@ func TestDevicesRetriesThenFailedFinalDeviceError(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 1, 2)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 
 	var id int64
 	for attempt := int32(1); attempt <= 3; attempt++ {
@@ -165,15 +165,15 @@ func TestDevicesRetriesThenFailedFinalDeviceError(t *testing.T) {
 		out, err := st.ReportResult(ctx, id, store.Result{Error: "boom", Attempt: &attempt})
 		require.NoError(t, err)
 		if attempt < 3 {
-			require.Equal(t, domain.TDRetryScheduled, out.Status)
+			require.Equal(t, domain.ExecutionRetryScheduled, out.Status)
 			require.Equal(t, attempt+1, out.Attempt)
 			require.Empty(t, out.Refilled, "a retry keeps its slot")
 		} else {
-			require.Equal(t, domain.TDFailedFinal, out.Status)
+			require.Equal(t, domain.ExecutionFailedFinal, out.Status)
 			require.Len(t, out.Refilled, 1, "the slot goes to the PC's other device")
 		}
 	}
-	td, err := st.GetTaskDevice(ctx, id)
+	td, err := st.GetDeviceExecution(ctx, id)
 	require.NoError(t, err)
 	dev, err := st.GetDevice(ctx, td.DeviceSerial)
 	require.NoError(t, err)
@@ -190,11 +190,11 @@ func TestDevicesNotRetryableGoesFinal(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 1)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	cmds := claimed(t, st, "pc1", 5)
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Error: "unsupported model", NotRetryable: true})
 	require.NoError(t, err)
-	require.Equal(t, domain.TDFailedFinal, out.Status)
+	require.Equal(t, domain.ExecutionFailedFinal, out.Status)
 	require.True(t, out.CheckTask)
 	require.Equal(t, []string{"CREATED#1", "SENT#1", "FAILED#1", "FAILED_FINAL#1"}, eventTypes(t, st, cmds[0].ID))
 }
@@ -204,14 +204,14 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 1)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	cmds := claimed(t, st, "pc1", 5)
 	require.Equal(t, 20*time.Minute, cmds[0].TimeoutAt.Sub(*cmds[0].SentAt), "deadline is 20 minutes after SENT")
 	id := cmds[0].ID
 
 	out, err := st.TimeoutAttempt(ctx, id, 1)
 	require.NoError(t, err)
-	require.Equal(t, domain.TDRetryScheduled, out.Status)
+	require.Equal(t, domain.ExecutionRetryScheduled, out.Status)
 	// The timeout of the same attempt again is a no-op (one winner).
 	again, err := st.TimeoutAttempt(ctx, id, 1)
 	require.NoError(t, err)
@@ -221,9 +221,9 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 	_, err = st.ReportResult(ctx, id, store.Result{Succeeded: true, Attempt: &one})
 	require.ErrorIs(t, err, store.ErrNotInFlight)
 	require.Equal(t, []string{"CREATED#1", "SENT#1", "TIMEOUT#1", "RETRY_SCHEDULED#2", "LATE_RESULT#1"}, eventTypes(t, st, id))
-	td, err := st.GetTaskDevice(ctx, id)
+	td, err := st.GetDeviceExecution(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, domain.TDRetryScheduled, td.Status)
+	require.Equal(t, domain.ExecutionRetryScheduled, td.Status)
 
 	// A result that wins the race makes the timeout a no-op.
 	cmds = claimed(t, st, "pc1", 5)
@@ -233,7 +233,7 @@ func TestDevicesTimeoutThenLateResultConflict(t *testing.T) {
 	out, err = st.TimeoutAttempt(ctx, id, 2)
 	require.NoError(t, err)
 	require.True(t, out.Stale)
-	require.Equal(t, domain.TDSucceeded, out.Status)
+	require.Equal(t, domain.ExecutionSucceeded, out.Status)
 }
 
 func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
@@ -241,8 +241,8 @@ func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 2)
-	t1 := activate(t, st, store.NewDevTask{Payload: json.RawMessage(`{"n":1}`)})
-	t2, err := st.CreateDevTask(ctx, store.NewDevTask{Payload: json.RawMessage(`{"n":2}`)})
+	t1 := activate(t, st, store.NewDeviceTask{Payload: json.RawMessage(`{"n":1}`)})
+	t2, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{Payload: json.RawMessage(`{"n":2}`)})
 	require.NoError(t, err)
 
 	// D1 in the database itself: a second running row is rejected.
@@ -266,9 +266,9 @@ func TestDevicesOneRunningTaskOldestFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{t1.ID}, adv.Finished)
 	require.Equal(t, []int64{t2.ID}, adv.Activated)
-	got, err := st.GetDevTask(ctx, t1.ID)
+	got, err := st.GetDeviceTask(ctx, t1.ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.DevTaskSuccess, got.Status)
+	require.Equal(t, domain.DeviceTaskSuccess, got.Status)
 }
 
 func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
@@ -276,11 +276,11 @@ func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 3, 3)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	cmds := claimed(t, st, "pc1", 5)
 	require.Len(t, cmds, 3)
 
-	// An operator takes a device with a command out offline: its execution is cancelled and
+	// An operator takes a device with a command out offline: its execution is canceled and
 	// the target shrinks with it.
 	_, _, err := st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, domain.DeviceOffline, "")
 	require.NoError(t, err)
@@ -298,7 +298,7 @@ func TestDevicesTargetShrinksWhenDevicesLeave(t *testing.T) {
 	require.Equal(t, int64(1), s.Running)
 
 	// Reset: both devices come back and get the task at once (the offline one had its
-	// execution cancelled, so it still owes one run).
+	// execution canceled, so it still owes one run).
 	_, ids, err := st.SetDeviceStatus(ctx, cmds[0].DeviceSerial, domain.DeviceOnline, "")
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
@@ -314,17 +314,17 @@ func TestDevicesTargetCountAndAbortRule(t *testing.T) {
 	devFarm(t, st, "pcA", 2, 4)
 	devFarm(t, st, "pcB", 2, 4)
 	n := int32(3)
-	task := activate(t, st, store.NewDevTask{TargetCount: &n})
-	tds, err := st.TaskDevices(ctx, task.ID, 0, 100)
+	task := activate(t, st, store.NewDeviceTask{TargetCount: &n})
+	tds, err := st.DeviceExecutions(ctx, task.ID, 0, 100)
 	require.NoError(t, err)
 	require.Len(t, tds, 3, "target_count caps the executions")
 
 	// Abort: at least 2 executed and more than 50% failed.
 	min, pct := int32(2), 50.0
 	devFarm(t, st, "pcC", 4, 4)
-	_, err = st.CancelDevTask(ctx, task.ID)
+	_, err = st.CancelDeviceTask(ctx, task.ID)
 	require.NoError(t, err)
-	ab, err := st.CreateDevTask(ctx, store.NewDevTask{AbortMinExecuted: &min, AbortFailedPercent: &pct})
+	ab, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{AbortMinExecuted: &min, AbortFailedPercent: &pct})
 	require.NoError(t, err)
 	adv, err := st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
@@ -338,19 +338,19 @@ func TestDevicesTargetCountAndAbortRule(t *testing.T) {
 	out, err := st.ReportResult(ctx, cmds[1].ID, store.Result{Error: "x", NotRetryable: true})
 	require.NoError(t, err)
 	require.True(t, out.Aborted)
-	got, err := st.GetDevTask(ctx, ab.ID)
+	got, err := st.GetDeviceTask(ctx, ab.ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.DevTaskFailed, got.Status)
-	all, err := st.TaskDevices(ctx, ab.ID, 0, 100)
+	require.Equal(t, domain.DeviceTaskFailed, got.Status)
+	all, err := st.DeviceExecutions(ctx, ab.ID, 0, 100)
 	require.NoError(t, err)
 	var statuses []string
 	for _, td := range all {
 		statuses = append(statuses, td.PcName+":"+string(td.Status))
 	}
 	sort.Strings(statuses)
-	// pcC's two unsent executions are cancelled; pcA/pcB's (unsent too) as well.
+	// pcC's two unsent executions are canceled; pcA/pcB's (unsent too) as well.
 	for _, s := range statuses {
-		require.Contains(t, []string{"pcC:FAILED_FINAL", "pcA:CANCELLED", "pcB:CANCELLED", "pcC:CANCELLED"}, s)
+		require.Contains(t, []string{"pcC:FAILED_FINAL", "pcA:CANCELED", "pcB:CANCELED", "pcC:CANCELED"}, s)
 	}
 }
 
@@ -360,7 +360,7 @@ func TestDevicesActivationFillsSlotsInTheSameCommit(t *testing.T) {
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 4, 6)
 	devFarm(t, st, "pc2", 4, 2)
-	task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	task, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 	adv, err := st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
@@ -384,15 +384,15 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 	}
 	var taskIDs []int64
 	for i := 0; i < 2; i++ {
-		task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+		task, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 		require.NoError(t, err)
 		taskIDs = append(taskIDs, task.ID)
 	}
 	done := func() bool {
 		for _, id := range taskIDs {
-			task, err := st.GetDevTask(ctx, id)
+			task, err := st.GetDeviceTask(ctx, id)
 			require.NoError(t, err)
-			if task.Status == domain.DevTaskPending || task.Status == domain.DevTaskRunning {
+			if task.Status == domain.DeviceTaskPending || task.Status == domain.DeviceTaskRunning {
 				return false
 			}
 		}
@@ -511,16 +511,16 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 	}
 	require.Empty(t, violations)
 	for _, id := range taskIDs {
-		tds, err := st.TaskDevices(ctx, id, 0, 1000)
+		tds, err := st.DeviceExecutions(ctx, id, 0, 1000)
 		require.NoError(t, err)
 		seen := map[string]bool{}
 		for _, td := range tds {
-			if td.Status == domain.TDCancelled {
+			if td.Status == domain.ExecutionCanceled {
 				continue
 			}
 			require.False(t, seen[td.DeviceSerial], "task %d ran twice on %s", id, td.DeviceSerial)
 			seen[td.DeviceSerial] = true
-			require.True(t, domain.TDFinal(td.Status), "execution %d is %s", td.ID, td.Status)
+			require.True(t, domain.ExecutionFinal(td.Status), "execution %d is %s", td.ID, td.Status)
 		}
 	}
 }
@@ -550,7 +550,7 @@ func TestDevicesSlotsAreNumberedAndAResultRefillsItsOwn(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 3, 5)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	held := heldSlots(t, st, "pc1")
 	require.Len(t, held, 3)
 	for n := int32(1); n <= 3; n++ {
@@ -588,7 +588,7 @@ func TestDevicesAResultDoesNotWaitForThePCLock(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 2, 4)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	cmds := claimed(t, st, "pc1", 2)
 	require.Len(t, cmds, 2)
 
@@ -628,7 +628,7 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 1, 2)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	cmds := claimed(t, st, "pc1", 1)
 	require.Len(t, cmds, 1)
 	ans, err := st.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], false)})
@@ -650,12 +650,12 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	st2 := testenv.Store(t)
 	devFarm(t, st2, "pc2", 1, 2)
 	two := int32(2)
-	activate(t, st2, store.NewDevTask{TargetCount: &two})
+	activate(t, st2, store.NewDeviceTask{TargetCount: &two})
 	cmds = claimed(t, st2, "pc2", 1)
 	ans, err = st2.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], true)})
 	require.NoError(t, err)
 	require.Equal(t, store.SuccessUndecided, ans[0].Verdict)
-	require.Equal(t, domain.TDSent, executionStatus(t, st2, cmds[0].ID))
+	require.Equal(t, domain.ExecutionSent, executionStatus(t, st2, cmds[0].ID))
 	out, err := st2.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
 	require.Len(t, out.Refilled, 1)
@@ -668,22 +668,22 @@ func TestDevicesSuccessAnswersWithTheExecutionAsItLeftIt(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 2, 3)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	cmds := claimed(t, st, "pc1", 2)
 	require.Len(t, cmds, 2)
 	ans, err := st.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], false)})
 	require.NoError(t, err)
 	require.NotNil(t, ans[0].Done)
-	read, err := st.GetTaskDevice(ctx, cmds[0].ID)
+	read, err := st.GetDeviceExecution(ctx, cmds[0].ID)
 	require.NoError(t, err)
 	done := *ans[0].Done
 	require.Equal(t, inUTC(read), inUTC(done))
-	require.Equal(t, domain.TDSucceeded, done.Status)
+	require.Equal(t, domain.ExecutionSucceeded, done.Status)
 }
 
 // inUTC is v with its times in UTC (a view read from JSON and one read from a row name the
 // same instants in different locations).
-func inUTC(v store.TaskDeviceView) store.TaskDeviceView {
+func inUTC(v store.DeviceExecutionView) store.DeviceExecutionView {
 	utc := func(t *time.Time) *time.Time {
 		if t == nil {
 			return nil
@@ -704,7 +704,7 @@ func TestDevicesSuccessOfAHeldExecutionTakesTheGeneralPath(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 1, 2)
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	cmds := claimed(t, st, "pc1", 1)
 	tx, err := st.Pool.Begin(ctx)
 	require.NoError(t, err)
@@ -719,7 +719,7 @@ func TestDevicesSuccessOfAHeldExecutionTakesTheGeneralPath(t *testing.T) {
 
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
-	require.Equal(t, domain.TDSucceeded, out.Status)
+	require.Equal(t, domain.ExecutionSucceeded, out.Status)
 	require.Len(t, out.Refilled, 1)
 }
 
@@ -735,14 +735,14 @@ func TestDevicesClaimOfAnUnknownOrIdlePC(t *testing.T) {
 
 	devFarm(t, st, "pc1", 2, 2)
 	require.Empty(t, claimed(t, st, "pc1", 5), "no active task")
-	activate(t, st, store.NewDevTask{})
+	activate(t, st, store.NewDeviceTask{})
 	cmds := claimed(t, st, "pc1", 5)
 	require.Len(t, cmds, 2)
 	for _, c := range cmds {
 		require.NotZero(t, c.ID)
-		td, err := st.GetTaskDevice(ctx, c.ID)
+		td, err := st.GetDeviceExecution(ctx, c.ID)
 		require.NoError(t, err)
-		require.Equal(t, domain.TDSent, td.Status)
+		require.Equal(t, domain.ExecutionSent, td.Status)
 	}
 	require.Empty(t, claimed(t, st, "pc1", 5), "every command is out")
 	_, err = st.Claim(ctx, "nope", 5)

@@ -24,23 +24,23 @@ func TestDevicesTaskWithNoEligibleDeviceFails(t *testing.T) {
 	devFarm(t, st, "pc1", 5, 1)
 	_, _, err := st.SetDeviceStatus(ctx, "pc1-d00", domain.DeviceOffline, "")
 	require.NoError(t, err)
-	t1, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	t1, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 
 	adv, err := st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
 	require.Equal(t, []int64{t1.ID}, adv.Activated)
 	require.Equal(t, []int64{t1.ID}, adv.Finished, "nothing can run it: it ends in the same step")
-	got, err := st.GetDevTask(ctx, t1.ID)
+	got, err := st.GetDeviceTask(ctx, t1.ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.DevTaskFailed, got.Status)
+	require.Equal(t, domain.DeviceTaskFailed, got.Status)
 	require.Contains(t, got.Error, "no eligible device")
 	require.NotNil(t, got.FinishedAt)
 
 	// The device comes back: the next task activates and runs on it.
 	_, _, err = st.SetDeviceStatus(ctx, "pc1-d00", domain.DeviceOnline, "")
 	require.NoError(t, err)
-	t2, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	t2, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 	adv, err = st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
@@ -49,22 +49,22 @@ func TestDevicesTaskWithNoEligibleDeviceFails(t *testing.T) {
 }
 
 // TestDevicesTaskWhoseDevicesAllLeftFails: when every execution of the active task was
-// cancelled because its device left the eligible set, the task ends failed saying so.
+// canceled because its device left the eligible set, the task ends failed saying so.
 func TestDevicesTaskWhoseDevicesAllLeftFails(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 1)
-	task := activate(t, st, store.NewDevTask{})
+	task := activate(t, st, store.NewDeviceTask{})
 	_, _, err := st.SetDeviceStatus(ctx, "pc1-d00", domain.DeviceOffline, "")
 	require.NoError(t, err)
 
 	adv, err := st.Advance(ctx, oneMinute)
 	require.NoError(t, err)
 	require.Equal(t, []int64{task.ID}, adv.Finished)
-	got, err := st.GetDevTask(ctx, task.ID)
+	got, err := st.GetDeviceTask(ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.DevTaskFailed, got.Status)
+	require.Equal(t, domain.DeviceTaskFailed, got.Status)
 	require.Contains(t, got.Error, "no eligible device left")
 }
 
@@ -75,7 +75,7 @@ func TestDevicesStatusesTheEngineNeverSetsAreGone(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 1)
-	task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	task, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 
 	_, err = st.Pool.Exec(ctx, "UPDATE devices SET status = 'busy' WHERE serial = 'pc1-d00'")
@@ -109,7 +109,7 @@ func TestDevicesSettingsHaveNoSQLDefault(t *testing.T) {
 			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`, col[0], col[1]).Scan(&def))
 		require.Nil(t, def, "%s.%s has a default of its own", col[0], col[1])
 	}
-	task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	task, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 	require.Nil(t, task.MaxAttempts, "a pending task has no attempt limit yet")
 	require.Nil(t, task.DeviceTimeoutMs)
@@ -124,15 +124,15 @@ func TestDevicesAdvanceTakesTheSettingsItIsGiven(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	devFarm(t, st, "pc1", 5, 1)
-	t1 := activate(t, st, store.NewDevTask{}) // 20 minutes, 3 attempts
-	t2, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	t1 := activate(t, st, store.NewDeviceTask{}) // 20 minutes, 3 attempts
+	t2, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
-	_, err = st.CancelDevTask(ctx, t1.ID)
+	_, err = st.CancelDeviceTask(ctx, t1.ID)
 	require.NoError(t, err)
 	adv, err := st.Advance(ctx, store.DeviceSettings{MaxAttempts: 5, DeviceTimeout: 5 * time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, []int64{t2.ID}, adv.Activated)
-	got, err := st.GetDevTask(ctx, t2.ID)
+	got, err := st.GetDeviceTask(ctx, t2.ID)
 	require.NoError(t, err)
 	require.Equal(t, int32(5), *got.MaxAttempts)
 	require.Equal(t, (5 * time.Minute).Milliseconds(), *got.DeviceTimeoutMs)
@@ -167,14 +167,14 @@ func TestTaskAdvancer(t *testing.T) {
 	}
 	adv, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: settings, Notify: notify})
 	require.NoError(t, err)
-	t1, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	t1, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 	adv.AdvanceSoon("queued before Start")
 	adv.Start()
 	require.NoError(t, adv.Close(ctx))
-	got, err := st.GetDevTask(ctx, t1.ID)
+	got, err := st.GetDeviceTask(ctx, t1.ID)
 	require.NoError(t, err)
-	require.Equal(t, domain.DevTaskRunning, got.Status, "Close drained the queued request")
+	require.Equal(t, domain.DeviceTaskRunning, got.Status, "Close drained the queued request")
 	require.Equal(t, int32(4), *got.MaxAttempts)
 	require.Equal(t, (7 * time.Minute).Milliseconds(), *got.DeviceTimeoutMs)
 	require.Equal(t, 1, notifications())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
@@ -43,6 +44,37 @@ func (s *Store) Outages(ctx context.Context, since, until time.Time, catchupWind
 	out := make([]Outage, len(rows))
 	for i, r := range rows {
 		out[i] = Outage{From: r.DownFrom.UTC(), Until: r.DownUntil.UTC(), MissedReason: r.MissedReason}
+	}
+	return out, nil
+}
+
+// TickFate is a late tick's fate by tick_fate, the one rule of a late tick: "fired"
+// (late, while workers ran), "catchup" or "missed" (with the reason).
+type TickFate struct {
+	Fate   string
+	Reason string
+}
+
+// JudgeTicks judges ticks handled late at judgedAt (fireAt: each tick with its jitter), in
+// the order given, under the catch-up window.
+func (s *Store) JudgeTicks(ctx context.Context, fireAt []time.Time, judgedAt time.Time, catchupWindow time.Duration) ([]TickFate, error) {
+	if len(fireAt) == 0 {
+		return nil, nil
+	}
+	utc := make([]time.Time, len(fireAt))
+	for i, t := range fireAt {
+		utc[i] = t.UTC()
+	}
+	rows, err := s.Q.JudgeLateTicks(ctx, dbgen.JudgeLateTicksParams{
+		FireAt: utc, JudgedAt: judgedAt.UTC(), CatchupWindowMs: catchupWindow.Milliseconds(), Since: utc[0],
+		OnTimeMs: float64(domain.OnTimeTolerance.Milliseconds()), GraceSeconds: LivenessGrace.Seconds(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("judge %d late ticks: %w", len(fireAt), mapErr(err))
+	}
+	out := make([]TickFate, len(rows))
+	for i, r := range rows {
+		out[i] = TickFate{Fate: r.Fate, Reason: r.Reason}
 	}
 	return out, nil
 }

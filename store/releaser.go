@@ -128,50 +128,50 @@ func (s *Store) releaseOne(ctx context.Context, asOf *time.Time, targets TargetC
 	return out, full, err
 }
 
-// decideLateWorkflowFires decides the armed workflow fires of the locked schedules that are
-// released late, from what their targets did, into p's decided arrays:
-//   - a target Temporal started on time (its first workflow task scheduled within
-//     domain.OnTimeTolerance of the tick) fired on time, whatever tickgate was doing;
-//   - otherwise the fire obeys the catch-up window like any tick (armed_fire_fate): fired
-//     late, or a catch-up fire, from when the target started (or now);
-//   - MISSED beyond the window after an outage: the target, if it has not begun, is
-//     terminated and the fire recorded MISSED. One that has begun (its own workers picked
-//     it up before tickgate came back) ran: it is recorded as the catch-up run it is, saying so.
+// decideLateWorkflowFires judges the armed workflow fires of the locked schedules that are
+// released late, into p's decided arrays. What their targets did only Temporal knows: each
+// target's start (its first workflow task scheduled) and whether its code began are asked
+// for, and tick_fate, the rule every late tick obeys, decides from them
+// (JudgeLateWorkflowFires). A target decided MISSED that has not begun is terminated before
+// the release records it, so that a MISSED row never has a target that ran.
 func decideLateWorkflowFires(ctx context.Context, q *dbgen.Queries, targets TargetChecker, p *dbgen.ReleaseDueFiresParams) error {
-	late, err := q.LateWorkflowFires(ctx, dbgen.LateWorkflowFiresParams{
-		AsOf: p.AsOf, OnTimeMs: p.OnTimeMs, GraceSeconds: p.GraceSeconds, ScheduleIds: p.ScheduleIds,
-	})
+	late, err := q.LateWorkflowFires(ctx, dbgen.LateWorkflowFiresParams{AsOf: p.AsOf, OnTimeMs: p.OnTimeMs, ScheduleIds: p.ScheduleIds})
 	if err != nil {
 		return fmt.Errorf("late workflow fires: %w", mapErr(err))
 	}
-	now := time.Now().UTC()
-	if p.AsOf != nil {
-		now = *p.AsOf
+	if len(late) == 0 {
+		return nil
 	}
+	facts := dbgen.JudgeLateWorkflowFiresParams{AsOf: p.AsOf, OnTimeMs: p.OnTimeMs, GraceSeconds: p.GraceSeconds}
+	workflowIDs := make(map[int64]string, len(late))
 	for _, f := range late {
-		scheduledAt, began, err := targets.Started(ctx, f.WorkflowID)
+		startedAt, began, err := targets.Started(ctx, f.WorkflowID)
 		if err != nil {
 			return fmt.Errorf("target %s of a late fire: %w", f.WorkflowID, err)
 		}
-		firedAt, fate, reason := now, f.Fate, f.Reason
-		if scheduledAt != nil {
-			firedAt = *scheduledAt
+		facts.Ids = append(facts.Ids, f.ID)
+		var started time.Time // zero: not started (NULL in the query)
+		if startedAt != nil {
+			started = startedAt.UTC()
 		}
-		switch {
-		case scheduledAt != nil && scheduledAt.Sub(f.VisibleAt) <= domain.OnTimeTolerance:
-			fate, reason = "fired", "" // Temporal started it at its tick
-		case fate == "missed" && began:
-			fate, reason = "catchup", "started late, after an outage, by its own workers before tickgate came back; "+
-				"beyond the catch-up window it would have been MISSED"
-		case fate == "missed":
-			if err := targets.Terminate(ctx, f.WorkflowID, reason); err != nil {
+		facts.StartedAt = append(facts.StartedAt, started)
+		facts.Began = append(facts.Began, began)
+		workflowIDs[f.ID] = f.WorkflowID
+	}
+	judged, err := q.JudgeLateWorkflowFires(ctx, facts)
+	if err != nil {
+		return fmt.Errorf("judge late workflow fires: %w", mapErr(err))
+	}
+	for _, j := range judged {
+		if j.Fate == "missed" {
+			if err := targets.Terminate(ctx, workflowIDs[j.ID], j.Reason); err != nil {
 				return fmt.Errorf("stop the delayed start of a missed fire: %w", err)
 			}
 		}
-		p.DecidedIds = append(p.DecidedIds, f.ID)
-		p.DecidedFates = append(p.DecidedFates, fate)
-		p.DecidedReasons = append(p.DecidedReasons, reason)
-		p.DecidedFiredAt = append(p.DecidedFiredAt, firedAt.UTC())
+		p.DecidedIds = append(p.DecidedIds, j.ID)
+		p.DecidedFates = append(p.DecidedFates, j.Fate)
+		p.DecidedReasons = append(p.DecidedReasons, j.Reason)
+		p.DecidedFiredAt = append(p.DecidedFiredAt, j.FiredAt)
 	}
 	return nil
 }

@@ -462,8 +462,10 @@ func (s *Store) RunningTaskRunIDs(ctx context.Context, rolloutID int64) ([]int64
 	return ids, nil
 }
 
-// TaskRunResult is one task's final status for FinishTaskRuns.
-type TaskRunResult struct {
+// FinishedTaskRun is how one claimed task run ended, for FinishTaskRuns: the claim (ID and
+// Attempt) and its final status. (What an external executor reports is another thing:
+// workflows.ExternalTaskResult, which names the task run only.)
+type FinishedTaskRun struct {
 	ID      int64                `json:"id"`
 	Attempt int32                `json:"attempt"`
 	Status  domain.TaskRunStatus `json:"status"`
@@ -473,7 +475,7 @@ type TaskRunResult struct {
 
 // FinishTaskRuns is FinishTaskRun for many tasks in one statement; it returns the ids it
 // finished (the others were no longer their RUNNING claim).
-func (s *Store) FinishTaskRuns(ctx context.Context, results []TaskRunResult) ([]int64, error) {
+func (s *Store) FinishTaskRuns(ctx context.Context, results []FinishedTaskRun) ([]int64, error) {
 	body, err := json.Marshal(results)
 	if err != nil {
 		return nil, fmt.Errorf("encode task results: %w", err)

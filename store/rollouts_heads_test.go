@@ -83,10 +83,10 @@ func TestPromoteHeadsPromotesWhatAFullRoundWould(t *testing.T) {
 			require.NoError(t, err)
 			running, err := st.RunningTaskRuns(ctx, r.ID)
 			require.NoError(t, err)
-			var rs []store.TaskRunResult
+			var rs []store.FinishedTaskRun
 			for _, tr := range running {
 				if rng.IntN(2) == 0 {
-					rs = append(rs, store.TaskRunResult{ID: tr.ID, Attempt: tr.Attempt, Status: domain.TaskRunDone})
+					rs = append(rs, store.FinishedTaskRun{ID: tr.ID, Attempt: tr.Attempt, Status: domain.TaskRunDone})
 				}
 			}
 			if len(rs) > 0 {

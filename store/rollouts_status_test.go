@@ -45,13 +45,13 @@ func finishAs(t *testing.T, st *store.Store, r store.Rollout, statuses map[int64
 
 // TestRolloutStatusIsDerivedHonestly: a rollout is RUNNING while a task is active and then
 // DONE only when every task is DONE or SKIPPED and one ran, FAILED when a task failed, and
-// CANCELED when it was cancelled or no task ran — never DONE for work that did not happen.
+// CANCELED when it was canceled or no task ran — never DONE for work that did not happen.
 func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := testenv.Store(t)
 
-	t.Run("every task cancelled is CANCELED", func(t *testing.T) {
+	t.Run("every task canceled is CANCELED", func(t *testing.T) {
 		r, runs := newRollout(t, st, 10, task("c1", "DML", "1"), task("c1", "DML", "2"))
 		require.Equal(t, domain.RolloutRunning, rolloutStatus(t, st, r.ID))
 		for _, tr := range runs {
@@ -80,7 +80,7 @@ func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 		require.Equal(t, domain.RolloutFailed, rolloutStatus(t, st, r.ID))
 
 		// Retrying the failed task makes the rollout active again. Once the retry is DONE
-		// the rollout is still not DONE: its cancelled task never ran, so it is CANCELED.
+		// the rollout is still not DONE: its canceled task never ran, so it is CANCELED.
 		_, err = st.RetryTaskRun(ctx, runs[1].ID)
 		require.NoError(t, err)
 		require.Equal(t, domain.RolloutRunning, rolloutStatus(t, st, r.ID))
@@ -99,7 +99,7 @@ func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 		require.Equal(t, domain.RolloutDone, rolloutStatus(t, st, r.ID))
 	})
 
-	t.Run("a cancelled rollout with some tasks done is CANCELED", func(t *testing.T) {
+	t.Run("a canceled rollout with some tasks done is CANCELED", func(t *testing.T) {
 		r, runs := newRollout(t, st, 1, task("x1", "DML", "1"), task("x1", "DML", "2"), task("x2", "DML", "1"))
 		promote(t, st)
 		finishAs(t, st, r, map[int64]domain.TaskRunStatus{runs[0].ID: domain.TaskRunDone})
@@ -109,7 +109,7 @@ func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 		require.Equal(t, domain.RolloutCanceled, rolloutStatus(t, st, r.ID))
 	})
 
-	t.Run("a cancelled rollout is CANCELED at once, its RUNNING task still being stopped", func(t *testing.T) {
+	t.Run("a canceled rollout is CANCELED at once, its RUNNING task still being stopped", func(t *testing.T) {
 		r, runs := newRollout(t, st, 10, task("y1", "DML", "1"))
 		promote(t, st)
 		finishAs(t, st, r, nil)
@@ -119,7 +119,7 @@ func TestRolloutStatusIsDerivedHonestly(t *testing.T) {
 		require.Equal(t, domain.RolloutCanceled, rolloutStatus(t, st, r.ID))
 	})
 
-	t.Run("done with a task cancelled is CANCELED", func(t *testing.T) {
+	t.Run("done with a task canceled is CANCELED", func(t *testing.T) {
 		r, runs := newRollout(t, st, 10, task("z1", "DML", "1"), task("z2", "DML", "1"))
 		_, err := st.CancelTaskRun(ctx, runs[1].ID)
 		require.NoError(t, err)
@@ -312,7 +312,7 @@ func TestRolloutOperatorTransitions(t *testing.T) {
 			require.NoError(t, err, "%s from %s", op.name, from)
 			require.Equal(t, op.to, got.Status, "%s from %s", op.name, from)
 			require.Equal(t, op.to, cur.OperatorStatus)
-			require.Equal(t, op.to, cur.Status, "its one task is still PENDING or was cancelled with it")
+			require.Equal(t, op.to, cur.Status, "its one task is still PENDING or was canceled with it")
 		}
 	}
 }

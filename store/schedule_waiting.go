@@ -59,12 +59,3 @@ func (s *Store) BufferedCounts(ctx context.Context, scheduleIDs []int64) (map[in
 	}
 	return out, nil
 }
-
-// SchedulesDueIn counts the schedules whose next fire falls in the second from secondStart.
-func (s *Store) SchedulesDueIn(ctx context.Context, secondStart time.Time) (int64, error) {
-	n, err := s.Q.CountSchedulesDueIn(ctx, secondStart.UTC())
-	if err != nil {
-		return 0, fmt.Errorf("count schedules due at %s: %w", secondStart.UTC().Format(time.RFC3339), mapErr(err))
-	}
-	return n, nil
-}

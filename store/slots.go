@@ -7,7 +7,7 @@ import (
 
 // PCSlots answers a PC's summary and the executions holding its numbered slots, by slot
 // (store/queries/slots.sql): the console's slot grid.
-func (s *Store) PCSlots(ctx context.Context, name string) (PC, PCSummary, []TaskDeviceView, error) {
+func (s *Store) PCSlots(ctx context.Context, name string) (PC, PCSummary, []DeviceExecutionView, error) {
 	pc, err := s.GetPC(ctx, name)
 	if err != nil {
 		return PC{}, PCSummary{}, nil, err
@@ -20,9 +20,9 @@ func (s *Store) PCSlots(ctx context.Context, name string) (PC, PCSummary, []Task
 	if err != nil {
 		return PC{}, PCSummary{}, nil, fmt.Errorf("executions in the slots of pc %q: %w", name, mapErr(err))
 	}
-	out := make([]TaskDeviceView, len(rows))
+	out := make([]DeviceExecutionView, len(rows))
 	for i, r := range rows {
-		out[i] = TaskDeviceView(r)
+		out[i] = DeviceExecutionView(r)
 	}
 	return pc, sum, out, nil
 }

@@ -69,8 +69,8 @@ func (s *Store) RolloutsInFlight(ctx context.Context, limit int) (int64, []Rollo
 	return n, out, nil
 }
 
-// ActiveDevTask is the active device task, if any (D1: at most one).
-func (s *Store) ActiveDevTask(ctx context.Context) (*DevTask, error) {
+// ActiveDeviceTask is the active device task, if any (D1: at most one).
+func (s *Store) ActiveDeviceTask(ctx context.Context) (*DeviceTask, error) {
 	rows, err := s.Q.ActiveDeviceTask(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("active device task: %w", mapErr(err))

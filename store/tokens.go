@@ -108,11 +108,11 @@ func (s *Store) RevokeToken(ctx context.Context, id int64) (Token, error) {
 	return row, nil
 }
 
-// TaskDevicePC names the PC a task_device runs on (ErrNotFound when there is no such row).
-func (s *Store) TaskDevicePC(ctx context.Context, taskDeviceID int64) (string, error) {
-	name, err := s.Q.TaskDevicePCName(ctx, taskDeviceID)
+// DeviceExecutionPC names the PC an execution runs on (ErrNotFound when there is no such row).
+func (s *Store) DeviceExecutionPC(ctx context.Context, deviceExecutionID int64) (string, error) {
+	name, err := s.Q.DeviceExecutionPCName(ctx, deviceExecutionID)
 	if err != nil {
-		return "", fmt.Errorf("task_device %d: %w", taskDeviceID, mapErr(err))
+		return "", fmt.Errorf("execution %d: %w", deviceExecutionID, mapErr(err))
 	}
 	return name, nil
 }

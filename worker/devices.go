@@ -16,10 +16,8 @@ import (
 func registerDevices(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflow(workflows.DispatcherWorkflow)
 	r.RegisterWorkflow(workflows.PCWorkflow)
-	r.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
-	// The per-execution slot workflow of releases before numbered slots: still registered
-	// so that executions it was watching when the worker was upgraded finish under it.
-	r.RegisterWorkflow(workflows.DeviceSlotWorkflow)
+	r.RegisterWorkflow(workflows.PCTimerWorkflow)
+	registerLegacyDeviceTimers(r)
 	r.RegisterActivity(&activities.DeviceActivities{Store: d.Store, Settings: DeviceSettings(d.Config)})
 }
 

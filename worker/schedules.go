@@ -7,20 +7,27 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// registerSchedules registers the schedule engine (docs/schedules.md).
+// registerSchedules registers the schedule engine (docs/schedules.md): the schedule
+// workflows, the planners and their activities.
 func registerSchedules(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflowWithOptions(workflows.ScheduleWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleWorkflowType})
-	r.RegisterWorkflowWithOptions(workflows.ScheduleReconcilerWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleReconcilerType})
-	r.RegisterActivity(&activities.ScheduleActivities{Store: d.Store, Temporal: d.Temporal})
-	r.RegisterActivity(&activities.ReconcileActivities{Store: d.Store, Starter: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue}})
+	r.RegisterWorkflowWithOptions(workflows.SchedulePlannerWorkflow, workflow.RegisterOptions{Name: workflows.SchedulePlannerType})
+	r.RegisterActivity(&activities.ScheduleActivities{
+		Store: d.Store, Temporal: d.Temporal, Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
+	})
 }
 
 func init() {
 	singletons = append(singletons, func(ctx context.Context, d Deps) error {
-		return (&starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue}).StartScheduleReconciler(ctx)
+		n := d.Config.SchedulePlanners
+		if n == 0 {
+			n = config.DefaultSchedulePlanners
+		}
+		return (&starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue}).StartSchedulePlanners(ctx, n)
 	})
 }

@@ -22,13 +22,13 @@ var (
 
 // Kinds, the values of TickgateKind.
 const (
-	KindSchedule           = "schedule"
-	KindScheduleReconciler = "schedule-reconciler"
-	KindRollout            = "rollout"
-	KindPromoter           = "promoter"
-	KindDispatcher         = "dispatcher"
-	KindPC                 = "pc"
-	KindDeviceSlot         = "device-slot"
+	KindSchedule        = "schedule"
+	KindSchedulePlanner = "schedule-planner"
+	KindRollout         = "rollout"
+	KindPromoter        = "promoter"
+	KindDispatcher      = "dispatcher"
+	KindPC              = "pc"
+	KindPCTimer         = "pc-timer"
 )
 
 // waitOutOutages bounds the retries of the local activities that read and write

@@ -45,9 +45,9 @@ func DispatcherWorkflowID(scope string) string { return scope + DispatcherWorkfl
 // PCWorkflowID is the id of the workflow keeping a PC's slots full.
 func PCWorkflowID(scope, pc string) string { return scope + "pc/" + pc }
 
-// SlotWorkflowID is the id of one task_device execution's workflow.
-func SlotWorkflowID(scope string, taskDeviceID int64) string {
-	return fmt.Sprintf("%stask-device/%d", scope, taskDeviceID)
+// SlotWorkflowID is the id of one device execution's workflow.
+func SlotWorkflowID(scope string, deviceExecutionID int64) string {
+	return fmt.Sprintf("%stask-device/%d", scope, deviceExecutionID)
 }
 
 // SlotSent is the payload of SignalSlotSent: the attempt out on the device and its
@@ -62,24 +62,26 @@ type SlotSent struct {
 // recorded a result for Attempt (RETRY_SCHEDULED, SUCCEEDED, FAILED_FINAL).
 type SlotResult struct {
 	Attempt int32
-	Status  domain.TaskDeviceStatus
+	Status  domain.ExecutionStatus
 }
 
 // SlotInput starts a slot workflow.
 type SlotInput struct {
-	TaskDeviceID int64
-	TaskID       int64
-	PC           string
+	// ExecutionID keeps its wire name of releases before the rename (TaskDeviceID): running
+	// workflows decode the input they were started with.
+	ExecutionID int64 `json:"TaskDeviceID"`
+	TaskID      int64
+	PC          string
 	// DispatcherID is the dispatcher to nudge when the task may be done.
 	DispatcherID string
-	// Poll is how often a slot waiting for its next send re-reads its state (a cancelled
+	// Poll is how often a slot waiting for its next send re-reads its state (a canceled
 	// execution ends its workflow this way). Default 5 minutes.
 	Poll time.Duration
 }
 
 // SlotOutcome is how a slot workflow ended.
 type SlotOutcome struct {
-	Status   domain.TaskDeviceStatus
+	Status   domain.ExecutionStatus
 	Attempt  int32
 	TimedOut int // attempts this workflow timed out
 }
@@ -101,7 +103,7 @@ func isDeviceGone(err error) bool {
 	return errors.As(err, &appErr) && appErr.Type() == activities.ErrDeviceGone
 }
 
-// DeviceSlotWorkflow follows one task_device execution: for each attempt sent to the
+// DeviceSlotWorkflow follows one device execution: for each attempt sent to the
 // device, a durable timer set to the attempt's deadline (20 minutes after SENT, not after
 // CREATED) races the agent's result. The timer firing runs TimeoutAttempt, whose
 // conditional update in SQL decides the race; a result recorded by the API arrives as a
@@ -215,7 +217,7 @@ func (s *slot) waitForSend(ctx workflow.Context) (bool, error) {
 	}
 	if polled {
 		var st activities.SlotState
-		if err := workflow.ExecuteActivity(deviceActivityCtx(ctx), deviceActs.GetSlotState, s.in.TaskDeviceID).Get(ctx, &st); err != nil {
+		if err := workflow.ExecuteActivity(deviceActivityCtx(ctx), deviceActs.GetSlotState, s.in.ExecutionID).Get(ctx, &st); err != nil {
 			return false, err
 		}
 		return s.onState(st), nil
@@ -240,7 +242,7 @@ func (s *slot) waitForResult(ctx workflow.Context) (bool, error) {
 	}
 	var st activities.SlotState
 	err := workflow.ExecuteActivity(deviceActivityCtx(ctx), deviceActs.TimeoutAttempt,
-		activities.TimeoutInput{TaskDeviceID: s.in.TaskDeviceID, Attempt: cur.Attempt}).Get(ctx, &st)
+		activities.TimeoutInput{ExecutionID: s.in.ExecutionID, Attempt: cur.Attempt}).Get(ctx, &st)
 	if err != nil {
 		return false, err
 	}

@@ -50,6 +50,7 @@ func (s *DeviceSuite) SetupTest() {
 	s.env = s.NewTestWorkflowEnvironment()
 	s.env.RegisterWorkflow(workflows.DeviceSlotWorkflow)
 	s.env.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
+	s.env.RegisterWorkflow(workflows.PCTimerWorkflow)
 	s.env.RegisterWorkflow(workflows.DispatcherWorkflow)
 	s.env.RegisterWorkflow(workflows.PCWorkflow)
 	s.env.RegisterActivity(&activities.DeviceActivities{Store: s.store, Settings: store.DefaultDeviceSettings()})
@@ -79,7 +80,7 @@ func (s *DeviceSuite) startedAt(name string) []time.Duration {
 
 // farm creates a PC with n devices, queues a task and activates it; it returns the PC's
 // executions of the task.
-func (s *DeviceSuite) farm(pc string, capacity int32, n int) (store.DevTask, []store.TaskDeviceView) {
+func (s *DeviceSuite) farm(pc string, capacity int32, n int) (store.DeviceTask, []store.DeviceExecutionView) {
 	ctx := context.Background()
 	_, err := s.store.CreatePC(ctx, pc, capacity)
 	s.Require().NoError(err)
@@ -87,13 +88,13 @@ func (s *DeviceSuite) farm(pc string, capacity int32, n int) (store.DevTask, []s
 		_, _, err := s.store.CreateDevice(ctx, pc, fmt.Sprintf("%s-d%d", pc, i))
 		s.Require().NoError(err)
 	}
-	task, err := s.store.CreateDevTask(ctx, store.NewDevTask{})
+	task, err := s.store.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	s.Require().NoError(err)
 	_, err = s.store.Advance(ctx, store.DefaultDeviceSettings())
 	s.Require().NoError(err)
 	_, err = s.store.RefillAll(ctx)
 	s.Require().NoError(err)
-	tds, err := s.store.TaskDevices(ctx, task.ID, 0, 100)
+	tds, err := s.store.DeviceExecutions(ctx, task.ID, 0, 100)
 	s.Require().NoError(err)
 	return task, tds
 }
@@ -110,7 +111,7 @@ func (s *DeviceSuite) claimAndSignal(pc string, id int64) {
 }
 
 func (s *DeviceSuite) events(id int64) []string {
-	evs, err := s.store.TaskDeviceEvents(context.Background(), id)
+	evs, err := s.store.DeviceExecutionEvents(context.Background(), id)
 	s.Require().NoError(err)
 	var out []string
 	for _, e := range evs {
@@ -121,24 +122,24 @@ func (s *DeviceSuite) events(id int64) []string {
 
 func (s *DeviceSuite) TestTimeoutIsTwentyMinutesAfterSentNotCreated() {
 	var timedOutAt time.Time
-	s.env.OnActivity("TimeoutAttempt", mock.Anything, activities.TimeoutInput{TaskDeviceID: 7, Attempt: 1}).
+	s.env.OnActivity("TimeoutAttempt", mock.Anything, activities.TimeoutInput{ExecutionID: 7, Attempt: 1}).
 		Return(func(context.Context, activities.TimeoutInput) (activities.SlotState, error) {
 			timedOutAt = s.env.Now()
-			return activities.SlotState{Status: domain.TDFailedFinal, Attempt: 1}, nil
+			return activities.SlotState{Status: domain.ExecutionFailedFinal, Attempt: 1}, nil
 		}).Once()
 	// Created at t0, sent 7 minutes later.
 	s.env.RegisterDelayedCallback(func() {
 		now := s.env.Now()
 		s.env.SignalWorkflow(workflows.SignalSlotSent, workflows.SlotSent{Attempt: 1, SentAt: now, TimeoutAt: now.Add(20 * time.Minute)})
 	}, 7*time.Minute)
-	s.env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{TaskDeviceID: 7, TaskID: 1, PC: "pc1", Poll: time.Hour})
+	s.env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{ExecutionID: 7, TaskID: 1, PC: "pc1", Poll: time.Hour})
 
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.Require().NoError(s.env.GetWorkflowError())
 	s.Equal(27*time.Minute, timedOutAt.Sub(s.t0), "deadline = SENT + 20m")
 	var out workflows.SlotOutcome
 	s.Require().NoError(s.env.GetWorkflowResult(&out))
-	s.Equal(domain.TDFailedFinal, out.Status)
+	s.Equal(domain.ExecutionFailedFinal, out.Status)
 	s.Equal(1, out.TimedOut)
 }
 
@@ -151,13 +152,13 @@ func (s *DeviceSuite) TestResultBeforeDeadlineCancelsTheTimer() {
 		s.Require().NoError(err)
 		s.env.SignalWorkflow(workflows.SignalSlotResult, workflows.SlotResult{Attempt: 1, Status: out.Status})
 	}, 19*time.Minute)
-	s.env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{TaskDeviceID: id, TaskID: tds[0].TaskID, PC: "pc1", DispatcherID: "d"})
+	s.env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{ExecutionID: id, TaskID: tds[0].TaskID, PC: "pc1", DispatcherID: "d"})
 
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.Require().NoError(s.env.GetWorkflowError())
 	var out workflows.SlotOutcome
 	s.Require().NoError(s.env.GetWorkflowResult(&out))
-	s.Equal(domain.TDSucceeded, out.Status)
+	s.Equal(domain.ExecutionSucceeded, out.Status)
 	s.Empty(s.startedAt("TimeoutAttempt"), "the timer lost the race and never ran the timeout")
 	s.Equal([]string{"CREATED#1", "SENT#1", "SUCCEEDED#1"}, s.events(id))
 }
@@ -170,13 +171,13 @@ func (s *DeviceSuite) TestThreeTimeoutsThenFailedFinalDeviceErrorAndTargetShrink
 	for _, at := range []time.Duration{time.Minute, 22 * time.Minute, 43 * time.Minute} {
 		s.env.RegisterDelayedCallback(func() { s.claimAndSignal("pc1", id) }, at)
 	}
-	s.env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{TaskDeviceID: id, TaskID: tds[0].TaskID, PC: "pc1", DispatcherID: "d"})
+	s.env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{ExecutionID: id, TaskID: tds[0].TaskID, PC: "pc1", DispatcherID: "d"})
 
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.Require().NoError(s.env.GetWorkflowError())
 	var out workflows.SlotOutcome
 	s.Require().NoError(s.env.GetWorkflowResult(&out))
-	s.Equal(workflows.SlotOutcome{Status: domain.TDFailedFinal, Attempt: 3, TimedOut: 3}, out)
+	s.Equal(workflows.SlotOutcome{Status: domain.ExecutionFailedFinal, Attempt: 3, TimedOut: 3}, out)
 	s.Equal([]time.Duration{21 * time.Minute, 42 * time.Minute, 63 * time.Minute}, s.startedAt("TimeoutAttempt"))
 	s.Equal([]string{"CREATED#1", "SENT#1", "TIMEOUT#1", "RETRY_SCHEDULED#2", "SENT#2", "TIMEOUT#2",
 		"RETRY_SCHEDULED#3", "SENT#3", "TIMEOUT#3", "FAILED_FINAL#3"}, s.events(id))
@@ -202,10 +203,10 @@ func (s *DeviceSuite) TestDispatcherActivatesNextTaskOnlyWhenCurrentIsFinal() {
 	ctx := context.Background()
 	t1, tds := s.farm("pc1", 5, 2)
 	s.Require().Len(tds, 2)
-	t2, err := s.store.CreateDevTask(ctx, store.NewDevTask{})
+	t2, err := s.store.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	s.Require().NoError(err)
 	status := func(id int64) domain.DeviceTaskStatus {
-		t, err := s.store.GetDevTask(ctx, id)
+		t, err := s.store.GetDeviceTask(ctx, id)
 		s.Require().NoError(err)
 		return t.Status
 	}
@@ -218,18 +219,18 @@ func (s *DeviceSuite) TestDispatcherActivatesNextTaskOnlyWhenCurrentIsFinal() {
 		s.env.SignalWorkflow(workflows.SignalDispatcherCheck, nil)
 	}, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
-		s.Equal(domain.DevTaskRunning, status(t1.ID), "one execution of task 1 is still in flight")
-		s.Equal(domain.DevTaskPending, status(t2.ID))
+		s.Equal(domain.DeviceTaskRunning, status(t1.ID), "one execution of task 1 is still in flight")
+		s.Equal(domain.DeviceTaskPending, status(t2.ID))
 		out, err := s.store.ReportResult(ctx, tds[1].ID, store.Result{Error: "x", NotRetryable: true})
 		s.Require().NoError(err)
 		s.True(out.CheckTask)
 		s.env.SignalWorkflow(workflows.SignalDispatcherCheck, nil)
 	}, 2*time.Minute)
 	s.env.RegisterDelayedCallback(func() {
-		s.Equal(domain.DevTaskFailed, status(t1.ID), "one of its executions failed finally")
-		s.Equal(domain.DevTaskRunning, status(t2.ID))
+		s.Equal(domain.DeviceTaskFailed, status(t1.ID), "one of its executions failed finally")
+		s.Equal(domain.DeviceTaskRunning, status(t2.ID))
 		// The new task was fanned out to the eligible device only (the other is in error).
-		tds, err := s.store.TaskDevices(ctx, t2.ID, 0, 10)
+		tds, err := s.store.DeviceExecutions(ctx, t2.ID, 0, 10)
 		s.Require().NoError(err)
 		s.Len(tds, 1)
 		s.env.CancelWorkflow()
@@ -266,14 +267,14 @@ func (s *DeviceSuite) TestFinalTimeoutRefillsExactlyOneSlot() {
 	for _, at := range []time.Duration{time.Minute, 22 * time.Minute, 43 * time.Minute} {
 		s.env.RegisterDelayedCallback(func() { s.claimAndSignal("pc1", id) }, at)
 	}
-	s.env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{TaskDeviceID: id, TaskID: task.ID, PC: "pc1", DispatcherID: "d"})
+	s.env.ExecuteWorkflow(workflows.DeviceSlotWorkflow, workflows.SlotInput{ExecutionID: id, TaskID: task.ID, PC: "pc1", DispatcherID: "d"})
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.Require().NoError(s.env.GetWorkflowError())
 
-	after, err := s.store.TaskDevices(context.Background(), task.ID, 0, 100)
+	after, err := s.store.DeviceExecutions(context.Background(), task.ID, 0, 100)
 	s.Require().NoError(err)
 	s.Len(after, 3, "the slot freed by the final timeout was refilled with exactly one execution")
-	s.Equal(domain.TDCreated, after[2].Status)
+	s.Equal(domain.ExecutionCreated, after[2].Status)
 	s.NotEqual(tds[0].DeviceSerial, after[2].DeviceSerial)
 	s.NotEqual(tds[1].DeviceSerial, after[2].DeviceSerial)
 	detail, err := s.store.GetPCDetail(context.Background(), "pc1")

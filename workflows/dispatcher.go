@@ -19,7 +19,7 @@ type DispatcherInput struct {
 const dispatcherIterations = 500
 
 // DispatcherWorkflow keeps the single active task (D1): on every nudge (a task created or
-// cancelled, an execution finishing with nothing left to refill, an abort) and on a safety
+// canceled, an execution finishing with nothing left to refill, an abort) and on a safety
 // poll it finishes the active task once all its executions are final, activates the oldest
 // pending task and fills every PC's slots with it. It is a cluster singleton (fixed id);
 // the state it acts on lives in SQL, so a restart loses nothing.

@@ -16,7 +16,7 @@ type PCInput struct {
 // pcIterations bounds one run's history before it continues as new.
 const pcIterations = 500
 
-// PCWorkflow keeps one PC's slots full: it refills them (one task_device per free slot,
+// PCWorkflow keeps one PC's slots full: it refills them (one execution per free slot,
 // D2, in SQL under the PC's lock) whenever it is signalled — a device added, reset or gone,
 // another service asking — and on a safety poll. A slot freed by a result or a timeout is
 // refilled in the same transaction that frees it, so the hot path does not wait for this

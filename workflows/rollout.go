@@ -38,7 +38,7 @@ func RolloutWorkflowID(rolloutID int64) string { return "rollout/" + strconv.For
 const (
 	// SignalPromoted (no payload) tells a rollout's workflow that tasks became AVAILABLE.
 	SignalPromoted = "promoted"
-	// SignalTaskResult (payload TaskRunResult) reports an external task's result.
+	// SignalTaskResult (payload ExternalTaskResult) reports an external task's result.
 	SignalTaskResult = "task-result"
 	// SignalCancelRollout (no payload) stops a rollout's workflow after its RUNNING tasks are
 	// canceled (the API has already canceled the rest in Postgres).
@@ -49,8 +49,9 @@ const (
 	SignalKick = "kick"
 )
 
-// TaskRunResult is an external task's result.
-type TaskRunResult struct {
+// ExternalTaskResult is an external task's result as its executor reports it (the payload
+// of SignalTaskResult); the rollout's workflow records it on the task run it claimed (FinishTaskRun).
+type ExternalTaskResult struct {
 	TaskID int64                `json:"task_id"`
 	Status domain.TaskRunStatus `json:"status"` // DONE or FAILED
 	Output json.RawMessage      `json:"output,omitempty"`
@@ -61,7 +62,7 @@ type TaskRunResult struct {
 type RolloutInput struct {
 	RolloutID int64
 	// Results are external results received but not yet applied, carried over continue-as-new.
-	Results []TaskRunResult `json:",omitempty"`
+	Results []ExternalTaskResult `json:",omitempty"`
 }
 
 // Rollout engine tuning (variables so tests may shrink them).
@@ -89,6 +90,7 @@ var (
 // woken by the promoter (SignalPromoted), polls slowly as a safety net, and ends when the
 // rollout has no unfinished task (retrying one starts it again).
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
+	pinChanges(ctx, RolloutWorkflowType)
 	r := newRolloutRun(ctx, in)
 	// Runs that began before the runner keep running their tasks in fixed batches.
 	r.runnerMode = workflow.GetVersion(ctx, rolloutRunnerChange, workflow.DefaultVersion, 1) >= 1
@@ -120,7 +122,7 @@ type rolloutRun struct {
 	// external are the claimed external tasks waiting for their result.
 	external map[int64]activities.ClaimedTaskRun
 	// results are external results received for tasks not claimed (yet).
-	results map[int64]TaskRunResult
+	results map[int64]ExternalTaskResult
 	// batches are the executor activities in flight, by sequence number; inBatch holds
 	// their task ids.
 	batches   map[int]*batch
@@ -153,7 +155,7 @@ var rolloutActs *activities.RolloutActivities
 func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	r := &rolloutRun{
 		id: in.RolloutID, sel: workflow.NewSelector(ctx), external: map[int64]activities.ClaimedTaskRun{},
-		results: map[int64]TaskRunResult{}, batches: map[int]*batch{}, inBatch: map[int64]bool{},
+		results: map[int64]ExternalTaskResult{}, batches: map[int]*batch{}, inBatch: map[int64]bool{},
 		closing: map[int64]bool{}, wake: true,
 	}
 	for _, res := range in.Results {
@@ -166,7 +168,7 @@ func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	})
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalTaskResult), func(c workflow.ReceiveChannel, _ bool) {
 		defer r.handlers.track()()
-		var res TaskRunResult
+		var res ExternalTaskResult
 		c.Receive(ctx, &res)
 		r.onResult(ctx, res)
 	})
@@ -251,8 +253,8 @@ func (r *rolloutRun) shouldContinueAsNew(ctx workflow.Context) bool {
 }
 
 // carry lists the external results not yet applied, in task id order.
-func (r *rolloutRun) carry() []TaskRunResult {
-	var out []TaskRunResult
+func (r *rolloutRun) carry() []ExternalTaskResult {
+	var out []ExternalTaskResult
 	for _, id := range sortedKeys(r.results) {
 		out = append(out, r.results[id])
 	}
@@ -439,7 +441,7 @@ func (r *rolloutRun) wakeIfIdle() {
 	}
 }
 
-func (r *rolloutRun) onResult(ctx workflow.Context, res TaskRunResult) {
+func (r *rolloutRun) onResult(ctx workflow.Context, res ExternalTaskResult) {
 	t, ok := r.external[res.TaskID]
 	if !ok {
 		// Not claimed yet (or not ours): keep it for when it is.

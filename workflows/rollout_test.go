@@ -87,7 +87,7 @@ func (s *RolloutWorkflowSuite) TestExternalResult() {
 		}).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.locked(func() { s.Empty(finished, "nothing finishes before the result arrives") })
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskRunResult{TaskID: 11, Status: "DONE", Output: json.RawMessage(`{"ok":true}`)})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 11, Status: "DONE", Output: json.RawMessage(`{"ok":true}`)})
 	}, 3*time.Hour)
 
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
@@ -109,7 +109,7 @@ func (s *RolloutWorkflowSuite) TestExternalResultBeforeClaim() {
 		return in.TaskID == 12 && in.Attempt == 1 && in.Status == domain.TaskRunFailed && in.Error == "migration refused"
 	})).Return(true, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskRunResult{TaskID: 12, Status: "FAILED", Error: "migration refused"})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 12, Status: "FAILED", Error: "migration refused"})
 	}, time.Minute)
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(workflows.SignalPromoted, nil) }, 2*time.Minute)
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
@@ -181,7 +181,7 @@ func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
 		})
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(true, nil)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskRunResult{TaskID: 300, Status: "DONE"})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 300, Status: "DONE"})
 	}, time.Minute)
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
@@ -329,7 +329,7 @@ func (s *RolloutWorkflowSuite) TestAdoptsOrphans() {
 		})
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(true, nil)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.TaskRunResult{TaskID: 52, Status: "DONE"})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 52, Status: "DONE"})
 	}, time.Minute)
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.MatchedBy(func(in activities.BatchInput) bool {
 		return len(in.Tasks) == 1 && in.Tasks[0].ID == 51

@@ -10,60 +10,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 )
-
-// adoptUnwatchedRunChange versions the adoption of a RUNNING run row committed by a fire
-// whose answer was lost (see start): histories recorded before it replay the old way.
-const adoptUnwatchedRunChange = "adopt-unwatched-run"
-
-// signalValidationChange versions the signal path refusing what the update path refuses
-// (see refusesSignal): histories recorded before it applied such signals.
-const signalValidationChange = "signal-validation"
-
-// pauseHoldsBufferChange versions a paused schedule keeping its buffered ticks until
-// resume (see drainBuffer): histories recorded before it started them while paused.
-const pauseHoldsBufferChange = "pause-holds-buffer"
-
-// catchupIgnoresSkipIfSuccessfulChange versions catch-up ticks no longer being skipped by
-// skip_if_successful (see skipIfSuccessfulApplies).
-const catchupIgnoresSkipIfSuccessfulChange = "catchup-ignores-skip-if-successful"
-
-// cancelOtherSupersedesChange versions cancel_other keeping only its newest waiting tick
-// (see supersedeWaiting): histories recorded before it replay the old way.
-const cancelOtherSupersedesChange = "cancel-other-supersedes-waiting"
-
-// plannedTickChange versions the loop taking the tick after its watermark from the last
-// record's answer (see plannedTick) instead of from a side effect: an on-time fire then
-// writes no marker besides its record. Histories recorded before it replay the old way.
-const plannedTickChange = "planned-tick-from-record"
-
-// bufferedRowsChange versions a buffered tick being recorded as a BUFFERED row when it is
-// buffered (see buffer): histories recorded before it kept the buffer in workflow state only.
-const bufferedRowsChange = "buffered-rows"
-
-// backfillWhilePausedChange versions backfills running while the schedule is paused, as
-// an explicit request like a manual trigger (see backfilling): histories recorded before it
-// held them until resume.
-const backfillWhilePausedChange = "backfill-while-paused"
-
-// mirrorBackfillsChange versions the pending backfill ranges being mirrored to the
-// schedule's row (see mirrorBackfills).
-const mirrorBackfillsChange = "mirror-backfills"
-
-// lateIsNotMissedChange versions the lateness rule (see lateness): a late tick is MISSED
-// only when tickgate was down since it and it is older than the catch-up window; late
-// while tickgate ran, it fires late. Histories recorded before it treated every late tick
-// as an outage's.
-const lateIsNotMissedChange = "late-is-not-missed"
-
-// mirrorFromAnswerChange versions the workflow remembering the next_run_at a record wrote
-// from the record's answer rather than from its own computation (see mirroredAfter).
-const mirrorFromAnswerChange = "mirror-from-answer"
-
-// deferredWatchChange versions an armed allow_all run being watched from its start rather
-// than from its arming (see defersWatch).
-const deferredWatchChange = "deferred-run-watch"
 
 // Scheduling constants.
 const (
@@ -79,6 +29,10 @@ const (
 	continueAsNewAfter = 500
 	// watchDeferMax is how long after its start a deferred watch begins at the latest.
 	watchDeferMax = 30 * time.Second
+	// restLinger is how long a workflow with nothing in flight waits after its last command
+	// before it rests: a burst of commands (pause, then resume; a client's retries) is
+	// served by one run rather than a run each.
+	restLinger = time.Minute
 )
 
 var scheduleActs *activities.ScheduleActivities
@@ -100,6 +54,11 @@ type scheduleWorkflow struct {
 	planned  *plannedTick // the tick after the watermark, as a record answered it
 	events   int          // history growth proxy
 	work     workSpan     // records since the loop last waited (see yieldIfSpent)
+	// ready: the run has taken its schedule over (see awaitTakeover).
+	ready bool
+	// busyUntil is when the workflow may rest at the earliest: restLinger after its start
+	// and after the last command it served.
+	busyUntil time.Time
 }
 
 // ScheduleWorkflow fires one schedule's ticks exactly once each: it sleeps on a durable
@@ -132,140 +91,214 @@ func localCtx(ctx workflow.Context) workflow.Context {
 
 // setup registers the describe query and every command twice: as an update (answered,
 // its validator refusing bad input before anything is recorded) and as a signal (fire and
-// forget, for other services). Both paths check the command with the same validateX and
-// run the same handler.
+// forget, for other services). Both doors judge a command by the same rules
+// (schedule_commands.go), with the workflow's clock, and run the same handler.
 func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, ScheduleDescribe, func() (ScheduleDescription, error) {
 		return w.describe(), nil
 	}); err != nil {
 		return fmt.Errorf("register describe: %w", err)
 	}
-	updates := []struct {
-		name      string
-		handler   any
-		validator any
-	}{
-		{SchedulePause, func(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
-			return w.pause(ctx, req)
-		}, nil},
-		{ScheduleResume, func(ctx workflow.Context) (ScheduleDescription, error) {
+	regs := []error{
+		registerCommand(ctx, w, SchedulePause, func(_ workflow.Context, req PauseRequest) *Refusal {
+			return CheckPause(req)
+		}, w.pause),
+		workflow.SetUpdateHandler(ctx, ScheduleResume, func(ctx workflow.Context) (ScheduleDescription, error) {
+			w.served(ctx)
 			return w.resume(ctx)
-		}, nil},
-		{ScheduleTrigger, func(ctx workflow.Context, req TriggerRequest) (TriggerResult, error) {
-			return w.trigger(ctx, req)
-		}, func(ctx workflow.Context, req TriggerRequest) error { return validateTrigger(req) }},
-		{ScheduleRefresh, func(ctx workflow.Context) (ScheduleDescription, error) {
+		}),
+		registerCommand(ctx, w, ScheduleTrigger, func(_ workflow.Context, req TriggerRequest) *Refusal {
+			return CheckTrigger(req, w.target())
+		}, w.trigger),
+		workflow.SetUpdateHandler(ctx, ScheduleRefresh, func(ctx workflow.Context) (ScheduleDescription, error) {
+			w.served(ctx)
 			return w.refresh(), nil
-		}, nil},
-		{ScheduleReschedule, func(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
-			return w.reschedule(ctx, req)
-		}, func(ctx workflow.Context, req RescheduleRequest) error { return w.validateReschedule(req) }},
-		{ScheduleBackfill, func(ctx workflow.Context, req BackfillRequest) (BackfillResult, error) {
-			return w.backfill(ctx, req)
-		}, func(ctx workflow.Context, req BackfillRequest) error { return w.validateBackfill(req) }},
+		}),
+		registerCommand(ctx, w, ScheduleReschedule, func(ctx workflow.Context, req RescheduleRequest) *Refusal {
+			return CheckReschedule(req, w.target(), workflow.Now(ctx))
+		}, w.reschedule),
+		registerCommand(ctx, w, ScheduleBackfill, func(ctx workflow.Context, req BackfillRequest) *Refusal {
+			_, refusal := CheckBackfill(req, w.target(), workflow.Now(ctx))
+			return refusal
+		}, w.backfill),
 	}
-	for _, u := range updates {
-		opts := workflow.UpdateHandlerOptions{}
-		if u.validator != nil {
-			opts.Validator = u.validator
-		}
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler, opts); err != nil {
-			return fmt.Errorf("register update %s: %w", u.name, err)
-		}
+	if err := errors.Join(regs...); err != nil {
+		return fmt.Errorf("register updates: %w", err)
 	}
 	workflow.Go(ctx, w.handleSignals)
 	return nil
 }
 
+// registerCommand registers a command as an update whose payload is received raw and read
+// by DecodeCommand, as a signal's is, so that an update, a signal and an HTTP request with
+// the same bad payload get the same refusal. The validator judges it (check) before
+// anything is recorded; the handler (run) judges it again once the definition is loaded.
+func registerCommand[Req, Res any](ctx workflow.Context, w *scheduleWorkflow, name string, check func(workflow.Context, Req) *Refusal,
+	run func(workflow.Context, Req) (Res, error)) error {
+	decode := func(raw json.RawMessage) (Req, *Refusal) {
+		var req Req
+		return req, DecodeCommand(name, raw, &req)
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, name, func(ctx workflow.Context, raw json.RawMessage) (Res, error) {
+		w.served(ctx)
+		req, refusal := decode(raw)
+		if refusal != nil {
+			var zero Res
+			return zero, refusal.ApplicationError()
+		}
+		return run(ctx, req)
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error {
+		req, refusal := decode(raw)
+		if refusal == nil {
+			refusal = check(ctx, req)
+		}
+		return refusalError(refusal)
+	}})
+}
+
+// served notes a command: the run lingers restLinger after it before it rests.
+func (w *scheduleWorkflow) served(ctx workflow.Context) {
+	w.busyUntil = workflow.Now(ctx).Add(restLinger)
+	w.dirty = true
+}
+
+// target is what the command rules read of this schedule (Spec nil and Action "" until the
+// definition is loaded: the handler judges the command again once it is).
+func (w *scheduleWorkflow) target() CommandTarget {
+	t := CommandTarget{Paused: w.carry.Paused}
+	if w.ready {
+		t.Spec = w.spec
+		t.Action, t.CreatedAt = w.def.Action.Kind, w.def.CreatedAt
+	}
+	return t
+}
+
+// refusalError is a refusal as an update or handler returns it (nil for none).
+func refusalError(r *Refusal) error {
+	if r == nil {
+		return nil
+	}
+	return r.ApplicationError()
+}
+
 // handleSignals serves the commands other services send as signals, one at a time. Each
 // handler counts itself in flight (see handlerCount), so continue-as-new waits for the one
-// that is mid-way — a reschedule whose mirror was written
-// but whose state was not yet set would otherwise be lost with the run.
+// that is mid-way — a reschedule whose mirror was written but whose state was not yet set
+// would otherwise be lost with the run.
 func (w *scheduleWorkflow) handleSignals(ctx workflow.Context) {
+	commands := w.signalCommands()
 	for {
 		sel := workflow.NewSelector(ctx)
-		w.addSignalHandlers(ctx, sel)
+		for _, cmd := range commands {
+			sel.AddReceive(workflow.GetSignalChannel(ctx, cmd.name), func(c workflow.ReceiveChannel, _ bool) {
+				defer w.handlers.track()()
+				var raw json.RawMessage
+				c.Receive(ctx, &raw)
+				w.served(ctx)
+				if err := cmd.run(ctx, raw); err != nil {
+					w.signalFailed(ctx, cmd.name, raw, err)
+				}
+			})
+		}
 		sel.Select(ctx)
 	}
 }
 
-// addSignalHandlers adds one receive per command signal, in a fixed order (a new selector
-// each round, as before the handlers were counted: the order picks among waiting signals).
-func (w *scheduleWorkflow) addSignalHandlers(ctx workflow.Context, sel workflow.Selector) {
+// signalCommand decodes one command signal's payload and runs its handler.
+type signalCommand struct {
+	name string
+	run  func(ctx workflow.Context, raw json.RawMessage) error
+}
+
+// signalCommands are the commands a signal may carry, in a fixed order (the order picks
+// among waiting signals). A payload is received raw and decoded here, so that one that does
+// not decode is refused and recorded like any other bad input instead of being dropped by
+// the SDK unseen.
+func (w *scheduleWorkflow) signalCommands() []signalCommand {
+	return []signalCommand{
+		{SchedulePause, func(ctx workflow.Context, raw json.RawMessage) error {
+			var req PauseRequest
+			if r := DecodeCommand(SchedulePause, raw, &req); r != nil {
+				return r
+			}
+			_, err := w.pause(ctx, req)
+			return err
+		}},
+		{ScheduleResume, func(ctx workflow.Context, _ json.RawMessage) error {
+			_, err := w.resume(ctx)
+			return err
+		}},
+		{ScheduleTrigger, func(ctx workflow.Context, raw json.RawMessage) error {
+			var req TriggerRequest
+			if r := DecodeCommand(ScheduleTrigger, raw, &req); r != nil {
+				return r
+			}
+			_, err := w.trigger(ctx, req)
+			return err
+		}},
+		{ScheduleRefresh, func(ctx workflow.Context, _ json.RawMessage) error {
+			w.refresh()
+			return nil
+		}},
+		{ScheduleReschedule, func(ctx workflow.Context, raw json.RawMessage) error {
+			var req RescheduleRequest
+			if r := DecodeCommand(ScheduleReschedule, raw, &req); r != nil {
+				return r
+			}
+			_, err := w.reschedule(ctx, req)
+			return err
+		}},
+		{ScheduleBackfill, func(ctx workflow.Context, raw json.RawMessage) error {
+			var req BackfillRequest
+			if r := DecodeCommand(ScheduleBackfill, raw, &req); r != nil {
+				return r
+			}
+			_, err := w.backfill(ctx, req)
+			return err
+		}},
+	}
+}
+
+// signalFailed leaves the record an operator can find of a command signal that did
+// nothing: a refused one (bad input) is logged, counted and listed in the schedule's view
+// (RecordRefusal); any other failure is logged.
+func (w *scheduleWorkflow) signalFailed(ctx workflow.Context, command string, raw json.RawMessage, err error) {
 	logger := workflow.GetLogger(ctx)
-	sel.AddReceive(workflow.GetSignalChannel(ctx, SchedulePause), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		var req PauseRequest
-		c.Receive(ctx, &req)
-		_, _ = w.pause(ctx, req)
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleResume), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		c.Receive(ctx, nil)
-		_, _ = w.resume(ctx)
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleTrigger), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		var req TriggerRequest
-		c.Receive(ctx, &req)
-		if err := validateTrigger(req); err != nil && w.refusesSignal(ctx) {
-			logger.Warn("trigger signal refused", "error", err)
-			return
-		}
-		if _, err := w.trigger(ctx, req); err != nil {
-			logger.Warn("trigger signal failed", "error", err)
-		}
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleRefresh), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		c.Receive(ctx, nil)
-		w.refresh()
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleReschedule), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		var req RescheduleRequest
-		c.Receive(ctx, &req)
-		// Refused before signalValidationChange too: no version marker needed.
-		if err := w.validateReschedule(req); err != nil {
-			logger.Warn("reschedule signal refused", "error", err)
-			return
-		}
-		_, _ = w.reschedule(ctx, req)
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleBackfill), func(c workflow.ReceiveChannel, _ bool) {
-		defer w.handlers.track()()
-		var req BackfillRequest
-		c.Receive(ctx, &req)
-		if err := w.awaitSpec(ctx); err != nil {
-			return
-		}
-		if err := w.validateBackfill(req); err != nil && w.refusesSignal(ctx) {
-			logger.Warn("backfill signal refused", "error", err)
-			return
-		}
-		if _, err := w.backfill(ctx, req); err != nil {
-			logger.Warn("backfill signal failed", "error", err)
-		}
-	})
+	refusal, ok := err.(*Refusal)
+	if !ok {
+		refusal = RefusalOf(err)
+	}
+	if refusal == nil {
+		logger.Warn("schedule command signal failed", "command", command, "error", err)
+		return
+	}
+	logger.Warn("schedule command signal refused", "command", command, "field", refusal.Field, "reason", refusal.Reason)
+	payload := string(raw)
+	if len(payload) > maxRefusedPayload {
+		payload = payload[:maxRefusedPayload]
+	}
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordRefusal, activities.RefusedCommand{
+		ScheduleID: w.in.ScheduleID, Command: command, Door: "signal", Field: refusal.Field, Reason: refusal.Reason,
+		Payload: payload, RefusedAt: workflow.Now(ctx),
+	}).Get(ctx, nil); err != nil {
+		logger.Warn("record a refused signal", "command", command, "error", err)
+	}
 }
 
-// refusesSignal reports whether a signal its validateX refuses is dropped. Histories
-// recorded before signalValidationChange applied such signals (a backfill whose end came
-// before its start queued nothing, a trigger with an unknown overlap fired as allow_all):
-// they replay that way. The marker is only written when a signal is refused.
-func (w *scheduleWorkflow) refusesSignal(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, signalValidationChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
-}
+// maxRefusedPayload is how much of a refused signal's payload its record keeps.
+const maxRefusedPayload = 2000
 
-// awaitSpec waits until the definition is loaded (a command may arrive first).
-func (w *scheduleWorkflow) awaitSpec(ctx workflow.Context) error {
-	if w.spec != nil {
+// awaitTakeover waits until the run has taken its schedule over (begin): a command may
+// arrive first — it started the run, with update- or signal-with-start — and must act on
+// the schedule's state, not on an empty one begin is about to replace.
+func (w *scheduleWorkflow) awaitTakeover(ctx workflow.Context) error {
+	if w.ready {
 		return nil
 	}
-	return workflow.Await(ctx, func() bool { return w.spec != nil })
+	return workflow.Await(ctx, func() bool { return w.ready })
 }
 
-// run is the schedule's loop: process what is due, then arm or sleep until the next tick
+// run is the schedule's loop: process what is due, then rest or sleep until the next tick
 // or until a handler wakes it.
 func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 	if err := w.begin(ctx); err != nil {
@@ -292,48 +325,157 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 			continue
 		}
 		next := w.nextTick(ctx)
-		var armAt time.Time
-		if next != nil {
-			armed, wake, err := w.armIfDue(ctx, *next, next.Add(w.spec.JitterFor(w.def.Name, *next)))
-			if err != nil {
-				return w.stopIfGone(err)
-			}
-			if armed {
-				continue // the tick is processed; the loop plans the one after it
-			}
-			armAt = wake
-		}
 		if err := w.mirrorNextFire(ctx, next); err != nil {
+			return w.stopIfGone(err)
+		}
+		if rested, err := w.restIfIdle(ctx, next); rested || err != nil {
 			return w.stopIfGone(err)
 		}
 		if w.shouldContinueAsNew(ctx) {
 			return w.continueAsNew(ctx)
 		}
 		w.events++
-		if err := w.sleep(ctx, next, armAt); err != nil {
+		if err := w.sleep(ctx, next); err != nil {
 			return err
 		}
 	}
 }
 
-// begin loads the definition and resumes watching the runs carried over.
+// begin takes the schedule over from its row (TakeOwnership: from now on this run is its
+// single writer, and the planner leaves it alone) and resumes watching the runs in flight.
+// A run started afresh — woken by the planner, or by a command — takes every piece of
+// runtime state from the row; one continued as new carries its own.
 func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
-	if err := w.load(ctx); err != nil {
+	var t activities.Takeover
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.TakeOwnership, activities.OwnershipRequest{
+		ScheduleID: w.in.ScheduleID, Name: w.in.Name, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID,
+	}).Get(ctx, &t); err != nil {
 		return err
 	}
+	if err := w.setDefinition(t.Definition); err != nil {
+		return err
+	}
+	w.in.ScheduleID = t.Definition.ID
 	if w.in.Carry == nil {
-		// A new schedule counts ticks from its creation, and takes its paused flag from the row.
-		w.carry.Watermark = w.def.CreatedAt
-		w.carry.Paused, w.carry.Note = w.def.Paused, w.def.PauseNote
-		// Its first arming is spread by the schedules it shares its first tick with.
-		w.carry.DueTogether = w.def.DueTogether
+		w.carry = carryOf(t)
+		w.ensureStarted(ctx)
 	}
 	for _, r := range w.carry.Running {
 		if r.WatchFrom == nil { // a deferred watch begins in the loop (watchDue)
 			w.watch(ctx, r)
 		}
 	}
+	w.ready = true
+	// A run lingers restLinger before it rests: the command that started it may be the
+	// first of a few (a pause, then a resume; a client's retry).
+	w.busyUntil = workflow.Now(ctx).Add(restLinger)
 	return nil
+}
+
+// ensureStarted starts, idempotently, the targets of the runs in flight a run took over from
+// the row: the planner starts an armed fire's target after its commit, and a planner that
+// died in between left the run RUNNING with no target (the start reuses the run's workflow
+// id, so a target that exists, or ran, is never started twice).
+func (w *scheduleWorkflow) ensureStarted(ctx workflow.Context) {
+	if w.def.Action.Kind != domain.ActionWorkflow {
+		return
+	}
+	for _, r := range w.carry.Running {
+		if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
+			WorkflowID: r.WorkflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
+			Input: w.def.Action.Input, Schedule: w.def.Name, StartAt: r.WatchFrom,
+		}).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("start a run taken over", "workflow_id", r.WorkflowID, "error", err)
+		}
+	}
+}
+
+// carryOf is the state a run taking its schedule over from the row goes on from.
+func carryOf(t activities.Takeover) ScheduleCarry {
+	c := ScheduleCarry{
+		Watermark: t.Watermark, Paused: t.Definition.Paused, Note: t.Definition.PauseNote,
+		LastSuccessAt: t.LastSuccessAt, Rescheduled: t.Rescheduled,
+	}
+	for _, b := range t.Backfills {
+		c.Backfills = append(c.Backfills, Backfill{Done: b.Done, End: b.End, Overlap: b.Overlap})
+	}
+	for _, r := range t.Running {
+		// An armed fire's run is watched once its target starts (see watchDue).
+		c.Running = append(c.Running, RunningRun{RunID: r.RunID, WorkflowID: r.WorkflowID, ScheduledAt: r.ScheduledAt, WatchFrom: r.StartAt})
+	}
+	for _, b := range t.Buffered {
+		c.Buffer = append(c.Buffer, BufferedTick{Tick: b.Tick, Trigger: b.Trigger, Key: b.Key})
+	}
+	if len(t.Armed) > 0 {
+		fires := make([]ArmedTick, len(t.Armed))
+		for i, f := range t.Armed {
+			fires[i] = ArmedTick{Tick: f.Tick, FireAt: f.FireAt}
+		}
+		c.Armed = armedFires(fires, t.ArmedBefore)
+		if last := t.Armed[len(t.Armed)-1]; last.WorkflowID != "" {
+			c.Armed.WorkflowID, c.Armed.RunID = last.WorkflowID, last.RunID
+		}
+	}
+	return c
+}
+
+// restIfIdle hands the schedule to the planner and ends the run when nothing is in flight
+// and the next fire is one the planner arms, or far off (scheduleplan.Schedule.MayRest):
+// the run asks to rest (RequestRest) and ends; the planner completes the handover once
+// Temporal says the run has ended, so a command that reached it meanwhile is not lost.
+func (w *scheduleWorkflow) restIfIdle(ctx workflow.Context, next *time.Time) (bool, error) {
+	now := workflow.Now(ctx)
+	if now.Before(w.busyUntil) || !w.idle(ctx) {
+		return false, nil
+	}
+	var fireAt *time.Time
+	if next != nil {
+		f := next.Add(w.spec.JitterFor(w.def.Name, *next))
+		fireAt = &f
+	}
+	if !w.plan().MayRest(now, fireAt) {
+		return false, nil
+	}
+	var rested activities.Rested
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RequestRest, activities.RestRequest{
+		ScheduleID: w.in.ScheduleID, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID, Watermark: w.carry.Watermark,
+		LastSuccessAt: w.carry.LastSuccessAt, Rescheduled: w.carry.Rescheduled,
+	}).Get(ctx, &rested); err != nil {
+		return false, err
+	}
+	if !w.idle(ctx) {
+		// A command arrived while the request was written: serve it. (The planner finds this
+		// run still open and leaves the schedule with it; the next rest asks again.)
+		return false, nil
+	}
+	return true, nil
+}
+
+// idle reports whether nothing is in flight: no run, no buffered tick, no backfill, no
+// handler mid-way, no command unread, nothing the loop has still to look at.
+func (w *scheduleWorkflow) idle(ctx workflow.Context) bool {
+	if len(w.carry.Running) > 0 || len(w.carry.Buffer) > 0 || len(w.carry.Backfills) > 0 || w.dirty || w.reload ||
+		w.handlers > 0 || !workflow.AllHandlersFinished(ctx) {
+		return false
+	}
+	for _, name := range commandNames {
+		if workflow.GetSignalChannel(ctx, name).Len() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// commandNames are the signals a schedule's workflow serves.
+var commandNames = []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh, ScheduleReschedule, ScheduleBackfill}
+
+// plan is the schedule as the plan's decisions read it.
+func (w *scheduleWorkflow) plan() scheduleplan.Schedule {
+	return scheduleplan.Schedule{
+		Name: w.def.Name, Spec: w.spec, Action: w.def.Action, SkipIfSuccessful: w.def.SkipIfSuccessful,
+		Paused: w.carry.Paused, Watermark: w.carry.Watermark, Rescheduled: w.carry.Rescheduled,
+		Backfilling: len(w.carry.Backfills) > 0,
+	}
 }
 
 // reloadIfAsked takes the new definition a refresh asked for: the ticks already due are
@@ -371,7 +513,7 @@ func (w *scheduleWorkflow) processWaiting(ctx workflow.Context) (more bool, err 
 	if err := w.drainBuffer(ctx); err != nil {
 		return false, err
 	}
-	if w.backfilling(ctx) {
+	if w.backfilling() {
 		if err := w.processBackfill(ctx); err != nil {
 			return false, err
 		}
@@ -381,7 +523,7 @@ func (w *scheduleWorkflow) processWaiting(ctx workflow.Context) (more bool, err 
 			return false, err
 		}
 	}
-	return more || w.backfilling(ctx), nil
+	return more || w.backfilling(), nil
 }
 
 // mirrorNextFire writes next_run_at: the next tick, or the first armed fire not yet
@@ -395,9 +537,9 @@ func (w *scheduleWorkflow) mirrorNextFire(ctx workflow.Context, next *time.Time)
 	return w.mirrorNext(ctx, mirrored)
 }
 
-// sleep waits on a durable timer whose summary says why — the next fire, or the arming of
-// it (armAt) — or until a handler wakes the loop; with no further tick, for a handler only.
-func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time, armAt time.Time) error {
+// sleep waits on a durable timer whose summary says why — the next fire, the start of a
+// deferred watch, or the rest after the last command — or until a handler wakes the loop.
+func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time) error {
 	var wakeAt time.Time
 	var summary string
 	if next == nil {
@@ -406,12 +548,12 @@ func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time, armAt ti
 		fireAt := next.Add(w.spec.JitterFor(w.def.Name, *next))
 		workflow.SetCurrentDetails(ctx, w.details(&fireAt))
 		wakeAt, summary = fireAt, "next fire at "+fireAt.UTC().Format(time.RFC3339)
-		if !armAt.IsZero() {
-			wakeAt, summary = armAt, "arm the fire of "+fireAt.UTC().Format(time.RFC3339)
-		}
 	}
 	if watch := w.watchDeadline(); !watch.IsZero() && (wakeAt.IsZero() || watch.Before(wakeAt)) {
 		wakeAt, summary = watch, "watch the runs started since "+watch.Add(-watchDeferMax).UTC().Format(time.RFC3339)
+	}
+	if rest := w.busyUntil; rest.After(workflow.Now(ctx)) && (wakeAt.IsZero() || rest.Before(wakeAt)) {
+		wakeAt, summary = rest, "rest unless a command comes first"
 	}
 	if wakeAt.IsZero() {
 		return workflow.Await(ctx, func() bool { return w.dirty })
@@ -451,12 +593,8 @@ type plannedTick struct {
 	next  *time.Time
 }
 
-// plan keeps what a record answered about the tick after `after`, under plannedTickChange.
-// A run started before the change never plans (its version stays the default to its end).
-func (w *scheduleWorkflow) plan(ctx workflow.Context, after time.Time, next *time.Time) {
-	if workflow.GetVersion(ctx, plannedTickChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return
-	}
+// remember keeps what a record answered about the tick after `after`.
+func (w *scheduleWorkflow) remember(after time.Time, next *time.Time) {
 	w.planned = &plannedTick{after: after, next: next}
 }
 
@@ -474,6 +612,11 @@ func (w *scheduleWorkflow) load(ctx workflow.Context) error {
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.LoadSchedule, w.in.ScheduleID).Get(ctx, &def); err != nil {
 		return err
 	}
+	return w.setDefinition(def)
+}
+
+// setDefinition takes a definition read from the row.
+func (w *scheduleWorkflow) setDefinition(def activities.ScheduleDefinition) error {
 	spec, err := schedulespec.Normalize(def.Spec, def.CreatedAt)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("stored spec is invalid: "+err.Error(), "BadSpec", err)
@@ -568,7 +711,7 @@ func (w *scheduleWorkflow) shouldContinueAsNew(ctx workflow.Context) bool {
 // in-flight handlers finish and no signal is left unread.
 func (w *scheduleWorkflow) continueAsNew(ctx workflow.Context) error {
 	signalsRead := func() bool {
-		for _, name := range []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh, ScheduleReschedule, ScheduleBackfill} {
+		for _, name := range commandNames {
 			if workflow.GetSignalChannel(ctx, name).Len() > 0 {
 				return false
 			}

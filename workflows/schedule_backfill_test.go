@@ -55,12 +55,24 @@ func (s *ScheduleWorkflowSuite) TestBadBackfillIsRefusedOnTheSignalPathAsOnTheUp
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 
 	s.Empty(s.runs("bad-backfill"), "a refused backfill records nothing")
+	row, err := s.store.GetSchedule(context.Background(), "bad-backfill")
+	s.Require().NoError(err)
+	recorded, err := s.store.ScheduleRefusals(context.Background(), row.ID, 10)
+	s.Require().NoError(err)
+	s.Require().Len(recorded, len(bad), "each refused signal is recorded where the schedule's view lists it")
+	for i, field := range []string{"overlap", "end", "start"} { // newest first
+		s.Equal(field, recorded[i].Field)
+		s.Equal("signal", recorded[i].Door)
+		s.Equal(workflows.ScheduleBackfill, recorded[i].Command)
+	}
 	s.Zero(described.Backfills, "a refused backfill queues nothing")
 	for i, field := range []string{"start", "end", "overlap"} {
 		var appErr *temporal.ApplicationError
 		s.Require().True(errors.As(refused[i], &appErr), "update %d: %v", i, refused[i])
 		s.Equal(workflows.ErrBadCommand, appErr.Type())
-		s.Contains(appErr.Message(), field)
+		r := workflows.RefusalOf(refused[i])
+		s.Require().NotNil(r)
+		s.Equal(field, r.Field)
 	}
 }
 
@@ -224,4 +236,51 @@ func (s *ScheduleWorkflowSuite) TestBackfillRunsWhilePausedAndShowsWhatWaits() {
 	row, err := s.store.GetSchedule(context.Background(), "bf-paused")
 	s.Require().NoError(err)
 	s.True(row.Paused, "the schedule stayed paused throughout")
+}
+
+// The workflow judges a command by its own clock, whatever the door: a backfill whose end
+// lies hours ahead of the workflow's now, and a reschedule to 2020, are refused as signals
+// and as updates with the same refusal (the test's clock starts at t0, months before the
+// machine's, so only the workflow's clock can tell them apart from valid ones). Nothing
+// fires before its tick.
+func (s *ScheduleWorkflowSuite) TestCommandsAreJudgedByTheWorkflowsClock() {
+	start := s.t0.Add(-3 * time.Hour)
+	in := s.createSchedule("own-clock", schedulespec.Spec{Interval: every(1, "HOURS"), StartAt: &start}, s.t0, nil)
+	early := workflows.BackfillRequest{Start: s.t0.Add(-2*time.Hour - 30*minute), End: s.t0.Add(5 * time.Hour)}
+	past := workflows.RescheduleRequest{NextRunAt: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var refusedBackfill, refusedReschedule error
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(workflows.ScheduleBackfill, early)
+		s.env.SignalWorkflow(workflows.ScheduleReschedule, past)
+		s.refusedUpdate(workflows.ScheduleBackfill, early, &refusedBackfill)
+		s.refusedUpdate(workflows.ScheduleReschedule, past, &refusedReschedule)
+	}, time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	backfillRefusal, rescheduleRefusal := workflows.RefusalOf(refusedBackfill), workflows.RefusalOf(refusedReschedule)
+	s.Require().NotNil(backfillRefusal, "%v", refusedBackfill)
+	s.Require().NotNil(rescheduleRefusal, "%v", refusedReschedule)
+	s.Equal("end", backfillRefusal.Field)
+	s.Contains(backfillRefusal.Reason, "is in the future")
+	s.Equal("next_run_at", rescheduleRefusal.Field)
+	s.Contains(rescheduleRefusal.Reason, "is in the past")
+
+	row, err := s.store.GetSchedule(context.Background(), "own-clock")
+	s.Require().NoError(err)
+	recorded, err := s.store.ScheduleRefusals(context.Background(), row.ID, 10)
+	s.Require().NoError(err)
+	s.Require().Len(recorded, 2)
+	got := map[string]string{}
+	for _, r := range recorded {
+		got[r.Command] = r.Field + ": " + r.Reason
+	}
+	s.Equal(backfillRefusal.Error(), got[workflows.ScheduleBackfill], "the signal's refusal is the update's")
+	s.Equal(rescheduleRefusal.Error(), got[workflows.ScheduleReschedule], "the signal's refusal is the update's")
+
+	s.Empty(s.runs("own-clock"), "nothing fired: the refused commands changed nothing, and no tick came")
+	s.True(s.env.IsWorkflowCompleted(), "with nothing in flight, the schedule rested")
+	row, err = s.store.GetSchedule(context.Background(), "own-clock")
+	s.Require().NoError(err)
+	s.Require().NotNil(row.NextRunAt)
+	s.Equal(s.t0.Add(time.Hour), row.NextRunAt.UTC(), "its next fire is the next hourly tick, not an early one")
 }

@@ -27,25 +27,13 @@ const (
 	ScheduleDescribe = "describe"
 )
 
-// Errors a backfill update is refused with (application error types).
-const (
-	// ErrBackfillTooLarge: the range holds more than MaxBackfillTicks ticks.
-	ErrBackfillTooLarge = "BackfillTooLarge"
-	// ErrBackfillEmpty: the spec gives no tick in the range; the message says why.
-	ErrBackfillEmpty = "BackfillEmpty"
-	// ErrBadCommand: a command's payload is invalid; the message names the field.
-	ErrBadCommand = "BadScheduleCommand"
-)
-
-// MaxBackfillTicks bounds one backfill request (the API refuses larger ranges with it).
-const MaxBackfillTicks = 10000
-
 // ScheduleWorkflowID is the one workflow id of a schedule.
 func ScheduleWorkflowID(name string) string { return "schedule/" + name }
 
-// ScheduleInput starts (or continues) a schedule's workflow.
+// ScheduleInput starts (or continues) a schedule's workflow. Another service starting it
+// with signal-with-start or update-with-start gives the Name alone (ScheduleID 0).
 type ScheduleInput struct {
-	ScheduleID int64
+	ScheduleID int64 `json:",omitempty"`
 	Name       string
 	// Carry is the state handed over by continue-as-new; nil on the first run.
 	Carry *ScheduleCarry `json:",omitempty"`
@@ -69,12 +57,9 @@ type ScheduleCarry struct {
 	Rescheduled *time.Time `json:",omitempty"`
 	// Backfills are the ranges still to fire, oldest request first.
 	Backfills []Backfill `json:",omitempty"`
-	// Armed is the fire armed last (see arm), until a command retracts it or the next
-	// one is armed.
+	// Armed are the fires armed ahead and not yet released that the run took over from
+	// the planner (see carryOf), until their release or a command's retraction.
 	Armed *ArmedFire `json:",omitempty"`
-	// DueTogether is how many schedules were due in the same second as the last fire armed
-	// (see armSpan).
-	DueTogether int64 `json:",omitempty"`
 }
 
 // Backfill is a range of ticks still to fire: those after Done up to End.

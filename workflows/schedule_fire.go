@@ -68,15 +68,14 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	if len(ticks) == 0 {
 		return false, nil
 	}
-	judge, err := w.judgeLateness(ctx, ticks, now)
+	fates, err := w.judgeLateness(ctx, ticks, now)
 	if err != nil {
 		return false, err
 	}
 	var missed []time.Time
 	var missedReason string
-	for _, tick := range ticks {
-		trigger, reason := judge.fate(tick, now.Sub(tick.Add(w.spec.JitterFor(w.def.Name, tick))))
-		if reason != "" {
+	for i, tick := range ticks {
+		if reason := fates[i].Missed; reason != "" {
 			if reason != missedReason {
 				if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
 					return false, err
@@ -89,7 +88,7 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 		if err := w.flushMissed(ctx, &missed, missedReason); err != nil {
 			return false, err
 		}
-		if _, err := w.fire(ctx, tick, trigger, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
+		if _, err := w.fire(ctx, tick, fates[i].Trigger, domain.TickKey(w.def.ID, tick), "", nil); err != nil {
 			return false, err
 		}
 		if w.work.spent() {
@@ -102,56 +101,26 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 	return len(ticks) == maxTicksPerRound, nil
 }
 
-// lateness judges due ticks by how late they are processed (S2): on time within
-// domain.OnTimeTolerance; later than that, late because tickgate was busy — fired late,
-// as scheduled — or because it was down: an outage (a span with no worker alive) since the
-// tick makes it a catch-up fire inside the catch-up window, and MISSED beyond it.
-type lateness struct {
-	window time.Duration
-	// outages since the oldest late tick; consulted only under lateIsNotMissedChange.
-	outages  []activities.Outage
-	evidence bool
-}
-
-// fate is the trigger a tick fires with, or the reason it is MISSED (trigger "").
-func (l lateness) fate(tick time.Time, late time.Duration) (domain.Trigger, string) {
-	if late <= domain.OnTimeTolerance {
-		return domain.TriggerScheduled, ""
+// judgeLateness is the fate of each due tick (S2): on time within domain.OnTimeTolerance,
+// it fires as scheduled; later than that, tick_fate in PostgreSQL — the one rule of a late
+// tick, which the release of armed fires follows too — decides from the workers' liveness:
+// fired late while tickgate ran, a catch-up fire after an outage inside the catch-up window,
+// MISSED beyond it (in a local activity, so replays read the same answer). Only a round
+// whose oldest tick is late asks.
+func (w *scheduleWorkflow) judgeLateness(ctx workflow.Context, ticks []time.Time, now time.Time) ([]activities.TickFate, error) {
+	fates := make([]activities.TickFate, len(ticks))
+	fireAt := make([]time.Time, len(ticks))
+	for i, tick := range ticks {
+		fates[i] = activities.TickFate{Trigger: domain.TriggerScheduled}
+		fireAt[i] = tick.Add(w.spec.JitterFor(w.def.Name, tick))
 	}
-	if !l.evidence { // recorded before lateIsNotMissedChange: every late tick was an outage's
-		if late <= l.window {
-			return domain.TriggerCatchup, ""
-		}
-		return "", fmt.Sprintf("missed: the scheduler was not running and the tick is older than the catch-up window (%s)", l.window)
+	if now.Sub(fireAt[0]) <= domain.OnTimeTolerance {
+		return fates, nil // the oldest due tick is on time, and so is every later one
 	}
-	for _, o := range l.outages {
-		if o.Until.After(tick) { // tickgate was down for part of the time since the tick
-			if late <= l.window {
-				return domain.TriggerCatchup, ""
-			}
-			return "", o.MissedReason
-		}
-	}
-	return domain.TriggerScheduled, "" // alive all along, only behind: fired late
-}
-
-// judgeLateness reads the evidence the due ticks need: the outages since the oldest tick
-// that is late, if any is (in a local activity, so replays read the same answer).
-func (w *scheduleWorkflow) judgeLateness(ctx workflow.Context, ticks []time.Time, now time.Time) (lateness, error) {
-	l := lateness{window: w.def.CatchupWindow}
-	first := ticks[0]
-	if now.Sub(first.Add(w.spec.JitterFor(w.def.Name, first))) <= domain.OnTimeTolerance {
-		return l, nil // the oldest due tick is on time, and so is every later one
-	}
-	// GetVersion only when a tick is late, so other histories carry no marker.
-	if workflow.GetVersion(ctx, lateIsNotMissedChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return l, nil
-	}
-	l.evidence = true
-	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.Outages, activities.OutagesRequest{
-		Since: first, Until: now, CatchupWindow: w.def.CatchupWindow,
-	}).Get(ctx, &l.outages)
-	return l, err
+	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.JudgeLateTicks, activities.LateTicks{
+		FireAt: fireAt, JudgedAt: now, CatchupWindow: w.def.CatchupWindow,
+	}).Get(ctx, &fates)
+	return fates, err
 }
 
 // flushMissed records the missed ticks gathered so far, all with the same reason.
@@ -172,7 +141,7 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 	if err != nil {
 		return err
 	}
-	w.mirrored = w.mirroredAfter(ctx, next, res.NextRunAt)
+	w.mirrored = res.NextRunAt // the record's answer, which the history holds
 	for _, run := range res.Running {
 		w.adoptIfUnwatched(ctx, run, nil)
 	}
@@ -181,7 +150,7 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 
 // nextAfterWatermark is the tick after the watermark, to mirror as next_run_at. It is only
 // ever a record's argument, never a decision: what the workflow remembers as mirrored is the
-// record's answer (see mirroredAfter), so a replay under other time-zone data, which would
+// record's answer (RunRecord.NextRunAt), so a replay under other time-zone data, which would
 // compute another tick here, still decides as the run did.
 func (w *scheduleWorkflow) nextAfterWatermark() *time.Time {
 	n := w.spec.Next(w.carry.Watermark)
@@ -200,7 +169,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 	if overlap == "" {
 		overlap = w.def.Overlap
 	}
-	if w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() && w.skipIfSuccessfulApplies(ctx, trigger) {
+	if w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() && skipIfSuccessfulApplies(trigger) {
 		prev := w.previousTick(ctx, tick)
 		if w.carry.LastSuccessAt.After(prev) {
 			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
@@ -247,12 +216,6 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 // tick recorded before with another outcome (a retried fire, a backfill of a tick that
 // ran) is that outcome, and does not wait.
 func (w *scheduleWorkflow) buffer(ctx workflow.Context, b BufferedTick, waitFor int64) (TriggerResult, error) {
-	waiting := TriggerResult{Status: domain.RunBuffered, ScheduledAt: b.Tick}
-	// GetVersion only when a tick is buffered, so other histories carry no marker.
-	if workflow.GetVersion(ctx, bufferedRowsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		w.carry.Buffer = append(w.carry.Buffer, b)
-		return waiting, nil // recorded before the change: the buffer lived in workflow state only
-	}
 	reason := fmt.Sprintf("overlap %s: waiting for run %d to end", b.Overlap, waitFor)
 	res, err := w.record(ctx, b.Tick, b.Trigger, b.Key, domain.RunBuffered, reason, "")
 	if err != nil || res.Status != domain.RunBuffered {
@@ -266,15 +229,8 @@ func (w *scheduleWorkflow) buffer(ctx workflow.Context, b BufferedTick, waitFor 
 // trigger: a scheduled one only. Catch-up ticks are historical runs that must execute; only
 // the overlap policy applies to them (seed 004, case 15). Manual and backfill runs were
 // asked for explicitly.
-func (w *scheduleWorkflow) skipIfSuccessfulApplies(ctx workflow.Context, trigger domain.Trigger) bool {
-	switch trigger {
-	case domain.TriggerScheduled:
-		return true
-	case domain.TriggerCatchup:
-		// Histories recorded before catchupIgnoresSkipIfSuccessfulChange applied it.
-		return workflow.GetVersion(ctx, catchupIgnoresSkipIfSuccessfulChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	}
-	return false
+func skipIfSuccessfulApplies(trigger domain.Trigger) bool {
+	return trigger == domain.TriggerScheduled
 }
 
 // previousTick is the nominal tick before tick (for skip_if_successful).
@@ -287,12 +243,10 @@ func (w *scheduleWorkflow) previousTick(ctx workflow.Context, tick time.Time) ti
 // supersedeWaiting applies cancel_other to the ticks already waiting for the running run
 // to stop: as in Temporal Schedules, only the newest cancel_other tick waits, and each
 // older one is recorded SKIPPED with its reason. (Kept, they would each start in turn after
-// the cancelled run — uncancelled, at full length — and a schedule catching up on a
+// the canceled run — uncanceled, at full length — and a schedule catching up on a
 // backlog would fall further behind with every tick.)
 func (w *scheduleWorkflow) supersedeWaiting(ctx workflow.Context, newer time.Time) error {
-	// GetVersion only when something is superseded, so other histories carry no marker.
-	if !slices.ContainsFunc(w.carry.Buffer, w.cancelsOther) ||
-		workflow.GetVersion(ctx, cancelOtherSupersedesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !slices.ContainsFunc(w.carry.Buffer, w.cancelsOther) {
 		return nil
 	}
 	reason := fmt.Sprintf("overlap cancel_other: superseded by the tick of %s", newer.UTC().Format(time.RFC3339))
@@ -319,18 +273,23 @@ func (w *scheduleWorkflow) cancelsOther(b BufferedTick) bool {
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string) (TriggerResult, error) {
-	return w.recordFire(ctx, tick, trigger, key, status, reason, workflowID, nil, nil)
+	return w.recordFire(ctx, tick, trigger, key, status, reason, workflowID, nil)
 }
 
 // recordFire records a tick; input is the fire's own input for a run that has to be
-// adopted (see adoptIfUnwatched); visibleAt arms the fire (see arm).
-func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string, input json.RawMessage, visibleAt *time.Time) (TriggerResult, error) {
+// adopted (see adoptIfUnwatched).
+func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string, input json.RawMessage) (TriggerResult, error) {
 	if err := w.mirror.Lock(ctx); err != nil {
 		return TriggerResult{}, err
 	}
 	defer w.mirror.Unlock()
-	if visibleAt != nil && w.armingOvertaken() {
-		return TriggerResult{}, errArmingOvertaken
+	if status.Fired() && trigger != domain.TriggerManual {
+		if now := workflow.Now(ctx); tick.After(now) {
+			// No fire before its tick, whatever door the command came through: the rules
+			// keep every path from asking, and this is the last guard.
+			return TriggerResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("refusing to fire the tick of %s at %s, before it", tick.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)), "FireBeforeTick", nil)
+		}
 	}
 	rec := activities.TickRecord{
 		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
@@ -347,20 +306,14 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 		rec.FiredAt = workflow.Now(ctx)
 		rec.Event = w.eventFor(tick, trigger, rec.FiredAt)
 	}
-	rec.VisibleAt = visibleAt
 	var run activities.RunRecord
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordTick, rec).Get(ctx, &run); err != nil {
 		return TriggerResult{}, err
 	}
-	w.mirrored = w.mirroredAfter(ctx, rec.NextRunAt, run.NextRunAt)
-	if visibleAt != nil {
-		armedTick := tick // an armed fire keeps next_run_at on its tick until its release
-		w.mirrored = &armedTick
-		w.carry.DueTogether = dueTogether(w.carry.DueTogether, run.DueTogether)
-	}
+	w.mirrored = run.NextRunAt // the record's answer, which the history holds
 	w.work.add(run.CommittedAt)
 	if plans {
-		w.plan(ctx, after, run.NextRunAt)
+		w.remember(after, run.NextRunAt)
 	}
 	if !run.Created {
 		// The tick was recorded before. Whatever this attempt meant to do with it (fire it,
@@ -375,17 +328,6 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 	return res, nil
 }
 
-// mirroredAfter is what a record wrote as next_run_at: its answer, which the history holds.
-// mirrorNext compares the next tick with it to decide whether to write again, so it must
-// not be recomputed on replay (time-zone data may have changed since). Histories recorded
-// before mirrorFromAnswerChange kept the value the workflow computed.
-func (w *scheduleWorkflow) mirroredAfter(ctx workflow.Context, asked, answered *time.Time) *time.Time {
-	if workflow.GetVersion(ctx, mirrorFromAnswerChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return asked
-	}
-	return answered
-}
-
 // adoptIfUnwatched starts (idempotently) and watches a RUNNING run this workflow does not
 // watch. Such a row was committed by a fire whose answer was lost — a local activity retried
 // after its commit, or a workflow task whose worker died before completing it — and the
@@ -396,24 +338,13 @@ func (w *scheduleWorkflow) adoptIfUnwatched(ctx workflow.Context, run activities
 	if run.Status != domain.RunRunning || w.def.Action.Kind != domain.ActionWorkflow || run.WorkflowID == "" || w.isWatching(run.ID) {
 		return
 	}
-	if workflow.GetVersion(ctx, adoptUnwatchedRunChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return // recorded before the change: replays as it ran
-	}
 	w.launch(ctx, run.ID, run.WorkflowID, run.ScheduledAt, input, run.StartAt)
 }
 
-// eventFor is the event appended with a fire: the action's own topic/type/data for an event
-// action, a schedule.fired event for a workflow action.
+// eventFor is the event appended with a fire (domain.FireEvent).
 func (w *scheduleWorkflow) eventFor(tick time.Time, trigger domain.Trigger, firedAt time.Time) *domain.Event {
-	act := w.def.Action
-	if act.Kind == domain.ActionEvent {
-		return &domain.Event{Topic: act.Topic, Type: act.Type, Data: act.Data}
-	}
-	data, _ := json.Marshal(map[string]any{
-		"schedule": w.def.Name, "scheduled_at": tick.UTC(), "fired_at": firedAt.UTC(), "trigger": trigger,
-		"workflow_type": act.WorkflowType,
-	})
-	return &domain.Event{Topic: domain.DefaultEventTopic, Type: domain.DefaultEventType, Data: data}
+	e := domain.FireEvent(w.def.Name, w.def.Action, tick, trigger, firedAt)
+	return &e
 }
 
 // start records a fired run and performs its action.
@@ -425,7 +356,7 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger d
 		}
 		return res, err
 	}
-	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", w.runWorkflowID(key), input, nil)
+	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", domain.RunWorkflowID(w.def.Name, key), input)
 	if err != nil || res.existed {
 		return res, err // recorded before: started and watched then, or adopted by record now
 	}
@@ -433,12 +364,6 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger d
 		return TriggerResult{RunID: res.RunID, Status: status, ScheduledAt: tick}, nil
 	}
 	return res, nil
-}
-
-// runWorkflowID is the target workflow id of a run, from its idempotency key. The record
-// answers the id it stored (a tick fired again after a retraction gets a suffix).
-func (w *scheduleWorkflow) runWorkflowID(key string) string {
-	return fmt.Sprintf("schedule/%s/run/%s", w.def.Name, keySuffix(key))
 }
 
 // launch starts a recorded run's workflow and watches it. Starting is idempotent: the run's
@@ -460,8 +385,8 @@ func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID 
 		return domain.RunFailed
 	}
 	r := RunningRun{RunID: runID, WorkflowID: workflowID, ScheduledAt: tick}
-	if startAt != nil && w.def.Overlap == domain.OverlapAllowAll && w.defersWatch(ctx) {
-		r.WatchFrom = startAt
+	if startAt != nil && startAt.After(workflow.Now(ctx)) {
+		r.WatchFrom = startAt // its target starts then: watched from its start (watchDue)
 		w.carry.Running = append(w.carry.Running, r)
 		return ""
 	}
@@ -470,18 +395,9 @@ func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID 
 	return ""
 }
 
-// defersWatch reports whether an armed allow_all run's watch waits for its start
-// (deferredWatchChange). Watched from its arming, every such run held an activity and its
-// heartbeats through the arming lead, and a burst's runs, ending together, all woke their
-// schedules in the seconds after the tick, beside the starts of the targets themselves.
-// Watched from the schedule's first loop round after the tick — for a schedule armed at
-// every tick, the round that arms the next one, spread over the arming span — their ends
-// are recorded spread out, with no workflow task of their own.
-func (w *scheduleWorkflow) defersWatch(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, deferredWatchChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
-}
-
-// watchDue begins the watches whose time has come (see defersWatch).
+// watchDue begins the watches whose time has come: an armed fire's run is watched from its
+// start, not from its arming, so a burst of runs armed together holds no activity through
+// the arming lead.
 func (w *scheduleWorkflow) watchDue(ctx workflow.Context) {
 	now := workflow.Now(ctx)
 	for i := range w.carry.Running {
@@ -575,13 +491,12 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 	if len(w.carry.Buffer) == 0 || len(w.carry.Running) > 0 {
 		return nil
 	}
-	// GetVersion only when the pause decides, so other histories carry no marker.
-	holdTicks := w.carry.Paused && workflow.GetVersion(ctx, pauseHoldsBufferChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	holdTicks := w.carry.Paused
 	for len(w.carry.Running) == 0 {
 		i := 0
 		if holdTicks {
 			i = slices.IndexFunc(w.carry.Buffer, func(b BufferedTick) bool {
-				return b.Trigger == domain.TriggerManual || (b.Trigger == domain.TriggerBackfill && w.backfillsRunWhilePaused(ctx))
+				return b.Trigger == domain.TriggerManual || b.Trigger == domain.TriggerBackfill
 			})
 		}
 		if i < 0 || i >= len(w.carry.Buffer) {

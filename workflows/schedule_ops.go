@@ -2,10 +2,8 @@ package workflows
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
@@ -14,6 +12,12 @@ import (
 )
 
 func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
+	if r := CheckPause(req); r != nil {
+		return ScheduleDescription{}, r.ApplicationError()
+	}
+	if err := w.awaitTakeover(ctx); err != nil {
+		return ScheduleDescription{}, err
+	}
 	if err := w.mirror.Lock(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
@@ -35,6 +39,9 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 }
 
 func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, error) {
+	if err := w.awaitTakeover(ctx); err != nil {
+		return ScheduleDescription{}, err
+	}
 	if err := w.mirror.Lock(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
@@ -63,18 +70,13 @@ func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, er
 	return w.describe(), nil
 }
 
-// validateTrigger checks a trigger: its overlap, when given, is a known policy.
-func validateTrigger(req TriggerRequest) error {
-	if req.Overlap != "" && !req.Overlap.Valid() {
-		return badCommand("overlap", "must be one of %s; got %q", overlapList(), req.Overlap)
-	}
-	return nil
-}
-
 // trigger fires the schedule now, as a manual run — the one start a paused schedule allows.
 func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (TriggerResult, error) {
-	if err := w.awaitSpec(ctx); err != nil {
+	if err := w.awaitTakeover(ctx); err != nil {
 		return TriggerResult{}, err
+	}
+	if r := CheckTrigger(req, w.target()); r != nil {
+		return TriggerResult{}, r.ApplicationError()
 	}
 	if req.RequestID == "" {
 		_ = workflow.SideEffect(ctx, func(workflow.Context) any {
@@ -96,20 +98,18 @@ func (w *scheduleWorkflow) refresh() ScheduleDescription {
 	return w.describe()
 }
 
-// validateReschedule checks a reschedule: a time is given, and the schedule is not paused
-// (a paused schedule has no next fire to move).
-func (w *scheduleWorkflow) validateReschedule(req RescheduleRequest) error {
-	if req.NextRunAt.IsZero() {
-		return badCommand("next_run_at", "is required")
-	}
-	if w.carry.Paused {
-		return badCommand("paused", "the schedule is paused: resume it first")
-	}
-	return nil
-}
-
+// reschedule moves the next fire to the time asked, which the rules keep from the past.
 func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleRequest) (ScheduleDescription, error) {
+	if err := w.awaitTakeover(ctx); err != nil {
+		return ScheduleDescription{}, err
+	}
+	if r := CheckReschedule(req, w.target(), workflow.Now(ctx)); r != nil {
+		return ScheduleDescription{}, r.ApplicationError()
+	}
 	at := req.NextRunAt.UTC()
+	if now := workflow.Now(ctx); at.Before(now) {
+		at = now // within the clock skew the rules allow: now, never a tick in the past
+	}
 	if err := w.mirror.Lock(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
@@ -130,88 +130,49 @@ func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleReques
 	return w.describe(), nil
 }
 
-// validateBackfill checks a backfill: start <= end, a known overlap, and — once the
-// definition is loaded — a range that holds at least one and at most MaxBackfillTicks ticks
-// of the spec (ErrBackfillEmpty says why a range holds none).
-func (w *scheduleWorkflow) validateBackfill(req BackfillRequest) error {
-	switch {
-	case req.Start.IsZero():
-		return badCommand("start", "is required")
-	case req.End.IsZero():
-		return badCommand("end", "is required")
-	case req.End.Before(req.Start):
-		return badCommand("end", "must not be before start (want start <= end)")
-	case req.Overlap != "" && !req.Overlap.Valid():
-		return badCommand("overlap", "must be one of %s; got %q", overlapList(), req.Overlap)
-	case w.spec == nil:
-		return nil // not loaded yet: the handler counts the ticks
-	}
-	start, end := req.Start.UTC(), req.End.UTC()
-	spec := w.backfillSpec(start)
-	if why := spec.NoTickReason(start, end); why != "" {
-		return temporal.NewApplicationError(why, ErrBackfillEmpty)
-	}
-	if n := spec.CountTicks(start, end, MaxBackfillTicks+1); n > MaxBackfillTicks {
-		return temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", MaxBackfillTicks), ErrBackfillTooLarge)
-	}
-	return nil
-}
-
 // backfill queues the ticks of a past range. Ticks that already ran are not run again
 // (their idempotency keys are taken); the count is of the ticks the range holds.
 func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (BackfillResult, error) {
-	if err := w.awaitSpec(ctx); err != nil {
+	if err := w.awaitTakeover(ctx); err != nil {
 		return BackfillResult{}, err
 	}
-	start, end := req.Start.UTC(), req.End.UTC()
-	var n int
+	now := workflow.Now(ctx)
+	var judged struct {
+		Ticks   int
+		Refusal *Refusal
+	}
+	// Counting ticks reads the spec: a side effect, so a replay under other time-zone data
+	// decides as the run did.
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		return w.backfillSpec(start).CountTicks(start, end, MaxBackfillTicks+1)
-	}).Get(&n)
-	switch {
-	case n > MaxBackfillTicks:
-		return BackfillResult{}, temporal.NewApplicationError(fmt.Sprintf("the range holds more than %d ticks", MaxBackfillTicks), ErrBackfillTooLarge)
-	case n == 0:
-		// Sent before the definition was loaded, the validator could not look: the same
-		// refusal, with the same reason, as once loaded. (The reason is a pure function of
-		// the spec and the range, so replay agrees.)
-		why := w.backfillSpec(start).NoTickReason(start, end)
-		if why == "" {
-			why = fmt.Sprintf("the spec gives no tick from %s to %s", start.Format(time.RFC3339), end.Format(time.RFC3339))
-		}
-		return BackfillResult{}, temporal.NewApplicationError(why, ErrBackfillEmpty)
+		n, r := CheckBackfill(req, w.target(), now)
+		judged.Ticks, judged.Refusal = n, r
+		return judged
+	}).Get(&judged)
+	if judged.Refusal != nil {
+		return BackfillResult{}, judged.Refusal.ApplicationError()
+	}
+	start, end := req.Start.UTC(), req.End.UTC()
+	if end.After(now) {
+		end = now // within the clock skew the rules allow: the ticks after now are not past yet
 	}
 	w.carry.Backfills = append(w.carry.Backfills, Backfill{Done: start.Add(-time.Nanosecond), End: end, Overlap: req.Overlap})
 	w.dirty = true
 	if err := w.mirrorBackfills(ctx); err != nil {
 		return BackfillResult{}, err
 	}
-	return BackfillResult{Ticks: n}, nil
+	return BackfillResult{Ticks: judged.Ticks}, nil
 }
 
 // backfilling reports whether the loop fires backfill ticks this round: when some are
 // pending, paused or not — a backfill is an explicit request, like a manual trigger.
-// Histories recorded before backfillWhilePausedChange held them while paused.
-func (w *scheduleWorkflow) backfilling(ctx workflow.Context) bool {
-	if len(w.carry.Backfills) == 0 {
-		return false
-	}
-	return !w.carry.Paused || w.backfillsRunWhilePaused(ctx)
-}
-
-// backfillsRunWhilePaused is backfillWhilePausedChange's decision; its marker is written
-// only when a paused schedule has backfill work.
-func (w *scheduleWorkflow) backfillsRunWhilePaused(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, backfillWhilePausedChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+func (w *scheduleWorkflow) backfilling() bool {
+	return len(w.carry.Backfills) > 0
 }
 
 // mirrorBackfills writes the pending backfill ranges to the schedule's row, where the
 // schedule's view reads what is waiting. Under the mirror lock, so writes land in the order
 // of the states they copy.
 func (w *scheduleWorkflow) mirrorBackfills(ctx workflow.Context) error {
-	if workflow.GetVersion(ctx, mirrorBackfillsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return nil
-	}
 	if err := w.mirror.Lock(ctx); err != nil {
 		return err
 	}
@@ -229,20 +190,6 @@ func (w *scheduleWorkflow) mirrorBackfills(ctx workflow.Context) error {
 // end_at the user set, not by the schedule's creation (see schedulespec.ForBackfill).
 func (w *scheduleWorkflow) backfillSpec(from time.Time) *schedulespec.Compiled {
 	return w.spec.ForBackfill(w.def.CreatedAt, from)
-}
-
-// badCommand refuses a command's payload, naming the field.
-func badCommand(field, format string, args ...any) error {
-	return temporal.NewApplicationError(field+": "+fmt.Sprintf(format, args...), ErrBadCommand, field)
-}
-
-// overlapList names the overlap policies for an error message.
-func overlapList() string {
-	names := make([]string, len(domain.Overlaps))
-	for i, o := range domain.Overlaps {
-		names[i] = string(o)
-	}
-	return strings.Join(names, ", ")
 }
 
 // processRescheduled fires the rescheduled tick once it is due; natural ticks it replaced
@@ -275,11 +222,13 @@ func (w *scheduleWorkflow) processRescheduled(ctx workflow.Context, now time.Tim
 // processBackfill fires the next few ticks of the oldest backfill request.
 func (w *scheduleWorkflow) processBackfill(ctx workflow.Context) error {
 	b := &w.carry.Backfills[0]
+	now := workflow.Now(ctx)
 	var ticks []time.Time
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
 		var out []time.Time
 		spec := w.backfillSpec(b.Done)
-		for t := spec.Next(b.Done); !t.IsZero() && !t.After(b.End) && len(out) < backfillPerRound; t = spec.Next(t) {
+		// Never a tick after now, whatever the range says: no fire happens before its tick.
+		for t := spec.Next(b.Done); !t.IsZero() && !t.After(b.End) && !t.After(now) && len(out) < backfillPerRound; t = spec.Next(t) {
 			out = append(out, t)
 		}
 		return out

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
@@ -171,13 +172,13 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCancelsTheRunThenStarts() 
 	targets := s.mockTargets(100 * time.Second)
 	s.stopAt(3*minute + 30*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
-	// 3m waits while 2m is being cancelled.
+	// 3m waits while 2m is being canceled.
 	s.Equal(map[time.Duration]string{1 * minute: "CANCELED", 2 * minute: "RUNNING", 3 * minute: "BUFFERED"}, s.outcomes("cancel-other"))
 	s.Equal("cancel", targets.stopped["schedule/cancel-other/run/2026-03-01T12:01:00Z"])
 }
 
 // Catching up on a backlog under cancel_other, each newer tick supersedes the one waiting
-// for the cancelled run (recorded SKIPPED with its reason, S2): only the newest waits, so
+// for the canceled run (recorded SKIPPED with its reason, S2): only the newest waits, so
 // the schedule comes back to its ticks instead of running the backlog one by one.
 func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCatchingUpRunsOnlyTheNewestWaitingTick() {
 	start := s.t0.Add(-5 * minute)
@@ -190,7 +191,7 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCatchingUpRunsOnlyTheNewes
 	s.stopAt(2*minute + 10*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 
-	// -4m runs and is cancelled; -3m..-1m and 0 each wait and are superseded by the next
+	// -4m runs and is canceled; -3m..-1m and 0 each wait and are superseded by the next
 	// tick (0 by +1m, which came while -4m was still stopping); +1m runs; +2m waits (BUFFERED).
 	s.Equal(map[time.Duration]string{
 		-4 * minute: "CANCELED/catchup", -3 * minute: "SKIPPED/catchup", -2 * minute: "SKIPPED/catchup", -1 * minute: "SKIPPED/catchup",
@@ -286,43 +287,6 @@ func (s *ScheduleWorkflowSuite) TestSkipIfSuccessfulSkipsTheTickAfterAManualRun(
 	}, s.outcomes("skip-if-ok"))
 }
 
-func (s *ScheduleWorkflowSuite) TestSpringForwardInNewYorkFiresOnce() {
-	ny, _ := time.LoadLocation("America/New_York")
-	start := time.Date(2026, 3, 7, 12, 0, 0, 0, ny)
-	s.env.SetStartTime(start)
-	in := s.createSchedule("ny-spring", schedulespec.Spec{Cron: "30 2 * * *", Timezone: "America/New_York"}, start, nil)
-	s.stopAt(3 * 24 * time.Hour)
-	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
-	var got []time.Time
-	for _, r := range s.runs("ny-spring") {
-		got = append(got, r.ScheduledAt.UTC())
-	}
-	s.Equal([]time.Time{
-		time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC),  // 02:30 does not exist: once, at 03:00 EDT
-		time.Date(2026, 3, 9, 2, 30, 0, 0, ny).UTC(), // then 02:30 EDT as usual
-		time.Date(2026, 3, 10, 2, 30, 0, 0, ny).UTC(),
-	}, got)
-}
-
-func (s *ScheduleWorkflowSuite) TestFallBackInBerlinFiresOnce() {
-	berlin, _ := time.LoadLocation("Europe/Berlin")
-	start := time.Date(2026, 10, 24, 12, 0, 0, 0, berlin)
-	s.env.SetStartTime(start)
-	in := s.createSchedule("berlin-fall", schedulespec.Spec{Cron: "*/30 2 * * *", Timezone: "Europe/Berlin"}, start, nil)
-	s.stopAt(2 * 24 * time.Hour)
-	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
-	var got []time.Time
-	for _, r := range s.runs("berlin-fall") {
-		got = append(got, r.ScheduledAt.UTC())
-	}
-	// 2026-10-25 02:00-02:59 happens twice in Berlin (CEST, then CET): 02:00 and 02:30 fire
-	// at their first occurrence only.
-	s.Equal([]time.Time{
-		time.Date(2026, 10, 25, 0, 0, 0, 0, time.UTC), time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC),
-		time.Date(2026, 10, 26, 1, 0, 0, 0, time.UTC), time.Date(2026, 10, 26, 1, 30, 0, 0, time.UTC),
-	}, got)
-}
-
 func (s *ScheduleWorkflowSuite) TestUpdateWhileARunIsInFlight() {
 	start := s.t0
 	in := s.createSchedule("live-update", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, withOverlap("skip"))
@@ -351,9 +315,15 @@ func (s *ScheduleWorkflowSuite) TestUpdateWhileARunIsInFlight() {
 	s.False(old, "the old 10-second grid no longer applies")
 }
 
+// A workflow action's schedule, whose next fire is near, keeps its workflow; a backfill over
+// ticks it fired runs only the ticks that never ran.
 func (s *ScheduleWorkflowSuite) TestBackfillOverlappingTicksThatRanRunsEachTickOnce() {
 	start := s.t0.Add(-10 * minute)
-	in := s.createSchedule("backfill", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, s.t0, nil)
+	in := s.createSchedule("backfill", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, s.t0, func(p *store.NewSchedule) {
+		workflowAction(p)
+		p.Overlap = domain.OverlapAllowAll
+	})
+	s.mockTargets(time.Second)
 	var result workflows.BackfillResult
 	s.env.RegisterDelayedCallback(func() {
 		s.update(workflows.ScheduleBackfill, workflows.BackfillRequest{Start: s.t0.Add(-10 * minute), End: s.t0.Add(2 * minute)},
@@ -375,17 +345,28 @@ func (s *ScheduleWorkflowSuite) TestBackfillOverlappingTicksThatRanRunsEachTickO
 	s.Len(s.runs("backfill"), 16)
 }
 
+// A reschedule moves the next fire: the natural ticks it replaces are SKIPPED, the
+// rescheduled one fires, and then the schedule, an event action with nothing in flight,
+// rests with its next natural tick (3m) planned for the planner to arm.
 func (s *ScheduleWorkflowSuite) TestRescheduleMovesTheNextFireAndRecordsReplacedTicks() {
 	in := s.minuteTicks("reschedule", nil)
 	s.env.RegisterDelayedCallback(func() {
 		s.update(workflows.ScheduleReschedule, workflows.RescheduleRequest{NextRunAt: s.t0.Add(150 * time.Second)},
 			func(r any, err error) { s.NoError(err) })
 	}, 10*time.Second)
-	s.stopAt(3*minute + 10*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	s.True(s.env.IsWorkflowCompleted(), "it rested")
 	s.Equal(map[time.Duration]string{
-		1 * minute: "SKIPPED", 2 * minute: "SKIPPED", 150 * time.Second: "SUCCEEDED", 3 * minute: "SUCCEEDED",
+		1 * minute: "SKIPPED", 2 * minute: "SKIPPED", 150 * time.Second: "SUCCEEDED",
 	}, s.outcomes("reschedule"))
+	row, err := s.store.GetSchedule(context.Background(), "reschedule")
+	s.Require().NoError(err)
+	s.Require().NotNil(row.NextRunAt)
+	s.Equal(s.t0.Add(3*minute), row.NextRunAt.UTC())
+	s.Nil(row.RescheduledTo, "the reschedule is done")
+	s.Require().NotNil(row.PlanAction)
+	s.Equal(scheduleplan.Arm, *row.PlanAction, "the planner arms the 3m fire")
+	s.NotNil(row.RestRequestedAt)
 }
 
 // A workflow action arms its ticks one at a time (an event schedule this fast arms windows,
@@ -457,8 +438,7 @@ func (s *ScheduleWorkflowSuite) TestRunWhoseFireAnswerWasLostIsStartedAndWatched
 	s.Equal(map[time.Duration]string{
 		10 * time.Second: "SUCCEEDED", 20 * time.Second: "SUCCEEDED", 30 * time.Second: "SUCCEEDED",
 	}, s.outcomes("lost-answer"), "every run started and watched to its end")
-	s.Len(targets.started, 4, "each run started once: 10–30 s, and 40 s ahead of its tick")
-	s.Len(targets.startAt, 4, "each started ahead of its tick, one at a time")
+	s.Len(targets.started, 3, "each run started once")
 	for _, n := range attempts {
 		s.Equal(2, n, "each fire's record was retried once")
 	}

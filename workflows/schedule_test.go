@@ -150,7 +150,11 @@ func (s *ScheduleWorkflowSuite) TestTicksFireInOrderOncePerTick() {
 
 func (s *ScheduleWorkflowSuite) TestIntervalTicksStayAnchoredAtStartAt() {
 	start := s.t0.Add(7 * time.Second)
-	in := s.createSchedule("anchored", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, s.t0, nil)
+	in := s.createSchedule("anchored", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, s.t0, func(p *store.NewSchedule) {
+		workflowAction(p)
+		p.Overlap = domain.OverlapAllowAll
+	})
+	s.mockTargets(time.Second)
 	// A slow fire activity must not push later ticks: tick n is start_at + n·interval.
 	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).After(3 * time.Second).Return(s.acts.RecordTick)
 	s.stopAt(4 * time.Minute)
@@ -261,54 +265,36 @@ func (s *ScheduleWorkflowSuite) loseFirstRecordAnswers() map[string]int {
 	return loseFirstAnswers(s.env, s.acts.RecordTick, func(r activities.TickRecord) string { return r.IdempotencyKey })
 }
 
-// loseFirstArmWindowAnswers loses each window's first ArmWindow answer (per first tick).
-func (s *ScheduleWorkflowSuite) loseFirstArmWindowAnswers() map[time.Time]int {
-	return loseFirstAnswers(s.env, s.acts.ArmWindow, func(r activities.ArmWindowRequest) time.Time { return r.First })
-}
-
 // A fire whose transaction commits but whose answer is lost (the local activity's first
 // attempt fails after its commit) is retried and finds its rows: no tick gets a second run
-// or event. A tick armed alone (40 s after the last: RecordTick) and ticks armed in
-// windows (10 s apart: ArmWindow).
+// or event.
 func (s *ScheduleWorkflowSuite) TestRetriedFireAfterCommitDoesNotDuplicateTheRun() {
-	for _, c := range []struct {
-		name  string
-		every int64
-		stop  time.Duration
-	}{{"retried-alone", 40, 125 * time.Second}, {"retried-window", 10, 35 * time.Second}} {
-		s.Run(c.name, func() {
-			s.SetupTest()
-			// The test environment dates a local activity retry's deadline by its mock clock
-			// compared with the wall clock, so this test runs its mock clock from now.
-			s.t0 = time.Now().UTC().Truncate(time.Second)
-			s.env.SetStartTime(s.t0)
-			start := s.t0
-			in := s.createSchedule(c.name, schedulespec.Spec{Interval: every(c.every, "SECONDS"), StartAt: &start}, s.t0, nil)
-			records, windows := s.loseFirstRecordAnswers(), s.loseFirstArmWindowAnswers()
-			s.stopAt(c.stop)
-			s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+	// The test environment dates a local activity retry's deadline by its mock clock
+	// compared with the wall clock, so this test runs its mock clock from now.
+	s.t0 = time.Now().UTC().Truncate(time.Second)
+	s.env.SetStartTime(s.t0)
+	start := s.t0
+	in := s.createSchedule("retried", schedulespec.Spec{Interval: every(10, "SECONDS"), StartAt: &start}, s.t0, nil)
+	records := s.loseFirstRecordAnswers()
+	s.stopAt(35 * time.Second)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 
-			runs := s.runs(c.name)
-			s.Require().Len(runs, 3)
-			s.NotEmpty(len(records)+len(windows), "fires were recorded through the mocks")
-			for _, n := range records {
-				s.Equal(2, n, "each tick's fire was retried once")
-			}
-			for _, n := range windows {
-				s.Equal(2, n, "each window's arming was retried once")
-			}
-			// Released or still armed, every tick has one run and one event.
-			var rows, ticks, events, eventRuns int
-			s.Require().NoError(s.store.Pool.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT r.scheduled_at), count(e.id), count(DISTINCT e.schedule_run_id)
-				FROM schedule_runs r LEFT JOIN event_store e ON e.schedule_run_id = r.id WHERE r.schedule_id = $1`, in.ScheduleID).Scan(&rows, &ticks, &events, &eventRuns))
-			s.Equal(rows, ticks, "one run per tick")
-			s.Equal(rows, events, "one event per run despite the retries")
-			s.Equal(rows, eventRuns)
-			row, err := s.store.GetSchedule(context.Background(), c.name)
-			s.Require().NoError(err)
-			s.Equal(int64(3), row.FiredCount)
-		})
+	runs := s.runs("retried")
+	s.Require().Len(runs, 3)
+	s.Len(records, 3, "each tick's fire was recorded through the mock")
+	for _, n := range records {
+		s.Equal(2, n, "each tick's fire was retried once")
 	}
+	var rows, ticks, events, eventRuns int
+	s.Require().NoError(s.store.Pool.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT r.scheduled_at), count(e.id), count(DISTINCT e.schedule_run_id)
+		FROM schedule_runs r LEFT JOIN event_store e ON e.schedule_run_id = r.id WHERE r.schedule_id = $1`, in.ScheduleID).Scan(&rows, &ticks, &events, &eventRuns))
+	s.Equal(3, rows)
+	s.Equal(rows, ticks, "one run per tick")
+	s.Equal(rows, events, "one event per run despite the retries")
+	s.Equal(rows, eventRuns)
+	row, err := s.store.GetSchedule(context.Background(), "retried")
+	s.Require().NoError(err)
+	s.Equal(int64(3), row.FiredCount)
 }
 
 func (s *ScheduleWorkflowSuite) TestOutageLongerThanCatchupWindowRecordsMissedTicks() {

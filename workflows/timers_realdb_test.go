@@ -42,14 +42,14 @@ type timeWatch struct {
 	at  map[string][]time.Time
 }
 
-// slotTimerEnv is a time-skipping environment running SlotDeadlineWorkflow on the real
+// pcTimerEnv is a time-skipping environment running PCTimerWorkflow on the real
 // device activities acts, with the dispatcher's nudge accepted and activity starts watched.
-func slotTimerEnv(acts *activities.DeviceActivities) (*testsuite.TestWorkflowEnvironment, *timeWatch) {
+func pcTimerEnv(acts *activities.DeviceActivities) (*testsuite.TestWorkflowEnvironment, *timeWatch) {
 	var ts testsuite.WorkflowTestSuite
 	ts.SetLogger(testLogger())
 	env := ts.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
-	env.RegisterWorkflow(workflows.SlotDeadlineWorkflow)
+	env.RegisterWorkflow(workflows.PCTimerWorkflow)
 	env.RegisterActivity(acts)
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, workflows.SignalDispatcherCheck, mock.Anything).Return(nil).Maybe()
 	return env, watchActivities(env)
@@ -79,10 +79,10 @@ func (w *timeWatch) startsOf(name string) []time.Time {
 
 // With TICKGATE_DEVICE_TIMEOUT unset, the worker's configuration gives the 20-minute
 // default; the dispatcher's step copies it onto the task it activates; the agent's claim
-// stamps SENT and the deadline in SQL; the slot's timer, told the deadline exactly as the
-// API tells it (armSlots: the claimed row's timeout_at), times the attempt out at SENT +
+// stamps SENT and the deadline in SQL; the PC's timer, told a wake-up at the deadline (the
+// claimed row's timeout_at), times the attempt out at SENT +
 // 20m of workflow time — not before — and the stored timeout_at is that instant.
-func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
+func TestPCTimerTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	t.Setenv("TICKGATE_DEVICE_TIMEOUT", "")
 	require.NoError(t, os.Unsetenv("TICKGATE_DEVICE_TIMEOUT"))
 	// One attempt, so the timeout is final and the workflow ends by itself.
@@ -98,7 +98,7 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = st.CreateDevice(ctx, "pc1", "pc1-d0")
 	require.NoError(t, err)
-	task, err := st.CreateDevTask(ctx, store.NewDevTask{})
+	task, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 	adv, err := acts.Advance(ctx) // the dispatcher's step: activate with the configuration in force
 	require.NoError(t, err)
@@ -111,35 +111,35 @@ func TestDeviceSlotTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	require.NotNil(t, cmd.TimeoutAt)
 	sentAt := cmd.SentAt.UTC()
 
-	env, watch := slotTimerEnv(acts)
-	// The slot's workflow is already waiting 7 minutes before the send (a deadline counted
+	env, watch := pcTimerEnv(acts)
+	// The PC's timer is already waiting 7 minutes before the send (a deadline counted
 	// from the workflow's start would show as 13 minutes after SENT); the deadline arrives
 	// when the workflow clock reaches the database's SENT.
 	env.SetStartTime(sentAt.Add(-7 * time.Minute))
 	env.RegisterDelayedCallback(func() {
 		require.True(t, env.Now().Equal(sentAt))
-		env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{TaskDeviceID: cmd.ID, Attempt: cmd.Attempt, TimeoutAt: cmd.TimeoutAt.UTC()})
+		env.SignalWorkflow(workflows.SignalPCTimerWakeup, workflows.PCTimerWakeup{ExecutionID: cmd.ID, Attempt: cmd.Attempt, At: cmd.TimeoutAt.UTC()})
 	}, 7*time.Minute)
 	env.RegisterDelayedCallback(func() {
-		td, err := st.GetTaskDevice(ctx, cmd.ID)
+		td, err := st.GetDeviceExecution(ctx, cmd.ID)
 		require.NoError(t, err)
-		require.Equal(t, domain.TDSent, td.Status, "one second before the deadline the attempt is still out")
+		require.Equal(t, domain.ExecutionSent, td.Status, "one second before the deadline the attempt is still out")
 	}, 7*time.Minute+20*time.Minute-time.Second)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 7*time.Minute+30*time.Minute)
-	env.ExecuteWorkflow(workflows.SlotDeadlineWorkflow, workflows.SlotDeadlineInput{
-		PC: "pc1", Slot: cmd.Slot, DispatcherID: "d", IdlePoll: 24 * time.Hour,
+	env.ExecuteWorkflow(workflows.PCTimerWorkflow, workflows.PCTimerInput{
+		PC: "pc1", DispatcherID: "d", IdlePoll: 24 * time.Hour,
 	})
 	require.True(t, env.IsWorkflowCompleted())
 
-	timeouts := watch.startsOf("CheckSlot")
+	timeouts := watch.startsOf("CheckPCTimer")
 	require.Len(t, timeouts, 1)
 	require.Equal(t, sentAt.Add(20*time.Minute), timeouts[0].UTC(), "timed out at SENT + 20m of workflow time")
-	td, err := st.GetTaskDevice(ctx, cmd.ID)
+	td, err := st.GetDeviceExecution(ctx, cmd.ID)
 	require.NoError(t, err)
 	require.Equal(t, sentAt, td.SentAt.UTC())
 	require.Equal(t, timeouts[0].UTC(), td.TimeoutAt.UTC(), "the stored deadline is when it timed out")
-	require.Equal(t, domain.TDFailedFinal, td.Status)
-	evs, err := st.TaskDeviceEvents(ctx, cmd.ID)
+	require.Equal(t, domain.ExecutionFailedFinal, td.Status)
+	evs, err := st.DeviceExecutionEvents(ctx, cmd.ID)
 	require.NoError(t, err)
 	var got []string
 	for _, e := range evs {

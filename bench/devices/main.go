@@ -47,7 +47,7 @@ var (
 	flagSample     = flag.Duration("sample", 250*time.Millisecond, "utilisation sampling interval (its query costs PostgreSQL; the end of the run is polled every 50ms)")
 	flagTimeout    = flag.Duration("timeout", 15*time.Minute, "give up after this long")
 	flagBaseline   = flag.Bool("baseline", true, "also run the same fleet against seed 003's plain SQL queue, in the same run")
-	flagWarmup     = flag.Int("warmup-tasks", 0, "tasks run before the measured window (not measured): with 1, every slot's timer workflow is started before it, as in a deployment that has run before")
+	flagWarmup     = flag.Int("warmup-tasks", 0, "tasks run before the measured window (not measured): with 1, every PC's timer workflow is started before it, as in a deployment that has run before")
 	flagLegacy     = flag.Bool("legacy-agents", false, "tickgate's agents speak the protocol as older agents do (claims that do not wait, results that do not ask for the next execution), to measure what the two shortcuts bring")
 	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of this process (agents, API and worker) during tickgate's run to this file")
 )

@@ -7,10 +7,10 @@ import (
 	"log"
 	"time"
 
+	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/starter"
-	"github.com/tickgate/tickgate/store"
 )
 
 // tickgateSchedules is one phase's schedules: what they are and how to create them.
@@ -31,35 +31,30 @@ type created struct {
 	took  time.Duration
 }
 
-// create makes n schedules, numbered from first, the way POST /schedules does — the row
-// (next_run_at set as the API sets it), then the schedule's workflow — p.parallel at a time.
+// create makes n schedules, numbered from first, the way POST /schedules does — the row at
+// rest, with the planner's first look at it (api.NewScheduleRow) — p.parallel at a time.
 func (p tickgateSchedules) create(ctx context.Context, e *env, first, n int) (created, error) {
 	c := created{names: make([]string, n), ids: make([]int64, n)}
 	compiled, err := schedulespec.Normalize(p.spec, time.Now())
 	if err != nil {
 		return c, fmt.Errorf("spec %+v: %w", p.spec, err)
 	}
-	specJSON, err := json.Marshal(compiled.Spec)
-	if err != nil {
-		return c, err
+	var act domain.Action
+	if err := json.Unmarshal(p.action, &act); err != nil {
+		return c, fmt.Errorf("action %s: %w", p.action, err)
 	}
-	s := e.starter()
+	pol := api.SchedulePolicies{Overlap: p.overlap, CatchupWindow: schedulespec.Duration(p.catchup)}
 	start := time.Now()
 	err = parallel(ctx, n, p.parallel, func(i int) error {
 		// Schedule names spread over 50 tenants' prefixes, as a multi-tenant user would have.
 		c.names[i] = fmt.Sprintf("t%02d-%s-%05d", (first+i)%50, p.prefix, first+i)
-		var next *time.Time
-		if t := compiled.Next(time.Now()); !t.IsZero() {
-			next = &t
-		}
-		row, err := e.st.CreateSchedule(ctx, store.NewSchedule{Name: c.names[i], Spec: specJSON, Action: p.action,
-			Overlap: p.overlap, CatchupWindowMs: p.catchup.Milliseconds(), NextRunAt: next})
+		req := api.CreateScheduleRequest{Name: c.names[i], Spec: compiled.Spec, Action: act}
+		row, err := e.st.CreateSchedule(ctx, api.NewScheduleRow(req, compiled, pol, time.Now().UTC()))
 		if err != nil {
 			return err
 		}
 		c.ids[i] = row.ID
-		// StartSchedule keeps a workflow already running under the id: a retry is safe.
-		return retryTransient(ctx, func() error { return s.StartSchedule(ctx, row.ID, c.names[i], p.summary) })
+		return nil
 	})
 	c.took = time.Since(start)
 	if err != nil {
@@ -74,7 +69,11 @@ func pauseAll(ctx context.Context, e *env, names []string, note string) error {
 	s := e.starter()
 	err := parallel(ctx, len(names), 8, func(i int) error {
 		return retryTransient(ctx, func() error {
-			_, err := s.PauseSchedule(ctx, names[i], note)
+			row, err := e.st.GetSchedule(ctx, names[i])
+			if err != nil {
+				return err
+			}
+			_, err = s.PauseSchedule(ctx, row.ID, names[i], note)
 			return err
 		})
 	})

@@ -48,7 +48,15 @@ type Config struct {
 	// worker keeps open, and how many workflow-task polls it opens to begin with: those
 	// then autoscale (worker.PollerOptions).
 	WorkerPollers int
+	// SchedulePlanners (TICKGATE_SCHEDULE_PLANNERS, default 2) is how many schedule planner
+	// workflows the workers keep running (docs/schedules.md "How it runs"); they share the
+	// schedules at rest through the rows' locks.
+	SchedulePlanners int
 }
+
+// DefaultSchedulePlanners is how many schedule planners run unless configured: two, so
+// that one worker's death never stops planning while its planner moves.
+const DefaultSchedulePlanners = 2
 
 // DefaultWorkerPollers is twice the task queue partitions a Temporal server has by default
 // (4): the workflow polls a worker opens to begin with (they scale from there, see
@@ -72,6 +80,7 @@ func FromEnv() (Config, error) {
 		TemporalAPIKey:    os.Getenv("TEMPORAL_API_KEY"),
 		WorkerMetricsAddr: os.Getenv("TICKGATE_WORKER_METRICS_ADDR"),
 		WorkerPollers:     DefaultWorkerPollers,
+		SchedulePlanners:  DefaultSchedulePlanners,
 	}
 	if v := os.Getenv("TICKGATE_DEVICE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -93,6 +102,13 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("TICKGATE_WORKER_POLLERS: want an integer of at least 2, got %q", v)
 		}
 		c.WorkerPollers = n
+	}
+	if v := os.Getenv("TICKGATE_SCHEDULE_PLANNERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return c, fmt.Errorf("TICKGATE_SCHEDULE_PLANNERS: want an integer from 1 to 64, got %q", v)
+		}
+		c.SchedulePlanners = n
 	}
 	allow, err := outbound.FromEnv()
 	if err != nil {

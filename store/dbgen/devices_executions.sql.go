@@ -13,51 +13,51 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-const ackTaskDevice = `-- name: AckTaskDevice :exec
+const ackDeviceExecution = `-- name: AckDeviceExecution :exec
 UPDATE task_devices SET status = 'ACKED', acked_at = now() WHERE id = $1
 `
 
-func (q *Queries) AckTaskDevice(ctx context.Context, id int64) error {
-	_, err := q.db.Exec(ctx, ackTaskDevice, id)
+func (q *Queries) AckDeviceExecution(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, ackDeviceExecution, id)
 	return err
 }
 
-const cancelTaskDevicesOfTask = `-- name: CancelTaskDevicesOfTask :many
+const cancelDeviceExecutionsOfTask = `-- name: CancelDeviceExecutionsOfTask :many
 WITH upd AS (
     UPDATE task_devices
-    SET status = 'CANCELLED', completed_at = now(), error = $1::text
+    SET status = 'CANCELED', completed_at = now(), error = $1::text
     WHERE task_id = $2::bigint AND holds_slot
       AND (NOT $3::boolean OR status IN ('CREATED', 'RETRY_SCHEDULED'))
     RETURNING id, attempt, pc_id
 ), ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type, detail)
-    SELECT upd.id, upd.attempt, 'CANCELLED', $1::text FROM upd
+    SELECT upd.id, upd.attempt, 'CANCELED', $1::text FROM upd
 )
 SELECT upd.id, upd.pc_id FROM upd ORDER BY upd.id
 `
 
-type CancelTaskDevicesOfTaskParams struct {
+type CancelDeviceExecutionsOfTaskParams struct {
 	Reason     string
 	TaskID     int64
 	UnsentOnly bool
 }
 
-type CancelTaskDevicesOfTaskRow struct {
+type CancelDeviceExecutionsOfTaskRow struct {
 	ID   int64
 	PcID int64
 }
 
 // Cancels the task's slot-holding executions (a task cancel), or with unsent_only those not
-// out on a device (an abort: executions in flight may finish), with a CANCELLED event each.
-func (q *Queries) CancelTaskDevicesOfTask(ctx context.Context, arg CancelTaskDevicesOfTaskParams) ([]CancelTaskDevicesOfTaskRow, error) {
-	rows, err := q.db.Query(ctx, cancelTaskDevicesOfTask, arg.Reason, arg.TaskID, arg.UnsentOnly)
+// out on a device (an abort: executions in flight may finish), with a CANCELED event each.
+func (q *Queries) CancelDeviceExecutionsOfTask(ctx context.Context, arg CancelDeviceExecutionsOfTaskParams) ([]CancelDeviceExecutionsOfTaskRow, error) {
+	rows, err := q.db.Query(ctx, cancelDeviceExecutionsOfTask, arg.Reason, arg.TaskID, arg.UnsentOnly)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []CancelTaskDevicesOfTaskRow
+	var items []CancelDeviceExecutionsOfTaskRow
 	for rows.Next() {
-		var i CancelTaskDevicesOfTaskRow
+		var i CancelDeviceExecutionsOfTaskRow
 		if err := rows.Scan(&i.ID, &i.PcID); err != nil {
 			return nil, err
 		}
@@ -69,7 +69,7 @@ func (q *Queries) CancelTaskDevicesOfTask(ctx context.Context, arg CancelTaskDev
 	return items, nil
 }
 
-const claimTaskDevices = `-- name: ClaimTaskDevices :many
+const claimDeviceExecutions = `-- name: ClaimDeviceExecutions :many
 WITH pc AS (
     SELECT p.id FROM pcs p WHERE p.name = $1::text
 ), pick AS (
@@ -106,12 +106,12 @@ FROM pc LEFT JOIN claimed c ON true
 ORDER BY c.id
 `
 
-type ClaimTaskDevicesParams struct {
+type ClaimDeviceExecutionsParams struct {
 	PcName  string
 	MaxRows int32
 }
 
-type ClaimTaskDevicesRow struct {
+type ClaimDeviceExecutionsRow struct {
 	PcID         int64
 	ID           int64
 	TaskID       int64
@@ -128,15 +128,15 @@ type ClaimTaskDevicesRow struct {
 // SENT, which starts their deadline. SKIP LOCKED: two agents of one PC never get the same one.
 // The PC by name, in the same statement: no row means no such PC, and a known PC with
 // nothing to send gives one row of zeros (id 0), so an idle agent's poll is one round trip.
-func (q *Queries) ClaimTaskDevices(ctx context.Context, arg ClaimTaskDevicesParams) ([]ClaimTaskDevicesRow, error) {
-	rows, err := q.db.Query(ctx, claimTaskDevices, arg.PcName, arg.MaxRows)
+func (q *Queries) ClaimDeviceExecutions(ctx context.Context, arg ClaimDeviceExecutionsParams) ([]ClaimDeviceExecutionsRow, error) {
+	rows, err := q.db.Query(ctx, claimDeviceExecutions, arg.PcName, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ClaimTaskDevicesRow
+	var items []ClaimDeviceExecutionsRow
 	for rows.Next() {
-		var i ClaimTaskDevicesRow
+		var i ClaimDeviceExecutionsRow
 		if err := rows.Scan(
 			&i.PcID,
 			&i.ID,
@@ -176,6 +176,17 @@ func (q *Queries) CountActiveOfTaskOnPC(ctx context.Context, arg CountActiveOfTa
 	return column_1, err
 }
 
+const deviceExecutionPCID = `-- name: DeviceExecutionPCID :one
+SELECT pc_id FROM task_devices WHERE id = $1
+`
+
+func (q *Queries) DeviceExecutionPCID(ctx context.Context, id int64) (int64, error) {
+	row := q.db.QueryRow(ctx, deviceExecutionPCID, id)
+	var pc_id int64
+	err := row.Scan(&pc_id)
+	return pc_id, err
+}
+
 const earliestDeadlineOnPC = `-- name: EarliestDeadlineOnPC :one
 SELECT p.id, d.timeout_at AS deadline
 FROM pcs p LEFT JOIN LATERAL (
@@ -199,21 +210,21 @@ func (q *Queries) EarliestDeadlineOnPC(ctx context.Context, pcName string) (Earl
 	return i, err
 }
 
-const failFinalTaskDevice = `-- name: FailFinalTaskDevice :exec
+const failFinalDeviceExecution = `-- name: FailFinalDeviceExecution :exec
 UPDATE task_devices SET status = 'FAILED_FINAL', completed_at = clock_timestamp(), error = $1 WHERE id = $2
 `
 
-type FailFinalTaskDeviceParams struct {
+type FailFinalDeviceExecutionParams struct {
 	Error string
 	ID    int64
 }
 
-func (q *Queries) FailFinalTaskDevice(ctx context.Context, arg FailFinalTaskDeviceParams) error {
-	_, err := q.db.Exec(ctx, failFinalTaskDevice, arg.Error, arg.ID)
+func (q *Queries) FailFinalDeviceExecution(ctx context.Context, arg FailFinalDeviceExecutionParams) error {
+	_, err := q.db.Exec(ctx, failFinalDeviceExecution, arg.Error, arg.ID)
 	return err
 }
 
-const getTaskDeviceView = `-- name: GetTaskDeviceView :one
+const getDeviceExecutionView = `-- name: GetDeviceExecutionView :one
 SELECT td.id, td.task_id, td.device_id, td.pc_id, td.slot, td.status, td.attempt, td.max_attempts, td.error,
        td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
        d.serial AS device_serial, p.name AS pc_name
@@ -221,13 +232,13 @@ FROM task_devices td JOIN devices d ON d.id = td.device_id JOIN pcs p ON p.id = 
 WHERE td.id = $1
 `
 
-type GetTaskDeviceViewRow struct {
+type GetDeviceExecutionViewRow struct {
 	ID           int64
 	TaskID       int64
 	DeviceID     int64
 	PcID         int64
 	Slot         *int32
-	Status       domain.TaskDeviceStatus
+	Status       domain.ExecutionStatus
 	Attempt      int32
 	MaxAttempts  int32
 	Error        string
@@ -240,9 +251,9 @@ type GetTaskDeviceViewRow struct {
 	PcName       string
 }
 
-func (q *Queries) GetTaskDeviceView(ctx context.Context, id int64) (GetTaskDeviceViewRow, error) {
-	row := q.db.QueryRow(ctx, getTaskDeviceView, id)
-	var i GetTaskDeviceViewRow
+func (q *Queries) GetDeviceExecutionView(ctx context.Context, id int64) (GetDeviceExecutionViewRow, error) {
+	row := q.db.QueryRow(ctx, getDeviceExecutionView, id)
+	var i GetDeviceExecutionViewRow
 	err := row.Scan(
 		&i.ID,
 		&i.TaskID,
@@ -264,21 +275,21 @@ func (q *Queries) GetTaskDeviceView(ctx context.Context, id int64) (GetTaskDevic
 	return i, err
 }
 
-const insertTaskDeviceEvent = `-- name: InsertTaskDeviceEvent :exec
+const insertDeviceExecutionEvent = `-- name: InsertDeviceExecutionEvent :exec
 INSERT INTO task_device_events (task_device_id, attempt, type, detail)
 VALUES ($1, $2, $3, $4)
 `
 
-type InsertTaskDeviceEventParams struct {
-	TaskDeviceID int64
-	Attempt      int32
-	Type         domain.TaskDeviceEventType
-	Detail       string
+type InsertDeviceExecutionEventParams struct {
+	ExecutionID int64
+	Attempt     int32
+	Type        domain.ExecutionEventType
+	Detail      string
 }
 
-func (q *Queries) InsertTaskDeviceEvent(ctx context.Context, arg InsertTaskDeviceEventParams) error {
-	_, err := q.db.Exec(ctx, insertTaskDeviceEvent,
-		arg.TaskDeviceID,
+func (q *Queries) InsertDeviceExecutionEvent(ctx context.Context, arg InsertDeviceExecutionEventParams) error {
+	_, err := q.db.Exec(ctx, insertDeviceExecutionEvent,
+		arg.ExecutionID,
 		arg.Attempt,
 		arg.Type,
 		arg.Detail,
@@ -286,22 +297,22 @@ func (q *Queries) InsertTaskDeviceEvent(ctx context.Context, arg InsertTaskDevic
 	return err
 }
 
-const listTaskDeviceEvents = `-- name: ListTaskDeviceEvents :many
+const listDeviceExecutionEvents = `-- name: ListDeviceExecutionEvents :many
 SELECT id, task_device_id, attempt, type, detail, created_at FROM task_device_events WHERE task_device_id = $1 ORDER BY id
 `
 
-func (q *Queries) ListTaskDeviceEvents(ctx context.Context, taskDeviceID int64) ([]TaskDeviceEvent, error) {
-	rows, err := q.db.Query(ctx, listTaskDeviceEvents, taskDeviceID)
+func (q *Queries) ListDeviceExecutionEvents(ctx context.Context, taskDeviceID int64) ([]DeviceExecutionEvent, error) {
+	rows, err := q.db.Query(ctx, listDeviceExecutionEvents, taskDeviceID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []TaskDeviceEvent
+	var items []DeviceExecutionEvent
 	for rows.Next() {
-		var i TaskDeviceEvent
+		var i DeviceExecutionEvent
 		if err := rows.Scan(
 			&i.ID,
-			&i.TaskDeviceID,
+			&i.ExecutionID,
 			&i.Attempt,
 			&i.Type,
 			&i.Detail,
@@ -317,7 +328,7 @@ func (q *Queries) ListTaskDeviceEvents(ctx context.Context, taskDeviceID int64) 
 	return items, nil
 }
 
-const listTaskDevicesOfTask = `-- name: ListTaskDevicesOfTask :many
+const listDeviceExecutionsOfTask = `-- name: ListDeviceExecutionsOfTask :many
 SELECT td.id, td.task_id, td.device_id, td.pc_id, td.slot, td.status, td.attempt, td.max_attempts, td.error,
        td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
        d.serial AS device_serial, p.name AS pc_name
@@ -327,19 +338,19 @@ ORDER BY td.id
 LIMIT $3
 `
 
-type ListTaskDevicesOfTaskParams struct {
+type ListDeviceExecutionsOfTaskParams struct {
 	TaskID  int64
 	AfterID int64
 	MaxRows int32
 }
 
-type ListTaskDevicesOfTaskRow struct {
+type ListDeviceExecutionsOfTaskRow struct {
 	ID           int64
 	TaskID       int64
 	DeviceID     int64
 	PcID         int64
 	Slot         *int32
-	Status       domain.TaskDeviceStatus
+	Status       domain.ExecutionStatus
 	Attempt      int32
 	MaxAttempts  int32
 	Error        string
@@ -352,15 +363,15 @@ type ListTaskDevicesOfTaskRow struct {
 	PcName       string
 }
 
-func (q *Queries) ListTaskDevicesOfTask(ctx context.Context, arg ListTaskDevicesOfTaskParams) ([]ListTaskDevicesOfTaskRow, error) {
-	rows, err := q.db.Query(ctx, listTaskDevicesOfTask, arg.TaskID, arg.AfterID, arg.MaxRows)
+func (q *Queries) ListDeviceExecutionsOfTask(ctx context.Context, arg ListDeviceExecutionsOfTaskParams) ([]ListDeviceExecutionsOfTaskRow, error) {
+	rows, err := q.db.Query(ctx, listDeviceExecutionsOfTask, arg.TaskID, arg.AfterID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ListTaskDevicesOfTaskRow
+	var items []ListDeviceExecutionsOfTaskRow
 	for rows.Next() {
-		var i ListTaskDevicesOfTaskRow
+		var i ListDeviceExecutionsOfTaskRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.TaskID,
@@ -423,13 +434,13 @@ func (q *Queries) LockActiveOfDevice(ctx context.Context, serial string) ([]int6
 	return items, nil
 }
 
-const lockTaskDevice = `-- name: LockTaskDevice :one
+const lockDeviceExecution = `-- name: LockDeviceExecution :one
 SELECT id, task_id, device_id, pc_id, status, attempt, max_attempts, error, created_at, sent_at, acked_at, completed_at, timeout_at, holds_slot, slot FROM task_devices WHERE id = $1 FOR UPDATE
 `
 
-func (q *Queries) LockTaskDevice(ctx context.Context, id int64) (TaskDevice, error) {
-	row := q.db.QueryRow(ctx, lockTaskDevice, id)
-	var i TaskDevice
+func (q *Queries) LockDeviceExecution(ctx context.Context, id int64) (DeviceExecution, error) {
+	row := q.db.QueryRow(ctx, lockDeviceExecution, id)
+	var i DeviceExecution
 	err := row.Scan(
 		&i.ID,
 		&i.TaskID,
@@ -462,7 +473,7 @@ type OverdueInFlightRow struct {
 	Attempt int32
 }
 
-// Safety net for a slot workflow that never started: in-flight executions past deadline + grace.
+// Safety net for a PC timer never told: in-flight executions past deadline + grace.
 func (q *Queries) OverdueInFlight(ctx context.Context, before time.Time) ([]OverdueInFlightRow, error) {
 	rows, err := q.db.Query(ctx, overdueInFlight, before)
 	if err != nil {
@@ -523,19 +534,19 @@ func (q *Queries) OverdueOnPC(ctx context.Context, arg OverdueOnPCParams) ([]Ove
 	return items, nil
 }
 
-const retryTaskDevice = `-- name: RetryTaskDevice :exec
+const retryDeviceExecution = `-- name: RetryDeviceExecution :exec
 UPDATE task_devices
 SET status = 'RETRY_SCHEDULED', attempt = attempt + 1, error = $1, acked_at = NULL, timeout_at = NULL
 WHERE id = $2
 `
 
-type RetryTaskDeviceParams struct {
+type RetryDeviceExecutionParams struct {
 	Error string
 	ID    int64
 }
 
-func (q *Queries) RetryTaskDevice(ctx context.Context, arg RetryTaskDeviceParams) error {
-	_, err := q.db.Exec(ctx, retryTaskDevice, arg.Error, arg.ID)
+func (q *Queries) RetryDeviceExecution(ctx context.Context, arg RetryDeviceExecutionParams) error {
+	_, err := q.db.Exec(ctx, retryDeviceExecution, arg.Error, arg.ID)
 	return err
 }
 
@@ -552,13 +563,13 @@ type SlotExecutionParams struct {
 
 type SlotExecutionRow struct {
 	ID        int64
-	Status    domain.TaskDeviceStatus
+	Status    domain.ExecutionStatus
 	Attempt   int32
 	SentAt    *time.Time
 	TimeoutAt *time.Time
 }
 
-// The execution holding a PC's numbered slot, for the slot's timer (ErrNoRows: the slot is empty).
+// The execution holding a PC's numbered slot, for the legacy per-slot timer (ErrNoRows: the slot is empty).
 func (q *Queries) SlotExecution(ctx context.Context, arg SlotExecutionParams) (SlotExecutionRow, error) {
 	row := q.db.QueryRow(ctx, slotExecution, arg.PcName, arg.Slot)
 	var i SlotExecutionRow
@@ -572,22 +583,11 @@ func (q *Queries) SlotExecution(ctx context.Context, arg SlotExecutionParams) (S
 	return i, err
 }
 
-const succeedTaskDevice = `-- name: SucceedTaskDevice :exec
+const succeedDeviceExecution = `-- name: SucceedDeviceExecution :exec
 UPDATE task_devices SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = '' WHERE id = $1
 `
 
-func (q *Queries) SucceedTaskDevice(ctx context.Context, id int64) error {
-	_, err := q.db.Exec(ctx, succeedTaskDevice, id)
+func (q *Queries) SucceedDeviceExecution(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, succeedDeviceExecution, id)
 	return err
-}
-
-const taskDevicePCID = `-- name: TaskDevicePCID :one
-SELECT pc_id FROM task_devices WHERE id = $1
-`
-
-func (q *Queries) TaskDevicePCID(ctx context.Context, id int64) (int64, error) {
-	row := q.db.QueryRow(ctx, taskDevicePCID, id)
-	var pc_id int64
-	err := row.Scan(&pc_id)
-	return pc_id, err
 }

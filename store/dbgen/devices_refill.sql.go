@@ -16,17 +16,17 @@ WITH c AS (
     FOR UPDATE OF td SKIP LOCKED
 ), upd AS (
     UPDATE task_devices td
-    SET status = 'CANCELLED', completed_at = now(), error = 'device left the eligible set'
+    SET status = 'CANCELED', completed_at = now(), error = 'device left the eligible set'
     FROM c WHERE td.id = c.id
     RETURNING td.id, td.attempt
 )
 INSERT INTO task_device_events (task_device_id, attempt, type, detail)
-SELECT upd.id, upd.attempt, 'CANCELLED', 'device left the eligible set' FROM upd
+SELECT upd.id, upd.attempt, 'CANCELED', 'device left the eligible set' FROM upd
 RETURNING task_device_id
 `
 
 // Executions holding a slot on a device that left the eligible set (offline, error) are
-// cancelled, so the PC's running count never exceeds its shrunken target. Rows another
+// canceled, so the PC's running count never exceeds its shrunken target. Rows another
 // transaction is finishing are skipped (it frees them itself).
 func (q *Queries) CancelIneligibleOfPC(ctx context.Context, pcID int64) ([]int64, error) {
 	rows, err := q.db.Query(ctx, cancelIneligibleOfPC, pcID)
@@ -124,7 +124,7 @@ WITH task AS (
     WHERE cand.rn <= free.n
 ), quota AS (
     SELECT COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
-                                         WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                                         WHERE x.task_id = task.id AND x.status <> 'CANCELED'),
                     2147483647)::bigint AS n
     FROM task
 ), ins AS (
@@ -143,7 +143,7 @@ SELECT ins.id FROM ins ORDER BY ins.id
 
 // RefillPC for the given PCs in one statement (a task just became active): per PC at most
 // target - running new executions, each in a free numbered slot, on the devices a slot may
-// get (devices_free_for). The caller holds those PCs' locks (and LockDevTask with a target_count).
+// get (devices_free_for). The caller holds those PCs' locks (and LockDeviceTask with a target_count).
 func (q *Queries) RefillAllPCs(ctx context.Context, pcIds []int64) ([]int64, error) {
 	rows, err := q.db.Query(ctx, refillAllPCs, pcIds)
 	if err != nil {
@@ -172,7 +172,7 @@ WITH task AS (
 ), quota AS (
     SELECT LEAST((SELECT n FROM free),
                  COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
-                                               WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                                               WHERE x.task_id = task.id AND x.status <> 'CANCELED'),
                           2147483647))::bigint AS n
     FROM task
 ), slots AS (
@@ -227,7 +227,7 @@ WITH task AS (
     SELECT t.id, t.max_attempts, t.target_count FROM tasks t WHERE t.status = 'running'
 ), quota AS (
     SELECT COALESCE(task.target_count - (SELECT count(*) FROM task_devices x
-                                         WHERE x.task_id = task.id AND x.status <> 'CANCELLED'),
+                                         WHERE x.task_id = task.id AND x.status <> 'CANCELED'),
                     1)::bigint AS n
     FROM task
 ), pick AS (
@@ -264,7 +264,7 @@ type RefillSlotRow struct {
 // unique among slot holders, so results freeing different slots of one PC commit in
 // parallel. The device is locked (SKIP LOCKED: another slot's refill is taking it);
 // picked without created means a concurrent refill took that device first, and the caller
-// tries again. The caller holds LockDevTask when the task has a target_count.
+// tries again. The caller holds LockDeviceTask when the task has a target_count.
 func (q *Queries) RefillSlot(ctx context.Context, arg RefillSlotParams) (RefillSlotRow, error) {
 	row := q.db.QueryRow(ctx, refillSlot, arg.PcID, arg.Slot)
 	var i RefillSlotRow

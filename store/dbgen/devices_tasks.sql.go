@@ -13,21 +13,21 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-const activateNextDevTask = `-- name: ActivateNextDevTask :one
+const activateNextDeviceTask = `-- name: ActivateNextDeviceTask :one
 UPDATE tasks
 SET status = 'running', started_at = now(), max_attempts = $1::integer, device_timeout_ms = $2::bigint
 WHERE id = (SELECT p.id FROM tasks p WHERE p.status = 'pending' ORDER BY p.id LIMIT 1)
 RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at
 `
 
-type ActivateNextDevTaskParams struct {
+type ActivateNextDeviceTaskParams struct {
 	MaxAttempts     int32
 	DeviceTimeoutMs int64
 }
 
 // D1: the oldest pending task becomes the running one (the unique index backs it up).
-func (q *Queries) ActivateNextDevTask(ctx context.Context, arg ActivateNextDevTaskParams) (Task, error) {
-	row := q.db.QueryRow(ctx, activateNextDevTask, arg.MaxAttempts, arg.DeviceTimeoutMs)
+func (q *Queries) ActivateNextDeviceTask(ctx context.Context, arg ActivateNextDeviceTaskParams) (Task, error) {
+	row := q.db.QueryRow(ctx, activateNextDeviceTask, arg.MaxAttempts, arg.DeviceTimeoutMs)
 	var i Task
 	err := row.Scan(
 		&i.ID,
@@ -46,51 +46,51 @@ func (q *Queries) ActivateNextDevTask(ctx context.Context, arg ActivateNextDevTa
 	return i, err
 }
 
-const devTaskExecutionCounts = `-- name: DevTaskExecutionCounts :one
+const deviceTaskExecutionCounts = `-- name: DeviceTaskExecutionCounts :one
 SELECT count(*) FILTER (WHERE holds_slot)::bigint                AS active,
        count(*) FILTER (WHERE status = 'SUCCEEDED')::bigint     AS succeeded,
        count(*) FILTER (WHERE status = 'FAILED_FINAL')::bigint  AS failed,
-       count(*) FILTER (WHERE status = 'CANCELLED')::bigint     AS cancelled,
-       count(*) FILTER (WHERE status <> 'CANCELLED')::bigint    AS created
+       count(*) FILTER (WHERE status = 'CANCELED')::bigint     AS canceled,
+       count(*) FILTER (WHERE status <> 'CANCELED')::bigint    AS created
 FROM task_devices WHERE task_id = $1
 `
 
-type DevTaskExecutionCountsRow struct {
+type DeviceTaskExecutionCountsRow struct {
 	Active    int64
 	Succeeded int64
 	Failed    int64
-	Cancelled int64
+	Canceled  int64
 	Created   int64
 }
 
-func (q *Queries) DevTaskExecutionCounts(ctx context.Context, taskID int64) (DevTaskExecutionCountsRow, error) {
-	row := q.db.QueryRow(ctx, devTaskExecutionCounts, taskID)
-	var i DevTaskExecutionCountsRow
+func (q *Queries) DeviceTaskExecutionCounts(ctx context.Context, taskID int64) (DeviceTaskExecutionCountsRow, error) {
+	row := q.db.QueryRow(ctx, deviceTaskExecutionCounts, taskID)
+	var i DeviceTaskExecutionCountsRow
 	err := row.Scan(
 		&i.Active,
 		&i.Succeeded,
 		&i.Failed,
-		&i.Cancelled,
+		&i.Canceled,
 		&i.Created,
 	)
 	return i, err
 }
 
-const devTaskProgress = `-- name: DevTaskProgress :one
+const deviceTaskProgress = `-- name: DeviceTaskProgress :one
 SELECT count(*) FILTER (WHERE td.holds_slot)::bigint                AS active,
        count(*) FILTER (WHERE td.status = 'SUCCEEDED')::bigint     AS succeeded,
        count(*) FILTER (WHERE td.status = 'FAILED_FINAL')::bigint  AS failed,
-       count(*) FILTER (WHERE td.status = 'CANCELLED')::bigint     AS cancelled,
-       count(*) FILTER (WHERE td.status <> 'CANCELLED')::bigint    AS created,
+       count(*) FILTER (WHERE td.status = 'CANCELED')::bigint     AS canceled,
+       count(*) FILTER (WHERE td.status <> 'CANCELED')::bigint    AS created,
        EXISTS (SELECT 1 FROM devices_unrun_by($1::bigint))::boolean AS has_unrun
 FROM task_devices td WHERE td.task_id = $1
 `
 
-type DevTaskProgressRow struct {
+type DeviceTaskProgressRow struct {
 	Active    int64
 	Succeeded int64
 	Failed    int64
-	Cancelled int64
+	Canceled  int64
 	Created   int64
 	HasUnrun  bool
 }
@@ -98,14 +98,14 @@ type DevTaskProgressRow struct {
 // A task's execution counts and whether an eligible device has not run it yet, read in ONE
 // statement (one snapshot): a refill committing between two separate reads could otherwise
 // make a task look done while its new execution waits.
-func (q *Queries) DevTaskProgress(ctx context.Context, taskID int64) (DevTaskProgressRow, error) {
-	row := q.db.QueryRow(ctx, devTaskProgress, taskID)
-	var i DevTaskProgressRow
+func (q *Queries) DeviceTaskProgress(ctx context.Context, taskID int64) (DeviceTaskProgressRow, error) {
+	row := q.db.QueryRow(ctx, deviceTaskProgress, taskID)
+	var i DeviceTaskProgressRow
 	err := row.Scan(
 		&i.Active,
 		&i.Succeeded,
 		&i.Failed,
-		&i.Cancelled,
+		&i.Canceled,
 		&i.Created,
 		&i.HasUnrun,
 	)
@@ -122,21 +122,21 @@ func (q *Queries) DispatcherLock(ctx context.Context) error {
 	return err
 }
 
-const finishDevTask = `-- name: FinishDevTask :one
+const finishDeviceTask = `-- name: FinishDeviceTask :one
 UPDATE tasks
 SET status = $1, error = $2, finished_at = now()
 WHERE id = $3 AND status IN ('pending', 'running')
 RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at
 `
 
-type FinishDevTaskParams struct {
+type FinishDeviceTaskParams struct {
 	Status domain.DeviceTaskStatus
 	Error  string
 	ID     int64
 }
 
-func (q *Queries) FinishDevTask(ctx context.Context, arg FinishDevTaskParams) (Task, error) {
-	row := q.db.QueryRow(ctx, finishDevTask, arg.Status, arg.Error, arg.ID)
+func (q *Queries) FinishDeviceTask(ctx context.Context, arg FinishDeviceTaskParams) (Task, error) {
+	row := q.db.QueryRow(ctx, finishDeviceTask, arg.Status, arg.Error, arg.ID)
 	var i Task
 	err := row.Scan(
 		&i.ID,
@@ -155,12 +155,12 @@ func (q *Queries) FinishDevTask(ctx context.Context, arg FinishDevTaskParams) (T
 	return i, err
 }
 
-const getDevTask = `-- name: GetDevTask :one
+const getDeviceTask = `-- name: GetDeviceTask :one
 SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE id = $1
 `
 
-func (q *Queries) GetDevTask(ctx context.Context, id int64) (Task, error) {
-	row := q.db.QueryRow(ctx, getDevTask, id)
+func (q *Queries) GetDeviceTask(ctx context.Context, id int64) (Task, error) {
+	row := q.db.QueryRow(ctx, getDeviceTask, id)
 	var i Task
 	err := row.Scan(
 		&i.ID,
@@ -179,12 +179,12 @@ func (q *Queries) GetDevTask(ctx context.Context, id int64) (Task, error) {
 	return i, err
 }
 
-const getRunningDevTask = `-- name: GetRunningDevTask :one
+const getRunningDeviceTask = `-- name: GetRunningDeviceTask :one
 SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE status = 'running'
 `
 
-func (q *Queries) GetRunningDevTask(ctx context.Context) (Task, error) {
-	row := q.db.QueryRow(ctx, getRunningDevTask)
+func (q *Queries) GetRunningDeviceTask(ctx context.Context) (Task, error) {
+	row := q.db.QueryRow(ctx, getRunningDeviceTask)
 	var i Task
 	err := row.Scan(
 		&i.ID,
@@ -203,14 +203,14 @@ func (q *Queries) GetRunningDevTask(ctx context.Context) (Task, error) {
 	return i, err
 }
 
-const insertDevTask = `-- name: InsertDevTask :one
+const insertDeviceTask = `-- name: InsertDeviceTask :one
 
 INSERT INTO tasks (payload, target_count, abort_min_executed, abort_failed_percent)
 VALUES ($1, $2, $3, $4)
 RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at
 `
 
-type InsertDevTaskParams struct {
+type InsertDeviceTaskParams struct {
 	Payload            json.RawMessage
 	TargetCount        *int32
 	AbortMinExecuted   *int32
@@ -220,8 +220,8 @@ type InsertDevTaskParams struct {
 // Device dispatch (docs/devices.md): the queue of device tasks and the single active one (D1).
 // An execution holds one of its PC's slots while task_devices.holds_slot (a generated
 // column, migrations/00007_device_statuses.sql) is true.
-func (q *Queries) InsertDevTask(ctx context.Context, arg InsertDevTaskParams) (Task, error) {
-	row := q.db.QueryRow(ctx, insertDevTask,
+func (q *Queries) InsertDeviceTask(ctx context.Context, arg InsertDeviceTaskParams) (Task, error) {
+	row := q.db.QueryRow(ctx, insertDeviceTask,
 		arg.Payload,
 		arg.TargetCount,
 		arg.AbortMinExecuted,
@@ -245,17 +245,17 @@ func (q *Queries) InsertDevTask(ctx context.Context, arg InsertDevTaskParams) (T
 	return i, err
 }
 
-const listDevTasks = `-- name: ListDevTasks :many
+const listDeviceTasks = `-- name: ListDeviceTasks :many
 SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE id > $1 ORDER BY id LIMIT $2
 `
 
-type ListDevTasksParams struct {
+type ListDeviceTasksParams struct {
 	AfterID int64
 	MaxRows int32
 }
 
-func (q *Queries) ListDevTasks(ctx context.Context, arg ListDevTasksParams) ([]Task, error) {
-	rows, err := q.db.Query(ctx, listDevTasks, arg.AfterID, arg.MaxRows)
+func (q *Queries) ListDeviceTasks(ctx context.Context, arg ListDeviceTasksParams) ([]Task, error) {
+	rows, err := q.db.Query(ctx, listDeviceTasks, arg.AfterID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func (q *Queries) ListDevTasks(ctx context.Context, arg ListDevTasksParams) ([]T
 	return items, nil
 }
 
-const lockDevTask = `-- name: LockDevTask :one
+const lockDeviceTask = `-- name: LockDeviceTask :one
 SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE id = $1 FOR NO KEY UPDATE
 `
 
@@ -295,8 +295,8 @@ SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, stat
 // checks take KEY SHARE on the task) never wait for a task's lock holder. A refill of the
 // running task cannot race its finish: its own freed execution, uncommitted, still holds a
 // slot in any snapshot the finish reads.
-func (q *Queries) LockDevTask(ctx context.Context, id int64) (Task, error) {
-	row := q.db.QueryRow(ctx, lockDevTask, id)
+func (q *Queries) LockDeviceTask(ctx context.Context, id int64) (Task, error) {
+	row := q.db.QueryRow(ctx, lockDeviceTask, id)
 	var i Task
 	err := row.Scan(
 		&i.ID,
@@ -315,12 +315,12 @@ func (q *Queries) LockDevTask(ctx context.Context, id int64) (Task, error) {
 	return i, err
 }
 
-const lockRunningDevTask = `-- name: LockRunningDevTask :one
+const lockRunningDeviceTask = `-- name: LockRunningDeviceTask :one
 SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE status = 'running' FOR NO KEY UPDATE
 `
 
-func (q *Queries) LockRunningDevTask(ctx context.Context) (Task, error) {
-	row := q.db.QueryRow(ctx, lockRunningDevTask)
+func (q *Queries) LockRunningDeviceTask(ctx context.Context) (Task, error) {
+	row := q.db.QueryRow(ctx, lockRunningDeviceTask)
 	var i Task
 	err := row.Scan(
 		&i.ID,
@@ -339,21 +339,21 @@ func (q *Queries) LockRunningDevTask(ctx context.Context) (Task, error) {
 	return i, err
 }
 
-const runningDevTaskBusy = `-- name: RunningDevTaskBusy :one
+const runningDeviceTaskBusy = `-- name: RunningDeviceTaskBusy :one
 SELECT t.id, EXISTS (SELECT 1 FROM task_devices td WHERE td.task_id = t.id AND td.holds_slot)::boolean AS busy
 FROM tasks t WHERE t.status = 'running'
 `
 
-type RunningDevTaskBusyRow struct {
+type RunningDeviceTaskBusyRow struct {
 	ID   int64
 	Busy bool
 }
 
 // The running task, if any, and whether an execution of it still holds a slot (then it is
 // not done, and an Advance has nothing to do): one index probe, no lock.
-func (q *Queries) RunningDevTaskBusy(ctx context.Context) (RunningDevTaskBusyRow, error) {
-	row := q.db.QueryRow(ctx, runningDevTaskBusy)
-	var i RunningDevTaskBusyRow
+func (q *Queries) RunningDeviceTaskBusy(ctx context.Context) (RunningDeviceTaskBusyRow, error) {
+	row := q.db.QueryRow(ctx, runningDeviceTaskBusy)
+	var i RunningDeviceTaskBusyRow
 	err := row.Scan(&i.ID, &i.Busy)
 	return i, err
 }

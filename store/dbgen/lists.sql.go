@@ -203,7 +203,7 @@ func (q *Queries) ListScheduleRunsFiltered(ctx context.Context, arg ListSchedule
 }
 
 const listSchedulesInState = `-- name: ListSchedulesInState :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules
 WHERE paused = $1 AND name > $2 AND ($3::text = '' OR strpos(lower(name), lower($3::text)) > 0)
 ORDER BY paused, name
 LIMIT $4
@@ -251,6 +251,14 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 			&i.UpdatedAt,
 			&i.Backfills,
 			&i.Metrics,
+			&i.Owner,
+			&i.Watermark,
+			&i.PlanAt,
+			&i.PlanAction,
+			&i.LastSuccessAt,
+			&i.RescheduledTo,
+			&i.RestRequestedAt,
+			&i.OwnerCheckedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -264,7 +272,7 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 
 const listSchedulesMatching = `-- name: ListSchedulesMatching :many
 
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules
 WHERE name > $1 AND ($2::text = '' OR strpos(lower(name), lower($2::text)) > 0)
 ORDER BY name
 LIMIT $3
@@ -308,6 +316,14 @@ func (q *Queries) ListSchedulesMatching(ctx context.Context, arg ListSchedulesMa
 			&i.UpdatedAt,
 			&i.Backfills,
 			&i.Metrics,
+			&i.Owner,
+			&i.Watermark,
+			&i.PlanAt,
+			&i.PlanAction,
+			&i.LastSuccessAt,
+			&i.RescheduledTo,
+			&i.RestRequestedAt,
+			&i.OwnerCheckedAt,
 		); err != nil {
 			return nil, err
 		}

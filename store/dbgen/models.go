@@ -34,6 +34,33 @@ type Device struct {
 	Eligible  bool
 }
 
+type DeviceExecution struct {
+	ID          int64
+	TaskID      int64
+	DeviceID    int64
+	PcID        int64
+	Status      domain.ExecutionStatus
+	Attempt     int32
+	MaxAttempts int32
+	Error       string
+	CreatedAt   time.Time
+	SentAt      *time.Time
+	AckedAt     *time.Time
+	CompletedAt *time.Time
+	TimeoutAt   *time.Time
+	HoldsSlot   bool
+	Slot        *int32
+}
+
+type DeviceExecutionEvent struct {
+	ID          int64
+	ExecutionID int64
+	Attempt     int32
+	Type        domain.ExecutionEventType
+	Detail      string
+	CreatedAt   time.Time
+}
+
 type EventStore struct {
 	ID            int64
 	Topic         string
@@ -166,6 +193,25 @@ type Schedule struct {
 	UpdatedAt        time.Time
 	Backfills        json.RawMessage
 	Metrics          bool
+	Owner            *string
+	Watermark        *time.Time
+	PlanAt           *time.Time
+	PlanAction       *string
+	LastSuccessAt    *time.Time
+	RescheduledTo    *time.Time
+	RestRequestedAt  *time.Time
+	OwnerCheckedAt   *time.Time
+}
+
+type ScheduleRefusal struct {
+	ID         int64
+	ScheduleID int64
+	Command    string
+	Door       string
+	Field      string
+	Reason     string
+	Payload    string
+	RefusedAt  time.Time
 }
 
 type ScheduleRun struct {
@@ -200,33 +246,6 @@ type Task struct {
 	CreatedAt          time.Time
 	StartedAt          *time.Time
 	FinishedAt         *time.Time
-}
-
-type TaskDevice struct {
-	ID          int64
-	TaskID      int64
-	DeviceID    int64
-	PcID        int64
-	Status      domain.TaskDeviceStatus
-	Attempt     int32
-	MaxAttempts int32
-	Error       string
-	CreatedAt   time.Time
-	SentAt      *time.Time
-	AckedAt     *time.Time
-	CompletedAt *time.Time
-	TimeoutAt   *time.Time
-	HoldsSlot   bool
-	Slot        *int32
-}
-
-type TaskDeviceEvent struct {
-	ID           int64
-	TaskDeviceID int64
-	Attempt      int32
-	Type         domain.TaskDeviceEventType
-	Detail       string
-	CreatedAt    time.Time
 }
 
 type TaskRun struct {

@@ -13,86 +13,6 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-const armWindow = `-- name: ArmWindow :many
-WITH given AS (
-    -- set-returning functions in one select list advance together: row i of each array
-    SELECT unnest($1::timestamptz[]) AS scheduled_at, unnest($2::timestamptz[]) AS visible_at,
-           unnest($3::text[]) AS idempotency_key
-), ticks AS (
-    SELECT g.scheduled_at, g.visible_at, g.idempotency_key,
-           COALESCE(lead(g.scheduled_at) OVER (ORDER BY g.scheduled_at), $4::timestamptz) AS release_next_run_at
-    FROM given g
-), runs AS (
-    INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                               armed, visible_at, release_next_run_at)
-    SELECT $5, scheduled_at, visible_at, 'scheduled', 'SUCCEEDED', '', idempotency_key, '', visible_at,
-           true, visible_at, release_next_run_at
-    FROM ticks
-    ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id, scheduled_at, visible_at
-), events AS (
-    INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
-    SELECT $6, $7, $8, $9, id, visible_at FROM runs
-    RETURNING id, topic, created_at
-), messages AS (
-    INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
-    SELECT id, topic, NULL, created_at FROM events
-)
-SELECT id, scheduled_at FROM runs
-`
-
-type ArmWindowParams struct {
-	ScheduledAt     []time.Time
-	VisibleAt       []time.Time
-	IdempotencyKeys []string
-	AfterLast       *time.Time
-	ScheduleID      int64
-	Topic           string
-	Type            string
-	AggregateID     string
-	Data            json.RawMessage
-}
-
-type ArmWindowRow struct {
-	ID          int64
-	ScheduledAt time.Time
-}
-
-// Arms a window of ticks of one event schedule in one statement (the caller holds the
-// schedule's row lock): per tick an armed run, its event and its outbox message without a
-// feed position, as RecordFire arms one. Each run's release moves next_run_at to the tick
-// after it (the next in the window; after_last for the last). A tick recorded before (a
-// retried arming) inserts nothing (S1); the statement answers the runs it created.
-func (q *Queries) ArmWindow(ctx context.Context, arg ArmWindowParams) ([]ArmWindowRow, error) {
-	rows, err := q.db.Query(ctx, armWindow,
-		arg.ScheduledAt,
-		arg.VisibleAt,
-		arg.IdempotencyKeys,
-		arg.AfterLast,
-		arg.ScheduleID,
-		arg.Topic,
-		arg.Type,
-		arg.AggregateID,
-		arg.Data,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ArmWindowRow
-	for rows.Next() {
-		var i ArmWindowRow
-		if err := rows.Scan(&i.ID, &i.ScheduledAt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const beatWorkerLiveness = `-- name: BeatWorkerLiveness :execrows
 UPDATE worker_liveness SET beat_at = now() WHERE worker_id = $1
 `
@@ -135,25 +55,6 @@ func (q *Queries) CountBufferedRuns(ctx context.Context, scheduleIds []int64) ([
 		return nil, err
 	}
 	return items, nil
-}
-
-const countSchedulesDueIn = `-- name: CountSchedulesDueIn :one
-SELECT count(*)::bigint FROM (
-    SELECT id FROM schedules
-    WHERE next_run_at >= $1::timestamptz AND next_run_at < $1::timestamptz + interval '1 second'
-    UNION
-    SELECT schedule_id FROM schedule_runs
-    WHERE armed AND scheduled_at >= $1::timestamptz AND scheduled_at < $1::timestamptz + interval '1 second'
-) due
-`
-
-// How many schedules fire in [second_start, second_start + 1 s): those whose next fire it is,
-// and those that armed a fire for it already (whose next_run_at is an earlier armed fire).
-func (q *Queries) CountSchedulesDueIn(ctx context.Context, secondStart time.Time) (int64, error) {
-	row := q.db.QueryRow(ctx, countSchedulesDueIn, secondStart)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
 }
 
 const deleteArmedEvents = `-- name: DeleteArmedEvents :exec
@@ -269,7 +170,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -295,12 +196,20 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.UpdatedAt,
 		&i.Backfills,
 		&i.Metrics,
+		&i.Owner,
+		&i.Watermark,
+		&i.PlanAt,
+		&i.PlanAction,
+		&i.LastSuccessAt,
+		&i.RescheduledTo,
+		&i.RestRequestedAt,
+		&i.OwnerCheckedAt,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -326,6 +235,14 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.UpdatedAt,
 		&i.Backfills,
 		&i.Metrics,
+		&i.Owner,
+		&i.Watermark,
+		&i.PlanAt,
+		&i.PlanAction,
+		&i.LastSuccessAt,
+		&i.RescheduledTo,
+		&i.RestRequestedAt,
+		&i.OwnerCheckedAt,
 	)
 	return i, err
 }
@@ -392,9 +309,11 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 }
 
 const insertSchedule = `-- name: InsertSchedule :one
-INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
+INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
+                       watermark, plan_at, plan_action)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+        $10, $11, $12)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
 `
 
 type InsertScheduleParams struct {
@@ -407,8 +326,13 @@ type InsertScheduleParams struct {
 	Paused           bool
 	PauseNote        string
 	NextRunAt        *time.Time
+	Watermark        *time.Time
+	PlanAt           *time.Time
+	PlanAction       *string
 }
 
+// A new schedule is at rest: the planner arms its first fires, or wakes its workflow, at
+// plan_at. Its ticks count from watermark (its creation).
 func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) (Schedule, error) {
 	row := q.db.QueryRow(ctx, insertSchedule,
 		arg.Name,
@@ -420,6 +344,9 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		arg.Paused,
 		arg.PauseNote,
 		arg.NextRunAt,
+		arg.Watermark,
+		arg.PlanAt,
+		arg.PlanAction,
 	)
 	var i Schedule
 	err := row.Scan(
@@ -442,8 +369,45 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.UpdatedAt,
 		&i.Backfills,
 		&i.Metrics,
+		&i.Owner,
+		&i.Watermark,
+		&i.PlanAt,
+		&i.PlanAction,
+		&i.LastSuccessAt,
+		&i.RescheduledTo,
+		&i.RestRequestedAt,
+		&i.OwnerCheckedAt,
 	)
 	return i, err
+}
+
+const insertScheduleRefusal = `-- name: InsertScheduleRefusal :exec
+INSERT INTO schedule_refusals (schedule_id, command, door, field, reason, payload, refused_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+`
+
+type InsertScheduleRefusalParams struct {
+	ScheduleID int64
+	Command    string
+	Door       string
+	Field      string
+	Reason     string
+	Payload    string
+	RefusedAt  time.Time
+}
+
+// Records a refused command signal.
+func (q *Queries) InsertScheduleRefusal(ctx context.Context, arg InsertScheduleRefusalParams) error {
+	_, err := q.db.Exec(ctx, insertScheduleRefusal,
+		arg.ScheduleID,
+		arg.Command,
+		arg.Door,
+		arg.Field,
+		arg.Reason,
+		arg.Payload,
+		arg.RefusedAt,
+	)
+	return err
 }
 
 const insertScheduleRun = `-- name: InsertScheduleRun :one
@@ -522,55 +486,89 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 	return i, err
 }
 
-const lateWorkflowFires = `-- name: LateWorkflowFires :many
-SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at, f.fate::text AS fate, f.reason::text AS reason
-FROM schedule_runs r
-JOIN schedules s ON s.id = r.schedule_id,
-     armed_fire_fate(r.visible_at, COALESCE($1::timestamptz, now()), s.catchup_window_ms,
-                     make_interval(secs => $2::float8 / 1000), make_interval(secs => $3::float8)) AS f (fate, reason)
-WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY($4::bigint[])
-  AND COALESCE($1::timestamptz, now()) - r.visible_at > make_interval(secs => $2::float8 / 1000)
-ORDER BY r.id
+const insertSchedules = `-- name: InsertSchedules :many
+INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
+                       watermark, plan_at, plan_action)
+SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
+       NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, '')
+FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::text[]) AS action,
+             unnest($4::text[]) AS overlap, unnest($5::bigint[]) AS catchup_window_ms,
+             unnest($6::boolean[]) AS skip_if_successful, unnest($7::boolean[]) AS paused,
+             unnest($8::text[]) AS pause_note, unnest($9::timestamptz[]) AS next_run_at,
+             unnest($10::timestamptz[]) AS watermark, unnest($11::timestamptz[]) AS plan_at,
+             unnest($12::text[]) AS plan_action) g
+ON CONFLICT (name) DO NOTHING
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
 `
 
-type LateWorkflowFiresParams struct {
-	AsOf         *time.Time
-	OnTimeMs     float64
-	GraceSeconds float64
-	ScheduleIds  []int64
+type InsertSchedulesParams struct {
+	Names            []string
+	Specs            []string
+	Actions          []string
+	OverlapPolicies  []string
+	CatchupWindowMs  []int64
+	SkipIfSuccessful []bool
+	Paused           []bool
+	PauseNotes       []string
+	NextRunAt        []time.Time
+	Watermarks       []time.Time
+	PlanAts          []time.Time
+	PlanActions      []string
 }
 
-type LateWorkflowFiresRow struct {
-	ID         int64
-	WorkflowID string
-	VisibleAt  time.Time
-	Fate       string
-	Reason     string
-}
-
-// The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
-// them), each with its fate by armed_fire_fate: whether its target already started, and so
-// what is true of it, the releaser asks Temporal before it records them.
-func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresParams) ([]LateWorkflowFiresRow, error) {
-	rows, err := q.db.Query(ctx, lateWorkflowFires,
-		arg.AsOf,
-		arg.OnTimeMs,
-		arg.GraceSeconds,
-		arg.ScheduleIds,
+// A bulk create: every row in one statement; a name taken already inserts nothing (the
+// caller compares the existing row with what was asked, ListSchedulesByName).
+func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams) ([]Schedule, error) {
+	rows, err := q.db.Query(ctx, insertSchedules,
+		arg.Names,
+		arg.Specs,
+		arg.Actions,
+		arg.OverlapPolicies,
+		arg.CatchupWindowMs,
+		arg.SkipIfSuccessful,
+		arg.Paused,
+		arg.PauseNotes,
+		arg.NextRunAt,
+		arg.Watermarks,
+		arg.PlanAts,
+		arg.PlanActions,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []LateWorkflowFiresRow
+	var items []Schedule
 	for rows.Next() {
-		var i LateWorkflowFiresRow
+		var i Schedule
 		if err := rows.Scan(
 			&i.ID,
-			&i.WorkflowID,
-			&i.VisibleAt,
-			&i.Fate,
-			&i.Reason,
+			&i.Name,
+			&i.Spec,
+			&i.Action,
+			&i.Overlap,
+			&i.CatchupWindowMs,
+			&i.SkipIfSuccessful,
+			&i.Paused,
+			&i.PauseNote,
+			&i.Version,
+			&i.NextRunAt,
+			&i.LastRunAt,
+			&i.FiredCount,
+			&i.SkippedCount,
+			&i.MissedCount,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Backfills,
+			&i.Metrics,
+			&i.Owner,
+			&i.Watermark,
+			&i.PlanAt,
+			&i.PlanAction,
+			&i.LastSuccessAt,
+			&i.RescheduledTo,
+			&i.RestRequestedAt,
+			&i.OwnerCheckedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -582,25 +580,157 @@ func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresPa
 	return items, nil
 }
 
-const listAllScheduleNames = `-- name: ListAllScheduleNames :many
-SELECT id, name FROM schedules ORDER BY id
+const judgeLateTicks = `-- name: JudgeLateTicks :many
+SELECT t.fire_at::timestamptz AS fire_at, f.fate::text AS fate, f.reason::text AS reason
+FROM unnest($1::timestamptz[]) WITH ORDINALITY AS t (fire_at, n),
+     tick_fate(t.fire_at, $2::timestamptz, $3::bigint,
+               make_interval(secs => $4::float8 / 1000), make_interval(secs => $5::float8),
+               NULL, false, $6::timestamptz) AS f (fate, reason, fired_at)
+ORDER BY t.n
 `
 
-type ListAllScheduleNamesRow struct {
-	ID   int64
-	Name string
+type JudgeLateTicksParams struct {
+	FireAt          []time.Time
+	JudgedAt        time.Time
+	CatchupWindowMs int64
+	OnTimeMs        float64
+	GraceSeconds    float64
+	Since           time.Time
 }
 
-func (q *Queries) ListAllScheduleNames(ctx context.Context) ([]ListAllScheduleNamesRow, error) {
-	rows, err := q.db.Query(ctx, listAllScheduleNames)
+type JudgeLateTicksRow struct {
+	FireAt time.Time
+	Fate   string
+	Reason string
+}
+
+// The fate of ticks a schedule workflow handles late, by tick_fate (the one rule), at its
+// clock's judged_at: in the order given. since is the oldest of them, so that the ticks an
+// outage made late all name that outage, from its start.
+func (q *Queries) JudgeLateTicks(ctx context.Context, arg JudgeLateTicksParams) ([]JudgeLateTicksRow, error) {
+	rows, err := q.db.Query(ctx, judgeLateTicks,
+		arg.FireAt,
+		arg.JudgedAt,
+		arg.CatchupWindowMs,
+		arg.OnTimeMs,
+		arg.GraceSeconds,
+		arg.Since,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ListAllScheduleNamesRow
+	var items []JudgeLateTicksRow
 	for rows.Next() {
-		var i ListAllScheduleNamesRow
-		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+		var i JudgeLateTicksRow
+		if err := rows.Scan(&i.FireAt, &i.Fate, &i.Reason); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const judgeLateWorkflowFires = `-- name: JudgeLateWorkflowFires :many
+SELECT r.id, f.fate::text AS fate, f.reason::text AS reason,
+       COALESCE(f.fired_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS fired_at
+FROM (SELECT unnest($1::bigint[]) AS id, NULLIF(unnest($2::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS started_at,
+             unnest($3::boolean[]) AS began) t
+JOIN schedule_runs r ON r.id = t.id
+JOIN schedules s ON s.id = r.schedule_id,
+     tick_fate(r.visible_at, COALESCE($4::timestamptz, now()), s.catchup_window_ms,
+               make_interval(secs => $5::float8 / 1000), make_interval(secs => $6::float8),
+               t.started_at, t.began) AS f (fate, reason, fired_at)
+ORDER BY r.id
+`
+
+type JudgeLateWorkflowFiresParams struct {
+	Ids          []int64
+	StartedAt    []time.Time
+	Began        []bool
+	AsOf         *time.Time
+	OnTimeMs     float64
+	GraceSeconds float64
+}
+
+type JudgeLateWorkflowFiresRow struct {
+	ID      int64
+	Fate    string
+	Reason  string
+	FiredAt time.Time
+}
+
+// Each late workflow fire's fate by tick_fate, the one rule, from when its target started
+// (NULL: not yet) and whether its code began.
+// (A zero time, 0001-01-01, stands for NULL in the arrays: not started; missed, never fired.)
+func (q *Queries) JudgeLateWorkflowFires(ctx context.Context, arg JudgeLateWorkflowFiresParams) ([]JudgeLateWorkflowFiresRow, error) {
+	rows, err := q.db.Query(ctx, judgeLateWorkflowFires,
+		arg.Ids,
+		arg.StartedAt,
+		arg.Began,
+		arg.AsOf,
+		arg.OnTimeMs,
+		arg.GraceSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JudgeLateWorkflowFiresRow
+	for rows.Next() {
+		var i JudgeLateWorkflowFiresRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Fate,
+			&i.Reason,
+			&i.FiredAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lateWorkflowFires = `-- name: LateWorkflowFires :many
+SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at
+FROM schedule_runs r
+WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY($1::bigint[])
+  AND COALESCE($2::timestamptz, now()) - r.visible_at > make_interval(secs => $3::float8 / 1000)
+ORDER BY r.id
+`
+
+type LateWorkflowFiresParams struct {
+	ScheduleIds []int64
+	AsOf        *time.Time
+	OnTimeMs    float64
+}
+
+type LateWorkflowFiresRow struct {
+	ID         int64
+	WorkflowID string
+	VisibleAt  time.Time
+}
+
+// The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
+// them): whether their fate is on time, late, catch-up or missed depends on what their
+// targets did, which only Temporal knows (JudgeLateWorkflowFires takes that in).
+func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresParams) ([]LateWorkflowFiresRow, error) {
+	rows, err := q.db.Query(ctx, lateWorkflowFires, arg.ScheduleIds, arg.AsOf, arg.OnTimeMs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LateWorkflowFiresRow
+	for rows.Next() {
+		var i LateWorkflowFiresRow
+		if err := rows.Scan(&i.ID, &i.WorkflowID, &i.VisibleAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -719,6 +849,44 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 	return items, nil
 }
 
+const listScheduleRefusals = `-- name: ListScheduleRefusals :many
+SELECT id, schedule_id, command, door, field, reason, payload, refused_at FROM schedule_refusals WHERE schedule_id = $1 ORDER BY id DESC LIMIT $2
+`
+
+type ListScheduleRefusalsParams struct {
+	ScheduleID int64
+	MaxRows    int32
+}
+
+func (q *Queries) ListScheduleRefusals(ctx context.Context, arg ListScheduleRefusalsParams) ([]ScheduleRefusal, error) {
+	rows, err := q.db.Query(ctx, listScheduleRefusals, arg.ScheduleID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduleRefusal
+	for rows.Next() {
+		var i ScheduleRefusal
+		if err := rows.Scan(
+			&i.ID,
+			&i.ScheduleID,
+			&i.Command,
+			&i.Door,
+			&i.Field,
+			&i.Reason,
+			&i.Payload,
+			&i.RefusedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listScheduleRuns = `-- name: ListScheduleRuns :many
 SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at FROM schedule_runs
 WHERE schedule_id = $1 AND NOT armed AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
@@ -771,7 +939,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -808,6 +976,66 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.UpdatedAt,
 			&i.Backfills,
 			&i.Metrics,
+			&i.Owner,
+			&i.Watermark,
+			&i.PlanAt,
+			&i.PlanAction,
+			&i.LastSuccessAt,
+			&i.RescheduledTo,
+			&i.RestRequestedAt,
+			&i.OwnerCheckedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listSchedulesByName = `-- name: ListSchedulesByName :many
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name = ANY($1::text[])
+`
+
+func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
+	rows, err := q.db.Query(ctx, listSchedulesByName, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Schedule
+	for rows.Next() {
+		var i Schedule
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Spec,
+			&i.Action,
+			&i.Overlap,
+			&i.CatchupWindowMs,
+			&i.SkipIfSuccessful,
+			&i.Paused,
+			&i.PauseNote,
+			&i.Version,
+			&i.NextRunAt,
+			&i.LastRunAt,
+			&i.FiredCount,
+			&i.SkippedCount,
+			&i.MissedCount,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Backfills,
+			&i.Metrics,
+			&i.Owner,
+			&i.Watermark,
+			&i.PlanAt,
+			&i.PlanAction,
+			&i.LastSuccessAt,
+			&i.RescheduledTo,
+			&i.RestRequestedAt,
+			&i.OwnerCheckedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -820,7 +1048,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -846,6 +1074,14 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.UpdatedAt,
 		&i.Backfills,
 		&i.Metrics,
+		&i.Owner,
+		&i.Watermark,
+		&i.PlanAt,
+		&i.PlanAction,
+		&i.LastSuccessAt,
+		&i.RescheduledTo,
+		&i.RestRequestedAt,
+		&i.OwnerCheckedAt,
 	)
 	return i, err
 }
@@ -918,16 +1154,17 @@ WITH due AS (
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
     WHERE r.armed AND r.visible_at <= COALESCE($1::timestamptz, now()) AND r.schedule_id = ANY($2::bigint[])
 ), judged AS (
-    SELECT due.id, due.released_at, f.fate, f.reason,
-           CASE WHEN due.starts_workflow THEN due.visible_at ELSE due.released_at END AS fired_at
-    FROM due, armed_fire_fate(due.visible_at, due.released_at, due.catchup_window_ms,
-                              make_interval(secs => $3::float8 / 1000), make_interval(secs => $4::float8)) AS f (fate, reason)
+    SELECT due.id, due.released_at, f.fate, f.reason, f.fired_at
+    FROM due, tick_fate(due.visible_at, due.released_at, due.catchup_window_ms,
+                        make_interval(secs => $3::float8 / 1000), make_interval(secs => $4::float8),
+                        CASE WHEN due.starts_workflow THEN due.visible_at END) AS f (fate, reason, fired_at)
     WHERE NOT (due.starts_workflow AND due.released_at - due.visible_at > make_interval(secs => $3::float8 / 1000))
     UNION ALL
-    -- the late workflow fires, as decided from what their targets did (LateWorkflowFires)
+    -- the late workflow fires, as judged from what their targets did (JudgeLateWorkflowFires)
     SELECT due.id, due.released_at, d.fate, d.reason, d.fired_at
     FROM (SELECT unnest($5::bigint[]) AS id, unnest($6::text[]) AS fate,
-                 unnest($7::text[]) AS reason, unnest($8::timestamptz[]) AS fired_at) d
+                 unnest($7::text[]) AS reason,
+                 NULLIF(unnest($8::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS fired_at) d
     JOIN due ON due.id = d.id
 ), released AS (
     UPDATE schedule_runs r
@@ -935,7 +1172,7 @@ WITH due AS (
         status      = CASE WHEN j.fate = 'missed' THEN 'MISSED' ELSE r.status END,
         trigger     = CASE WHEN j.fate = 'catchup' THEN 'catchup' ELSE r.trigger END,
         reason      = CASE WHEN j.reason <> '' THEN j.reason ELSE r.reason END,
-        fired_at    = CASE WHEN j.fate = 'missed' THEN NULL ELSE j.fired_at END,
+        fired_at    = j.fired_at,
         finished_at = CASE WHEN j.fate = 'missed' THEN j.released_at WHEN r.workflow_id <> '' THEN r.finished_at ELSE j.released_at END
     FROM judged j
     WHERE r.id = j.id
@@ -1128,20 +1365,6 @@ func (q *Queries) ScheduleOutages(ctx context.Context, arg ScheduleOutagesParams
 	return items, nil
 }
 
-const setNextRunAtToFirstArmed = `-- name: SetNextRunAtToFirstArmed :exec
-UPDATE schedules
-SET next_run_at = COALESCE((SELECT min(r.scheduled_at) FROM schedule_runs r WHERE r.schedule_id = $1 AND r.armed), next_run_at),
-    updated_at  = now()
-WHERE id = $1
-`
-
-// After arming a window: the schedule's next fire is its earliest armed run not yet
-// released (a run of the window before may still be pending).
-func (q *Queries) SetNextRunAtToFirstArmed(ctx context.Context, id int64) error {
-	_, err := q.db.Exec(ctx, setNextRunAtToFirstArmed, id)
-	return err
-}
-
 const setScheduleBackfills = `-- name: SetScheduleBackfills :exec
 UPDATE schedules SET backfills = $1 WHERE id = $2
 `
@@ -1175,7 +1398,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
 `
 
 type SetSchedulePausedParams struct {
@@ -1207,6 +1430,14 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.UpdatedAt,
 		&i.Backfills,
 		&i.Metrics,
+		&i.Owner,
+		&i.Watermark,
+		&i.PlanAt,
+		&i.PlanAction,
+		&i.LastSuccessAt,
+		&i.RescheduledTo,
+		&i.RestRequestedAt,
+		&i.OwnerCheckedAt,
 	)
 	return i, err
 }
@@ -1219,6 +1450,18 @@ ON CONFLICT (worker_id) DO UPDATE SET beat_at = now()
 // A worker process begins: alive from now on (its id is new per process).
 func (q *Queries) StartWorkerLiveness(ctx context.Context, workerID string) error {
 	_, err := q.db.Exec(ctx, startWorkerLiveness, workerID)
+	return err
+}
+
+const trimScheduleRefusals = `-- name: TrimScheduleRefusals :exec
+DELETE FROM schedule_refusals d
+WHERE d.schedule_id = $1
+  AND d.id NOT IN (SELECT r.id FROM schedule_refusals r WHERE r.schedule_id = $1 ORDER BY r.id DESC LIMIT 100)
+`
+
+// Keeps the newest 100 refusals of a schedule.
+func (q *Queries) TrimScheduleRefusals(ctx context.Context, scheduleID int64) error {
+	_, err := q.db.Exec(ctx, trimScheduleRefusals, scheduleID)
 	return err
 }
 
@@ -1259,7 +1502,7 @@ UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
     skip_if_successful = $5, version = version + 1, updated_at = now()
 WHERE name = $6 AND ($7::bigint = 0 OR version = $7::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1305,6 +1548,14 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.UpdatedAt,
 		&i.Backfills,
 		&i.Metrics,
+		&i.Owner,
+		&i.Watermark,
+		&i.PlanAt,
+		&i.PlanAction,
+		&i.LastSuccessAt,
+		&i.RescheduledTo,
+		&i.RestRequestedAt,
+		&i.OwnerCheckedAt,
 	)
 	return i, err
 }

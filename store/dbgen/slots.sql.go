@@ -27,7 +27,7 @@ type PCSlotExecutionsRow struct {
 	DeviceID     int64
 	PcID         int64
 	Slot         *int32
-	Status       domain.TaskDeviceStatus
+	Status       domain.ExecutionStatus
 	Attempt      int32
 	MaxAttempts  int32
 	Error        string

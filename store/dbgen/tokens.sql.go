@@ -52,6 +52,17 @@ func (q *Queries) DeleteIdempotencyKeysBefore(ctx context.Context, before time.T
 	return result.RowsAffected(), nil
 }
 
+const deviceExecutionPCName = `-- name: DeviceExecutionPCName :one
+SELECT p.name FROM task_devices td JOIN pcs p ON p.id = td.pc_id WHERE td.id = $1
+`
+
+func (q *Queries) DeviceExecutionPCName(ctx context.Context, id int64) (string, error) {
+	row := q.db.QueryRow(ctx, deviceExecutionPCName, id)
+	var name string
+	err := row.Scan(&name)
+	return name, err
+}
+
 const finishIdempotencyKey = `-- name: FinishIdempotencyKey :exec
 UPDATE idempotency_keys SET status = $1, content_type = $2, body = $3
 WHERE token_id = $4 AND key = $5 AND method = $6 AND path = $7
@@ -275,15 +286,4 @@ func (q *Queries) RevokeToken(ctx context.Context, id int64) (ApiToken, error) {
 		&i.RevokedAt,
 	)
 	return i, err
-}
-
-const taskDevicePCName = `-- name: TaskDevicePCName :one
-SELECT p.name FROM task_devices td JOIN pcs p ON p.id = td.pc_id WHERE td.id = $1
-`
-
-func (q *Queries) TaskDevicePCName(ctx context.Context, id int64) (string, error) {
-	row := q.db.QueryRow(ctx, taskDevicePCName, id)
-	var name string
-	err := row.Scan(&name)
-	return name, err
 }

@@ -11,7 +11,7 @@ WHERE td.device_id = (SELECT d.id FROM devices d WHERE d.serial = @serial)
 ORDER BY td.id
 FOR UPDATE OF td;
 
--- name: ClaimTaskDevices :many
+-- name: ClaimDeviceExecutions :many
 -- The agent's pull: up to max waiting commands of the PC (eligible devices only) become
 -- SENT, which starts their deadline. SKIP LOCKED: two agents of one PC never get the same one.
 -- The PC by name, in the same statement: no row means no such PC, and a known PC with
@@ -51,53 +51,53 @@ SELECT pc.id AS pc_id, COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::
 FROM pc LEFT JOIN claimed c ON true
 ORDER BY c.id;
 
--- name: TaskDevicePCID :one
+-- name: DeviceExecutionPCID :one
 SELECT pc_id FROM task_devices WHERE id = @id;
 
--- name: LockTaskDevice :one
+-- name: LockDeviceExecution :one
 SELECT * FROM task_devices WHERE id = @id FOR UPDATE;
 
--- name: AckTaskDevice :exec
+-- name: AckDeviceExecution :exec
 UPDATE task_devices SET status = 'ACKED', acked_at = now() WHERE id = @id;
 
--- name: SucceedTaskDevice :exec
+-- name: SucceedDeviceExecution :exec
 UPDATE task_devices SET status = 'SUCCEEDED', completed_at = clock_timestamp(), error = '' WHERE id = @id;
 
--- name: RetryTaskDevice :exec
+-- name: RetryDeviceExecution :exec
 UPDATE task_devices
 SET status = 'RETRY_SCHEDULED', attempt = attempt + 1, error = @error, acked_at = NULL, timeout_at = NULL
 WHERE id = @id;
 
--- name: FailFinalTaskDevice :exec
+-- name: FailFinalDeviceExecution :exec
 UPDATE task_devices SET status = 'FAILED_FINAL', completed_at = clock_timestamp(), error = @error WHERE id = @id;
 
--- name: InsertTaskDeviceEvent :exec
+-- name: InsertDeviceExecutionEvent :exec
 INSERT INTO task_device_events (task_device_id, attempt, type, detail)
 VALUES (@task_device_id, @attempt, @type, @detail);
 
--- name: CancelTaskDevicesOfTask :many
+-- name: CancelDeviceExecutionsOfTask :many
 -- Cancels the task's slot-holding executions (a task cancel), or with unsent_only those not
--- out on a device (an abort: executions in flight may finish), with a CANCELLED event each.
+-- out on a device (an abort: executions in flight may finish), with a CANCELED event each.
 WITH upd AS (
     UPDATE task_devices
-    SET status = 'CANCELLED', completed_at = now(), error = @reason::text
+    SET status = 'CANCELED', completed_at = now(), error = @reason::text
     WHERE task_id = @task_id::bigint AND holds_slot
       AND (NOT @unsent_only::boolean OR status IN ('CREATED', 'RETRY_SCHEDULED'))
     RETURNING id, attempt, pc_id
 ), ev AS (
     INSERT INTO task_device_events (task_device_id, attempt, type, detail)
-    SELECT upd.id, upd.attempt, 'CANCELLED', @reason::text FROM upd
+    SELECT upd.id, upd.attempt, 'CANCELED', @reason::text FROM upd
 )
 SELECT upd.id, upd.pc_id FROM upd ORDER BY upd.id;
 
--- name: GetTaskDeviceView :one
+-- name: GetDeviceExecutionView :one
 SELECT td.id, td.task_id, td.device_id, td.pc_id, td.slot, td.status, td.attempt, td.max_attempts, td.error,
        td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
        d.serial AS device_serial, p.name AS pc_name
 FROM task_devices td JOIN devices d ON d.id = td.device_id JOIN pcs p ON p.id = td.pc_id
 WHERE td.id = @id;
 
--- name: ListTaskDevicesOfTask :many
+-- name: ListDeviceExecutionsOfTask :many
 SELECT td.id, td.task_id, td.device_id, td.pc_id, td.slot, td.status, td.attempt, td.max_attempts, td.error,
        td.created_at, td.sent_at, td.acked_at, td.completed_at, td.timeout_at,
        d.serial AS device_serial, p.name AS pc_name
@@ -106,11 +106,11 @@ WHERE td.task_id = @task_id AND td.id > @after_id
 ORDER BY td.id
 LIMIT @max_rows;
 
--- name: ListTaskDeviceEvents :many
+-- name: ListDeviceExecutionEvents :many
 SELECT * FROM task_device_events WHERE task_device_id = @task_device_id ORDER BY id;
 
 -- name: OverdueInFlight :many
--- Safety net for a slot workflow that never started: in-flight executions past deadline + grace.
+-- Safety net for a PC timer never told: in-flight executions past deadline + grace.
 SELECT id, attempt FROM task_devices
 WHERE status IN ('SENT', 'ACKED') AND timeout_at < @before::timestamptz
 ORDER BY timeout_at
@@ -140,7 +140,7 @@ FROM pcs p LEFT JOIN LATERAL (
 WHERE p.name = @pc_name;
 
 -- name: SlotExecution :one
--- The execution holding a PC's numbered slot, for the slot's timer (ErrNoRows: the slot is empty).
+-- The execution holding a PC's numbered slot, for the legacy per-slot timer (ErrNoRows: the slot is empty).
 SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
 FROM task_devices td JOIN pcs p ON p.id = td.pc_id
 WHERE p.name = @pc_name AND td.slot = @slot::integer AND td.holds_slot;

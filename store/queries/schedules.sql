@@ -1,6 +1,10 @@
 -- name: InsertSchedule :one
-INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at)
-VALUES (@name, @spec, @action, @overlap, @catchup_window_ms, @skip_if_successful, @paused, @pause_note, @next_run_at)
+-- A new schedule is at rest: the planner arms its first fires, or wakes its workflow, at
+-- plan_at. Its ticks count from watermark (its creation).
+INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
+                       watermark, plan_at, plan_action)
+VALUES (@name, @spec, @action, @overlap, @catchup_window_ms, @skip_if_successful, @paused, @pause_note, @next_run_at,
+        @watermark, @plan_at, @plan_action)
 RETURNING *;
 
 -- name: GetScheduleByName :one
@@ -14,9 +18,6 @@ SELECT * FROM schedules WHERE id = @id FOR NO KEY UPDATE;
 
 -- name: ListSchedules :many
 SELECT * FROM schedules WHERE name > @after_name ORDER BY name LIMIT @max_rows;
-
--- name: ListAllScheduleNames :many
-SELECT id, name FROM schedules ORDER BY id;
 
 -- name: DeleteSchedule :one
 DELETE FROM schedules WHERE name = @name RETURNING id;
@@ -126,46 +127,6 @@ RETURNING scheduled_at, workflow_id;
 -- The delayed starts of a schedule's armed workflow fires (to terminate when it is deleted).
 SELECT workflow_id FROM schedule_runs WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '';
 
--- name: ArmWindow :many
--- Arms a window of ticks of one event schedule in one statement (the caller holds the
--- schedule's row lock): per tick an armed run, its event and its outbox message without a
--- feed position, as RecordFire arms one. Each run's release moves next_run_at to the tick
--- after it (the next in the window; after_last for the last). A tick recorded before (a
--- retried arming) inserts nothing (S1); the statement answers the runs it created.
-WITH given AS (
-    -- set-returning functions in one select list advance together: row i of each array
-    SELECT unnest(@scheduled_at::timestamptz[]) AS scheduled_at, unnest(@visible_at::timestamptz[]) AS visible_at,
-           unnest(@idempotency_keys::text[]) AS idempotency_key
-), ticks AS (
-    SELECT g.scheduled_at, g.visible_at, g.idempotency_key,
-           COALESCE(lead(g.scheduled_at) OVER (ORDER BY g.scheduled_at), sqlc.narg(after_last)::timestamptz) AS release_next_run_at
-    FROM given g
-), runs AS (
-    INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
-                               armed, visible_at, release_next_run_at)
-    SELECT @schedule_id, scheduled_at, visible_at, 'scheduled', 'SUCCEEDED', '', idempotency_key, '', visible_at,
-           true, visible_at, release_next_run_at
-    FROM ticks
-    ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id, scheduled_at, visible_at
-), events AS (
-    INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
-    SELECT @topic, @type, @aggregate_id, @data, id, visible_at FROM runs
-    RETURNING id, topic, created_at
-), messages AS (
-    INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
-    SELECT id, topic, NULL, created_at FROM events
-)
-SELECT id, scheduled_at FROM runs;
-
--- name: SetNextRunAtToFirstArmed :exec
--- After arming a window: the schedule's next fire is its earliest armed run not yet
--- released (a run of the window before may still be pending).
-UPDATE schedules
-SET next_run_at = COALESCE((SELECT min(r.scheduled_at) FROM schedule_runs r WHERE r.schedule_id = @id AND r.armed), next_run_at),
-    updated_at  = now()
-WHERE id = @id;
-
 -- name: LockSchedulesWithDueFires :many
 -- The release, step 1: lock the schedules that have armed runs due, skipping any a fire,
 -- command or other releaser holds (they are released on the next round). as_of is the
@@ -195,16 +156,17 @@ WITH due AS (
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
     WHERE r.armed AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now()) AND r.schedule_id = ANY(@schedule_ids::bigint[])
 ), judged AS (
-    SELECT due.id, due.released_at, f.fate, f.reason,
-           CASE WHEN due.starts_workflow THEN due.visible_at ELSE due.released_at END AS fired_at
-    FROM due, armed_fire_fate(due.visible_at, due.released_at, due.catchup_window_ms,
-                              make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000), make_interval(secs => @grace_seconds::float8)) AS f (fate, reason)
+    SELECT due.id, due.released_at, f.fate, f.reason, f.fired_at
+    FROM due, tick_fate(due.visible_at, due.released_at, due.catchup_window_ms,
+                        make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000), make_interval(secs => @grace_seconds::float8),
+                        CASE WHEN due.starts_workflow THEN due.visible_at END) AS f (fate, reason, fired_at)
     WHERE NOT (due.starts_workflow AND due.released_at - due.visible_at > make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000))
     UNION ALL
-    -- the late workflow fires, as decided from what their targets did (LateWorkflowFires)
+    -- the late workflow fires, as judged from what their targets did (JudgeLateWorkflowFires)
     SELECT due.id, due.released_at, d.fate, d.reason, d.fired_at
     FROM (SELECT unnest(@decided_ids::bigint[]) AS id, unnest(@decided_fates::text[]) AS fate,
-                 unnest(@decided_reasons::text[]) AS reason, unnest(@decided_fired_at::timestamptz[]) AS fired_at) d
+                 unnest(@decided_reasons::text[]) AS reason,
+                 NULLIF(unnest(@decided_fired_at::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS fired_at) d
     JOIN due ON due.id = d.id
 ), released AS (
     UPDATE schedule_runs r
@@ -212,7 +174,7 @@ WITH due AS (
         status      = CASE WHEN j.fate = 'missed' THEN 'MISSED' ELSE r.status END,
         trigger     = CASE WHEN j.fate = 'catchup' THEN 'catchup' ELSE r.trigger END,
         reason      = CASE WHEN j.reason <> '' THEN j.reason ELSE r.reason END,
-        fired_at    = CASE WHEN j.fate = 'missed' THEN NULL ELSE j.fired_at END,
+        fired_at    = j.fired_at,
         finished_at = CASE WHEN j.fate = 'missed' THEN j.released_at WHEN r.workflow_id <> '' THEN r.finished_at ELSE j.released_at END
     FROM judged j
     WHERE r.id = j.id
@@ -250,16 +212,39 @@ FROM released;
 
 -- name: LateWorkflowFires :many
 -- The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
--- them), each with its fate by armed_fire_fate: whether its target already started, and so
--- what is true of it, the releaser asks Temporal before it records them.
-SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at, f.fate::text AS fate, f.reason::text AS reason
+-- them): whether their fate is on time, late, catch-up or missed depends on what their
+-- targets did, which only Temporal knows (JudgeLateWorkflowFires takes that in).
+SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at
 FROM schedule_runs r
-JOIN schedules s ON s.id = r.schedule_id,
-     armed_fire_fate(r.visible_at, COALESCE(sqlc.narg(as_of)::timestamptz, now()), s.catchup_window_ms,
-                     make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000), make_interval(secs => @grace_seconds::float8)) AS f (fate, reason)
 WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY(@schedule_ids::bigint[])
   AND COALESCE(sqlc.narg(as_of)::timestamptz, now()) - r.visible_at > make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000)
 ORDER BY r.id;
+
+-- name: JudgeLateWorkflowFires :many
+-- Each late workflow fire's fate by tick_fate, the one rule, from when its target started
+-- (NULL: not yet) and whether its code began.
+-- (A zero time, 0001-01-01, stands for NULL in the arrays: not started; missed, never fired.)
+SELECT r.id, f.fate::text AS fate, f.reason::text AS reason,
+       COALESCE(f.fired_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS fired_at
+FROM (SELECT unnest(@ids::bigint[]) AS id, NULLIF(unnest(@started_at::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS started_at,
+             unnest(@began::boolean[]) AS began) t
+JOIN schedule_runs r ON r.id = t.id
+JOIN schedules s ON s.id = r.schedule_id,
+     tick_fate(r.visible_at, COALESCE(sqlc.narg(as_of)::timestamptz, now()), s.catchup_window_ms,
+               make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000), make_interval(secs => @grace_seconds::float8),
+               t.started_at, t.began) AS f (fate, reason, fired_at)
+ORDER BY r.id;
+
+-- name: JudgeLateTicks :many
+-- The fate of ticks a schedule workflow handles late, by tick_fate (the one rule), at its
+-- clock's judged_at: in the order given. since is the oldest of them, so that the ticks an
+-- outage made late all name that outage, from its start.
+SELECT t.fire_at::timestamptz AS fire_at, f.fate::text AS fate, f.reason::text AS reason
+FROM unnest(@fire_at::timestamptz[]) WITH ORDINALITY AS t (fire_at, n),
+     tick_fate(t.fire_at, @judged_at::timestamptz, @catchup_window_ms::bigint,
+               make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000), make_interval(secs => @grace_seconds::float8),
+               NULL, false, @since::timestamptz) AS f (fate, reason, fired_at)
+ORDER BY t.n;
 
 -- name: NextArmedFireIn :one
 -- How long until the next armed run is due, by the database's clock (+Inf: none armed).
@@ -300,13 +285,36 @@ SELECT o.down_from::timestamptz AS down_from, o.down_until::timestamptz AS down_
        schedule_missed_reason(o.down_from, o.down_until, @catchup_window_ms::bigint)::text AS missed_reason
 FROM schedule_outages(@since::timestamptz, @until::timestamptz, make_interval(secs => @grace_seconds::float8)) o;
 
--- name: CountSchedulesDueIn :one
--- How many schedules fire in [second_start, second_start + 1 s): those whose next fire it is,
--- and those that armed a fire for it already (whose next_run_at is an earlier armed fire).
-SELECT count(*)::bigint FROM (
-    SELECT id FROM schedules
-    WHERE next_run_at >= sqlc.arg(second_start)::timestamptz AND next_run_at < sqlc.arg(second_start)::timestamptz + interval '1 second'
-    UNION
-    SELECT schedule_id FROM schedule_runs
-    WHERE armed AND scheduled_at >= sqlc.arg(second_start)::timestamptz AND scheduled_at < sqlc.arg(second_start)::timestamptz + interval '1 second'
-) due;
+-- name: InsertScheduleRefusal :exec
+-- Records a refused command signal.
+INSERT INTO schedule_refusals (schedule_id, command, door, field, reason, payload, refused_at)
+VALUES (@schedule_id, @command, @door, @field, @reason, @payload, @refused_at);
+
+-- name: TrimScheduleRefusals :exec
+-- Keeps the newest 100 refusals of a schedule.
+DELETE FROM schedule_refusals d
+WHERE d.schedule_id = @schedule_id
+  AND d.id NOT IN (SELECT r.id FROM schedule_refusals r WHERE r.schedule_id = @schedule_id ORDER BY r.id DESC LIMIT 100);
+
+-- name: ListScheduleRefusals :many
+SELECT * FROM schedule_refusals WHERE schedule_id = @schedule_id ORDER BY id DESC LIMIT @max_rows;
+
+-- name: InsertSchedules :many
+-- A bulk create: every row in one statement; a name taken already inserts nothing (the
+-- caller compares the existing row with what was asked, ListSchedulesByName).
+INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
+                       watermark, plan_at, plan_action)
+SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
+       NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, '')
+FROM (SELECT unnest(@names::text[]) AS name, unnest(@specs::text[]) AS spec, unnest(@actions::text[]) AS action,
+             unnest(@overlap_policies::text[]) AS overlap, unnest(@catchup_window_ms::bigint[]) AS catchup_window_ms,
+             unnest(@skip_if_successful::boolean[]) AS skip_if_successful, unnest(@paused::boolean[]) AS paused,
+             unnest(@pause_notes::text[]) AS pause_note, unnest(@next_run_at::timestamptz[]) AS next_run_at,
+             unnest(@watermarks::timestamptz[]) AS watermark, unnest(@plan_ats::timestamptz[]) AS plan_at,
+             unnest(@plan_actions::text[]) AS plan_action) g
+ON CONFLICT (name) DO NOTHING
+RETURNING *;
+
+-- name: ListSchedulesByName :many
+SELECT * FROM schedules WHERE name = ANY(@names::text[]);

@@ -12,7 +12,7 @@ SELECT * FROM api_tokens WHERE id > @after_id ORDER BY id LIMIT @max_rows;
 -- name: RevokeToken :one
 UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE id = @id RETURNING *;
 
--- name: TaskDevicePCName :one
+-- name: DeviceExecutionPCName :one
 SELECT p.name FROM task_devices td JOIN pcs p ON p.id = td.pc_id WHERE td.id = @id;
 
 -- name: ClaimIdempotencyKey :one

@@ -44,6 +44,9 @@ type Temporal interface {
 	PID() int
 	// Describe names the shape and its settings for a bench's table.
 	Describe() string
+	// StorageBytes is how much its persistence holds now: the SQLite file and its
+	// write-ahead log, or the server's databases in PostgreSQL.
+	StorageBytes(ctx context.Context) (int64, error)
 	Close() error
 }
 
@@ -114,6 +117,21 @@ func (d *devServer) Describe() string {
 
 func (d *devServer) Close() error { return d.Stop() }
 
+func (d *devServer) StorageBytes(context.Context) (int64, error) {
+	var total int64
+	for _, f := range []string{d.DBFile, d.DBFile + "-wal"} {
+		fi, err := os.Stat(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("temporal storage: %w", err)
+		}
+		total += fi.Size()
+	}
+	return total, nil
+}
+
 // realServer is make dev's production shape: the real server with its persistence in the
 // bench's own cluster, in databases emptied first (as the dev server starts from a new file).
 type realServer struct {
@@ -147,6 +165,21 @@ func startServer(ctx context.Context, root, dir string, pg *devstack.Postgres) (
 		return nil, err
 	}
 	return &realServer{TemporalServer: srv}, nil
+}
+
+func (r *realServer) StorageBytes(ctx context.Context) (int64, error) {
+	conn, err := pgx.Connect(ctx, r.PG.URL("postgres"))
+	if err != nil {
+		return 0, fmt.Errorf("temporal storage: %w", err)
+	}
+	defer conn.Close(ctx)
+	storeDB, visibilityDB := r.Databases()
+	var n int64
+	err = conn.QueryRow(ctx, "SELECT pg_database_size($1) + pg_database_size($2)", storeDB, visibilityDB).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("temporal storage: %w", err)
+	}
+	return n, nil
 }
 
 func (r *realServer) Describe() string {

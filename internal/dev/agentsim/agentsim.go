@@ -21,7 +21,7 @@ import (
 	"time"
 )
 
-// Command is one claimed command (a task_device attempt).
+// Command is one claimed command (an attempt of a device execution).
 type Command struct {
 	ID      int64           `json:"id"`
 	TaskID  int64           `json:"task_id"`

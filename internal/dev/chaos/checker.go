@@ -272,7 +272,7 @@ func countUnfinished(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time, 
 		        WHERE NOT EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id
 		                            AND r.trigger IN ('scheduled', 'catchup') AND r.scheduled_at >= $1)),
 		       (SELECT count(*) FROM task_runs WHERE status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING') AND rollout_id <> $2),
-		       (SELECT count(*) FROM task_devices WHERE status NOT IN ('SUCCEEDED', 'FAILED_FINAL', 'CANCELLED')),
+		       (SELECT count(*) FROM task_devices WHERE status NOT IN ('SUCCEEDED', 'FAILED_FINAL', 'CANCELED')),
 		       (SELECT count(*) FROM tasks WHERE status IN ('pending', 'running', 'retrying')),
 		       (SELECT count(*) FROM rollouts r WHERE r.id = $2 AND NOT EXISTS (
 		          SELECT 1 FROM rollout_waves w WHERE w.rollout_id = r.id AND w.wave = 2 AND w.status = 'FAILED'))`,

@@ -38,12 +38,12 @@ func Layers() []Layer {
 		{Path: "domain", MayImport: []string{"internal/schedulespec", "internal/version"}},
 		{
 			Path:       "workflows",
-			MayImport:  []string{"domain", "activities", "internal/schedulespec"},
+			MayImport:  []string{"domain", "activities", "internal/schedulespec", "internal/scheduleplan"},
 			ThirdParty: temporalWorkflowSDK,
 		},
 		{
 			Path:       "activities",
-			MayImport:  []string{"domain", "store", "metrics", "internal/schedulespec", "internal/outbound"},
+			MayImport:  []string{"domain", "store", "metrics", "internal/schedulespec", "internal/scheduleplan", "internal/outbound"},
 			ThirdParty: slices.Concat(temporalClient, []string{"go.temporal.io/sdk/activity"}, pgx),
 		},
 		{
@@ -55,7 +55,7 @@ func Layers() []Layer {
 		{
 			Path: "api",
 			MayImport: []string{"starter", "store", "domain", "metrics", "web", "internal/readiness",
-				"internal/schedulespec", "internal/version", "internal/outbound", "workflows"},
+				"internal/schedulespec", "internal/scheduleplan", "internal/version", "internal/outbound", "workflows"},
 			ThirdParty: slices.Concat([]string{"github.com/labstack/echo"}, prometheus, temporalClient),
 		},
 		{
@@ -74,6 +74,7 @@ func Layers() []Layer {
 		},
 		{Path: "internal/readiness", ThirdParty: slices.Concat(pgx, []string{"go.temporal.io/sdk/client"})},
 		{Path: "internal/schedulespec", ThirdParty: []string{"github.com/robfig/cron"}},
+		{Path: "internal/scheduleplan", MayImport: []string{"domain", "internal/schedulespec"}},
 		{Path: "internal/version"},
 		{Path: "internal/outbound"},
 		{Path: "cmd/tickgate", Anything: true},

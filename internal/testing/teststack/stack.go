@@ -84,6 +84,12 @@ func Start(t *testing.T, opts Options) *Stack {
 		t.Cleanup(w.Stop)
 	}
 	starter := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}
+	if workers > 0 {
+		// The schedule planner arms the fires of schedules at rest (a singleton per task
+		// queue, as a worker process starts it).
+		require.NoError(t, starter.StartSchedulePlanners(ctx, 1))
+		t.Cleanup(func() { _ = starter.StopSchedulePlanners(context.Background(), 1) })
+	}
 	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Notify: starter.CheckDispatcher})
 	require.NoError(t, err)
 	advancer.Start()

@@ -4,7 +4,7 @@
 import { api } from "./api.js";
 import { $, bar, dialog, esc, num, pager, seconds, temporalQuery, when } from "./ui.js";
 
-const execOrder = ["succeeded", "active", "failed", "cancelled"];
+const execOrder = ["succeeded", "active", "failed", "canceled"];
 let pcPaging = { cursors: [], cursor: "", next: "" };
 let taskPaging = { cursors: [], cursor: "", next: "" };
 
@@ -114,7 +114,7 @@ export async function taskList() {
 }
 
 function cancelTask(id, after) {
-  dialog("Cancel device task #" + id + "?", "<p>Executions not sent yet are cancelled; commands out on devices may still finish.</p>", "Cancel task", async () => {
+  dialog("Cancel device task #" + id + "?", "<p>Executions not sent yet are canceled; commands out on devices may still finish.</p>", "Cancel task", async () => {
     await api("POST", "/tasks/" + id + "/cancel", {});
     after();
   });
@@ -132,8 +132,8 @@ export async function taskPage(id) {
   let html = '<div data-region="head"><h2><a href="#tasks">Device tasks</a> / #' + t.id + ' <span class="badge status-' + esc(t.status) + '" id="task-status">' + esc(t.status) + "</span>" + temporalQuery('TickgateTask="' + t.id + '"') + "</h2>" +
     '<div class="toolbar">' + (["pending", "running"].includes(t.status) ? '<button type="button" id="task-cancel" class="danger">Cancel task…</button>' : "") + "</div>" +
     "<p><code>" + esc(JSON.stringify(t.payload)) + "</code>" + (t.error ? ' <span class="error">' + esc(t.error) + "</span>" : "") + "</p>" +
-    '<div id="task-progress">' + bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, cancelled: c.cancelled }, execOrder, "executions") + "</div>" +
-    "<p>" + num(c.succeeded) + " succeeded, " + num(c.active) + " active, " + num(c.failed) + " failed, " + num(c.cancelled) + " cancelled · at most " + t.max_attempts + " attempts each" +
+    '<div id="task-progress">' + bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, canceled: c.cancelled }, execOrder, "executions") + "</div>" +
+    "<p>" + num(c.succeeded) + " succeeded, " + num(c.active) + " active, " + num(c.failed) + " failed, " + num(c.cancelled) + " canceled · at most " + t.max_attempts + " attempts each" +
     (t.abort ? " · aborts once " + t.abort.min_executed + " are final and more than " + t.abort.failed_percent + "% failed" : "") + "</p></div>";
   html += '<section class="panel"><h3 id="exec-title">Executions</h3><div data-region="executions"><table id="executions" aria-labelledby="exec-title"><thead><tr><th scope="col">ID</th><th scope="col">Device</th><th scope="col">PC</th><th scope="col">Slot</th><th scope="col">Status</th><th scope="col">Attempt</th><th scope="col">Error</th><th scope="col">Sent</th><th scope="col">Completed</th><th scope="col">Attempts</th></tr></thead><tbody>';
   for (const e of t.devices || []) {

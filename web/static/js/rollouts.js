@@ -208,7 +208,7 @@ export async function rolloutPage(id) {
           });
         }
         else if (b.id === "rollout-cancel") {
-          dialog("Cancel rollout " + r.name + "?", "<p>Tasks not started are cancelled; running ones are stopped.</p>", "Cancel rollout", async () => {
+          dialog("Cancel rollout " + r.name + "?", "<p>Tasks not started are canceled; running ones are stopped.</p>", "Cancel rollout", async () => {
             await api("POST", "/rollouts/" + id + "/cancel", {});
             ctx.rerender();
           });

@@ -9,16 +9,16 @@ import (
 
 // A claim skips telling its PC's timer only when this process told it a wake-up that is
 // still comfortably ahead and not after the claim's deadline.
-func TestPCArmsSignalOnlyWhenTheTimerIsNotDueToWakeInTime(t *testing.T) {
-	var a pcArms
+func TestPCWakeupsSignalOnlyWhenTheTimerIsNotDueToWakeInTime(t *testing.T) {
+	var a pcWakeups
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	d1 := now.Add(20 * time.Minute)
 	require.True(t, a.needsSignal("pc1", d1, now), "never told")
-	a.toldAt("pc1", d1.Add(-armLead), now)
+	a.toldAt("pc1", d1.Add(-wakeupLead), now)
 
 	later := now.Add(5 * time.Minute)
 	require.False(t, a.needsSignal("pc1", later.Add(20*time.Minute), later), "told 20m, still ahead: the timer wakes then and finds the claim")
-	require.False(t, a.needsSignal("pc1", d1.Add(-armLead/2), now), "an older claim told after a newer one, within armLead of it")
+	require.False(t, a.needsSignal("pc1", d1.Add(-wakeupLead/2), now), "an older claim told after a newer one, within wakeupLead of it")
 	require.True(t, a.needsSignal("pc1", d1.Add(-time.Minute), later), "a deadline before the told wake-up (a task with a shorter timeout)")
 	require.True(t, a.needsSignal("pc1", d1.Add(time.Hour), d1.Add(-time.Second)), "the told wake-up is less than the margin ahead")
 	require.True(t, a.needsSignal("pc1", d1.Add(time.Hour), d1.Add(time.Minute)), "the told wake-up passed")
@@ -33,8 +33,8 @@ func TestPCArmsSignalOnlyWhenTheTimerIsNotDueToWakeInTime(t *testing.T) {
 }
 
 // A signal that failed is forgotten, so the next claim on the PC signals again.
-func TestPCArmsForgetAFailedSignal(t *testing.T) {
-	var a pcArms
+func TestPCWakeupsForgetAFailedSignal(t *testing.T) {
+	var a pcWakeups
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	w := now.Add(20 * time.Minute)
 	a.toldAt("pc1", w, now)

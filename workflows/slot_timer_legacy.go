@@ -10,34 +10,35 @@ import (
 	"github.com/tickgate/tickgate/activities"
 )
 
-// SignalSlotDeadline tells a numbered slot's workflow that an attempt was sent in the slot
-// and when its deadline is (sent_at + the task's device timeout, from SQL).
+// Legacy: the per-slot timers, and PC timers under their old name. Delete this file, its
+// registration (worker/devices_legacy.go), its histories (workflows/testdata/slot_deadline_*.json)
+// and the CheckSlot activity (activities/devices_legacy.go) once no SlotDeadlineWorkflow is
+// open in any deployment:
+//
+//	temporal workflow count --query 'WorkflowType = "SlotDeadlineWorkflow" AND ExecutionStatus = "Running"'
+//
+// Nothing starts one any more: PCTimerWorkflow (pc_timer.go) is the PC's timer, under the id
+// pc-timer/<pc>. Those already running — numbered slots 1..capacity (slot/<pc>/<n>) and slot 0,
+// the PC's timer under its old id (slot/<pc>/0) — time out the deadlines they were told and
+// find in SQL; they do not end by themselves while their PC exists (an idle one re-checks
+// hourly). Once a device timeout has passed since every API process was upgraded, what
+// they watched has timed out or ended, and an operator may terminate them (docs/operations.md,
+// "Upgrading past the legacy device timers").
+
+// SignalSlotDeadline tells a legacy slot timer a deadline (payload SlotDeadline).
 const SignalSlotDeadline = "deadline"
-
-// SlotDeadlineWorkflowID is the id of the workflow holding the durable timer of numbered
-// slot n of a PC; slot 0 is the PC's timer, which watches every slot of the PC
-// (PCDeadlineWorkflowID).
-func SlotDeadlineWorkflowID(scope, pc string, n int32) string {
-	return fmt.Sprintf("%sslot/%s/%d", scope, pc, n)
-}
-
-// PCDeadlineWorkflowID is the id of a PC's timer: SlotDeadlineWorkflow for slot 0, which
-// sleeps until the earliest deadline in flight on any slot of the PC. The API tells it the
-// deadlines of the attempts it sends; the per-slot timers (slots 1..capacity) are no longer
-// armed, and those still running finish the deadlines they were told.
-func PCDeadlineWorkflowID(scope, pc string) string { return SlotDeadlineWorkflowID(scope, pc, 0) }
 
 // SlotDeadline is the payload of SignalSlotDeadline.
 type SlotDeadline struct {
-	TaskDeviceID int64
-	Attempt      int32
-	TimeoutAt    time.Time
+	ExecutionID int64 `json:"TaskDeviceID"` // its wire name before the rename
+	Attempt     int32
+	TimeoutAt   time.Time
 }
 
-// SlotDeadlineInput starts (or continues) a slot's workflow.
+// SlotDeadlineInput started (or continues) a legacy slot timer.
 type SlotDeadlineInput struct {
 	PC string
-	// Slot is the numbered slot watched, or 0 for every slot of the PC (the PC's timer).
+	// Slot is the numbered slot watched, or 0 for every slot of the PC.
 	Slot int32
 	// DispatcherID is the dispatcher to nudge when a timeout may have finished the task.
 	DispatcherID string
@@ -52,18 +53,15 @@ type SlotDeadlineInput struct {
 // slotIterations bounds one run's history before it continues as new.
 const slotIterations = 200
 
-// SlotDeadlineWorkflow is the durable timer of one numbered slot of a PC or, for slot 0,
-// of every slot of the PC (the PC's timer, which the API arms; docs/devices.md) (D3): it
+// SlotDeadlineWorkflow (legacy) is the durable timer of one numbered slot of a PC or, for
+// slot 0, of every slot of the PC (what PCTimerWorkflow is now) (D3): it
 // sleeps until the deadline of the attempt in flight (the earliest one on the PC), and then
 // times it out if the agent's result has not been recorded meanwhile (CheckSlot: SQL decides
 // that race, so a result needs no signal). When it wakes it reads SQL again and sleeps until
 // the deadline of whatever is in flight now — a retry, or the next execution.
 //
-// The API signals a wake-up when it claims attempts, unless it already told this timer of
-// one that is still ahead and not later than the new deadline: the workflow wakes at every
-// wake-up it was told, so by then at the latest it finds the new attempts in SQL and sleeps
-// until their deadlines. One signal thus covers a run of executions, and an execution costs
-// no Temporal call of its own.
+// The API of earlier releases signalled it the deadlines of the attempts it handed out;
+// the workflow wakes at every one it was told.
 func SlotDeadlineWorkflow(ctx workflow.Context, in SlotDeadlineInput) error {
 	if in.IdlePoll <= 0 {
 		in.IdlePoll = time.Hour

@@ -5,20 +5,23 @@ import (
 	"time"
 )
 
-// armMargin is how far ahead a wake-up a PC's timer was told must still be for a claim to
+// The wake-ups this API process told the PC timers (workflows.PCTimerWorkflow). "Telling a
+// wake-up" is the PC timer's verb; "arming" is a schedule's (committing a fire ahead).
+
+// wakeupMargin is how far ahead a wake-up a PC's timer was told must still be for a claim to
 // rely on it instead of signalling: room for the time from this check to the claim's commit
 // being seen (already committed here) and for clock skew between this process and the
 // Temporal server's timers.
-const armMargin = 2 * time.Second
+const wakeupMargin = 2 * time.Second
 
-// armLead is how long before an attempt's deadline the wake-up told to its PC's timer is.
+// wakeupLead is how long before an attempt's deadline the wake-up told to its PC's timer is.
 // The timer wakes there, finds the attempts in flight and sleeps until the earliest
 // deadline among them, so a timeout still fires on its deadline; and claims told
-// concurrently, out of order, whose deadlines lie within armLead before the told wake-up's
+// concurrently, out of order, whose deadlines lie within wakeupLead before the told wake-up's
 // deadline need no signal of their own.
-const armLead = time.Second
+const wakeupLead = time.Second
 
-// pcArms remembers, per PC, the earliest wake-up this process told the PC's timer that is
+// pcWakeups remembers, per PC, the earliest wake-up this process told the PC's timer that is
 // still ahead (or is telling it: a signal in flight counts, so claims arriving while
 // Temporal is slow do not each signal; a signal that fails is forgotten, and the claims
 // that relied on it fall to the dispatcher's overdue sweep, as after an API crash). The
@@ -30,23 +33,23 @@ const armLead = time.Second
 //
 // One PC's claims for a timeout's length thus cost one signal, and an execution costs no
 // Temporal call of its own.
-type pcArms struct {
+type pcWakeups struct {
 	mu  sync.Mutex
 	pcs map[string]time.Time
 }
 
 // needsSignal reports whether a claim on pc of an attempt with deadline d must tell the
 // PC's timer (now: this process's clock after the claim committed).
-func (a *pcArms) needsSignal(pc string, d, now time.Time) bool {
+func (a *pcWakeups) needsSignal(pc string, d, now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	told := a.pcs[pc]
-	return told.IsZero() || !told.After(now.Add(armMargin)) || told.After(d)
+	return told.IsZero() || !told.After(now.Add(wakeupMargin)) || told.After(d)
 }
 
 // toldAt records that pc's timer was told wake-up w (now: this process's clock): it is
 // kept while it is the earliest one still ahead.
-func (a *pcArms) toldAt(pc string, w, now time.Time) {
+func (a *pcWakeups) toldAt(pc string, w, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pcs == nil {
@@ -59,7 +62,7 @@ func (a *pcArms) toldAt(pc string, w, now time.Time) {
 }
 
 // forget drops what toldAt recorded for pc if it is still wake-up w: telling it failed.
-func (a *pcArms) forget(pc string, w time.Time) {
+func (a *pcWakeups) forget(pc string, w time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if told, ok := a.pcs[pc]; ok && told.Equal(w) {

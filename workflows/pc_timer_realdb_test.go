@@ -14,7 +14,7 @@ import (
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// A PC's timer (the slot timer of slot 0) watches every slot of its PC: told one wake-up —
+// A PC's timer watches every slot of its PC: told one wake-up —
 // a second before the first attempt's deadline, as the API tells it — it times out each
 // attempt in flight on the PC at its own deadline, including one sent later in another
 // slot that it was never told of, with the real activities on a real PostgreSQL.
@@ -28,7 +28,7 @@ func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
 		_, _, err = st.CreateDevice(ctx, "pc1", d)
 		require.NoError(t, err)
 	}
-	_, err = st.CreateDevTask(ctx, store.NewDevTask{})
+	_, err = st.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	require.NoError(t, err)
 	_, err = acts.Advance(ctx)
 	require.NoError(t, err)
@@ -43,29 +43,29 @@ func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
 	d1, d2 := first[0].TimeoutAt.UTC(), second[0].TimeoutAt.UTC()
 	require.True(t, d2.After(d1))
 
-	env, watch := slotTimerEnv(acts)
+	env, watch := pcTimerEnv(acts)
 	env.SetStartTime(sentAt)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalSlotDeadline, workflows.SlotDeadline{
-			TaskDeviceID: first[0].ID, Attempt: first[0].Attempt, TimeoutAt: d1.Add(-time.Second),
+		env.SignalWorkflow(workflows.SignalPCTimerWakeup, workflows.PCTimerWakeup{
+			ExecutionID: first[0].ID, Attempt: first[0].Attempt, At: d1.Add(-time.Second),
 		})
 	}, time.Second)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Minute)
-	env.ExecuteWorkflow(workflows.SlotDeadlineWorkflow, workflows.SlotDeadlineInput{
-		PC: "pc1", Slot: 0, DispatcherID: "d", IdlePoll: 24 * time.Hour,
+	env.ExecuteWorkflow(workflows.PCTimerWorkflow, workflows.PCTimerInput{
+		PC: "pc1", DispatcherID: "d", IdlePoll: 24 * time.Hour,
 	})
 	require.True(t, env.IsWorkflowCompleted())
 
-	checks := watch.startsOf("CheckSlot")
+	checks := watch.startsOf("CheckPCTimer")
 	require.GreaterOrEqual(t, len(checks), 3, "woke at the told wake-up, then at each deadline")
 	require.Equal(t, d1.Add(-time.Second), checks[0], "the told wake-up")
 	require.Equal(t, d1, checks[1], "the first attempt's deadline, found in SQL")
 	require.Equal(t, d2, checks[2], "the second attempt's deadline, never told")
 	for _, c := range []store.ClaimedCommand{first[0], second[0]} {
-		td, err := st.GetTaskDevice(ctx, c.ID)
+		td, err := st.GetDeviceExecution(ctx, c.ID)
 		require.NoError(t, err)
-		require.Equal(t, domain.TDFailedFinal, td.Status, "task_device %d", c.ID)
-		evs, err := st.TaskDeviceEvents(ctx, c.ID)
+		require.Equal(t, domain.ExecutionFailedFinal, td.Status, "execution %d", c.ID)
+		evs, err := st.DeviceExecutionEvents(ctx, c.ID)
 		require.NoError(t, err)
 		require.Equal(t, domain.EvTimeout, evs[2].Type)
 	}

@@ -1,0 +1,131 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tickgate/tickgate/store"
+)
+
+// MaxBulkSchedules is the most schedules one bulk create takes.
+const MaxBulkSchedules = 1000
+
+// BulkCreateRequest is the body of POST /schedules/bulk.
+type BulkCreateRequest struct {
+	Items []CreateScheduleRequest `json:"items"`
+}
+
+// BulkCreatedItem says what became of one schedule of a bulk create.
+type BulkCreatedItem struct {
+	Name string `json:"name"`
+	// Status: "created", or "exists" when a schedule of that name and the same definition
+	// was there already (a retried request creates nothing twice).
+	Status   string       `json:"status"`
+	Schedule ScheduleView `json:"schedule"`
+}
+
+// BulkCreateView answers a bulk create, in the order of the request's items.
+type BulkCreateView struct {
+	Items []BulkCreatedItem `json:"items"`
+}
+
+// bulkCreateSchedules creates up to MaxBulkSchedules schedules in one transaction. Every
+// item is judged as POST /schedules judges one, and the request changes nothing unless all
+// pass: a bad item is a 400 naming items[i].<field>. It is idempotent per name: a name held
+// by a schedule of the same definition is answered "exists"; one held by another definition
+// is a 409, and nothing is created.
+func (s *Server) bulkCreateSchedules(c echo.Context) error {
+	var req BulkCreateRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	switch {
+	case len(req.Items) == 0:
+		return BadRequest("items", "is required: at least one schedule")
+	case len(req.Items) > MaxBulkSchedules:
+		return BadRequest("items", "at most %d schedules per request; got %d", MaxBulkSchedules, len(req.Items))
+	}
+	now := s.Now().UTC()
+	rows := make([]store.NewSchedule, len(req.Items))
+	index := make(map[string]int, len(req.Items))
+	for i := range req.Items {
+		item := &req.Items[i]
+		field := fmt.Sprintf("items[%d]", i)
+		if item.Metrics {
+			return BadRequest(field+".metrics", "a bulk create does not take series of a schedule's own: set them with PATCH")
+		}
+		spec, pol, err := item.validate(now)
+		if err != nil {
+			return prefixProblem(field, err)
+		}
+		if j, dup := index[item.Name]; dup {
+			return BadRequest(field+".name", "%q is also items[%d]'s name", item.Name, j)
+		}
+		index[item.Name] = i
+		rows[i] = NewScheduleRow(*item, spec, pol, now)
+	}
+	res, err := s.Store.CreateSchedules(c.Request().Context(), rows, func(existing store.Schedule) error {
+		i := index[existing.Name]
+		if !sameDefinition(existing, rows[i]) {
+			return Conflict(fmt.Sprintf("items[%d].name", i), "a schedule named %q exists with another definition", existing.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		var p *Problem
+		if errors.As(err, &p) {
+			return p
+		}
+		return err
+	}
+	out := BulkCreateView{Items: make([]BulkCreatedItem, len(rows))}
+	for _, row := range res.Created {
+		out.Items[index[row.Name]] = BulkCreatedItem{Name: row.Name, Status: "created", Schedule: scheduleView(row)}
+	}
+	for name, row := range res.Existing {
+		out.Items[index[name]] = BulkCreatedItem{Name: name, Status: "exists", Schedule: scheduleView(row)}
+	}
+	status := http.StatusOK
+	if len(res.Created) > 0 {
+		status = http.StatusCreated
+	}
+	return c.JSON(status, out)
+}
+
+// sameDefinition reports whether an existing schedule is the one a create asks for: the
+// same spec, action and policies. (Its runtime state — paused, next fire — is its own.)
+func sameDefinition(existing store.Schedule, asked store.NewSchedule) bool {
+	return jsonEqual(existing.Spec, asked.Spec) && jsonEqual(existing.Action, asked.Action) &&
+		existing.Overlap == asked.Overlap && existing.CatchupWindowMs == asked.CatchupWindowMs &&
+		existing.SkipIfSuccessful == asked.SkipIfSuccessful
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	ax, _ := json.Marshal(x)
+	by, _ := json.Marshal(y)
+	return bytes.Equal(ax, by)
+}
+
+// prefixProblem names a problem's field under an item of a list.
+func prefixProblem(prefix string, err error) error {
+	var p *Problem
+	if !errors.As(err, &p) {
+		return err
+	}
+	cp := *p
+	if cp.Field == "" {
+		cp.Field = prefix
+	} else {
+		cp.Field = prefix + "." + cp.Field
+	}
+	return &cp
+}

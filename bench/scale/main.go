@@ -1,0 +1,60 @@
+// Command scale measures tickgate with many schedules on this machine (`make bench-scale`),
+// the way a user feels it, and native Temporal Schedules' creation in the same run:
+//
+//   - creation: -schedules schedules through the HTTP API's bulk create (1,000 a request,
+//     -parallel requests at once), then -single more through POST /schedules one at a time
+//     (-parallel at once); create_per_s and single_create_per_s;
+//   - idle: the CPU of tickgate (worker and API, this process), PostgreSQL and Temporal over
+//     -idle once they are created, and the bytes each schedule costs in PostgreSQL (its row
+//     and indexes) and in Temporal's persistence (the growth over the creation);
+//   - the burst: every schedule shares one tick (a daily cron at a minute after creation
+//     and the idle window); lateness runs from the tick to the commit that made its fire
+//     visible to a consumer of /events (track_commit_timestamp), p50 / p99 / max; MISSED
+//     and early fires are counted, and the CPU per fire of each process;
+//   - native: as many native Temporal Schedules of the same spec as -native-budget allows,
+//     created one by one (-parallel at once): their creation rate.
+//
+// It starts its own PostgreSQL cluster and Temporal (make dev's shape and settings), prints a
+// Markdown table and ends with a `RESULT …` line.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+var (
+	flagSchedules    = flag.Int("schedules", 100000, "schedules created and burst at one tick")
+	flagMillion      = flag.Bool("million", false, "a million schedules (sets -schedules 1000000)")
+	flagBulk         = flag.Int("bulk", 1000, "schedules per bulk create request (at most 1,000)")
+	flagParallel     = flag.Int("parallel", 4, "create requests in flight at once")
+	flagSingle       = flag.Int("single", 2000, "schedules created one request each, after the bulk ones")
+	flagIdle         = flag.Duration("idle", 30*time.Second, "idle window measured after creation")
+	flagNativeBudget = flag.Duration("native-budget", time.Minute, "time given to creating native Temporal Schedules (0: none)")
+	flagDrain        = flag.Duration("drain-timeout", 5*time.Minute, "how long after the tick its fires may still become visible")
+)
+
+func main() {
+	flag.Parse()
+	if *flagMillion {
+		*flagSchedules = 1000000
+	}
+	if *flagBulk < 1 || *flagBulk > 1000 || *flagParallel < 1 || *flagSchedules < 1 {
+		fmt.Fprintln(os.Stderr, "bench-scale: -bulk 1..1000, -parallel ≥ 1, -schedules ≥ 1")
+		os.Exit(2)
+	}
+	log.SetFlags(log.Ltime)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	rep, err := run(ctx)
+	stop()
+	if err != nil {
+		log.Fatalf("bench-scale: %v", err)
+	}
+	fmt.Print(rep)
+}

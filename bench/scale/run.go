@@ -1,0 +1,394 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/bench/internal/benchstack"
+	"github.com/tickgate/tickgate/internal/scheduleplan"
+	"github.com/tickgate/tickgate/starter"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/worker"
+)
+
+// result is what one run measured.
+type result struct {
+	temporal            string
+	schedules           int
+	created, singleTook time.Duration
+	single              int
+	idle                benchstack.CPUSnapshot
+	idleWindow          time.Duration
+	bytesPG, bytesTemp  float64
+	tick                time.Time
+	armedByTick         int
+	visible, missed     int
+	early               int
+	p50, p99, max       float64
+	burstCPU            benchstack.CPUSnapshot
+	nativeCreated       int
+	nativeTook          time.Duration
+}
+
+func run(ctx context.Context) (string, error) {
+	stack, err := benchstack.Start(ctx, benchstack.Options{Name: "scale", PGPort: 55480, CommitTimestamps: true})
+	if err != nil {
+		return "", err
+	}
+	defer stack.Stop()
+	url, err := stack.FreshDatabase(ctx, "bench_scale")
+	if err != nil {
+		return "", err
+	}
+	cfg, err := stack.Config(url)
+	if err != nil {
+		return "", err
+	}
+	cfg.TaskQueue = "bench-scale"
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	tc, err := cfg.DialTemporal(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tc.Close()
+	w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
+	if err != nil {
+		return "", err
+	}
+	if err := w.Start(); err != nil {
+		return "", fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	if err := worker.StartSingletons(ctx, worker.Deps{Config: cfg, Store: st, Temporal: tc}); err != nil {
+		return "", err
+	}
+	s := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}
+	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: s, Logf: func(string, ...any) {}}))
+	defer srv.Close()
+	_, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "bench-scale"})
+	if err != nil {
+		return "", err
+	}
+	h := &httpClient{base: srv.URL, token: token, c: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+
+	res := result{temporal: stack.Temporal.Describe(), schedules: *flagSchedules, single: *flagSingle, idleWindow: *flagIdle}
+	tempBefore, err := stack.Temporal.StorageBytes(ctx)
+	if err != nil {
+		return "", err
+	}
+	// The tick every schedule shares: a daily cron at a minute well after the creation (at
+	// 500 a second, half the goal) and the idle window, and the planner's arming lead.
+	estimate := time.Duration(float64(*flagSchedules+*flagSingle)/500*float64(time.Second)) + *flagIdle + scheduleplan.ArmLead + 2*time.Minute
+	res.tick = time.Now().UTC().Add(estimate).Truncate(time.Minute).Add(time.Minute)
+	spec := map[string]any{"cron": fmt.Sprintf("%d %d * * *", res.tick.Minute(), res.tick.Hour())}
+	log.Printf("creating %d schedules (+%d one by one), all due at %s", *flagSchedules, *flagSingle, res.tick.Format(time.TimeOnly))
+
+	if res.created, err = bulkCreate(ctx, h, spec, *flagSchedules); err != nil {
+		return "", err
+	}
+	log.Printf("bulk: %d in %s (%.0f/s)", *flagSchedules, res.created.Round(time.Millisecond), float64(*flagSchedules)/res.created.Seconds())
+	if res.singleTook, err = singleCreate(ctx, h, spec, *flagSingle); err != nil {
+		return "", err
+	}
+	log.Printf("single: %d in %s (%.0f/s)", *flagSingle, res.singleTook.Round(time.Millisecond), float64(*flagSingle)/res.singleTook.Seconds())
+	total := *flagSchedules + *flagSingle
+	res.schedules = total
+
+	// Idle: the schedules rest until the planner arms them a minute before their tick.
+	if time.Until(res.tick.Add(-scheduleplan.ArmLead)) < *flagIdle+5*time.Second {
+		return "", fmt.Errorf("creation overran the tick at %s: raise the estimate", res.tick.Format(time.TimeOnly))
+	}
+	time.Sleep(5 * time.Second) // the last creates' own work settles
+	before, err := stack.CPU()
+	if err != nil {
+		return "", err
+	}
+	time.Sleep(*flagIdle)
+	after, err := stack.CPU()
+	if err != nil {
+		return "", err
+	}
+	res.idle = after.Sub(before)
+	var pgBytes int64
+	if err := st.Pool.QueryRow(ctx, "SELECT pg_total_relation_size('schedules')").Scan(&pgBytes); err != nil {
+		return "", err
+	}
+	res.bytesPG = float64(pgBytes) / float64(total)
+	tempAfter, err := stack.Temporal.StorageBytes(ctx)
+	if err != nil {
+		return "", err
+	}
+	res.bytesTemp = float64(tempAfter-tempBefore) / float64(total)
+	open, err := openScheduleWorkflows(ctx, tc)
+	if err != nil {
+		return "", err
+	}
+	log.Printf("idle %s: tickgate %.1f%%, PostgreSQL %.1f%%, Temporal %.1f%% CPU; %.0f B/schedule in PostgreSQL, %.0f B in Temporal; %d schedule workflows open",
+		*flagIdle, pct(res.idle.Worker, *flagIdle), pct(res.idle.Postgres, *flagIdle), pct(res.idle.Temporal, *flagIdle), res.bytesPG, res.bytesTemp, open)
+
+	if err := burst(ctx, stack, st, &res, total); err != nil {
+		return "", err
+	}
+	if *flagNativeBudget > 0 {
+		if err := nativeCreate(ctx, tc, &res); err != nil {
+			return "", err
+		}
+	}
+	return report(res), nil
+}
+
+func pct(c benchstack.CPU, over time.Duration) float64 {
+	return 100 * float64(time.Duration(c)) / float64(over)
+}
+
+// burst waits for the shared tick and measures how the fires became visible.
+func burst(ctx context.Context, stack *benchstack.Stack, st *store.Store, res *result, total int) error {
+	armStart := res.tick.Add(-scheduleplan.ArmLead - 5*time.Second)
+	if err := sleepUntil(ctx, armStart); err != nil {
+		return err
+	}
+	before, err := stack.CPU()
+	if err != nil {
+		return err
+	}
+	if err := sleepUntil(ctx, res.tick); err != nil {
+		return err
+	}
+	if err := st.Pool.QueryRow(ctx, "SELECT count(*) FROM schedule_runs WHERE scheduled_at = $1", res.tick).Scan(&res.armedByTick); err != nil {
+		return err
+	}
+	log.Printf("tick %s: %d of %d fires armed", res.tick.Format(time.TimeOnly), res.armedByTick, total)
+	deadline := res.tick.Add(*flagDrain)
+	for time.Now().Before(deadline) {
+		var done int
+		if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE scheduled_at = $1 AND NOT armed`, res.tick).Scan(&done); err != nil {
+			return err
+		}
+		if done >= total {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	after, err := stack.CPU()
+	if err != nil {
+		return err
+	}
+	res.burstCPU = after.Sub(before)
+	// When each fire became what a consumer of /events sees: the commit that gave its outbox
+	// message a feed position (the release), never before its visible_at.
+	err = st.Pool.QueryRow(ctx, `
+		WITH felt AS (
+			SELECT extract(epoch FROM GREATEST(pg_xact_commit_timestamp(e.xmin), pg_xact_commit_timestamp(o.xmin), o.visible_at) - r.scheduled_at) * 1000 AS ms
+			FROM schedule_runs r JOIN event_store e ON e.schedule_run_id = r.id
+			JOIN outbox_messages o ON o.event_id = e.id AND o.tx_id IS NOT NULL
+			WHERE r.scheduled_at = $1 AND NOT r.armed AND r.status = 'SUCCEEDED')
+		SELECT count(*), COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), 0), COALESCE(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), 0),
+		       COALESCE(max(ms), 0), count(*) FILTER (WHERE ms < 0)
+		FROM felt`, res.tick).Scan(&res.visible, &res.p50, &res.p99, &res.max, &res.early)
+	if err != nil {
+		return fmt.Errorf("read the burst's lateness: %w", err)
+	}
+	if err := st.Pool.QueryRow(ctx, "SELECT count(*) FROM schedule_runs WHERE scheduled_at = $1 AND status = 'MISSED'", res.tick).Scan(&res.missed); err != nil {
+		return err
+	}
+	log.Printf("burst: %d of %d visible, p50 %.0f ms, p99 %.0f ms, max %.0f ms; %d missed, %d early", res.visible, total, res.p50, res.p99, res.max, res.missed, res.early)
+	return nil
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(t)):
+		return nil
+	}
+}
+
+// httpClient calls the API as a user does.
+type httpClient struct {
+	base, token string
+	c           *http.Client
+}
+
+func (h *httpClient) post(ctx context.Context, path string, body any, want ...int) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	for _, w := range want {
+		if resp.StatusCode == w {
+			return nil
+		}
+	}
+	return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, truncate(string(out), 300))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+var event = map[string]any{"kind": "event", "topic": "scale", "type": "tick"}
+
+// bulkCreate creates n schedules through POST /schedules/bulk, -parallel requests at once.
+func bulkCreate(ctx context.Context, h *httpClient, spec map[string]any, n int) (time.Duration, error) {
+	var next atomic.Int64
+	start := time.Now()
+	err := parallel(*flagParallel, func() error {
+		for {
+			from := int(next.Add(int64(*flagBulk))) - *flagBulk
+			if from >= n {
+				return nil
+			}
+			items := make([]any, 0, *flagBulk)
+			for i := from; i < min(from+*flagBulk, n); i++ {
+				items = append(items, map[string]any{"name": fmt.Sprintf("s-%07d", i), "spec": spec, "action": event})
+			}
+			if err := h.post(ctx, "/api/v1/schedules/bulk", map[string]any{"items": items}, http.StatusCreated, http.StatusOK); err != nil {
+				return err
+			}
+		}
+	})
+	return time.Since(start), err
+}
+
+// singleCreate creates n schedules through POST /schedules, one a request.
+func singleCreate(ctx context.Context, h *httpClient, spec map[string]any, n int) (time.Duration, error) {
+	var next atomic.Int64
+	start := time.Now()
+	err := parallel(*flagParallel, func() error {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= n {
+				return nil
+			}
+			body := map[string]any{"name": fmt.Sprintf("one-%06d", i), "spec": spec, "action": event}
+			if err := h.post(ctx, "/api/v1/schedules", body, http.StatusCreated); err != nil {
+				return err
+			}
+		}
+	})
+	return time.Since(start), err
+}
+
+// parallel runs k copies of f and returns the first error.
+func parallel(k int, f func() error) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				once.Do(func() { first = err })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// openScheduleWorkflows counts the schedule workflows open (at rest, a schedule has none).
+func openScheduleWorkflows(ctx context.Context, tc client.Client) (int64, error) {
+	resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+		Query: `WorkflowType = 'ScheduleWorkflow' AND ExecutionStatus = 'Running'`,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count schedule workflows: %w", err)
+	}
+	return resp.GetCount(), nil
+}
+
+// nativeCreate creates native Temporal Schedules of the same spec (paused, so that they do
+// not load the server) for -native-budget, -parallel at once.
+func nativeCreate(ctx context.Context, tc client.Client, res *result) error {
+	sc := tc.ScheduleClient()
+	var next, created atomic.Int64
+	deadline := time.Now().Add(*flagNativeBudget)
+	start := time.Now()
+	err := parallel(*flagParallel, func() error {
+		for time.Now().Before(deadline) {
+			i := next.Add(1)
+			if int(i) > res.schedules {
+				return nil
+			}
+			_, err := sc.Create(ctx, client.ScheduleOptions{
+				ID:     fmt.Sprintf("native-%07d", i),
+				Spec:   client.ScheduleSpec{CronExpressions: []string{fmt.Sprintf("%d %d * * *", res.tick.Minute(), res.tick.Hour())}},
+				Action: &client.ScheduleWorkflowAction{ID: fmt.Sprintf("native-run-%07d", i), Workflow: "Noop", TaskQueue: "bench-scale-native"},
+				Paused: true, Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+			})
+			if err != nil {
+				return fmt.Errorf("create native schedule %d: %w", i, err)
+			}
+			created.Add(1)
+		}
+		return nil
+	})
+	res.nativeTook, res.nativeCreated = time.Since(start), int(created.Load())
+	log.Printf("native: %d created in %s (%.0f/s)", res.nativeCreated, res.nativeTook.Round(time.Millisecond), float64(res.nativeCreated)/res.nativeTook.Seconds())
+	return err
+}
+
+func report(r result) string {
+	var b strings.Builder
+	perS := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+	bulk := r.schedules - r.single
+	fmt.Fprintf(&b, "\n## bench-scale — %s\n\n", r.temporal)
+	fmt.Fprintf(&b, "| what | figure |\n| --- | --- |\n")
+	fmt.Fprintf(&b, "| schedules created through the bulk API (%d a request, %d at once) | %d in %s: **%.0f/s** |\n", *flagBulk, *flagParallel, bulk, r.created.Round(time.Millisecond), perS(bulk, r.created))
+	fmt.Fprintf(&b, "| schedules created through POST /schedules (%d at once) | %d in %s: **%.0f/s** |\n", *flagParallel, r.single, r.singleTook.Round(time.Millisecond), perS(r.single, r.singleTook))
+	fmt.Fprintf(&b, "| idle CPU over %s (tickgate / PostgreSQL / Temporal) | %.2f%% / %.2f%% / %.2f%% |\n", r.idleWindow,
+		pct(r.idle.Worker, r.idleWindow), pct(r.idle.Postgres, r.idleWindow), pct(r.idle.Temporal, r.idleWindow))
+	fmt.Fprintf(&b, "| bytes per schedule, PostgreSQL (row + indexes) / Temporal | %.0f / %.0f |\n", r.bytesPG, r.bytesTemp)
+	fmt.Fprintf(&b, "| burst: schedules sharing the tick %s | %d (%d armed by the tick) |\n", r.tick.Format(time.TimeOnly), r.schedules, r.armedByTick)
+	fmt.Fprintf(&b, "| burst: lateness from the tick to visible in /events, p50 / p99 / max | %.0f / **%.0f** / %.0f ms |\n", r.p50, r.p99, r.max)
+	fmt.Fprintf(&b, "| burst: visible / MISSED / before the tick | %d / %d / %d |\n", r.visible, r.missed, r.early)
+	if r.visible > 0 {
+		fmt.Fprintf(&b, "| burst: CPU per fire, arming to release (tickgate / PostgreSQL / Temporal) | %.3f / %.3f / %.3f ms |\n",
+			r.burstCPU.Worker.Ms()/float64(r.visible), r.burstCPU.Postgres.Ms()/float64(r.visible), r.burstCPU.Temporal.Ms()/float64(r.visible))
+	}
+	native := 0.0
+	if r.nativeCreated > 0 {
+		native = perS(r.nativeCreated, r.nativeTook)
+		fmt.Fprintf(&b, "| native Temporal Schedules created (%d at once, for %s) | %d: **%.0f/s** |\n", *flagParallel, *flagNativeBudget, r.nativeCreated, native)
+	}
+	fmt.Fprintf(&b, "\nRESULT create_per_s=%.0f single_create_per_s=%.0f idle_cpu_pct=%.2f idle_cpu_pct_pg=%.2f idle_cpu_pct_temporal=%.2f bytes_per_schedule_pg=%.0f bytes_per_schedule_temporal=%.0f burst_schedules=%d p50_lateness_ms=%.0f p99_lateness_ms=%.0f max_lateness_ms=%.0f missed=%d early=%d native_create_per_s=%.0f\n",
+		perS(bulk, r.created), perS(r.single, r.singleTook), pct(r.idle.Worker, r.idleWindow), pct(r.idle.Postgres, r.idleWindow), pct(r.idle.Temporal, r.idleWindow),
+		r.bytesPG, r.bytesTemp, r.schedules, r.p50, r.p99, r.max, r.missed, r.early, native)
+	return b.String()
+}

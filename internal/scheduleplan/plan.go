@@ -1,0 +1,190 @@
+// Package scheduleplan decides what a schedule at rest does next: which of its fires the
+// planner arms ahead and how far, when the planner looks at it again, and whether its
+// workflow may rest. It is pure — a spec, a definition and a watermark in, decisions out —
+// so the planner, the schedule workflow and the API reach the same answer from the same
+// facts (docs/schedules.md "How it runs").
+package scheduleplan
+
+import (
+	"hash/fnv"
+	"time"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/schedulespec"
+)
+
+// The timing of schedules at rest.
+const (
+	// ArmLead is how long before its time the planner arms a schedule's next fire: a burst
+	// of many schedules sharing a tick is armed over the minute before it.
+	ArmLead = time.Minute
+	// ArmSpan is how far beyond ArmLead a planner round arms a schedule's fires: a schedule
+	// firing every second costs one round per ArmSpan, not one per fire.
+	ArmSpan = time.Minute
+	// WakeLead is how long before its fire a schedule whose fire its workflow must decide at
+	// the tick (an overlap policy with a run in flight to come, skip_if_successful, a
+	// reschedule) is woken.
+	WakeLead = 60 * time.Second
+	// RestAfter: a workflow with nothing in flight rests when its next fire is further
+	// ahead than this, or when the planner arms that fire.
+	RestAfter = 3 * time.Minute
+	// WatchAfter and WatchSpread: the workflow of an armed workflow fire is woken this long
+	// after the fire, spread by a hash of (schedule, tick) over WatchSpread, to watch the run
+	// — so a burst of runs starting together does not wake a burst of workflows with them.
+	WatchAfter  = time.Second
+	WatchSpread = 30 * time.Second
+	// MaxFires is the most fires one round arms for one schedule (a schedule far behind,
+	// after an outage, is armed a slice at a time).
+	MaxFires = 1000
+)
+
+// Plan actions.
+const (
+	Arm  = "arm"
+	Wake = "wake"
+)
+
+// Schedule is what the decisions read of a schedule.
+type Schedule struct {
+	Name             string
+	Spec             *schedulespec.Compiled
+	Action           domain.Action
+	SkipIfSuccessful bool
+	Paused           bool
+	// Watermark is the newest tick dealt with (or the creation, or the resume).
+	Watermark time.Time
+	// Rescheduled is a pending reschedule: the next fire, replacing the spec's ticks before it.
+	Rescheduled *time.Time
+	// Backfilling: backfill ranges wait to be fired.
+	Backfilling bool
+}
+
+// Plan is when the planner looks at a schedule at rest next, and what it does then.
+type Plan struct {
+	At     *time.Time // nil: nothing until a command
+	Action string
+}
+
+// Fire is one fire the planner arms: its tick, when it fires (the tick with its jitter), and
+// the schedule's tick after it (nil: none).
+type Fire struct {
+	Tick, FireAt time.Time
+	ReleaseNext  *time.Time
+}
+
+// Next is the schedule's next tick after the watermark (or its pending reschedule) and when
+// it fires; ok is false when there is none (the spec ended, or paused).
+func (s Schedule) Next() (tick, fireAt time.Time, ok bool) {
+	if s.Paused {
+		return time.Time{}, time.Time{}, false
+	}
+	if s.Rescheduled != nil {
+		return *s.Rescheduled, *s.Rescheduled, true
+	}
+	tick = s.Spec.Next(s.Watermark)
+	if tick.IsZero() {
+		return time.Time{}, time.Time{}, false
+	}
+	return tick, tick.Add(s.Spec.JitterFor(s.Name, tick)), true
+}
+
+// PlannerArms reports whether the planner arms the schedule's next fire itself: nothing about
+// it is to be decided at its tick. An event action's fire never is, unless skip_if_successful
+// (which reads the runs up to the tick) or a reschedule or backfill waits. A workflow
+// action's fire, armed with a start delay, is when nothing runs as it is armed — so only at
+// rest — and the tick after it lies RestAfter beyond it, so that the run is likely over by
+// then and the schedule back at rest; ticks closer together are its workflow's to fire.
+func (s Schedule) PlannerArms() bool {
+	if s.Paused || s.Rescheduled != nil || s.Backfilling || s.SkipIfSuccessful {
+		return false
+	}
+	switch s.Action.Kind {
+	case domain.ActionEvent:
+		return true
+	case domain.ActionWorkflow:
+		tick, fireAt, ok := s.Next()
+		if !ok {
+			return false
+		}
+		after := s.Spec.Next(tick)
+		return after.IsZero() || after.Add(s.Spec.JitterFor(s.Name, after)).Sub(fireAt) >= RestAfter
+	}
+	return false
+}
+
+// AtRest is the plan of the schedule at rest: armed ahead by the planner, or its workflow
+// woken before its fire; nothing when it has no next fire.
+func (s Schedule) AtRest() Plan {
+	_, fireAt, ok := s.Next()
+	switch {
+	case !ok:
+		return Plan{}
+	case s.PlannerArms():
+		return plan(fireAt.Add(-ArmLead), Arm)
+	}
+	return plan(fireAt.Add(-WakeLead), Wake)
+}
+
+// MayRest reports whether the schedule's workflow, with nothing in flight at now, hands the
+// schedule to the planner, given its next fire (nil: none): paused, no further fire, an
+// event action the planner arms, or a fire further ahead than RestAfter. (It reads no
+// spec: the workflow, replayed, must reach the same answer from what its history holds.)
+func (s Schedule) MayRest(now time.Time, nextFire *time.Time) bool {
+	switch {
+	case s.Backfilling:
+		return false
+	case s.Paused || nextFire == nil:
+		return true
+	case s.Action.Kind == domain.ActionEvent && s.Rescheduled == nil && !s.SkipIfSuccessful:
+		return true
+	}
+	return nextFire.Sub(now) > RestAfter
+}
+
+// Arm is what a planner round at now arms for the schedule at rest: its fires due up to
+// ArmLead+ArmSpan ahead (at most MaxFires; a fire whose time has passed, after an outage, is
+// armed all the same and judged at its release), the watermark they move it to, and its
+// plan after them. A workflow action's one fire is armed alone, and its workflow woken after
+// it to watch the run. No fire is returned when the schedule is no longer one the planner
+// arms (its plan then wakes its workflow, or is nothing).
+func (s Schedule) Arm(now time.Time) (fires []Fire, watermark time.Time, next Plan) {
+	watermark = s.Watermark
+	if !s.PlannerArms() {
+		return nil, watermark, s.AtRest()
+	}
+	until := now.Add(ArmLead + ArmSpan)
+	for tick := s.Spec.Next(s.Watermark); !tick.IsZero() && len(fires) < MaxFires; {
+		fireAt := tick.Add(s.Spec.JitterFor(s.Name, tick))
+		if fireAt.After(until) {
+			break
+		}
+		f := Fire{Tick: tick, FireAt: fireAt}
+		after := s.Spec.Next(tick)
+		if !after.IsZero() {
+			f.ReleaseNext = &after
+		}
+		fires = append(fires, f)
+		watermark = tick
+		if s.Action.Kind == domain.ActionWorkflow {
+			return fires, watermark, plan(fireAt.Add(WatchAfter+spread("watch/", s.Name, tick, WatchSpread)), Wake)
+		}
+		tick = after
+	}
+	rest := s
+	rest.Watermark = watermark
+	next = rest.AtRest()
+	if next.At != nil && next.At.Before(now) {
+		next = plan(now, next.Action) // more due than one round arms: the next round goes on at once
+	}
+	return fires, watermark, next
+}
+
+func plan(at time.Time, action string) Plan { return Plan{At: &at, Action: action} }
+
+// spread hashes (schedule, tick) into [0, over), so replays and every process agree.
+func spread(kind, schedule string, tick time.Time, over time.Duration) time.Duration {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(kind + schedule + "/"))
+	_, _ = h.Write([]byte(tick.UTC().Format(time.RFC3339Nano)))
+	return time.Duration(h.Sum64() % uint64(over))
+}

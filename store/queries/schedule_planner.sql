@@ -1,0 +1,146 @@
+-- The planner and the handover of a schedule between it and its workflow (docs/schedules.md
+-- "How it runs"; migrations/00043_schedule_planner.sql).
+
+-- name: TakeScheduleOwnership :one
+-- A workflow run takes its schedule, waiting for the row lock of a planner round that holds
+-- it: from its commit on, that run is the single writer of the schedule's runtime state and
+-- the planner leaves the row alone. By id, or by name for a run another service started
+-- (signal-with-start knows only the name).
+UPDATE schedules
+SET owner = @owner, rest_requested_at = NULL, owner_checked_at = NULL, plan_at = NULL, plan_action = NULL
+WHERE CASE WHEN @id::bigint <> 0 THEN id = @id::bigint ELSE name = @name::text END
+RETURNING *;
+
+-- name: ListArmedRunsOfSchedule :many
+-- The schedule's armed fires not yet released, earliest first: what a workflow taking the
+-- schedule over may have to retract.
+SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND armed ORDER BY scheduled_at, id;
+
+-- name: RequestScheduleRest :execrows
+-- The owning run asks to rest, leaving the state the planner goes on from. The handover
+-- completes once Temporal says the run has ended (CompleteScheduleRest).
+UPDATE schedules
+SET rest_requested_at = now(), owner_checked_at = NULL, watermark = @watermark, last_success_at = @last_success_at,
+    rescheduled_to = @rescheduled_to, plan_at = @plan_at, plan_action = @plan_action,
+    next_run_at = @next_run_at, updated_at = now()
+WHERE id = @id AND owner = @owner;
+
+-- name: ListRestRequests :many
+-- Rests to complete: asked for at least half a second ago (the run ends in the same
+-- workflow task that asked), each looked at again after a quarter of its age, so a run that
+-- took a command after asking is not asked about at every round.
+SELECT id, name, owner::text AS owner, rest_requested_at::timestamptz AS rest_requested_at FROM schedules
+WHERE rest_requested_at <= now() - interval '500 milliseconds'
+  AND (owner_checked_at IS NULL OR owner_checked_at <= now() - greatest(interval '1 second', (now() - rest_requested_at) / 4))
+ORDER BY rest_requested_at
+LIMIT @max_rows;
+
+-- name: CompleteScheduleRest :execrows
+-- The run that asked has ended: the schedule is at rest, the planner's.
+UPDATE schedules SET owner = NULL, rest_requested_at = NULL, owner_checked_at = NULL
+WHERE id = @id AND owner = @owner AND rest_requested_at IS NOT NULL;
+
+-- name: MarkOwnerChecked :exec
+UPDATE schedules SET owner_checked_at = now() WHERE id = @id AND owner = @owner;
+
+-- name: ListOverdueOwners :many
+-- Schedules held by a run whose next fire is a minute overdue: a run that ended without
+-- resting (terminated by hand, failed) leaves its schedule behind; the planner asks
+-- Temporal about each at most once a minute.
+SELECT id, name, owner::text AS owner FROM schedules
+WHERE owner IS NOT NULL AND owner <> 'legacy' AND rest_requested_at IS NULL AND next_run_at < now() - interval '1 minute'
+  AND (owner_checked_at IS NULL OR owner_checked_at <= now() - interval '1 minute')
+ORDER BY next_run_at
+LIMIT @max_rows;
+
+-- name: ReleaseAbandonedSchedule :execrows
+-- The owner ended without resting: the schedule is at rest again, and its workflow is woken
+-- at once to take it up from its row (due ticks, runs in flight, what waits).
+UPDATE schedules SET owner = NULL, owner_checked_at = NULL, plan_at = now(), plan_action = 'wake'
+WHERE id = @id AND owner = @owner AND rest_requested_at IS NULL;
+
+-- name: ListLegacySchedules :many
+SELECT id, name FROM schedules WHERE owner = 'legacy' ORDER BY id LIMIT @max_rows;
+
+-- name: AdoptLegacySchedule :execrows
+-- A schedule of the release before the planner, whose old workflow the planner terminated:
+-- its watermark is the tick before its next fire (or the newest tick it recorded), and its
+-- workflow is woken to take it up (runs in flight, buffered ticks, backfills).
+UPDATE schedules s
+SET owner = NULL, plan_at = now(), plan_action = 'wake',
+    watermark = CASE WHEN s.paused THEN now()
+                     ELSE GREATEST(s.next_run_at - interval '1 microsecond',
+                                   (SELECT max(r.scheduled_at) FROM schedule_runs r
+                                    WHERE r.schedule_id = s.id AND r.retracted_at IS NULL AND (r.armed OR r.trigger IN ('scheduled', 'catchup'))),
+                                   s.created_at) END
+WHERE s.id = @id AND s.owner = 'legacy';
+
+-- name: LockSchedulesToPlan :many
+-- A planner round: the schedules at rest due for a look, earliest first, skipping any that
+-- another planner, a releaser or a command holds.
+SELECT * FROM schedules
+WHERE owner IS NULL AND plan_at <= @now::timestamptz
+ORDER BY plan_at
+LIMIT @max_rows
+FOR NO KEY UPDATE SKIP LOCKED;
+
+-- name: NextPlanAt :one
+-- When the next schedule at rest is due for a look (the zero time, 0001-01-01: none).
+SELECT COALESCE(min(plan_at), '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS plan_at
+FROM schedules WHERE owner IS NULL AND plan_at IS NOT NULL;
+
+-- name: ArmPlannedFires :many
+-- Arms the fires a planner round decided, for many schedules in one statement (the round
+-- holds their row locks): per fire a run (an event fire SUCCEEDED, a workflow fire RUNNING,
+-- both hidden until their release), its event and its outbox message without a feed
+-- position. A tick recorded before inserts nothing (S1). A workflow fire of a tick whose
+-- earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …).
+WITH given AS (
+    -- set-returning functions in one select list advance together: row i of each array (a
+    -- zero time, 0001-01-01, stands for NULL: no tick after)
+    SELECT unnest(@schedule_ids::bigint[]) AS schedule_id, unnest(@scheduled_at::timestamptz[]) AS scheduled_at,
+           unnest(@visible_at::timestamptz[]) AS visible_at, unnest(@idempotency_keys::text[]) AS idempotency_key,
+           unnest(@workflow_ids::text[]) AS workflow_id,
+           NULLIF(unnest(@release_next_run_at::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS release_next_run_at,
+           unnest(@topics::text[]) AS topic, unnest(@types::text[]) AS type, unnest(@aggregate_ids::text[]) AS aggregate_id,
+           unnest(@data::text[]) AS data
+), runs AS (
+    INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
+                               armed, visible_at, release_next_run_at)
+    SELECT g.schedule_id, g.scheduled_at, g.visible_at, 'scheduled',
+           CASE WHEN g.workflow_id = '' THEN 'SUCCEEDED' ELSE 'RUNNING' END, '', g.idempotency_key,
+           g.workflow_id || CASE WHEN g.workflow_id = '' THEN '' ELSE COALESCE(
+               (SELECT '~' || (count(*) + 1) FROM schedule_runs p
+                WHERE p.schedule_id = g.schedule_id AND p.scheduled_at = g.scheduled_at AND p.retracted_at IS NOT NULL
+                HAVING count(*) > 0), '') END,
+           CASE WHEN g.workflow_id = '' THEN g.visible_at END,
+           true, g.visible_at, g.release_next_run_at
+    FROM given g
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING id, schedule_id, scheduled_at, visible_at, idempotency_key, workflow_id
+), events AS (
+    INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
+    SELECT g.topic, g.type, g.aggregate_id, g.data::jsonb, r.id, r.visible_at
+    FROM runs r JOIN given g ON g.idempotency_key = r.idempotency_key
+    RETURNING id, topic, created_at
+), messages AS (
+    INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
+    SELECT id, topic, NULL, created_at FROM events
+)
+SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id FROM runs;
+
+-- name: SetSchedulePlans :exec
+-- A planner round's new plan of each schedule it looked at: how far it is armed, and when
+-- the planner looks again and what it does then. next_run_at, the first fire not yet
+-- released, is set only where none was (the release moves it on).
+UPDATE schedules s
+SET watermark   = COALESCE(v.watermark, s.watermark),
+    plan_at     = v.plan_at,
+    plan_action = v.plan_action,
+    next_run_at = COALESCE(s.next_run_at, v.first_fire),
+    updated_at  = now()
+-- (A zero time, 0001-01-01, and an empty action stand for NULL in the arrays.)
+FROM (SELECT unnest(@ids::bigint[]) AS id, NULLIF(unnest(@watermarks::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS watermark,
+             NULLIF(unnest(@plan_ats::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS plan_at, NULLIF(unnest(@plan_actions::text[]), '') AS plan_action,
+             NULLIF(unnest(@first_fires::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS first_fire) v
+WHERE s.id = v.id;

@@ -1,0 +1,56 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+)
+
+// Change is a change to what a workflow emits, guarded by workflow.GetVersion so that
+// histories recorded before it replay the old way. Every change id the code passes to
+// GetVersion is listed in Changes (TestEveryChangeIsListedPinnedAndReplayed fails
+// otherwise), and each has a recorded history in testdata that replays its new branch.
+//
+// How a change retires (docs/production.md "Retiring a workflow change"): a workflow run
+// pins every change of its type when it starts (pinChanges), so the run carries
+// "<id>-<version>" in Temporal's TemporalChangeVersion search attribute from its first
+// workflow task on. A run without it started before the change was deployed, and may
+// still need the old branch; `tickgate versions` counts them per change. Once no open run
+// needs it anywhere the workflows run — the schedule and PC workflows continue as new, so
+// their old runs end on their own — the old branch and the GetVersion call go, and so does
+// the change from this list.
+type Change struct {
+	ID string
+	// Max is the version the code takes for runs started after the change.
+	Max workflow.Version
+	// Workflows are the workflow types whose code calls GetVersion with this id.
+	Workflows []string
+	// What says what the old branch did, for whoever retires it.
+	What string
+}
+
+// Changes are the GetVersion change ids in the code.
+var Changes = []Change{
+	{
+		ID: rolloutRunnerChange, Max: 1, Workflows: []string{RolloutWorkflowType},
+		What: "before it, a rollout ran its executor tasks in fixed batches, each claimed by the workflow",
+	},
+	{
+		ID: rolloutWavesChange, Max: 1, Workflows: []string{RolloutWorkflowType},
+		What: "before it, a rollout had one wave: its claims took no wave step, it armed no bake timer and ran no health checks",
+	},
+}
+
+// pinChanges records, at the start of a run of workflowType, the version of every change
+// its code may call: from then on the run takes the new branch of each wherever it meets
+// it, and says so in TemporalChangeVersion — which is how `tickgate versions` tells the runs
+// that may still need an old branch from those that never will. A history recorded before a
+// change has no marker at the start, so its replay gets the default version there, and
+// takes the old branch later, as it did.
+func pinChanges(ctx workflow.Context, workflowType string) {
+	for _, c := range Changes {
+		for _, t := range c.Workflows {
+			if t == workflowType {
+				workflow.GetVersion(ctx, c.ID, workflow.DefaultVersion, c.Max)
+			}
+		}
+	}
+}
