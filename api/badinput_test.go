@@ -157,6 +157,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"/api/v1/tasks", with(task, "abort", map[string]any{"min_executed": 0, "failed_percent": 10}), "abort.min_executed", 400},
 		{"/api/v1/tasks", with(task, "abort", map[string]any{"min_executed": 5, "failed_percent": 100}), "abort.failed_percent", 400},
 		{"/api/v1/tasks", with(task, "priority", 1), "priority", 400},
+		{"/api/v1/tasks", with(task, "rate", map[string]any{}), "rate", 400},
+		{"/api/v1/tasks", with(task, "rate", map[string]any{"per_minute": -1}), "rate.per_minute", 400},
+		{"/api/v1/tasks", with(task, "rate", map[string]any{"exponential": map[string]any{"base_per_minute": 1, "factor": 9, "after_succeeded": 1}}), "rate.exponential.factor", 400},
+		{"/api/v1/tasks", with(task, "windows", []any{map[string]any{"cron": "0 1 * * *", "duration": "forever"}}), "windows[0].duration", 400},
+		{"/api/v1/tasks", with(task, "windows", []any{map[string]any{"cron": "0 1 * * *", "duration": "1h", "timezone": "Atlantis"}}), "windows[0].timezone", 400},
 
 		{"/api/v1/tokens", with(token, "role", "root"), "role", 400},
 		{"/api/v1/tokens", with(token, "pc", "pc-0"), "pc", 400},

@@ -336,3 +336,36 @@ func (s *Server) rolloutDetailView(ctx context.Context, id int64) (RolloutView, 
 	v.FreezeHistory = freezeViews(hist)
 	return v, nil
 }
+
+// fieldProblem is a 400 naming a *domain.FieldError's field.
+func fieldProblem(err error) error {
+	var fe *domain.FieldError
+	if errors.As(err, &fe) {
+		return BadRequest(fe.Field, "%s", fe.Msg)
+	}
+	return BadRequest("", "%v", err)
+}
+
+// deviceTaskWaitingCause says what holds the running device task's sends back now, in
+// words ("" when nothing does): the global freeze, its windows, its rate.
+func (s *Server) deviceTaskWaitingCause(ctx context.Context, id int64) (string, error) {
+	h, err := s.Store.DeviceTaskHoldOf(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case h.Frozen:
+		f, err := s.Store.ActiveFreeze(ctx, nil)
+		if err != nil || f == nil {
+			return "frozen", err
+		}
+		return fmt.Sprintf("frozen (everything) by %s: %s", f.FrozenBy, f.Reason), nil
+	case h.OutsideWindows && h.OpensAt != nil:
+		return "outside every window; the next opens " + h.OpensAt.UTC().Format("2006-01-02 15:04") + " UTC", nil
+	case h.OutsideWindows:
+		return "outside every window", nil
+	case h.Rate > 0 && h.RateRoom <= 0:
+		return fmt.Sprintf("rate: %d executions sent in the last minute", h.Rate), nil
+	}
+	return "", nil
+}

@@ -269,7 +269,7 @@ causes AS (
                WHEN 'frozen' THEN jsonb_build_object('reason', w.reason, 'scope', CASE WHEN w.freeze_global THEN 'global' ELSE 'rollout' END, 'freeze_id', w.freeze_id,
                    'why', w.freeze_reason, 'frozen_by', w.frozen_by,
                    'frozen_at', to_char(w.frozen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-                   'message', CASE WHEN w.freeze_global THEN 'frozen (every rollout) by ' ELSE 'rollout frozen by ' END
+                   'message', CASE WHEN w.freeze_global THEN 'frozen (everything) by ' ELSE 'rollout frozen by ' END
                               || w.frozen_by || ': ' || w.freeze_reason)
                WHEN 'wave' THEN jsonb_strip_nulls(jsonb_build_object('reason', w.reason, 'wave', w.wave, 'open_wave', w.open_wave, 'waits', w.waits,
                    'bake_ends', CASE WHEN w.waits = 'bake' THEN to_char(w.bake_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') END,

@@ -235,7 +235,7 @@ func TestFreezesStopNewWorkAndAreKeptAsHistory(t *testing.T) {
 	require.Equal(t, "global", c["scope"])
 	require.Equal(t, "incident 42", c["why"])
 	require.Equal(t, "token 7 (alice)", c["frozen_by"])
-	require.Equal(t, "frozen (every rollout) by token 7 (alice): incident 42", c["message"])
+	require.Equal(t, "frozen (everything) by token 7 (alice): incident 42", c["message"])
 
 	lifted, err := st.LiftFreeze(ctx, nil, store.Actor{Label: "token 8 (bob)"})
 	require.NoError(t, err)

@@ -246,6 +246,10 @@ type Task struct {
 	CreatedAt          time.Time
 	StartedAt          *time.Time
 	FinishedAt         *time.Time
+	Rate               []byte
+	Windows            []byte
+	WindowStart        *time.Time
+	WindowEnd          *time.Time
 }
 
 type TaskRun struct {

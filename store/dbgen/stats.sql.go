@@ -11,7 +11,7 @@ import (
 )
 
 const activeDeviceTask = `-- name: ActiveDeviceTask :many
-SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE status = 'running'
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end FROM tasks WHERE status = 'running'
 `
 
 // The active device task (D1: at most one), or no row.
@@ -37,6 +37,10 @@ func (q *Queries) ActiveDeviceTask(ctx context.Context) ([]Task, error) {
 			&i.CreatedAt,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.Rate,
+			&i.Windows,
+			&i.WindowStart,
+			&i.WindowEnd,
 		); err != nil {
 			return nil, err
 		}

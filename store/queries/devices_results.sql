@@ -9,7 +9,8 @@
 --      changes nothing; a new key is stored, with what this answer is made of, in this
 --      statement (so a 200 and its key commit together);
 --   3. the attempt in flight succeeds, with its event — for a running task with neither
---      target_count nor abort rule (no task lock needed; a success cannot abort it);
+--      target_count nor abort rule (no task lock needed; a success cannot abort it), nor a
+--      rate or windows, while no freeze holds (what may be sent is the claim's to decide);
 --   4. each freed slot is refilled with the running task's next execution on that PC
 --      (D2: one freed slot, at most one new execution; results of one PC in the batch take
 --      distinct devices), and when the request asks (claim_next) that execution is handed
@@ -52,6 +53,10 @@ WITH req AS (
         WHERE td.id = req.id AND td.status IN ('SENT', 'ACKED')
           AND (req.attempt = 0 OR td.attempt = req.attempt)
           AND t.status = 'running' AND t.target_count IS NULL AND t.abort_min_executed IS NULL
+          -- a task with a rate or windows, or the global freeze, sends only through the
+          -- claim (its gate): the general path records such a result, without a next.
+          AND t.rate IS NULL AND t.windows IS NULL
+          AND NOT EXISTS (SELECT 1 FROM freezes f WHERE f.rollout_id IS NULL AND f.lifted_at IS NULL)
         FOR UPDATE OF td SKIP LOCKED) c
     WHERE (req.agent_pc = '' OR target.pc_name = req.agent_pc)
       AND NOT EXISTS (SELECT 1 FROM seen WHERE seen.n = req.n)
