@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -124,4 +125,35 @@ func TestFreezeRoutesKeepWhoFrozeWhenAndWhy(t *testing.T) {
 	got = api.RolloutView{}
 	op.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/resume", r.ID), nil, http.StatusOK, &got)
 	require.Empty(t, got.StatusReason)
+}
+
+// A device task carries its rate and windows; while it runs outside its windows GET
+// /tasks/{id} says so (the waiting cause names the next opening), and the agent's claim
+// gets nothing.
+func TestDeviceTaskWindowsAndRateOverHTTP(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{NoWorker: true})
+	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "rack-w", "device_capacity": 2}, http.StatusCreated, nil)
+	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-w", "serial": "w-1"}, http.StatusCreated, nil)
+	opens := time.Now().UTC().Truncate(time.Hour).Add(2 * time.Hour)
+	var task api.DeviceTaskView
+	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash"},
+		"rate":    map[string]any{"per_minute": 10, "exponential": map[string]any{"base_per_minute": 2, "factor": 2, "after_succeeded": 5}},
+		"windows": []any{map[string]any{"cron": fmt.Sprintf("0 %d * * *", opens.Hour()), "duration": "30m"}},
+	}, http.StatusCreated, &task)
+	require.Equal(t, 10, *task.Rate.PerMinute)
+	require.Len(t, task.Windows, 1)
+	require.Equal(t, "UTC", task.Windows[0].Timezone)
+	var got api.DeviceTaskView
+	require.Eventually(t, func() bool {
+		got = api.DeviceTaskView{}
+		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", task.ID), nil, http.StatusOK, &got)
+		return got.Status == "running"
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, "outside every window; the next opens "+opens.Format("2006-01-02 15:04")+" UTC", got.WaitingCause)
+	var claim struct {
+		Items []api.DeviceExecutionDTO `json:"items"`
+	}
+	st.JSON(t, http.MethodPost, "/api/v1/agent/pcs/rack-w/claim", map[string]any{"max": 2}, http.StatusOK, &claim)
+	require.Empty(t, claim.Items, "nothing is sent outside the windows")
 }

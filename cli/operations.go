@@ -25,8 +25,9 @@ var (
 	taskRunCols = []col{{"ID", "id"}, {"DATABASE", "database"}, {"TYPE", "type"}, {"VERSION", "version"}, {"WAVE", "wave"}, {"STATUS", "status"}, {"WAITING", "waiting_cause"}, {"STARTED", "started_at"}, {"FINISHED", "finished_at"}}
 	taskRunRec  = []col{{"id", "id"}, {"rollout_id", "rollout_id"}, {"database", "database"}, {"type", "type"}, {"version", "version"}, {"wave", "wave"}, {"status", "status"},
 		{"waiting_cause", "waiting_cause"}, {"started_at", "started_at"}, {"finished_at", "finished_at"}, {"error", "error"}}
-	taskCols    = []col{{"ID", "id"}, {"STATUS", "status"}, {"TARGET", "target_count"}, {"COUNTS", "counts"}, {"CREATED", "created_at"}, {"FINISHED", "finished_at"}}
-	taskRec     = []col{{"id", "id"}, {"status", "status"}, {"payload", "payload"}, {"target_count", "target_count"}, {"counts", "counts"}, {"error", "error"}, {"started_at", "started_at"}, {"finished_at", "finished_at"}}
+	taskCols = []col{{"ID", "id"}, {"STATUS", "status"}, {"TARGET", "target_count"}, {"COUNTS", "counts"}, {"CREATED", "created_at"}, {"FINISHED", "finished_at"}}
+	taskRec  = []col{{"id", "id"}, {"status", "status"}, {"waiting_cause", "waiting_cause"}, {"payload", "payload"}, {"target_count", "target_count"}, {"rate", "rate"}, {"windows", "windows"},
+		{"counts", "counts"}, {"error", "error"}, {"started_at", "started_at"}, {"finished_at", "finished_at"}}
 	taskDevCols = []col{{"ID", "id"}, {"TASK", "task_id"}, {"DEVICE", "device"}, {"PC", "pc"}, {"STATUS", "status"}, {"ATTEMPT", "attempt"}, {"SENT", "sent_at"}}
 	taskDevRec  = []col{{"id", "id"}, {"task_id", "task_id"}, {"device", "device"}, {"pc", "pc"}, {"status", "status"}, {"attempt", "attempt"},
 		{"error", "error"}, {"sent_at", "sent_at"}, {"timeout_at", "timeout_at"}, {"completed_at", "completed_at"}}
@@ -386,10 +387,13 @@ var operations = map[string]map[string]op{
 		}},
 		"events":  {usage: "TASK_DEVICE_ID", flags: listArgOp(1, func(a []string) string { return "/api/v1/task-devices/" + esc(a[0]) + "/events" }, eventCols)},
 		"devices": {usage: "ID [--limit N] [--all]", flags: listArgOp(1, func(a []string) string { return "/api/v1/tasks/" + esc(a[0]) + "/devices" }, taskDevCols)},
-		"create": {usage: "[--payload JSON] [--target-count N] | -f FILE", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+		"create": {usage: "[--payload JSON] [--target-count N] [--rate N] [--window 'CRON|DURATION[|TZ]']… | -f FILE   (rate, windows: docs/progressive.md)", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			file := fs.String("f", "", "request body from a JSON file (- for stdin)")
 			payload := fs.String("payload", "{}", "the command's payload (JSON)")
 			target := fs.Int("target-count", 0, "run on this many devices (default: every eligible one)")
+			rate := fs.Int("rate", 0, "at most this many executions sent per minute across the farm")
+			var windows windowFlags
+			fs.Var(&windows, "window", `a window executions are sent in: "CRON|DURATION" or "CRON|DURATION|TIMEZONE" (repeatable)`)
 			return func(c *cmd) error {
 				body, err := jsonBody(*file, "")
 				if err != nil {
@@ -405,6 +409,12 @@ var operations = map[string]map[string]op{
 				req := map[string]any{"payload": p}
 				if *target > 0 {
 					req["target_count"] = *target
+				}
+				if *rate != 0 {
+					req["rate"] = map[string]any{"per_minute": *rate}
+				}
+				if len(windows) > 0 {
+					req["windows"] = windows
 				}
 				return c.call("POST", "/api/v1/tasks", req, taskRec)
 			}

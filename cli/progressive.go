@@ -158,3 +158,21 @@ func healthSummary(v any) string {
 	}
 	return s
 }
+
+// windowFlags collects --window "CRON|DURATION[|TZ]" into the API's windows.
+type windowFlags []map[string]string
+
+func (w *windowFlags) String() string { return fmt.Sprint(*w) }
+
+func (w *windowFlags) Set(v string) error {
+	parts := strings.Split(v, "|")
+	if len(parts) < 2 || len(parts) > 3 {
+		return fmt.Errorf(`want "CRON|DURATION" or "CRON|DURATION|TIMEZONE", got %q`, v)
+	}
+	win := map[string]string{"cron": strings.TrimSpace(parts[0]), "duration": strings.TrimSpace(parts[1])}
+	if len(parts) == 3 {
+		win["timezone"] = strings.TrimSpace(parts[2])
+	}
+	*w = append(*w, win)
+	return nil
+}

@@ -71,6 +71,15 @@ func TestCLIProgressive(t *testing.T) {
 	r = run(t, st, admin, "freeze", "set")
 	require.Equal(t, cli.ExitInvalid, r.code, r.errOut)
 	require.Contains(t, r.errOut, "reason")
+
+	// A device task with a rate and a window, and a bad window named by its field.
+	r = run(t, st, admin, "task", "create", "--payload", `{"cmd":"flash"}`, "--rate", "30", "--window", "0 1 * * 1-5|4h|Europe/Paris")
+	require.Zero(t, r.code, r.errOut)
+	require.Contains(t, r.out, "per_minute=30")
+	require.Contains(t, r.out, "Europe/Paris")
+	r = run(t, st, admin, "task", "create", "--window", "0 1 * * *|soon")
+	require.Equal(t, cli.ExitInvalid, r.code, r.errOut)
+	require.Contains(t, r.errOut, "windows[0].duration")
 }
 
 func jsonID(id int64) string {
