@@ -45,8 +45,11 @@ type RolloutActivities struct {
 type PromoteResult struct {
 	Promoted   int
 	RolloutIDs []int64
-	// NextRunAt is the earliest future run_at of a PENDING task, for the promoter's timer.
+	// NextRunAt is the earliest moment ahead a gate may let a PENDING task through (its
+	// run_at, a window opening or ending, a rate's minute passing), for the promoter's timer;
+	// NextWhy says which.
 	NextRunAt *time.Time
+	NextWhy   string `json:",omitempty"`
 	Duration  time.Duration
 }
 
@@ -64,7 +67,7 @@ func (a *RolloutActivities) PromoteRollouts(ctx context.Context, in PromoteInput
 	if err != nil {
 		return PromoteResult{}, err
 	}
-	res := PromoteResult{Promoted: len(p.Promoted), RolloutIDs: p.RolloutIDs, NextRunAt: p.NextRunAt, Duration: time.Since(start)}
+	res := PromoteResult{Promoted: len(p.Promoted), RolloutIDs: p.RolloutIDs, NextRunAt: p.NextRunAt, NextWhy: p.NextWhy, Duration: time.Since(start)}
 	observePromotion(res.Duration)
 	if len(p.RolloutIDs) > 0 && a.Waker != nil {
 		if err := a.Waker.WakeRollouts(ctx, p.RolloutIDs); err != nil {
