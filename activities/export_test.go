@@ -10,4 +10,6 @@ func PlayRetry(n int32) (restore func()) {
 }
 
 // WaitOutOutage is waitOutOutage for a test.
-func WaitOutOutage(ctx context.Context, fn func() (int, error)) (int, error) { return waitOutOutage(ctx, fn) }
+func WaitOutOutage(ctx context.Context, fn func() (int, error)) (int, error) {
+	return waitOutOutage(ctx, fn)
+}
