@@ -92,7 +92,7 @@ func run(ctx context.Context) error {
 	add(fmt.Sprintf("promotion round, %d PENDING (first: promotes + writes every waiting cause)", len(tasks)), "%.1f ms (%d promoted, %d causes written)",
 		ms(rounds[0]), len(first.Promoted), first.CausesWritten)
 	add("promotion round, steady state (median of 6)", "%.1f ms", ms(steady[len(steady)/2]))
-	add("queries per round", "6 (advisory lock, window spans ended, abort thresholds crossed, promote with waiting causes, next run_at, next gate change)")
+	add("queries per round", "6 (promotion lock with JIT off, window spans ended, abort thresholds crossed, promote with waiting causes, next run_at, next gate change)")
 
 	// 2. tickgate end to end on two workers.
 	tps, breaches, samples, elapsed, err := runTickgate(ctx, stack, stack.Temporal.Address(), tasks)

@@ -14,15 +14,6 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-const advisoryXactLock = `-- name: AdvisoryXactLock :exec
-SELECT pg_advisory_xact_lock($1::bigint)
-`
-
-func (q *Queries) AdvisoryXactLock(ctx context.Context, key int64) error {
-	_, err := q.db.Exec(ctx, advisoryXactLock, key)
-	return err
-}
-
 const analyzeTaskRuns = `-- name: AnalyzeTaskRuns :exec
 ANALYZE task_runs
 `
@@ -760,6 +751,17 @@ func (q *Queries) PromoteTasks(ctx context.Context, asOf *time.Time) ([]PromoteT
 		return nil, err
 	}
 	return items, nil
+}
+
+const promotionLock = `-- name: PromotionLock :exec
+SELECT pg_advisory_xact_lock($1::bigint), set_config('jit', 'off', true)
+`
+
+// The promotion lock, and the rest of the transaction without JIT compilation
+// (store/rollouts_promotion.go says why).
+func (q *Queries) PromotionLock(ctx context.Context, key int64) error {
+	_, err := q.db.Exec(ctx, promotionLock, key)
+	return err
 }
 
 const retryTask = `-- name: RetryTask :one

@@ -52,8 +52,10 @@ WHERE rollout_id = @rollout_id AND id > @after_id
 ORDER BY id
 LIMIT @max_rows;
 
--- name: AdvisoryXactLock :exec
-SELECT pg_advisory_xact_lock(@key::bigint);
+-- name: PromotionLock :exec
+-- The promotion lock, and the rest of the transaction without JIT compilation
+-- (store/rollouts_promotion.go says why).
+SELECT pg_advisory_xact_lock(@key::bigint), set_config('jit', 'off', true);
 
 -- name: PromoteTasks :many
 -- One full promotion round: the gates (rollout_gates, migrations/00051_progressive.sql)
