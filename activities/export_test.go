@@ -8,3 +8,8 @@ func PlayRetry(n int32) (restore func()) {
 	activityAttempt = func(context.Context) int32 { return n }
 	return func() { activityAttempt = old }
 }
+
+// WaitOutOutage is waitOutOutage for a test.
+func WaitOutOutage(ctx context.Context, fn func() (int, error)) (int, error) {
+	return waitOutOutage(ctx, fn)
+}

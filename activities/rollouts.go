@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )
@@ -39,14 +40,19 @@ type RolloutActivities struct {
 	HTTPClient *http.Client
 	// Tracer records each task run's trace (rollouts_trace.go); nil when tracing is off.
 	Tracer trace.Tracer
+	// HealthHTTP is the outbound rule of a wave's HTTP health check (TICKGATE_HTTP_ALLOW).
+	HealthHTTP outbound.Rule
 }
 
 // PromoteResult is what one promotion round did.
 type PromoteResult struct {
 	Promoted   int
 	RolloutIDs []int64
-	// NextRunAt is the earliest future run_at of a PENDING task, for the promoter's timer.
+	// NextRunAt is the earliest moment ahead a gate may let a PENDING task through (its
+	// run_at, a window opening or ending, a rate's minute passing), for the promoter's timer;
+	// NextWhy says which.
 	NextRunAt *time.Time
+	NextWhy   string `json:",omitempty"`
 	Duration  time.Duration
 }
 
@@ -64,7 +70,7 @@ func (a *RolloutActivities) PromoteRollouts(ctx context.Context, in PromoteInput
 	if err != nil {
 		return PromoteResult{}, err
 	}
-	res := PromoteResult{Promoted: len(p.Promoted), RolloutIDs: p.RolloutIDs, NextRunAt: p.NextRunAt, Duration: time.Since(start)}
+	res := PromoteResult{Promoted: len(p.Promoted), RolloutIDs: p.RolloutIDs, NextRunAt: p.NextRunAt, NextWhy: p.NextWhy, Duration: time.Since(start)}
 	observePromotion(res.Duration)
 	if len(p.RolloutIDs) > 0 && a.Waker != nil {
 		if err := a.Waker.WakeRollouts(ctx, p.RolloutIDs); err != nil {
@@ -105,6 +111,12 @@ type ClaimInput struct {
 	Adopt []int64 `json:",omitempty"`
 	// ExternalOnly claims only external tasks: the rollout's runner claims the others.
 	ExternalOnly bool `json:",omitempty"`
+	// Now is the workflow's time: with Waves set, a wave whose tasks all ended starts its
+	// bake at Now (store.AdvanceWave).
+	Now time.Time `json:",omitempty"`
+	// Waves moves a rollout's waves along at the claim (workflows from the rollout-waves
+	// change on).
+	Waves bool `json:",omitempty"`
 }
 
 // ClaimResult is what a claim got and the state of the rollout.
@@ -115,6 +127,11 @@ type ClaimResult struct {
 	RunningIDs []int64 `json:",omitempty"`
 	// Unfinished counts the rollout's tasks not yet terminal after the claim.
 	Unfinished int64
+	// StatusReason says why the engine paused or canceled the rollout (or who paused it).
+	StatusReason string `json:",omitempty"`
+	// Wave is where the rollout's open wave stands (nil: a rollout of one wave, or a claim
+	// without Waves).
+	Wave *WaveState `json:",omitempty"`
 }
 
 // ClaimRolloutTasks claims (AVAILABLE → RUNNING) up to Max tasks of the rollout, returns the
@@ -129,7 +146,7 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	res := ClaimResult{RolloutStatus: r.Status}
+	res := ClaimResult{RolloutStatus: r.Status, StatusReason: r.StatusReason}
 	got := map[int64]bool{}
 	if len(in.Adopt) > 0 {
 		rows, err := a.Store.TaskRunsByIDs(ctx, in.Adopt)
@@ -157,6 +174,11 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 		res.Tasks = append(res.Tasks, t)
 		got[t.ID] = true
 	}
+	if in.Waves && r.WaveCount > 1 {
+		if err := a.advanceWave(ctx, in, kind, &res, got); err != nil {
+			return ClaimResult{}, err
+		}
+	}
 	running, err := a.Store.RunningTaskRunIDs(ctx, in.RolloutID)
 	if err != nil {
 		return ClaimResult{}, err
@@ -170,6 +192,33 @@ func (a *RolloutActivities) ClaimRolloutTasks(ctx context.Context, in ClaimInput
 		return ClaimResult{}, err
 	}
 	return res, nil
+}
+
+// advanceWave is the claim's wave step (store.AdvanceWave): once the open wave's tasks all
+// ended it starts the bake, or the checks, or fails the wave; when it opened the next wave
+// at once (no bake, no checks), a promotion round runs and the rollout's newly AVAILABLE
+// tasks join the claim.
+func (a *RolloutActivities) advanceWave(ctx context.Context, in ClaimInput, kind store.ClaimKind, res *ClaimResult, got map[int64]bool) error {
+	ws, err := a.Store.AdvanceWave(ctx, in.RolloutID, in.Now)
+	if err != nil {
+		return err
+	}
+	res.Wave = waveStateFrom(ws)
+	if ws == nil || !ws.Opened {
+		return nil
+	}
+	if _, err := a.PromoteRollouts(ctx, PromoteInput{AsOf: in.Now}); err != nil {
+		return err
+	}
+	rows, err := a.Store.ClaimTaskRunsOf(ctx, in.RolloutID, max(in.Max, 1), kind)
+	if err != nil {
+		return err
+	}
+	for _, t := range rows {
+		res.Tasks = append(res.Tasks, claimedFrom(t))
+		got[t.ID] = true
+	}
+	return nil
 }
 
 func claimedFrom(t store.TaskRun) ClaimedTaskRun {

@@ -55,7 +55,7 @@ func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) 
 	tasks := in.Tasks
 	if activityAttempt(ctx) > 1 {
 		var err error
-		if tasks, err = a.stillRunning(ctx, tasks); err != nil {
+		if tasks, err = waitOutOutage(ctx, func() ([]ClaimedTaskRun, error) { return a.stillRunning(ctx, in.Tasks) }); err != nil {
 			return BatchResult{}, err
 		}
 	}
@@ -199,8 +199,9 @@ func (b *batchRun) record(group []taskOutcome) int {
 	if len(rs) == 0 {
 		return 0
 	}
+	// (finishTasks tallies into b.res only what it recorded, so a retried call counts once.)
 	start := time.Now()
-	n, err := b.a.finishTasks(b.ctx, rs, &b.res)
+	n, err := waitOutOutage(b.ctx, func() (int, error) { return b.a.finishTasks(b.ctx, rs, &b.res) })
 	b.a.traceFinished(group, start, err)
 	if err != nil {
 		b.finErr = errors.Join(b.finErr, err)
@@ -374,4 +375,31 @@ func (a *RolloutActivities) EndRolloutTasks(ctx context.Context, in FailInput) (
 		_ = a.Waker.KickPromoter(ctx)
 	}
 	return n, nil
+}
+
+// OutageWait bounds how long a batch waits out a database that cannot be reached before it
+// gives up on a write (a variable so tests may shorten it). A restart of PostgreSQL takes
+// seconds to tens of seconds; failing the attempt instead would spend Temporal's retries
+// of the batch (TaskMaxAttempts, seconds apart) in the outage and end its tasks FAILED
+// although their executors succeeded — which the chaos run's waves scenario showed.
+var OutageWait = 5 * time.Minute
+
+// waitOutOutage runs fn, again while its error says the database cannot be reached (store.
+// IsUnavailable), backing off from 200 ms to 5 s and heartbeating, for up to OutageWait.
+func waitOutOutage[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	deadline := time.Now().Add(OutageWait)
+	for backoff := 200 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		v, err := fn()
+		if err == nil || !store.IsUnavailable(err) || time.Now().After(deadline) {
+			return v, err
+		}
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(backoff):
+		}
+	}
 }

@@ -33,7 +33,7 @@ func (a *RolloutActivities) runRollout(ctx context.Context, in BatchInput) (Batc
 	tasks := in.Tasks
 	if activityAttempt(ctx) > 1 {
 		var err error
-		if tasks, err = a.runnerTasks(ctx, in.RolloutID); err != nil {
+		if tasks, err = waitOutOutage(ctx, func() ([]ClaimedTaskRun, error) { return a.runnerTasks(ctx, in.RolloutID) }); err != nil {
 			return BatchResult{}, err
 		}
 	}

@@ -85,6 +85,11 @@ var RoutePermissions = map[string]Permission{
 	"POST /api/v1/rollouts/:id/resume":           PermWrite,
 	"POST /api/v1/rollouts/:id/cancel":           PermWrite,
 	"GET /api/v1/task-runs/:id":                  PermRead,
+	"GET /api/v1/freeze":                         PermRead,
+	"POST /api/v1/freeze":                        PermWrite,
+	"DELETE /api/v1/freeze":                      PermWrite,
+	"POST /api/v1/rollouts/:id/freeze":           PermWrite,
+	"POST /api/v1/rollouts/:id/unfreeze":         PermWrite,
 	"POST /api/v1/task-runs/:id/retry":           PermWrite,
 	"POST /api/v1/task-runs/:id/skip":            PermWrite,
 	"POST /api/v1/task-runs/:id/cancel":          PermWrite,
@@ -116,6 +121,7 @@ type Principal struct {
 	TokenID int64
 	Role    domain.TokenRole
 	PC      string // agent tokens only
+	Note    string // the token's note, naming who holds it
 }
 
 const principalKey = "tickgate.principal"
@@ -201,7 +207,7 @@ func (s *Server) principal(c echo.Context) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Principal{TokenID: row.ID, Role: row.Role}
+	p := &Principal{TokenID: row.ID, Role: row.Role, Note: row.Note}
 	if row.Pc != nil {
 		p.PC = *row.Pc
 	}

@@ -17,7 +17,7 @@ import (
 
 // tables whose row counts bad input must leave alone.
 var countedTables = []string{"schedules", "schedule_runs", "event_store", "outbox_messages", "rollouts", "task_runs",
-	"pcs", "devices", "tasks", "task_devices", "api_tokens", "idempotency_keys"}
+	"rollout_waves", "freezes", "pcs", "devices", "tasks", "task_devices", "api_tokens", "idempotency_keys"}
 
 func rowCounts(t *testing.T, st *teststack.Stack) map[string]int64 {
 	t.Helper()
@@ -69,10 +69,13 @@ func TestBadInputChangesNothing(t *testing.T) {
 	const (
 		schedule = `{"name":"s1","spec":{"interval":"1h"},"action":{"kind":"event","topic":"t","type":"x"}}`
 		rollout  = `{"name":"r1","parallel_limit":2,"tasks":[{"database":"db","type":"DML","version":"1","executor":"noop"}]}`
-		pc       = `{"name":"pc-1","device_capacity":5}`
-		device   = `{"pc":"pc-0","serial":"dev-1"}`
-		task     = `{"payload":{"cmd":"reboot"},"target_count":2}`
-		token    = `{"role":"viewer"}`
+		waved    = `{"name":"r2","parallel_limit":2,"tasks":[{"database":"a","type":"DML","version":"1","executor":"noop"},
+			{"database":"b","type":"DML","version":"1","executor":"noop"}],
+			"strategy":{"waves":[{"databases":["a"]},{"percent":100}],"bake":"1m","health":{"sql":"SELECT 1"}}}`
+		pc     = `{"name":"pc-1","device_capacity":5}`
+		device = `{"pc":"pc-0","serial":"dev-1"}`
+		task   = `{"payload":{"cmd":"reboot"},"target_count":2}`
+		token  = `{"role":"viewer"}`
 	)
 	type tc struct {
 		path, body, field string
@@ -107,6 +110,37 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"/api/v1/rollouts", with(rollout, "tasks.0.executor", "telepathy"), "tasks[0].executor", 400},
 		{"/api/v1/rollouts", with(rollout, "tasks.0.payload", []any{1}), "tasks[0].payload", 400},
 		{"/api/v1/rollouts", with(rollout, "owner", "me"), "owner", 400},
+		// The strategy (docs/progressive.md), one bad field at a time.
+		{"/api/v1/rollouts", with(waved, "strategy.waves", []any{map[string]any{"databases": []string{"a"}, "percent": 10}, map[string]any{"percent": 100}}), "strategy.waves[0]", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.waves", []any{map[string]any{}, map[string]any{"percent": 100}}), "strategy.waves[0]", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.waves", []any{map[string]any{"databases": []string{"a"}}, map[string]any{"databases": []string{"nope"}}}), "strategy.waves[1].databases[0]", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.waves", []any{map[string]any{"databases": []string{"a"}}, map[string]any{"databases": []string{"a"}}}), "strategy.waves[1].databases[0]", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.waves", []any{map[string]any{"percent": 0}, map[string]any{"percent": 100}}), "strategy.waves[0].percent", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.waves", []any{map[string]any{"percent": 100}, map[string]any{"percent": 100}}), "strategy.waves[1]", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.waves", []any{map[string]any{"percent": "half"}}), "strategy.waves.percent", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.bake", "ten minutes"), "strategy.bake", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.bake", "-1m"), "strategy.bake", 400},
+		{"/api/v1/rollouts", with(with(waved, "strategy.waves", []any{map[string]any{"percent": 100}}), "strategy.bake", "1m"), "strategy.bake", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.health", map[string]any{}), "strategy.health", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.health", map[string]any{"http": "ftp://example.com"}), "strategy.health.http", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.health", map[string]any{"http": "http://127.0.0.1:9/health"}), "strategy.health.http", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.health", map[string]any{"sql": "SELECT 1", "timeout": "0s"}), "strategy.health.timeout", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.health", map[string]any{"sql": "SELECT 1", "retries": 3}), "strategy.health.retries", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.abort", map[string]any{"min_finished": 0, "failed_percent": 10}), "strategy.abort.min_finished", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.abort", map[string]any{"min_finished": 5, "failed_percent": 100}), "strategy.abort.failed_percent", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.abort", map[string]any{"min_finished": 5, "failed_percent": 10, "action": "stop"}), "strategy.abort.action", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.rate", map[string]any{}), "strategy.rate", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.rate", map[string]any{"per_minute": 0}), "strategy.rate.per_minute", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.rate", map[string]any{"exponential": map[string]any{"base_per_minute": 5, "factor": 1, "after_succeeded": 3}}), "strategy.rate.exponential.factor", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.rate", map[string]any{"per_minute": 4, "exponential": map[string]any{"base_per_minute": 5, "factor": 2, "after_succeeded": 3}}), "strategy.rate.exponential.base_per_minute", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.rate", map[string]any{"exponential": map[string]any{"base_per_minute": 5, "factor": 2, "after_succeeded": 0}}), "strategy.rate.exponential.after_succeeded", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.windows", []any{map[string]any{"cron": "nope", "duration": "1h"}}), "strategy.windows[0].cron", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.windows", []any{map[string]any{"cron": "0 1 * * *", "duration": "1h", "timezone": "Mars/Olympus"}}), "strategy.windows[0].timezone", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.windows", []any{map[string]any{"cron": "0 1 * * *", "duration": "30s"}}), "strategy.windows[0].duration", 400},
+		{"/api/v1/rollouts", with(waved, "strategy.cadence", "weekly"), "strategy.cadence", 400},
+		{"/api/v1/freeze", `{"reason": "  "}`, "reason", 400},
+		{"/api/v1/freeze", `{}`, "reason", 400},
+		{"/api/v1/freeze", `{"reason": "x", "until": "monday"}`, "until", 400},
 
 		{"/api/v1/pcs", with(pc, "name", "no spaces"), "name", 400},
 		{"/api/v1/pcs", with(pc, "device_capacity", 0), "device_capacity", 400},
@@ -123,12 +157,17 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"/api/v1/tasks", with(task, "abort", map[string]any{"min_executed": 0, "failed_percent": 10}), "abort.min_executed", 400},
 		{"/api/v1/tasks", with(task, "abort", map[string]any{"min_executed": 5, "failed_percent": 100}), "abort.failed_percent", 400},
 		{"/api/v1/tasks", with(task, "priority", 1), "priority", 400},
+		{"/api/v1/tasks", with(task, "rate", map[string]any{}), "rate", 400},
+		{"/api/v1/tasks", with(task, "rate", map[string]any{"per_minute": -1}), "rate.per_minute", 400},
+		{"/api/v1/tasks", with(task, "rate", map[string]any{"exponential": map[string]any{"base_per_minute": 1, "factor": 9, "after_succeeded": 1}}), "rate.exponential.factor", 400},
+		{"/api/v1/tasks", with(task, "windows", []any{map[string]any{"cron": "0 1 * * *", "duration": "forever"}}), "windows[0].duration", 400},
+		{"/api/v1/tasks", with(task, "windows", []any{map[string]any{"cron": "0 1 * * *", "duration": "1h", "timezone": "Atlantis"}}), "windows[0].timezone", 400},
 
 		{"/api/v1/tokens", with(token, "role", "root"), "role", 400},
 		{"/api/v1/tokens", with(token, "pc", "pc-0"), "pc", 400},
 		{"/api/v1/tokens", with(token, "scope", "all"), "scope", 400},
 	}
-	for _, path := range []string{"/api/v1/schedules", "/api/v1/rollouts", "/api/v1/pcs", "/api/v1/devices", "/api/v1/tasks", "/api/v1/tokens"} {
+	for _, path := range []string{"/api/v1/schedules", "/api/v1/rollouts", "/api/v1/pcs", "/api/v1/devices", "/api/v1/tasks", "/api/v1/tokens", "/api/v1/freeze"} {
 		cases = append(cases,
 			tc{path, `{"name": `, "", 400},
 			tc{path, `{} {}`, "", 400},
@@ -176,7 +215,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 
 	// The valid bodies do create (so the cases above failed for their one bad field).
 	for path, body := range map[string]string{"/api/v1/schedules": schedule, "/api/v1/rollouts": rollout, "/api/v1/pcs": pc,
-		"/api/v1/devices": device, "/api/v1/tasks": task, "/api/v1/tokens": token} {
+		"/api/v1/devices": device, "/api/v1/tasks": task, "/api/v1/tokens": token, "/api/v1/freeze": `{"reason": "x"}`} {
 		status, b := st.Do(t, http.MethodPost, path, body)
 		require.Equal(t, http.StatusCreated, status, "POST %s %s: %s", path, body, b)
 	}

@@ -32,6 +32,12 @@ func Decode(c echo.Context, dst any, allowEmpty bool) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		p := decodeProblem(err)
+		if p.Field != "" && strings.HasPrefix(err.Error(), "json: unknown field ") {
+			// json names the unknown key alone: find where it is ("strategy.health.retries").
+			if path := unknownFieldPath(body, reflect.TypeOf(dst), "", p.Field); path != "" {
+				p.Field = path
+			}
+		}
 		if p.Field == "" {
 			// Errors raised by a field's own UnmarshalJSON (a bad time, say) carry no path:
 			// find the field by decoding the body's fields one by one.
@@ -135,6 +141,59 @@ func locateField(body []byte, t reflect.Type, prefix string) string {
 				return inner
 			}
 			return prefix + name
+		}
+	}
+	return ""
+}
+
+// unknownFieldPath returns the JSON path of the first key named name that is not a field
+// of the struct it sits in, walking body along type t (structs, pointers, slices), or "".
+func unknownFieldPath(body []byte, t reflect.Type, prefix, name string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		if json.Unmarshal(body, &items) != nil {
+			return ""
+		}
+		for i, item := range items {
+			if p := unknownFieldPath(item, t.Elem(), fmt.Sprintf("%s[%d].", strings.TrimSuffix(prefix, "."), i), name); p != "" {
+				return p
+			}
+		}
+		return ""
+	case reflect.Struct:
+	default:
+		return ""
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return ""
+	}
+	known := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		known[strings.ToLower(tag)] = f.Type
+	}
+	for key, raw := range fields {
+		ft, ok := known[strings.ToLower(key)]
+		if !ok {
+			if key == name {
+				return prefix + key
+			}
+			continue
+		}
+		if p := unknownFieldPath(raw, ft, prefix+key+".", name); p != "" {
+			return p
 		}
 	}
 	return ""

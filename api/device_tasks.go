@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -20,6 +21,10 @@ type CreateDeviceTaskRequest struct {
 	Payload     json.RawMessage `json:"payload"`
 	TargetCount *int32          `json:"target_count"`
 	Abort       *AbortRule      `json:"abort"`
+	// Rate bounds the executions sent per minute across the farm; Windows when they may be
+	// sent (docs/progressive.md).
+	Rate    *domain.Rate    `json:"rate,omitempty"`
+	Windows []domain.Window `json:"windows,omitempty"`
 }
 
 func (s *Server) createDeviceTask(c echo.Context) error {
@@ -47,6 +52,18 @@ func (s *Server) createDeviceTask(c echo.Context) error {
 			return BadRequest("abort.failed_percent", "must be from 0 to below 100, got %g", req.Abort.FailedPercent)
 		}
 		nt.AbortMinExecuted, nt.AbortFailedPercent = &req.Abort.MinExecuted, &req.Abort.FailedPercent
+	}
+	if req.Rate != nil {
+		if err := req.Rate.Validate("rate"); err != nil {
+			return fieldProblem(err)
+		}
+		nt.Rate = req.Rate
+	}
+	if len(req.Windows) > 0 {
+		if err := domain.ValidateWindows(req.Windows, "windows"); err != nil {
+			return fieldProblem(err)
+		}
+		nt.Windows = req.Windows
 	}
 	t, err := s.Store.CreateDeviceTask(c.Request().Context(), nt)
 	if err != nil {
@@ -79,6 +96,11 @@ func (s *Server) getDeviceTask(c echo.Context) error {
 	}
 	v := deviceTaskView(t)
 	v.Counts = &DeviceTaskCounts{Active: counts.Active, Succeeded: counts.Succeeded, Failed: counts.Failed, Canceled: counts.Canceled}
+	if t.Status == domain.DeviceTaskRunning {
+		if v.WaitingCause, err = s.deviceTaskWaitingCause(ctx, id); err != nil {
+			return err
+		}
+	}
 	v.Devices = []DeviceExecutionDTO{}
 	var after int64
 	for len(v.Devices) < maxExecutionsShown {

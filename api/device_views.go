@@ -60,6 +60,12 @@ type DeviceTaskView struct {
 	FinishedAt  *time.Time           `json:"finished_at"`
 	Counts      *DeviceTaskCounts    `json:"counts,omitempty"`
 	Devices     []DeviceExecutionDTO `json:"devices,omitempty"`
+	// Rate and Windows bound when its executions are sent (docs/progressive.md).
+	Rate    *domain.Rate    `json:"rate"`
+	Windows []domain.Window `json:"windows"`
+	// WaitingCause says, for the running task on GET /tasks/{id}, what holds its sends back
+	// now: the freeze, its windows, its rate ("" when nothing does).
+	WaitingCause string `json:"waiting_cause,omitempty"`
 }
 
 // DeviceTaskCounts are a task's executions by state.
@@ -127,6 +133,15 @@ func deviceTaskView(t store.DeviceTask) DeviceTaskView {
 	}
 	if t.AbortMinExecuted != nil && t.AbortFailedPercent.Valid {
 		v.Abort = &AbortRule{MinExecuted: *t.AbortMinExecuted, FailedPercent: t.AbortFailedPercent.Float64}
+	}
+	if len(t.Rate) > 0 {
+		var r domain.Rate
+		if json.Unmarshal(t.Rate, &r) == nil {
+			v.Rate = &r
+		}
+	}
+	if len(t.Windows) > 0 {
+		_ = json.Unmarshal(t.Windows, &v.Windows)
 	}
 	return v
 }

@@ -43,6 +43,7 @@ func TestPathIDsAnswerAlike(t *testing.T) {
 		"GET /api/v1/task-devices/:id", "GET /api/v1/task-devices/:id/events",
 		"POST /api/v1/agent/task-devices/:id/ack", "POST /api/v1/agent/task-devices/:id/result",
 		"DELETE /api/v1/tokens/:id",
+		"POST /api/v1/rollouts/:id/freeze", "POST /api/v1/rollouts/:id/unfreeze",
 	} {
 		require.Contains(t, routes, want)
 	}
@@ -50,6 +51,7 @@ func TestPathIDsAnswerAlike(t *testing.T) {
 	bodies := map[string]any{
 		"POST /api/v1/task-runs/:id/result":          map[string]any{"status": "DONE"},
 		"POST /api/v1/agent/task-devices/:id/result": map[string]any{"status": "succeeded"},
+		"POST /api/v1/rollouts/:id/freeze":           map[string]any{"reason": "incident"},
 	}
 	_, err := st.Store.CreatePC(t.Context(), "ids-pc", 1)
 	require.NoError(t, err)

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -84,8 +86,21 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"Overview":               api.OverviewView{},
 
 		"ScheduleRun": api.ScheduleRunView{},
-		"Slot":        api.SlotView{},
-		"PCSlots":     api.PCSlotsView{},
+
+		"Strategy":        domain.Strategy{},
+		"Wave":            domain.Wave{},
+		"HealthCheck":     domain.HealthCheck{},
+		"RolloutAbort":    domain.RolloutAbort{},
+		"Rate":            domain.Rate{},
+		"ExponentialRate": domain.ExponentialRate{},
+		"Window":          domain.Window{},
+		"RolloutWave":     api.WaveView{},
+		"HealthResult":    store.HealthResult{},
+		"FreezeRequest":   api.FreezeRequest{},
+		"Freeze":          api.FreezeView{},
+		"FreezeState":     api.FreezeStateView{},
+		"Slot":            api.SlotView{},
+		"PCSlots":         api.PCSlotsView{},
 	} {
 		s, ok := doc.Components.Schemas[schema]
 		require.True(t, ok, "schema %s missing", schema)

@@ -43,6 +43,8 @@ type RolloutRequest struct {
 	Name          string        `json:"name"`
 	ParallelLimit *int          `json:"parallel_limit"`
 	Tasks         []TaskRequest `json:"tasks"`
+	// Strategy is the rollout's progressive delivery (docs/progressive.md); optional.
+	Strategy *domain.Strategy `json:"strategy,omitempty"`
 }
 
 // TaskRequest is one task of a new rollout.
@@ -69,6 +71,24 @@ type RolloutView struct {
 	Progress      Progress         `json:"progress"`
 	CreatedAt     time.Time        `json:"created_at"`
 	UpdatedAt     time.Time        `json:"updated_at"`
+	// StatusReason says why the engine paused or canceled the rollout (an abort
+	// threshold, a failed wave) or who paused it; empty otherwise.
+	StatusReason string `json:"status_reason"`
+	// Strategy is the rollout's strategy as given (null: none); Wave is the open wave and
+	// how many there are.
+	Strategy *domain.Strategy `json:"strategy"`
+	Wave     WaveProgress     `json:"wave"`
+	// GET /rollouts/{id} (and the freeze routes) add the waves, the freeze in force on the
+	// rollout (its own or the global one) and its freeze history.
+	Waves         []WaveView   `json:"waves,omitempty"`
+	Frozen        *FreezeView  `json:"frozen,omitempty"`
+	FreezeHistory []FreezeView `json:"freeze_history,omitempty"`
+}
+
+// WaveProgress is a rollout's open wave (the last whose tasks may start) of its count.
+type WaveProgress struct {
+	Open  int32 `json:"open"`
+	Count int32 `json:"count"`
 }
 
 // Progress is how far a rollout is: finished counts DONE, SKIPPED, FAILED and CANCELED tasks.
@@ -87,6 +107,7 @@ type TaskRunView struct {
 	Type         domain.TaskType      `json:"type"`
 	Version      string               `json:"version"`
 	Status       domain.TaskRunStatus `json:"status"`
+	Wave         int32                `json:"wave"`
 	WaitingCause json.RawMessage      `json:"waiting_cause"`
 	RunAt        *time.Time           `json:"run_at"`
 	Executor     domain.Executor      `json:"executor"`
@@ -171,8 +192,11 @@ func (s *Server) createRollout(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.validateStrategy(req.Strategy, tasks); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
-	r, err := s.Store.CreateRollout(ctx, req.Name, int32(*req.ParallelLimit), tasks)
+	r, err := s.Store.CreateRolloutWith(ctx, store.NewRollout{Name: req.Name, ParallelLimit: int32(*req.ParallelLimit), Strategy: req.Strategy, Tasks: tasks})
 	if err != nil {
 		return err
 	}
@@ -182,7 +206,7 @@ func (s *Server) createRollout(c echo.Context) error {
 		s.Logf("rollouts: %v", err)
 	}
 	s.kickPromoter(ctx)
-	view, err := s.rolloutView(ctx, r.ID)
+	view, err := s.rolloutDetailView(ctx, r.ID)
 	if err != nil {
 		return err
 	}
@@ -207,7 +231,8 @@ func (s *Server) rolloutView(ctx context.Context, id int64) (RolloutView, error)
 // newRolloutView shows a rollout summary; its status is the store's, never recomputed here.
 func newRolloutView(r store.RolloutSummary) RolloutView {
 	v := RolloutView{ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, Status: string(r.Status), Counts: r.Counts,
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), StatusReason: r.StatusReason, Strategy: r.Strategy,
+		Wave: WaveProgress{Open: r.OpenWave, Count: r.WaveCount}}
 	for st, n := range r.Counts {
 		v.Progress.Total += n
 		switch domain.TaskRunStatus(st) {
@@ -236,7 +261,7 @@ func taskRunView(t store.TaskRun) TaskRunView {
 		return json.RawMessage(b)
 	}
 	return TaskRunView{
-		ID: t.ID, RolloutID: t.RolloutID, Database: t.Database, Type: t.Type, Version: t.Version, Status: t.Status,
+		ID: t.ID, RolloutID: t.RolloutID, Database: t.Database, Type: t.Type, Version: t.Version, Status: t.Status, Wave: t.Wave,
 		WaitingCause: raw(t.WaitingCause), RunAt: utc(t.RunAt), Executor: t.Executor, Payload: raw(t.Payload),
 		Attempt: t.Attempt, Error: t.Error, Output: raw(t.Output), StartedAt: utc(t.StartedAt),
 		FinishedAt: utc(t.FinishedAt), CreatedAt: t.CreatedAt.UTC(),
@@ -256,7 +281,7 @@ func (s *Server) getRollout(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.rolloutView(c.Request().Context(), id)
+	v, err := s.rolloutDetailView(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -305,6 +330,8 @@ func (s *Server) pauseRollout(c echo.Context) error {
 	return s.setRolloutStatus(c, domain.RolloutPaused, domain.RolloutRunning)
 }
 
+// resumeRollout resumes a paused rollout (an operator's pause or the engine's): a wave that
+// failed its health checks runs them again, and the abort threshold counts afresh.
 func (s *Server) resumeRollout(c echo.Context) error {
 	return s.setRolloutStatus(c, domain.RolloutRunning, domain.RolloutPaused)
 }
@@ -318,7 +345,11 @@ func (s *Server) setRolloutStatus(c echo.Context, to, from domain.RolloutStatus)
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.Store.SetRolloutStatus(ctx, id, to, from); err != nil {
+	reason := ""
+	if to == domain.RolloutPaused {
+		reason = "paused by " + actor(c).Label
+	}
+	if _, err := s.Store.SetRolloutStatusFor(ctx, id, to, reason, from); err != nil {
 		return rolloutErr(err)
 	}
 	if to == domain.RolloutRunning {
@@ -328,7 +359,7 @@ func (s *Server) setRolloutStatus(c echo.Context, to, from domain.RolloutStatus)
 		}
 	}
 	s.kickPromoter(ctx) // new waiting causes ("rollout_paused"), or promotion after a resume
-	v, err := s.rolloutView(ctx, id)
+	v, err := s.rolloutDetailView(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -344,7 +375,7 @@ func (s *Server) cancelRollout(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, _, err := s.Store.CancelRollout(ctx, id); err != nil {
+	if _, _, err := s.Store.CancelRolloutFor(ctx, id, "canceled by "+actor(c).Label); err != nil {
 		return rolloutErr(err)
 	}
 	if err := s.Starter.StopRollout(ctx, id); err != nil {

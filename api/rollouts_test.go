@@ -350,7 +350,7 @@ func TestRolloutBadInput(t *testing.T) {
 		{map[string]any{"name": "r", "tasks": with("type", "DDL")}, "parallel_limit"},
 		{map[string]any{"name": "", "parallel_limit": 1, "tasks": with("type", "DDL")}, "name"},
 		{map[string]any{"name": "r", "parallel_limit": 1, "tasks": []any{}}, "tasks"},
-		{map[string]any{"name": "r", "parallel_limit": 1, "tasks": with("dsn", "postgres://x")}, "dsn"},
+		{map[string]any{"name": "r", "parallel_limit": 1, "tasks": with("dsn", "postgres://x")}, "tasks[1].dsn"},
 		{map[string]any{"name": "r", "parallel_limit": "2", "tasks": with("type", "DDL")}, "parallel_limit"},
 	}
 	for _, c := range cases {

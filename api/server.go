@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -47,6 +48,8 @@ type Server struct {
 	// (TICKGATE_TRACE_URL_TEMPLATE): the dashboard links each run that recorded a trace to
 	// it. Empty: no links.
 	TraceURL string
+	// HTTPAllow is the outbound rule a health check's URL must pass (TICKGATE_HTTP_ALLOW).
+	HTTPAllow outbound.Rule
 
 	// timerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
 	timerSignals chan struct{}
@@ -100,6 +103,7 @@ func New(s *Server) *echo.Echo {
 	s.registerStats(g)
 	s.registerEvents(g)
 	s.registerRollouts(g)
+	s.registerProgressive(g)
 	s.registerDevices(g)
 	s.registerTokens(g)
 	s.registerOpenAPI(g)

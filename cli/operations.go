@@ -18,13 +18,16 @@ var (
 		{"overlap", "policies.overlap"}, {"next_run_at", "next_run_at"}, {"last_run_at", "last_run_at"}, {"version", "version"},
 		{"counters", "counters"}, {"waiting", "waiting"}, {"workflow_id", "workflow_id"}}
 	runCols     = []col{{"ID", "id"}, {"SCHEDULED", "scheduled_at"}, {"FIRED", "fired_at"}, {"TRIGGER", "trigger"}, {"STATUS", "status"}, {"REASON", "reason"}}
-	rolloutCols = []col{{"ID", "id"}, {"NAME", "name"}, {"STATUS", "status"}, {"PARALLEL", "parallel_limit"}, {"DONE", "progress.finished"}, {"TOTAL", "progress.total"}}
-	rolloutRec  = []col{{"id", "id"}, {"name", "name"}, {"status", "status"}, {"parallel_limit", "parallel_limit"}, {"progress", "progress"}, {"counts", "counts"}, {"created_at", "created_at"}}
-	taskRunCols = []col{{"ID", "id"}, {"DATABASE", "database"}, {"TYPE", "type"}, {"VERSION", "version"}, {"STATUS", "status"}, {"WAITING", "waiting_cause"}, {"STARTED", "started_at"}, {"FINISHED", "finished_at"}}
-	taskRunRec  = []col{{"id", "id"}, {"rollout_id", "rollout_id"}, {"database", "database"}, {"type", "type"}, {"version", "version"}, {"status", "status"},
+	rolloutCols = []col{{"ID", "id"}, {"NAME", "name"}, {"STATUS", "status"}, {"PARALLEL", "parallel_limit"}, {"DONE", "progress.finished"}, {"TOTAL", "progress.total"},
+		{"WAVE", "wave.open"}, {"OF", "wave.count"}, {"REASON", "status_reason"}}
+	rolloutRec = []col{{"id", "id"}, {"name", "name"}, {"status", "status"}, {"status_reason", "status_reason"}, {"parallel_limit", "parallel_limit"},
+		{"progress", "progress"}, {"counts", "counts"}, {"wave", "wave"}, {"strategy", "strategy"}, {"frozen", "frozen"}, {"created_at", "created_at"}}
+	taskRunCols = []col{{"ID", "id"}, {"DATABASE", "database"}, {"TYPE", "type"}, {"VERSION", "version"}, {"WAVE", "wave"}, {"STATUS", "status"}, {"WAITING", "waiting_cause"}, {"STARTED", "started_at"}, {"FINISHED", "finished_at"}}
+	taskRunRec  = []col{{"id", "id"}, {"rollout_id", "rollout_id"}, {"database", "database"}, {"type", "type"}, {"version", "version"}, {"wave", "wave"}, {"status", "status"},
 		{"waiting_cause", "waiting_cause"}, {"started_at", "started_at"}, {"finished_at", "finished_at"}, {"error", "error"}}
-	taskCols    = []col{{"ID", "id"}, {"STATUS", "status"}, {"TARGET", "target_count"}, {"COUNTS", "counts"}, {"CREATED", "created_at"}, {"FINISHED", "finished_at"}}
-	taskRec     = []col{{"id", "id"}, {"status", "status"}, {"payload", "payload"}, {"target_count", "target_count"}, {"counts", "counts"}, {"error", "error"}, {"started_at", "started_at"}, {"finished_at", "finished_at"}}
+	taskCols = []col{{"ID", "id"}, {"STATUS", "status"}, {"TARGET", "target_count"}, {"COUNTS", "counts"}, {"CREATED", "created_at"}, {"FINISHED", "finished_at"}}
+	taskRec  = []col{{"id", "id"}, {"status", "status"}, {"waiting_cause", "waiting_cause"}, {"payload", "payload"}, {"target_count", "target_count"}, {"rate", "rate"}, {"windows", "windows"},
+		{"counts", "counts"}, {"error", "error"}, {"started_at", "started_at"}, {"finished_at", "finished_at"}}
 	taskDevCols = []col{{"ID", "id"}, {"TASK", "task_id"}, {"DEVICE", "device"}, {"PC", "pc"}, {"STATUS", "status"}, {"ATTEMPT", "attempt"}, {"SENT", "sent_at"}}
 	taskDevRec  = []col{{"id", "id"}, {"task_id", "task_id"}, {"device", "device"}, {"pc", "pc"}, {"status", "status"}, {"attempt", "attempt"},
 		{"error", "error"}, {"sent_at", "sent_at"}, {"timeout_at", "timeout_at"}, {"completed_at", "completed_at"}}
@@ -253,7 +256,7 @@ var operations = map[string]map[string]op{
 		"pause":  simple("ID", 1, "POST", func(a []string) string { return "/api/v1/rollouts/" + esc(a[0]) + "/pause" }, rolloutRec),
 		"resume": simple("ID", 1, "POST", func(a []string) string { return "/api/v1/rollouts/" + esc(a[0]) + "/resume" }, rolloutRec),
 		"cancel": simple("ID", 1, "POST", func(a []string) string { return "/api/v1/rollouts/" + esc(a[0]) + "/cancel" }, rolloutRec),
-		"create": {usage: "-f FILE | --json TEXT   ({name, parallel_limit, tasks:[…]})", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+		"create": {usage: "-f FILE | --json TEXT   ({name, parallel_limit, tasks:[…], strategy?:{waves, bake, health, abort, rate, windows}})", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			file := fs.String("f", "", "request body from a JSON file (- for stdin)")
 			text := fs.String("json", "", "request body as JSON text")
 			return func(c *cmd) error {
@@ -384,10 +387,13 @@ var operations = map[string]map[string]op{
 		}},
 		"events":  {usage: "TASK_DEVICE_ID", flags: listArgOp(1, func(a []string) string { return "/api/v1/task-devices/" + esc(a[0]) + "/events" }, eventCols)},
 		"devices": {usage: "ID [--limit N] [--all]", flags: listArgOp(1, func(a []string) string { return "/api/v1/tasks/" + esc(a[0]) + "/devices" }, taskDevCols)},
-		"create": {usage: "[--payload JSON] [--target-count N] | -f FILE", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+		"create": {usage: "[--payload JSON] [--target-count N] [--rate N] [--window 'CRON|DURATION[|TZ]']… | -f FILE   (rate, windows: docs/progressive.md)", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			file := fs.String("f", "", "request body from a JSON file (- for stdin)")
 			payload := fs.String("payload", "{}", "the command's payload (JSON)")
 			target := fs.Int("target-count", 0, "run on this many devices (default: every eligible one)")
+			rate := fs.Int("rate", 0, "at most this many executions sent per minute across the farm")
+			var windows windowFlags
+			fs.Var(&windows, "window", `a window executions are sent in: "CRON|DURATION" or "CRON|DURATION|TIMEZONE" (repeatable)`)
 			return func(c *cmd) error {
 				body, err := jsonBody(*file, "")
 				if err != nil {
@@ -403,6 +409,12 @@ var operations = map[string]map[string]op{
 				req := map[string]any{"payload": p}
 				if *target > 0 {
 					req["target_count"] = *target
+				}
+				if *rate != 0 {
+					req["rate"] = map[string]any{"per_minute": *rate}
+				}
+				if len(windows) > 0 {
+					req["windows"] = windows
 				}
 				return c.call("POST", "/api/v1/tasks", req, taskRec)
 			}

@@ -48,6 +48,10 @@ func cell(v any) string {
 	case bool:
 		return fmt.Sprint(x)
 	case map[string]any:
+		// An object that says itself in words (a waiting cause, a freeze) shows those.
+		if msg, ok := x["message"].(string); ok && msg != "" {
+			return msg
+		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)

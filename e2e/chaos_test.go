@@ -26,7 +26,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 // cluster and Temporal dev server, two worker processes and the API under schedules, a
 // rollout and device dispatch, it kills workers and the API with SIGKILL and restarts
 // PostgreSQL and Temporal, sampling the invariants throughout. Nothing may be fired twice,
-// lost, left unfinished or break S1–S2, R1–R4, D1–D3.
+// lost, left unfinished or break S1–S2, R1–R4, D1–D3. A tenant migration in three waves
+// runs through the faults; its second wave's health check fails on the tenant the
+// migration broke: the rollout must pause there, and no task of its third wave may start
+// (W1 and the scenario's own check, sampled throughout).
 func TestChaosShortProfile(t *testing.T) {
 	t.Parallel()
 	bin := buildTickgate(t)
@@ -62,6 +65,13 @@ func TestChaosShortProfile(t *testing.T) {
 	require.Positive(t, r.Final.DeviceExecutions)
 	require.Equal(t, r.Final.DeviceExecutions, r.Final.DeviceSucceeded+r.Final.DeviceFailed, "every device execution succeeded or failed finally")
 	require.Zero(t, r.Unfinished(), "nothing left unfinished")
+	w := r.Final.Waves
+	require.Zero(t, w.LaterWaveStarted, "no task of wave 3 started")
+	require.Equal(t, []string{"PASSED", "FAILED", "WAITING"}, w.WaveStatuses)
+	require.Equal(t, "PAUSED", w.Status)
+	require.Contains(t, w.Reason, "wave 2: health check failed on chaos_wave_")
+	require.Equal(t, w.TasksBeforeFailure, w.DoneBeforeFailure, "waves 1 and 2 ran to the end")
+	require.True(t, w.Held(p), "the waves rollout paused at its failed wave: %+v", w)
 	require.True(t, r.Passed())
 	// Kept only when the run fails, for its logs.
 	_ = devstack.RemoveClusterDir(filepath.Join(dir, "pg"))

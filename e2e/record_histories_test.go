@@ -6,20 +6,24 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
+	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
@@ -46,7 +50,9 @@ const recordQueue = workflows.DefaultTaskQueue
 // re-record to make it pass.
 func TestHistoriesOfARealRunReplay(t *testing.T) {
 	out := recordDir(t)
+	targets := waveTargets(t)
 	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
+		c.SQLTargets = targets
 		c.TaskQueue = recordQueue
 		// Short, so that an unanswered attempt times out through its PC's timer in seconds.
 		c.DeviceTimeout = 2 * time.Second
@@ -55,6 +61,7 @@ func TestHistoriesOfARealRunReplay(t *testing.T) {
 	rec := &recorder{t: t, tc: st.Temporal, dir: out, recorded: map[string]*historypb.History{}}
 
 	recordRollouts(t, st, rec)
+	recordWaves(t, st, rec, targets)
 	recordDevices(t, st, rec)
 
 	// The singletons never end: their histories are taken once they are idle, and replay
@@ -127,6 +134,66 @@ func recordRollouts(t *testing.T, st *teststack.Stack, rec *recorder) {
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/cancel", r2.ID), nil, http.StatusOK, nil)
 	rec.waitClosed(workflows.RolloutWorkflowID(r2.ID))
 	rec.write(workflows.RolloutWorkflowID(r2.ID), workflows.RolloutWorkflowType, "rollout_cancel")
+}
+
+// waveTargets are the target databases of recordWaves' rollout, each a database of its own.
+func waveTargets(t *testing.T) map[string]string {
+	out := map[string]string{}
+	for _, db := range []string{"w-a", "w-b", "w-c"} {
+		out[db] = testenv.DatabaseURL(t)
+	}
+	return out
+}
+
+// recordWaves runs a rollout of three waves (docs/progressive.md) with a 1-second bake and
+// an SQL health probe: wave 1 passes; wave 2's probe fails on w-b (a table the migration
+// broke), the rollout pauses; the table is fixed and the rollout resumed, the checks run
+// again and pass, and wave 3 runs to the end. Its history holds the bake timers (with their
+// summaries), both verdicts of the checks and the resume.
+func recordWaves(t *testing.T, st *teststack.Stack, rec *recorder, targets map[string]string) {
+	ctx := context.Background()
+	execSQL := func(db, sql string) {
+		conn, err := pgx.Connect(ctx, targets[db])
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	execSQL("w-b", `CREATE TABLE broken (id int)`)
+	var r api.RolloutView
+	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "replay-waves", "parallel_limit": 2,
+		"tasks": []map[string]any{
+			{"database": "w-a", "type": "DDL", "version": "1", "executor": "noop"},
+			{"database": "w-b", "type": "DDL", "version": "1", "executor": "noop"},
+			{"database": "w-c", "type": "DDL", "version": "1", "executor": "noop"},
+		},
+		"strategy": map[string]any{
+			"waves":  []any{map[string]any{"databases": []string{"w-a"}}, map[string]any{"databases": []string{"w-b"}}, map[string]any{"percent": 100}},
+			"bake":   "1s",
+			"health": map[string]any{"sql": "SELECT NOT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'broken')", "timeout": "5s"},
+		}}, http.StatusCreated, &r)
+	waitRollout(t, st, r.ID, "PAUSED")
+	var got api.RolloutView
+	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d", r.ID), nil, http.StatusOK, &got)
+	require.Equal(t, "wave 2: health check failed on w-b: the probe answered false", got.StatusReason)
+	execSQL("w-b", `DROP TABLE broken`)
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/resume", r.ID), nil, http.StatusOK, nil)
+	waitRollout(t, st, r.ID, "DONE")
+	id := workflows.RolloutWorkflowID(r.ID)
+	rec.waitClosed(id)
+	rec.write(id, workflows.RolloutWorkflowType, "rollout_waves")
+	var bakes []string
+	for _, ev := range rec.recorded["rollout_waves"].GetEvents() {
+		if ev.GetTimerStartedEventAttributes() != nil {
+			var summary string
+			_ = converter.GetDefaultDataConverter().FromPayload(ev.GetUserMetadata().GetSummary(), &summary)
+			if strings.Contains(summary, "bake") {
+				bakes = append(bakes, summary)
+			}
+		}
+	}
+	require.Len(t, bakes, 2, "a bake timer after waves 1 and 2, each with its summary")
+	require.Contains(t, bakes[0], "wave 1 bake: wave 2 waits until ")
 }
 
 // recordDevices runs one device task on a PC with 4 devices and 2 slots, the agent

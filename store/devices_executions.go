@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -77,17 +78,111 @@ func (s *Store) ClaimWithin(ctx context.Context, l *Listener, pcName string, max
 }
 
 func (s *Store) claim(ctx context.Context, pcName string, max int) ([]ClaimedCommand, int64, error) {
-	rows, err := s.Q.ClaimDeviceExecutions(ctx, dbgen.ClaimDeviceExecutionsParams{PcName: pcName, MaxRows: int32(max)})
+	for try := 0; ; try++ {
+		rows, err := s.Q.ClaimDeviceExecutions(ctx, dbgen.ClaimDeviceExecutionsParams{PcName: pcName, MaxRows: int32(max)})
+		if err != nil {
+			return nil, 0, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
+		}
+		if len(rows) == 0 {
+			return nil, 0, fmt.Errorf("get pc %q: %w", pcName, ErrNotFound)
+		}
+		pcID := rows[0].PcID
+		switch rows[0].Hold {
+		case holdRate:
+			return s.claimUnderRate(ctx, pcName, pcID, max)
+		case holdWindowStale:
+			// The running task's window span has ended (or was never computed): compute
+			// the span holding now, or the next, and claim again.
+			if try > 0 {
+				return nil, pcID, nil
+			}
+			if err := s.refreshDeviceTaskWindow(ctx); err != nil {
+				return nil, pcID, err
+			}
+			continue
+		}
+		if rows[0].ID == 0 {
+			return nil, pcID, nil // a known PC with nothing to send (or held back: frozen, outside the windows)
+		}
+		return rows, pcID, nil
+	}
+}
+
+// What held a claim back (ClaimDeviceExecutions' hold; docs/progressive.md).
+const (
+	holdRate        = "rate"
+	holdWindowStale = "window_stale"
+)
+
+// claimUnderRate claims for a running task with a rate: its row locked, so concurrent
+// claims count their sends one after the other, then at most what its rate leaves this
+// minute (device_rate_room, migrations/00091_device_progressive.sql). The claim statement
+// runs after the lock in the same transaction, so its snapshot sees every send that
+// committed before.
+func (s *Store) claimUnderRate(ctx context.Context, pcName string, pcID int64, max int) ([]ClaimedCommand, int64, error) {
+	var out []ClaimedCommand
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		task, err := q.LockRunningDeviceTask(ctx)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // the task ended meanwhile: nothing to send
+		}
+		if err != nil {
+			return err
+		}
+		room, err := q.DeviceRateRoom(ctx, task.ID)
+		if err != nil {
+			return err
+		}
+		if room <= 0 {
+			return nil
+		}
+		rows, err := q.ClaimDeviceExecutions(ctx, dbgen.ClaimDeviceExecutionsParams{PcName: pcName, MaxRows: int32(min(int64(max), room)), RateChecked: true})
+		if err != nil {
+			return err
+		}
+		if len(rows) > 0 && rows[0].ID != 0 {
+			out = rows
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
+		return nil, pcID, fmt.Errorf("claim for pc %q under its task's rate: %w", pcName, mapErr(err))
 	}
-	switch {
-	case len(rows) == 0:
-		return nil, 0, fmt.Errorf("get pc %q: %w", pcName, ErrNotFound)
-	case rows[0].ID == 0:
-		return nil, rows[0].PcID, nil // a known PC with nothing to send
+	return out, pcID, nil
+}
+
+// refreshDeviceTaskWindow sets the running task's window span to the one of its windows
+// holding the database's clock, or the next to open (domain.WindowAt).
+func (s *Store) refreshDeviceTaskWindow(ctx context.Context) error {
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		task, err := q.LockRunningDeviceTask(ctx)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil || len(task.Windows) == 0 {
+			return err
+		}
+		var ws []domain.Window
+		if err := json.Unmarshal(task.Windows, &ws); err != nil {
+			return fmt.Errorf("task %d: decode windows: %w", task.ID, err)
+		}
+		now, err := q.DatabaseNow(ctx)
+		if err != nil {
+			return err
+		}
+		if task.WindowEnd != nil && task.WindowEnd.After(now) {
+			return nil // another claim refreshed it
+		}
+		span, err := windowSpanAt(ws, now)
+		if err != nil {
+			return fmt.Errorf("task %d: %w", task.ID, err)
+		}
+		return q.SetDeviceTaskWindow(ctx, dbgen.SetDeviceTaskWindowParams{ID: task.ID, WindowStart: &span.Start, WindowEnd: &span.End})
+	})
+	if err != nil {
+		return fmt.Errorf("refresh the running task's window: %w", mapErr(err))
 	}
-	return rows, rows[0].PcID, nil
+	return nil
 }
 
 // Ack records the agent's acknowledgement of a sent command. Acking twice is a no-op; an

@@ -14,7 +14,7 @@ import (
 // refillPC fills a PC's free slots in bulk (D2): under the PC's row lock it cancels
 // executions on devices that left the eligible set (when a device changed), then gives
 // each free slot (target - running of them) the running task's next execution
-// (device_slots_fill, migrations/00045_device_steps.sql). A result refills the slot it
+// (device_slots_fill, migrations/00092_device_steps.sql). A result refills the slot it
 // frees itself (refillSlot). With a target_count the task row is locked too, so PCs
 // refilling at once never exceed it.
 func refillPC(ctx context.Context, q *dbgen.Queries, pcID int64, cancelIneligible bool) ([]int64, error) {

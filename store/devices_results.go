@@ -31,7 +31,7 @@ type SuccessReport struct {
 // SuccessVerdict is what the group commit did with a report.
 type SuccessVerdict string
 
-// The verdicts of RecordSuccesses (device_results_record, migrations/00045_device_steps.sql).
+// The verdicts of RecordSuccesses (device_results_record, migrations/00092_device_steps.sql).
 const (
 	SuccessRecorded      SuccessVerdict = "recorded"        // committed; Answer is the answer
 	SuccessReplayed      SuccessVerdict = "replayed"        // the key's first answer: Answer or Stored

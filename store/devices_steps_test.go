@@ -13,7 +13,7 @@ import (
 )
 
 // The group commit and the single-request path take the same steps (migrations/
-// 00045_device_steps.sql): the same successes, reported to two identical farms, one as one
+// 00092_device_steps.sql): the same successes, reported to two identical farms, one as one
 // group-commit batch and the other one request at a time (a result, then a claim for the
 // PCs whose agents asked for their next executions), leave the same executions, events and
 // devices. The three PCs cover a freed slot refilled and handed out at once (pa), refilled

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -19,6 +20,9 @@ type NewDeviceTask struct {
 	TargetCount        *int32
 	AbortMinExecuted   *int32
 	AbortFailedPercent *float64
+	// Rate and Windows bound when its executions are sent (docs/progressive.md).
+	Rate    *domain.Rate
+	Windows []domain.Window
 }
 
 // CreateDeviceTask queues a task (pending); the dispatcher activates it when it is the oldest.
@@ -29,6 +33,17 @@ func (s *Store) CreateDeviceTask(ctx context.Context, t NewDeviceTask) (DeviceTa
 	}
 	if t.AbortFailedPercent != nil {
 		p.AbortFailedPercent = pgtype.Float8{Float64: *t.AbortFailedPercent, Valid: true}
+	}
+	var err error
+	if t.Rate != nil {
+		if p.Rate, err = json.Marshal(t.Rate); err != nil {
+			return DeviceTask{}, fmt.Errorf("encode rate: %w", err)
+		}
+	}
+	if len(t.Windows) > 0 {
+		if p.Windows, err = json.Marshal(t.Windows); err != nil {
+			return DeviceTask{}, fmt.Errorf("encode windows: %w", err)
+		}
 	}
 	row, err := s.Q.InsertDeviceTask(ctx, p)
 	if err != nil {
@@ -238,4 +253,49 @@ func taskDone(ctx context.Context, q *dbgen.Queries, t DeviceTask) (done bool, s
 	default:
 		return true, domain.DeviceTaskFailed, "no eligible device: no online device could run the task when it became active", nil
 	}
+}
+
+// DeviceTaskHold says what holds a running task's sends back now (docs/progressive.md).
+type DeviceTaskHold struct {
+	// Frozen: the global freeze is in force.
+	Frozen bool
+	// OutsideWindows: the task has windows and none holds now; OpensAt is the next opening
+	// (nil when not known yet: the next claim computes it).
+	OutsideWindows bool
+	OpensAt        *time.Time
+	// Rate is the task's rate now (0: none) and RateRoom what it leaves this minute.
+	Rate, RateRoom int64
+}
+
+// DeviceTaskHoldOf reads what holds task id's sends back now.
+func (s *Store) DeviceTaskHoldOf(ctx context.Context, id int64) (DeviceTaskHold, error) {
+	row, err := s.Q.DeviceTaskHold(ctx, id)
+	if err != nil {
+		return DeviceTaskHold{}, fmt.Errorf("hold of task %d: %w", id, mapErr(err))
+	}
+	h := DeviceTaskHold{Frozen: row.Frozen}
+	if row.Rated {
+		h.Rate, h.RateRoom = row.Rate, row.RateRoom
+	}
+	task, err := s.Q.GetDeviceTask(ctx, id)
+	if err != nil {
+		return DeviceTaskHold{}, fmt.Errorf("hold of task %d: %w", id, mapErr(err))
+	}
+	if len(task.Windows) > 0 {
+		var ws []domain.Window
+		if err := json.Unmarshal(task.Windows, &ws); err != nil {
+			return DeviceTaskHold{}, fmt.Errorf("task %d: decode windows: %w", id, err)
+		}
+		span, err := windowSpanAt(ws, row.Now)
+		if err != nil {
+			return DeviceTaskHold{}, fmt.Errorf("task %d: %w", id, err)
+		}
+		if !span.Contains(row.Now) {
+			h.OutsideWindows = true
+			if span.Start.After(row.Now) {
+				h.OpensAt = &span.Start
+			}
+		}
+	}
+	return h, nil
 }

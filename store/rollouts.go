@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,6 +30,7 @@ type TaskRun = dbgen.TaskRun
 var ErrTaskState = errors.New("not allowed in the current status")
 
 // NewTaskRun is one task of a rollout to create; VersionKey comes from internal/version.
+// Wave is set by the store from the rollout's strategy.
 type NewTaskRun struct {
 	Database   string          `json:"database"`
 	Type       domain.TaskType `json:"type"`
@@ -37,18 +39,57 @@ type NewTaskRun struct {
 	RunAt      *time.Time      `json:"run_at,omitempty"`
 	Executor   domain.Executor `json:"executor"`
 	Payload    json.RawMessage `json:"payload,omitempty"`
+	Wave       int             `json:"wave,omitempty"`
+}
+
+// NewRollout is a rollout to create: its tasks and, optionally, its progressive strategy
+// (docs/progressive.md).
+type NewRollout struct {
+	Name          string
+	ParallelLimit int32
+	Strategy      *domain.Strategy
+	Tasks         []NewTaskRun
 }
 
 // CreateRollout inserts a rollout and all its tasks (PENDING) in one transaction.
 func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit int32, tasks []NewTaskRun) (Rollout, error) {
+	return s.CreateRolloutWith(ctx, NewRollout{Name: name, ParallelLimit: parallelLimit, Tasks: tasks})
+}
+
+// CreateRolloutWith inserts a rollout, its tasks (PENDING) and, with a strategy of several
+// waves, its waves (the first open), in one transaction. Each task's wave comes from the
+// strategy (domain.Strategy.AssignWaves); a rollout with windows starts with the span of
+// its windows that holds the database's clock, or the next one.
+func (s *Store) CreateRolloutWith(ctx context.Context, nr NewRollout) (Rollout, error) {
+	tasks, waves, err := placeInWaves(nr.Strategy, nr.Tasks)
+	if err != nil {
+		return Rollout{}, fmt.Errorf("create rollout %q: %w", nr.Name, err)
+	}
 	body, err := json.Marshal(tasks)
 	if err != nil {
 		return Rollout{}, fmt.Errorf("encode tasks: %w", err)
 	}
+	params := dbgen.InsertRolloutParams{Name: nr.Name, ParallelLimit: nr.ParallelLimit, Status: domain.RolloutRunning, WaveCount: int32(max(len(waves), 1))}
+	if nr.Strategy != nil {
+		if params.Strategy, err = json.Marshal(nr.Strategy); err != nil {
+			return Rollout{}, fmt.Errorf("encode strategy: %w", err)
+		}
+	}
 	var r Rollout
 	err = s.underPromotionLock(ctx, func(q *dbgen.Queries) error {
+		if nr.Strategy != nil && len(nr.Strategy.Windows) > 0 {
+			now, err := q.DatabaseNow(ctx)
+			if err != nil {
+				return err
+			}
+			span, err := windowSpanAt(nr.Strategy.Windows, now)
+			if err != nil {
+				return err
+			}
+			params.WindowStart, params.WindowEnd = &span.Start, &span.End
+		}
 		var err error
-		r, err = q.InsertRollout(ctx, dbgen.InsertRolloutParams{Name: name, ParallelLimit: parallelLimit, Status: domain.RolloutRunning})
+		r, err = q.InsertRollout(ctx, params)
 		if err != nil {
 			return err
 		}
@@ -59,10 +100,19 @@ func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit in
 		if n != int64(len(tasks)) {
 			return fmt.Errorf("inserted %d task runs, want %d", n, len(tasks))
 		}
+		if len(waves) > 1 {
+			wb, err := json.Marshal(waves)
+			if err != nil {
+				return err
+			}
+			if err := q.InsertRolloutWaves(ctx, dbgen.InsertRolloutWavesParams{RolloutID: r.ID, Waves: wb}); err != nil {
+				return fmt.Errorf("insert waves: %w", err)
+			}
+		}
 		return nil
 	})
 	if err != nil {
-		return Rollout{}, fmt.Errorf("create rollout %q: %w", name, mapErr(err))
+		return Rollout{}, fmt.Errorf("create rollout %q: %w", nr.Name, mapErr(err))
 	}
 	if len(tasks) >= analyzeAfter {
 		if err := s.Q.AnalyzeTaskRuns(ctx); err != nil {
@@ -70,6 +120,37 @@ func (s *Store) CreateRollout(ctx context.Context, name string, parallelLimit in
 		}
 	}
 	return r, nil
+}
+
+// placeInWaves sets each task's wave from the strategy and lists the databases of each
+// wave (none without a strategy of waves).
+func placeInWaves(st *domain.Strategy, tasks []NewTaskRun) ([]NewTaskRun, [][]string, error) {
+	if st == nil || len(st.Waves) == 0 {
+		return tasks, nil, nil
+	}
+	var order []string
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		if !seen[t.Database] {
+			seen[t.Database] = true
+			order = append(order, t.Database)
+		}
+	}
+	of, err := st.AssignWaves(order)
+	if err != nil {
+		return nil, nil, err
+	}
+	waves := make([][]string, len(st.Waves))
+	for _, db := range order {
+		w := of[db] - 1
+		waves[w] = append(waves[w], db)
+	}
+	out := make([]NewTaskRun, len(tasks))
+	for i, t := range tasks {
+		t.Wave = of[t.Database]
+		out[i] = t
+	}
+	return out, waves, nil
 }
 
 // analyzeAfter is the size of a rollout after whose insert task_runs is analyzed.
@@ -98,10 +179,17 @@ type RolloutSummary struct {
 	Counts    map[string]int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// StatusReason says why the engine paused or canceled the rollout (an abort threshold,
+	// a failed wave) or who paused it; empty otherwise.
+	StatusReason string
+	// Strategy is the rollout's progressive strategy (nil: none); OpenWave of WaveCount is
+	// the last wave whose tasks may be promoted.
+	Strategy            *domain.Strategy
+	WaveCount, OpenWave int32
 }
 
 func summaryFrom(r dbgen.RolloutSummary) RolloutSummary {
-	return RolloutSummary{
+	out := RolloutSummary{
 		ID: r.ID, Name: r.Name, ParallelLimit: r.ParallelLimit, OperatorStatus: r.OperatorStatus, Status: r.Status,
 		Counts: map[string]int64{
 			string(domain.TaskRunPending): r.Pending, string(domain.TaskRunAvailable): r.Available,
@@ -110,7 +198,15 @@ func summaryFrom(r dbgen.RolloutSummary) RolloutSummary {
 			string(domain.TaskRunSkipped): r.Skipped,
 		},
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		StatusReason: r.StatusReason, WaveCount: r.WaveCount, OpenWave: r.OpenWave,
 	}
+	if len(r.Strategy) > 0 {
+		var st domain.Strategy
+		if json.Unmarshal(r.Strategy, &st) == nil {
+			out.Strategy = &st
+		}
+	}
+	return out
 }
 
 // GetRolloutSummary reads a rollout with its derived status and task counts.
@@ -168,6 +264,9 @@ func (s *Store) FinishTaskRun(ctx context.Context, id int64, attempt int32, stat
 	if err != nil {
 		return TaskRun{}, false, fmt.Errorf("finish task %d as %s: %w", id, status, mapErr(err))
 	}
+	if _, err := s.TripAbortThresholds(ctx, []int64{t.RolloutID}); err != nil {
+		return t, true, err
+	}
 	return t, true, nil
 }
 
@@ -190,16 +289,35 @@ func (s *Store) CountUnfinished(ctx context.Context, rolloutID int64) (int64, er
 }
 
 // SetRolloutStatus moves a rollout to status if it is in one of from; otherwise
-// ErrTaskState (or ErrNotFound).
+// ErrTaskState (or ErrNotFound). It clears the rollout's status_reason.
 func (s *Store) SetRolloutStatus(ctx context.Context, id int64, status domain.RolloutStatus, from ...domain.RolloutStatus) (Rollout, error) {
-	r, err := s.Q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: status, FromStatuses: texts(from...)})
-	if errors.Is(err, pgx.ErrNoRows) {
-		cur, gerr := s.GetRollout(ctx, id)
-		if gerr != nil {
-			return Rollout{}, gerr
+	return s.SetRolloutStatusFor(ctx, id, status, "", from...)
+}
+
+// SetRolloutStatusFor is SetRolloutStatus recording why (status_reason; "" clears it). A
+// resume (to RUNNING) restarts the abort threshold's count and takes a wave that failed
+// back to where it can be tried again: RUNNING when its tasks failed (the workflow looks
+// at them again), CHECKING when its health checks failed (they run again).
+func (s *Store) SetRolloutStatusFor(ctx context.Context, id int64, status domain.RolloutStatus, reason string, from ...domain.RolloutStatus) (Rollout, error) {
+	var r Rollout
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		r, err = q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: status, Reason: reason, FromStatuses: texts(from...)})
+		if errors.Is(err, pgx.ErrNoRows) {
+			cur, gerr := q.GetRollout(ctx, id)
+			if gerr != nil {
+				return gerr
+			}
+			return fmt.Errorf("rollout %d is %s: %w", id, cur.Status, ErrTaskState)
 		}
-		return Rollout{}, fmt.Errorf("rollout %d is %s: %w", id, cur.Status, ErrTaskState)
-	}
+		if err != nil {
+			return err
+		}
+		if status == domain.RolloutRunning && r.WaveCount > 1 {
+			return retryFailedWave(ctx, q, r)
+		}
+		return nil
+	})
 	if err != nil {
 		return Rollout{}, fmt.Errorf("set rollout %d %s: %w", id, status, mapErr(err))
 	}
@@ -209,11 +327,16 @@ func (s *Store) SetRolloutStatus(ctx context.Context, id int64, status domain.Ro
 // CancelRollout marks the rollout CANCELED and cancels its tasks that have not started
 // (RUNNING ones are stopped by the rollout's workflow); it returns the canceled task ids.
 func (s *Store) CancelRollout(ctx context.Context, id int64) (Rollout, []int64, error) {
+	return s.CancelRolloutFor(ctx, id, "")
+}
+
+// CancelRolloutFor is CancelRollout recording why (status_reason).
+func (s *Store) CancelRolloutFor(ctx context.Context, id int64, reason string) (Rollout, []int64, error) {
 	var r Rollout
 	var ids []int64
 	err := s.InTx(ctx, func(tx pgx.Tx, q *dbgen.Queries) error {
 		var err error
-		r, err = q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: domain.RolloutCanceled, FromStatuses: texts(domain.RolloutRunning, domain.RolloutPaused)})
+		r, err = q.SetRolloutStatus(ctx, dbgen.SetRolloutStatusParams{ID: id, Status: domain.RolloutCanceled, Reason: reason, FromStatuses: texts(domain.RolloutRunning, domain.RolloutPaused)})
 		if errors.Is(err, pgx.ErrNoRows) {
 			cur, gerr := q.GetRollout(ctx, id)
 			if gerr != nil {
@@ -362,8 +485,18 @@ func (s *Store) FinishTaskRuns(ctx context.Context, results []FinishedTaskRun) (
 		return nil, fmt.Errorf("finish %d tasks: %w", len(results), mapErr(err))
 	}
 	ids := make([]int64, len(rows))
+	var check []int64
 	for i, r := range rows {
 		ids[i] = r.ID
+		if r.AbortRule && !slices.Contains(check, r.RolloutID) {
+			check = append(check, r.RolloutID)
+		}
+	}
+	// Before the caller promotes the next tasks: a crossed threshold stops them.
+	if len(check) > 0 {
+		if _, err := s.TripAbortThresholds(ctx, check); err != nil {
+			return ids, err
+		}
 	}
 	return ids, nil
 }

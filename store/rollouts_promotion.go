@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -16,7 +17,7 @@ import (
 // The rollout engine's moves between statuses that the gates govern (docs/rollouts.md):
 // promotion PENDING → AVAILABLE, one round at a time under an advisory lock, and the claim
 // AVAILABLE → RUNNING. The gates themselves are the SQL function rollout_gates
-// (migrations/00041_rollout_gates.sql); the statements that apply them are PromoteTasks and
+// (migrations/00090_progressive.sql, first in 00041); the statements that apply them are PromoteTasks and
 // PromoteHeads (store/queries/rollouts.sql).
 
 // promotionLockKey is the transaction-level advisory lock every promotion round holds, and
@@ -25,9 +26,14 @@ import (
 const promotionLockKey int64 = 0x726f6c6c6f7574 // "rollout"
 
 // underPromotionLock runs fn in one transaction that holds the promotion lock.
+//
+// The transaction runs without JIT compilation: the gates statement's estimated cost (it
+// reads every live task several times) crosses PostgreSQL's jit_optimize_above_cost and
+// jit_inline_above_cost at a few thousand PENDING tasks, and compiling it then took longer
+// (about 200 ms) than running it (about 25 ms on 10,000 PENDING tasks) — on every round.
 func (s *Store) underPromotionLock(ctx context.Context, fn func(q *dbgen.Queries) error) error {
 	return s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		if err := q.AdvisoryXactLock(ctx, promotionLockKey); err != nil {
+		if err := q.PromotionLock(ctx, promotionLockKey); err != nil {
 			return fmt.Errorf("promotion lock: %w", err)
 		}
 		return fn(q)
@@ -40,8 +46,11 @@ type Promotion struct {
 	Promoted []dbgen.PromoteTasksRow
 	// RolloutIDs are the distinct rollouts promoted into, ascending.
 	RolloutIDs []int64
-	// NextRunAt is the earliest future run_at of a PENDING task (nil if none).
+	// NextRunAt is the earliest moment ahead at which a gate may let a PENDING task through:
+	// its run_at, or a window opening or ending, or a rate's minute passing (nil if none).
 	NextRunAt *time.Time
+	// NextWhy says which ("run_at", "window opens", "window ends", "rate").
+	NextWhy string
 	// CausesWritten is how many PENDING tasks got a new waiting cause.
 	CausesWritten int64
 }
@@ -56,8 +65,9 @@ func (p *Promotion) collectRollouts() {
 }
 
 // PromoteRound applies the gates to every PENDING task at once: one transaction, a
-// fixed three statements whatever the number of tasks (lock, promote with waiting causes,
-// next run_at). The run_at gate reads the database's clock.
+// fixed number of statements whatever the number of tasks (lock, the window spans that
+// ended, the abort thresholds' safety net, promote with waiting causes, the next run_at and
+// gate change). The run_at gate reads the database's clock.
 func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
 	return s.PromoteRoundAsOf(ctx, time.Time{})
 }
@@ -72,6 +82,12 @@ func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion
 	}
 	var p Promotion
 	err := s.underPromotionLock(ctx, func(q *dbgen.Queries) error {
+		if err := refreshWindows(ctx, q, asOfArg); err != nil {
+			return err
+		}
+		if err := abortSafetyNet(ctx, q); err != nil {
+			return err
+		}
 		rows, err := q.PromoteTasks(ctx, asOfArg)
 		if err != nil {
 			return fmt.Errorf("promote: %w", err)
@@ -89,7 +105,15 @@ func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion
 			return fmt.Errorf("next run_at: %w", err)
 		}
 		if len(next) > 0 {
-			p.NextRunAt = next[0]
+			p.NextRunAt, p.NextWhy = next[0], "run_at"
+		}
+		gate, err := q.NextGateChange(ctx, asOfArg)
+		if err != nil {
+			return fmt.Errorf("next gate change: %w", err)
+		}
+		if len(gate) > 0 && (p.NextRunAt == nil || gate[0].At.Before(*p.NextRunAt)) {
+			at := gate[0].At
+			p.NextRunAt, p.NextWhy = &at, gate[0].Why
 		}
 		return nil
 	})
@@ -156,4 +180,56 @@ func (s *Store) ClaimTaskRunsOf(ctx context.Context, rolloutID int64, max int, k
 		return nil, fmt.Errorf("claim tasks of rollout %d: %w", rolloutID, mapErr(err))
 	}
 	return rows, nil
+}
+
+// refreshWindows computes the next window span of every rollout whose span has ended by
+// the promotion clock and that still has PENDING tasks (domain.WindowAt, with the
+// schedules' cron and DST rules). A rollout whose windows never open again keeps its
+// ended span: the window gate stays closed.
+func refreshWindows(ctx context.Context, q *dbgen.Queries, asOf *time.Time) error {
+	stale, err := q.StaleRolloutWindows(ctx, asOf)
+	if err != nil {
+		return fmt.Errorf("windows: %w", err)
+	}
+	for _, r := range stale {
+		var ws []domain.Window
+		if err := json.Unmarshal(r.Windows, &ws); err != nil {
+			return fmt.Errorf("rollout %d: decode windows: %w", r.ID, err)
+		}
+		span, err := windowSpanAt(ws, r.Clock)
+		if err != nil {
+			return fmt.Errorf("rollout %d: %w", r.ID, err)
+		}
+		if !span.End.After(r.Clock) {
+			continue
+		}
+		if err := q.SetRolloutWindow(ctx, dbgen.SetRolloutWindowParams{ID: r.ID, WindowStart: &span.Start, WindowEnd: &span.End}); err != nil {
+			return fmt.Errorf("rollout %d: set window: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// windowSpanAt is the span of windows holding t or the next to open; when none ever opens
+// again, an ended span (the gate stays closed).
+func windowSpanAt(ws []domain.Window, t time.Time) (domain.WindowSpan, error) {
+	span, ok, err := domain.WindowAt(ws, t)
+	if err != nil {
+		return domain.WindowSpan{}, err
+	}
+	if !ok {
+		return domain.WindowSpan{Start: t.Add(-2 * time.Microsecond), End: t.Add(-time.Microsecond)}, nil
+	}
+	return span, nil
+}
+
+// abortSafetyNet trips the abort threshold of every running rollout that crossed it
+// without its check running (the write's check was lost with its process).
+func abortSafetyNet(ctx context.Context, q *dbgen.Queries) error {
+	ids, err := q.RunningRolloutsWithAbort(ctx)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	_, err = tripAbortThresholds(ctx, q, ids)
+	return err
 }

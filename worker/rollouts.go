@@ -24,6 +24,7 @@ func registerRollouts(r sdkworker.Registry, d Deps) {
 		// With tracing on, an http executor's call is a span of its task run's trace and
 		// carries its traceparent to the endpoint.
 		HTTPClient: &http.Client{Transport: d.Telemetry.HTTPTransport(http.DefaultTransport)},
+		HealthHTTP: d.Config.HTTPAllow,
 	})
 }
 

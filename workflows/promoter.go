@@ -43,7 +43,11 @@ func PromoterWorkflow(ctx workflow.Context) error {
 		wait, summary := PromoterSafetyPoll, "safety poll"
 		if res.NextRunAt != nil {
 			if d := res.NextRunAt.Sub(workflow.Now(ctx)); d < wait {
-				wait, summary = max(d, time.Millisecond), "earliest run_at "+res.NextRunAt.UTC().Format(time.RFC3339)
+				why := "earliest run_at" // (a result of a release before NextWhy says nothing)
+				if res.NextWhy != "" && res.NextWhy != "run_at" {
+					why = res.NextWhy
+				}
+				wait, summary = max(d, time.Millisecond), why+" "+res.NextRunAt.UTC().Format(time.RFC3339)
 			}
 		}
 		tctx, cancel := workflow.WithCancel(ctx)

@@ -94,8 +94,16 @@ func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
 	r := newRolloutRun(ctx, in)
 	// Runs that began before the runner keep running their tasks in fixed batches.
 	r.runnerMode = workflow.GetVersion(ctx, rolloutRunnerChange, workflow.DefaultVersion, 1) >= 1
+	// Runs that began before waves existed never had a rollout with more than one.
+	r.waves = workflow.GetVersion(ctx, rolloutWavesChange, workflow.DefaultVersion, 1) >= 1
 	return r.run(ctx)
 }
+
+// rolloutWavesChange: from version 1 the workflow moves its rollout's waves along
+// (docs/progressive.md): its claims take the wave step (activities.ClaimInput.Waves), it
+// sleeps on a durable timer through a wave's bake and runs the wave's health checks
+// (RunWaveChecks), and it shows where the rollout stands in its current details.
+const rolloutWavesChange = "rollout-waves"
 
 // rolloutRunnerChange: from version 1 the tasks an executor runs go to one runner activity
 // at a time that promotes and claims the next ones itself (activities.BatchInput.Refill);
@@ -134,6 +142,11 @@ type rolloutRun struct {
 	// runnerMode: executor tasks go to one refilling runner; runnerBusy: it is in flight
 	// (it then holds every RUNNING non-external task of the rollout).
 	runnerMode, runnerBusy bool
+	// waves: claims take the wave step and this run acts on its result (rolloutWavesChange);
+	// waveBusy: a bake timer or the health checks of the open wave are in flight;
+	// stopChecks cancels the checks.
+	waves, waveBusy bool
+	stopChecks      workflow.CancelFunc
 }
 
 var rolloutActs *activities.RolloutActivities
@@ -192,6 +205,10 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 			}
 			if res.RolloutStatus == domain.RolloutCanceled {
 				return r.stop(ctx)
+			}
+			if r.waves {
+				r.onWave(ctx, res.Wave)
+				workflow.SetCurrentDetails(ctx, rolloutDetails(r.id, res))
 			}
 			r.start(ctx, res.Tasks)
 			if !runnerHeld {
@@ -260,6 +277,9 @@ func (r *rolloutRun) claim(ctx workflow.Context) (activities.ClaimResult, error)
 	lctx := databaseLocalActivity(ctx, "claim AVAILABLE tasks")
 	var res activities.ClaimResult
 	in := activities.ClaimInput{RolloutID: r.id, Max: claimBatch, Adopt: r.adopt}
+	if r.waves {
+		in.Waves, in.Now = true, workflow.Now(ctx)
+	}
 	if r.runnerBusy {
 		// The runner claims the rest, and holds the RUNNING tasks this run does not.
 		in.Adopt, in.ExternalOnly = nil, true
@@ -458,6 +478,9 @@ func (r *rolloutRun) stop(ctx workflow.Context) error {
 		b := r.batches[seq]
 		held = append(held, b.tasks...)
 		b.cancel()
+	}
+	if r.stopChecks != nil {
+		r.stopChecks()
 	}
 	for _, id := range sortedKeys(r.external) {
 		held = append(held, r.external[id])

@@ -33,6 +33,10 @@ var Changes = []Change{
 		ID: rolloutRunnerChange, Max: 1, Workflows: []string{RolloutWorkflowType},
 		What: "before it, a rollout ran its executor tasks in fixed batches, each claimed by the workflow",
 	},
+	{
+		ID: rolloutWavesChange, Max: 1, Workflows: []string{RolloutWorkflowType},
+		What: "before it, a rollout had one wave: its claims took no wave step, it armed no bake timer and ran no health checks",
+	},
 }
 
 // pinChanges records, at the start of a run of workflowType, the version of every change

@@ -1,8 +1,9 @@
 // Command rollouts benchmarks the rollout engine (`make bench-rollouts`): 10,000 noop tasks
 // over 1,000 databases (DDL and DML mixed, versions 1–10, parallel limit 200) run end to end
-// by two workers, the time of one promotion round with 10,000 PENDING, and the same workload
-// through a seed-style baseline (per-task gate queries, woken by finishes as tickgate's
-// promoter is). It starts its own PostgreSQL cluster and Temporal with make dev's settings (no
+// by two workers, the time of one promotion round with 10,000 PENDING, a rollout in waves
+// (how soon a wave runs once the one before passed its health check, against a script that
+// creates a rollout per wave; waves.go), and the same workload through a seed-style
+// baseline (per-task gate queries, woken by finishes as tickgate's promoter is). It starts its own PostgreSQL cluster and Temporal with make dev's settings (no
 // dynamic config of its own), prints a Markdown table and ends with a `RESULT …` line.
 package main
 
@@ -91,7 +92,7 @@ func run(ctx context.Context) error {
 	add(fmt.Sprintf("promotion round, %d PENDING (first: promotes + writes every waiting cause)", len(tasks)), "%.1f ms (%d promoted, %d causes written)",
 		ms(rounds[0]), len(first.Promoted), first.CausesWritten)
 	add("promotion round, steady state (median of 6)", "%.1f ms", ms(steady[len(steady)/2]))
-	add("queries per round", "3 (advisory lock, promote with waiting causes, next run_at)")
+	add("queries per round", "6 (promotion lock with JIT off, window spans ended, abort thresholds crossed, promote with waiting causes, next run_at, next gate change)")
 
 	// 2. tickgate end to end on two workers.
 	tps, breaches, samples, elapsed, err := runTickgate(ctx, stack, stack.Temporal.Address(), tasks)
@@ -101,7 +102,19 @@ func run(ctx context.Context) error {
 	add("tickgate end to end", "%.0f tasks/s (%d tasks in %s, %d workers)", tps, len(tasks), elapsed.Round(time.Millisecond), *flagWorkers)
 	add("R1–R3 breaches while running", "%d in %d samples", breaches, samples)
 
-	// 3. The seed-style baseline.
+	// 3. Waves: from a wave's health pass to the next wave's tasks RUNNING, and the script a
+	// user would write instead.
+	wv, script, err := runWaves(ctx, stack)
+	if err != nil {
+		return err
+	}
+	add(fmt.Sprintf("waves: %d tasks (one per database) in %d waves, an HTTP health check between them", *flagWaveTasks, *flagWaves),
+		"%s end to end", wv.elapsed.Round(time.Millisecond))
+	add("waves: a wave's health pass → the next wave's tasks RUNNING, p50 / p99", "%.1f / %.1f ms (%d tasks)", ms(wv.p50), ms(wv.p99), wv.n)
+	add("script instead (a rollout per wave, created after the script's own check passed): pass → RUNNING, p50 / p99", "%.1f / %.1f ms (%d tasks; %s end to end)",
+		ms(script.p50), ms(script.p99), script.n, script.elapsed.Round(time.Millisecond))
+
+	// 4. The seed-style baseline.
 	btps, bdone, belapsed, err := runBaseline(ctx, stack, tasks)
 	if err != nil {
 		return err
@@ -115,8 +128,8 @@ func run(ctx context.Context) error {
 		fmt.Printf("| %s | %s |\n", r.name, r.value)
 	}
 	fmt.Println()
-	fmt.Printf("RESULT tasks_per_s=%.0f promote_round_ms=%.1f baseline_tasks_per_s=%.1f promote_round_steady_ms=%.1f invariant_breaches=%d\n",
-		tps, ms(rounds[0]), btps, ms(steady[len(steady)/2]), breaches)
+	fmt.Printf("RESULT tasks_per_s=%.0f promote_round_ms=%.1f baseline_tasks_per_s=%.1f promote_round_steady_ms=%.1f invariant_breaches=%d wave_pass_to_running_p50_ms=%.1f wave_pass_to_running_p99_ms=%.1f script_pass_to_running_p99_ms=%.1f\n",
+		tps, ms(rounds[0]), btps, ms(steady[len(steady)/2]), breaches, ms(wv.p50), ms(wv.p99), ms(script.p99))
 	return nil
 }
 

@@ -43,7 +43,7 @@ type CancelDeviceExecutionsOfTaskRow struct {
 
 // Cancels the task's slot-holding executions (a task cancel), or with unsent_only those not
 // out on a device (an abort: executions in flight may finish), with a CANCELED event each
-// (device_executions_cancel, migrations/00045_device_steps.sql).
+// (device_executions_cancel, migrations/00092_device_steps.sql).
 func (q *Queries) CancelDeviceExecutionsOfTask(ctx context.Context, arg CancelDeviceExecutionsOfTaskParams) ([]CancelDeviceExecutionsOfTaskRow, error) {
 	rows, err := q.db.Query(ctx, cancelDeviceExecutionsOfTask, arg.TaskID, arg.Reason, arg.UnsentOnly)
 	if err != nil {
@@ -67,13 +67,23 @@ func (q *Queries) CancelDeviceExecutionsOfTask(ctx context.Context, arg CancelDe
 const claimDeviceExecutions = `-- name: ClaimDeviceExecutions :many
 WITH pc AS (
     SELECT p.id FROM pcs p WHERE p.name = $1::text
+), gate AS (
+    SELECT CASE
+               WHEN EXISTS (SELECT 1 FROM freezes f WHERE f.rollout_id IS NULL AND f.lifted_at IS NULL) THEN 'frozen'
+               WHEN t.windows IS NOT NULL AND (t.window_end IS NULL OR t.window_end <= now()) THEN 'window_stale'
+               WHEN t.windows IS NOT NULL AND now() < t.window_start THEN 'window'
+               WHEN t.rate IS NOT NULL AND NOT $2::boolean THEN 'rate'
+               ELSE ''
+           END AS hold
+    FROM (SELECT 1) one LEFT JOIN tasks t ON t.status = 'running'
 ), pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
     -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_slot) instead of
     -- every execution ever made.
     WHERE td.pc_id = (SELECT pc.id FROM pc) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
+      AND (SELECT gate.hold FROM gate) = ''
     ORDER BY td.id
-    LIMIT $2::integer
+    LIMIT $3::integer
     -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
     -- cancels what it sent), or this claim waits for it and sees the device's new status.
     FOR UPDATE OF td SKIP LOCKED
@@ -91,14 +101,16 @@ WITH pc AS (
 SELECT pc.id AS pc_id, COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::bigint AS task_id,
        COALESCE(c.slot, 0)::integer AS slot, COALESCE(c.attempt, 0)::integer AS attempt,
        COALESCE(c.max_attempts, 0)::integer AS max_attempts, c.sent_at, c.timeout_at,
-       COALESCE(c.serial, '')::text AS device_serial, COALESCE(c.payload, 'null'::jsonb) AS payload
+       COALESCE(c.serial, '')::text AS device_serial, COALESCE(c.payload, 'null'::jsonb) AS payload,
+       (SELECT gate.hold FROM gate)::text AS hold
 FROM pc LEFT JOIN claimed c ON true
 ORDER BY c.id
 `
 
 type ClaimDeviceExecutionsParams struct {
-	PcName  string
-	MaxRows int32
+	PcName      string
+	RateChecked bool
+	MaxRows     int32
 }
 
 type ClaimDeviceExecutionsRow struct {
@@ -112,15 +124,23 @@ type ClaimDeviceExecutionsRow struct {
 	TimeoutAt    *time.Time
 	DeviceSerial string
 	Payload      json.RawMessage
+	Hold         string
 }
 
 // The agent's pull: up to max waiting commands of the PC (eligible devices only) are handed
-// out (device_attempts_hand_out, migrations/00045_device_steps.sql: SENT, their deadline
+// out (device_attempts_hand_out, migrations/00092_device_steps.sql: SENT, their deadline
 // started). SKIP LOCKED: two agents of one PC never get the same one.
 // The PC by name, in the same statement: no row means no such PC, and a known PC with
 // nothing to send gives one row of zeros (id 0), so an idle agent's poll is one round trip.
+//
+// Progressive delivery (docs/progressive.md): nothing is sent while the global freeze holds
+// or outside the running task's windows; a task with a rate is claimed through
+// store.claimUnderRate (the task's row locked, the room counted, then this statement with
+// rate_checked and max_rows the room). hold says what held the claim back: frozen, window,
+// window_stale (the window span ended: the caller computes the next one and claims again)
+// or rate (the caller claims under the rate).
 func (q *Queries) ClaimDeviceExecutions(ctx context.Context, arg ClaimDeviceExecutionsParams) ([]ClaimDeviceExecutionsRow, error) {
-	rows, err := q.db.Query(ctx, claimDeviceExecutions, arg.PcName, arg.MaxRows)
+	rows, err := q.db.Query(ctx, claimDeviceExecutions, arg.PcName, arg.RateChecked, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +159,7 @@ func (q *Queries) ClaimDeviceExecutions(ctx context.Context, arg ClaimDeviceExec
 			&i.TimeoutAt,
 			&i.DeviceSerial,
 			&i.Payload,
+			&i.Hold,
 		); err != nil {
 			return nil, err
 		}
@@ -175,6 +196,55 @@ func (q *Queries) DeviceExecutionPCID(ctx context.Context, id int64) (int64, err
 	var pc_id int64
 	err := row.Scan(&pc_id)
 	return pc_id, err
+}
+
+const deviceRateRoom = `-- name: DeviceRateRoom :one
+SELECT coalesce(device_rate_room($1::bigint), 2147483647)::bigint AS room
+`
+
+// How many more executions the task's rate lets be sent now (NULL: no rate); the caller
+// holds the task's row (LockDeviceTask), so concurrent claims count one after the other.
+func (q *Queries) DeviceRateRoom(ctx context.Context, taskID int64) (int64, error) {
+	row := q.db.QueryRow(ctx, deviceRateRoom, taskID)
+	var room int64
+	err := row.Scan(&room)
+	return room, err
+}
+
+const deviceTaskHold = `-- name: DeviceTaskHold :one
+SELECT EXISTS (SELECT 1 FROM freezes f WHERE f.rollout_id IS NULL AND f.lifted_at IS NULL)::boolean AS frozen,
+       t.window_start, t.window_end, now()::timestamptz AS now,
+       (t.rate IS NOT NULL)::boolean AS rated,
+       coalesce(device_rate_room(t.id), 0)::bigint AS rate_room,
+       coalesce(rollout_rate(t.rate, (SELECT count(*) FROM task_devices x WHERE x.task_id = t.id AND x.status = 'SUCCEEDED')), 0)::bigint AS rate
+FROM tasks t WHERE t.id = $1
+`
+
+type DeviceTaskHoldRow struct {
+	Frozen      bool
+	WindowStart *time.Time
+	WindowEnd   *time.Time
+	Now         time.Time
+	Rated       bool
+	RateRoom    int64
+	Rate        int64
+}
+
+// What holds a running task's sends back now, for its view: the global freeze, its windows
+// (the span's start, when it is ahead) and its rate's room.
+func (q *Queries) DeviceTaskHold(ctx context.Context, id int64) (DeviceTaskHoldRow, error) {
+	row := q.db.QueryRow(ctx, deviceTaskHold, id)
+	var i DeviceTaskHoldRow
+	err := row.Scan(
+		&i.Frozen,
+		&i.WindowStart,
+		&i.WindowEnd,
+		&i.Now,
+		&i.Rated,
+		&i.RateRoom,
+		&i.Rate,
+	)
+	return i, err
 }
 
 const earliestDeadlineOnPC = `-- name: EarliestDeadlineOnPC :one
@@ -541,6 +611,21 @@ func (q *Queries) RetryDeviceExecution(ctx context.Context, arg RetryDeviceExecu
 	return err
 }
 
+const setDeviceTaskWindow = `-- name: SetDeviceTaskWindow :exec
+UPDATE tasks SET window_start = $1, window_end = $2 WHERE id = $3
+`
+
+type SetDeviceTaskWindowParams struct {
+	WindowStart *time.Time
+	WindowEnd   *time.Time
+	ID          int64
+}
+
+func (q *Queries) SetDeviceTaskWindow(ctx context.Context, arg SetDeviceTaskWindowParams) error {
+	_, err := q.db.Exec(ctx, setDeviceTaskWindow, arg.WindowStart, arg.WindowEnd, arg.ID)
+	return err
+}
+
 const slotExecution = `-- name: SlotExecution :one
 SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
 FROM task_devices td JOIN pcs p ON p.id = td.pc_id
@@ -579,7 +664,7 @@ SELECT count(*) FROM device_attempts_succeed(ARRAY[$1::bigint])
 `
 
 // The success of the attempt in flight, with its event (device_attempts_succeed,
-// migrations/00045_device_steps.sql), as the group commit records it.
+// migrations/00092_device_steps.sql), as the group commit records it.
 func (q *Queries) SucceedDeviceExecution(ctx context.Context, id int64) error {
 	_, err := q.db.Exec(ctx, succeedDeviceExecution, id)
 	return err

@@ -97,7 +97,7 @@ type RecordSuccessesRow struct {
 // Device dispatch: agents' results, group-committed (store/devices_results.go). The
 // results that arrive together are recorded by ONE statement, each with its own answer.
 // The successes reported in one batch (arrays, one element per request), recorded and
-// answered by one statement: device_results_record (migrations/00045_device_steps.sql),
+// answered by one statement: device_results_record (migrations/00092_device_steps.sql),
 // which takes the single-request path's steps by the same functions.
 func (q *Queries) RecordSuccesses(ctx context.Context, arg RecordSuccessesParams) ([]RecordSuccessesRow, error) {
 	rows, err := q.db.Query(ctx, recordSuccesses,

@@ -17,7 +17,7 @@ const activateNextDeviceTask = `-- name: ActivateNextDeviceTask :one
 UPDATE tasks
 SET status = 'running', started_at = now(), max_attempts = $1::integer, device_timeout_ms = $2::bigint
 WHERE id = (SELECT p.id FROM tasks p WHERE p.status = 'pending' ORDER BY p.id LIMIT 1)
-RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at
+RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end
 `
 
 type ActivateNextDeviceTaskParams struct {
@@ -42,6 +42,10 @@ func (q *Queries) ActivateNextDeviceTask(ctx context.Context, arg ActivateNextDe
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Rate,
+		&i.Windows,
+		&i.WindowStart,
+		&i.WindowEnd,
 	)
 	return i, err
 }
@@ -126,7 +130,7 @@ const finishDeviceTask = `-- name: FinishDeviceTask :one
 UPDATE tasks
 SET status = $1, error = $2, finished_at = now()
 WHERE id = $3 AND status IN ('pending', 'running')
-RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at
+RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end
 `
 
 type FinishDeviceTaskParams struct {
@@ -151,12 +155,16 @@ func (q *Queries) FinishDeviceTask(ctx context.Context, arg FinishDeviceTaskPara
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Rate,
+		&i.Windows,
+		&i.WindowStart,
+		&i.WindowEnd,
 	)
 	return i, err
 }
 
 const getDeviceTask = `-- name: GetDeviceTask :one
-SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE id = $1
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end FROM tasks WHERE id = $1
 `
 
 func (q *Queries) GetDeviceTask(ctx context.Context, id int64) (Task, error) {
@@ -175,12 +183,16 @@ func (q *Queries) GetDeviceTask(ctx context.Context, id int64) (Task, error) {
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Rate,
+		&i.Windows,
+		&i.WindowStart,
+		&i.WindowEnd,
 	)
 	return i, err
 }
 
 const getRunningDeviceTask = `-- name: GetRunningDeviceTask :one
-SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE status = 'running'
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end FROM tasks WHERE status = 'running'
 `
 
 func (q *Queries) GetRunningDeviceTask(ctx context.Context) (Task, error) {
@@ -199,15 +211,20 @@ func (q *Queries) GetRunningDeviceTask(ctx context.Context) (Task, error) {
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Rate,
+		&i.Windows,
+		&i.WindowStart,
+		&i.WindowEnd,
 	)
 	return i, err
 }
 
 const insertDeviceTask = `-- name: InsertDeviceTask :one
 
-INSERT INTO tasks (payload, target_count, abort_min_executed, abort_failed_percent)
-VALUES ($1, $2, $3, $4)
-RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at
+INSERT INTO tasks (payload, target_count, abort_min_executed, abort_failed_percent, rate, windows)
+VALUES ($1, $2, $3, $4,
+        $5, $6)
+RETURNING id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end
 `
 
 type InsertDeviceTaskParams struct {
@@ -215,6 +232,8 @@ type InsertDeviceTaskParams struct {
 	TargetCount        *int32
 	AbortMinExecuted   *int32
 	AbortFailedPercent pgtype.Float8
+	Rate               []byte
+	Windows            []byte
 }
 
 // Device dispatch (docs/devices.md): the queue of device tasks and the single active one (D1).
@@ -226,6 +245,8 @@ func (q *Queries) InsertDeviceTask(ctx context.Context, arg InsertDeviceTaskPara
 		arg.TargetCount,
 		arg.AbortMinExecuted,
 		arg.AbortFailedPercent,
+		arg.Rate,
+		arg.Windows,
 	)
 	var i Task
 	err := row.Scan(
@@ -241,12 +262,16 @@ func (q *Queries) InsertDeviceTask(ctx context.Context, arg InsertDeviceTaskPara
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Rate,
+		&i.Windows,
+		&i.WindowStart,
+		&i.WindowEnd,
 	)
 	return i, err
 }
 
 const listDeviceTasks = `-- name: ListDeviceTasks :many
-SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE id > $1 ORDER BY id LIMIT $2
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end FROM tasks WHERE id > $1 ORDER BY id LIMIT $2
 `
 
 type ListDeviceTasksParams struct {
@@ -276,6 +301,10 @@ func (q *Queries) ListDeviceTasks(ctx context.Context, arg ListDeviceTasksParams
 			&i.CreatedAt,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.Rate,
+			&i.Windows,
+			&i.WindowStart,
+			&i.WindowEnd,
 		); err != nil {
 			return nil, err
 		}
@@ -288,7 +317,7 @@ func (q *Queries) ListDeviceTasks(ctx context.Context, arg ListDeviceTasksParams
 }
 
 const lockDeviceTask = `-- name: LockDeviceTask :one
-SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end FROM tasks WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // NO KEY UPDATE, as every lock of a task row: task_devices inserts (their foreign-key
@@ -311,12 +340,16 @@ func (q *Queries) LockDeviceTask(ctx context.Context, id int64) (Task, error) {
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Rate,
+		&i.Windows,
+		&i.WindowStart,
+		&i.WindowEnd,
 	)
 	return i, err
 }
 
 const lockRunningDeviceTask = `-- name: LockRunningDeviceTask :one
-SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE status = 'running' FOR NO KEY UPDATE
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end FROM tasks WHERE status = 'running' FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockRunningDeviceTask(ctx context.Context) (Task, error) {
@@ -335,6 +368,10 @@ func (q *Queries) LockRunningDeviceTask(ctx context.Context) (Task, error) {
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Rate,
+		&i.Windows,
+		&i.WindowStart,
+		&i.WindowEnd,
 	)
 	return i, err
 }

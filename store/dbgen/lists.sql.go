@@ -11,7 +11,7 @@ import (
 )
 
 const listRolloutSummariesInStatus = `-- name: ListRolloutSummariesInStatus :many
-SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at FROM rollout_summaries
+SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at, strategy, wave_count, open_wave, status_reason FROM rollout_summaries
 WHERE id > $1 AND status = ANY($2::text[])
 ORDER BY id
 LIMIT $3
@@ -48,6 +48,10 @@ func (q *Queries) ListRolloutSummariesInStatus(ctx context.Context, arg ListRoll
 			&i.Skipped,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Strategy,
+			&i.WaveCount,
+			&i.OpenWave,
+			&i.StatusReason,
 		); err != nil {
 			return nil, err
 		}

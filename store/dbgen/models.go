@@ -80,6 +80,18 @@ type FeedRelease struct {
 	ReleasedAt    time.Time
 }
 
+type Freeze struct {
+	ID            int64
+	RolloutID     *int64
+	Reason        string
+	FrozenBy      string
+	FrozenByToken *int64
+	FrozenAt      time.Time
+	LiftedBy      *string
+	LiftedByToken *int64
+	LiftedAt      *time.Time
+}
+
 type IdempotencyKey struct {
 	TokenID     int64
 	Key         string
@@ -125,6 +137,13 @@ type Rollout struct {
 	Status        domain.RolloutStatus
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	Strategy      []byte
+	WaveCount     int32
+	OpenWave      int32
+	WindowStart   *time.Time
+	WindowEnd     *time.Time
+	StatusReason  string
+	ResumedAt     *time.Time
 }
 
 type RolloutSummary struct {
@@ -142,6 +161,25 @@ type RolloutSummary struct {
 	Skipped        int64
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	Strategy       []byte
+	WaveCount      int32
+	OpenWave       int32
+	StatusReason   string
+}
+
+type RolloutWave struct {
+	RolloutID  int64
+	Wave       int32
+	Databases  []string
+	Status     string
+	Failure    string
+	Reason     string
+	Health     json.RawMessage
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	BakeUntil  *time.Time
+	CheckedAt  *time.Time
+	PassedAt   *time.Time
 }
 
 type Schedule struct {
@@ -219,6 +257,10 @@ type Task struct {
 	CreatedAt          time.Time
 	StartedAt          *time.Time
 	FinishedAt         *time.Time
+	Rate               []byte
+	Windows            []byte
+	WindowStart        *time.Time
+	WindowEnd          *time.Time
 }
 
 type TaskRun struct {
@@ -242,6 +284,7 @@ type TaskRun struct {
 	FinishedAt   *time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	Wave         int32
 }
 
 type WorkerLiveness struct {

@@ -14,15 +14,6 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-const advisoryXactLock = `-- name: AdvisoryXactLock :exec
-SELECT pg_advisory_xact_lock($1::bigint)
-`
-
-func (q *Queries) AdvisoryXactLock(ctx context.Context, key int64) error {
-	_, err := q.db.Exec(ctx, advisoryXactLock, key)
-	return err
-}
-
 const analyzeTaskRuns = `-- name: AnalyzeTaskRuns :exec
 ANALYZE task_runs
 `
@@ -66,7 +57,7 @@ const cancelRunningTask = `-- name: CancelRunningTask :one
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), updated_at = now(), error = 'canceled by operator'
 WHERE id = $1 AND status = 'RUNNING'
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave
 `
 
 func (q *Queries) CancelRunningTask(ctx context.Context, id int64) (TaskRun, error) {
@@ -93,6 +84,7 @@ func (q *Queries) CancelRunningTask(ctx context.Context, id int64) (TaskRun, err
 		&i.FinishedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Wave,
 	)
 	return i, err
 }
@@ -101,7 +93,7 @@ const cancelTask = `-- name: CancelTask :one
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(), error = 'canceled'
 WHERE id = $1 AND status IN ('PENDING', 'AVAILABLE')
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave
 `
 
 func (q *Queries) CancelTask(ctx context.Context, id int64) (TaskRun, error) {
@@ -128,6 +120,7 @@ func (q *Queries) CancelTask(ctx context.Context, id int64) (TaskRun, error) {
 		&i.FinishedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Wave,
 	)
 	return i, err
 }
@@ -137,6 +130,8 @@ WITH picked AS MATERIALIZED (
     SELECT a.id FROM task_runs a
     WHERE a.rollout_id = $1 AND a.status = 'AVAILABLE'
       AND EXISTS (SELECT 1 FROM rollouts r WHERE r.id = $1 AND r.status = 'RUNNING')
+      -- nothing starts while a freeze is in force (the global one or the rollout's).
+      AND NOT EXISTS (SELECT 1 FROM freezes f WHERE f.lifted_at IS NULL AND (f.rollout_id IS NULL OR f.rollout_id = $1))
       -- external: NULL claims every executor; true only external tasks (the workflow waits
       -- for their result); false only the ones an executor runs (the rollout's runner).
       AND ($2::boolean IS NULL OR (a.executor = 'external') = $2::boolean)
@@ -148,7 +143,7 @@ UPDATE task_runs t
 SET status = 'RUNNING', started_at = now(), attempt = t.attempt + 1, updated_at = now()
 FROM picked
 WHERE t.id = picked.id AND t.status = 'AVAILABLE'
-RETURNING t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.run_at, t.executor, t.payload, t.status, t.waiting_cause, t.waiting_key, t.attempt, t.error, t.output, t.promoted_at, t.started_at, t.finished_at, t.created_at, t.updated_at
+RETURNING t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.run_at, t.executor, t.payload, t.status, t.waiting_cause, t.waiting_key, t.attempt, t.error, t.output, t.promoted_at, t.started_at, t.finished_at, t.created_at, t.updated_at, t.wave
 `
 
 type ClaimTasksParams struct {
@@ -191,6 +186,7 @@ func (q *Queries) ClaimTasks(ctx context.Context, arg ClaimTasksParams) ([]TaskR
 			&i.FinishedAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Wave,
 		); err != nil {
 			return nil, err
 		}
@@ -218,7 +214,7 @@ const finishTask = `-- name: FinishTask :one
 UPDATE task_runs
 SET status = $1, finished_at = now(), error = $2, output = $3, updated_at = now()
 WHERE id = $4 AND status = 'RUNNING' AND attempt = $5
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave
 `
 
 type FinishTaskParams struct {
@@ -260,6 +256,7 @@ func (q *Queries) FinishTask(ctx context.Context, arg FinishTaskParams) (TaskRun
 		&i.FinishedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Wave,
 	)
 	return i, err
 }
@@ -270,16 +267,20 @@ SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), outpu
 FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
 WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
   AND x.status IN ('DONE', 'FAILED', 'CANCELED')
-RETURNING t.id, t.status
+RETURNING t.id, t.status, t.rollout_id,
+    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = t.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule
 `
 
 type FinishTasksRow struct {
-	ID     int64
-	Status domain.TaskRunStatus
+	ID        int64
+	Status    domain.TaskRunStatus
+	RolloutID int64
+	AbortRule bool
 }
 
 // FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
-// error, output}; rows no longer that RUNNING claim are left alone.
+// error, output}; rows no longer that RUNNING claim are left alone. abort_rule says the
+// task's rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
 func (q *Queries) FinishTasks(ctx context.Context, results json.RawMessage) ([]FinishTasksRow, error) {
 	rows, err := q.db.Query(ctx, finishTasks, results)
 	if err != nil {
@@ -289,7 +290,12 @@ func (q *Queries) FinishTasks(ctx context.Context, results json.RawMessage) ([]F
 	var items []FinishTasksRow
 	for rows.Next() {
 		var i FinishTasksRow
-		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.RolloutID,
+			&i.AbortRule,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -301,7 +307,7 @@ func (q *Queries) FinishTasks(ctx context.Context, results json.RawMessage) ([]F
 }
 
 const getRollout = `-- name: GetRollout :one
-SELECT id, name, parallel_limit, status, created_at, updated_at FROM rollouts WHERE id = $1
+SELECT id, name, parallel_limit, status, created_at, updated_at, strategy, wave_count, open_wave, window_start, window_end, status_reason, resumed_at FROM rollouts WHERE id = $1
 `
 
 func (q *Queries) GetRollout(ctx context.Context, id int64) (Rollout, error) {
@@ -314,12 +320,19 @@ func (q *Queries) GetRollout(ctx context.Context, id int64) (Rollout, error) {
 		&i.Status,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Strategy,
+		&i.WaveCount,
+		&i.OpenWave,
+		&i.WindowStart,
+		&i.WindowEnd,
+		&i.StatusReason,
+		&i.ResumedAt,
 	)
 	return i, err
 }
 
 const getRolloutSummary = `-- name: GetRolloutSummary :one
-SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at FROM rollout_summaries WHERE id = $1
+SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at, strategy, wave_count, open_wave, status_reason FROM rollout_summaries WHERE id = $1
 `
 
 // A rollout with its task counts and its status as derived by the rollout_summaries view
@@ -342,12 +355,16 @@ func (q *Queries) GetRolloutSummary(ctx context.Context, id int64) (RolloutSumma
 		&i.Skipped,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Strategy,
+		&i.WaveCount,
+		&i.OpenWave,
+		&i.StatusReason,
 	)
 	return i, err
 }
 
 const getTaskRun = `-- name: GetTaskRun :one
-SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE id = $1
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave FROM task_runs WHERE id = $1
 `
 
 func (q *Queries) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
@@ -374,28 +391,41 @@ func (q *Queries) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 		&i.FinishedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Wave,
 	)
 	return i, err
 }
 
 const insertRollout = `-- name: InsertRollout :one
 
-INSERT INTO rollouts (name, parallel_limit, status)
-VALUES ($1, $2, $3)
-RETURNING id, name, parallel_limit, status, created_at, updated_at
+INSERT INTO rollouts (name, parallel_limit, status, strategy, wave_count, window_start, window_end)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, name, parallel_limit, status, created_at, updated_at, strategy, wave_count, open_wave, window_start, window_end, status_reason, resumed_at
 `
 
 type InsertRolloutParams struct {
 	Name          string
 	ParallelLimit int32
 	Status        domain.RolloutStatus
+	Strategy      []byte
+	WaveCount     int32
+	WindowStart   *time.Time
+	WindowEnd     *time.Time
 }
 
 // Rollouts and task runs (docs/rollouts.md). The promotion round is PromoteTasks + NextRunAt
 // under one transaction-level advisory lock (store/rollouts_promotion.go); the gates both
-// promotion statements apply are rollout_gates (migrations/00041_rollout_gates.sql).
+// promotion statements apply are rollout_gates (migrations/00090_progressive.sql; first written in 00041).
 func (q *Queries) InsertRollout(ctx context.Context, arg InsertRolloutParams) (Rollout, error) {
-	row := q.db.QueryRow(ctx, insertRollout, arg.Name, arg.ParallelLimit, arg.Status)
+	row := q.db.QueryRow(ctx, insertRollout,
+		arg.Name,
+		arg.ParallelLimit,
+		arg.Status,
+		arg.Strategy,
+		arg.WaveCount,
+		arg.WindowStart,
+		arg.WindowEnd,
+	)
 	var i Rollout
 	err := row.Scan(
 		&i.ID,
@@ -404,16 +434,23 @@ func (q *Queries) InsertRollout(ctx context.Context, arg InsertRolloutParams) (R
 		&i.Status,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Strategy,
+		&i.WaveCount,
+		&i.OpenWave,
+		&i.WindowStart,
+		&i.WindowEnd,
+		&i.StatusReason,
+		&i.ResumedAt,
 	)
 	return i, err
 }
 
 const insertTaskRuns = `-- name: InsertTaskRuns :execrows
-INSERT INTO task_runs (rollout_id, database, type, version, version_key, run_at, executor, payload, status)
+INSERT INTO task_runs (rollout_id, database, type, version, version_key, run_at, executor, payload, status, wave)
 SELECT $1::bigint, x.database, x.type, x.version, x.version_key, x.run_at, x.executor,
-       coalesce(x.payload, '{}'::jsonb), $2::text
+       coalesce(x.payload, '{}'::jsonb), $2::text, coalesce(x.wave, 1)
 FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(doc, ord),
-     jsonb_to_record(e.doc) AS x(database text, type text, version text, version_key text, run_at timestamptz, executor text, payload jsonb)
+     jsonb_to_record(e.doc) AS x(database text, type text, version text, version_key text, run_at timestamptz, executor text, payload jsonb, wave integer)
 ORDER BY e.ord
 `
 
@@ -433,7 +470,7 @@ func (q *Queries) InsertTaskRuns(ctx context.Context, arg InsertTaskRunsParams) 
 }
 
 const listRolloutSummaries = `-- name: ListRolloutSummaries :many
-SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at FROM rollout_summaries WHERE id > $1 ORDER BY id LIMIT $2
+SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at, strategy, wave_count, open_wave, status_reason FROM rollout_summaries WHERE id > $1 ORDER BY id LIMIT $2
 `
 
 type ListRolloutSummariesParams struct {
@@ -465,6 +502,10 @@ func (q *Queries) ListRolloutSummaries(ctx context.Context, arg ListRolloutSumma
 			&i.Skipped,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Strategy,
+			&i.WaveCount,
+			&i.OpenWave,
+			&i.StatusReason,
 		); err != nil {
 			return nil, err
 		}
@@ -477,7 +518,7 @@ func (q *Queries) ListRolloutSummaries(ctx context.Context, arg ListRolloutSumma
 }
 
 const listTaskRuns = `-- name: ListTaskRuns :many
-SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave FROM task_runs
 WHERE rollout_id = $1 AND id > $2
   AND (cardinality($3::text[]) = 0 OR status = ANY($3::text[]))
 ORDER BY id
@@ -526,7 +567,56 @@ func (q *Queries) ListTaskRuns(ctx context.Context, arg ListTaskRunsParams) ([]T
 			&i.FinishedAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Wave,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const nextGateChange = `-- name: NextGateChange :many
+SELECT x.at::timestamptz AS at, x.why::text AS why FROM (
+    SELECT CASE WHEN r.window_start > c.now THEN r.window_start ELSE r.window_end END AS at,
+           CASE WHEN r.window_start > c.now THEN 'window opens' ELSE 'window ends' END AS why
+    FROM rollouts r, (SELECT rollout_clock($1::timestamptz) AS now) c
+    WHERE r.window_end > c.now AND r.status = 'RUNNING'
+      AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING')
+    UNION ALL
+    SELECT (SELECT min(p.promoted_at) FROM task_runs p WHERE p.rollout_id = r.id AND p.promoted_at > c.now - interval '1 minute')
+               + interval '1 minute',
+           'rate'
+    FROM rollouts r, (SELECT rollout_clock($1::timestamptz) AS now) c
+    WHERE r.strategy IS NOT NULL AND r.strategy->'rate' IS NOT NULL AND r.status = 'RUNNING'
+      AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING')
+) x
+WHERE x.at IS NOT NULL
+ORDER BY x.at LIMIT 1
+`
+
+type NextGateChangeRow struct {
+	At  time.Time
+	Why string
+}
+
+// The earliest moment ahead at which a gate other than run_at may let a PENDING task of a
+// rollout through, by the promotion clock: a window opening (or the open one ending, when
+// the round refreshes it to the next), or a rate-limited rollout's oldest promotion of the
+// last minute leaving it. (A bake's end is its rollout workflow's own timer.)
+func (q *Queries) NextGateChange(ctx context.Context, asOf *time.Time) ([]NextGateChangeRow, error) {
+	rows, err := q.db.Query(ctx, nextGateChange, asOf)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []NextGateChangeRow
+	for rows.Next() {
+		var i NextGateChangeRow
+		if err := rows.Scan(&i.At, &i.Why); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -566,7 +656,7 @@ func (q *Queries) NextRunAt(ctx context.Context, asOf *time.Time) ([]*time.Time,
 
 const promoteHeads = `-- name: PromoteHeads :many
 UPDATE task_runs t
-SET status = 'AVAILABLE', waiting_key = NULL, waiting_cause = NULL, promoted_at = now(), updated_at = now()
+SET status = 'AVAILABLE', waiting_key = NULL, waiting_cause = NULL, promoted_at = rollout_clock($1::timestamptz), updated_at = now()
 FROM rollout_gates($1::timestamptz, false) g
 WHERE t.id = g.id AND g.promote AND t.status = 'PENDING'
 RETURNING t.id, t.rollout_id, t.status, t.executor
@@ -614,7 +704,8 @@ UPDATE task_runs t
 SET status = CASE WHEN g.promote THEN 'AVAILABLE' ELSE 'PENDING' END,
     waiting_key = g.waiting_key,
     waiting_cause = g.waiting_cause,
-    promoted_at = CASE WHEN g.promote THEN now() ELSE t.promoted_at END,
+    -- the promotion clock, which the rate gate counts against (rollout_clock).
+    promoted_at = CASE WHEN g.promote THEN rollout_clock($1::timestamptz) ELSE t.promoted_at END,
     updated_at = CASE WHEN g.promote THEN now() ELSE t.updated_at END
 FROM rollout_gates($1::timestamptz, true) g
 WHERE t.id = g.id AND t.status = 'PENDING'
@@ -631,7 +722,7 @@ type PromoteTasksRow struct {
 	Executor  domain.Executor
 }
 
-// One full promotion round: the gates (rollout_gates, migrations/00041_rollout_gates.sql)
+// One full promotion round: the gates (rollout_gates, migrations/00090_progressive.sql)
 // applied to every PENDING task at once, called under the promotion advisory lock so the
 // live set they read cannot change under another promoter. In the same statement every task
 // left PENDING gets its waiting cause as of after the round; only causes that changed are
@@ -662,12 +753,23 @@ func (q *Queries) PromoteTasks(ctx context.Context, asOf *time.Time) ([]PromoteT
 	return items, nil
 }
 
+const promotionLock = `-- name: PromotionLock :exec
+SELECT pg_advisory_xact_lock($1::bigint), set_config('jit', 'off', true)
+`
+
+// The promotion lock, and the rest of the transaction without JIT compilation
+// (store/rollouts_promotion.go says why).
+func (q *Queries) PromotionLock(ctx context.Context, key int64) error {
+	_, err := q.db.Exec(ctx, promotionLock, key)
+	return err
+}
+
 const retryTask = `-- name: RetryTask :one
 UPDATE task_runs
 SET status = 'PENDING', finished_at = NULL, started_at = NULL, promoted_at = NULL, error = '',
     output = NULL, updated_at = now()
 WHERE id = $1 AND status IN ('FAILED', 'CANCELED')
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave
 `
 
 func (q *Queries) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
@@ -694,12 +796,13 @@ func (q *Queries) RetryTask(ctx context.Context, id int64) (TaskRun, error) {
 		&i.FinishedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Wave,
 	)
 	return i, err
 }
 
 const runningRunnableTasks = `-- name: RunningRunnableTasks :many
-SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave FROM task_runs
 WHERE rollout_id = $1 AND status = 'RUNNING' AND executor <> 'external'
 ORDER BY id
 `
@@ -736,6 +839,7 @@ func (q *Queries) RunningRunnableTasks(ctx context.Context, rolloutID int64) ([]
 			&i.FinishedAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Wave,
 		); err != nil {
 			return nil, err
 		}
@@ -772,7 +876,7 @@ func (q *Queries) RunningTaskIDs(ctx context.Context, rolloutID int64) ([]int64,
 }
 
 const runningTasks = `-- name: RunningTasks :many
-SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE rollout_id = $1 AND status = 'RUNNING' ORDER BY id
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave FROM task_runs WHERE rollout_id = $1 AND status = 'RUNNING' ORDER BY id
 `
 
 func (q *Queries) RunningTasks(ctx context.Context, rolloutID int64) ([]TaskRun, error) {
@@ -805,6 +909,7 @@ func (q *Queries) RunningTasks(ctx context.Context, rolloutID int64) ([]TaskRun,
 			&i.FinishedAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Wave,
 		); err != nil {
 			return nil, err
 		}
@@ -817,19 +922,28 @@ func (q *Queries) RunningTasks(ctx context.Context, rolloutID int64) ([]TaskRun,
 }
 
 const setRolloutStatus = `-- name: SetRolloutStatus :one
-UPDATE rollouts SET status = $1, updated_at = now()
-WHERE id = $2 AND status = ANY($3::text[])
-RETURNING id, name, parallel_limit, status, created_at, updated_at
+UPDATE rollouts SET status = $1, status_reason = $2, updated_at = now(),
+    resumed_at = CASE WHEN $1::text = 'RUNNING' THEN now() ELSE resumed_at END
+WHERE id = $3 AND status = ANY($4::text[])
+RETURNING id, name, parallel_limit, status, created_at, updated_at, strategy, wave_count, open_wave, window_start, window_end, status_reason, resumed_at
 `
 
 type SetRolloutStatusParams struct {
 	Status       domain.RolloutStatus
+	Reason       string
 	ID           int64
 	FromStatuses []string
 }
 
+// reason: why (status_reason; ” clears it). A move to RUNNING (a resume) restarts the abort
+// threshold's count (resumed_at).
 func (q *Queries) SetRolloutStatus(ctx context.Context, arg SetRolloutStatusParams) (Rollout, error) {
-	row := q.db.QueryRow(ctx, setRolloutStatus, arg.Status, arg.ID, arg.FromStatuses)
+	row := q.db.QueryRow(ctx, setRolloutStatus,
+		arg.Status,
+		arg.Reason,
+		arg.ID,
+		arg.FromStatuses,
+	)
 	var i Rollout
 	err := row.Scan(
 		&i.ID,
@@ -838,6 +952,13 @@ func (q *Queries) SetRolloutStatus(ctx context.Context, arg SetRolloutStatusPara
 		&i.Status,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Strategy,
+		&i.WaveCount,
+		&i.OpenWave,
+		&i.WindowStart,
+		&i.WindowEnd,
+		&i.StatusReason,
+		&i.ResumedAt,
 	)
 	return i, err
 }
@@ -846,7 +967,7 @@ const skipTask = `-- name: SkipTask :one
 UPDATE task_runs
 SET status = 'SKIPPED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now()
 WHERE id = $1 AND status IN ('PENDING', 'AVAILABLE', 'FAILED', 'CANCELED')
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at
+RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave
 `
 
 func (q *Queries) SkipTask(ctx context.Context, id int64) (TaskRun, error) {
@@ -873,6 +994,7 @@ func (q *Queries) SkipTask(ctx context.Context, id int64) (TaskRun, error) {
 		&i.FinishedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Wave,
 	)
 	return i, err
 }
@@ -908,7 +1030,7 @@ func (q *Queries) TaskRunStates(ctx context.Context, ids []int64) ([]TaskRunStat
 }
 
 const taskRunsByIDs = `-- name: TaskRunsByIDs :many
-SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at FROM task_runs WHERE id = ANY($1::bigint[]) ORDER BY id
+SELECT id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave FROM task_runs WHERE id = ANY($1::bigint[]) ORDER BY id
 `
 
 func (q *Queries) TaskRunsByIDs(ctx context.Context, ids []int64) ([]TaskRun, error) {
@@ -941,6 +1063,7 @@ func (q *Queries) TaskRunsByIDs(ctx context.Context, ids []int64) ([]TaskRun, er
 			&i.FinishedAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Wave,
 		); err != nil {
 			return nil, err
 		}

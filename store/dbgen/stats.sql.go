@@ -11,7 +11,7 @@ import (
 )
 
 const activeDeviceTask = `-- name: ActiveDeviceTask :many
-SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at FROM tasks WHERE status = 'running'
+SELECT id, payload, target_count, abort_min_executed, abort_failed_percent, status, error, max_attempts, device_timeout_ms, created_at, started_at, finished_at, rate, windows, window_start, window_end FROM tasks WHERE status = 'running'
 `
 
 // The active device task (D1: at most one), or no row.
@@ -37,6 +37,10 @@ func (q *Queries) ActiveDeviceTask(ctx context.Context) ([]Task, error) {
 			&i.CreatedAt,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.Rate,
+			&i.Windows,
+			&i.WindowStart,
+			&i.WindowEnd,
 		); err != nil {
 			return nil, err
 		}
@@ -60,7 +64,7 @@ func (q *Queries) CountRolloutsInFlight(ctx context.Context) (int64, error) {
 }
 
 const rolloutsInFlight = `-- name: RolloutsInFlight :many
-SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at FROM rollout_summaries WHERE status IN ('RUNNING', 'PAUSED') ORDER BY id DESC LIMIT $1
+SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at, strategy, wave_count, open_wave, status_reason FROM rollout_summaries WHERE status IN ('RUNNING', 'PAUSED') ORDER BY id DESC LIMIT $1
 `
 
 // Rollouts with a task still active (derived status RUNNING or PAUSED), newest first.
@@ -88,6 +92,10 @@ func (q *Queries) RolloutsInFlight(ctx context.Context, maxRows int32) ([]Rollou
 			&i.Skipped,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Strategy,
+			&i.WaveCount,
+			&i.OpenWave,
+			&i.StatusReason,
 		); err != nil {
 			return nil, err
 		}

@@ -13,17 +13,34 @@ FOR UPDATE OF td;
 
 -- name: ClaimDeviceExecutions :many
 -- The agent's pull: up to max waiting commands of the PC (eligible devices only) are handed
--- out (device_attempts_hand_out, migrations/00045_device_steps.sql: SENT, their deadline
+-- out (device_attempts_hand_out, migrations/00092_device_steps.sql: SENT, their deadline
 -- started). SKIP LOCKED: two agents of one PC never get the same one.
 -- The PC by name, in the same statement: no row means no such PC, and a known PC with
 -- nothing to send gives one row of zeros (id 0), so an idle agent's poll is one round trip.
+--
+-- Progressive delivery (docs/progressive.md): nothing is sent while the global freeze holds
+-- or outside the running task's windows; a task with a rate is claimed through
+-- store.claimUnderRate (the task's row locked, the room counted, then this statement with
+-- rate_checked and max_rows the room). hold says what held the claim back: frozen, window,
+-- window_stale (the window span ended: the caller computes the next one and claims again)
+-- or rate (the caller claims under the rate).
 WITH pc AS (
     SELECT p.id FROM pcs p WHERE p.name = @pc_name::text
+), gate AS (
+    SELECT CASE
+               WHEN EXISTS (SELECT 1 FROM freezes f WHERE f.rollout_id IS NULL AND f.lifted_at IS NULL) THEN 'frozen'
+               WHEN t.windows IS NOT NULL AND (t.window_end IS NULL OR t.window_end <= now()) THEN 'window_stale'
+               WHEN t.windows IS NOT NULL AND now() < t.window_start THEN 'window'
+               WHEN t.rate IS NOT NULL AND NOT @rate_checked::boolean THEN 'rate'
+               ELSE ''
+           END AS hold
+    FROM (SELECT 1) one LEFT JOIN tasks t ON t.status = 'running'
 ), pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
     -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_slot) instead of
     -- every execution ever made.
     WHERE td.pc_id = (SELECT pc.id FROM pc) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
+      AND (SELECT gate.hold FROM gate) = ''
     ORDER BY td.id
     LIMIT @max_rows::integer
     -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
@@ -43,9 +60,28 @@ WITH pc AS (
 SELECT pc.id AS pc_id, COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::bigint AS task_id,
        COALESCE(c.slot, 0)::integer AS slot, COALESCE(c.attempt, 0)::integer AS attempt,
        COALESCE(c.max_attempts, 0)::integer AS max_attempts, c.sent_at, c.timeout_at,
-       COALESCE(c.serial, '')::text AS device_serial, COALESCE(c.payload, 'null'::jsonb) AS payload
+       COALESCE(c.serial, '')::text AS device_serial, COALESCE(c.payload, 'null'::jsonb) AS payload,
+       (SELECT gate.hold FROM gate)::text AS hold
 FROM pc LEFT JOIN claimed c ON true
 ORDER BY c.id;
+
+-- name: DeviceRateRoom :one
+-- How many more executions the task's rate lets be sent now (NULL: no rate); the caller
+-- holds the task's row (LockDeviceTask), so concurrent claims count one after the other.
+SELECT coalesce(device_rate_room(@task_id::bigint), 2147483647)::bigint AS room;
+
+-- name: SetDeviceTaskWindow :exec
+UPDATE tasks SET window_start = @window_start, window_end = @window_end WHERE id = @id;
+
+-- name: DeviceTaskHold :one
+-- What holds a running task's sends back now, for its view: the global freeze, its windows
+-- (the span's start, when it is ahead) and its rate's room.
+SELECT EXISTS (SELECT 1 FROM freezes f WHERE f.rollout_id IS NULL AND f.lifted_at IS NULL)::boolean AS frozen,
+       t.window_start, t.window_end, now()::timestamptz AS now,
+       (t.rate IS NOT NULL)::boolean AS rated,
+       coalesce(device_rate_room(t.id), 0)::bigint AS rate_room,
+       coalesce(rollout_rate(t.rate, (SELECT count(*) FROM task_devices x WHERE x.task_id = t.id AND x.status = 'SUCCEEDED')), 0)::bigint AS rate
+FROM tasks t WHERE t.id = @id;
 
 -- name: DeviceExecutionPCID :one
 SELECT pc_id FROM task_devices WHERE id = @id;
@@ -58,7 +94,7 @@ UPDATE task_devices SET status = 'ACKED', acked_at = now() WHERE id = @id;
 
 -- name: SucceedDeviceExecution :exec
 -- The success of the attempt in flight, with its event (device_attempts_succeed,
--- migrations/00045_device_steps.sql), as the group commit records it.
+-- migrations/00092_device_steps.sql), as the group commit records it.
 SELECT count(*) FROM device_attempts_succeed(ARRAY[@id::bigint]);
 
 -- name: RetryDeviceExecution :exec
@@ -76,7 +112,7 @@ VALUES (@task_device_id, @attempt, @type, @detail);
 -- name: CancelDeviceExecutionsOfTask :many
 -- Cancels the task's slot-holding executions (a task cancel), or with unsent_only those not
 -- out on a device (an abort: executions in flight may finish), with a CANCELED event each
--- (device_executions_cancel, migrations/00045_device_steps.sql).
+-- (device_executions_cancel, migrations/00092_device_steps.sql).
 SELECT c.id, c.pc_id
 FROM device_executions_cancel(
          ARRAY(SELECT td.id FROM task_devices td WHERE td.task_id = @task_id::bigint AND td.holds_slot),

@@ -1,5 +1,5 @@
 -- Device dispatch (docs/devices.md): filling PCs' slots (D2), one task_device per free
--- slot. Every execution is created by device_slots_fill (migrations/00045_device_steps.sql),
+-- slot. Every execution is created by device_slots_fill (migrations/00092_device_steps.sql),
 -- which these statements call: which devices a slot may get, and how an execution is
 -- created, are said there alone.
 

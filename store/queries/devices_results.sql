@@ -3,7 +3,7 @@
 
 -- name: RecordSuccesses :many
 -- The successes reported in one batch (arrays, one element per request), recorded and
--- answered by one statement: device_results_record (migrations/00045_device_steps.sql),
+-- answered by one statement: device_results_record (migrations/00092_device_steps.sql),
 -- which takes the single-request path's steps by the same functions.
 SELECT (r).n::integer AS n, (r).verdict::text AS verdict, (r).pc_name::text AS pc_name,
        (r).task_id::bigint AS task_id, (r).pc_id::bigint AS pc_id,

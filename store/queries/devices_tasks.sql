@@ -3,8 +3,9 @@
 -- column, migrations/00007_device_statuses.sql) is true.
 
 -- name: InsertDeviceTask :one
-INSERT INTO tasks (payload, target_count, abort_min_executed, abort_failed_percent)
-VALUES (@payload, sqlc.narg('target_count'), sqlc.narg('abort_min_executed'), sqlc.narg('abort_failed_percent'))
+INSERT INTO tasks (payload, target_count, abort_min_executed, abort_failed_percent, rate, windows)
+VALUES (@payload, sqlc.narg('target_count'), sqlc.narg('abort_min_executed'), sqlc.narg('abort_failed_percent'),
+        sqlc.narg('rate'), sqlc.narg('windows'))
 RETURNING *;
 
 -- name: GetDeviceTask :one

@@ -1,19 +1,19 @@
 -- Rollouts and task runs (docs/rollouts.md). The promotion round is PromoteTasks + NextRunAt
 -- under one transaction-level advisory lock (store/rollouts_promotion.go); the gates both
--- promotion statements apply are rollout_gates (migrations/00041_rollout_gates.sql).
+-- promotion statements apply are rollout_gates (migrations/00090_progressive.sql; first written in 00041).
 
 -- name: InsertRollout :one
-INSERT INTO rollouts (name, parallel_limit, status)
-VALUES (@name, @parallel_limit, @status)
+INSERT INTO rollouts (name, parallel_limit, status, strategy, wave_count, window_start, window_end)
+VALUES (@name, @parallel_limit, @status, sqlc.narg(strategy), @wave_count, sqlc.narg(window_start), sqlc.narg(window_end))
 RETURNING *;
 
 -- name: InsertTaskRuns :execrows
 -- All tasks of a rollout in one statement: tasks is a JSON array of task objects.
-INSERT INTO task_runs (rollout_id, database, type, version, version_key, run_at, executor, payload, status)
+INSERT INTO task_runs (rollout_id, database, type, version, version_key, run_at, executor, payload, status, wave)
 SELECT @rollout_id::bigint, x.database, x.type, x.version, x.version_key, x.run_at, x.executor,
-       coalesce(x.payload, '{}'::jsonb), @status::text
+       coalesce(x.payload, '{}'::jsonb), @status::text, coalesce(x.wave, 1)
 FROM jsonb_array_elements(@tasks::jsonb) WITH ORDINALITY AS e(doc, ord),
-     jsonb_to_record(e.doc) AS x(database text, type text, version text, version_key text, run_at timestamptz, executor text, payload jsonb)
+     jsonb_to_record(e.doc) AS x(database text, type text, version text, version_key text, run_at timestamptz, executor text, payload jsonb, wave integer)
 ORDER BY e.ord;
 
 -- name: GetRollout :one
@@ -28,7 +28,10 @@ SELECT * FROM rollout_summaries WHERE id = @id;
 SELECT * FROM rollout_summaries WHERE id > @after_id ORDER BY id LIMIT @max_rows;
 
 -- name: SetRolloutStatus :one
-UPDATE rollouts SET status = @status, updated_at = now()
+-- reason: why (status_reason; '' clears it). A move to RUNNING (a resume) restarts the abort
+-- threshold's count (resumed_at).
+UPDATE rollouts SET status = @status, status_reason = @reason, updated_at = now(),
+    resumed_at = CASE WHEN @status::text = 'RUNNING' THEN now() ELSE resumed_at END
 WHERE id = @id AND status = ANY(@from_statuses::text[])
 RETURNING *;
 
@@ -49,11 +52,13 @@ WHERE rollout_id = @rollout_id AND id > @after_id
 ORDER BY id
 LIMIT @max_rows;
 
--- name: AdvisoryXactLock :exec
-SELECT pg_advisory_xact_lock(@key::bigint);
+-- name: PromotionLock :exec
+-- The promotion lock, and the rest of the transaction without JIT compilation
+-- (store/rollouts_promotion.go says why).
+SELECT pg_advisory_xact_lock(@key::bigint), set_config('jit', 'off', true);
 
 -- name: PromoteTasks :many
--- One full promotion round: the gates (rollout_gates, migrations/00041_rollout_gates.sql)
+-- One full promotion round: the gates (rollout_gates, migrations/00090_progressive.sql)
 -- applied to every PENDING task at once, called under the promotion advisory lock so the
 -- live set they read cannot change under another promoter. In the same statement every task
 -- left PENDING gets its waiting cause as of after the round; only causes that changed are
@@ -63,7 +68,8 @@ UPDATE task_runs t
 SET status = CASE WHEN g.promote THEN 'AVAILABLE' ELSE 'PENDING' END,
     waiting_key = g.waiting_key,
     waiting_cause = g.waiting_cause,
-    promoted_at = CASE WHEN g.promote THEN now() ELSE t.promoted_at END,
+    -- the promotion clock, which the rate gate counts against (rollout_clock).
+    promoted_at = CASE WHEN g.promote THEN rollout_clock(sqlc.narg(as_of)::timestamptz) ELSE t.promoted_at END,
     updated_at = CASE WHEN g.promote THEN now() ELSE t.updated_at END
 FROM rollout_gates(sqlc.narg(as_of)::timestamptz, true) g
 WHERE t.id = g.id AND t.status = 'PENDING'
@@ -78,6 +84,28 @@ SELECT run_at FROM task_runs
 WHERE status = 'PENDING' AND run_at > rollout_clock(sqlc.narg(as_of)::timestamptz)
 ORDER BY run_at LIMIT 1;
 
+-- name: NextGateChange :many
+-- The earliest moment ahead at which a gate other than run_at may let a PENDING task of a
+-- rollout through, by the promotion clock: a window opening (or the open one ending, when
+-- the round refreshes it to the next), or a rate-limited rollout's oldest promotion of the
+-- last minute leaving it. (A bake's end is its rollout workflow's own timer.)
+SELECT x.at::timestamptz AS at, x.why::text AS why FROM (
+    SELECT CASE WHEN r.window_start > c.now THEN r.window_start ELSE r.window_end END AS at,
+           CASE WHEN r.window_start > c.now THEN 'window opens' ELSE 'window ends' END AS why
+    FROM rollouts r, (SELECT rollout_clock(sqlc.narg(as_of)::timestamptz) AS now) c
+    WHERE r.window_end > c.now AND r.status = 'RUNNING'
+      AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING')
+    UNION ALL
+    SELECT (SELECT min(p.promoted_at) FROM task_runs p WHERE p.rollout_id = r.id AND p.promoted_at > c.now - interval '1 minute')
+               + interval '1 minute',
+           'rate'
+    FROM rollouts r, (SELECT rollout_clock(sqlc.narg(as_of)::timestamptz) AS now) c
+    WHERE r.strategy IS NOT NULL AND r.strategy->'rate' IS NOT NULL AND r.status = 'RUNNING'
+      AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING')
+) x
+WHERE x.at IS NOT NULL
+ORDER BY x.at LIMIT 1;
+
 -- name: ClaimTasks :many
 -- AVAILABLE → RUNNING for up to max_rows tasks of a running rollout; SKIP LOCKED makes each
 -- row go to exactly one claimer (R4). The pick is a materialized CTE, not an IN subquery:
@@ -87,6 +115,8 @@ WITH picked AS MATERIALIZED (
     SELECT a.id FROM task_runs a
     WHERE a.rollout_id = @rollout_id AND a.status = 'AVAILABLE'
       AND EXISTS (SELECT 1 FROM rollouts r WHERE r.id = @rollout_id AND r.status = 'RUNNING')
+      -- nothing starts while a freeze is in force (the global one or the rollout's).
+      AND NOT EXISTS (SELECT 1 FROM freezes f WHERE f.lifted_at IS NULL AND (f.rollout_id IS NULL OR f.rollout_id = @rollout_id))
       -- external: NULL claims every executor; true only external tasks (the workflow waits
       -- for their result); false only the ones an executor runs (the rollout's runner).
       AND (sqlc.narg(external)::boolean IS NULL OR (a.executor = 'external') = sqlc.narg(external)::boolean)
@@ -155,13 +185,15 @@ SELECT id FROM task_runs WHERE rollout_id = @rollout_id AND status = 'RUNNING' O
 
 -- name: FinishTasks :many
 -- FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
--- error, output}; rows no longer that RUNNING claim are left alone.
+-- error, output}; rows no longer that RUNNING claim are left alone. abort_rule says the
+-- task's rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
 UPDATE task_runs t
 SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
 FROM jsonb_to_recordset(@results::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
 WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
   AND x.status IN ('DONE', 'FAILED', 'CANCELED')
-RETURNING t.id, t.status;
+RETURNING t.id, t.status, t.rollout_id,
+    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = t.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule;
 
 -- name: RunningRunnableTasks :many
 -- A rollout's RUNNING tasks that an executor runs (not external): all held by its one
@@ -177,7 +209,7 @@ ORDER BY id;
 -- version gate — and no cause is written: the causes of the tasks left PENDING are brought
 -- up to date by the next full round (PromoteTasks).
 UPDATE task_runs t
-SET status = 'AVAILABLE', waiting_key = NULL, waiting_cause = NULL, promoted_at = now(), updated_at = now()
+SET status = 'AVAILABLE', waiting_key = NULL, waiting_cause = NULL, promoted_at = rollout_clock(sqlc.narg(as_of)::timestamptz), updated_at = now()
 FROM rollout_gates(sqlc.narg(as_of)::timestamptz, false) g
 WHERE t.id = g.id AND g.promote AND t.status = 'PENDING'
 RETURNING t.id, t.rollout_id, t.status, t.executor;

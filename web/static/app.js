@@ -10,6 +10,7 @@ import { scheduleForm } from "./js/schedule_form.js";
 import { runList } from "./js/runs.js";
 import { rolloutList, rolloutPage } from "./js/rollouts.js";
 import { pcList, pcPage, taskList, taskPage } from "./js/devices.js";
+import { freezePage, mountFreezeBanner, refreshFreezeBanner } from "./js/freeze.js";
 
 // Each route: a pattern over the hash path, the nav tab it belongs to, and its view. A view
 // answers {title, html, mount(root, ctx), live}: live pages are refreshed in place, every
@@ -27,6 +28,7 @@ const routes = [
   [/^pc\/(.+)$/, "pcs", (name) => pcPage(name)],
   [/^tasks$/, "tasks", () => taskList()],
   [/^task\/(\d+)$/, "tasks", (id) => taskPage(id)],
+  [/^freeze$/, "", () => freezePage()],
 ];
 
 function notFound(path) {
@@ -54,9 +56,12 @@ async function render(refresh) {
   const view = $("#view");
   if (!token()) {
     $("#login").hidden = false; view.hidden = true; $("#nav").hidden = true; $("#logout").hidden = true;
+    $("#freeze-banner").hidden = true;
     $("#updated").textContent = "";
     return;
   }
+  // Every page says whether a freeze holds (and has the button).
+  refreshFreezeBanner();
   $("#login").hidden = true; view.hidden = false; $("#nav").hidden = false; $("#logout").hidden = false;
   const route = currentRoute();
   for (const a of $$("#nav a")) {
@@ -120,5 +125,6 @@ $("#login-form").addEventListener("submit", async (ev) => {
   await render(false);
 });
 $("#logout").addEventListener("click", () => { setToken(""); render(false); });
+mountFreezeBanner(() => render(true));
 window.addEventListener("hashchange", () => render(false));
 render(false).then(loop);

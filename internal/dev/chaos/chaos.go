@@ -67,9 +67,11 @@ type Report struct {
 	Triggers, TriggersFailed int
 }
 
-// Passed is true when no invariant was broken and everything finished.
+// Passed is true when no invariant was broken, everything finished, and the waves rollout
+// stopped at its failed wave.
 func (r *Report) Passed() bool {
-	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Unfinished() == 0 && r.faultErrors() == 0
+	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Unfinished() == 0 && r.faultErrors() == 0 &&
+		(r.Profile.WaveDatabases == 0 || r.Final.Waves.Held(r.Profile))
 }
 
 // Unfinished counts the work that did not reach a final state.
@@ -123,6 +125,9 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("chaos: start stack: %w", err)
 	}
 	taskQueue := "tickgate"
+	if s.sqlTargets, err = s.createWaveTargets(ctx, p); err != nil {
+		return nil, err
+	}
 	if err := s.startProcesses(ctx, p, taskQueue); err != nil {
 		return nil, fmt.Errorf("chaos: start processes: %w", err)
 	}
@@ -150,10 +155,11 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err := s.startAgents(p, l.pcNames); err != nil {
 		return nil, err
 	}
-	logf("chaos: load created: %d + %d schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks",
-		p.EventSchedules, p.WorkflowSchedules+p.RestingSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks)
+	logf("chaos: load created: %d + %d schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks, waves rollout %d over %d tenants (%s broken)",
+		p.EventSchedules, p.WorkflowSchedules+p.RestingSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks,
+		l.wavesRolloutID, p.WaveDatabases, brokenOrNone(p))
 
-	chk := newChecker(st)
+	chk := newChecker(st, l.wavesRolloutID)
 	checkCtx, stopChecks := context.WithCancel(ctx)
 	defer stopChecks()
 	checksDone := make(chan struct{})
@@ -189,7 +195,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	var why string
 	lastLog := time.Now()
 	for {
-		ok, reason, err := settled(ctx, st.Pool, cutoff)
+		ok, reason, err := settled(ctx, st.Pool, cutoff, l.wavesRolloutID)
 		if err == nil {
 			why = reason
 			if ok {
@@ -225,7 +231,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err := chk.sample(ctx, true); err != nil {
 		logf("chaos: last sample: %v", err)
 	}
-	final, err := finalCheck(ctx, st, l.startAt, cutoff)
+	final, err := finalCheck(ctx, st, l.startAt, cutoff, l.wavesRolloutID)
 	if err != nil {
 		return nil, err
 	}
@@ -384,10 +390,33 @@ func (r *Report) Print(w io.Writer) {
 		{"device executions unfinished", n(f.UnfinishedDeviceExecutions)},
 		{"device tasks unfinished", n(f.UnfinishedDeviceTasks)},
 	}
+	if r.Profile.WaveDatabases > 0 {
+		wv := f.Waves
+		rows = append(rows,
+			[2]string{"waves rollout: status (reason)", fmt.Sprintf("%s (%s)", wv.Status, wv.Reason)},
+			[2]string{"  waves (health checked at)", wavesLine(wv)},
+			[2]string{"  tasks of waves 1–2 DONE", fmt.Sprintf("%d of %d", wv.DoneBeforeFailure, wv.TasksBeforeFailure)},
+			[2]string{"  tasks of wave 3 started (must be 0) / waiting on the wave", fmt.Sprintf("%d / %d of %d", wv.LaterWaveStarted, wv.LaterWaveWaiting, wv.LaterWaveTasks)},
+			[2]string{"  paused at the failed wave as it must", fmt.Sprint(wv.Held(r.Profile))},
+		)
+	}
 	for _, row := range rows {
 		fmt.Fprintf(w, "| %s | %s |\n", row[0], row[1])
 	}
 	fmt.Fprintf(w, "\nsettled %s after the faults (%s)\n", r.SettleTime.Round(time.Second), r.SettleReason)
-	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d\n",
-		len(r.Faults), f.Fires, f.Duplicates, r.Breaches, r.Unfinished(), f.LostTicks, f.TasksDone, f.DeviceExecutions, r.faultErrors())
+	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d waves_held=%t later_wave_started=%d\n",
+		len(r.Faults), f.Fires, f.Duplicates, r.Breaches, r.Unfinished(), f.LostTicks, f.TasksDone, f.DeviceExecutions, r.faultErrors(),
+		r.Profile.WaveDatabases == 0 || f.Waves.Held(r.Profile), f.Waves.LaterWaveStarted)
+}
+
+// wavesLine is each wave's status and when its health checks last ran.
+func wavesLine(w WavesOutcome) string {
+	parts := make([]string, len(w.WaveStatuses))
+	for i, s := range w.WaveStatuses {
+		parts[i] = s
+		if i < len(w.Checked) && !w.Checked[i].IsZero() {
+			parts[i] += " (" + w.Checked[i].UTC().Format("15:04:05") + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -107,8 +107,9 @@ type checker struct {
 	unreachable int
 }
 
-func newChecker(st *store.Store) *checker {
-	c := &checker{pool: st.Pool, checks: sampledChecks(st)}
+func newChecker(st *store.Store, wavesRolloutID int64) *checker {
+	id := wavesRolloutID
+	c := &checker{pool: st.Pool, checks: append(sampledChecks(st), wavesCheck(&id))}
 	for _, ch := range c.checks {
 		c.results = append(c.results, CheckResult{Name: ch.name})
 	}
@@ -181,14 +182,17 @@ type FinalCounts struct {
 	ExpectedTicks                                     int64
 	UnfinishedScheduleRuns                            int64
 	TasksDone, TasksOther, UnfinishedTasks            int64
+	// Waves is how the progressive scenario's rollout ended (its tasks are not counted above).
+	Waves                                             WavesOutcome
 	DeviceExecutions, DeviceSucceeded, DeviceFailed   int64
 	DeviceTimeouts, DeviceRetries, DevicesInError     int64
 	UnfinishedDeviceExecutions, UnfinishedDeviceTasks int64
 	LateResults                                       int64
 }
 
-// finalCheck counts the totals and checks S2 for the ticks from startAt to cutoff.
-func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time) (FinalCounts, error) {
+// finalCheck counts the totals and checks S2 for the ticks from startAt to cutoff; the
+// waves rollout's tasks are counted apart (Waves).
+func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time, wavesRolloutID int64) (FinalCounts, error) {
 	var f FinalCounts
 	pool := st.Pool
 	err := pool.QueryRow(ctx, `
@@ -228,7 +232,7 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time)
 	err = pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE status = 'DONE'),
 		       count(*) FILTER (WHERE status IN ('FAILED', 'CANCELED', 'SKIPPED'))
-		FROM task_runs`).Scan(&f.TasksDone, &f.TasksOther)
+		FROM task_runs WHERE rollout_id <> $1`, wavesRolloutID).Scan(&f.TasksDone, &f.TasksOther)
 	if err != nil {
 		return f, fmt.Errorf("final: task runs: %w", err)
 	}
@@ -245,28 +249,34 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time)
 	if err != nil {
 		return f, fmt.Errorf("final: devices: %w", err)
 	}
-	u, err := countUnfinished(ctx, pool, cutoff)
+	u, err := countUnfinished(ctx, pool, cutoff, wavesRolloutID)
 	if err != nil {
 		return f, fmt.Errorf("final: %w", err)
 	}
 	f.UnfinishedTasks, f.UnfinishedDeviceExecutions, f.UnfinishedDeviceTasks = u.taskRuns, u.executions, u.deviceTasks
+	if f.Waves, err = wavesOutcome(ctx, pool, wavesRolloutID); err != nil {
+		return f, fmt.Errorf("final: %w", err)
+	}
 	return f, nil
 }
 
 // unfinished is the work not yet final: schedules without a recorded tick at or after the
-// cutoff, task runs, device executions and device tasks.
-type unfinished struct{ behind, taskRuns, executions, deviceTasks int64 }
+// cutoff, task runs (the waves rollout's apart), device executions and device tasks, and
+// the waves rollout until its wave 2 has failed its checks (waves 0 or 1).
+type unfinished struct{ behind, taskRuns, executions, deviceTasks, waves int64 }
 
-func countUnfinished(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) (unfinished, error) {
+func countUnfinished(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time, wavesRolloutID int64) (unfinished, error) {
 	var u unfinished
 	err := pool.QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM schedules s
 		        WHERE NOT EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id
 		                            AND r.trigger IN ('scheduled', 'catchup') AND r.scheduled_at >= $1)),
-		       (SELECT count(*) FROM task_runs WHERE status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING')),
+		       (SELECT count(*) FROM task_runs WHERE status IN ('NOT_STARTED', 'PENDING', 'AVAILABLE', 'RUNNING') AND rollout_id <> $2),
 		       (SELECT count(*) FROM task_devices WHERE status NOT IN ('SUCCEEDED', 'FAILED_FINAL', 'CANCELED')),
-		       (SELECT count(*) FROM tasks WHERE status IN ('pending', 'running', 'retrying'))`,
-		cutoff).Scan(&u.behind, &u.taskRuns, &u.executions, &u.deviceTasks)
+		       (SELECT count(*) FROM tasks WHERE status IN ('pending', 'running', 'retrying')),
+		       (SELECT count(*) FROM rollouts r WHERE r.id = $2 AND NOT EXISTS (
+		          SELECT 1 FROM rollout_waves w WHERE w.rollout_id = r.id AND w.wave = 2 AND w.status = 'FAILED'))`,
+		cutoff, wavesRolloutID).Scan(&u.behind, &u.taskRuns, &u.executions, &u.deviceTasks, &u.waves)
 	if err != nil {
 		return u, fmt.Errorf("count unfinished work: %w", err)
 	}
@@ -277,12 +287,12 @@ func countUnfinished(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) 
 // recorded a tick at or after cutoff (its ticks are recorded in order, so all before it are
 // decided: a tick still missing then is lost, and the final check counts it), and every task
 // run, device execution and device task is final. It is polled, so it reads only that.
-func settled(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) (bool, string, error) {
-	u, err := countUnfinished(ctx, pool, cutoff)
+func settled(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time, wavesRolloutID int64) (bool, string, error) {
+	u, err := countUnfinished(ctx, pool, cutoff, wavesRolloutID)
 	if err != nil {
 		return false, "", fmt.Errorf("settled: %w", err)
 	}
-	why := fmt.Sprintf("schedules not past the cutoff %d, unfinished task runs %d, device executions %d, device tasks %d",
-		u.behind, u.taskRuns, u.executions, u.deviceTasks)
-	return u.behind+u.taskRuns+u.executions+u.deviceTasks == 0, why, nil
+	why := fmt.Sprintf("schedules not past the cutoff %d, unfinished task runs %d, device executions %d, device tasks %d, waves rollout not yet stopped at wave 2 %d",
+		u.behind, u.taskRuns, u.executions, u.deviceTasks, u.waves)
+	return u.behind+u.taskRuns+u.executions+u.deviceTasks+u.waves == 0, why, nil
 }

@@ -60,11 +60,13 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 
 // load is what the run created, for the checker.
 type load struct {
-	startAt    time.Time // first tick of every schedule
-	resting    []string  // the schedules that rest between fires
-	rolloutID  int64
-	deviceTask []int64
-	pcNames    []string
+	startAt   time.Time // first tick of every schedule
+	resting   []string  // the schedules that rest between fires
+	rolloutID int64
+	// wavesRolloutID is the progressive scenario's rollout (0: none).
+	wavesRolloutID int64
+	deviceTask     []int64
+	pcNames        []string
 }
 
 // createLoad creates the schedules, the rollout, the PCs, devices and device tasks.
@@ -125,6 +127,12 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 		return nil, err
 	}
 	l.rolloutID = rollout.ID
+	if p.WaveDatabases > 0 {
+		if err := c.do(ctx, http.MethodPost, "/api/v1/rollouts", wavesRolloutRequest(p), &rollout); err != nil {
+			return nil, err
+		}
+		l.wavesRolloutID = rollout.ID
+	}
 
 	for i := 0; i < p.PCs; i++ {
 		pc := fmt.Sprintf("chaos-pc-%02d", i)

@@ -45,6 +45,14 @@ type Profile struct {
 	RolloutDatabases int
 	ParallelLimit    int
 
+	// The progressive scenario (waves.go): WaveDatabases tenant databases migrated in three
+	// waves, WaveTasks DDL tasks of WaveTaskSleep each per database, WaveBake between the
+	// waves; wave 2's health check fails. 0 databases: no such rollout.
+	WaveDatabases int
+	WaveTasks     int
+	WaveTaskSleep time.Duration
+	WaveBake      time.Duration
+
 	// Devices: PCs × DevicesPerPC devices, DeviceTasks tasks queued at once; the agent
 	// simulator answers after DeviceLatency (+ up to as much jitter), fails FailRate of the
 	// commands and never answers NoAnswerRate of them, which time out after DeviceTimeout.
@@ -74,6 +82,7 @@ var Full = Profile{
 	RestingSchedules: 8, RestingEvery: 4 * time.Minute, TriggerEvery: 10 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
+	WaveDatabases: 9, WaveTasks: 3, WaveTaskSleep: 5 * time.Second, WaveBake: time.Minute,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
 	WorkerKills: 20, PostgresRestarts: 1, TemporalRestarts: 1, APIKills: 1,
@@ -87,6 +96,7 @@ var Short = Profile{
 	RestingSchedules: 2, RestingEvery: 4 * time.Minute, TriggerEvery: 15 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
+	WaveDatabases: 6, WaveTasks: 3, WaveTaskSleep: 4 * time.Second, WaveBake: 15 * time.Second,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
 	WorkerKills: 4, PostgresRestarts: 1, TemporalRestarts: 1, APIKills: 1,

@@ -33,6 +33,9 @@ type stack struct {
 	apis       []*process
 	agents     []*process
 	logf       func(string, ...any)
+	// sqlTargets is the workers' TICKGATE_SQL_TARGETS: the tenant databases of the waves
+	// scenario.
+	sqlTargets map[string]string
 }
 
 // processCount is how many worker and API processes the run starts: more than one of
@@ -237,7 +240,7 @@ func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string)
 		metricsAddr := fmt.Sprintf("127.0.0.1:%d", port)
 		s.workers = append(s.workers, &process{
 			name: fmt.Sprintf("worker-%d", i), bin: s.bin, args: []string{"worker"},
-			env:     append(append([]string{}, common...), "TICKGATE_WORKER_METRICS_ADDR="+metricsAddr),
+			env:     append(append([]string{}, common...), "TICKGATE_WORKER_METRICS_ADDR="+metricsAddr, sqlTargetsEnv(s.sqlTargets)),
 			logPath: filepath.Join(s.dir, fmt.Sprintf("worker-%d.log", i)), readyURL: "http://" + metricsAddr + "/readyz",
 		})
 	}

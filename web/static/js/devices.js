@@ -134,7 +134,11 @@ export async function taskPage(id) {
     "<p><code>" + esc(JSON.stringify(t.payload)) + "</code>" + (t.error ? ' <span class="error">' + esc(t.error) + "</span>" : "") + "</p>" +
     '<div id="task-progress">' + bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, canceled: c.cancelled }, execOrder, "executions") + "</div>" +
     "<p>" + num(c.succeeded) + " succeeded, " + num(c.active) + " active, " + num(c.failed) + " failed, " + num(c.cancelled) + " canceled · at most " + t.max_attempts + " attempts each" +
-    (t.abort ? " · aborts once " + t.abort.min_executed + " are final and more than " + t.abort.failed_percent + "% failed" : "") + "</p></div>";
+    (t.abort ? " · aborts once " + t.abort.min_executed + " are final and more than " + t.abort.failed_percent + "% failed" : "") + "</p>" +
+    (t.rate ? '<p id="task-rate">Rate: ' + (t.rate.per_minute ? "at most " + t.rate.per_minute + " sent a minute" : "") +
+      (t.rate.exponential ? (t.rate.per_minute ? "; " : "") + "from " + t.rate.exponential.base_per_minute + " a minute, ×" + t.rate.exponential.factor + " each " + t.rate.exponential.after_succeeded + " succeeded" : "") + "</p>" : "") +
+    (t.windows && t.windows.length ? '<p id="task-windows">Windows: ' + t.windows.map(w => esc(w.cron + " for " + w.duration + " (" + (w.timezone || "UTC") + ")")).join("; ") + "</p>" : "") +
+    (t.waiting_cause ? '<p class="status-reason" id="task-waiting">Holding back: ' + esc(t.waiting_cause) + "</p>" : "") + "</div>";
   html += '<section class="panel"><h3 id="exec-title">Executions</h3><div data-region="executions"><table id="executions" aria-labelledby="exec-title"><thead><tr><th scope="col">ID</th><th scope="col">Device</th><th scope="col">PC</th><th scope="col">Slot</th><th scope="col">Status</th><th scope="col">Attempt</th><th scope="col">Error</th><th scope="col">Sent</th><th scope="col">Completed</th><th scope="col">Attempts</th></tr></thead><tbody>';
   for (const e of t.devices || []) {
     const open = attemptsOpen.get(String(e.id));

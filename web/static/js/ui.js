@@ -65,6 +65,8 @@ export function sizeBars(root) {
 export function waitingCause(c) {
   if (!c) return "";
   if (typeof c !== "object") return esc(c);
+  // The progressive gates' causes say themselves ("wave 2 waits: bake ends 14:05 UTC").
+  if (c.message) return '<span class="cause-message" data-reason="' + esc(c.reason || "") + '">' + esc(c.message) + "</span>";
   const rest = Object.keys(c).filter(k => k !== "reason").map(k => esc(k.replace(/_/g, " ")) + " " + esc(c[k]));
   return "<strong>" + esc(String(c.reason || "").replace(/_/g, " ")) + "</strong>" + (rest.length ? " (" + rest.join(", ") + ")" : "");
 }

@@ -20,7 +20,9 @@ type Querier interface {
 // rolloutBreaches lists, in one statement (one snapshot), every breach of R1–R3:
 //   - R1: a database with an AVAILABLE/RUNNING DDL or SDL task has no other active task;
 //   - R2: no active task has a smaller-version PENDING/AVAILABLE/RUNNING task on its database;
-//   - R3: per rollout, AVAILABLE + RUNNING ≤ parallel_limit.
+//   - R3: per rollout, AVAILABLE + RUNNING ≤ parallel_limit;
+//   - W1 (docs/progressive.md): no task of a wave has been promoted while a wave before it
+//     in its rollout has not PASSED.
 const rolloutBreaches = `
 WITH live AS (
     SELECT id, rollout_id, database, type, version, version_key, status FROM task_runs
@@ -38,10 +40,15 @@ UNION ALL
 SELECT 'R3: rollout ' || r.id || ' has ' || count(*) || ' active tasks, limit ' || r.parallel_limit
 FROM live l JOIN rollouts r ON r.id = l.rollout_id
 WHERE l.status IN ('AVAILABLE', 'RUNNING')
-GROUP BY r.id, r.parallel_limit HAVING count(*) > r.parallel_limit`
+GROUP BY r.id, r.parallel_limit HAVING count(*) > r.parallel_limit
+UNION ALL
+SELECT 'W1: task ' || t.id || ' of wave ' || t.wave || ' of rollout ' || t.rollout_id || ' was promoted while wave ' ||
+       w.wave || ' is ' || w.status
+FROM task_runs t JOIN rollout_waves w ON w.rollout_id = t.rollout_id AND w.wave < t.wave
+WHERE t.promoted_at IS NOT NULL AND w.status <> 'PASSED'`
 
 // RolloutBreaches reads the task runs once (one snapshot) and describes every breach of
-// R1–R3 it finds (none: an empty slice).
+// R1–R3 and W1 it finds (none: an empty slice).
 func RolloutBreaches(ctx context.Context, q Querier) ([]string, error) {
 	rows, err := q.Query(ctx, rolloutBreaches)
 	if err != nil {

@@ -61,3 +61,30 @@ func TestRolloutBreachesFindsEachBreach(t *testing.T) {
 	}
 	require.Equal(t, []int{1, 1, 1}, []int{r1, r2, r3}, "one breach of each: %q", breaches)
 }
+
+// TestRolloutBreachesFindsAWavePromotedEarly: W1 names a task of wave 2 promoted while wave
+// 1 has not passed, and nothing once it has.
+func TestRolloutBreachesFindsAWavePromotedEarly(t *testing.T) {
+	ctx := context.Background()
+	st := testenv.Store(t)
+	exec := func(sql string) {
+		t.Helper()
+		_, err := st.Pool.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	exec(`INSERT INTO rollouts (name, parallel_limit, wave_count) VALUES ('waves', 5, 2)`)
+	exec(`INSERT INTO rollout_waves (rollout_id, wave, databases, status, started_at, bake_until)
+	      SELECT id, 1, '{a}'::text[], 'BAKING', now(), now() FROM rollouts UNION ALL SELECT id, 2, '{b}'::text[], 'WAITING', NULL, NULL FROM rollouts`)
+	exec(`INSERT INTO task_runs (rollout_id, database, type, version, version_key, executor, status, wave, promoted_at)
+	      SELECT id, 'b', 'DML', '1', '1', 'noop', 'AVAILABLE', 2, now() FROM rollouts`)
+	breaches, err := invariants.RolloutBreaches(ctx, st.Pool)
+	require.NoError(t, err)
+	require.Len(t, breaches, 1)
+	require.Contains(t, breaches[0], "W1: task")
+	require.Contains(t, breaches[0], "of wave 2")
+	require.Contains(t, breaches[0], "while wave 1 is BAKING")
+	exec(`UPDATE rollout_waves SET status = 'PASSED' WHERE wave = 1`)
+	breaches, err = invariants.RolloutBreaches(ctx, st.Pool)
+	require.NoError(t, err)
+	require.Empty(t, breaches)
+}

@@ -275,8 +275,9 @@ CREATE TYPE device_result_check AS (
 --      own PC's executions), its Idempotency-Key (a key seen before answers with its first
 --      answer and changes nothing), and whether this statement can decide it: the attempt
 --      in flight of a running task with neither target_count nor abort rule (no task lock
---      needed; a success cannot abort it), its row locked, skipping a row another
---      transaction holds;
+--      needed; a success cannot abort it), nor a rate or windows, while no freeze holds
+--      (what may be sent is the claim's gate to decide), its row locked, skipping a row
+--      another transaction holds;
 --   2. those attempts succeed (device_attempts_succeed);
 --   3. each freed slot is refilled (device_slots_fill; results of one PC in the batch take
 --      distinct devices, D2), and its execution handed out at once to a request that asks
@@ -323,6 +324,10 @@ BEGIN
             WHERE td.id = x.id AND (td.status IN ('SENT', 'ACKED')) IS TRUE
               AND (req.attempt = 0 OR td.attempt = req.attempt)
               AND t.status = 'running' AND t.target_count IS NULL AND t.abort_min_executed IS NULL
+              -- a task with a rate or windows, or the global freeze, sends only through the
+              -- claim (its gate): the general path records such a result, without a next.
+              AND t.rate IS NULL AND t.windows IS NULL
+              AND NOT EXISTS (SELECT 1 FROM freezes f WHERE f.rollout_id IS NULL AND f.lifted_at IS NULL)
               AND (req.agent_pc = '' OR x.pc_name = req.agent_pc)
               AND k.same_request IS NULL
             FOR UPDATE OF td SKIP LOCKED) c ON true
