@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"go.temporal.io/sdk/log"
 
@@ -38,6 +39,9 @@ type Config struct {
 	// SQLTargets maps a rollout's target database name to the DSN the sql executor uses
 	// (TICKGATE_SQL_TARGETS, a JSON object). DSNs never leave the worker.
 	SQLTargets map[string]string
+	// HTTPAllow lists the non-public addresses an HTTP action (and a health check) may
+	// reach (TICKGATE_HTTP_ALLOW; internal/outbound).
+	HTTPAllow outbound.Rule
 	// WorkerMetricsAddr, when set, makes `tickgate worker` serve /metrics there
 	// (TICKGATE_WORKER_METRICS_ADDR); the API serves the same figures on its own port.
 	WorkerMetricsAddr string
@@ -116,6 +120,11 @@ func FromEnv() (Config, error) {
 	if v := c.TraceURLTemplate; v != "" && !strings.Contains(v, "{trace_id}") {
 		return c, fmt.Errorf("TICKGATE_TRACE_URL_TEMPLATE: want an address with {trace_id} in it, got %q", v)
 	}
+	allow, err := outbound.FromEnv()
+	if err != nil {
+		return c, err
+	}
+	c.HTTPAllow = allow
 	if v := os.Getenv("TICKGATE_SQL_TARGETS"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.SQLTargets); err != nil {
 			return c, fmt.Errorf("TICKGATE_SQL_TARGETS: want a JSON object {\"database\": \"dsn\"}: %w", err)

@@ -44,7 +44,7 @@ func Layers() []Layer {
 		},
 		{
 			Path:       "activities",
-			MayImport:  []string{"domain", "store", "metrics", "internal/schedulespec", "internal/scheduleplan", "internal/telemetry"},
+			MayImport:  []string{"domain", "store", "metrics", "internal/schedulespec", "internal/scheduleplan", "internal/outbound", "internal/telemetry"},
 			ThirdParty: slices.Concat(temporalClient, []string{"go.temporal.io/sdk/activity"}, pgx, otelAPI),
 		},
 		{
@@ -56,7 +56,7 @@ func Layers() []Layer {
 		{
 			Path: "api",
 			MayImport: []string{"starter", "store", "domain", "metrics", "web", "internal/readiness",
-				"internal/schedulespec", "internal/scheduleplan", "internal/telemetry", "internal/version", "workflows"},
+				"internal/schedulespec", "internal/scheduleplan", "internal/telemetry", "internal/version", "internal/outbound", "workflows"},
 			ThirdParty: slices.Concat([]string{"github.com/labstack/echo"}, prometheus, temporalClient, otelAPI),
 		},
 		{
@@ -70,7 +70,7 @@ func Layers() []Layer {
 		{Path: "web"},
 		{
 			Path:       "internal/config",
-			MayImport:  []string{"domain", "internal/readiness", "metrics"},
+			MayImport:  []string{"domain", "internal/readiness", "internal/outbound", "metrics"},
 			ThirdParty: []string{"go.temporal.io/sdk/client", "go.temporal.io/sdk/log"},
 		},
 		{Path: "internal/readiness", ThirdParty: slices.Concat(pgx, []string{"go.temporal.io/sdk/client"})},
@@ -82,6 +82,7 @@ func Layers() []Layer {
 				"go.temporal.io/sdk/interceptor", "github.com/exaring/otelpgx"}, pgx),
 		},
 		{Path: "internal/version"},
+		{Path: "internal/outbound"},
 		{Path: "cmd/tickgate", Anything: true},
 		{Path: "internal/dev", Anything: true},
 		{Path: "internal/testing", Anything: true},
