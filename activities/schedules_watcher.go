@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -75,9 +76,14 @@ func (w *RunWatcher) watch(ctx context.Context, r store.RunToWatch, logger *slog
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		// The planner committed the run but its target's start was lost (it died in
-		// between): start it now, late, and watch it on a later lease. The start reuses the
-		// run's workflow id, so a target that ran is never started again.
-		logger.Warn("a run's target was not started; starting it late", "workflow_id", r.WorkflowID)
+		// between), or the run was redriven (store.RedriveRun commits it for a watcher to
+		// start): start it now and watch it on a later lease. The start reuses the run's
+		// workflow id, so a target that ran is never started again.
+		if redriven.MatchString(r.WorkflowID) {
+			logger.Info("starting a redrive", "workflow_id", r.WorkflowID)
+		} else {
+			logger.Warn("a run's target was not started; starting it late", "workflow_id", r.WorkflowID)
+		}
 		if err := w.startLate(ctx, r); err != nil && ctx.Err() == nil {
 			logger.Warn("start a run's target late", "workflow_id", r.WorkflowID, "error", err)
 		}
@@ -99,9 +105,11 @@ func (w *RunWatcher) startLate(ctx context.Context, r store.RunToWatch) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Acts.StartRunWorkflow(ctx, StartRun{
-		WorkflowID: r.WorkflowID, WorkflowType: def.Action.WorkflowType, TaskQueue: def.Action.TaskQueue,
-		Input: def.Action.Input, Schedule: def.Name,
-	})
+	start := RunStart(def.Name, def.Action, def.Retry)
+	start.WorkflowID, start.RunID = r.WorkflowID, r.ID
+	_, err = w.Acts.StartRunWorkflow(ctx, start)
 	return err
 }
+
+// redriven matches the workflow id of a redrive's series (store.RedriveWorkflowID).
+var redriven = regexp.MustCompile(`~redrive-\d+$`)

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -43,6 +44,8 @@ type Server struct {
 	// continuing a caller's traceparent, comes from the handler the binary wraps the
 	// application in (telemetry.HTTPHandler).
 	Tracer trace.Tracer
+	// HTTPAllow is the outbound rule an HTTP action's URL must pass (TICKGATE_HTTP_ALLOW).
+	HTTPAllow outbound.Rule
 	// TraceURL is the trace viewer's address of a trace, with {trace_id} in it
 	// (TICKGATE_TRACE_URL_TEMPLATE): the dashboard links each run that recorded a trace to
 	// it. Empty: no links.

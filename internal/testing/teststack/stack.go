@@ -107,7 +107,7 @@ func Start(t *testing.T, opts Options) *Stack {
 	require.NoError(t, err)
 	advancer.Start()
 	listener := st.StartListener(store.ListenerOptions{Logf: t.Logf})
-	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf,
+	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf, HTTPAllow: cfg.HTTPAllow,
 		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate}
 	srv := httptest.NewServer(tel.HTTPHandler(api.New(app), "tickgate.api", nil))
 	t.Cleanup(listener.Close)
