@@ -20,10 +20,10 @@ type PreviewView struct {
 	Spec     schedulespec.Spec `json:"spec"`
 	Policies SchedulePolicies  `json:"policies"`
 	// Action and Retry as they would be stored (an http action's defaults filled in).
-	Action        ScheduleAction    `json:"action"`
-	Retry         *domain.Retry     `json:"retry,omitempty"`
-	Description   string            `json:"description"`
-	NextFireTimes []time.Time       `json:"next_fire_times"`
+	Action        ScheduleAction `json:"action"`
+	Retry         *domain.Retry  `json:"retry,omitempty"`
+	Description   string         `json:"description"`
+	NextFireTimes []time.Time    `json:"next_fire_times"`
 }
 
 // previewFires is how many fire times a preview lists.

@@ -62,7 +62,7 @@ type CreateScheduleRequest struct {
 	// Retry is the retry policy of an http or workflow action (schedules_http.go).
 	Retry  *domain.Retry `json:"retry,omitempty"`
 	Paused bool          `json:"paused"`
-	Note     string            `json:"note,omitempty"`
+	Note   string        `json:"note,omitempty"`
 	// Metrics asks for Prometheus series of the schedule's own (docs/console.md#prometheus).
 	Metrics bool `json:"metrics,omitempty"`
 }
