@@ -2,6 +2,10 @@
 -- The HTTP action (docs/schedules.md "HTTP action"): a schedule's retry policy, its signing
 -- secret, each delivery attempt of a run, and the redrives of failed runs.
 
+-- A schedule's action may be an http one.
+ALTER TABLE schedules DROP CONSTRAINT schedules_action_check;
+ALTER TABLE schedules ADD CONSTRAINT schedules_action_check CHECK (action->>'kind' IN ('event', 'workflow', 'http'));
+
 -- The retry policy of an http or workflow action (NULL: none; an http action always has one,
 -- with its defaults filled in).
 ALTER TABLE schedules ADD COLUMN retry jsonb;
@@ -62,3 +66,5 @@ DROP TABLE schedule_run_redrives;
 ALTER TABLE schedule_runs DROP COLUMN redrives;
 DROP TABLE schedule_secrets;
 ALTER TABLE schedules DROP COLUMN retry;
+ALTER TABLE schedules DROP CONSTRAINT schedules_action_check;
+ALTER TABLE schedules ADD CONSTRAINT schedules_action_check CHECK (action->>'kind' IN ('event', 'workflow'));
