@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/workflows"
 )
@@ -84,8 +85,14 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"Overview":               api.OverviewView{},
 
 		"ScheduleRun": api.ScheduleRunView{},
-		"Slot":        api.SlotView{},
-		"PCSlots":     api.PCSlotsView{},
+		"Retry":       domain.Retry{},
+		"Attempt":     api.AttemptView{},
+		"Redrive":     api.RedriveView{},
+		"Secret":      api.SecretView{},
+
+		"CreatedSchedule": api.CreatedScheduleView{},
+		"Slot":            api.SlotView{},
+		"PCSlots":         api.PCSlotsView{},
 	} {
 		s, ok := doc.Components.Schemas[schema]
 		require.True(t, ok, "schema %s missing", schema)
@@ -97,6 +104,14 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		sort.Strings(names)
 		assert.Equal(t, jsonFields(reflect.TypeOf(v)), names, "schema %s and Go type %T disagree", schema, v)
 	}
+	// The bulk create's items.
+	bulkItem := doc.Components.Schemas["BulkCreate"]["properties"].(map[string]any)["items"].(map[string]any)["items"].(map[string]any)["properties"].(map[string]any)
+	var bulkNames []string
+	for n := range bulkItem {
+		bulkNames = append(bulkNames, n)
+	}
+	sort.Strings(bulkNames)
+	require.Equal(t, jsonFields(reflect.TypeOf(api.BulkCreatedItem{})), bulkNames)
 	// The rollout's task items, the claim and ack bodies are inline.
 	items := doc.Components.Schemas["CreateRolloutRequest"]["properties"].(map[string]any)["tasks"].(map[string]any)["items"].(map[string]any)["properties"].(map[string]any)
 	var names []string

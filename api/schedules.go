@@ -642,6 +642,7 @@ type UpdateScheduleRequest struct {
 
 // applyTo is the stored definition cur with what the update carries replaced.
 func (req UpdateScheduleRequest) applyTo(cur CreateScheduleRequest) CreateScheduleRequest {
+	kindBefore := cur.Action.Kind
 	if req.Spec != nil {
 		cur.Spec = *req.Spec
 	}
@@ -654,7 +655,7 @@ func (req UpdateScheduleRequest) applyTo(cur CreateScheduleRequest) CreateSchedu
 	switch {
 	case req.Retry.Set:
 		cur.Retry = req.Retry.Retry
-	case req.Action != nil && req.Action.Kind != cur.Action.Kind:
+	case req.Action != nil && req.Action.Kind != kindBefore:
 		cur.Retry = nil
 	}
 	return cur
