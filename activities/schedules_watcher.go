@@ -74,16 +74,26 @@ func (w *RunWatcher) watch(ctx context.Context, r store.RunToWatch, logger *slog
 		return // still running (or shutting down): watched again on a later lease
 	}
 	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) && redriven.MatchString(r.WorkflowID) {
+		// A redrive: store.RedriveRun committed it for a watcher to start. Started, it is
+		// watched on this lease (an operator waits for its outcome).
+		logger.Info("starting a redrive", "workflow_id", r.WorkflowID)
+		if err := w.startLate(ctx, r); err != nil {
+			if ctx.Err() == nil {
+				logger.Warn("start a redrive", "workflow_id", r.WorkflowID, "error", err)
+			}
+			return
+		}
+		err = w.Acts.Temporal.GetWorkflow(wctx, r.WorkflowID, "").Get(wctx, nil)
+		if wctx.Err() != nil {
+			return
+		}
+	}
 	if errors.As(err, &notFound) {
 		// The planner committed the run but its target's start was lost (it died in
-		// between), or the run was redriven (store.RedriveRun commits it for a watcher to
-		// start): start it now and watch it on a later lease. The start reuses the run's
-		// workflow id, so a target that ran is never started again.
-		if redriven.MatchString(r.WorkflowID) {
-			logger.Info("starting a redrive", "workflow_id", r.WorkflowID)
-		} else {
-			logger.Warn("a run's target was not started; starting it late", "workflow_id", r.WorkflowID)
-		}
+		// between): start it now, late, and watch it on a later lease. The start reuses the
+		// run's workflow id, so a target that ran is never started again.
+		logger.Warn("a run's target was not started; starting it late", "workflow_id", r.WorkflowID)
 		if err := w.startLate(ctx, r); err != nil && ctx.Err() == nil {
 			logger.Warn("start a run's target late", "workflow_id", r.WorkflowID, "error", err)
 		}
