@@ -26,7 +26,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 // cluster and Temporal dev server, two worker processes and the API under schedules, a
 // rollout and device dispatch, it kills workers and the API with SIGKILL and restarts
 // PostgreSQL and Temporal, sampling the invariants throughout. Nothing may be fired twice,
-// lost, left unfinished or break S1–S2, R1–R4, D1–D3.
+// lost, left unfinished or break S1–S2, R1–R4, D1–D3; each http action's tick is delivered
+// under its run's key and executed once, retries counting as one.
 func TestChaosShortProfile(t *testing.T) {
 	t.Parallel()
 	bin := buildTickgate(t)
@@ -62,6 +63,8 @@ func TestChaosShortProfile(t *testing.T) {
 	require.Positive(t, r.Final.DeviceExecutions)
 	require.Equal(t, r.Final.DeviceExecutions, r.Final.DeviceSucceeded+r.Final.DeviceFailed, "every device execution succeeded or failed finally")
 	require.Zero(t, r.Unfinished(), "nothing left unfinished")
+	require.Positive(t, r.Final.HTTPExecuted, "the http actions delivered")
+	require.Zero(t, r.Final.HTTPBreaches, "each http tick's key is its run's, executed once, signed; the runs tell the truth")
 	require.True(t, r.Passed())
 	// Kept only when the run fails, for its logs.
 	_ = devstack.RemoveClusterDir(filepath.Join(dir, "pg"))

@@ -30,6 +30,12 @@ type Profile struct {
 	TargetMax         time.Duration
 	BufferedTargetMax time.Duration
 	CatchupWindow     time.Duration
+	// HTTPSchedules fire every HTTPEvery with an http action at the run's own receiver
+	// (internal/dev/receiver), which fails some first attempts (503, 429 with Retry-After,
+	// an answer slower than the action's timeout) so retries happen under the faults; the
+	// checker holds each tick to one key executed once.
+	HTTPSchedules int
+	HTTPEvery     time.Duration
 
 	// Rollout: RolloutTasks over RolloutDatabases, DDL and DML, with ParallelLimit.
 	RolloutTasks     int
@@ -63,6 +69,7 @@ var Full = Profile{
 	Name: "full", FaultPhase: 5 * time.Minute,
 	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 5 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
+	HTTPSchedules: 10, HTTPEvery: 5 * time.Second,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
@@ -75,6 +82,7 @@ var Short = Profile{
 	Name: "short", FaultPhase: 60 * time.Second,
 	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 5 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
+	HTTPSchedules: 4, HTTPEvery: 5 * time.Second,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
