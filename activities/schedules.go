@@ -228,6 +228,11 @@ func (r Retracted) Has(tick time.Time) bool {
 // MirrorPaused writes the workflow's paused state (and next fire) to the schedule row; a
 // pause retracts the schedule's armed fires not yet released, in the same transaction.
 func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) (Retracted, error) {
+	if p.Paused {
+		if err := a.stopDelayedStarts(ctx, p.ScheduleID, "the schedule was paused"); err != nil {
+			return Retracted{}, err
+		}
+	}
 	_, r, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note)
 	if err != nil {
 		return Retracted{}, gone(err, p.ScheduleID)
@@ -252,6 +257,9 @@ func (a *ScheduleActivities) MirrorNextRun(ctx context.Context, n NextRun) (Retr
 	if !n.Retract {
 		return Retracted{}, gone(a.Store.SetNextRunAt(ctx, n.ScheduleID, n.NextRunAt), n.ScheduleID)
 	}
+	if err := a.stopDelayedStarts(ctx, n.ScheduleID, "the schedule was rescheduled"); err != nil {
+		return Retracted{}, err
+	}
 	r, err := a.Store.Reschedule(ctx, n.ScheduleID, n.NextRunAt)
 	return Retracted(r), gone(err, n.ScheduleID)
 }
@@ -271,11 +279,34 @@ type Retraction struct {
 // RetractArmedBecause retracts the schedule's armed fires not yet due (a trigger or a
 // backfill is about to start a run the armed tick's overlap decision did not count on).
 func (a *ScheduleActivities) RetractArmedBecause(ctx context.Context, r Retraction) (Retracted, error) {
+	if err := a.stopDelayedStarts(ctx, r.ScheduleID, r.Why); err != nil {
+		return Retracted{}, err
+	}
 	got, err := a.Store.RetractArmed(ctx, r.ScheduleID, r.Why)
 	if err != nil {
 		return Retracted{}, gone(err, r.ScheduleID)
 	}
 	return Retracted(got), nil
+}
+
+// stopDelayedStarts terminates the delayed starts of every armed workflow or http fire of
+// the schedule not yet due, before a command's transaction retracts them: that transaction
+// retracts only the fires still not due then, all of them stopped here, so a retracted fire
+// never runs. (The workflow stops the start of the last armed fire itself, stopArmedStart;
+// under allow_all the planner arms several, and an http delivery acts the moment it
+// starts: the chaos run's receiver caught deliveries of retracted ticks.) A fire that
+// comes due meanwhile is stopped and kept: its run records that it was terminated.
+func (a *ScheduleActivities) stopDelayedStarts(ctx context.Context, scheduleID int64, why string) error {
+	ids, err := a.Store.ArmedStartsNotDue(ctx, scheduleID)
+	if err != nil {
+		return gone(err, scheduleID)
+	}
+	for _, id := range ids {
+		if err := a.StopRunWorkflow(ctx, StopRun{WorkflowID: id, Terminate: true, Reason: "retracted before its tick: " + why}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ObserveReleased counts released armed fires in the metrics, with their lateness from

@@ -234,3 +234,14 @@ func (s *Store) ListDeadLetter(ctx context.Context, f DeadLetterFilter, beforeID
 	}
 	return out, nil
 }
+
+// ArmedStartsNotDue lists the workflow ids of the schedule's armed workflow and http fires
+// whose visible time has not come: their targets are started with a start delay, to be
+// stopped before a command retracts them.
+func (s *Store) ArmedStartsNotDue(ctx context.Context, scheduleID int64) ([]string, error) {
+	ids, err := s.Q.ListArmedStartsNotDue(ctx, scheduleID)
+	if err != nil {
+		return nil, fmt.Errorf("armed starts of schedule %d: %w", scheduleID, mapErr(err))
+	}
+	return ids, nil
+}

@@ -68,6 +68,34 @@ func (q *Queries) InsertRunRedrive(ctx context.Context, arg InsertRunRedrivePara
 	return err
 }
 
+const listArmedStartsNotDue = `-- name: ListArmedStartsNotDue :many
+SELECT workflow_id FROM schedule_runs
+WHERE schedule_id = $1 AND armed AND workflow_id <> '' AND visible_at > now() AND visible_at > release_frontier()
+`
+
+// The delayed starts of a schedule's armed workflow and http fires whose time has not come:
+// what a command stops before its transaction retracts them (that transaction retracts only
+// fires still not due then, a subset of these).
+func (q *Queries) ListArmedStartsNotDue(ctx context.Context, scheduleID int64) ([]string, error) {
+	rows, err := q.db.Query(ctx, listArmedStartsNotDue, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var workflow_id string
+		if err := rows.Scan(&workflow_id); err != nil {
+			return nil, err
+		}
+		items = append(items, workflow_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listDeadLetterRuns = `-- name: ListDeadLetterRuns :many
 SELECT r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until, r.redrives, r.trace_context, s.name AS schedule_name
 FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id

@@ -56,3 +56,10 @@ WHERE r.status = 'FAILED' AND r.workflow_id <> '' AND r.scheduled_at >= @since A
   AND (cardinality(@triggers::text[]) = 0 OR r.trigger = ANY(@triggers::text[]))
 ORDER BY r.id DESC
 LIMIT @max_rows;
+
+-- name: ListArmedStartsNotDue :many
+-- The delayed starts of a schedule's armed workflow and http fires whose time has not come:
+-- what a command stops before its transaction retracts them (that transaction retracts only
+-- fires still not due then, a subset of these).
+SELECT workflow_id FROM schedule_runs
+WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND visible_at > now() AND visible_at > release_frontier();
