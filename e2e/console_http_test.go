@@ -86,6 +86,17 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	require.Contains(t, jsValue[string](t, ctx, text(`#all-runs tr[data-run="`+id+`"] details.attempts summary`)), "2 attempts")
 	require.Contains(t, jsValue[string](t, ctx, text(`#all-runs tr[data-run="`+id+`"] .reason`)), "HTTP 502 Bad Gateway")
 	require.True(t, jsValue[bool](t, ctx, `document.getElementById("rf-dead").checked`))
+	// Opened, a run's attempts stay open while the page refreshes itself with a new row.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#all-runs tr[data-run="`+id+`"] details.attempts summary`))))
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/console-hook/trigger", nil, http.StatusOK, nil)
+	require.Eventually(t, func() bool {
+		var dead struct{ Items []api.ScheduleRunView }
+		st.JSON(t, http.MethodGet, "/api/v1/runs?dead_letter=true", nil, http.StatusOK, &dead)
+		return len(dead.Items) == 2
+	}, time.Minute, 200*time.Millisecond, "the second run failed")
+	waitJS(t, ctx, 15*time.Second, `document.querySelectorAll("#all-runs > tbody > tr").length === 2`)
+	require.True(t, jsValue[bool](t, ctx, `document.querySelector('#all-runs tr[data-run="`+id+`"] details.attempts').open`))
+	require.EqualValues(t, 2, jsValue[int](t, ctx, `document.querySelectorAll('#all-runs tr[data-run="`+id+`"] details.attempts tbody tr').length`))
 	shot(t, ctx, root, "console-dead-letter.png")
 
 	failing.Store(false)
@@ -95,6 +106,11 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var s api.ScheduleView
 		st.JSON(t, http.MethodGet, "/api/v1/schedules/console-hook", nil, http.StatusOK, &s)
-		return len(s.RecentRuns) == 1 && s.RecentRuns[0].Status == domain.RunSucceeded && len(s.RecentRuns[0].Redrives) == 1
+		for _, r := range s.RecentRuns {
+			if r.ID == runID {
+				return r.Status == domain.RunSucceeded && len(r.Redrives) == 1
+			}
+		}
+		return false
 	}, time.Minute, 200*time.Millisecond, "the redrive delivered")
 }

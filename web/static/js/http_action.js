@@ -62,7 +62,7 @@ export function attempts(r) {
   const as = r.attempts || [];
   const rs = r.redrives || [];
   if (!as.length && !rs.length) return '<span class="muted">–</span>';
-  let html = '<details class="attempts" data-attempts="' + r.id + '"><summary>' + as.length + " attempt" + (as.length === 1 ? "" : "s") +
+  let html = '<details class="attempts" data-keep="attempts-' + r.id + '"><summary>' + as.length + " attempt" + (as.length === 1 ? "" : "s") +
     (rs.length ? ", " + rs.length + " redrive" + (rs.length === 1 ? "" : "s") : "") + "</summary>";
   if (as.length) {
     html += '<table class="compact"><thead><tr><th scope="col">Series</th><th scope="col">#</th><th scope="col">At</th><th scope="col">Status</th><th scope="col">Took</th><th scope="col">Outcome</th><th scope="col">Answer</th></tr></thead><tbody>' +
