@@ -36,6 +36,9 @@ type ScheduleActivities struct {
 	Schedules ScheduleStarter
 	// Tracer records each fire's trace (schedules_trace.go); nil when tracing is off.
 	Tracer trace.Tracer
+	// TaskQueue is tickgate's own task queue, where the delivery workflows of http actions
+	// run.
+	TaskQueue string
 }
 
 // ScheduleDefinition is a schedule as its workflow needs it.
@@ -52,6 +55,8 @@ type ScheduleDefinition struct {
 	Version          int64
 	CreatedAt        time.Time
 	LastRunAt        *time.Time
+	// Retry is the retry policy of an http or workflow action (nil: none).
+	Retry *domain.Retry `json:",omitempty"`
 }
 
 // DefinitionFromRow decodes a schedules row.
@@ -66,6 +71,11 @@ func DefinitionFromRow(row store.Schedule) (ScheduleDefinition, error) {
 	}
 	if err := json.Unmarshal(row.Action, &d.Action); err != nil {
 		return d, fmt.Errorf("decode action of schedule %q: %w", row.Name, err)
+	}
+	if len(row.Retry) > 0 {
+		if err := json.Unmarshal(row.Retry, &d.Retry); err != nil {
+			return d, fmt.Errorf("decode retry of schedule %q: %w", row.Name, err)
+		}
 	}
 	return d, nil
 }
@@ -218,6 +228,11 @@ func (r Retracted) Has(tick time.Time) bool {
 // MirrorPaused writes the workflow's paused state (and next fire) to the schedule row; a
 // pause retracts the schedule's armed fires not yet released, in the same transaction.
 func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) (Retracted, error) {
+	if p.Paused {
+		if err := a.stopDelayedStarts(ctx, p.ScheduleID, "the schedule was paused"); err != nil {
+			return Retracted{}, err
+		}
+	}
 	_, r, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note)
 	if err != nil {
 		return Retracted{}, gone(err, p.ScheduleID)
@@ -242,6 +257,9 @@ func (a *ScheduleActivities) MirrorNextRun(ctx context.Context, n NextRun) (Retr
 	if !n.Retract {
 		return Retracted{}, gone(a.Store.SetNextRunAt(ctx, n.ScheduleID, n.NextRunAt), n.ScheduleID)
 	}
+	if err := a.stopDelayedStarts(ctx, n.ScheduleID, "the schedule was rescheduled"); err != nil {
+		return Retracted{}, err
+	}
 	r, err := a.Store.Reschedule(ctx, n.ScheduleID, n.NextRunAt)
 	return Retracted(r), gone(err, n.ScheduleID)
 }
@@ -261,11 +279,34 @@ type Retraction struct {
 // RetractArmedBecause retracts the schedule's armed fires not yet due (a trigger or a
 // backfill is about to start a run the armed tick's overlap decision did not count on).
 func (a *ScheduleActivities) RetractArmedBecause(ctx context.Context, r Retraction) (Retracted, error) {
+	if err := a.stopDelayedStarts(ctx, r.ScheduleID, r.Why); err != nil {
+		return Retracted{}, err
+	}
 	got, err := a.Store.RetractArmed(ctx, r.ScheduleID, r.Why)
 	if err != nil {
 		return Retracted{}, gone(err, r.ScheduleID)
 	}
 	return Retracted(got), nil
+}
+
+// stopDelayedStarts terminates the delayed starts of every armed workflow or http fire of
+// the schedule not yet due, before a command's transaction retracts them: that transaction
+// retracts only the fires still not due then, all of them stopped here, so a retracted fire
+// never runs. (The workflow stops the start of the last armed fire itself, stopArmedStart;
+// under allow_all the planner arms several, and an http delivery acts the moment it
+// starts: the chaos run's receiver caught deliveries of retracted ticks.) A fire that
+// comes due meanwhile is stopped and kept: its run records that it was terminated.
+func (a *ScheduleActivities) stopDelayedStarts(ctx context.Context, scheduleID int64, why string) error {
+	ids, err := a.Store.ArmedStartsNotDue(ctx, scheduleID)
+	if err != nil {
+		return gone(err, scheduleID)
+	}
+	for _, id := range ids {
+		if err := a.StopRunWorkflow(ctx, StopRun{WorkflowID: id, Terminate: true, Reason: "retracted before its tick: " + why}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ObserveReleased counts released armed fires in the metrics, with their lateness from
@@ -288,15 +329,34 @@ type StartRun struct {
 	StartAt *time.Time `json:",omitempty"`
 	// RunID is the run whose fire starts it: with tracing on, the start joins that fire's
 	// trace (0 in histories recorded before it was passed: the start stays in the
-	// schedule workflow's trace).
+	// schedule workflow's trace). An http action's start needs it (its delivery reads the
+	// run's tick key).
 	RunID int64 `json:",omitempty"`
+	// HTTP is an http action's request: the run's target is then tickgate's own delivery
+	// workflow (HTTPDeliveryWorkflowType, on TaskQueue of ScheduleActivities), and
+	// WorkflowType, TaskQueue and Input are unused (see RunStart).
+	HTTP *domain.Action `json:",omitempty"`
+	// Retry is the schedule's retry policy: a workflow action's target is started with it
+	// (Temporal's workflow retry policy, max_age bounding the whole series); an http
+	// action's delivery retries its request under it (nil: the defaults).
+	Retry *domain.Retry `json:",omitempty"`
 }
 
 // StartRunWorkflow starts the target workflow of a run. The id is derived from the tick, and
 // an already running or finished execution with that id is reused, never started twice.
 func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (string, error) {
 	var args []any
-	if len(r.Input) > 0 && string(r.Input) != "null" {
+	if r.HTTP != nil {
+		delivery, err := a.httpDelivery(ctx, r)
+		if err != nil {
+			return "", err
+		}
+		if a.TaskQueue == "" {
+			return "", temporal.NewNonRetryableApplicationError("no task queue for http deliveries (ScheduleActivities.TaskQueue)", "NoTaskQueue", nil)
+		}
+		r.WorkflowType, r.TaskQueue, r.Input = HTTPDeliveryWorkflowType, a.TaskQueue, nil
+		args = append(args, delivery)
+	} else if len(r.Input) > 0 && string(r.Input) != "null" {
 		var input any
 		if err := json.Unmarshal(r.Input, &input); err != nil {
 			return "", temporal.NewNonRetryableApplicationError("input is not JSON", "BadInput", err)
@@ -313,6 +373,12 @@ func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (
 		// Armed: Temporal starts it at its tick (a retry after the tick starts it at once).
 		opts.StartDelay = max(time.Until(*r.StartAt), 0)
 		opts.StaticSummary += " at " + r.StartAt.UTC().Format(time.RFC3339)
+	}
+	if r.Retry != nil && r.HTTP == nil {
+		// A workflow action's target retried by Temporal; max_age bounds the whole series,
+		// counted from the start (the execution timeout runs through the start delay too).
+		opts.RetryPolicy = WorkflowRetryPolicy(*r.Retry)
+		opts.WorkflowExecutionTimeout = time.Duration(r.Retry.MaxAge) + opts.StartDelay
 	}
 	if a.Tracer != nil && r.RunID != 0 {
 		// The target's start (and, through its headers, its first workflow task) belongs to
@@ -373,6 +439,12 @@ type RunOutcome struct {
 func outcomeOf(err error) RunOutcome {
 	if err == nil {
 		return RunOutcome{Status: domain.RunSucceeded}
+	}
+	var delivery *temporal.ApplicationError
+	if errors.As(err, &delivery) && delivery.Type() == ErrHTTPDeliveryFailed {
+		// An http action's delivery says why it failed in words of its own: that is the run's
+		// error, without the workflow's wrapping.
+		return RunOutcome{Status: domain.RunFailed, Error: delivery.Message()}
 	}
 	var canceled *temporal.CanceledError
 	var terminated *temporal.TerminatedError

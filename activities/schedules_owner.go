@@ -90,6 +90,11 @@ func (a *ScheduleActivities) TakeOwnership(ctx context.Context, r OwnershipReque
 		out.Backfills = append(out.Backfills, BackfillRange{Done: b.Start.Add(-time.Nanosecond), End: b.End, Overlap: b.Overlap})
 	}
 	for _, r := range t.Running {
+		if r.Redrives > 0 {
+			// A redrive is outside the overlap policy: the run watchers watch it, whoever
+			// holds the schedule, and the workflow neither waits for it nor counts it.
+			continue
+		}
 		h := HeldRun{RunID: r.ID, WorkflowID: r.WorkflowID, ScheduledAt: r.ScheduledAt.UTC()}
 		if r.Armed {
 			h.StartAt = utc(r.VisibleAt)

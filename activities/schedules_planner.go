@@ -116,10 +116,12 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 	for {
 		var wakes []store.Schedule
 		var plans map[int64]scheduleplan.Schedule
+		var retries map[int64]*domain.Retry
 		traced := &roundTrace{tracer: a.Tracer, ctx: ctx}
 		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]bool) []store.SchedulePlan {
 			var out []store.SchedulePlan
 			out, wakes, plans = decidePlans(rows, inFlight, now)
+			retries = retriesOf(rows)
 			traced.arm(out, namesOf(rows))
 			return out
 		})
@@ -129,12 +131,23 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 		}
 		res.Looked += looked
 		res.Armed += len(armed)
-		a.startArmedTargets(ctx, armed, plans)
+		a.startArmedTargets(ctx, armed, plans, retries)
 		res.Woken += a.wake(ctx, wakes)
 		if looked < planBatch || ctx.Err() != nil {
 			return res, ctx.Err()
 		}
 	}
+}
+
+// retriesOf maps the schedules' ids to their retry policies (those that have one).
+func retriesOf(rows []store.Schedule) map[int64]*domain.Retry {
+	out := map[int64]*domain.Retry{}
+	for _, row := range rows {
+		if def, err := DefinitionFromRow(row); err == nil && def.Retry != nil {
+			out[row.ID] = def.Retry
+		}
+	}
+	return out
 }
 
 // namesOf maps the schedules' ids to their names.
@@ -178,7 +191,7 @@ func decidePlans(rows []store.Schedule, inFlight map[int64]bool, now time.Time) 
 		for _, f := range fires {
 			pf := store.PlannedFire{Tick: f.Tick, VisibleAt: f.FireAt, ReleaseNext: f.ReleaseNext,
 				Event: domain.FireEvent(row.Name, s.Action, f.Tick, domain.TriggerScheduled, f.FireAt)}
-			if s.Action.Kind == domain.ActionWorkflow {
+			if s.Action.StartsWorkflow() {
 				pf.WorkflowID = domain.RunWorkflowID(row.Name, domain.TickKey(row.ID, f.Tick))
 			}
 			p.Fires = append(p.Fires, pf)
@@ -203,7 +216,7 @@ func decidePlans(rows []store.Schedule, inFlight map[int64]bool, now time.Time) 
 // at its fire time, so that Temporal starts it then whatever tickgate is doing. A start that
 // fails leaves the run RUNNING with no target: the run watcher that leases it finds none and
 // starts it (RunWatcher), late.
-func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []store.ArmedFire, plans map[int64]scheduleplan.Schedule) {
+func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []store.ArmedFire, plans map[int64]scheduleplan.Schedule, retries map[int64]*domain.Retry) {
 	var starts []func()
 	for _, f := range armed {
 		if f.WorkflowID == "" {
@@ -218,10 +231,12 @@ func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []stor
 			at := f.VisibleAt
 			// The target's start (and its first workflow task) belongs to the fire's trace.
 			ctx := telemetry.Resume(ctx, f.TraceContext)
-			_, err := a.StartRunWorkflow(ctx, StartRun{
-				WorkflowID: f.WorkflowID, WorkflowType: s.Action.WorkflowType, TaskQueue: s.Action.TaskQueue,
-				Input: s.Action.Input, Schedule: s.Name, StartAt: &at,
-			})
+			start := RunStart(s.Name, s.Action, retries[f.ScheduleID])
+			start.WorkflowID, start.StartAt = f.WorkflowID, &at
+			if s.Action.Kind == domain.ActionHTTP {
+				start.RunID = f.RunID // its delivery reads the run's tick key
+			}
+			_, err := a.StartRunWorkflow(ctx, start)
 			if err != nil {
 				activity.GetLogger(ctx).Warn("planner: start an armed target", "workflow_id", f.WorkflowID, "error", err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -76,6 +77,21 @@ func (w *RunWatcher) watch(ctx context.Context, r store.RunToWatch, logger *slog
 		return // still running (or shutting down): watched again on a later lease
 	}
 	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) && redriven.MatchString(r.WorkflowID) {
+		// A redrive: store.RedriveRun committed it for a watcher to start. Started, it is
+		// watched on this lease (an operator waits for its outcome).
+		logger.Info("starting a redrive", "workflow_id", r.WorkflowID)
+		if err := w.startLate(ctx, r); err != nil {
+			if ctx.Err() == nil {
+				logger.Warn("start a redrive", "workflow_id", r.WorkflowID, "error", err)
+			}
+			return
+		}
+		err = w.Acts.Temporal.GetWorkflow(wctx, r.WorkflowID, "").Get(wctx, nil)
+		if wctx.Err() != nil {
+			return
+		}
+	}
 	if errors.As(err, &notFound) {
 		// The planner committed the run but its target's start was lost (it died in
 		// between): start it now, late, and watch it on a later lease. The start reuses the
@@ -102,9 +118,11 @@ func (w *RunWatcher) startLate(ctx context.Context, r store.RunToWatch) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Acts.StartRunWorkflow(ctx, StartRun{
-		WorkflowID: r.WorkflowID, WorkflowType: def.Action.WorkflowType, TaskQueue: def.Action.TaskQueue,
-		Input: def.Action.Input, Schedule: def.Name,
-	})
+	start := RunStart(def.Name, def.Action, def.Retry)
+	start.WorkflowID, start.RunID = r.WorkflowID, r.ID
+	_, err = w.Acts.StartRunWorkflow(ctx, start)
 	return err
 }
+
+// redriven matches the workflow id of a redrive's series (store.RedriveWorkflowID).
+var redriven = regexp.MustCompile(`~redrive-\d+$`)

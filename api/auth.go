@@ -71,6 +71,8 @@ var RoutePermissions = map[string]Permission{
 	"POST /api/v1/schedules/:name/trigger":       PermWrite,
 	"POST /api/v1/schedules/:name/reschedule":    PermWrite,
 	"POST /api/v1/schedules/:name/backfill":      PermWrite,
+	"POST /api/v1/schedules/:name/secret":        PermWrite,
+	"POST /api/v1/runs/:id/redrive":              PermWrite,
 	"POST /api/v1/schedules/preview":             PermRead,
 	"GET /api/v1/schedules/:name/stats":          PermRead,
 	"GET /api/v1/stats/overview":                 PermRead,

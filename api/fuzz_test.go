@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/workflows"
@@ -87,8 +88,11 @@ var fieldPathRE = regexp.MustCompile(`^([^.\[\]]+)((?:\[\d+\])*)$`)
 func fieldExists(t reflect.Type, path string) bool {
 	for _, step := range strings.Split(path, ".") {
 		t = elemType(t)
-		if t == rawMessageType {
-			return true // whatever follows is a key inside the free-form JSON (it may hold dots)
+		if t == rawMessageType || t.Kind() == reflect.Map {
+			return true // whatever follows is a key inside the free-form JSON or map (it may hold dots)
+		}
+		if t == reflect.TypeFor[OptionalRetry]() {
+			t = reflect.TypeFor[domain.Retry]() // a PATCH's retry holds a policy
 		}
 		m := fieldPathRE.FindStringSubmatch(step)
 		if m == nil {
@@ -333,7 +337,7 @@ func FuzzCreateScheduleRequest(f *testing.F) {
 		if !ok {
 			return
 		}
-		spec, pol, err := req.validate(fuzzNow)
+		spec, pol, err := req.validate(fuzzNow, outbound.Rule{})
 		if err != nil {
 			requireValidationProblem(t, err, reflect.TypeFor[CreateScheduleRequest](), body)
 			return
@@ -371,7 +375,7 @@ func FuzzUpdateScheduleRequest(f *testing.F) {
 		stored := base
 		stored.Policies = &SchedulePolicies{Overlap: base.Policies.Overlap}
 		create := req.applyTo(stored)
-		spec, pol, err := create.validate(fuzzNow)
+		spec, pol, err := create.validate(fuzzNow, outbound.Rule{})
 		if err != nil {
 			// A merged request's errors must name fields the PATCH body can carry: the
 			// name comes from the stored schedule and is always valid.

@@ -99,6 +99,12 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"FreezeRequest":   api.FreezeRequest{},
 		"Freeze":          api.FreezeView{},
 		"FreezeState":     api.FreezeStateView{},
+		"Retry":           domain.Retry{},
+		"Attempt":         api.AttemptView{},
+		"Redrive":         api.RedriveView{},
+		"Secret":          api.SecretView{},
+
+		"CreatedSchedule": api.CreatedScheduleView{},
 		"Slot":            api.SlotView{},
 		"PCSlots":         api.PCSlotsView{},
 	} {
@@ -112,6 +118,14 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		sort.Strings(names)
 		assert.Equal(t, jsonFields(reflect.TypeOf(v)), names, "schema %s and Go type %T disagree", schema, v)
 	}
+	// The bulk create's items.
+	bulkItem := doc.Components.Schemas["BulkCreate"]["properties"].(map[string]any)["items"].(map[string]any)["items"].(map[string]any)["properties"].(map[string]any)
+	var bulkNames []string
+	for n := range bulkItem {
+		bulkNames = append(bulkNames, n)
+	}
+	sort.Strings(bulkNames)
+	require.Equal(t, jsonFields(reflect.TypeOf(api.BulkCreatedItem{})), bulkNames)
 	// The rollout's task items, the claim and ack bodies are inline.
 	items := doc.Components.Schemas["CreateRolloutRequest"]["properties"].(map[string]any)["tasks"].(map[string]any)["items"].(map[string]any)["properties"].(map[string]any)
 	var names []string

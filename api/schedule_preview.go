@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 )
 
@@ -16,10 +17,13 @@ import (
 // PreviewView answers a preview: the spec as it would be stored (defaults filled), in
 // words, and its next fire times.
 type PreviewView struct {
-	Spec          schedulespec.Spec `json:"spec"`
-	Policies      SchedulePolicies  `json:"policies"`
-	Description   string            `json:"description"`
-	NextFireTimes []time.Time       `json:"next_fire_times"`
+	Spec     schedulespec.Spec `json:"spec"`
+	Policies SchedulePolicies  `json:"policies"`
+	// Action and Retry as they would be stored (an http action's defaults filled in).
+	Action        ScheduleAction `json:"action"`
+	Retry         *domain.Retry  `json:"retry,omitempty"`
+	Description   string         `json:"description"`
+	NextFireTimes []time.Time    `json:"next_fire_times"`
 }
 
 // previewFires is how many fire times a preview lists.
@@ -35,11 +39,11 @@ func (s *Server) previewSchedule(c echo.Context) error {
 		req.Name = "preview"
 	}
 	now := s.Now().UTC()
-	spec, pol, err := req.validate(now)
+	spec, pol, err := req.validate(now, s.HTTPAllow)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, PreviewView{
-		Spec: spec.Spec, Policies: pol, Description: spec.Describe(), NextFireTimes: spec.NextN(now, previewFires),
+		Spec: spec.Spec, Policies: pol, Action: req.Action, Retry: req.Retry, Description: spec.Describe(), NextFireTimes: spec.NextN(now, previewFires),
 	})
 }

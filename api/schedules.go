@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/internal/telemetry"
@@ -39,6 +40,7 @@ func (s *Server) registerSchedules(g *echo.Group) {
 	g.PATCH("/schedules/:name", s.updateSchedule)
 	g.POST("/schedules/:name/reschedule", s.rescheduleSchedule)
 	g.POST("/schedules/:name/backfill", s.backfillSchedule)
+	s.registerHTTPAction(g)
 }
 
 // SchedulePolicies are a schedule's policies as sent over the API.
@@ -57,8 +59,10 @@ type CreateScheduleRequest struct {
 	Spec     schedulespec.Spec `json:"spec"`
 	Action   ScheduleAction    `json:"action"`
 	Policies *SchedulePolicies `json:"policies,omitempty"`
-	Paused   bool              `json:"paused"`
-	Note     string            `json:"note,omitempty"`
+	// Retry is the retry policy of an http or workflow action (schedules_http.go).
+	Retry  *domain.Retry `json:"retry,omitempty"`
+	Paused bool          `json:"paused"`
+	Note   string        `json:"note,omitempty"`
 	// Metrics asks for Prometheus series of the schedule's own (docs/console.md#prometheus).
 	Metrics bool `json:"metrics,omitempty"`
 }
@@ -69,6 +73,7 @@ type ScheduleView struct {
 	Spec     schedulespec.Spec `json:"spec"`
 	Action   ScheduleAction    `json:"action"`
 	Policies SchedulePolicies  `json:"policies"`
+	Retry    *domain.Retry     `json:"retry,omitempty"`
 	Paused   bool              `json:"paused"`
 	Note     string            `json:"note"`
 	// Metrics: the schedule has Prometheus series of its own (docs/console.md#prometheus).
@@ -140,6 +145,10 @@ type RunView struct {
 	FinishedAt  *time.Time       `json:"finished_at"`
 	// TraceID is the trace of the run's fire, when it was recorded with tracing on.
 	TraceID string `json:"trace_id,omitempty"`
+	// Attempts are an http action's delivery attempts, in the order they were made (every
+	// series: the first, then each redrive's); Redrives the run's redrives.
+	Attempts []AttemptView `json:"attempts,omitempty"`
+	Redrives []RedriveView `json:"redrives,omitempty"`
 }
 
 var (
@@ -153,8 +162,10 @@ func validOverlap(field string, v domain.Overlap) error {
 	return nil
 }
 
-// validate checks a create request and returns its normalized spec and policies.
-func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compiled, SchedulePolicies, error) {
+// validate checks a create request and returns its normalized spec and policies; it
+// normalizes the action and the retry policy in place. An http action's URL must pass the
+// outbound rule.
+func (req *CreateScheduleRequest) validate(now time.Time, rule outbound.Rule) (*schedulespec.Compiled, SchedulePolicies, error) {
 	pol := SchedulePolicies{Overlap: domain.DefaultOverlap}
 	if !scheduleNameRE.MatchString(req.Name) {
 		return nil, pol, BadRequest("name", "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
@@ -168,6 +179,12 @@ func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compile
 		return nil, pol, BadRequest("spec", "%v", err)
 	}
 	if err := validateAction(&req.Action); err != nil {
+		return nil, pol, err
+	}
+	if err := checkOutbound(req.Action, rule); err != nil {
+		return nil, pol, err
+	}
+	if req.Retry, err = validateRetry(req.Retry, req.Action.Kind); err != nil {
 		return nil, pol, err
 	}
 	if req.Policies != nil {
@@ -206,7 +223,7 @@ func (s *Server) createSchedule(c echo.Context) error {
 		return err
 	}
 	now := s.Now().UTC()
-	spec, pol, err := req.validate(now)
+	spec, pol, err := req.validate(now, s.HTTPAllow)
 	if err != nil {
 		return err
 	}
@@ -227,15 +244,20 @@ func (s *Server) createSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, scheduleView(row))
+	return c.JSON(http.StatusCreated, CreatedScheduleView{ScheduleView: scheduleView(row), SigningSecret: newRow.SigningSecret})
 }
 
 // NewScheduleRow is the row of a new schedule: at rest, its ticks counted from now, with the
 // planner's first look at it (scheduleplan: its first fires armed ahead, or its workflow
-// woken before its first fire). Creating a schedule makes no call to Temporal.
+// woken before its first fire). Creating a schedule makes no call to Temporal. An http
+// action's row carries a new signing secret, inserted with it.
 func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol SchedulePolicies, now time.Time) store.NewSchedule {
 	specJSON, _ := json.Marshal(spec.Spec)
 	actionJSON, _ := json.Marshal(req.Action)
+	var retryJSON []byte
+	if req.Retry != nil {
+		retryJSON, _ = json.Marshal(req.Retry)
+	}
 	plan := scheduleplan.Schedule{
 		Name: req.Name, Spec: spec, Action: req.Action, Overlap: pol.Overlap, SkipIfSuccessful: pol.SkipIfSuccessful,
 		Paused: req.Paused, Watermark: now,
@@ -243,7 +265,10 @@ func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol 
 	row := store.NewSchedule{
 		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
-		Paused: req.Paused, PauseNote: req.Note, Watermark: &now,
+		Paused: req.Paused, PauseNote: req.Note, Watermark: &now, Retry: retryJSON,
+	}
+	if req.Action.Kind == domain.ActionHTTP {
+		row.SigningSecret = newSigningSecret()
 	}
 	if tick, _, ok := plan.Next(); ok {
 		row.NextRunAt = &tick
@@ -266,6 +291,10 @@ func scheduleView(row store.Schedule) ScheduleView {
 	}
 	_ = json.Unmarshal(row.Spec, &v.Spec)
 	_ = json.Unmarshal(row.Action, &v.Action)
+	if len(row.Retry) > 0 {
+		v.Retry = new(domain.Retry)
+		_ = json.Unmarshal(row.Retry, v.Retry)
+	}
 	return v
 }
 
@@ -398,6 +427,12 @@ func (s *Server) getSchedule(c echo.Context) error {
 	for _, r := range running {
 		v.RunningRuns = append(v.RunningRuns, runView(r))
 	}
+	if err := s.addDeliveries(ctx, v.RecentRuns); err != nil {
+		return err
+	}
+	if err := s.addDeliveries(ctx, v.RunningRuns); err != nil {
+		return err
+	}
 	buffered, err := s.Store.BufferedRuns(ctx, row.ID)
 	if err != nil {
 		return err
@@ -476,9 +511,16 @@ func (s *Server) listScheduleRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return listPage(c, idCursor, func(ctx context.Context, before int64, limit int) ([]store.ScheduleRun, error) {
+	page, _, err := pageOf(c, idCursor, func(ctx context.Context, before int64, limit int) ([]store.ScheduleRun, error) {
 		return s.Store.ListScheduleRunsFiltered(ctx, row.ID, f, before, limit)
 	}, runView, func(r store.ScheduleRun) int64 { return r.ID })
+	if err != nil {
+		return err
+	}
+	if err := s.addDeliveries(c.Request().Context(), page.Items); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
 }
 
 // scheduleCommandError maps a failed workflow command to a problem.
@@ -591,12 +633,16 @@ type UpdateScheduleRequest struct {
 	Spec     *schedulespec.Spec `json:"spec,omitempty"`
 	Action   *ScheduleAction    `json:"action,omitempty"`
 	Policies *SchedulePolicies  `json:"policies,omitempty"`
-	Metrics  *bool              `json:"metrics,omitempty"`
-	Version  int64              `json:"version,omitempty"`
+	// Retry replaces the retry policy; null removes it. Absent, it stays — unless the
+	// action's kind changes, which resets it to the new kind's (an http action's defaults).
+	Retry   OptionalRetry `json:"retry"`
+	Metrics *bool         `json:"metrics,omitempty"`
+	Version int64         `json:"version,omitempty"`
 }
 
 // applyTo is the stored definition cur with what the update carries replaced.
 func (req UpdateScheduleRequest) applyTo(cur CreateScheduleRequest) CreateScheduleRequest {
+	kindBefore := cur.Action.Kind
 	if req.Spec != nil {
 		cur.Spec = *req.Spec
 	}
@@ -605,6 +651,12 @@ func (req UpdateScheduleRequest) applyTo(cur CreateScheduleRequest) CreateSchedu
 	}
 	if req.Policies != nil {
 		cur.Policies = req.Policies
+	}
+	switch {
+	case req.Retry.Set:
+		cur.Retry = req.Retry.Retry
+	case req.Action != nil && req.Action.Kind != kindBefore:
+		cur.Retry = nil
 	}
 	return cur
 }
@@ -632,17 +684,26 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		}
 		expected = v
 	}
-	if req.Spec == nil && req.Action == nil && req.Policies == nil && req.Metrics != nil {
+	if req.Spec == nil && req.Action == nil && req.Policies == nil && !req.Retry.Set && req.Metrics != nil {
 		return s.setScheduleMetrics(c, row, expected, *req.Metrics)
 	}
 	cur := scheduleView(row)
-	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies})
-	spec, pol, err := create.validate(s.Now().UTC())
+	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies, Retry: cur.Retry})
+	spec, pol, err := create.validate(s.Now().UTC(), s.HTTPAllow)
 	if err != nil {
 		return err
 	}
 	specJSON, _ := json.Marshal(spec.Spec)
 	actionJSON, _ := json.Marshal(create.Action)
+	var retryJSON []byte
+	if create.Retry != nil {
+		retryJSON, _ = json.Marshal(create.Retry)
+	}
+	// A schedule that becomes an http one gets a signing secret of its own, shown this once.
+	var secret string
+	if create.Action.Kind == domain.ActionHTTP && cur.Action.Kind != domain.ActionHTTP {
+		secret = newSigningSecret()
+	}
 	ctx := c.Request().Context()
 	// An opt-in at the cap is refused before anything changes.
 	if req.Metrics != nil && *req.Metrics && !row.Metrics {
@@ -657,6 +718,7 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	updated, err := s.Store.UpdateSchedule(ctx, store.ScheduleChange{
 		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
+		Retry: retryJSON, SigningSecret: secret,
 	})
 	if errors.Is(err, store.ErrStale) {
 		return NewProblem(http.StatusPreconditionFailed, "version", "the schedule changed since version %d; read it again and retry", expected)
@@ -678,7 +740,7 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		s.Logf("api: refresh workflow of schedule %s: %v", row.Name, err)
 	}
 	c.Response().Header().Set("ETag", etag(updated.Version))
-	return c.JSON(http.StatusOK, scheduleView(updated))
+	return c.JSON(http.StatusOK, CreatedScheduleView{ScheduleView: scheduleView(updated), SigningSecret: secret})
 }
 
 func (s *Server) rescheduleSchedule(c echo.Context) error {

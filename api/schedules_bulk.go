@@ -27,6 +27,9 @@ type BulkCreatedItem struct {
 	// was there already (a retried request creates nothing twice).
 	Status   string       `json:"status"`
 	Schedule ScheduleView `json:"schedule"`
+	// SigningSecret is a created http schedule's signing secret, shown this once (a
+	// schedule that "exists" keeps its own, not shown again).
+	SigningSecret string `json:"signing_secret,omitempty"`
 }
 
 // BulkCreateView answers a bulk create, in the order of the request's items.
@@ -59,7 +62,7 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 		if item.Metrics {
 			return BadRequest(field+".metrics", "a bulk create does not take series of a schedule's own: set them with PATCH")
 		}
-		spec, pol, err := item.validate(now)
+		spec, pol, err := item.validate(now, s.HTTPAllow)
 		if err != nil {
 			return prefixProblem(field, err)
 		}
@@ -85,7 +88,8 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 	}
 	out := BulkCreateView{Items: make([]BulkCreatedItem, len(rows))}
 	for _, row := range res.Created {
-		out.Items[index[row.Name]] = BulkCreatedItem{Name: row.Name, Status: "created", Schedule: scheduleView(row)}
+		i := index[row.Name]
+		out.Items[i] = BulkCreatedItem{Name: row.Name, Status: "created", Schedule: scheduleView(row), SigningSecret: rows[i].SigningSecret}
 	}
 	for name, row := range res.Existing {
 		out.Items[index[name]] = BulkCreatedItem{Name: name, Status: "exists", Schedule: scheduleView(row)}
@@ -98,7 +102,7 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 }
 
 // sameDefinition reports whether an existing schedule is the one a create asks for: the
-// same spec, action and policies. (Its runtime state — paused, next fire — is its own.) A
+// same spec, action, policies and retry policy. (Its runtime state — paused, next fire — is its own.) A
 // create that gave no start_at took the time of its request: its retry, a moment later,
 // asks for the same schedule, so start_at is compared only when it was given.
 func sameDefinition(existing store.Schedule, asked store.NewSchedule, startGiven bool) bool {
@@ -108,7 +112,7 @@ func sameDefinition(existing store.Schedule, asked store.NewSchedule, startGiven
 	}
 	return jsonEqual(spec, askedSpec) && jsonEqual(existing.Action, asked.Action) &&
 		existing.Overlap == asked.Overlap && existing.CatchupWindowMs == asked.CatchupWindowMs &&
-		existing.SkipIfSuccessful == asked.SkipIfSuccessful
+		existing.SkipIfSuccessful == asked.SkipIfSuccessful && jsonEqual(existing.Retry, asked.Retry)
 }
 
 // withoutKey is a JSON object without one of its keys (the document itself if it is none).

@@ -44,12 +44,13 @@ type Server struct {
 	// continuing a caller's traceparent, comes from the handler the binary wraps the
 	// application in (telemetry.HTTPHandler).
 	Tracer trace.Tracer
+	// HTTPAllow is the outbound rule an HTTP action's or a health check's URL must pass
+	// (TICKGATE_HTTP_ALLOW).
+	HTTPAllow outbound.Rule
 	// TraceURL is the trace viewer's address of a trace, with {trace_id} in it
 	// (TICKGATE_TRACE_URL_TEMPLATE): the dashboard links each run that recorded a trace to
 	// it. Empty: no links.
 	TraceURL string
-	// HTTPAllow is the outbound rule a health check's URL must pass (TICKGATE_HTTP_ALLOW).
-	HTTPAllow outbound.Rule
 
 	// timerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
 	timerSignals chan struct{}

@@ -17,7 +17,10 @@ var (
 	scheduleRec = []col{{"name", "name"}, {"paused", "paused"}, {"note", "note"}, {"spec", "spec"}, {"action", "action.kind"},
 		{"overlap", "policies.overlap"}, {"next_run_at", "next_run_at"}, {"last_run_at", "last_run_at"}, {"version", "version"},
 		{"counters", "counters"}, {"waiting", "waiting"}, {"workflow_id", "workflow_id"}}
-	runCols     = []col{{"ID", "id"}, {"SCHEDULED", "scheduled_at"}, {"FIRED", "fired_at"}, {"TRIGGER", "trigger"}, {"STATUS", "status"}, {"REASON", "reason"}}
+	runCols = []col{{"ID", "id"}, {"SCHEDULED", "scheduled_at"}, {"FIRED", "fired_at"}, {"TRIGGER", "trigger"}, {"STATUS", "status"}, {"REASON", "reason"}, {"ATTEMPTS", "attempts.#"}, {"ERROR", "error"}}
+	// createdRec is a schedule as a create or an update answers it: an http action's new
+	// signing secret is shown there, once.
+	createdRec  = append(append([]col{}, scheduleRec...), col{"retry", "retry"}, col{"signing_secret", "signing_secret"})
 	rolloutCols = []col{{"ID", "id"}, {"NAME", "name"}, {"STATUS", "status"}, {"PARALLEL", "parallel_limit"}, {"DONE", "progress.finished"}, {"TOTAL", "progress.total"},
 		{"WAVE", "wave.open"}, {"OF", "wave.count"}, {"REASON", "status_reason"}}
 	rolloutRec = []col{{"id", "id"}, {"name", "name"}, {"status", "status"}, {"status_reason", "status_reason"}, {"parallel_limit", "parallel_limit"},
@@ -74,7 +77,7 @@ var operations = map[string]map[string]op{
 		"get":    simple("NAME", 1, "GET", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) }, scheduleRec),
 		"delete": simple("NAME", 1, "DELETE", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) }, scheduleRec),
 		"resume": simple("NAME", 1, "POST", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) + "/resume" }, scheduleRec),
-		"create": {usage: "NAME (--cron EXPR [--timezone TZ] | --interval DUR) (--topic T --type Y [--data JSON] | --workflow-type W --task-queue Q) [--overlap P] [--catchup-window DUR] [--paused] | -f FILE",
+		"create": {usage: "NAME (--cron EXPR [--timezone TZ] | --interval DUR) (--topic T --type Y [--data JSON] | --workflow-type W --task-queue Q | --url URL [--method M] [--header K=V]… [--body JSON] [--http-timeout DUR]) [--max-attempts N] [--max-age DUR] [--initial-backoff DUR] [--max-backoff DUR] [--overlap P] [--catchup-window DUR] [--paused] | -f FILE",
 			flags: func(fs *flag.FlagSet) func(c *cmd) error {
 				file := fs.String("f", "", "request body from a JSON file (- for stdin)")
 				text := fs.String("json", "", "request body as JSON text")
@@ -89,6 +92,7 @@ var operations = map[string]map[string]op{
 				overlap := fs.String("overlap", "", "overlap policy")
 				catchup := fs.String("catchup-window", "", "catch-up window (Go duration)")
 				paused := fs.Bool("paused", false, "create paused")
+				hooks := addHTTPActionFlags(fs)
 				return func(c *cmd) error {
 					body, err := jsonBody(*file, *text)
 					if err != nil {
@@ -109,7 +113,13 @@ var operations = map[string]map[string]op{
 							spec["timezone"] = *tz
 						}
 						action := map[string]any{"kind": "event", "topic": *topic, "type": *typ}
-						if *wfType != "" {
+						httpAction, err := hooks.action()
+						if err != nil {
+							return err
+						}
+						if httpAction != nil {
+							action = httpAction
+						} else if *wfType != "" {
 							action = map[string]any{"kind": "workflow", "workflow_type": *wfType, "task_queue": *taskQueue}
 						} else if d, err := rawJSON("data", *data); err != nil {
 							return err
@@ -127,9 +137,12 @@ var operations = map[string]map[string]op{
 						if len(pol) > 0 {
 							req["policies"] = pol
 						}
-						return c.call("POST", "/api/v1/schedules", req, scheduleRec)
+						if r := hooks.retry(); r != nil {
+							req["retry"] = r
+						}
+						return c.call("POST", "/api/v1/schedules", req, createdRec)
 					}
-					return c.call("POST", "/api/v1/schedules", body, scheduleRec)
+					return c.call("POST", "/api/v1/schedules", body, createdRec)
 				}
 			}},
 		"pause": {usage: "NAME [--note TEXT]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
@@ -161,7 +174,7 @@ var operations = map[string]map[string]op{
 				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/trigger", body, runCols)
 			}
 		}},
-		"update": {usage: "NAME (-f FILE | --json TEXT)   ({spec?, action?, policies?, version?}) [--version N]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+		"update": {usage: "NAME (-f FILE | --json TEXT)   ({spec?, action?, policies?, retry?, version?}) [--version N]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			file := fs.String("f", "", "request body from a JSON file (- for stdin)")
 			text := fs.String("json", "", "request body as JSON text")
 			version := fs.Int64("version", 0, "expected version (sent as If-Match semantics in the body)")
@@ -184,7 +197,7 @@ var operations = map[string]map[string]op{
 					m["version"] = *version
 					body, _ = json.Marshal(m)
 				}
-				return c.call("PATCH", "/api/v1/schedules/"+esc(c.args[0]), body, scheduleRec)
+				return c.call("PATCH", "/api/v1/schedules/"+esc(c.args[0]), body, createdRec)
 			}
 		}},
 		"reschedule": {usage: "NAME --at RFC3339", flags: func(fs *flag.FlagSet) func(c *cmd) error {

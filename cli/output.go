@@ -16,9 +16,14 @@ type col struct {
 	Path   string
 }
 
+// lookup reads a dotted path; a last part "#" is the length of the list before it.
 func lookup(obj map[string]any, path string) any {
 	var cur any = obj
 	for _, part := range strings.Split(path, ".") {
+		if part == "#" {
+			list, _ := cur.([]any)
+			return float64(len(list))
+		}
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil

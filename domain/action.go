@@ -32,7 +32,7 @@ func (a *Action) Normalize() error {
 		if a.Type == "" {
 			a.Type = DefaultEventType
 		}
-		if a.WorkflowType != "" || a.TaskQueue != "" || len(a.Input) > 0 {
+		if a.WorkflowType != "" || a.TaskQueue != "" || len(a.Input) > 0 || a.hasHTTP() {
 			return &FieldError{Msg: "an event action takes topic, type and data only"}
 		}
 	case ActionWorkflow:
@@ -42,13 +42,18 @@ func (a *Action) Normalize() error {
 		if a.TaskQueue == "" {
 			return &FieldError{Field: "task_queue", Msg: "is required for a workflow action"}
 		}
-		if a.Topic != "" || a.Type != "" || len(a.Data) > 0 {
+		if a.Topic != "" || a.Type != "" || len(a.Data) > 0 || a.hasHTTP() {
 			return &FieldError{Msg: "a workflow action takes workflow_type, task_queue and input only"}
 		}
+	case ActionHTTP:
+		if a.Topic != "" || a.Type != "" || len(a.Data) > 0 || a.WorkflowType != "" || a.TaskQueue != "" || len(a.Input) > 0 {
+			return &FieldError{Msg: "an http action takes url, method, headers, body and timeout only"}
+		}
+		return a.normalizeHTTP()
 	case "":
-		return &FieldError{Field: "kind", Msg: "is required: event or workflow"}
+		return &FieldError{Field: "kind", Msg: "is required: event, workflow or http"}
 	default:
-		return &FieldError{Field: "kind", Msg: "must be event or workflow, got \"" + string(a.Kind) + "\""}
+		return &FieldError{Field: "kind", Msg: "must be event, workflow or http, got \"" + string(a.Kind) + "\""}
 	}
 	return nil
 }

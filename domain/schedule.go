@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tickgate/tickgate/internal/schedulespec"
 )
 
 // RunStatus is the status of a schedule run (schedule_runs.status).
@@ -94,9 +96,12 @@ type ActionKind string
 const (
 	ActionEvent    ActionKind = "event"
 	ActionWorkflow ActionKind = "workflow"
+	// ActionHTTP sends a signed HTTP request (domain/http_action.go); its run is a delivery
+	// workflow of tickgate's own, so it fires, overlaps and is watched as a workflow run.
+	ActionHTTP ActionKind = "http"
 )
 
-// Action is what a fire does: append an event, or start a workflow.
+// Action is what a fire does: append an event, start a workflow, or send an HTTP request.
 type Action struct {
 	Kind         ActionKind      `json:"kind"`
 	Topic        string          `json:"topic,omitempty"`
@@ -105,7 +110,18 @@ type Action struct {
 	WorkflowType string          `json:"workflow_type,omitempty"`
 	TaskQueue    string          `json:"task_queue,omitempty"`
 	Input        json.RawMessage `json:"input,omitempty"`
+	// An http action's request (see HTTPRequest for how body is sent).
+	URL     string                `json:"url,omitempty"`
+	Method  string                `json:"method,omitempty"`
+	Headers map[string]string     `json:"headers,omitempty"`
+	Body    json.RawMessage       `json:"body,omitempty"`
+	Timeout schedulespec.Duration `json:"timeout,omitempty"`
 }
+
+// StartsWorkflow reports whether a fire of the action is a workflow run: a workflow action's
+// target, or an http action's delivery. Such a run is RUNNING until its workflow closes, and
+// the overlap policies count it.
+func (a Action) StartsWorkflow() bool { return a.Kind == ActionWorkflow || a.Kind == ActionHTTP }
 
 // Event is an event_store row (and its outbox message) appended with a fire.
 type Event struct {
@@ -136,14 +152,19 @@ func RunWorkflowID(schedule, key string) string {
 }
 
 // FireEvent is the event appended with a fire: an event action's own topic, type and data;
-// for a workflow action, a schedule.fired event saying which run started when.
+// for a workflow or http action, a schedule.fired event saying which run started when.
 func FireEvent(schedule string, act Action, tick time.Time, trigger Trigger, firedAt time.Time) Event {
 	if act.Kind == ActionEvent {
 		return Event{Topic: act.Topic, Type: act.Type, Data: act.Data}
 	}
-	data, _ := json.Marshal(map[string]any{
+	fields := map[string]any{
 		"schedule": schedule, "scheduled_at": tick.UTC(), "fired_at": firedAt.UTC(), "trigger": trigger,
 		"workflow_type": act.WorkflowType,
-	})
+	}
+	if act.Kind == ActionHTTP {
+		delete(fields, "workflow_type")
+		fields["url"] = act.URL
+	}
+	data, _ := json.Marshal(fields)
 	return Event{Topic: DefaultEventTopic, Type: DefaultEventType, Data: data}
 }

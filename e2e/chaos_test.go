@@ -26,10 +26,11 @@ func (w testWriter) Write(p []byte) (int, error) {
 // cluster and Temporal dev server, two worker processes and the API under schedules, a
 // rollout and device dispatch, it kills workers and the API with SIGKILL and restarts
 // PostgreSQL and Temporal, sampling the invariants throughout. Nothing may be fired twice,
-// lost, left unfinished or break S1–S2, R1–R4, D1–D3. A tenant migration in three waves
-// runs through the faults; its second wave's health check fails on the tenant the
-// migration broke: the rollout must pause there, and no task of its third wave may start
-// (W1 and the scenario's own check, sampled throughout).
+// lost, left unfinished or break S1–S2, R1–R4, D1–D3; each http action's tick is delivered
+// under its run's key and executed once, retries counting as one. A tenant migration in
+// three waves runs through the faults; its second wave's health check fails on the tenant
+// the migration broke: the rollout must pause there, and no task of its third wave may
+// start (W1 and the scenario's own check, sampled throughout).
 func TestChaosShortProfile(t *testing.T) {
 	t.Parallel()
 	bin := buildTickgate(t)
@@ -72,6 +73,8 @@ func TestChaosShortProfile(t *testing.T) {
 	require.Contains(t, w.Reason, "wave 2: health check failed on chaos_wave_")
 	require.Equal(t, w.TasksBeforeFailure, w.DoneBeforeFailure, "waves 1 and 2 ran to the end")
 	require.True(t, w.Held(p), "the waves rollout paused at its failed wave: %+v", w)
+	require.Positive(t, r.Final.HTTPExecuted, "the http actions delivered")
+	require.Zero(t, r.Final.HTTPBreaches, "each http tick's key is its run's, executed once, signed; the runs tell the truth")
 	require.True(t, r.Passed())
 	// Kept only when the run fails, for its logs.
 	_ = devstack.RemoveClusterDir(filepath.Join(dir, "pg"))

@@ -432,6 +432,11 @@ type ScheduleChange struct {
 	Overlap          domain.Overlap
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
+	// Retry is the retry policy (nil: none).
+	Retry json.RawMessage
+	// SigningSecret, when set, replaces the schedule's signing secret in the same
+	// transaction (a schedule that becomes an http one gets its first).
+	SigningSecret string
 }
 
 // UpdateSchedule replaces a schedule's definition if its version still is the expected
@@ -446,9 +451,12 @@ func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule,
 		var err error
 		row, err = q.UpdateScheduleDefinition(ctx, dbgen.UpdateScheduleDefinitionParams{
 			Name: c.Name, ExpectedVersion: c.ExpectedVersion, Spec: c.Spec, Action: c.Action, Overlap: c.Overlap,
-			CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful,
+			CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful, Retry: c.Retry,
 		})
-		return err
+		if err != nil || c.SigningSecret == "" {
+			return err
+		}
+		return q.SetScheduleSecret(ctx, dbgen.SetScheduleSecretParams{ScheduleName: c.Name, Secret: c.SigningSecret})
 	})
 	if err == nil {
 		return row, nil

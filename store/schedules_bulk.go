@@ -40,6 +40,8 @@ func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, keep fu
 			action = *r.PlanAction
 		}
 		p.PlanActions = append(p.PlanActions, action)
+		p.SigningSecrets = append(p.SigningSecrets, r.SigningSecret)
+		p.Retries = append(p.Retries, string(r.Retry))
 	}
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		created, err := q.InsertSchedules(ctx, p)

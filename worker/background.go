@@ -39,7 +39,7 @@ type engineWorker struct {
 	done   chan struct{}
 }
 
-func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr trace.Tracer) *engineWorker {
+func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr trace.Tracer, taskQueue string) *engineWorker {
 	id := newWorkerID()
 	onRelease := activities.ObserveReleased
 	if tr != nil {
@@ -51,7 +51,7 @@ func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr t
 	return &engineWorker{
 		Worker: w, store: st, workerID: id,
 		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease},
-		watcher:  &activities.RunWatcher{Acts: &activities.ScheduleActivities{Store: st, Temporal: tc}},
+		watcher:  &activities.RunWatcher{Acts: &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}},
 		liveness: &store.Liveness{Store: st, WorkerID: id, Healthy: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err

@@ -379,14 +379,16 @@ func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
 // died in between left the run RUNNING with no target (the start reuses the run's workflow
 // id, so a target that exists, or ran, is never started twice).
 func (w *scheduleWorkflow) ensureStarted(ctx workflow.Context) {
-	if w.def.Action.Kind != domain.ActionWorkflow {
+	if !w.def.Action.StartsWorkflow() {
 		return
 	}
 	for _, r := range w.carry.Running {
-		if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
-			WorkflowID: r.WorkflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
-			Input: w.def.Action.Input, Schedule: w.def.Name, StartAt: r.WatchFrom,
-		}).Get(ctx, nil); err != nil {
+		start := activities.RunStart(w.def.Name, w.def.Action, w.def.Retry)
+		start.WorkflowID, start.StartAt = r.WorkflowID, r.WatchFrom
+		if w.def.Action.Kind == domain.ActionHTTP {
+			start.RunID = r.RunID // its delivery reads the run's tick key
+		}
+		if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, start).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Warn("start a run taken over", "workflow_id", r.WorkflowID, "error", err)
 		}
 	}

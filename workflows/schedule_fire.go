@@ -176,7 +176,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 				fmt.Sprintf("skip_if_successful: a run already succeeded at %s", w.carry.LastSuccessAt.UTC().Format(time.RFC3339)), "")
 		}
 	}
-	if len(w.carry.Running) > 0 && w.def.Action.Kind == domain.ActionWorkflow {
+	if len(w.carry.Running) > 0 && w.def.Action.StartsWorkflow() {
 		switch overlap {
 		case domain.OverlapSkip:
 			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
@@ -335,7 +335,7 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 // stayed RUNNING for good, and overlap policies waited on them). input is the fire's input
 // when known (nil: the action's own).
 func (w *scheduleWorkflow) adoptIfUnwatched(ctx workflow.Context, run activities.RunRecord, input json.RawMessage) {
-	if run.Status != domain.RunRunning || w.def.Action.Kind != domain.ActionWorkflow || run.WorkflowID == "" || w.isWatching(run.ID) {
+	if run.Status != domain.RunRunning || !w.def.Action.StartsWorkflow() || run.WorkflowID == "" || w.isWatching(run.ID) {
 		return
 	}
 	w.launch(ctx, run.ID, run.WorkflowID, run.ScheduledAt, input, run.StartAt)
@@ -349,7 +349,7 @@ func (w *scheduleWorkflow) eventFor(tick time.Time, trigger domain.Trigger, fire
 
 // start records a fired run and performs its action.
 func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, input json.RawMessage) (TriggerResult, error) {
-	if w.def.Action.Kind != domain.ActionWorkflow {
+	if !w.def.Action.StartsWorkflow() {
 		res, err := w.record(ctx, tick, trigger, key, domain.RunSucceeded, "", "")
 		if err == nil && !res.existed {
 			w.succeeded(tick)
@@ -371,13 +371,12 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger d
 // to its tick. When the start fails the run is finished FAILED and launch returns that
 // status ("" otherwise).
 func (w *scheduleWorkflow) launch(ctx workflow.Context, runID int64, workflowID string, tick time.Time, input json.RawMessage, startAt *time.Time) domain.RunStatus {
-	if input == nil {
-		input = w.def.Action.Input
+	start := activities.RunStart(w.def.Name, w.def.Action, w.def.Retry)
+	start.WorkflowID, start.StartAt, start.RunID = workflowID, startAt, runID
+	if input != nil {
+		start.Input = input // a trigger's own input (a workflow action's)
 	}
-	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, activities.StartRun{
-		WorkflowID: workflowID, WorkflowType: w.def.Action.WorkflowType, TaskQueue: w.def.Action.TaskQueue,
-		Input: input, Schedule: w.def.Name, StartAt: startAt, RunID: runID,
-	}).Get(ctx, nil)
+	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.StartRunWorkflow, start).Get(ctx, nil)
 	if err != nil {
 		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
 			RunID: runID, Status: domain.RunFailed, Error: "start run workflow: " + err.Error(),

@@ -39,8 +39,8 @@ type Config struct {
 	// SQLTargets maps a rollout's target database name to the DSN the sql executor uses
 	// (TICKGATE_SQL_TARGETS, a JSON object). DSNs never leave the worker.
 	SQLTargets map[string]string
-	// HTTPAllow lists the non-public addresses a health check may reach
-	// (TICKGATE_HTTP_ALLOW; internal/outbound).
+	// HTTPAllow lists the non-public addresses an HTTP action (and a health check) may
+	// reach (TICKGATE_HTTP_ALLOW; internal/outbound).
 	HTTPAllow outbound.Rule
 	// WorkerMetricsAddr, when set, makes `tickgate worker` serve /metrics there
 	// (TICKGATE_WORKER_METRICS_ADDR); the API serves the same figures on its own port.

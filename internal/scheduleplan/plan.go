@@ -92,7 +92,7 @@ func (s Schedule) Next() (tick, fireAt time.Time, ok bool) {
 // PlannerArms reports whether the planner arms the schedule's next fire itself: nothing
 // about it is to be decided at its tick. An event action's fire never is, unless
 // skip_if_successful (which reads the runs up to the tick) or a reschedule or backfill
-// waits. A workflow action's fire, armed with a start delay, is when its overlap decision
+// waits. A workflow (or http) action's fire, armed with a start delay, is when its overlap decision
 // cannot change before the tick: always under allow_all; under another policy when nothing
 // of the schedule runs or waits as it is armed.
 func (s Schedule) PlannerArms() bool {
@@ -102,7 +102,7 @@ func (s Schedule) PlannerArms() bool {
 	switch s.Action.Kind {
 	case domain.ActionEvent:
 		return true
-	case domain.ActionWorkflow:
+	case domain.ActionWorkflow, domain.ActionHTTP:
 		return s.Overlap == domain.OverlapAllowAll || !s.InFlight
 	}
 	return false
@@ -151,7 +151,7 @@ func (s Schedule) Arm(now time.Time) (fires []Fire, watermark time.Time, next Pl
 	if !s.PlannerArms() {
 		return nil, watermark, s.AtRest()
 	}
-	alone := s.Action.Kind == domain.ActionWorkflow && s.Overlap != domain.OverlapAllowAll
+	alone := s.Action.StartsWorkflow() && s.Overlap != domain.OverlapAllowAll
 	until := now.Add(ArmLead + ArmSpan)
 	for tick := s.Spec.Next(s.Watermark); !tick.IsZero() && len(fires) < MaxFires; {
 		fireAt := tick.Add(s.Spec.JitterFor(s.Name, tick))

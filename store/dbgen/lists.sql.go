@@ -64,7 +64,7 @@ func (q *Queries) ListRolloutSummariesInStatus(ctx context.Context, arg ListRoll
 }
 
 const listRunsInWindow = `-- name: ListRunsInWindow :many
-SELECT r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until, r.trace_context, s.name AS schedule_name
+SELECT r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until, r.trace_context, r.redrives, s.name AS schedule_name
 FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
 WHERE run_shown(r.armed, r.visible_at) AND r.retracted_at IS NULL AND r.scheduled_at >= $1 AND r.scheduled_at < $2
   AND ($3::bigint = 0 OR r.id < $3::bigint)
@@ -130,6 +130,7 @@ func (q *Queries) ListRunsInWindow(ctx context.Context, arg ListRunsInWindowPara
 			&i.ScheduleRun.RetractedAt,
 			&i.ScheduleRun.WatchedUntil,
 			&i.ScheduleRun.TraceContext,
+			&i.ScheduleRun.Redrives,
 			&i.ScheduleName,
 		); err != nil {
 			return nil, err
@@ -143,7 +144,7 @@ func (q *Queries) ListRunsInWindow(ctx context.Context, arg ListRunsInWindowPara
 }
 
 const listScheduleRunsFiltered = `-- name: ListScheduleRunsFiltered :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs
 WHERE schedule_id = $1 AND run_shown(armed, visible_at) AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
   AND (cardinality($3::text[]) = 0 OR status = ANY($3::text[]))
   AND (cardinality($4::text[]) = 0 OR trigger = ANY($4::text[]))
@@ -195,6 +196,7 @@ func (q *Queries) ListScheduleRunsFiltered(ctx context.Context, arg ListSchedule
 			&i.RetractedAt,
 			&i.WatchedUntil,
 			&i.TraceContext,
+			&i.Redrives,
 		); err != nil {
 			return nil, err
 		}
@@ -207,7 +209,7 @@ func (q *Queries) ListScheduleRunsFiltered(ctx context.Context, arg ListSchedule
 }
 
 const listSchedulesInState = `-- name: ListSchedulesInState :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules
 WHERE paused = $1 AND name > $2 AND ($3::text = '' OR strpos(lower(name), lower($3::text)) > 0)
 ORDER BY paused, name
 LIMIT $4
@@ -263,6 +265,7 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}
@@ -276,7 +279,7 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 
 const listSchedulesMatching = `-- name: ListSchedulesMatching :many
 
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules
 WHERE name > $1 AND ($2::text = '' OR strpos(lower(name), lower($2::text)) > 0)
 ORDER BY name
 LIMIT $3
@@ -328,6 +331,7 @@ func (q *Queries) ListSchedulesMatching(ctx context.Context, arg ListSchedulesMa
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}

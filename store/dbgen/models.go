@@ -210,6 +210,7 @@ type Schedule struct {
 	RescheduledTo    *time.Time
 	RestRequestedAt  *time.Time
 	OwnerCheckedAt   *time.Time
+	Retry            []byte
 }
 
 type ScheduleRefusal struct {
@@ -242,6 +243,38 @@ type ScheduleRun struct {
 	RetractedAt      *time.Time
 	WatchedUntil     *time.Time
 	TraceContext     *string
+	Redrives         int32
+}
+
+type ScheduleRunAttempt struct {
+	RunID         int64
+	WorkflowID    string
+	Attempt       int32
+	Redrive       int32
+	StartedAt     time.Time
+	LatencyMs     int64
+	StatusCode    *int32
+	Outcome       string
+	Error         string
+	ResponseStart string
+	RetryAfterMs  *int64
+}
+
+type ScheduleRunRedrive struct {
+	RunID              int64
+	N                  int32
+	WorkflowID         string
+	PreviousWorkflowID string
+	PreviousError      string
+	FailedAt           time.Time
+	RequestedAt        time.Time
+}
+
+type ScheduleSecret struct {
+	ScheduleName string
+	Secret       string
+	CreatedAt    time.Time
+	RotatedAt    *time.Time
 }
 
 type Task struct {

@@ -141,7 +141,7 @@ const claimRunsToWatch = `-- name: ClaimRunsToWatch :many
 UPDATE schedule_runs r SET watched_until = $1::timestamptz
 WHERE r.id IN (
     SELECT x.id FROM schedule_runs x JOIN schedules s ON s.id = x.schedule_id
-    WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND s.owner IS NULL
+    WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND (s.owner IS NULL OR x.redrives > 0)
       AND COALESCE(x.visible_at, x.fired_at, x.scheduled_at) <= now() - make_interval(secs => $2::float8)
       AND (x.watched_until IS NULL OR x.watched_until < now())
     ORDER BY x.watched_until NULLS FIRST
@@ -166,7 +166,8 @@ type ClaimRunsToWatchRow struct {
 // one (never, or a lease run out): their targets started, their outcome not yet recorded.
 // A run is leased only @settle after its fire time: a burst's thousand watches (each a
 // long poll on Temporal) then do not compete with the thousand targets Temporal begins at
-// the tick; a run's outcome is recorded that much later at most.
+// the tick; a run's outcome is recorded that much later at most. A redriven run is the
+// watchers' whoever holds its schedule (its workflow does not watch it).
 func (q *Queries) ClaimRunsToWatch(ctx context.Context, arg ClaimRunsToWatchParams) ([]ClaimRunsToWatchRow, error) {
 	rows, err := q.db.Query(ctx, claimRunsToWatch, arg.Until, arg.SettleSeconds, arg.MaxRows)
 	if err != nil {
@@ -207,7 +208,7 @@ func (q *Queries) CompleteScheduleRest(ctx context.Context, arg CompleteSchedule
 }
 
 const listArmedRunsOfSchedule = `-- name: ListArmedRunsOfSchedule :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE schedule_id = $1 AND armed AND visible_at > release_frontier() ORDER BY scheduled_at, id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs WHERE schedule_id = $1 AND armed AND visible_at > release_frontier() ORDER BY scheduled_at, id
 `
 
 // The schedule's armed fires not yet released, earliest first: what a workflow taking the
@@ -240,6 +241,7 @@ func (q *Queries) ListArmedRunsOfSchedule(ctx context.Context, scheduleID int64)
 			&i.RetractedAt,
 			&i.WatchedUntil,
 			&i.TraceContext,
+			&i.Redrives,
 		); err != nil {
 			return nil, err
 		}
@@ -361,7 +363,7 @@ func (q *Queries) ListRestRequests(ctx context.Context, maxRows int32) ([]ListRe
 }
 
 const lockSchedulesToPlan = `-- name: LockSchedulesToPlan :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules
 WHERE owner IS NULL AND plan_at <= $1::timestamptz
 ORDER BY plan_at
 LIMIT $2
@@ -412,6 +414,7 @@ func (q *Queries) LockSchedulesToPlan(ctx context.Context, arg LockSchedulesToPl
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}
@@ -511,11 +514,12 @@ func (q *Queries) RequestScheduleRest(ctx context.Context, arg RequestScheduleRe
 
 const schedulesInFlight = `-- name: SchedulesInFlight :many
 SELECT DISTINCT schedule_id FROM schedule_runs
-WHERE schedule_id = ANY($1::bigint[]) AND status IN ('RUNNING', 'BUFFERED')
+WHERE schedule_id = ANY($1::bigint[]) AND status IN ('RUNNING', 'BUFFERED') AND redrives = 0
 `
 
 // Which of the schedules given have a run in flight or a tick waiting: the planner arms a
-// workflow action's fire (but under allow_all) only when nothing of the schedule runs.
+// workflow action's fire (but under allow_all) only when nothing of the schedule runs. A
+// redrive (a failed run delivered again) is outside the overlap policy: it does not count.
 func (q *Queries) SchedulesInFlight(ctx context.Context, scheduleIds []int64) ([]int64, error) {
 	rows, err := q.db.Query(ctx, schedulesInFlight, scheduleIds)
 	if err != nil {
@@ -577,7 +581,7 @@ const takeScheduleOwnership = `-- name: TakeScheduleOwnership :one
 UPDATE schedules
 SET owner = $1, rest_requested_at = NULL, owner_checked_at = NULL, plan_at = NULL, plan_action = NULL
 WHERE CASE WHEN $2::bigint <> 0 THEN id = $2::bigint ELSE name = $3::text END
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
 `
 
 type TakeScheduleOwnershipParams struct {
@@ -623,6 +627,7 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.Retry,
 	)
 	return i, err
 }

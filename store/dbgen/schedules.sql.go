@@ -141,13 +141,13 @@ WITH done AS (
     UPDATE schedule_runs r
     SET status = $1, error = $2, finished_at = now()
     WHERE r.id = $3 AND r.status = 'RUNNING'
-    RETURNING r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until, r.trace_context
+    RETURNING r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until, r.trace_context, r.redrives
 ), success AS (
     UPDATE schedules s SET last_success_at = GREATEST(s.last_success_at, d.scheduled_at)
     FROM done d
     WHERE s.id = d.schedule_id AND d.status = 'SUCCEEDED' AND s.owner IS NULL
 )
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM done
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM done
 `
 
 type FinishScheduleRunParams struct {
@@ -175,6 +175,7 @@ type FinishScheduleRunRow struct {
 	RetractedAt      *time.Time
 	WatchedUntil     *time.Time
 	TraceContext     *string
+	Redrives         int32
 }
 
 // A run's outcome, once: a run already final stays as it is. A success is the schedule's
@@ -202,6 +203,7 @@ func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunPa
 		&i.RetractedAt,
 		&i.WatchedUntil,
 		&i.TraceContext,
+		&i.Redrives,
 	)
 	return i, err
 }
@@ -217,7 +219,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -251,12 +253,13 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -290,12 +293,13 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.Retry,
 	)
 	return i, err
 }
 
 const getScheduleRun = `-- name: GetScheduleRun :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND run_shown(armed, visible_at) AND retracted_at IS NULL
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs WHERE id = $1 AND schedule_id = $2 AND run_shown(armed, visible_at) AND retracted_at IS NULL
 `
 
 type GetScheduleRunParams struct {
@@ -325,12 +329,13 @@ func (q *Queries) GetScheduleRun(ctx context.Context, arg GetScheduleRunParams) 
 		&i.RetractedAt,
 		&i.WatchedUntil,
 		&i.TraceContext,
+		&i.Redrives,
 	)
 	return i, err
 }
 
 const getScheduleRunByKey = `-- name: GetScheduleRunByKey :one
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE idempotency_key = $1
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs WHERE idempotency_key = $1
 `
 
 func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string) (ScheduleRun, error) {
@@ -355,6 +360,7 @@ func (q *Queries) GetScheduleRunByKey(ctx context.Context, idempotencyKey string
 		&i.RetractedAt,
 		&i.WatchedUntil,
 		&i.TraceContext,
+		&i.Redrives,
 	)
 	return i, err
 }
@@ -384,11 +390,15 @@ func (q *Queries) InsertFeedRelease(ctx context.Context, arg InsertFeedReleasePa
 }
 
 const insertSchedule = `-- name: InsertSchedule :one
+WITH secret AS (
+    INSERT INTO schedule_secrets (schedule_name, secret)
+    SELECT $1, $14::text WHERE $14::text <> ''
+)
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, retry)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10, $11, $12)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+        $10, $11, $12, $13)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
 `
 
 type InsertScheduleParams struct {
@@ -404,10 +414,13 @@ type InsertScheduleParams struct {
 	Watermark        *time.Time
 	PlanAt           *time.Time
 	PlanAction       *string
+	Retry            []byte
+	SigningSecret    string
 }
 
 // A new schedule is at rest: the planner arms its first fires, or wakes its workflow, at
-// plan_at. Its ticks count from watermark (its creation).
+// plan_at. Its ticks count from watermark (its creation). An http action's signing secret
+// is inserted by the same statement (an empty one, for other actions, is none).
 func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) (Schedule, error) {
 	row := q.db.QueryRow(ctx, insertSchedule,
 		arg.Name,
@@ -422,6 +435,8 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		arg.Watermark,
 		arg.PlanAt,
 		arg.PlanAction,
+		arg.Retry,
+		arg.SigningSecret,
 	)
 	var i Schedule
 	err := row.Scan(
@@ -452,6 +467,7 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.Retry,
 	)
 	return i, err
 }
@@ -500,7 +516,7 @@ SET fired_at = EXCLUDED.fired_at, trigger = EXCLUDED.trigger, status = EXCLUDED.
     trace_context = COALESCE(EXCLUDED.trace_context, schedule_runs.trace_context)
 WHERE (schedule_runs.status = 'MISSED' AND EXCLUDED.trigger = 'backfill' AND EXCLUDED.fired_at IS NOT NULL)
    OR (schedule_runs.status = 'BUFFERED' AND EXCLUDED.status <> 'BUFFERED')
-RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context
+RETURNING id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives
 `
 
 type InsertScheduleRunParams struct {
@@ -562,24 +578,31 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 		&i.RetractedAt,
 		&i.WatchedUntil,
 		&i.TraceContext,
+		&i.Redrives,
 	)
 	return i, err
 }
 
 const insertSchedules = `-- name: InsertSchedules :many
+WITH secrets AS (
+    INSERT INTO schedule_secrets (schedule_name, secret)
+    SELECT k.name, k.secret FROM (SELECT unnest($1::text[]) AS name, unnest($14::text[]) AS secret) k
+    WHERE k.secret <> ''
+    ON CONFLICT (schedule_name) DO NOTHING
+)
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, retry)
 SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
        NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
-       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, '')
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb
 FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::text[]) AS action,
              unnest($4::text[]) AS overlap, unnest($5::bigint[]) AS catchup_window_ms,
              unnest($6::boolean[]) AS skip_if_successful, unnest($7::boolean[]) AS paused,
              unnest($8::text[]) AS pause_note, unnest($9::timestamptz[]) AS next_run_at,
              unnest($10::timestamptz[]) AS watermark, unnest($11::timestamptz[]) AS plan_at,
-             unnest($12::text[]) AS plan_action) g
+             unnest($12::text[]) AS plan_action, unnest($13::text[]) AS retry) g
 ON CONFLICT (name) DO NOTHING
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
 `
 
 type InsertSchedulesParams struct {
@@ -595,10 +618,13 @@ type InsertSchedulesParams struct {
 	Watermarks       []time.Time
 	PlanAts          []time.Time
 	PlanActions      []string
+	Retries          []string
+	SigningSecrets   []string
 }
 
 // A bulk create: every row in one statement; a name taken already inserts nothing (the
-// caller compares the existing row with what was asked, ListSchedulesByName).
+// caller compares the existing row with what was asked, ListSchedulesByName). The http
+// actions' signing secrets go in with them (a name taken keeps its secret).
 func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams) ([]Schedule, error) {
 	rows, err := q.db.Query(ctx, insertSchedules,
 		arg.Names,
@@ -613,6 +639,8 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 		arg.Watermarks,
 		arg.PlanAts,
 		arg.PlanActions,
+		arg.Retries,
+		arg.SigningSecrets,
 	)
 	if err != nil {
 		return nil, err
@@ -649,6 +677,7 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}
@@ -849,7 +878,7 @@ func (q *Queries) ListArmedWorkflowRuns(ctx context.Context, scheduleID int64) (
 }
 
 const listBufferedRuns = `-- name: ListBufferedRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs WHERE schedule_id = $1 AND status = 'BUFFERED' ORDER BY scheduled_at, id
 `
 
 // What is waiting under the overlap policy, oldest tick first.
@@ -881,6 +910,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 			&i.RetractedAt,
 			&i.WatchedUntil,
 			&i.TraceContext,
+			&i.Redrives,
 		); err != nil {
 			return nil, err
 		}
@@ -893,7 +923,7 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 }
 
 const listRunningScheduleRuns = `-- name: ListRunningScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
 `
 
 func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64) ([]ScheduleRun, error) {
@@ -924,6 +954,7 @@ func (q *Queries) ListRunningScheduleRuns(ctx context.Context, scheduleID int64)
 			&i.RetractedAt,
 			&i.WatchedUntil,
 			&i.TraceContext,
+			&i.Redrives,
 		); err != nil {
 			return nil, err
 		}
@@ -974,7 +1005,7 @@ func (q *Queries) ListScheduleRefusals(ctx context.Context, arg ListScheduleRefu
 }
 
 const listScheduleRuns = `-- name: ListScheduleRuns :many
-SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM schedule_runs
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs
 WHERE schedule_id = $1 AND run_shown(armed, visible_at) AND retracted_at IS NULL AND ($2::bigint = 0 OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
@@ -1015,6 +1046,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 			&i.RetractedAt,
 			&i.WatchedUntil,
 			&i.TraceContext,
+			&i.Redrives,
 		); err != nil {
 			return nil, err
 		}
@@ -1027,7 +1059,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -1072,6 +1104,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}
@@ -1084,7 +1117,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const listSchedulesByName = `-- name: ListSchedulesByName :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name = ANY($1::text[])
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE name = ANY($1::text[])
 `
 
 func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
@@ -1124,6 +1157,7 @@ func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Sc
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.Retry,
 		); err != nil {
 			return nil, err
 		}
@@ -1146,7 +1180,7 @@ func (q *Queries) LockReleases(ctx context.Context, lockKey int64) error {
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -1180,6 +1214,7 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.Retry,
 	)
 	return i, err
 }
@@ -1522,7 +1557,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
 `
 
 type SetSchedulePausedParams struct {
@@ -1562,6 +1597,7 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.Retry,
 	)
 	return i, err
 }
@@ -1708,9 +1744,9 @@ func (q *Queries) UpdateScheduleAfterFire(ctx context.Context, arg UpdateSchedul
 const updateScheduleDefinition = `-- name: UpdateScheduleDefinition :one
 UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
-    skip_if_successful = $5, version = version + 1, updated_at = now()
-WHERE name = $6 AND ($7::bigint = 0 OR version = $7::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+    skip_if_successful = $5, retry = $6, version = version + 1, updated_at = now()
+WHERE name = $7 AND ($8::bigint = 0 OR version = $8::bigint)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1719,6 +1755,7 @@ type UpdateScheduleDefinitionParams struct {
 	Overlap          domain.Overlap
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
+	Retry            []byte
 	Name             string
 	ExpectedVersion  int64
 }
@@ -1732,6 +1769,7 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		arg.Overlap,
 		arg.CatchupWindowMs,
 		arg.SkipIfSuccessful,
+		arg.Retry,
 		arg.Name,
 		arg.ExpectedVersion,
 	)
@@ -1764,6 +1802,7 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.Retry,
 	)
 	return i, err
 }

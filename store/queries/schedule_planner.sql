@@ -150,20 +150,22 @@ WHERE s.id = v.id;
 
 -- name: SchedulesInFlight :many
 -- Which of the schedules given have a run in flight or a tick waiting: the planner arms a
--- workflow action's fire (but under allow_all) only when nothing of the schedule runs.
+-- workflow action's fire (but under allow_all) only when nothing of the schedule runs. A
+-- redrive (a failed run delivered again) is outside the overlap policy: it does not count.
 SELECT DISTINCT schedule_id FROM schedule_runs
-WHERE schedule_id = ANY(@schedule_ids::bigint[]) AND status IN ('RUNNING', 'BUFFERED');
+WHERE schedule_id = ANY(@schedule_ids::bigint[]) AND status IN ('RUNNING', 'BUFFERED') AND redrives = 0;
 
 -- name: ClaimRunsToWatch :many
 -- Leases, until @until, the runs of schedules at rest that are in flight and watched by no
 -- one (never, or a lease run out): their targets started, their outcome not yet recorded.
 -- A run is leased only @settle after its fire time: a burst's thousand watches (each a
 -- long poll on Temporal) then do not compete with the thousand targets Temporal begins at
--- the tick; a run's outcome is recorded that much later at most.
+-- the tick; a run's outcome is recorded that much later at most. A redriven run is the
+-- watchers' whoever holds its schedule (its workflow does not watch it).
 UPDATE schedule_runs r SET watched_until = @until::timestamptz
 WHERE r.id IN (
     SELECT x.id FROM schedule_runs x JOIN schedules s ON s.id = x.schedule_id
-    WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND s.owner IS NULL
+    WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND (s.owner IS NULL OR x.redrives > 0)
       AND COALESCE(x.visible_at, x.fired_at, x.scheduled_at) <= now() - make_interval(secs => @settle_seconds::float8)
       AND (x.watched_until IS NULL OR x.watched_until < now())
     ORDER BY x.watched_until NULLS FIRST

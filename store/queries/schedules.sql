@@ -1,10 +1,15 @@
 -- name: InsertSchedule :one
 -- A new schedule is at rest: the planner arms its first fires, or wakes its workflow, at
--- plan_at. Its ticks count from watermark (its creation).
+-- plan_at. Its ticks count from watermark (its creation). An http action's signing secret
+-- is inserted by the same statement (an empty one, for other actions, is none).
+WITH secret AS (
+    INSERT INTO schedule_secrets (schedule_name, secret)
+    SELECT @name, @signing_secret::text WHERE @signing_secret::text <> ''
+)
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, retry)
 VALUES (@name, @spec, @action, @overlap, @catchup_window_ms, @skip_if_successful, @paused, @pause_note, @next_run_at,
-        @watermark, @plan_at, @plan_action)
+        @watermark, @plan_at, @plan_action, @retry)
 RETURNING *;
 
 -- name: GetScheduleByName :one
@@ -100,7 +105,7 @@ SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'RUNNI
 -- (expected_version 0 skips the check).
 UPDATE schedules
 SET spec = @spec, action = @action, overlap = @overlap, catchup_window_ms = @catchup_window_ms,
-    skip_if_successful = @skip_if_successful, version = version + 1, updated_at = now()
+    skip_if_successful = @skip_if_successful, retry = @retry, version = version + 1, updated_at = now()
 WHERE name = @name AND (@expected_version::bigint = 0 OR version = @expected_version::bigint)
 RETURNING *;
 
@@ -360,18 +365,25 @@ SELECT * FROM schedule_refusals WHERE schedule_id = @schedule_id ORDER BY id DES
 
 -- name: InsertSchedules :many
 -- A bulk create: every row in one statement; a name taken already inserts nothing (the
--- caller compares the existing row with what was asked, ListSchedulesByName).
+-- caller compares the existing row with what was asked, ListSchedulesByName). The http
+-- actions' signing secrets go in with them (a name taken keeps its secret).
+WITH secrets AS (
+    INSERT INTO schedule_secrets (schedule_name, secret)
+    SELECT k.name, k.secret FROM (SELECT unnest(@names::text[]) AS name, unnest(@signing_secrets::text[]) AS secret) k
+    WHERE k.secret <> ''
+    ON CONFLICT (schedule_name) DO NOTHING
+)
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, retry)
 SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
        NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
-       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, '')
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb
 FROM (SELECT unnest(@names::text[]) AS name, unnest(@specs::text[]) AS spec, unnest(@actions::text[]) AS action,
              unnest(@overlap_policies::text[]) AS overlap, unnest(@catchup_window_ms::bigint[]) AS catchup_window_ms,
              unnest(@skip_if_successful::boolean[]) AS skip_if_successful, unnest(@paused::boolean[]) AS paused,
              unnest(@pause_notes::text[]) AS pause_note, unnest(@next_run_at::timestamptz[]) AS next_run_at,
              unnest(@watermarks::timestamptz[]) AS watermark, unnest(@plan_ats::timestamptz[]) AS plan_at,
-             unnest(@plan_actions::text[]) AS plan_action) g
+             unnest(@plan_actions::text[]) AS plan_action, unnest(@retries::text[]) AS retry) g
 ON CONFLICT (name) DO NOTHING
 RETURNING *;
 

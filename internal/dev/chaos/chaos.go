@@ -70,7 +70,7 @@ type Report struct {
 // Passed is true when no invariant was broken, everything finished, and the waves rollout
 // stopped at its failed wave.
 func (r *Report) Passed() bool {
-	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Unfinished() == 0 && r.faultErrors() == 0 &&
+	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Final.HTTPBreaches == 0 && r.Unfinished() == 0 && r.faultErrors() == 0 &&
 		(r.Profile.WaveDatabases == 0 || r.Final.Waves.Held(r.Profile))
 }
 
@@ -139,6 +139,11 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer stopTargets()
+	hooks, err := startHTTPLoad()
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	defer hooks.rcv.Close()
 
 	st, err := store.Open(ctx, s.dbURL)
 	if err != nil {
@@ -148,18 +153,19 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	pool := st.Pool
 
 	api := newAPIClient(s.adminToken, s.apiAddrs)
-	l, err := createLoad(ctx, api, p, "chaos-targets")
+	l, err := createLoad(ctx, api, p, "chaos-targets", hooks)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: create load: %w", err)
 	}
 	if err := s.startAgents(p, l.pcNames); err != nil {
 		return nil, err
 	}
-	logf("chaos: load created: %d + %d schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks, waves rollout %d over %d tenants (%s broken)",
-		p.EventSchedules, p.WorkflowSchedules+p.RestingSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks,
+	logf("chaos: load created: %d + %d + %d schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks, waves rollout %d over %d tenants (%s broken)",
+		p.EventSchedules, p.WorkflowSchedules+p.RestingSchedules, p.HTTPSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks,
 		l.wavesRolloutID, p.WaveDatabases, brokenOrNone(p))
 
-	chk := newChecker(st, l.wavesRolloutID)
+	wavesID := l.wavesRolloutID
+	chk := newChecker(st, wavesCheck(&wavesID), hooks.httpCheck(pool))
 	checkCtx, stopChecks := context.WithCancel(ctx)
 	defer stopChecks()
 	checksDone := make(chan struct{})
@@ -218,7 +224,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err := pauseAll(ctx, api, pool); err != nil {
 		logf("chaos: pause: %v", err)
 	}
-	logf("chaos: paused %d schedules in %s", p.EventSchedules+p.WorkflowSchedules+p.RestingSchedules, time.Since(pauseStart).Round(time.Millisecond))
+	logf("chaos: paused %d schedules in %s", p.EventSchedules+p.WorkflowSchedules+p.RestingSchedules+p.HTTPSchedules, time.Since(pauseStart).Round(time.Millisecond))
 	drainStart := time.Now()
 	if left := drainRuns(ctx, pool, 2*time.Minute); left > 0 {
 		logf("chaos: %d schedule runs still RUNNING after %s", left, time.Since(drainStart).Round(time.Second))
@@ -235,6 +241,16 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	httpEnd, err := hooks.check(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: final http check: %w", err)
+	}
+	final.HTTPBreaches = int64(httpEnd.Count())
+	if httpEnd.Count() > 0 {
+		logf("chaos: http breaches at the end: %+v", httpEnd)
+	}
+	t := hooks.totals()
+	final.HTTPKeys, final.HTTPRequests, final.HTTPExecuted, final.HTTPRedeliveries = t.keys, t.requests, t.executed, t.redeliveries
 	r := &Report{Profile: p, Temporal: opts.Temporal, Seed: opts.Seed, Faults: faults, Final: final, SettleTime: settleTime, SettleReason: why,
 		Triggers: triggersSent, TriggersFailed: triggersFailed}
 	r.Checks, r.Unreachable = chk.snapshot()
@@ -378,6 +394,8 @@ func (r *Report) Print(w io.Writer) {
 		{"ticks missed outside the window (recorded with reason)", n(f.Missed)},
 		{"runs succeeded / failed / canceled+terminated (an event fire succeeds at once)", fmt.Sprintf("%d / %d / %d", f.RunsSucceeded, f.RunsFailed, f.RunsCanceled)},
 		{"schedule runs still RUNNING", n(f.UnfinishedScheduleRuns)},
+		{"http: keys delivered / requests / executed / re-deliveries of an executed key", fmt.Sprintf("%d / %d / %d / %d", f.HTTPKeys, f.HTTPRequests, f.HTTPExecuted, f.HTTPRedeliveries)},
+		{"http: breaches at the end (a key no run has, a run SUCCEEDED not executed or FAILED executed, a bad signature)", n(f.HTTPBreaches)},
 		{"task runs DONE", n(f.TasksDone)},
 		{"task runs FAILED/CANCELED/SKIPPED", n(f.TasksOther)},
 		{"task runs unfinished", n(f.UnfinishedTasks)},
@@ -404,9 +422,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s |\n", row[0], row[1])
 	}
 	fmt.Fprintf(w, "\nsettled %s after the faults (%s)\n", r.SettleTime.Round(time.Second), r.SettleReason)
-	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d waves_held=%t later_wave_started=%d\n",
+	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d waves_held=%t later_wave_started=%d http_executed=%d http_breaches=%d\n",
 		len(r.Faults), f.Fires, f.Duplicates, r.Breaches, r.Unfinished(), f.LostTicks, f.TasksDone, f.DeviceExecutions, r.faultErrors(),
-		r.Profile.WaveDatabases == 0 || f.Waves.Held(r.Profile), f.Waves.LaterWaveStarted)
+		r.Profile.WaveDatabases == 0 || f.Waves.Held(r.Profile), f.Waves.LaterWaveStarted, f.HTTPExecuted, f.HTTPBreaches)
 }
 
 // wavesLine is each wave's status and when its health checks last ran.

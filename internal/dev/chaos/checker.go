@@ -107,9 +107,8 @@ type checker struct {
 	unreachable int
 }
 
-func newChecker(st *store.Store, wavesRolloutID int64) *checker {
-	id := wavesRolloutID
-	c := &checker{pool: st.Pool, checks: append(sampledChecks(st), wavesCheck(&id))}
+func newChecker(st *store.Store, more ...check) *checker {
+	c := &checker{pool: st.Pool, checks: append(sampledChecks(st), more...)}
 	for _, ch := range c.checks {
 		c.results = append(c.results, CheckResult{Name: ch.name})
 	}
@@ -188,6 +187,9 @@ type FinalCounts struct {
 	DeviceTimeouts, DeviceRetries, DevicesInError     int64
 	UnfinishedDeviceExecutions, UnfinishedDeviceTasks int64
 	LateResults                                       int64
+	// The http actions, from the receiver's side (internal/dev/chaos/http.go).
+	HTTPKeys, HTTPRequests, HTTPExecuted, HTTPRedeliveries int64
+	HTTPBreaches                                           int64
 }
 
 // finalCheck counts the totals and checks S2 for the ticks from startAt to cutoff; the

@@ -70,7 +70,7 @@ type load struct {
 }
 
 // createLoad creates the schedules, the rollout, the PCs, devices and device tasks.
-func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string) (*load, error) {
+func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string, hooks *httpLoad) (*load, error) {
 	// Every schedule starts at the same whole second, a little ahead, so its ticks are
 	// start_at + n·interval and the checker can enumerate them.
 	l := &load{startAt: time.Now().UTC().Truncate(time.Second).Add(15 * time.Second)}
@@ -102,6 +102,9 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 		if err := c.do(ctx, http.MethodPost, "/api/v1/schedules", body, nil); err != nil {
 			return nil, err
 		}
+	}
+	if err := hooks.create(ctx, c, p, l.startAt); err != nil {
+		return nil, err
 	}
 
 	for i := 0; i < p.RestingSchedules; i++ {

@@ -30,6 +30,12 @@ type Profile struct {
 	TargetMax         time.Duration
 	BufferedTargetMax time.Duration
 	CatchupWindow     time.Duration
+	// HTTPSchedules fire every HTTPEvery with an http action at the run's own receiver
+	// (internal/dev/receiver), which fails some first attempts (503, 429 with Retry-After,
+	// an answer slower than the action's timeout) so retries happen under the faults; the
+	// checker holds each tick to one key executed once.
+	HTTPSchedules int
+	HTTPEvery     time.Duration
 
 	// RestingSchedules fire every RestingEvery (more than the three minutes after which a
 	// workflow may rest) with a workflow action, half under skip and half under allow_all:
@@ -81,6 +87,7 @@ var Full = Profile{
 	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 5 * time.Second,
 	RestingSchedules: 8, RestingEvery: 4 * time.Minute, TriggerEvery: 10 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
+	HTTPSchedules: 10, HTTPEvery: 5 * time.Second,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	WaveDatabases: 9, WaveTasks: 3, WaveTaskSleep: 5 * time.Second, WaveBake: time.Minute,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
@@ -95,6 +102,7 @@ var Short = Profile{
 	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 5 * time.Second,
 	RestingSchedules: 2, RestingEvery: 4 * time.Minute, TriggerEvery: 15 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
+	HTTPSchedules: 4, HTTPEvery: 5 * time.Second,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	WaveDatabases: 6, WaveTasks: 3, WaveTaskSleep: 4 * time.Second, WaveBake: 15 * time.Second,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,

@@ -231,6 +231,8 @@ func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string)
 	common := []string{
 		"DATABASE_URL=" + s.dbURL, "TEMPORAL_ADDRESS=" + s.temporal.Address(), "TICKGATE_TASK_QUEUE=" + taskQueue,
 		"TICKGATE_DEVICE_TIMEOUT=" + p.DeviceTimeout.String(),
+		// The http actions' receiver listens on loopback (internal/dev/receiver).
+		"TICKGATE_HTTP_ALLOW=127.0.0.1",
 	}
 	for i := 1; i <= processCount; i++ {
 		port, err := freePort()

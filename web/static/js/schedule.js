@@ -5,6 +5,7 @@ import { $, esc, hashQuery, num, pager, relative, seconds, setHashQuery, tempora
 import { timeSeries } from "./charts.js";
 import { timing } from "./schedules.js";
 import { backfillDialog, deleteDialog, pauseDialog, rescheduleDialog, triggerDialog } from "./schedule_actions.js";
+import { attempts, onRedrive, redriveButton, retryText, rotateDialog } from "./http_action.js";
 
 const GRID_TICKS = 240;
 const RUNS_PAGE = 25;
@@ -64,6 +65,7 @@ function waiting(s) {
 function actionText(a) {
   if (!a) return "";
   if (a.kind === "workflow") return "start workflow <code>" + esc(a.workflow_type) + "</code> on task queue <code>" + esc(a.task_queue) + "</code>";
+  if (a.kind === "http") return "send a signed <code>" + esc(a.method) + "</code> to <code>" + esc(a.url) + "</code> (timeout " + esc(a.timeout) + ")";
   return "append event <code>" + esc(a.type) + "</code> to topic <code>" + esc(a.topic) + "</code>";
 }
 
@@ -103,11 +105,13 @@ export async function schedulePage(name) {
     (s.paused ? '<button type="button" id="resume">Resume</button>' : '<button type="button" id="pause">Pause</button>') +
     '<button type="button" id="trigger">Trigger…</button><button type="button" id="backfill">Backfill…</button>' +
     '<button type="button" id="reschedule"' + (s.paused ? " disabled title=\"resume it first\"" : "") + ">Reschedule…</button>" +
+    (s.action && s.action.kind === "http" ? '<button type="button" id="rotate-secret">Rotate secret…</button>' : "") +
     '<button type="button" id="delete" class="danger">Delete…</button></div></div>';
   html += '<p class="form-error error" role="alert" id="command-result"></p>';
   html += '<div class="columns"><section class="panel" data-region="spec"><h3>Spec and policies</h3><dl class="facts">' +
     "<dt>When</dt><dd id=\"description\">" + esc(described.get(dKey) || "") + (s.spec && s.spec.cron ? "<br>" + timing(s.spec) : "") + "</dd>" +
     "<dt>Action</dt><dd>" + actionText(s.action) + "</dd>" +
+    (s.action && s.action.kind !== "event" ? '<dt>Retry</dt><dd id="retry">' + retryText(s.retry) + "</dd>" : "") +
     "<dt>Overlap</dt><dd>" + esc(pol.overlap) + "</dd><dt>Catch-up window</dt><dd>" + esc(pol.catchup_window) + "</dd>" +
     "<dt>Skip if successful</dt><dd>" + (pol.skip_if_successful ? "yes" : "no") + "</dd>" +
     (s.spec && s.spec.jitter && s.spec.jitter !== "0s" ? "<dt>Jitter</dt><dd>" + esc(s.spec.jitter) + "</dd>" : "") +
@@ -136,10 +140,11 @@ export async function schedulePage(name) {
     [""].concat(statuses).map(v => '<option value="' + v + '"' + (v === status ? " selected" : "") + ">" + (v || "any") + "</option>").join("") +
     '</select> <label for="r-trigger">Trigger</label> <select id="r-trigger">' +
     [""].concat(triggers).map(v => '<option value="' + v + '"' + (v === trigger ? " selected" : "") + ">" + (v || "any") + "</option>").join("") + "</select></form>";
-  html += '<div data-region="runs"><table id="runs" aria-labelledby="runs-title"><thead><tr><th scope="col">ID</th><th scope="col">Tick</th><th scope="col">Fired</th><th scope="col">Late</th><th scope="col">Trigger</th><th scope="col">Status</th><th scope="col">Reason</th></tr></thead><tbody>';
+  html += '<div data-region="runs"><table id="runs" aria-labelledby="runs-title"><thead><tr><th scope="col">ID</th><th scope="col">Tick</th><th scope="col">Fired</th><th scope="col">Late</th><th scope="col">Trigger</th><th scope="col">Status</th><th scope="col">Reason</th><th scope="col">Attempts</th></tr></thead><tbody>';
   for (const r of runs.items) {
     html += '<tr data-run="' + r.id + '"><td>' + r.id + "</td><td>" + when(r.scheduled_at) + "</td><td>" + when(r.fired_at) + "</td><td>" + seconds(lateness(r)) +
-      "</td><td>" + esc(r.trigger) + '</td><td class="status-' + esc(r.status) + '">' + esc(r.status) + '</td><td class="reason">' + esc(r.reason || r.error || "") + traceLink(r.trace_id) + "</td></tr>";
+      "</td><td>" + esc(r.trigger) + '</td><td class="status-' + esc(r.status) + '">' + esc(r.status) + redriveButton(r) + '</td><td class="reason">' + esc(r.reason || r.error || "") + traceLink(r.trace_id) +
+      "</td><td>" + attempts(r) + "</td></tr>";
   }
   html += "</tbody></table>" + (runs.items.length ? "" : '<p class="muted">No run matches.</p>') + pager("runs-page", runPaging.cursors.length > 0, runs.next_cursor) + "</div></section>";
 
@@ -162,7 +167,9 @@ export async function schedulePage(name) {
       root.addEventListener("click", async (ev) => {
         const b = ev.target.closest("button");
         if (!b) return;
+        if (await onRedrive(ev, done)) return;
         switch (b.id) {
+          case "rotate-secret": rotateDialog(name, () => done("Signing secret rotated.")); break;
           case "pause": pauseDialog(name, () => done("Paused.")); break;
           case "resume":
             try { await api("POST", "/schedules/" + enc + "/resume", {}); done("Resumed."); } catch (e) { $("#command-result", root).textContent = (e.field ? e.field + ": " : "") + e.message; }

@@ -3,6 +3,7 @@
 // the API's problem beside the field it names.
 import { api } from "./api.js";
 import { $, $$, esc, field, input, relative, select, showProblem, toISO, toLocalInput, when } from "./ui.js";
+import { httpFields, readHTTP, readRetry, retryFields, showSecret } from "./http_action.js";
 
 const overlaps = ["skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"];
 const units = ["SECONDS", "MINUTES", "HOURS", "DAYS"];
@@ -36,10 +37,13 @@ function formRequest(form, editing) {
     }
   };
   let action;
-  if (form.elements.actionkind.value === "event") {
+  const kind = form.elements.actionkind.value;
+  if (kind === "event") {
     action = { kind: "event", topic: v("f-topic"), type: v("f-type") };
     const data = parse("f-data", "action.data");
     if (data !== undefined) action.data = data;
+  } else if (kind === "http") {
+    action = readHTTP(v, parse);
   } else {
     action = { kind: "workflow", workflow_type: v("f-wftype"), task_queue: v("f-taskqueue") };
     const inp = parse("f-input", "action.input");
@@ -47,6 +51,8 @@ function formRequest(form, editing) {
   }
   const policies = { overlap: v("f-overlap"), catchup_window: v("f-catchup") || "0s", skip_if_successful: form.elements["f-skip"].checked };
   const req = { spec, action, policies, metrics: form.elements["f-metrics"].checked };
+  // An http or workflow action's retry policy: null asks for none (an http action's defaults).
+  if (kind !== "event") req.retry = readRetry(v);
   if (!editing) {
     req.name = v("f-name");
     req.paused = form.elements["f-paused"].checked;
@@ -59,9 +65,11 @@ function toggle(form) {
   const cron = form.elements.timing.value === "cron";
   $("#cron-fields", form).hidden = !cron;
   $("#interval-fields", form).hidden = cron;
-  const event = form.elements.actionkind.value === "event";
-  $("#event-fields", form).hidden = !event;
-  $("#workflow-fields", form).hidden = event;
+  const kind = form.elements.actionkind.value;
+  $("#event-fields", form).hidden = kind !== "event";
+  $("#workflow-fields", form).hidden = kind !== "workflow";
+  $("#http-fields", form).hidden = kind !== "http";
+  $("#retry-fields", form).hidden = kind === "event";
   if (form.elements["f-paused"]) $("#note-field", form).hidden = !form.elements["f-paused"].checked;
 }
 
@@ -93,7 +101,8 @@ export async function scheduleForm(name) {
     field("f-jitter", "Jitter (optional)", "spec.jitter", input("f-jitter", "spec.jitter", spec.jitter && spec.jitter !== "0s" ? spec.jitter : "", 'placeholder="30s" autocomplete="off"'), "each fire delayed by up to this, the same on every replay") +
     "</fieldset>";
   html += '<fieldset id="f-action" data-field="action" aria-describedby="f-action-error"><legend>Action</legend>' +
-    radio("actionkind", "event", "Event (append to the outbox)", act.kind !== "workflow") + radio("actionkind", "workflow", "Workflow (start on a task queue)", act.kind === "workflow") +
+    radio("actionkind", "event", "Event (append to the outbox)", act.kind !== "workflow" && act.kind !== "http") + radio("actionkind", "workflow", "Workflow (start on a task queue)", act.kind === "workflow") +
+    radio("actionkind", "http", "HTTP request (signed, retried)", act.kind === "http") +
     '<small class="field-error error" id="f-action-error" aria-live="polite"></small>' +
     '<div id="event-fields"><div class="row">' + field("f-topic", "Topic", "action.topic", input("f-topic", "action.topic", act.topic || "", 'autocomplete="off"')) +
     field("f-type", "Event type", "action.type", input("f-type", "action.type", act.type || "", 'autocomplete="off"')) + "</div>" +
@@ -101,7 +110,7 @@ export async function scheduleForm(name) {
     '<div id="workflow-fields"><div class="row">' + field("f-wftype", "Workflow type", "action.workflow_type", input("f-wftype", "action.workflow_type", act.workflow_type || "", 'autocomplete="off"')) +
     field("f-taskqueue", "Task queue", "action.task_queue", input("f-taskqueue", "action.task_queue", act.task_queue || "", 'autocomplete="off"')) + "</div>" +
     field("f-input", "Input (JSON, optional)", "action.input", '<textarea id="f-input" name="f-input" data-field="action.input" rows="3" aria-describedby="f-input-error">' + esc(act.kind === "workflow" ? json(act.input) : "") + "</textarea>") + "</div>" +
-    "</fieldset>";
+    httpFields(act) + "</fieldset>" + retryFields(s && s.retry);
   html += '<fieldset><legend>Policies</legend><div class="row">' +
     field("f-overlap", "Overlap", "policies.overlap", select("f-overlap", "policies.overlap", overlaps, pol.overlap || "skip"), "when a tick comes while a run is still running") +
     field("f-catchup", "Catch-up window", "policies.catchup_window", input("f-catchup", "policies.catchup_window", pol.catchup_window || "0s", 'autocomplete="off"'), "ticks missed while tickgate was down and newer than this still run") +
@@ -166,7 +175,10 @@ export async function scheduleForm(name) {
           let saved;
           if (editing) saved = await api("PATCH", "/schedules/" + encodeURIComponent(name), req, { "If-Match": '"' + s.version + '"' });
           else saved = await api("POST", "/schedules", req);
-          location.hash = "#schedule/" + encodeURIComponent(saved.name);
+          const to = "#schedule/" + encodeURIComponent(saved.name);
+          // A new http schedule's signing secret is in this answer only.
+          if (saved.signing_secret) showSecret(saved.name, saved.signing_secret, () => { location.hash = to; });
+          else location.hash = to;
         } catch (e) {
           showProblem(e, form);
           const bad = $("[aria-invalid=true]", form);

@@ -155,6 +155,11 @@ export function patchRegions(root, html) {
   for (const region of $$("[data-region]", next.content)) {
     const cur = $('[data-region="' + CSS.escape(region.dataset.region) + '"]', root);
     if (!cur) { changed = true; continue; }
+    // A disclosure the user opened (details[data-keep]) stays open across refreshes.
+    for (const d of $$("details[open][data-keep]", cur)) {
+      const twin = $('details[data-keep="' + CSS.escape(d.dataset.keep) + '"]', region);
+      if (twin) twin.open = true;
+    }
     if (cur.innerHTML !== region.innerHTML) {
       cur.innerHTML = region.innerHTML;
       sizeBars(cur);

@@ -1,0 +1,319 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/outbound"
+	"github.com/tickgate/tickgate/store"
+)
+
+// The HTTP action (docs/schedules.md "HTTP action"). A run of an http action is a workflow
+// run like a workflow action's — armed with a start delay, watched, counted by the overlap
+// policies, unique by its workflow id — whose target is tickgate's own HTTPDeliveryWorkflow:
+// one DeliverHTTP activity, retried under the schedule's retry policy.
+
+// HTTPDeliveryWorkflowType is the registered name of the delivery workflow
+// (workflows.HTTPDeliveryWorkflow), which the starts here name.
+const HTTPDeliveryWorkflowType = "HTTPDeliveryWorkflow"
+
+// Application error types of a delivery.
+const (
+	// ErrHTTPRetryable: an attempt the retry policy tries again (408, 429, 5xx, no answer).
+	ErrHTTPRetryable = "HTTPRetryable"
+	// ErrHTTPFinal: an attempt that ends the series (another status, a redirect, an address
+	// the outbound rule refuses, a schedule gone).
+	ErrHTTPFinal = "HTTPFinal"
+	// ErrHTTPDeliveryFailed: the delivery workflow's failure, whose message is the run's
+	// error.
+	ErrHTTPDeliveryFailed = "HTTPDeliveryFailed"
+)
+
+// responseStartBytes is how much of an answer's body an attempt records.
+const responseStartBytes = 512
+
+// HTTPDelivery is the input of a delivery workflow: one run of an http action, as it was
+// when its series started.
+type HTTPDelivery struct {
+	RunID       int64
+	ScheduleID  int64
+	Schedule    string
+	Key         string // the tick's idempotency key, sent as Idempotency-Key
+	ScheduledAt time.Time
+	Redrive     int `json:",omitempty"` // 0: the run's first series
+	Action      domain.Action
+	Retry       domain.Retry
+}
+
+// HTTPAttemptFailure is the detail of a failed attempt's error, which the delivery
+// workflow reads to say why its series ended.
+type HTTPAttemptFailure struct {
+	Attempt    int
+	StatusCode int `json:",omitempty"`
+}
+
+// HTTPDelivered is a successful attempt.
+type HTTPDelivered struct {
+	Attempt    int
+	StatusCode int
+}
+
+// HTTPDeliveries sends the requests of http actions.
+type HTTPDeliveries struct {
+	Store *store.Store
+	// Outbound is the rule every request obeys, checked on the URL and on each address
+	// dialled after DNS resolution (TICKGATE_HTTP_ALLOW).
+	Outbound outbound.Rule
+	// Now is the clock of the signatures' timestamps (nil: time.Now).
+	Now func() time.Time
+
+	clients sync.Map // time.Duration → *http.Client, one per timeout
+}
+
+// client is the HTTP client of requests with this timeout: the outbound rule's, never
+// following a redirect (the answer is the receiver's; a POST redirected would change
+// method, and its signature and key would reach another receiver).
+func (d *HTTPDeliveries) client(timeout time.Duration) *http.Client {
+	if c, ok := d.clients.Load(timeout); ok {
+		return c.(*http.Client)
+	}
+	c := d.Outbound.Client(timeout)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if t, ok := c.Transport.(*http.Transport); ok {
+		// A burst of deliveries to one receiver shares its connections.
+		t.MaxIdleConnsPerHost = 64
+		t.MaxIdleConns = 256
+	}
+	actual, _ := d.clients.LoadOrStore(timeout, c)
+	return actual.(*http.Client)
+}
+
+func (d *HTTPDeliveries) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// DeliverHTTP makes one attempt of a run's request: signed, carrying the tick's key, sent
+// through the outbound rule. A 2xx is a success; 408, 429, 5xx and no answer are retryable
+// (a Retry-After, in seconds or as an HTTP date, sets the wait before the next attempt);
+// any other answer, and an address the rule refuses, ends the series. Each attempt is
+// recorded (schedule_run_attempts), once.
+func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTPDelivered, error) {
+	info := activity.GetInfo(ctx)
+	attempt := int(info.Attempt)
+	rec := store.RunAttempt{RunID: in.RunID, WorkflowID: info.WorkflowExecution.ID, Attempt: int32(attempt), Redrive: int32(in.Redrive)}
+	secret, err := d.Store.ScheduleSecret(ctx, in.ScheduleID)
+	if errors.Is(err, store.ErrNotFound) {
+		return HTTPDelivered{}, d.final(in, attempt, 0, "the schedule was deleted, or has no signing secret (rotate it: POST /schedules/{name}/secret)")
+	}
+	if err != nil {
+		return HTTPDelivered{}, err // the database: tried again, nothing was sent
+	}
+	body, contentType := in.Action.HTTPBody()
+	sent := d.now()
+	rec.StartedAt = sent
+	req, err := http.NewRequestWithContext(ctx, in.Action.Method, in.Action.URL, bytes.NewReader(body))
+	if err != nil {
+		return HTTPDelivered{}, d.finish(ctx, rec, in, 0, store.AttemptFinal, "action.url: "+err.Error(), "", 0)
+	}
+	if len(body) == 0 {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
+	for k, v := range in.Action.Headers {
+		req.Header.Set(k, v)
+	}
+	if contentType != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "tickgate")
+	}
+	req.Header.Set(domain.IdempotencyKeyHeader, in.Key)
+	req.Header.Set(domain.ScheduleHeader, in.Schedule)
+	req.Header.Set(domain.ScheduledAtHeader, in.ScheduledAt.UTC().Format(time.RFC3339Nano))
+	req.Header.Set(domain.AttemptHeader, strconv.Itoa(attempt))
+	req.Header.Set(domain.SignatureHeader, domain.HTTPSignature(secret, sent, body))
+
+	// The outbound rule is checked on the address each connection is made to, after DNS
+	// resolution: a name (localhost among them) that resolves to an address it refuses is
+	// refused here, whatever the URL looked like when the schedule was created.
+	began := time.Now()
+	resp, err := d.client(time.Duration(in.Action.Timeout)).Do(req)
+	latency := time.Since(began)
+	rec.LatencyMs = latency.Milliseconds()
+	if err != nil {
+		if ctx.Err() != nil {
+			return HTTPDelivered{}, ctx.Err() // cancelled (overlap cancel_other) or timed out: Temporal decides
+		}
+		if errors.Is(err, outbound.ErrRefused) {
+			return HTTPDelivered{}, d.refused(ctx, rec, in, err)
+		}
+		return HTTPDelivered{}, d.finish(ctx, rec, in, 0, store.AttemptRetryable, "no answer: "+err.Error(), "", 0)
+	}
+	start, _ := io.ReadAll(io.LimitReader(resp.Body, responseStartBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
+	code := resp.StatusCode
+	what := fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
+	switch {
+	case code >= 200 && code <= 299:
+		return HTTPDelivered{Attempt: attempt, StatusCode: code}, d.finish(ctx, rec, in, code, store.AttemptSucceeded, "", textOf(start), 0)
+	case domain.RetryableHTTPStatus(code):
+		wait := retryAfter(resp.Header.Get("Retry-After"), d.now())
+		return HTTPDelivered{}, d.finish(ctx, rec, in, code, store.AttemptRetryable, what, textOf(start), wait)
+	case code >= 300 && code <= 399:
+		what += " (a redirect, which is not followed: give the final URL)"
+	}
+	return HTTPDelivered{}, d.finish(ctx, rec, in, code, store.AttemptFinal, what, textOf(start), 0)
+}
+
+// refused ends the series of a request the outbound rule refuses, naming action.url.
+func (d *HTTPDeliveries) refused(ctx context.Context, rec store.RunAttempt, in HTTPDelivery, err error) error {
+	return d.finish(ctx, rec, in, 0, store.AttemptFinal, "action.url: "+refusalOf(err), "", 0)
+}
+
+// refusalOf is the outbound rule's own words, without the transport's wrapping.
+func refusalOf(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, outbound.ErrRefused.Error()); i >= 0 {
+		return msg[i:]
+	}
+	return msg
+}
+
+// finish records the attempt and answers its outcome: nil for a success, else the error
+// that tells Temporal whether (and when) to try again.
+func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, in HTTPDelivery, code int, outcome, what, start string, wait time.Duration) error {
+	rec.Outcome, rec.Error, rec.ResponseStart = outcome, what, start
+	if code != 0 {
+		c := int32(code)
+		rec.StatusCode = &c
+	}
+	if wait > 0 {
+		ms := wait.Milliseconds()
+		rec.RetryAfterMs = &ms
+	}
+	if err := d.Store.RecordAttempt(context.WithoutCancel(ctx), rec); err != nil {
+		// The request was sent (or refused) all the same: its outcome stands, and a
+		// database that failed here must not make a delivered request be sent again.
+		slog.Warn("record an http attempt", "run", in.RunID, "attempt", rec.Attempt, "error", err)
+	}
+	if outcome == store.AttemptSucceeded {
+		return nil
+	}
+	msg := what
+	if start != "" {
+		msg += ": " + oneLine(start, 200)
+	}
+	return temporal.NewApplicationErrorWithOptions(msg, errTypeOf(outcome), temporal.ApplicationErrorOptions{
+		NonRetryable:   outcome == store.AttemptFinal,
+		NextRetryDelay: wait,
+		Details:        []any{HTTPAttemptFailure{Attempt: int(rec.Attempt), StatusCode: code}},
+	})
+}
+
+// final ends the series before anything was sent.
+func (d *HTTPDeliveries) final(in HTTPDelivery, attempt, code int, msg string) error {
+	return temporal.NewApplicationErrorWithOptions(msg, ErrHTTPFinal, temporal.ApplicationErrorOptions{
+		NonRetryable: true, Details: []any{HTTPAttemptFailure{Attempt: attempt, StatusCode: code}},
+	})
+}
+
+func errTypeOf(outcome string) string {
+	if outcome == store.AttemptFinal {
+		return ErrHTTPFinal
+	}
+	return ErrHTTPRetryable
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date (0: none, or in the past).
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(min(s, int64(domain.MaxRetryMaxAge/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), domain.MaxRetryMaxAge)
+	}
+	return 0
+}
+
+// textOf is the start of an answer's body as text (bytes that are not UTF-8 replaced).
+func textOf(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// oneLine shortens s to at most n bytes on one line, for an error message.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
+}
+
+// RunStart is the start of a run of the schedule's action: a workflow action's target, or
+// an http action's delivery (StartRunWorkflow fills in its workflow and input). The caller
+// sets the run's WorkflowID, RunID and StartAt.
+func RunStart(schedule string, act domain.Action, retry *domain.Retry) StartRun {
+	s := StartRun{Schedule: schedule, Retry: retry}
+	if act.Kind == domain.ActionHTTP {
+		a := act
+		s.HTTP = &a
+		return s
+	}
+	s.WorkflowType, s.TaskQueue, s.Input = act.WorkflowType, act.TaskQueue, act.Input
+	return s
+}
+
+// httpDelivery is the delivery workflow's input for the run of an http action r starts.
+func (a *ScheduleActivities) httpDelivery(ctx context.Context, r StartRun) (HTTPDelivery, error) {
+	if r.RunID == 0 {
+		return HTTPDelivery{}, temporal.NewNonRetryableApplicationError("an http action's start names no run", "BadInput", nil)
+	}
+	run, err := a.Store.GetRunByID(ctx, r.RunID)
+	if err != nil {
+		return HTTPDelivery{}, fmt.Errorf("the run of %s: %w", r.WorkflowID, err)
+	}
+	retry, err := domain.NormalizeRetry(r.Retry, domain.ActionHTTP)
+	if err != nil {
+		return HTTPDelivery{}, temporal.NewNonRetryableApplicationError("retry: "+err.Error(), "BadInput", err)
+	}
+	return HTTPDelivery{
+		RunID: run.ID, ScheduleID: run.ScheduleID, Schedule: r.Schedule, Key: run.IdempotencyKey, ScheduledAt: run.ScheduledAt.UTC(),
+		Redrive: int(run.Redrives), Action: *r.HTTP, Retry: *retry,
+	}, nil
+}
+
+// WorkflowRetryPolicy is the Temporal retry policy of a schedule's retry policy.
+func WorkflowRetryPolicy(r domain.Retry) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval: time.Duration(r.InitialBackoff), BackoffCoefficient: domain.RetryBackoffCoefficient,
+		MaximumInterval: time.Duration(r.MaxBackoff), MaximumAttempts: int32(r.MaxAttempts),
+	}
+}

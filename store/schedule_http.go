@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/store/dbgen"
+)
+
+// The HTTP action's records (store/queries/schedule_http.sql): signing secrets, delivery
+// attempts, the dead letter and redrives.
+
+// RunAttempt is one delivery attempt of an http action's run.
+type RunAttempt = dbgen.ScheduleRunAttempt
+
+// RunRedrive is one redrive of a run.
+type RunRedrive = dbgen.ScheduleRunRedrive
+
+// Attempt outcomes (schedule_run_attempts.outcome).
+const (
+	AttemptSucceeded = "succeeded"
+	// AttemptRetryable failed in a way the retry policy tries again (408, 429, 5xx, no
+	// answer), if attempts and age are left.
+	AttemptRetryable = "retryable"
+	// AttemptFinal failed for good: another 4xx, a redirect, an address the outbound rule
+	// refuses.
+	AttemptFinal = "final"
+)
+
+// ScheduleSecret is the signing secret of the schedule's http action (ErrNotFound: none,
+// or no such schedule).
+func (s *Store) ScheduleSecret(ctx context.Context, scheduleID int64) (string, error) {
+	secret, err := s.Q.ScheduleSecret(ctx, scheduleID)
+	if err != nil {
+		return "", fmt.Errorf("signing secret of schedule %d: %w", scheduleID, mapErr(err))
+	}
+	return secret, nil
+}
+
+// SetScheduleSecret replaces (or sets) a schedule's signing secret; ErrNotFound when there
+// is no such schedule.
+func (s *Store) SetScheduleSecret(ctx context.Context, name, secret string) error {
+	err := s.Q.SetScheduleSecret(ctx, dbgen.SetScheduleSecretParams{ScheduleName: name, Secret: secret})
+	if isForeignKeyViolation(err) {
+		return fmt.Errorf("signing secret of schedule %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("signing secret of schedule %q: %w", name, mapErr(err))
+	}
+	return nil
+}
+
+// isForeignKeyViolation reports a row that names a row that is gone (a deleted schedule's).
+func isForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23503"
+}
+
+// GetRunByID reads a run by its id alone.
+func (s *Store) GetRunByID(ctx context.Context, id int64) (ScheduleRun, error) {
+	row, err := s.Q.GetScheduleRunByID(ctx, id)
+	if err != nil {
+		return ScheduleRun{}, fmt.Errorf("get run %d: %w", id, mapErr(err))
+	}
+	return row, nil
+}
+
+// RecordAttempt records a delivery attempt; the same (run, workflow id, attempt) recorded
+// again changes nothing. A run that no longer exists (its schedule deleted) is ErrNotFound.
+func (s *Store) RecordAttempt(ctx context.Context, a RunAttempt) error {
+	_, err := s.Q.RecordRunAttempt(ctx, dbgen.RecordRunAttemptParams{
+		RunID: a.RunID, WorkflowID: a.WorkflowID, Attempt: a.Attempt, Redrive: a.Redrive, StartedAt: a.StartedAt,
+		LatencyMs: a.LatencyMs, StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, ResponseStart: a.ResponseStart,
+		RetryAfterMs: a.RetryAfterMs,
+	})
+	if isForeignKeyViolation(err) {
+		return fmt.Errorf("attempt %d of run %d: %w", a.Attempt, a.RunID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("attempt %d of run %d: %w", a.Attempt, a.RunID, mapErr(err))
+	}
+	return nil
+}
+
+// RunAttempts are the attempts of the runs given, by run, in the order they were made.
+func (s *Store) RunAttempts(ctx context.Context, runIDs []int64) (map[int64][]RunAttempt, error) {
+	out := map[int64][]RunAttempt{}
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.Q.ListRunAttempts(ctx, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("attempts of %d runs: %w", len(runIDs), mapErr(err))
+	}
+	for _, r := range rows {
+		out[r.RunID] = append(out[r.RunID], r)
+	}
+	return out, nil
+}
+
+// RunRedrives are the redrives of the runs given, by run, oldest first.
+func (s *Store) RunRedrives(ctx context.Context, runIDs []int64) (map[int64][]RunRedrive, error) {
+	out := map[int64][]RunRedrive{}
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.Q.ListRunRedrives(ctx, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("redrives of %d runs: %w", len(runIDs), mapErr(err))
+	}
+	for _, r := range rows {
+		out[r.RunID] = append(out[r.RunID], r)
+	}
+	return out, nil
+}
+
+// ErrNotRedrivable is wrapped when a run may not be redriven: it is not FAILED (Status), or
+// it is not a run of an http or workflow action (Kind).
+var ErrNotRedrivable = errors.New("the run cannot be redriven")
+
+// NotRedrivable says why a run cannot be redriven.
+type NotRedrivable struct {
+	Status domain.RunStatus // the run's status, when that is why
+	// EventRun: the run started no workflow (an event action's).
+	EventRun bool
+	// ActionNow is the schedule's action kind when it no longer starts a workflow (the
+	// schedule was changed to an event action since the run).
+	ActionNow domain.ActionKind
+}
+
+func (e *NotRedrivable) Error() string {
+	switch {
+	case e.EventRun:
+		return "the run is an event action's: only a run of an http or workflow action is redriven"
+	case e.ActionNow != "":
+		return fmt.Sprintf("the schedule's action is now %s: a redrive delivers with the schedule's action as it is now, an http or workflow one", e.ActionNow)
+	}
+	return fmt.Sprintf("the run is %s: only a FAILED run is redriven", e.Status)
+}
+
+func (e *NotRedrivable) Unwrap() error { return ErrNotRedrivable }
+
+// Redriven is a run redriven, with its schedule's name and action as they are now.
+type Redriven struct {
+	Run            ScheduleRun
+	ScheduleName   string
+	ScheduleAction []byte
+}
+
+// redriveSuffix ends the workflow id of a redriven run's series.
+var redriveSuffix = regexp.MustCompile(`~redrive-\d+$`)
+
+// RedriveWorkflowID is the workflow id of redrive n of a run whose first series ran as
+// workflowID: <first id>~redrive-<n>.
+func RedriveWorkflowID(workflowID string, n int) string {
+	return fmt.Sprintf("%s~redrive-%d", redriveSuffix.ReplaceAllString(workflowID, ""), n)
+}
+
+// RedriveRun makes a FAILED run of an http or workflow action RUNNING again under a new
+// workflow id (RedriveWorkflowID), recording the redrive and the failure it answers, in one
+// transaction. Nothing is started here: a run watcher leases the run, finds no workflow of
+// that id and starts it (activities.RunWatcher), so a redrive committed is a redrive done,
+// whatever crashes after. A run that is not FAILED, or is an event action's, is a
+// *NotRedrivable; an unknown run ErrNotFound.
+func (s *Store) RedriveRun(ctx context.Context, runID int64) (Redriven, error) {
+	var out Redriven
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		locked, err := q.LockScheduleRun(ctx, runID)
+		if err != nil {
+			return fmt.Errorf("run %d: %w", runID, mapErr(err))
+		}
+		run := locked.ScheduleRun
+		var now domain.Action
+		if err := json.Unmarshal(locked.ScheduleAction, &now); err != nil {
+			return fmt.Errorf("action of the schedule of run %d: %w", runID, err)
+		}
+		switch {
+		case run.WorkflowID == "" && run.Status.Fired():
+			return &NotRedrivable{EventRun: true}
+		case run.Status != domain.RunFailed:
+			return &NotRedrivable{Status: run.Status}
+		case !now.StartsWorkflow():
+			return &NotRedrivable{ActionNow: now.Kind}
+		}
+		n := int(run.Redrives) + 1
+		id := RedriveWorkflowID(run.WorkflowID, n)
+		failedAt := time.Now()
+		if run.FinishedAt != nil {
+			failedAt = *run.FinishedAt
+		}
+		if err := q.InsertRunRedrive(ctx, dbgen.InsertRunRedriveParams{
+			RunID: run.ID, N: int32(n), WorkflowID: id, PreviousWorkflowID: run.WorkflowID, PreviousError: run.Error, FailedAt: failedAt,
+		}); err != nil {
+			return fmt.Errorf("record redrive %d of run %d: %w", n, runID, mapErr(err))
+		}
+		if out.Run, err = q.MarkRunRedriven(ctx, dbgen.MarkRunRedrivenParams{ID: run.ID, WorkflowID: id}); err != nil {
+			return fmt.Errorf("redrive run %d: %w", runID, mapErr(err))
+		}
+		out.ScheduleName, out.ScheduleAction = locked.ScheduleName, locked.ScheduleAction
+		return nil
+	})
+	if err != nil {
+		return Redriven{}, err
+	}
+	return out, nil
+}
+
+// DeadLetterFilter narrows the dead letter to the ticks of [Since, Until) and triggers.
+type DeadLetterFilter struct {
+	Since, Until time.Time
+	Triggers     []string
+}
+
+// ListDeadLetter pages through the dead letter, newest first: the FAILED runs of http and
+// workflow actions (a run redriven since is RUNNING, or ended again).
+func (s *Store) ListDeadLetter(ctx context.Context, f DeadLetterFilter, beforeID int64, limit int) ([]ScheduleRunOf, error) {
+	rows, err := s.Q.ListDeadLetterRuns(ctx, dbgen.ListDeadLetterRunsParams{
+		Since: f.Since, Until: f.Until, BeforeID: beforeID, Triggers: orEmpty(f.Triggers), MaxRows: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the dead letter: %w", mapErr(err))
+	}
+	out := make([]ScheduleRunOf, len(rows))
+	for i, r := range rows {
+		out[i] = ScheduleRunOf(r)
+	}
+	return out, nil
+}
+
+// ArmedStartsNotDue lists the workflow ids of the schedule's armed workflow and http fires
+// whose visible time has not come: their targets are started with a start delay, to be
+// stopped before a command retracts them.
+func (s *Store) ArmedStartsNotDue(ctx context.Context, scheduleID int64) ([]string, error) {
+	ids, err := s.Q.ListArmedStartsNotDue(ctx, scheduleID)
+	if err != nil {
+		return nil, fmt.Errorf("armed starts of schedule %d: %w", scheduleID, mapErr(err))
+	}
+	return ids, nil
+}

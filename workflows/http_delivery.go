@@ -1,0 +1,69 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
+)
+
+// HTTPDeliveryWorkflowType is the registered name of HTTPDeliveryWorkflow.
+const HTTPDeliveryWorkflowType = activities.HTTPDeliveryWorkflowType
+
+// deliveryMargin is how much longer than its request's timeout an attempt may take before
+// Temporal gives it up (a worker that died mid-attempt): the request itself is bounded by
+// the action's timeout.
+const deliveryMargin = 10 * time.Second
+
+var deliveryActs *activities.HTTPDeliveries
+
+// HTTPDeliveryWorkflow is the run of an http action (docs/schedules.md "HTTP action"): it
+// sends the request — one DeliverHTTP activity, retried under the schedule's retry policy
+// by Temporal — and succeeds when an attempt got a 2xx. It runs under the run's workflow
+// id, so a tick is delivered by one series only (S1); a redrive is a series of its own.
+// When the series ends without a success, it fails with the reason the run records: the
+// last attempt's answer and why no attempt followed (a final answer, max_attempts,
+// max_age).
+func HTTPDeliveryWorkflow(ctx workflow.Context, in activities.HTTPDelivery) error {
+	pinChanges(ctx, HTTPDeliveryWorkflowType)
+	r := in.Retry
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    time.Duration(in.Action.Timeout) + deliveryMargin,
+		ScheduleToCloseTimeout: time.Duration(r.MaxAge),
+		RetryPolicy:            activities.WorkflowRetryPolicy(r),
+		Summary:                in.Action.Method + " " + in.Action.URL,
+	})
+	began := workflow.Now(ctx)
+	err := workflow.ExecuteActivity(actx, deliveryActs.DeliverHTTP, in).Get(ctx, nil)
+	if err == nil || temporal.IsCanceledError(err) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(deliveryFailure(err, r, workflow.Now(ctx).Sub(began)), activities.ErrHTTPDeliveryFailed, nil)
+}
+
+// deliveryFailure says why a delivery's series ended without a success, after took: the
+// last attempt's answer, and what stopped the retries.
+func deliveryFailure(err error, r domain.Retry, took time.Duration) string {
+	var last *temporal.ApplicationError
+	var failure activities.HTTPAttemptFailure
+	if !errors.As(err, &last) {
+		// No attempt answered in time: the one in flight when max_age ran out.
+		return fmt.Sprintf("gave up at max_age (%s): the attempt in flight did not finish (%v)", time.Duration(r.MaxAge), err)
+	}
+	if last.HasDetails() {
+		_ = last.Details(&failure)
+	}
+	switch {
+	case last.NonRetryable():
+		return fmt.Sprintf("%s (attempt %d; not retried)", last.Message(), failure.Attempt)
+	case failure.Attempt >= r.MaxAttempts:
+		return fmt.Sprintf("%s (gave up after %d attempts: max_attempts)", last.Message(), failure.Attempt)
+	}
+	return fmt.Sprintf("%s (gave up after %d attempts in %s: max_age %s)", last.Message(), failure.Attempt,
+		took.Round(time.Millisecond), time.Duration(r.MaxAge))
+}
