@@ -61,6 +61,9 @@ type CreateScheduleRequest struct {
 	Note     string            `json:"note,omitempty"`
 	// Metrics asks for Prometheus series of the schedule's own (docs/console.md#prometheus).
 	Metrics bool `json:"metrics,omitempty"`
+	// AfterCompletion, for a one-time schedule (spec.at): "keep" (default) or "delete" it
+	// once its run has ended (schedules_one_time.go).
+	AfterCompletion string `json:"after_completion,omitempty"`
 }
 
 // ScheduleView is a schedule as the API answers it.
@@ -71,6 +74,12 @@ type ScheduleView struct {
 	Policies SchedulePolicies  `json:"policies"`
 	Paused   bool              `json:"paused"`
 	Note     string            `json:"note"`
+	// State is "active", "paused" or "completed" (a one-time schedule whose run has ended).
+	State string `json:"state"`
+	// AfterCompletion and CompletedAt, of a one-time schedule: what happens once its run has
+	// ended, and when it was completed.
+	AfterCompletion string     `json:"after_completion,omitempty"`
+	CompletedAt     *time.Time `json:"completed_at,omitempty"`
 	// Metrics: the schedule has Prometheus series of its own (docs/console.md#prometheus).
 	Metrics   bool       `json:"metrics"`
 	Version   int64      `json:"version"`
@@ -182,6 +191,9 @@ func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compile
 			return nil, pol, BadRequest("policies.catchup_window", "must not be negative")
 		}
 	}
+	if err := req.validateOneTime(spec, pol, now); err != nil {
+		return nil, pol, err
+	}
 	return spec, pol, nil
 }
 
@@ -214,9 +226,12 @@ func (s *Server) createSchedule(c echo.Context) error {
 	newRow := NewScheduleRow(req, spec, pol, now)
 	var row store.Schedule
 	if req.Metrics {
-		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries)
+		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries, spec.Spec.ExcludeCalendars...)
 	} else {
-		row, err = s.Store.CreateSchedule(ctx, newRow)
+		row, err = s.Store.CreateSchedule(ctx, newRow, spec.Spec.ExcludeCalendars...)
+	}
+	if p := unknownCalendars(err, "spec.exclude_calendars"); p != nil {
+		return p
 	}
 	if errors.Is(err, store.ErrConflict) {
 		return Conflict("name", "a schedule named %q already exists", req.Name)
@@ -236,14 +251,15 @@ func (s *Server) createSchedule(c echo.Context) error {
 func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol SchedulePolicies, now time.Time) store.NewSchedule {
 	specJSON, _ := json.Marshal(spec.Spec)
 	actionJSON, _ := json.Marshal(req.Action)
+	watermark := countFrom(spec, now)
 	plan := scheduleplan.Schedule{
 		Name: req.Name, Spec: spec, Action: req.Action, Overlap: pol.Overlap, SkipIfSuccessful: pol.SkipIfSuccessful,
-		Paused: req.Paused, Watermark: now,
+		Paused: req.Paused, Watermark: watermark,
 	}
 	row := store.NewSchedule{
 		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
-		Paused: req.Paused, PauseNote: req.Note, Watermark: &now,
+		Paused: req.Paused, PauseNote: req.Note, Watermark: &watermark, AfterCompletion: afterCompletion(req, spec),
 	}
 	if tick, _, ok := plan.Next(); ok {
 		row.NextRunAt = &tick
@@ -263,9 +279,13 @@ func scheduleView(row store.Schedule) ScheduleView {
 			SkipIfSuccessful: row.SkipIfSuccessful,
 		},
 		WorkflowID: workflows.ScheduleWorkflowID(row.Name),
+		State:      scheduleState(row),
 	}
 	_ = json.Unmarshal(row.Spec, &v.Spec)
 	_ = json.Unmarshal(row.Action, &v.Action)
+	if v.Spec.At != nil {
+		v.AfterCompletion, v.CompletedAt = row.AfterCompletion, utcPtr(row.CompletedAt)
+	}
 	return v
 }
 
@@ -301,7 +321,7 @@ func (s *Server) listSchedules(c echo.Context) error {
 		return err
 	}
 	if len(states) > 1 {
-		return BadRequest("state", "give one state (active or paused), not %d", len(states))
+		return BadRequest("state", "give one state (active, paused or completed), not %d", len(states))
 	}
 	f := store.ScheduleFilter{NamePart: c.QueryParam("name")}
 	if len(states) == 1 {
@@ -374,11 +394,15 @@ func (s *Server) getSchedule(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := scheduleView(row)
 	v.Counters = &ScheduleCounter{Fired: row.FiredCount, Skipped: row.SkippedCount, Missed: row.MissedCount}
-	if !row.Paused {
+	if !row.Paused && row.CompletedAt == nil {
 		var stored schedulespec.Spec
 		if err := json.Unmarshal(row.Spec, &stored); err == nil {
 			if spec, err := schedulespec.Normalize(stored, row.CreatedAt); err == nil {
-				v.NextFireTimes = upcomingFires(spec, row.NextRunAt, s.Now().UTC(), 10)
+				cals, err := s.calendarsOf(ctx, spec)
+				if err != nil {
+					return err
+				}
+				v.NextFireTimes = upcomingFires(spec, cals, row.NextRunAt, s.Now().UTC(), 10)
 			}
 		}
 	}
@@ -427,14 +451,17 @@ func (s *Server) getSchedule(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// upcomingFires lists the next n fires: from the workflow's next planned fire (next_run_at,
-// which may be due already or moved by a reschedule — the spec's ticks follow it again),
-// else from now.
-func upcomingFires(spec *schedulespec.Compiled, next *time.Time, now time.Time, n int) []time.Time {
+// upcomingFires lists the next n fires, leaving out the ticks the schedule's calendars
+// exclude: from the workflow's next planned fire (next_run_at, which may be due already or
+// moved by a reschedule — the spec's ticks follow it again), else from now.
+func upcomingFires(spec *schedulespec.Compiled, cals schedulespec.Calendars, next *time.Time, now time.Time, n int) []time.Time {
 	if next == nil {
-		return spec.NextN(now, n)
+		return spec.NextNOutside(now, n, cals)
 	}
-	fires := spec.NextN(next.Add(-time.Nanosecond), n)
+	fires := spec.NextNOutside(next.Add(-time.Nanosecond), n, cals)
+	if cals.ExcludedBy(*next) != "" {
+		return fires // the next tick is one a calendar excludes: it is recorded SKIPPED, not fired
+	}
 	if len(fires) == 0 || !fires[0].Equal(*next) {
 		// A rescheduled fire off the spec's grid is a fire of its own.
 		fires = append([]time.Time{next.UTC()}, fires...)
@@ -588,11 +615,12 @@ func etag(version int64) string { return fmt.Sprintf(`"%d"`, version) }
 // Version (or an If-Match header with the ETag) makes the change optimistic: a stale one
 // is answered 412 and changes nothing.
 type UpdateScheduleRequest struct {
-	Spec     *schedulespec.Spec `json:"spec,omitempty"`
-	Action   *ScheduleAction    `json:"action,omitempty"`
-	Policies *SchedulePolicies  `json:"policies,omitempty"`
-	Metrics  *bool              `json:"metrics,omitempty"`
-	Version  int64              `json:"version,omitempty"`
+	Spec            *schedulespec.Spec `json:"spec,omitempty"`
+	Action          *ScheduleAction    `json:"action,omitempty"`
+	Policies        *SchedulePolicies  `json:"policies,omitempty"`
+	AfterCompletion *string            `json:"after_completion,omitempty"`
+	Metrics         *bool              `json:"metrics,omitempty"`
+	Version         int64              `json:"version,omitempty"`
 }
 
 // applyTo is the stored definition cur with what the update carries replaced.
@@ -605,6 +633,9 @@ func (req UpdateScheduleRequest) applyTo(cur CreateScheduleRequest) CreateSchedu
 	}
 	if req.Policies != nil {
 		cur.Policies = req.Policies
+	}
+	if req.AfterCompletion != nil {
+		cur.AfterCompletion = *req.AfterCompletion
 	}
 	return cur
 }
@@ -632,11 +663,14 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		}
 		expected = v
 	}
-	if req.Spec == nil && req.Action == nil && req.Policies == nil && req.Metrics != nil {
+	if req.Spec == nil && req.Action == nil && req.Policies == nil && req.AfterCompletion == nil && req.Metrics != nil {
 		return s.setScheduleMetrics(c, row, expected, *req.Metrics)
 	}
 	cur := scheduleView(row)
-	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies})
+	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies, AfterCompletion: cur.AfterCompletion})
+	if req.Spec != nil && req.Spec.At == nil && req.AfterCompletion == nil {
+		create.AfterCompletion = "" // a spec that is not one-time any more does not complete
+	}
 	spec, pol, err := create.validate(s.Now().UTC())
 	if err != nil {
 		return err
@@ -657,7 +691,11 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	updated, err := s.Store.UpdateSchedule(ctx, store.ScheduleChange{
 		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
+		AfterCompletion: afterCompletion(create, spec), Calendars: spec.Spec.ExcludeCalendars,
 	})
+	if p := unknownCalendars(err, "spec.exclude_calendars"); p != nil {
+		return p
+	}
 	if errors.Is(err, store.ErrStale) {
 		return NewProblem(http.StatusPreconditionFailed, "version", "the schedule changed since version %d; read it again and retry", expected)
 	}

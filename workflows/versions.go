@@ -33,6 +33,16 @@ var Changes = []Change{
 		ID: rolloutRunnerChange, Max: 1, Workflows: []string{RolloutWorkflowType},
 		What: "before it, a rollout ran its executor tasks in fixed batches, each claimed by the workflow",
 	},
+	{
+		ID: scheduleCalendarsChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, a schedule's workflow did not ask whether a calendar excludes a tick before deciding it " +
+			"(no ExcludedBy local activity), nor passed its calendars to the records of its ticks",
+	},
+	{
+		ID: scheduleOneTimeReloadChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, a schedule whose spec an update changed counted its ticks from the reload, even a " +
+			"one-time spec whose at the update set a moment before",
+	},
 }
 
 // pinChanges records, at the start of a run of workflowType, the version of every change

@@ -23,6 +23,17 @@ type ApiToken struct {
 	RevokedAt *time.Time
 }
 
+type Calendar struct {
+	ID        int64
+	Name      string
+	Timezone  string
+	Dates     []string
+	Ranges    json.RawMessage
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type Device struct {
 	ID        int64
 	PcID      int64
@@ -170,6 +181,8 @@ type Schedule struct {
 	RescheduledTo    *time.Time
 	RestRequestedAt  *time.Time
 	OwnerCheckedAt   *time.Time
+	AfterCompletion  string
+	CompletedAt      *time.Time
 }
 
 type ScheduleRefusal struct {

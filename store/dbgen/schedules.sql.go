@@ -143,9 +143,11 @@ WITH done AS (
     WHERE r.id = $3 AND r.status = 'RUNNING'
     RETURNING r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until, r.trace_context
 ), success AS (
-    UPDATE schedules s SET last_success_at = GREATEST(s.last_success_at, d.scheduled_at)
+    UPDATE schedules s
+    SET last_success_at = CASE WHEN d.status = 'SUCCEEDED' THEN GREATEST(s.last_success_at, d.scheduled_at) ELSE s.last_success_at END,
+        plan_at = CASE WHEN s.plan_action = 'complete' THEN now() ELSE s.plan_at END
     FROM done d
-    WHERE s.id = d.schedule_id AND d.status = 'SUCCEEDED' AND s.owner IS NULL
+    WHERE s.id = d.schedule_id AND s.owner IS NULL AND (d.status = 'SUCCEEDED' OR s.plan_action = 'complete')
 )
 SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context FROM done
 `
@@ -180,6 +182,8 @@ type FinishScheduleRunRow struct {
 // A run's outcome, once: a run already final stays as it is. A success is the schedule's
 // newest one (last_success_at, which skip_if_successful reads) when the schedule is at rest;
 // a schedule's workflow keeps its own while it holds the schedule, and leaves it at its rest.
+// A schedule at rest waiting for its runs to end to complete (plan 'complete', a one-time
+// schedule) is looked at now.
 func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunParams) (FinishScheduleRunRow, error) {
 	row := q.db.QueryRow(ctx, finishScheduleRun, arg.Status, arg.Error, arg.ID)
 	var i FinishScheduleRunRow
@@ -217,7 +221,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, after_completion, completed_at FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -251,12 +255,14 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, after_completion, completed_at FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -290,6 +296,8 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
@@ -385,10 +393,10 @@ func (q *Queries) InsertFeedRelease(ctx context.Context, arg InsertFeedReleasePa
 
 const insertSchedule = `-- name: InsertSchedule :one
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, after_completion)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10, $11, $12)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+        $10, $11, $12, $13)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, after_completion, completed_at
 `
 
 type InsertScheduleParams struct {
@@ -404,6 +412,7 @@ type InsertScheduleParams struct {
 	Watermark        *time.Time
 	PlanAt           *time.Time
 	PlanAction       *string
+	AfterCompletion  string
 }
 
 // A new schedule is at rest: the planner arms its first fires, or wakes its workflow, at
@@ -422,6 +431,7 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		arg.Watermark,
 		arg.PlanAt,
 		arg.PlanAction,
+		arg.AfterCompletion,
 	)
 	var i Schedule
 	err := row.Scan(
@@ -452,6 +462,8 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
@@ -568,18 +580,18 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 
 const insertSchedules = `-- name: InsertSchedules :many
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, after_completion)
 SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
        NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
-       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, '')
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), g.after_completion
 FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::text[]) AS action,
              unnest($4::text[]) AS overlap, unnest($5::bigint[]) AS catchup_window_ms,
              unnest($6::boolean[]) AS skip_if_successful, unnest($7::boolean[]) AS paused,
              unnest($8::text[]) AS pause_note, unnest($9::timestamptz[]) AS next_run_at,
              unnest($10::timestamptz[]) AS watermark, unnest($11::timestamptz[]) AS plan_at,
-             unnest($12::text[]) AS plan_action) g
+             unnest($12::text[]) AS plan_action, unnest($13::text[]) AS after_completion) g
 ON CONFLICT (name) DO NOTHING
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, after_completion, completed_at
 `
 
 type InsertSchedulesParams struct {
@@ -595,6 +607,7 @@ type InsertSchedulesParams struct {
 	Watermarks       []time.Time
 	PlanAts          []time.Time
 	PlanActions      []string
+	AfterCompletions []string
 }
 
 // A bulk create: every row in one statement; a name taken already inserts nothing (the
@@ -613,6 +626,7 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 		arg.Watermarks,
 		arg.PlanAts,
 		arg.PlanActions,
+		arg.AfterCompletions,
 	)
 	if err != nil {
 		return nil, err
@@ -649,6 +663,8 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.AfterCompletion,
+			&i.CompletedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1027,7 +1043,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, after_completion, completed_at FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -1072,6 +1088,8 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.AfterCompletion,
+			&i.CompletedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1084,7 +1102,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const listSchedulesByName = `-- name: ListSchedulesByName :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name = ANY($1::text[])
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, after_completion, completed_at FROM schedules WHERE name = ANY($1::text[])
 `
 
 func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
@@ -1124,6 +1142,8 @@ func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Sc
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.AfterCompletion,
+			&i.CompletedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1146,7 +1166,7 @@ func (q *Queries) LockReleases(ctx context.Context, lockKey int64) error {
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, after_completion, completed_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -1180,6 +1200,8 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
@@ -1198,7 +1220,7 @@ func (q *Queries) LockScheduleByName(ctx context.Context, name string) (int64, e
 const lockSchedulesWithLateFires = `-- name: LockSchedulesWithLateFires :many
 SELECT s.id FROM schedules s
 WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r
-               WHERE r.armed AND r.visible_at > $1::timestamptz AND r.visible_at <= $2::timestamptz
+               WHERE r.armed AND r.status <> 'SKIPPED' AND r.visible_at > $1::timestamptz AND r.visible_at <= $2::timestamptz
                  AND r.visible_at < $2::timestamptz - make_interval(secs => $3::float8 / 1000))
 ORDER BY s.id
 FOR NO KEY UPDATE OF s
@@ -1251,7 +1273,7 @@ WITH due AS (
     SELECT r.id, r.visible_at, COALESCE($1::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
            s.catchup_window_ms
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-    WHERE r.armed AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE($1::timestamptz, now())
+    WHERE r.armed AND r.status <> 'SKIPPED' AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE($1::timestamptz, now())
       AND r.schedule_id = ANY($2::bigint[])
 ), judged AS (
     SELECT due.id, due.released_at, f.fate, f.reason, f.fired_at
@@ -1533,7 +1555,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, after_completion, completed_at
 `
 
 type SetSchedulePausedParams struct {
@@ -1573,6 +1595,8 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
@@ -1589,19 +1613,21 @@ WITH due AS (
 ), settled AS (
     UPDATE schedule_runs r
     SET armed       = false,
-        fired_at    = CASE WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
+        fired_at    = CASE WHEN r.status = 'SKIPPED' THEN NULL WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
         finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
     FROM due
     WHERE r.id = due.id
     RETURNING r.id, r.schedule_id, r.scheduled_at, r.visible_at, r.trigger, r.status, r.release_next_run_at, due.released_at,
               r.workflow_id, r.trace_context
 ), per_schedule AS (
-    SELECT schedule_id, count(*) AS fired, max(scheduled_at) AS last_tick, max(released_at) AS last_fired_at,
+    SELECT schedule_id, count(*) FILTER (WHERE status <> 'SKIPPED') AS fired, count(*) FILTER (WHERE status = 'SKIPPED') AS skipped,
+           max(scheduled_at) AS last_tick, max(released_at) FILTER (WHERE status <> 'SKIPPED') AS last_fired_at,
            (array_agg(release_next_run_at ORDER BY scheduled_at DESC))[1] AS next_run_at
     FROM settled GROUP BY schedule_id
 ), counted AS (
     UPDATE schedules s
     SET fired_count  = s.fired_count + p.fired,
+        skipped_count = s.skipped_count + p.skipped,
         last_run_at  = COALESCE(GREATEST(s.last_run_at, p.last_fired_at), s.last_run_at, p.last_fired_at),
         next_run_at  = CASE WHEN s.next_run_at IS NOT NULL AND s.next_run_at <= p.last_tick THEN p.next_run_at ELSE s.next_run_at END,
         updated_at   = now()
@@ -1629,7 +1655,8 @@ type SettleReleasedFiresRow struct {
 // After a release, in batches: its runs are settled — armed cleared, fired_at the release's
 // time for an event fire (its target's tick for a workflow fire, which Temporal started
 // then), an event fire finished — and their schedules count them (fired, last_run_at) and
-// move next_run_at past them unless something moved it already.
+// move next_run_at past them unless something moved it already. A tick armed SKIPPED (a
+// calendar excludes it) never fired: it is counted skipped, finished at its release.
 func (q *Queries) SettleReleasedFires(ctx context.Context, maxRows int32) ([]SettleReleasedFiresRow, error) {
 	rows, err := q.db.Query(ctx, settleReleasedFires, maxRows)
 	if err != nil {
@@ -1728,9 +1755,10 @@ func (q *Queries) UpdateScheduleAfterFire(ctx context.Context, arg UpdateSchedul
 const updateScheduleDefinition = `-- name: UpdateScheduleDefinition :one
 UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
-    skip_if_successful = $5, version = version + 1, updated_at = now()
-WHERE name = $6 AND ($7::bigint = 0 OR version = $7::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+    skip_if_successful = $5, after_completion = $6,
+    completed_at = CASE WHEN spec = $1 THEN completed_at END, version = version + 1, updated_at = now()
+WHERE name = $7 AND ($8::bigint = 0 OR version = $8::bigint)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, after_completion, completed_at
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1739,12 +1767,14 @@ type UpdateScheduleDefinitionParams struct {
 	Overlap          domain.Overlap
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
+	AfterCompletion  string
 	Name             string
 	ExpectedVersion  int64
 }
 
 // Optimistic: the row changes only when its version is the one the caller read
-// (expected_version 0 skips the check).
+// (expected_version 0 skips the check). A completed schedule given another spec (a new
+// one-time at) is not completed any more.
 func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateScheduleDefinitionParams) (Schedule, error) {
 	row := q.db.QueryRow(ctx, updateScheduleDefinition,
 		arg.Spec,
@@ -1752,6 +1782,7 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		arg.Overlap,
 		arg.CatchupWindowMs,
 		arg.SkipIfSuccessful,
+		arg.AfterCompletion,
 		arg.Name,
 		arg.ExpectedVersion,
 	)
@@ -1784,6 +1815,8 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
