@@ -47,7 +47,7 @@ func decideCompletions(cs []store.CompletionCandidate, now time.Time) []store.Co
 			out = append(out, d)
 			continue
 		}
-		complete, next := s.Completion(now, scheduleplan.CompletionFacts{TickStatus: c.TickStatus, InFlight: c.InFlight})
+		complete, next := s.Completion(now, scheduleplan.CompletionFacts{TickStatus: c.TickStatus, InFlight: c.InFlight, Armed: c.Armed})
 		d.Complete, d.PlanAt, d.PlanAction = complete, next.At, next.Action
 		out = append(out, d)
 	}

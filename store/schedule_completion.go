@@ -16,9 +16,11 @@ import (
 type CompletionCandidate struct {
 	Schedule Schedule
 	// TickStatus is the outcome of its one-time tick ("" when never recorded, or not settled
-	// yet); InFlight whether a run of it runs or waits, or a fire is armed or unsettled.
+	// yet); InFlight whether a run of it runs or waits; Armed whether a fire of it is armed,
+	// or released and not yet settled.
 	TickStatus domain.RunStatus
 	InFlight   bool
+	Armed      bool
 }
 
 // CompletionDecision is what the completion step does with a candidate: Complete it (mark
@@ -57,7 +59,7 @@ func (s *Store) CompleteSchedules(ctx context.Context, now time.Time, max int, d
 		}
 		candidates := make([]CompletionCandidate, len(rows))
 		for i, r := range rows {
-			candidates[i] = CompletionCandidate{Schedule: r.Schedule, TickStatus: domain.RunStatus(r.TickStatus), InFlight: r.InFlight}
+			candidates[i] = CompletionCandidate{Schedule: r.Schedule, TickStatus: domain.RunStatus(r.TickStatus), InFlight: r.InFlight, Armed: r.Armed}
 		}
 		var complete []int64
 		var replan dbgen.ReplanSchedulesParams

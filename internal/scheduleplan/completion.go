@@ -13,8 +13,10 @@ import (
 // of it is in flight any more. Until then it looks again, sooner when the run that ends it
 // records its outcome (that statement brings the plan forward).
 
-// Completion bounds how often the completion step looks again at a schedule whose run is
-// still in flight (a quarter of the time since its fire, within these).
+// Completion bounds how often the completion step looks again at a schedule still in
+// flight: a second after it while its fire is armed or not yet settled (the release is at
+// most a second away); while its run runs, a quarter of the time since its fire, within
+// these (the record of the run's outcome brings the look forward anyway).
 const (
 	CompletionRetryMin = time.Second
 	CompletionRetryMax = time.Minute
@@ -32,11 +34,12 @@ func (s Schedule) oneTimeFireAt() time.Time {
 }
 
 // CompletionFacts are what the completion step reads of a schedule: the outcome of its
-// one-time tick ("" when never recorded, or not yet settled) and whether anything of it is
-// in flight (a run running or waiting, a fire armed or not yet settled).
+// one-time tick ("" when never recorded, or not yet settled), whether a run of it runs or
+// waits (InFlight), and whether a fire of it is armed or released but not yet settled.
 type CompletionFacts struct {
 	TickStatus domain.RunStatus
 	InFlight   bool
+	Armed      bool
 }
 
 // Completion is the completion step's decision at now: complete the schedule, or its plan
@@ -47,6 +50,8 @@ func (s Schedule) Completion(now time.Time, f CompletionFacts) (complete bool, n
 		return false, s.AtRest()
 	}
 	switch {
+	case f.Armed:
+		return false, plan(now.Add(CompletionRetryMin), Complete)
 	case f.InFlight:
 		wait := min(max(now.Sub(s.oneTimeFireAt())/4, CompletionRetryMin), CompletionRetryMax)
 		return false, plan(now.Add(wait), Complete)

@@ -6,14 +6,15 @@
 -- Schedules at rest whose completion is due for a look, earliest first, skipping any that
 -- another planner, a settling release or a command holds; with what the decision reads:
 -- the outcome of the one-time tick (its run, settled; NULL when never recorded) and whether
--- anything of the schedule is still in flight (a run running or waiting, a fire armed or
--- released but not yet settled).
+-- anything of the schedule is still in flight: a run running or waiting, or a fire armed
+-- or released but not yet settled.
 SELECT sqlc.embed(s),
        COALESCE((SELECT r.status FROM schedule_runs r
         WHERE r.schedule_id = s.id AND r.scheduled_at = (s.spec ->> 'at')::timestamptz AND r.trigger <> 'manual'
           AND r.retracted_at IS NULL AND NOT r.armed
         ORDER BY r.id LIMIT 1), '')::text AS tick_status,
-       EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND (r.status IN ('RUNNING', 'BUFFERED') OR r.armed)) AS in_flight
+       EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status IN ('RUNNING', 'BUFFERED')) AS in_flight,
+       EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.armed) AS armed
 FROM schedules s
 WHERE s.owner IS NULL AND s.plan_action = 'complete' AND s.plan_at <= @now::timestamptz
 ORDER BY s.plan_at
