@@ -15,9 +15,9 @@
 //     created one by one (-parallel at once): their creation rate;
 //   - one-time: -one-time one-time schedules (spec {at}, per-user reminders a day after the
 //     burst, each at a second of its own) through the same bulk API and -one-time-single
-//     through POST /schedules, in the same run: the bulk passes of both kinds alternate in
-//     halves so that neither creates into a table the other has grown alone;
-//     one_time_create_per_s against create_per_s.
+//     through POST /schedules, in the same run: the passes of both kinds alternate, a
+//     quarter of each in turn, so that neither creates into a table the other has grown
+//     alone; one_time_create_per_s against create_per_s.
 //
 // It starts its own PostgreSQL cluster and Temporal (make dev's shape and settings), prints a
 // Markdown table and ends with a `RESULT …` line.

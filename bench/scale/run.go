@@ -107,34 +107,43 @@ func run(ctx context.Context) (string, error) {
 	log.Printf("creating %d schedules (+%d one by one), all due at %s, and %d one-time schedules (+%d one by one) a day later",
 		*flagSchedules, *flagSingle, res.tick.Format(time.TimeOnly), *flagOneTime, *flagOneSingle)
 
-	// The cron and the one-time bulk passes alternate in halves: each kind creates into a
-	// table of the same size on average.
+	// The cron and the one-time passes alternate, a slice of each in turn (alternateRounds
+	// slices): each kind creates into a table of the same size on average, and neither
+	// gets the warm-up alone.
 	cron := func(int) map[string]any { return spec }
 	reminder := func(i int) map[string]any {
 		return map[string]any{"at": res.tick.Add(24*time.Hour + time.Duration(i)*time.Second).Format(time.RFC3339)}
 	}
-	for _, half := range [][2]int{{0, *flagSchedules / 2}, {*flagSchedules / 2, *flagSchedules}} {
-		took, err := bulkCreate(ctx, h, "s", cron, half[0], half[1])
+	slice := func(n, r int) (int, int) { return r * n / alternateRounds, (r + 1) * n / alternateRounds }
+	for r := range alternateRounds {
+		from, to := slice(*flagSchedules, r)
+		took, err := bulkCreate(ctx, h, "s", cron, from, to)
 		if err != nil {
 			return "", err
 		}
 		res.created += took
-		oneHalf := [2]int{half[0] * *flagOneTime / max(*flagSchedules, 1), half[1] * *flagOneTime / max(*flagSchedules, 1)}
-		if took, err = bulkCreate(ctx, h, "remind", reminder, oneHalf[0], oneHalf[1]); err != nil {
+		from, to = slice(*flagOneTime, r)
+		if took, err = bulkCreate(ctx, h, "remind", reminder, from, to); err != nil {
 			return "", err
 		}
 		res.oneTimeTook += took
 	}
-	res.oneTime = *flagOneTime
+	for r := range alternateRounds {
+		from, to := slice(*flagSingle, r)
+		took, err := singleCreate(ctx, h, "one", cron, from, to)
+		if err != nil {
+			return "", err
+		}
+		res.singleTook += took
+		from, to = slice(*flagOneSingle, r)
+		if took, err = singleCreate(ctx, h, "remind-one", reminder, from, to); err != nil {
+			return "", err
+		}
+		res.oneSingleTook += took
+	}
+	res.oneTime, res.oneSingle = *flagOneTime, *flagOneSingle
 	log.Printf("bulk: %d in %s (%.0f/s); one-time: %d in %s (%.0f/s)", *flagSchedules, res.created.Round(time.Millisecond), float64(*flagSchedules)/res.created.Seconds(),
 		res.oneTime, res.oneTimeTook.Round(time.Millisecond), float64(res.oneTime)/res.oneTimeTook.Seconds())
-	if res.singleTook, err = singleCreate(ctx, h, "one", cron, *flagSingle); err != nil {
-		return "", err
-	}
-	if res.oneSingleTook, err = singleCreate(ctx, h, "remind-one", reminder, *flagOneSingle); err != nil {
-		return "", err
-	}
-	res.oneSingle = *flagOneSingle
 	log.Printf("single: %d in %s (%.0f/s); one-time: %d in %s (%.0f/s)", *flagSingle, res.singleTook.Round(time.Millisecond), float64(*flagSingle)/res.singleTook.Seconds(),
 		res.oneSingle, res.oneSingleTook.Round(time.Millisecond), float64(res.oneSingle)/res.oneSingleTook.Seconds())
 	total := *flagSchedules + *flagSingle
@@ -318,10 +327,15 @@ func bulkCreate(ctx context.Context, h *httpClient, prefix string, spec func(i i
 	return time.Since(start), err
 }
 
-// singleCreate creates n schedules (named prefix-i, spec(i)) through POST /schedules, one a
-// request.
-func singleCreate(ctx context.Context, h *httpClient, prefix string, spec func(i int) map[string]any, n int) (time.Duration, error) {
+// alternateRounds is how many slices of each kind the cron and one-time creations
+// alternate in.
+const alternateRounds = 4
+
+// singleCreate creates schedules from to n-1 (named prefix-i, spec(i)) through POST
+// /schedules, one a request.
+func singleCreate(ctx context.Context, h *httpClient, prefix string, spec func(i int) map[string]any, from0, n int) (time.Duration, error) {
 	var next atomic.Int64
+	next.Store(int64(from0))
 	start := time.Now()
 	err := parallel(*flagParallel, func() error {
 		for {
