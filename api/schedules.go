@@ -64,6 +64,9 @@ type CreateScheduleRequest struct {
 	// AfterCompletion, for a one-time schedule (spec.at): "keep" (default) or "delete" it
 	// once its run has ended (schedules_one_time.go).
 	AfterCompletion string `json:"after_completion,omitempty"`
+	// storedAt, for an update, is the schedule's at as stored: given again unchanged, it is
+	// not judged against the clock (the update changes something else).
+	storedAt *time.Time
 }
 
 // ScheduleView is a schedule as the API answers it.
@@ -667,7 +670,8 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		return s.setScheduleMetrics(c, row, expected, *req.Metrics)
 	}
 	cur := scheduleView(row)
-	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies, AfterCompletion: cur.AfterCompletion})
+	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies, AfterCompletion: cur.AfterCompletion,
+		storedAt: cur.Spec.At})
 	if req.Spec != nil && req.Spec.At == nil && req.AfterCompletion == nil {
 		create.AfterCompletion = "" // a spec that is not one-time any more does not complete
 	}

@@ -16,7 +16,8 @@ import (
 // catch-up window, and never refused for less than domain.OnTimeTolerance, so a client whose
 // clock is a little behind is not refused — and the schedule then fires at once, late, as
 // any tick processed late does. An older at is refused: it would fire long after its time,
-// which a user creating a reminder did not mean. (A tick never fires before its at.)
+// which a user creating a reminder did not mean. (A tick never fires before its at.) An
+// update that gives the stored at again changes something else: its at is not judged.
 func (req *CreateScheduleRequest) validateOneTime(spec *schedulespec.Compiled, pol SchedulePolicies, now time.Time) error {
 	switch req.AfterCompletion {
 	case "", store.AfterCompletionKeep, store.AfterCompletionDelete:
@@ -30,6 +31,9 @@ func (req *CreateScheduleRequest) validateOneTime(spec *schedulespec.Compiled, p
 		return nil
 	}
 	window := max(time.Duration(pol.CatchupWindow), domain.OnTimeTolerance)
+	if req.storedAt != nil && req.storedAt.Equal(*spec.Spec.At) {
+		return nil
+	}
 	if at := *spec.Spec.At; at.Before(now.Add(-window)) {
 		return BadRequest("spec.at", "%s is %s in the past: a one-time schedule fires at once only when its at is at most "+
 			"%s old (the catch-up window, at least %s); give a time to come, or a wider policies.catchup_window",

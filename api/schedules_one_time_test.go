@@ -101,6 +101,9 @@ func TestOneTimeSchedulesThroughTheAPI(t *testing.T) {
 	require.NotNil(t, page.Items[0].CompletedAt)
 	st.JSON(t, http.MethodGet, "/api/v1/schedules?state=active", nil, http.StatusOK, &page)
 	require.Len(t, page.Items, 1)
+	// An update of something else leaves its at alone, however old it is now.
+	st.JSON(t, http.MethodPatch, "/api/v1/schedules/within-window", map[string]any{"policies": map[string]any{"catchup_window": "0s"}},
+		http.StatusOK, nil)
 	wantProblem(t, st, http.MethodGet, "/api/v1/schedules?state=done", nil, http.StatusBadRequest, "state")
 }
 

@@ -133,11 +133,12 @@ func (q *Queries) LockSchedulesToComplete(ctx context.Context, arg LockSchedules
 }
 
 const markSchedulesCompleted = `-- name: MarkSchedulesCompleted :exec
-UPDATE schedules SET completed_at = now(), plan_at = NULL, plan_action = NULL, next_run_at = NULL, updated_at = now()
+UPDATE schedules SET completed_at = COALESCE(completed_at, now()), plan_at = NULL, plan_action = NULL, next_run_at = NULL, updated_at = now()
 WHERE id = ANY($1::bigint[])
 `
 
-// The schedules given are completed: nothing left to fire or to wait for.
+// The schedules given are completed: nothing left to fire or to wait for (one completed
+// before, woken by a command since, keeps when it was).
 func (q *Queries) MarkSchedulesCompleted(ctx context.Context, ids []int64) error {
 	_, err := q.db.Exec(ctx, markSchedulesCompleted, ids)
 	return err

@@ -22,8 +22,9 @@ LIMIT @max_rows
 FOR NO KEY UPDATE OF s SKIP LOCKED;
 
 -- name: MarkSchedulesCompleted :exec
--- The schedules given are completed: nothing left to fire or to wait for.
-UPDATE schedules SET completed_at = now(), plan_at = NULL, plan_action = NULL, next_run_at = NULL, updated_at = now()
+-- The schedules given are completed: nothing left to fire or to wait for (one completed
+-- before, woken by a command since, keeps when it was).
+UPDATE schedules SET completed_at = COALESCE(completed_at, now()), plan_at = NULL, plan_action = NULL, next_run_at = NULL, updated_at = now()
 WHERE id = ANY(@ids::bigint[]);
 
 -- name: DeleteCompletedSchedules :many
