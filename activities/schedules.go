@@ -108,6 +108,10 @@ type TickRecord struct {
 	WorkflowID     string
 	Event          *domain.Event
 	NextRunAt      *time.Time
+	// ExcludeCalendars are the calendars the schedule's spec excludes: a fire (or a wait in
+	// the buffer) of a scheduled, catch-up or backfill tick one of them excludes is recorded
+	// SKIPPED with the reason naming it instead (nil in histories from before calendars).
+	ExcludeCalendars []string `json:",omitempty"`
 }
 
 // RunRecord is the recorded run.
@@ -135,6 +139,7 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (rec 
 	fire := store.Fire{
 		ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt, FiredAt: r.FiredAt, Trigger: r.Trigger, Status: r.Status,
 		Reason: r.Reason, IdempotencyKey: r.IdempotencyKey, WorkflowID: r.WorkflowID, Event: r.Event, NextRunAt: r.NextRunAt,
+		Exclusion: exclusion(r.ExcludeCalendars),
 	}
 	storeCtx := ctx
 	if a.Tracer != nil {
@@ -155,7 +160,7 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (rec 
 		return RunRecord{}, gone(err, r.ScheduleID)
 	}
 	if created {
-		observeTick(r.Status, r.Trigger, r.ScheduledAt, r.FiredAt)
+		observeTick(run.Status, r.Trigger, r.ScheduledAt, r.FiredAt)
 	}
 	rec = RunRecord{
 		ID: run.ID, Status: run.Status, ScheduledAt: run.ScheduledAt.UTC(), WorkflowID: run.WorkflowID, Created: created,
@@ -173,6 +178,8 @@ type MissedTicks struct {
 	Ticks      []time.Time
 	Reason     string
 	NextRunAt  *time.Time
+	// ExcludeCalendars: a tick one of them excludes is recorded SKIPPED naming it, not MISSED.
+	ExcludeCalendars []string `json:",omitempty"`
 }
 
 // MissedResult is what RecordMissed did: how many ticks it recorded MISSED, and the ticks
@@ -187,7 +194,7 @@ type MissedResult struct {
 
 // RecordMissed records every missed tick, in one transaction (idempotently, like RecordTick).
 func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (MissedResult, error) {
-	n, running, err := a.Store.RecordMissed(ctx, m.ScheduleID, m.Ticks, m.Reason, m.NextRunAt)
+	n, running, err := a.Store.RecordMissed(ctx, m.ScheduleID, m.Ticks, m.Reason, m.NextRunAt, exclusion(m.ExcludeCalendars))
 	if err != nil {
 		return MissedResult{}, gone(err, m.ScheduleID)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/scheduleplan"
+	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/store"
 )
@@ -50,6 +51,10 @@ type RoundResult struct {
 	Woken   int // workflows woken
 	Rested  int // rests completed
 	Adopted int // schedules taken over from an owner that ended without resting, or from the release before
+	// Completed are one-time schedules marked completed, Deleted those deleted after their
+	// completion (after_completion "delete").
+	Completed int
+	Deleted   int
 }
 
 // PlannerRun is the input of the planner activity.
@@ -113,14 +118,19 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 		return res, err
 	}
 	res.Adopted += abandoned
+	completed, err := a.completeSchedules(ctx, now)
+	if err != nil {
+		return res, err
+	}
+	res.Completed, res.Deleted = completed.Completed, len(completed.Deleted)
 	for {
 		var wakes []store.Schedule
 		var plans map[int64]scheduleplan.Schedule
 		var retries map[int64]*domain.Retry
 		traced := &roundTrace{tracer: a.Tracer, ctx: ctx}
-		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]bool) []store.SchedulePlan {
+		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]bool, cals []store.Calendar) []store.SchedulePlan {
 			var out []store.SchedulePlan
-			out, wakes, plans = decidePlans(rows, inFlight, now)
+			out, wakes, plans = decidePlans(rows, inFlight, cals, now)
 			retries = retriesOf(rows)
 			traced.arm(out, namesOf(rows))
 			return out
@@ -160,16 +170,24 @@ func namesOf(rows []store.Schedule) map[int64]string {
 }
 
 // decidePlans is a round's decision for the schedules it locked: pure, inside the round's
-// transaction. It answers their plans, the schedules to wake, and each one's plan view.
-func decidePlans(rows []store.Schedule, inFlight map[int64]bool, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
+// transaction. It answers their plans, the schedules to wake, and each one's plan view. cals
+// are the calendars they exclude, as the round read them: a tick one excludes is armed as
+// the SKIPPED tick it is.
+func decidePlans(rows []store.Schedule, inFlight map[int64]bool, cals []store.Calendar, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
 	plans := make([]store.SchedulePlan, 0, len(rows))
 	views := make(map[int64]scheduleplan.Schedule, len(rows))
 	var wakes []store.Schedule
+	calendars := compileEach(cals)
 	for _, row := range rows {
 		p := store.SchedulePlan{ScheduleID: row.ID}
 		s, err := PlanOf(row)
-		if err != nil {
-			// A row whose definition does not decode is its workflow's to report: wake it.
+		var missing []string
+		if err == nil {
+			s.Calendars, missing = schedulespec.Pick(calendars, s.Spec.Spec.ExcludeCalendars)
+		}
+		if err != nil || len(missing) > 0 {
+			// A row whose definition does not decode is its workflow's to report, and so is a
+			// calendar it excludes that cannot be read: wake it.
 			retry := now.Add(time.Minute)
 			p.PlanAt, p.PlanAction = &retry, scheduleplan.Wake
 			wakes = append(wakes, row)
@@ -191,7 +209,10 @@ func decidePlans(rows []store.Schedule, inFlight map[int64]bool, now time.Time) 
 		for _, f := range fires {
 			pf := store.PlannedFire{Tick: f.Tick, VisibleAt: f.FireAt, ReleaseNext: f.ReleaseNext,
 				Event: domain.FireEvent(row.Name, s.Action, f.Tick, domain.TriggerScheduled, f.FireAt)}
-			if s.Action.StartsWorkflow() {
+			if f.ExcludedBy != "" {
+				// The SKIPPED tick it is: no event, nothing to start.
+				pf.SkipReason, pf.Event = schedulespec.ExclusionReason(f.ExcludedBy), domain.Event{}
+			} else if s.Action.StartsWorkflow() {
 				pf.WorkflowID = domain.RunWorkflowID(row.Name, domain.TickKey(row.ID, f.Tick))
 			}
 			p.Fires = append(p.Fires, pf)
@@ -219,7 +240,7 @@ func decidePlans(rows []store.Schedule, inFlight map[int64]bool, now time.Time) 
 func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []store.ArmedFire, plans map[int64]scheduleplan.Schedule, retries map[int64]*domain.Retry) {
 	var starts []func()
 	for _, f := range armed {
-		if f.WorkflowID == "" {
+		if f.WorkflowID == "" || f.Status == domain.RunSkipped {
 			continue
 		}
 		s, ok := plans[f.ScheduleID]

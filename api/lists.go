@@ -87,7 +87,7 @@ var (
 		domain.RunTerminated, domain.RunSkipped, domain.RunMissed}
 	runTriggers      = []domain.Trigger{domain.TriggerScheduled, domain.TriggerCatchup, domain.TriggerManual, domain.TriggerBackfill}
 	rolloutStatuses  = []domain.RolloutStatus{domain.RolloutRunning, domain.RolloutPaused, domain.RolloutDone, domain.RolloutFailed, domain.RolloutCanceled}
-	scheduleStates   = []string{"active", "paused"}
+	scheduleStates   = []string{"active", "paused", "completed"}
 	maxNameFilterLen = 128
 )
 

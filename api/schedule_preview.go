@@ -8,6 +8,7 @@ import (
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
+	"github.com/tickgate/tickgate/store"
 )
 
 // POST /schedules/preview: the create form's live check. It validates a schedule as
@@ -43,7 +44,15 @@ func (s *Server) previewSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The fire times leave out the ticks the calendars exclude (recorded SKIPPED, not fired).
+	cals, missing, err := s.calendarsNamed(c.Request().Context(), spec.Spec.ExcludeCalendars)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return unknownCalendars(&store.UnknownCalendarsError{Names: missing}, "spec.exclude_calendars")
+	}
 	return c.JSON(http.StatusOK, PreviewView{
-		Spec: spec.Spec, Policies: pol, Action: req.Action, Retry: req.Retry, Description: spec.Describe(), NextFireTimes: spec.NextN(now, previewFires),
+		Spec: spec.Spec, Policies: pol, Action: req.Action, Retry: req.Retry, Description: spec.Describe(), NextFireTimes: spec.NextNOutside(now, previewFires, cals),
 	})
 }

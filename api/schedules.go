@@ -65,6 +65,12 @@ type CreateScheduleRequest struct {
 	Note   string        `json:"note,omitempty"`
 	// Metrics asks for Prometheus series of the schedule's own (docs/console.md#prometheus).
 	Metrics bool `json:"metrics,omitempty"`
+	// AfterCompletion, for a one-time schedule (spec.at): "keep" (default) or "delete" it
+	// once its run has ended (schedules_one_time.go).
+	AfterCompletion string `json:"after_completion,omitempty"`
+	// storedAt, for an update, is the schedule's at as stored: given again unchanged, it is
+	// not judged against the clock (the update changes something else).
+	storedAt *time.Time
 }
 
 // ScheduleView is a schedule as the API answers it.
@@ -76,6 +82,12 @@ type ScheduleView struct {
 	Retry    *domain.Retry     `json:"retry,omitempty"`
 	Paused   bool              `json:"paused"`
 	Note     string            `json:"note"`
+	// State is "active", "paused" or "completed" (a one-time schedule whose run has ended).
+	State string `json:"state"`
+	// AfterCompletion and CompletedAt, of a one-time schedule: what happens once its run has
+	// ended, and when it was completed.
+	AfterCompletion string     `json:"after_completion,omitempty"`
+	CompletedAt     *time.Time `json:"completed_at,omitempty"`
 	// Metrics: the schedule has Prometheus series of its own (docs/console.md#prometheus).
 	Metrics   bool       `json:"metrics"`
 	Version   int64      `json:"version"`
@@ -199,6 +211,9 @@ func (req *CreateScheduleRequest) validate(now time.Time, rule outbound.Rule) (*
 			return nil, pol, BadRequest("policies.catchup_window", "must not be negative")
 		}
 	}
+	if err := req.validateOneTime(spec, pol, now); err != nil {
+		return nil, pol, err
+	}
 	return spec, pol, nil
 }
 
@@ -231,9 +246,12 @@ func (s *Server) createSchedule(c echo.Context) error {
 	newRow := NewScheduleRow(req, spec, pol, now)
 	var row store.Schedule
 	if req.Metrics {
-		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries)
+		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries, spec.Spec.ExcludeCalendars...)
 	} else {
-		row, err = s.Store.CreateSchedule(ctx, newRow)
+		row, err = s.Store.CreateSchedule(ctx, newRow, spec.Spec.ExcludeCalendars...)
+	}
+	if p := unknownCalendars(err, "spec.exclude_calendars"); p != nil {
+		return p
 	}
 	if errors.Is(err, store.ErrConflict) {
 		return Conflict("name", "a schedule named %q already exists", req.Name)
@@ -258,14 +276,15 @@ func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol 
 	if req.Retry != nil {
 		retryJSON, _ = json.Marshal(req.Retry)
 	}
+	watermark := countFrom(spec, now)
 	plan := scheduleplan.Schedule{
 		Name: req.Name, Spec: spec, Action: req.Action, Overlap: pol.Overlap, SkipIfSuccessful: pol.SkipIfSuccessful,
-		Paused: req.Paused, Watermark: now,
+		Paused: req.Paused, Watermark: watermark,
 	}
 	row := store.NewSchedule{
 		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
-		Paused: req.Paused, PauseNote: req.Note, Watermark: &now, Retry: retryJSON,
+		Paused: req.Paused, PauseNote: req.Note, Watermark: &watermark, Retry: retryJSON, AfterCompletion: afterCompletion(req, spec),
 	}
 	if req.Action.Kind == domain.ActionHTTP {
 		row.SigningSecret = newSigningSecret()
@@ -288,12 +307,16 @@ func scheduleView(row store.Schedule) ScheduleView {
 			SkipIfSuccessful: row.SkipIfSuccessful,
 		},
 		WorkflowID: workflows.ScheduleWorkflowID(row.Name),
+		State:      scheduleState(row),
 	}
 	_ = json.Unmarshal(row.Spec, &v.Spec)
 	_ = json.Unmarshal(row.Action, &v.Action)
 	if len(row.Retry) > 0 {
 		v.Retry = new(domain.Retry)
 		_ = json.Unmarshal(row.Retry, v.Retry)
+	}
+	if v.Spec.At != nil {
+		v.AfterCompletion, v.CompletedAt = row.AfterCompletion, utcPtr(row.CompletedAt)
 	}
 	return v
 }
@@ -330,7 +353,7 @@ func (s *Server) listSchedules(c echo.Context) error {
 		return err
 	}
 	if len(states) > 1 {
-		return BadRequest("state", "give one state (active or paused), not %d", len(states))
+		return BadRequest("state", "give one state (active, paused or completed), not %d", len(states))
 	}
 	f := store.ScheduleFilter{NamePart: c.QueryParam("name")}
 	if len(states) == 1 {
@@ -403,11 +426,15 @@ func (s *Server) getSchedule(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := scheduleView(row)
 	v.Counters = &ScheduleCounter{Fired: row.FiredCount, Skipped: row.SkippedCount, Missed: row.MissedCount}
-	if !row.Paused {
+	if !row.Paused && row.CompletedAt == nil {
 		var stored schedulespec.Spec
 		if err := json.Unmarshal(row.Spec, &stored); err == nil {
 			if spec, err := schedulespec.Normalize(stored, row.CreatedAt); err == nil {
-				v.NextFireTimes = upcomingFires(spec, row.NextRunAt, s.Now().UTC(), 10)
+				cals, err := s.calendarsOf(ctx, spec)
+				if err != nil {
+					return err
+				}
+				v.NextFireTimes = upcomingFires(spec, cals, row.NextRunAt, s.Now().UTC(), 10)
 			}
 		}
 	}
@@ -462,14 +489,17 @@ func (s *Server) getSchedule(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// upcomingFires lists the next n fires: from the workflow's next planned fire (next_run_at,
-// which may be due already or moved by a reschedule — the spec's ticks follow it again),
-// else from now.
-func upcomingFires(spec *schedulespec.Compiled, next *time.Time, now time.Time, n int) []time.Time {
+// upcomingFires lists the next n fires, leaving out the ticks the schedule's calendars
+// exclude: from the workflow's next planned fire (next_run_at, which may be due already or
+// moved by a reschedule — the spec's ticks follow it again), else from now.
+func upcomingFires(spec *schedulespec.Compiled, cals schedulespec.Calendars, next *time.Time, now time.Time, n int) []time.Time {
 	if next == nil {
-		return spec.NextN(now, n)
+		return spec.NextNOutside(now, n, cals)
 	}
-	fires := spec.NextN(next.Add(-time.Nanosecond), n)
+	fires := spec.NextNOutside(next.Add(-time.Nanosecond), n, cals)
+	if cals.ExcludedBy(*next) != "" {
+		return fires // the next tick is one a calendar excludes: it is recorded SKIPPED, not fired
+	}
 	if len(fires) == 0 || !fires[0].Equal(*next) {
 		// A rescheduled fire off the spec's grid is a fire of its own.
 		fires = append([]time.Time{next.UTC()}, fires...)
@@ -635,9 +665,10 @@ type UpdateScheduleRequest struct {
 	Policies *SchedulePolicies  `json:"policies,omitempty"`
 	// Retry replaces the retry policy; null removes it. Absent, it stays — unless the
 	// action's kind changes, which resets it to the new kind's (an http action's defaults).
-	Retry   OptionalRetry `json:"retry"`
-	Metrics *bool         `json:"metrics,omitempty"`
-	Version int64         `json:"version,omitempty"`
+	Retry           OptionalRetry `json:"retry"`
+	AfterCompletion *string       `json:"after_completion,omitempty"`
+	Metrics         *bool         `json:"metrics,omitempty"`
+	Version         int64         `json:"version,omitempty"`
 }
 
 // applyTo is the stored definition cur with what the update carries replaced.
@@ -657,6 +688,9 @@ func (req UpdateScheduleRequest) applyTo(cur CreateScheduleRequest) CreateSchedu
 		cur.Retry = req.Retry.Retry
 	case req.Action != nil && req.Action.Kind != kindBefore:
 		cur.Retry = nil
+	}
+	if req.AfterCompletion != nil {
+		cur.AfterCompletion = *req.AfterCompletion
 	}
 	return cur
 }
@@ -684,11 +718,15 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		}
 		expected = v
 	}
-	if req.Spec == nil && req.Action == nil && req.Policies == nil && !req.Retry.Set && req.Metrics != nil {
+	if req.Spec == nil && req.Action == nil && req.Policies == nil && !req.Retry.Set && req.AfterCompletion == nil && req.Metrics != nil {
 		return s.setScheduleMetrics(c, row, expected, *req.Metrics)
 	}
 	cur := scheduleView(row)
-	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies, Retry: cur.Retry})
+	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies, Retry: cur.Retry,
+		AfterCompletion: cur.AfterCompletion, storedAt: cur.Spec.At})
+	if req.Spec != nil && req.Spec.At == nil && req.AfterCompletion == nil {
+		create.AfterCompletion = "" // a spec that is not one-time any more does not complete
+	}
 	spec, pol, err := create.validate(s.Now().UTC(), s.HTTPAllow)
 	if err != nil {
 		return err
@@ -719,7 +757,11 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
 		Retry: retryJSON, SigningSecret: secret,
+		AfterCompletion: afterCompletion(create, spec), Calendars: spec.Spec.ExcludeCalendars,
 	})
+	if p := unknownCalendars(err, "spec.exclude_calendars"); p != nil {
+		return p
+	}
 	if errors.Is(err, store.ErrStale) {
 		return NewProblem(http.StatusPreconditionFailed, "version", "the schedule changed since version %d; read it again and retry", expected)
 	}

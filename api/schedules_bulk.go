@@ -72,7 +72,8 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 		index[item.Name] = i
 		rows[i] = NewScheduleRow(*item, spec, pol, now)
 	}
-	res, err := s.Store.CreateSchedules(c.Request().Context(), rows, func(existing store.Schedule) error {
+	calendars, namedBy := calendarsNamed(req.Items)
+	res, err := s.Store.CreateSchedules(c.Request().Context(), rows, calendars, func(existing store.Schedule) error {
 		i := index[existing.Name]
 		if !sameDefinition(existing, rows[i], req.Items[i].Spec.StartAt != nil) {
 			return Conflict(fmt.Sprintf("items[%d].name", i), "a schedule named %q exists with another definition", existing.Name)
@@ -80,6 +81,10 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 		return nil
 	})
 	if err != nil {
+		var unknown *store.UnknownCalendarsError
+		if errors.As(err, &unknown) {
+			return unknownCalendars(err, fmt.Sprintf("items[%d].spec.exclude_calendars", namedBy[unknown.Names[0]]))
+		}
 		var p *Problem
 		if errors.As(err, &p) {
 			return p
@@ -112,7 +117,23 @@ func sameDefinition(existing store.Schedule, asked store.NewSchedule, startGiven
 	}
 	return jsonEqual(spec, askedSpec) && jsonEqual(existing.Action, asked.Action) &&
 		existing.Overlap == asked.Overlap && existing.CatchupWindowMs == asked.CatchupWindowMs &&
-		existing.SkipIfSuccessful == asked.SkipIfSuccessful && jsonEqual(existing.Retry, asked.Retry)
+		existing.SkipIfSuccessful == asked.SkipIfSuccessful && jsonEqual(existing.Retry, asked.Retry) &&
+		existing.AfterCompletion == asked.AfterCompletion
+}
+
+// calendarsNamed are the calendars the items' specs exclude, and the first item naming each.
+func calendarsNamed(items []CreateScheduleRequest) ([]string, map[string]int) {
+	var names []string
+	first := map[string]int{}
+	for i, it := range items {
+		for _, n := range it.Spec.ExcludeCalendars {
+			if _, seen := first[n]; !seen {
+				first[n] = i
+				names = append(names, n)
+			}
+		}
+	}
+	return names, first
 }
 
 // withoutKey is a JSON object without one of its keys (the document itself if it is none).

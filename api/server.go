@@ -101,6 +101,7 @@ func New(s *Server) *echo.Echo {
 
 	g := e.Group("/api/v1")
 	s.registerSchedules(g)
+	s.registerCalendars(g)
 	s.registerStats(g)
 	s.registerEvents(g)
 	s.registerRollouts(g)

@@ -82,9 +82,10 @@ type ScheduleStatsView struct {
 
 // ScheduleStates counts the schedules by state.
 type ScheduleStates struct {
-	Total  int64 `json:"total"`
-	Active int64 `json:"active"`
-	Paused int64 `json:"paused"`
+	Total     int64 `json:"total"`
+	Active    int64 `json:"active"`
+	Paused    int64 `json:"paused"`
+	Completed int64 `json:"completed"`
 }
 
 // RolloutsInFlight counts the rollouts with a task still active and shows the newest.
@@ -193,11 +194,11 @@ func (s *Server) overviewStats(c echo.Context) error {
 		return err
 	}
 	v := OverviewView{RunStatsView: runs, Rollouts: RolloutsInFlight{Items: []RolloutView{}}}
-	total, paused, err := s.Store.ScheduleStates(ctx)
+	total, paused, completed, err := s.Store.ScheduleStates(ctx)
 	if err != nil {
 		return err
 	}
-	v.Schedules = ScheduleStates{Total: total, Active: total - paused, Paused: paused}
+	v.Schedules = ScheduleStates{Total: total, Active: total - paused - completed, Paused: paused, Completed: completed}
 	n, rollouts, err := s.Store.RolloutsInFlight(ctx, overviewRollouts)
 	if err != nil {
 		return err

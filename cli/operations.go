@@ -12,10 +12,11 @@ import (
 )
 
 var (
-	scheduleCols = []col{{"NAME", "name"}, {"PAUSED", "paused"}, {"NEXT RUN", "next_run_at"}, {"LAST RUN", "last_run_at"},
+	scheduleCols = []col{{"NAME", "name"}, {"STATE", "state"}, {"PAUSED", "paused"}, {"NEXT RUN", "next_run_at"}, {"LAST RUN", "last_run_at"},
 		{"BUFFERED", "waiting.buffered"}, {"BACKFILL", "waiting.backfill"}, {"VERSION", "version"}}
-	scheduleRec = []col{{"name", "name"}, {"paused", "paused"}, {"note", "note"}, {"spec", "spec"}, {"action", "action.kind"},
-		{"overlap", "policies.overlap"}, {"next_run_at", "next_run_at"}, {"last_run_at", "last_run_at"}, {"version", "version"},
+	scheduleRec = []col{{"name", "name"}, {"state", "state"}, {"paused", "paused"}, {"note", "note"}, {"spec", "spec"}, {"action", "action.kind"},
+		{"overlap", "policies.overlap"}, {"after_completion", "after_completion"}, {"completed_at", "completed_at"},
+		{"next_run_at", "next_run_at"}, {"last_run_at", "last_run_at"}, {"version", "version"},
 		{"counters", "counters"}, {"waiting", "waiting"}, {"workflow_id", "workflow_id"}}
 	runCols = []col{{"ID", "id"}, {"SCHEDULED", "scheduled_at"}, {"FIRED", "fired_at"}, {"TRIGGER", "trigger"}, {"STATUS", "status"}, {"REASON", "reason"}, {"ATTEMPTS", "attempts.#"}, {"ERROR", "error"}}
 	// createdRec is a schedule as a create or an update answers it: an http action's new
@@ -72,18 +73,39 @@ func listOp(usage, path string, cols []col) op {
 }
 
 var operations = map[string]map[string]op{
+	"calendar": calendarOps,
 	"schedule": {
-		"list":   listOp("[--limit N] [--all]", "/api/v1/schedules", scheduleCols),
+		"list": {usage: "[--state active|paused|completed] [--name TEXT] [--limit N] [--all]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+			l := addListFlags(fs)
+			state := fs.String("state", "", "only schedules in this state: active, paused or completed")
+			name := fs.String("name", "", "only names holding this text")
+			return func(c *cmd) error {
+				if err := c.want(0, "no arguments"); err != nil {
+					return err
+				}
+				q := url.Values{}
+				if *state != "" {
+					q.Set("state", *state)
+				}
+				if *name != "" {
+					q.Set("name", *name)
+				}
+				return c.list("/api/v1/schedules", q, l, scheduleCols)
+			}
+		}},
 		"get":    simple("NAME", 1, "GET", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) }, scheduleRec),
 		"delete": simple("NAME", 1, "DELETE", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) }, scheduleRec),
 		"resume": simple("NAME", 1, "POST", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) + "/resume" }, scheduleRec),
-		"create": {usage: "NAME (--cron EXPR [--timezone TZ] | --interval DUR) (--topic T --type Y [--data JSON] | --workflow-type W --task-queue Q | --url URL [--method M] [--header K=V]… [--body JSON] [--http-timeout DUR]) [--max-attempts N] [--max-age DUR] [--initial-backoff DUR] [--max-backoff DUR] [--overlap P] [--catchup-window DUR] [--paused] | -f FILE",
+		"create": {usage: "NAME (--cron EXPR [--timezone TZ] | --interval DUR | --at RFC3339 [--after-completion keep|delete]) [--exclude-calendars C,…] (--topic T --type Y [--data JSON] | --workflow-type W --task-queue Q | --url URL [--method M] [--header K=V]… [--body JSON] [--http-timeout DUR]) [--max-attempts N] [--max-age DUR] [--initial-backoff DUR] [--max-backoff DUR] [--overlap P] [--catchup-window DUR] [--paused] | -f FILE",
 			flags: func(fs *flag.FlagSet) func(c *cmd) error {
 				file := fs.String("f", "", "request body from a JSON file (- for stdin)")
 				text := fs.String("json", "", "request body as JSON text")
 				cron := fs.String("cron", "", "cron expression")
 				tz := fs.String("timezone", "", "IANA time zone of the cron expression")
 				interval := fs.String("interval", "", "interval (Go duration, e.g. 90s)")
+				at := fs.String("at", "", "a one-time schedule: its one fire (RFC 3339)")
+				after := fs.String("after-completion", "", "a one-time schedule, once its run ended: keep (default) or delete")
+				exclude := fs.String("exclude-calendars", "", "calendars whose days and ranges the schedule skips (comma-separated)")
 				topic := fs.String("topic", "", "event action: topic")
 				typ := fs.String("type", "", "event action: type")
 				data := fs.String("data", "", "event action: data (JSON)")
@@ -112,6 +134,12 @@ var operations = map[string]map[string]op{
 						if *tz != "" {
 							spec["timezone"] = *tz
 						}
+						if *at != "" {
+							spec["at"] = *at
+						}
+						if *exclude != "" {
+							spec["exclude_calendars"] = strings.Split(*exclude, ",")
+						}
 						action := map[string]any{"kind": "event", "topic": *topic, "type": *typ}
 						httpAction, err := hooks.action()
 						if err != nil {
@@ -127,6 +155,9 @@ var operations = map[string]map[string]op{
 							action["data"] = d
 						}
 						req := map[string]any{"name": c.args[0], "spec": spec, "action": action, "paused": *paused}
+						if *after != "" {
+							req["after_completion"] = *after
+						}
 						pol := map[string]any{}
 						if *overlap != "" {
 							pol["overlap"] = *overlap
@@ -174,7 +205,7 @@ var operations = map[string]map[string]op{
 				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/trigger", body, runCols)
 			}
 		}},
-		"update": {usage: "NAME (-f FILE | --json TEXT)   ({spec?, action?, policies?, retry?, version?}) [--version N]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+		"update": {usage: "NAME (-f FILE | --json TEXT)   ({spec?, action?, policies?, retry?, after_completion?, version?}) [--version N]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			file := fs.String("f", "", "request body from a JSON file (- for stdin)")
 			text := fs.String("json", "", "request body as JSON text")
 			version := fs.Int64("version", 0, "expected version (sent as If-Match semantics in the body)")

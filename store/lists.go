@@ -10,8 +10,9 @@ import (
 
 // The console's filtered lists (store/queries/lists.sql).
 
-// ScheduleFilter narrows GET /schedules: State is "" (any), "active" or "paused"; NamePart
-// keeps names holding it (case-insensitive).
+// ScheduleFilter narrows GET /schedules: State is "" (any), "active", "paused" or
+// "completed" (active and paused are the schedules not completed); NamePart keeps names
+// holding it (case-insensitive).
 type ScheduleFilter struct {
 	State    string
 	NamePart string
@@ -21,9 +22,12 @@ type ScheduleFilter struct {
 func (s *Store) ListSchedulesFiltered(ctx context.Context, f ScheduleFilter, afterName string, limit int) ([]Schedule, error) {
 	var rows []Schedule
 	var err error
-	if f.State == "" {
+	switch f.State {
+	case "":
 		rows, err = s.Q.ListSchedulesMatching(ctx, dbgen.ListSchedulesMatchingParams{AfterName: afterName, NamePart: f.NamePart, MaxRows: int32(limit)})
-	} else {
+	case "completed":
+		rows, err = s.Q.ListCompletedSchedules(ctx, dbgen.ListCompletedSchedulesParams{AfterName: afterName, NamePart: f.NamePart, MaxRows: int32(limit)})
+	default:
 		rows, err = s.Q.ListSchedulesInState(ctx, dbgen.ListSchedulesInStateParams{
 			Paused: f.State == "paused", AfterName: afterName, NamePart: f.NamePart, MaxRows: int32(limit),
 		})
@@ -40,9 +44,9 @@ type RunFilter struct {
 	Triggers []string
 }
 
-func orEmpty(vs []string) []string {
+func orEmpty[T any](vs []T) []T {
 	if vs == nil {
-		return []string{}
+		return []T{}
 	}
 	return vs
 }

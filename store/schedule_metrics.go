@@ -18,9 +18,15 @@ var ErrMetricsFull = errors.New("the number of schedules with series of their ow
 
 // CreateScheduleWithMetrics inserts a schedule that has series of its own, in one
 // transaction with the opt-in: at the cap (maxSchedules) nothing is created (ErrMetricsFull).
-func (s *Store) CreateScheduleWithMetrics(ctx context.Context, p NewSchedule, maxSchedules int) (Schedule, error) {
+func (s *Store) CreateScheduleWithMetrics(ctx context.Context, p NewSchedule, maxSchedules int, calendars ...string) (Schedule, error) {
 	var row Schedule
+	if p.AfterCompletion == "" {
+		p.AfterCompletion = AfterCompletionKeep
+	}
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if err := requireCalendars(ctx, q, calendars); err != nil {
+			return err
+		}
 		var err error
 		if row, err = q.InsertSchedule(ctx, p); err != nil {
 			return fmt.Errorf("insert schedule %q: %w", p.Name, mapErr(err))

@@ -204,6 +204,9 @@ type PlannedFire struct {
 	// TraceContext is the fire's trace (W3C traceparent; empty with tracing off), written
 	// on its run for its release to join.
 	TraceContext string
+	// SkipReason, for a tick a calendar excludes, arms the SKIPPED row it is (no event, no
+	// workflow), shown at its release with the reason.
+	SkipReason string
 }
 
 // SchedulePlan is what a planner round does with one schedule it locked: the fires it
@@ -227,15 +230,19 @@ type ArmedFire struct {
 	WorkflowID string
 	// TraceContext is the fire's trace (empty with tracing off).
 	TraceContext string
+	// Status is SUCCEEDED for an event fire, RUNNING for a workflow fire, SKIPPED for a tick a
+	// calendar excludes (each as it shows at its release).
+	Status domain.RunStatus
 }
 
 // PlanRound runs one planner round at now: it locks up to max schedules at rest due for a
 // look (skipping those another planner, a releaser or a command holds), asks plan what to
-// do with them, telling it which have a run in flight or a tick waiting — plan computes, it
-// does no I/O — and commits the fires it arms and every
+// do with them, telling it which have a run in flight or a tick waiting and giving it the
+// calendars they exclude (read FOR SHARE: an edit of one waits for the round, or the round
+// for the edit) — plan computes, it does no I/O — and commits the fires it arms and every
 // schedule's new plan in one transaction. It returns how many schedules it looked at and the
 // fires it created (a tick recorded before creates none, S1).
-func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]bool) []SchedulePlan) (looked int, armed []ArmedFire, err error) {
+func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]bool, cals []Calendar) []SchedulePlan) (looked int, armed []ArmedFire, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		rows, err := q.LockSchedulesToPlan(ctx, dbgen.LockSchedulesToPlanParams{Now: now, MaxRows: int32(max)})
 		if err != nil {
@@ -257,7 +264,11 @@ func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func
 		for _, id := range busy {
 			inFlight[id] = true
 		}
-		plans := plan(rows, inFlight)
+		cals, err := q.LockCalendarsOfSchedules(ctx, ids)
+		if err != nil {
+			return fmt.Errorf("calendars of the schedules to plan: %w", mapErr(err))
+		}
+		plans := plan(rows, inFlight, cals)
 		var fires dbgen.ArmPlannedFiresParams
 		names := make(map[int64]string, len(rows))
 		for _, r := range rows {
@@ -281,6 +292,7 @@ func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func
 				fires.AggregateIds = append(fires.AggregateIds, names[p.ScheduleID])
 				fires.Data = append(fires.Data, data)
 				fires.TraceContexts = append(fires.TraceContexts, f.TraceContext)
+				fires.SkipReasons = append(fires.SkipReasons, f.SkipReason)
 			}
 			upd.Ids = append(upd.Ids, p.ScheduleID)
 			upd.Watermarks = append(upd.Watermarks, zeroIfNil(p.Watermark))
@@ -299,7 +311,7 @@ func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func
 			}
 			for _, c := range created {
 				armed = append(armed, ArmedFire{RunID: c.ID, ScheduleID: c.ScheduleID, Tick: c.ScheduledAt.UTC(), VisibleAt: c.VisibleAt.UTC(),
-					WorkflowID: c.WorkflowID, TraceContext: c.TraceContext})
+					WorkflowID: c.WorkflowID, TraceContext: c.TraceContext, Status: domain.RunStatus(c.Status)})
 			}
 		}
 		if err := q.SetSchedulePlans(ctx, upd); err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,14 +22,40 @@ type ScheduleRun = dbgen.ScheduleRun
 // NewSchedule is what CreateSchedule inserts.
 type NewSchedule = dbgen.InsertScheduleParams
 
-// CreateSchedule inserts a schedule; a taken name is ErrConflict.
-func (s *Store) CreateSchedule(ctx context.Context, p NewSchedule) (Schedule, error) {
-	row, err := s.Q.InsertSchedule(ctx, p)
+// CreateSchedule inserts a schedule; a taken name is ErrConflict. calendars are the
+// calendars its spec excludes: each must exist (an *UnknownCalendarsError otherwise), and
+// is read FOR SHARE in the insert's transaction so that none is deleted meanwhile.
+func (s *Store) CreateSchedule(ctx context.Context, p NewSchedule, calendars ...string) (Schedule, error) {
+	if p.AfterCompletion == "" {
+		p.AfterCompletion = AfterCompletionKeep
+	}
+	if len(calendars) == 0 {
+		row, err := s.Q.InsertSchedule(ctx, p)
+		if err != nil {
+			return Schedule{}, fmt.Errorf("insert schedule %q: %w", p.Name, mapErr(err))
+		}
+		return row, nil
+	}
+	var row Schedule
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if err := requireCalendars(ctx, q, calendars); err != nil {
+			return err
+		}
+		var err error
+		row, err = q.InsertSchedule(ctx, p)
+		return mapErr(err)
+	})
 	if err != nil {
-		return Schedule{}, fmt.Errorf("insert schedule %q: %w", p.Name, mapErr(err))
+		return Schedule{}, fmt.Errorf("insert schedule %q: %w", p.Name, err)
 	}
 	return row, nil
 }
+
+// What a one-time schedule does once its run has ended (schedules.after_completion).
+const (
+	AfterCompletionKeep   = "keep"   // it stays, completed
+	AfterCompletionDelete = "delete" // it is deleted, with its runs
+)
 
 // GetSchedule reads a schedule by name.
 func (s *Store) GetSchedule(ctx context.Context, name string) (Schedule, error) {
@@ -208,6 +235,11 @@ type Fire struct {
 	// TraceContext is the fire's span context (a W3C traceparent; "" with tracing off, and
 	// the column stays NULL): the release and a workflow action's start join its trace.
 	TraceContext string
+	// Exclusion, for a tick of the schedule's timing or a backfill whose spec excludes
+	// calendars, judges the tick against them in this transaction: a fire (or a wait in the
+	// buffer) of a tick one of them excludes is recorded SKIPPED with its reason instead. A
+	// calendar edit racing the record either commits first and is obeyed, or waits for it.
+	Exclusion *Exclusion
 }
 
 // RecordFire commits a tick in one transaction: the schedule_runs row, its event and outbox
@@ -221,6 +253,9 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 		sched, err := q.LockScheduleByID(ctx, f.ScheduleID)
 		if err != nil {
 			return fmt.Errorf("lock schedule %d: %w", f.ScheduleID, mapErr(err))
+		}
+		if err := f.judgeExclusion(ctx, q); err != nil {
+			return err
 		}
 		params := dbgen.InsertScheduleRunParams{
 			ScheduleID: f.ScheduleID, ScheduledAt: f.ScheduledAt.UTC(), Trigger: f.Trigger,
@@ -296,24 +331,56 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 	return run, created, err
 }
 
+// judgeExclusion turns a fire (or a wait in the buffer) of a periodic or backfill tick
+// that one of the schedule's calendars excludes into the SKIPPED tick it is.
+func (f *Fire) judgeExclusion(ctx context.Context, q *dbgen.Queries) error {
+	if f.Exclusion == nil || f.Trigger == domain.TriggerManual ||
+		(f.Status != domain.RunSucceeded && f.Status != domain.RunRunning && f.Status != domain.RunBuffered) {
+		return nil
+	}
+	excluded, err := f.Exclusion.judge(ctx, q)
+	if err != nil || excluded == nil {
+		return err
+	}
+	if reason := excluded(f.ScheduledAt); reason != "" {
+		f.Status, f.Reason, f.WorkflowID, f.Event, f.VisibleAt = domain.RunSkipped, reason, "", nil, nil
+	}
+	return nil
+}
+
 // RecordMissed records ticks that fell outside the catch-up window as MISSED, one row each,
-// in one transaction with the schedule's counters and next_run_at. Ticks recorded before are
-// left as they are; it returns how many rows it created. A deleted schedule is ErrNotFound.
-func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time.Time, reason string, next *time.Time) (created int, running []ScheduleRun, err error) {
+// in one transaction with the schedule's counters and next_run_at — but a tick one of the
+// schedule's calendars excludes (ex, nil: none) is recorded SKIPPED with that reason: it
+// would not have fired anyway. Ticks recorded before are left as they are; it returns how
+// many rows it created. A deleted schedule is ErrNotFound.
+func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time.Time, reason string, next *time.Time, ex *Exclusion) (created int, running []ScheduleRun, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		created, running = 0, nil
 		if _, err := q.LockScheduleByID(ctx, scheduleID); err != nil {
 			return fmt.Errorf("lock schedule %d: %w", scheduleID, mapErr(err))
 		}
+		excluded, err := ex.judge(ctx, q)
+		if err != nil {
+			return err
+		}
 		now := time.Now().UTC()
+		var skipped int64
 		for _, tick := range ticks {
-			run, isNew, err := insertRunOnce(ctx, q, dbgen.InsertScheduleRunParams{
+			p := dbgen.InsertScheduleRunParams{
 				ScheduleID: scheduleID, ScheduledAt: tick.UTC(), Trigger: domain.TriggerScheduled, Status: domain.RunMissed,
 				Reason: reason, IdempotencyKey: domain.TickKey(scheduleID, tick), FinishedAt: &now,
-			})
+			}
+			if excluded != nil {
+				if why := excluded(tick); why != "" {
+					p.Status, p.Reason = domain.RunSkipped, why
+				}
+			}
+			run, isNew, err := insertRunOnce(ctx, q, p)
 			switch {
 			case err != nil:
 				return err
+			case isNew && p.Status == domain.RunSkipped:
+				skipped++
 			case isNew:
 				created++
 			case run.Status == domain.RunRunning: // recorded before by a fire whose answer was lost
@@ -321,7 +388,7 @@ func (s *Store) RecordMissed(ctx context.Context, scheduleID int64, ticks []time
 			}
 		}
 		if err := q.UpdateScheduleAfterFire(ctx, dbgen.UpdateScheduleAfterFireParams{
-			ID: scheduleID, NextRunAt: next, Missed: int64(created),
+			ID: scheduleID, NextRunAt: next, Missed: int64(created), Skipped: skipped,
 		}); err != nil {
 			return fmt.Errorf("update schedule %d after missed ticks: %w", scheduleID, mapErr(err))
 		}
@@ -436,7 +503,10 @@ type ScheduleChange struct {
 	Retry json.RawMessage
 	// SigningSecret, when set, replaces the schedule's signing secret in the same
 	// transaction (a schedule that becomes an http one gets its first).
-	SigningSecret string
+	SigningSecret   string
+	AfterCompletion string // "" keeps AfterCompletionKeep
+	// Calendars are the calendars the new spec excludes: each must exist (see CreateSchedule).
+	Calendars []string
 }
 
 // UpdateSchedule replaces a schedule's definition if its version still is the expected
@@ -447,11 +517,17 @@ type ScheduleChange struct {
 // lose a tick.
 func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule, error) {
 	var row Schedule
+	if c.AfterCompletion == "" {
+		c.AfterCompletion = AfterCompletionKeep
+	}
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if err := requireCalendars(ctx, q, c.Calendars); err != nil {
+			return err
+		}
 		var err error
 		row, err = q.UpdateScheduleDefinition(ctx, dbgen.UpdateScheduleDefinitionParams{
 			Name: c.Name, ExpectedVersion: c.ExpectedVersion, Spec: c.Spec, Action: c.Action, Overlap: c.Overlap,
-			CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful, Retry: c.Retry,
+			CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful, Retry: c.Retry, AfterCompletion: c.AfterCompletion,
 		})
 		if err != nil || c.SigningSecret == "" {
 			return err
@@ -460,6 +536,10 @@ func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule,
 	})
 	if err == nil {
 		return row, nil
+	}
+	var unknown *UnknownCalendarsError
+	if errors.As(err, &unknown) {
+		return Schedule{}, unknown
 	}
 	if mapErr(err) != ErrNotFound {
 		return Schedule{}, fmt.Errorf("update schedule %q: %w", c.Name, mapErr(err))

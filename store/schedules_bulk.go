@@ -19,8 +19,9 @@ type BulkCreated struct {
 // CreateSchedules inserts many schedules in one statement; a name taken already inserts
 // nothing and its row is answered in Existing. When keep says an existing row is not the
 // one asked for, nothing at all is inserted (the transaction rolls back) and keep's error is
-// returned.
-func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, keep func(existing Schedule) error) (BulkCreated, error) {
+// returned. calendars are the calendars their specs exclude: each must exist (an
+// *UnknownCalendarsError otherwise, and nothing is inserted).
+func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, calendars []string, keep func(existing Schedule) error) (BulkCreated, error) {
 	out := BulkCreated{Existing: map[string]Schedule{}}
 	var p dbgen.InsertSchedulesParams
 	for _, r := range rows {
@@ -42,8 +43,16 @@ func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, keep fu
 		p.PlanActions = append(p.PlanActions, action)
 		p.SigningSecrets = append(p.SigningSecrets, r.SigningSecret)
 		p.Retries = append(p.Retries, string(r.Retry))
+		after := r.AfterCompletion
+		if after == "" {
+			after = AfterCompletionKeep
+		}
+		p.AfterCompletions = append(p.AfterCompletions, after)
 	}
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if err := requireCalendars(ctx, q, calendars); err != nil {
+			return err
+		}
 		created, err := q.InsertSchedules(ctx, p)
 		if err != nil {
 			return fmt.Errorf("insert %d schedules: %w", len(rows), mapErr(err))

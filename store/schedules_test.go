@@ -261,10 +261,10 @@ func TestRecordMissedWritesEachTickOnceInOneTransaction(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ticks := []time.Time{base, base.Add(time.Minute), base.Add(2 * time.Minute)}
 	next := base.Add(3 * time.Minute)
-	n, _, err := st.RecordMissed(ctx, s.ID, ticks, "outage", &next)
+	n, _, err := st.RecordMissed(ctx, s.ID, ticks, "outage", &next, nil)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	n, _, err = st.RecordMissed(ctx, s.ID, append(ticks, next), "outage", &next)
+	n, _, err = st.RecordMissed(ctx, s.ID, append(ticks, next), "outage", &next, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "ticks recorded before are not recorded again")
 	got, err := st.GetSchedule(ctx, "missed")

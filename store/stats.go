@@ -42,13 +42,14 @@ func (s *Store) RunStats(ctx context.Context, w RunWindow) (total RunBucket, buc
 	return total, buckets, nil
 }
 
-// ScheduleStates counts schedules: all of them and the paused ones.
-func (s *Store) ScheduleStates(ctx context.Context) (total, paused int64, err error) {
+// ScheduleStates counts schedules: all of them, the paused ones and the completed ones
+// (one-time schedules whose run ended; a completed schedule counts as completed only).
+func (s *Store) ScheduleStates(ctx context.Context) (total, paused, completed int64, err error) {
 	r, err := s.Q.ScheduleStateCounts(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("count schedules: %w", mapErr(err))
+		return 0, 0, 0, fmt.Errorf("count schedules: %w", mapErr(err))
 	}
-	return r.Total, r.Paused, nil
+	return r.Total, r.Paused, r.Completed, nil
 }
 
 // RolloutsInFlight answers how many rollouts have a task still active and the newest

@@ -65,6 +65,7 @@ type scheduleWorkflow struct {
 // timer until the next tick, records every fire through one Postgres transaction, and
 // answers pause / resume / trigger / refresh from the API and other services.
 func ScheduleWorkflow(ctx workflow.Context, in ScheduleInput) error {
+	pinChanges(ctx, ScheduleWorkflowType)
 	w := &scheduleWorkflow{in: in, mirror: workflow.NewMutex(ctx)}
 	if in.Carry != nil {
 		w.carry = *in.Carry
@@ -503,9 +504,7 @@ func (w *scheduleWorkflow) reloadIfAsked(ctx workflow.Context) error {
 		return err
 	}
 	if !specsEqual(oldSpec, w.spec.Spec) {
-		if now := workflow.Now(ctx); now.After(w.carry.Watermark) {
-			w.carry.Watermark = now
-		}
+		w.carry.Watermark = w.watermarkForNewSpec(ctx)
 		w.carry.Rescheduled = nil
 	}
 	return nil

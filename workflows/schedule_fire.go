@@ -135,7 +135,7 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 	next := w.nextAfterWatermark()
 	var res activities.MissedResult
 	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
-		ScheduleID: w.def.ID, Ticks: *missed, Reason: reason, NextRunAt: next,
+		ScheduleID: w.def.ID, Ticks: *missed, Reason: reason, NextRunAt: next, ExcludeCalendars: w.calendars(ctx),
 	}).Get(ctx, &res)
 	*missed = nil
 	if err != nil {
@@ -168,6 +168,11 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 	}
 	if overlap == "" {
 		overlap = w.def.Overlap
+	}
+	if reason, err := w.excludedBy(ctx, tick, trigger); err != nil {
+		return TriggerResult{}, err
+	} else if reason != "" {
+		return w.record(ctx, tick, trigger, key, domain.RunSkipped, reason, "")
 	}
 	if w.def.SkipIfSuccessful && !w.carry.LastSuccessAt.IsZero() && skipIfSuccessfulApplies(trigger) {
 		prev := w.previousTick(ctx, tick)
@@ -295,6 +300,9 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
 		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,
 	}
+	if trigger != domain.TriggerManual {
+		rec.ExcludeCalendars = w.calendars(ctx)
+	}
 	// The same transaction moves next_run_at past a scheduled tick, and its answer tells the
 	// loop which tick that is (see plannedTick).
 	plans := (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && !w.carry.Paused
@@ -351,14 +359,16 @@ func (w *scheduleWorkflow) eventFor(tick time.Time, trigger domain.Trigger, fire
 func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, input json.RawMessage) (TriggerResult, error) {
 	if !w.def.Action.StartsWorkflow() {
 		res, err := w.record(ctx, tick, trigger, key, domain.RunSucceeded, "", "")
-		if err == nil && !res.existed {
+		if err == nil && !res.existed && res.Status == domain.RunSucceeded {
 			w.succeeded(tick)
 		}
 		return res, err
 	}
 	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", domain.RunWorkflowID(w.def.Name, key), input)
-	if err != nil || res.existed {
-		return res, err // recorded before: started and watched then, or adopted by record now
+	if err != nil || res.existed || res.Status != domain.RunRunning {
+		// Recorded before: started and watched then, or adopted by record now. Or recorded
+		// SKIPPED: a calendar edited since the workflow asked excludes the tick.
+		return res, err
 	}
 	if status := w.launch(ctx, res.RunID, res.workflowID, tick, input, nil); status != "" {
 		return TriggerResult{RunID: res.RunID, Status: status, ScheduledAt: tick}, nil

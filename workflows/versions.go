@@ -37,6 +37,16 @@ var Changes = []Change{
 		ID: rolloutWavesChange, Max: 1, Workflows: []string{RolloutWorkflowType},
 		What: "before it, a rollout had one wave: its claims took no wave step, it armed no bake timer and ran no health checks",
 	},
+	{
+		ID: scheduleCalendarsChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, a schedule's workflow did not ask whether a calendar excludes a tick before deciding it " +
+			"(no ExcludedBy local activity), nor passed its calendars to the records of its ticks",
+	},
+	{
+		ID: scheduleOneTimeReloadChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, a schedule whose spec an update changed counted its ticks from the reload, even a " +
+			"one-time spec whose at the update set a moment before",
+	},
 }
 
 // pinChanges records, at the start of a run of workflowType, the version of every change

@@ -12,7 +12,12 @@
 //     visible to a consumer of /events (track_commit_timestamp), p50 / p99 / max; MISSED
 //     and early fires are counted, and the CPU per fire of each process;
 //   - native: as many native Temporal Schedules of the same spec as -native-budget allows,
-//     created one by one (-parallel at once): their creation rate.
+//     created one by one (-parallel at once): their creation rate;
+//   - one-time: -one-time one-time schedules (spec {at}, per-user reminders a day after the
+//     burst, each at a second of its own) through the same bulk API and -one-time-single
+//     through POST /schedules, in the same run: the passes of both kinds alternate, a
+//     quarter of each in turn, so that neither creates into a table the other has grown
+//     alone; one_time_create_per_s against create_per_s.
 //
 // It starts its own PostgreSQL cluster and Temporal (make dev's shape and settings), prints a
 // Markdown table and ends with a `RESULT …` line.
@@ -35,6 +40,8 @@ var (
 	flagBulk         = flag.Int("bulk", 1000, "schedules per bulk create request (at most 1,000)")
 	flagParallel     = flag.Int("parallel", 4, "create requests in flight at once")
 	flagSingle       = flag.Int("single", 2000, "schedules created one request each, after the bulk ones")
+	flagOneTime      = flag.Int("one-time", -1, "one-time schedules (spec.at) created through the bulk API beside the cron ones (-1: as many as -schedules)")
+	flagOneSingle    = flag.Int("one-time-single", -1, "one-time schedules created one request each (-1: as many as -single)")
 	flagIdle         = flag.Duration("idle", 30*time.Second, "idle window measured after creation")
 	flagNativeBudget = flag.Duration("native-budget", time.Minute, "time given to creating native Temporal Schedules (0: none)")
 	flagDrain        = flag.Duration("drain-timeout", 5*time.Minute, "how long after the tick its fires may still become visible")
@@ -45,6 +52,12 @@ func main() {
 	flag.Parse()
 	if *flagMillion {
 		*flagSchedules = 1000000
+	}
+	if *flagOneTime < 0 {
+		*flagOneTime = *flagSchedules
+	}
+	if *flagOneSingle < 0 {
+		*flagOneSingle = *flagSingle
 	}
 	if *flagBulk < 1 || *flagBulk > 1000 || *flagParallel < 1 || *flagSchedules < 1 {
 		fmt.Fprintln(os.Stderr, "bench-scale: -bulk 1..1000, -parallel ≥ 1, -schedules ≥ 1")

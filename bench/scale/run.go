@@ -43,6 +43,10 @@ type result struct {
 	burstCPU            benchstack.CPUSnapshot
 	nativeCreated       int
 	nativeTook          time.Duration
+	// one-time schedules: created through the bulk API (oneTime in oneTimeTook) and one a
+	// request (oneSingle in oneSingleTook)
+	oneTime, oneSingle         int
+	oneTimeTook, oneSingleTook time.Duration
 }
 
 func run(ctx context.Context) (string, error) {
@@ -97,19 +101,51 @@ func run(ctx context.Context) (string, error) {
 	}
 	// The tick every schedule shares: a daily cron at a minute well after the creation (at
 	// -rate-estimate a second), the idle window and the planner's arming lead.
-	estimate := time.Duration(float64(*flagSchedules+*flagSingle)/float64(*flagRateEstimate)*float64(time.Second)) + *flagIdle + scheduleplan.ArmLead + 2*time.Minute
+	estimate := time.Duration(float64(*flagSchedules+*flagSingle+*flagOneTime+*flagOneSingle)/float64(*flagRateEstimate)*float64(time.Second)) + *flagIdle + scheduleplan.ArmLead + 2*time.Minute
 	res.tick = time.Now().UTC().Add(estimate).Truncate(time.Minute).Add(time.Minute)
 	spec := map[string]any{"cron": fmt.Sprintf("%d %d * * *", res.tick.Minute(), res.tick.Hour())}
-	log.Printf("creating %d schedules (+%d one by one), all due at %s", *flagSchedules, *flagSingle, res.tick.Format(time.TimeOnly))
+	log.Printf("creating %d schedules (+%d one by one), all due at %s, and %d one-time schedules (+%d one by one) a day later",
+		*flagSchedules, *flagSingle, res.tick.Format(time.TimeOnly), *flagOneTime, *flagOneSingle)
 
-	if res.created, err = bulkCreate(ctx, h, spec, *flagSchedules); err != nil {
-		return "", err
+	// The cron and the one-time passes alternate, a slice of each in turn (alternateRounds
+	// slices): each kind creates into a table of the same size on average, and neither
+	// gets the warm-up alone.
+	cron := func(int) map[string]any { return spec }
+	reminder := func(i int) map[string]any {
+		return map[string]any{"at": res.tick.Add(24*time.Hour + time.Duration(i)*time.Second).Format(time.RFC3339)}
 	}
-	log.Printf("bulk: %d in %s (%.0f/s)", *flagSchedules, res.created.Round(time.Millisecond), float64(*flagSchedules)/res.created.Seconds())
-	if res.singleTook, err = singleCreate(ctx, h, spec, *flagSingle); err != nil {
-		return "", err
+	slice := func(n, r int) (int, int) { return r * n / alternateRounds, (r + 1) * n / alternateRounds }
+	for r := range alternateRounds {
+		from, to := slice(*flagSchedules, r)
+		took, err := bulkCreate(ctx, h, "s", cron, from, to)
+		if err != nil {
+			return "", err
+		}
+		res.created += took
+		from, to = slice(*flagOneTime, r)
+		if took, err = bulkCreate(ctx, h, "remind", reminder, from, to); err != nil {
+			return "", err
+		}
+		res.oneTimeTook += took
 	}
-	log.Printf("single: %d in %s (%.0f/s)", *flagSingle, res.singleTook.Round(time.Millisecond), float64(*flagSingle)/res.singleTook.Seconds())
+	for r := range alternateRounds {
+		from, to := slice(*flagSingle, r)
+		took, err := singleCreate(ctx, h, "one", cron, from, to)
+		if err != nil {
+			return "", err
+		}
+		res.singleTook += took
+		from, to = slice(*flagOneSingle, r)
+		if took, err = singleCreate(ctx, h, "remind-one", reminder, from, to); err != nil {
+			return "", err
+		}
+		res.oneSingleTook += took
+	}
+	res.oneTime, res.oneSingle = *flagOneTime, *flagOneSingle
+	log.Printf("bulk: %d in %s (%.0f/s); one-time: %d in %s (%.0f/s)", *flagSchedules, res.created.Round(time.Millisecond), float64(*flagSchedules)/res.created.Seconds(),
+		res.oneTime, res.oneTimeTook.Round(time.Millisecond), float64(res.oneTime)/res.oneTimeTook.Seconds())
+	log.Printf("single: %d in %s (%.0f/s); one-time: %d in %s (%.0f/s)", *flagSingle, res.singleTook.Round(time.Millisecond), float64(*flagSingle)/res.singleTook.Seconds(),
+		res.oneSingle, res.oneSingleTook.Round(time.Millisecond), float64(res.oneSingle)/res.oneSingleTook.Seconds())
 	total := *flagSchedules + *flagSingle
 	res.schedules = total
 
@@ -132,12 +168,12 @@ func run(ctx context.Context) (string, error) {
 	if err := st.Pool.QueryRow(ctx, "SELECT pg_total_relation_size('schedules')").Scan(&pgBytes); err != nil {
 		return "", err
 	}
-	res.bytesPG = float64(pgBytes) / float64(total)
+	res.bytesPG = float64(pgBytes) / float64(total+res.oneTime+res.oneSingle)
 	tempAfter, err := stack.Temporal.StorageBytes(ctx)
 	if err != nil {
 		return "", err
 	}
-	res.bytesTemp = float64(tempAfter-tempBefore) / float64(total)
+	res.bytesTemp = float64(tempAfter-tempBefore) / float64(total+res.oneTime+res.oneSingle)
 	open, err := openScheduleWorkflows(ctx, tc)
 	if err != nil {
 		return "", err
@@ -267,9 +303,11 @@ func truncate(s string, n int) string {
 
 var event = map[string]any{"kind": "event", "topic": "scale", "type": "tick"}
 
-// bulkCreate creates n schedules through POST /schedules/bulk, -parallel requests at once.
-func bulkCreate(ctx context.Context, h *httpClient, spec map[string]any, n int) (time.Duration, error) {
+// bulkCreate creates schedules from to n-1 (named prefix-i, spec(i)) through POST
+// /schedules/bulk, -parallel requests at once.
+func bulkCreate(ctx context.Context, h *httpClient, prefix string, spec func(i int) map[string]any, from0, n int) (time.Duration, error) {
 	var next atomic.Int64
+	next.Store(int64(from0))
 	start := time.Now()
 	err := parallel(*flagParallel, func() error {
 		for {
@@ -279,7 +317,7 @@ func bulkCreate(ctx context.Context, h *httpClient, spec map[string]any, n int) 
 			}
 			items := make([]any, 0, *flagBulk)
 			for i := from; i < min(from+*flagBulk, n); i++ {
-				items = append(items, map[string]any{"name": fmt.Sprintf("s-%07d", i), "spec": spec, "action": event})
+				items = append(items, map[string]any{"name": fmt.Sprintf("%s-%07d", prefix, i), "spec": spec(i), "action": event})
 			}
 			if err := h.post(ctx, "/api/v1/schedules/bulk", map[string]any{"items": items}, http.StatusCreated, http.StatusOK); err != nil {
 				return err
@@ -289,9 +327,15 @@ func bulkCreate(ctx context.Context, h *httpClient, spec map[string]any, n int) 
 	return time.Since(start), err
 }
 
-// singleCreate creates n schedules through POST /schedules, one a request.
-func singleCreate(ctx context.Context, h *httpClient, spec map[string]any, n int) (time.Duration, error) {
+// alternateRounds is how many slices of each kind the cron and one-time creations
+// alternate in.
+const alternateRounds = 4
+
+// singleCreate creates schedules from to n-1 (named prefix-i, spec(i)) through POST
+// /schedules, one a request.
+func singleCreate(ctx context.Context, h *httpClient, prefix string, spec func(i int) map[string]any, from0, n int) (time.Duration, error) {
 	var next atomic.Int64
+	next.Store(int64(from0))
 	start := time.Now()
 	err := parallel(*flagParallel, func() error {
 		for {
@@ -299,7 +343,7 @@ func singleCreate(ctx context.Context, h *httpClient, spec map[string]any, n int
 			if i >= n {
 				return nil
 			}
-			body := map[string]any{"name": fmt.Sprintf("one-%06d", i), "spec": spec, "action": event}
+			body := map[string]any{"name": fmt.Sprintf("%s-%06d", prefix, i), "spec": spec(i), "action": event}
 			if err := h.post(ctx, "/api/v1/schedules", body, http.StatusCreated); err != nil {
 				return err
 			}
@@ -376,6 +420,12 @@ func report(r result) string {
 	fmt.Fprintf(&b, "| what | figure |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| schedules created through the bulk API (%d a request, %d at once) | %d in %s: **%.0f/s** |\n", *flagBulk, *flagParallel, bulk, r.created.Round(time.Millisecond), perS(bulk, r.created))
 	fmt.Fprintf(&b, "| schedules created through POST /schedules (%d at once) | %d in %s: **%.0f/s** |\n", *flagParallel, r.single, r.singleTook.Round(time.Millisecond), perS(r.single, r.singleTook))
+	if r.oneTime > 0 {
+		fmt.Fprintf(&b, "| one-time schedules (spec.at) created through the bulk API, beside the cron ones | %d in %s: **%.0f/s** |\n", r.oneTime, r.oneTimeTook.Round(time.Millisecond), perS(r.oneTime, r.oneTimeTook))
+	}
+	if r.oneSingle > 0 {
+		fmt.Fprintf(&b, "| one-time schedules created through POST /schedules | %d in %s: **%.0f/s** |\n", r.oneSingle, r.oneSingleTook.Round(time.Millisecond), perS(r.oneSingle, r.oneSingleTook))
+	}
 	fmt.Fprintf(&b, "| idle CPU over %s (tickgate / PostgreSQL / Temporal) | %.2f%% / %.2f%% / %.2f%% |\n", r.idleWindow,
 		pct(r.idle.Worker, r.idleWindow), pct(r.idle.Postgres, r.idleWindow), pct(r.idle.Temporal, r.idleWindow))
 	fmt.Fprintf(&b, "| bytes per schedule, PostgreSQL (row + indexes) / Temporal | %.0f / %.0f |\n", r.bytesPG, r.bytesTemp)
@@ -391,8 +441,15 @@ func report(r result) string {
 		native = perS(r.nativeCreated, r.nativeTook)
 		fmt.Fprintf(&b, "| native Temporal Schedules created (%d at once, for %s) | %d: **%.0f/s** |\n", *flagParallel, *flagNativeBudget, r.nativeCreated, native)
 	}
-	fmt.Fprintf(&b, "\nRESULT create_per_s=%.0f single_create_per_s=%.0f idle_cpu_pct=%.2f idle_cpu_pct_pg=%.2f idle_cpu_pct_temporal=%.2f bytes_per_schedule_pg=%.0f bytes_per_schedule_temporal=%.0f burst_schedules=%d p50_lateness_ms=%.0f p99_lateness_ms=%.0f max_lateness_ms=%.0f missed=%d early=%d native_create_per_s=%.0f\n",
-		perS(bulk, r.created), perS(r.single, r.singleTook), pct(r.idle.Worker, r.idleWindow), pct(r.idle.Postgres, r.idleWindow), pct(r.idle.Temporal, r.idleWindow),
+	oneTime, oneSingle := 0.0, 0.0
+	if r.oneTime > 0 {
+		oneTime = perS(r.oneTime, r.oneTimeTook)
+	}
+	if r.oneSingle > 0 {
+		oneSingle = perS(r.oneSingle, r.oneSingleTook)
+	}
+	fmt.Fprintf(&b, "\nRESULT create_per_s=%.0f single_create_per_s=%.0f one_time_create_per_s=%.0f one_time_single_create_per_s=%.0f idle_cpu_pct=%.2f idle_cpu_pct_pg=%.2f idle_cpu_pct_temporal=%.2f bytes_per_schedule_pg=%.0f bytes_per_schedule_temporal=%.0f burst_schedules=%d p50_lateness_ms=%.0f p99_lateness_ms=%.0f max_lateness_ms=%.0f missed=%d early=%d native_create_per_s=%.0f\n",
+		perS(bulk, r.created), perS(r.single, r.singleTook), oneTime, oneSingle, pct(r.idle.Worker, r.idleWindow), pct(r.idle.Postgres, r.idleWindow), pct(r.idle.Temporal, r.idleWindow),
 		r.bytesPG, r.bytesTemp, r.schedules, r.p50, r.p99, r.max, r.missed, r.early, native)
 	return b.String()
 }

@@ -40,6 +40,9 @@ const (
 const (
 	Arm  = "arm"
 	Wake = "wake"
+	// Complete: a one-time schedule with no tick left is completed once its runs have ended
+	// (completion.go).
+	Complete = "complete"
 )
 
 // Schedule is what the decisions read of a schedule.
@@ -58,6 +61,9 @@ type Schedule struct {
 	Backfilling bool
 	// InFlight: a run of the schedule is in flight, or a tick waits under its overlap policy.
 	InFlight bool
+	// Calendars are the calendars the spec excludes, as they stand (the planner reads them
+	// when it arms: Arm marks the ticks they exclude).
+	Calendars schedulespec.Calendars
 }
 
 // Plan is when the planner looks at a schedule at rest next, and what it does then.
@@ -71,6 +77,9 @@ type Plan struct {
 type Fire struct {
 	Tick, FireAt time.Time
 	ReleaseNext  *time.Time
+	// ExcludedBy names the calendar that excludes the tick ("" when none does): the fire is
+	// armed as the SKIPPED tick it is (schedulespec.ExclusionReason).
+	ExcludedBy string
 }
 
 // Next is the schedule's next tick after the watermark (or its pending reschedule) and when
@@ -94,9 +103,15 @@ func (s Schedule) Next() (tick, fireAt time.Time, ok bool) {
 // skip_if_successful (which reads the runs up to the tick) or a reschedule or backfill
 // waits. A workflow (or http) action's fire, armed with a start delay, is when its overlap decision
 // cannot change before the tick: always under allow_all; under another policy when nothing
-// of the schedule runs or waits as it is armed.
+// of the schedule runs or waits as it is armed. A schedule excluding calendars has only its
+// event fires armed: an edit of a calendar judges armed event fires anew in its transaction
+// (store.EditCalendar), but could not take back a target Temporal starts by itself, so the
+// fires of other actions are decided by the schedule's workflow at their tick.
 func (s Schedule) PlannerArms() bool {
 	if s.Paused || s.Rescheduled != nil || s.Backfilling || s.SkipIfSuccessful {
+		return false
+	}
+	if s.Spec.Excluding() && s.Action.Kind != domain.ActionEvent {
 		return false
 	}
 	switch s.Action.Kind {
@@ -113,6 +128,8 @@ func (s Schedule) PlannerArms() bool {
 func (s Schedule) AtRest() Plan {
 	_, fireAt, ok := s.Next()
 	switch {
+	case !ok && s.ticked():
+		return plan(s.oneTimeFireAt(), Complete)
 	case !ok:
 		return Plan{}
 	case s.PlannerArms():
@@ -158,7 +175,7 @@ func (s Schedule) Arm(now time.Time) (fires []Fire, watermark time.Time, next Pl
 		if fireAt.After(until) {
 			break
 		}
-		f := Fire{Tick: tick, FireAt: fireAt}
+		f := Fire{Tick: tick, FireAt: fireAt, ExcludedBy: s.Calendars.ExcludedBy(tick)}
 		after := s.Spec.Next(tick)
 		if !after.IsZero() {
 			f.ReleaseNext = &after
@@ -166,8 +183,8 @@ func (s Schedule) Arm(now time.Time) (fires []Fire, watermark time.Time, next Pl
 		fires = append(fires, f)
 		watermark = tick
 		tick = after
-		if alone {
-			break
+		if alone && f.ExcludedBy == "" {
+			break // a skipped tick starts nothing: the next one is decided alike
 		}
 	}
 	rest := s

@@ -48,6 +48,8 @@ func (c *Compiled) NoTickReason(from, to time.Time) string {
 	}
 	rng := fmt.Sprintf("%s to %s", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	switch {
+	case c.Spec.At != nil:
+		return fmt.Sprintf("the range %s does not hold the one-time schedule's at %s", rng, c.Spec.At.UTC().Format(time.RFC3339Nano))
 	case c.Spec.EndAt != nil && !from.Before(*c.Spec.EndAt):
 		return fmt.Sprintf("the range %s starts after the spec's end_at %s", rng, c.Spec.EndAt.UTC().Format(time.RFC3339))
 	case c.Spec.StartAt != nil && to.Before(*c.Spec.StartAt):

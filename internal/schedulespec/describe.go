@@ -12,7 +12,9 @@ import (
 func (c *Compiled) Describe() string {
 	s := c.Spec
 	var out string
-	if s.Interval != nil {
+	if s.At != nil {
+		out = "once, at " + s.At.UTC().Format(time.RFC3339Nano)
+	} else if s.Interval != nil {
 		out = "every " + everyDuration(s.Interval.Duration())
 		if s.StartAt != nil {
 			out += " from " + s.StartAt.UTC().Format(time.RFC3339)
@@ -28,6 +30,9 @@ func (c *Compiled) Describe() string {
 	}
 	if s.Jitter > 0 {
 		out += ", each fire delayed by up to " + time.Duration(s.Jitter).String() + " of jitter"
+	}
+	if len(s.ExcludeCalendars) > 0 {
+		out += ", except what the calendars " + strings.Join(s.ExcludeCalendars, ", ") + " exclude"
 	}
 	return out
 }

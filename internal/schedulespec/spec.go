@@ -28,14 +28,20 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Detail: fmt.Sprintf(format, args...)}
 }
 
-// Spec is a schedule's timing, as stored and as sent over the API.
+// Spec is a schedule's timing, as stored and as sent over the API: a cron, an interval or
+// a one-time at, and the calendars whose days it skips.
 type Spec struct {
-	Cron     string     `json:"cron,omitempty"`
-	Interval *Interval  `json:"interval,omitempty"`
+	Cron     string    `json:"cron,omitempty"`
+	Interval *Interval `json:"interval,omitempty"`
+	// At makes a one-time schedule: its only tick (see one_time.go).
+	At       *time.Time `json:"at,omitempty"`
 	Timezone string     `json:"timezone,omitempty"`
 	StartAt  *time.Time `json:"start_at,omitempty"`
 	EndAt    *time.Time `json:"end_at,omitempty"`
 	Jitter   Duration   `json:"jitter,omitempty"`
+	// ExcludeCalendars names the calendars whose times the schedule skips: a tick they
+	// exclude is recorded SKIPPED, naming the calendar (calendar.go).
+	ExcludeCalendars []string `json:"exclude_calendars,omitempty"`
 }
 
 // Interval is `{"every": 5, "unit": "MINUTES"}` or a Go duration string ("90s").
@@ -135,12 +141,14 @@ func (c *Compiled) Location() *time.Location { return c.location }
 // Normalize validates s, fills defaults (UTC; interval anchored at now truncated to the
 // second when start_at is absent) and returns the compiled form. Errors are *FieldError.
 func Normalize(s Spec, now time.Time) (*Compiled, error) {
-	hasCron, hasInterval := strings.TrimSpace(s.Cron) != "", s.Interval != nil
+	hasCron, hasInterval, hasAt := strings.TrimSpace(s.Cron) != "", s.Interval != nil, s.At != nil
 	switch {
+	case hasAt && (hasCron || hasInterval):
+		return nil, fieldErr("spec.at", "a one-time schedule gives at alone, without cron or interval")
 	case hasCron && hasInterval:
 		return nil, fieldErr("spec", "give either cron or interval, not both")
-	case !hasCron && !hasInterval:
-		return nil, fieldErr("spec", "give cron or interval")
+	case !hasCron && !hasInterval && !hasAt:
+		return nil, fieldErr("spec", "give cron, interval or at")
 	}
 	if s.Jitter < 0 {
 		return nil, fieldErr("spec.jitter", "must not be negative")
@@ -148,11 +156,17 @@ func Normalize(s Spec, now time.Time) (*Compiled, error) {
 	if err := normalizeBounds(&s); err != nil {
 		return nil, err
 	}
+	if err := normalizeExcludeCalendars(&s); err != nil {
+		return nil, err
+	}
 	c := &Compiled{}
 	var err error
-	if hasCron {
+	switch {
+	case hasAt:
+		err = c.compileAt(&s)
+	case hasCron:
 		err = c.compileCron(&s)
-	} else {
+	default:
 		err = c.compileInterval(&s, now)
 	}
 	if err != nil {
@@ -284,6 +298,9 @@ func (c *Compiled) compileInterval(s *Spec, now time.Time) error {
 // Next is the first nominal tick strictly after t, or the zero time when the spec has
 // ended (end_at) or never fires again.
 func (c *Compiled) Next(t time.Time) time.Time {
+	if c.Spec.At != nil {
+		return c.nextAt(t)
+	}
 	var next time.Time
 	if c.every > 0 {
 		start := *c.Spec.StartAt

@@ -10,6 +10,71 @@ import (
 	"time"
 )
 
+const listCompletedSchedules = `-- name: ListCompletedSchedules :many
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules
+WHERE completed_at IS NOT NULL AND name > $1 AND ($2::text = '' OR strpos(lower(name), lower($2::text)) > 0)
+ORDER BY name
+LIMIT $3
+`
+
+type ListCompletedSchedulesParams struct {
+	AfterName string
+	NamePart  string
+	MaxRows   int32
+}
+
+// The completed schedules (one-time schedules whose run ended), along schedules_completed.
+func (q *Queries) ListCompletedSchedules(ctx context.Context, arg ListCompletedSchedulesParams) ([]Schedule, error) {
+	rows, err := q.db.Query(ctx, listCompletedSchedules, arg.AfterName, arg.NamePart, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Schedule
+	for rows.Next() {
+		var i Schedule
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Spec,
+			&i.Action,
+			&i.Overlap,
+			&i.CatchupWindowMs,
+			&i.SkipIfSuccessful,
+			&i.Paused,
+			&i.PauseNote,
+			&i.Version,
+			&i.NextRunAt,
+			&i.LastRunAt,
+			&i.FiredCount,
+			&i.SkippedCount,
+			&i.MissedCount,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Backfills,
+			&i.Metrics,
+			&i.Owner,
+			&i.Watermark,
+			&i.PlanAt,
+			&i.PlanAction,
+			&i.LastSuccessAt,
+			&i.RescheduledTo,
+			&i.RestRequestedAt,
+			&i.OwnerCheckedAt,
+			&i.Retry,
+			&i.AfterCompletion,
+			&i.CompletedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listRolloutSummariesInStatus = `-- name: ListRolloutSummariesInStatus :many
 SELECT id, name, parallel_limit, operator_status, status, pending, available, running, done, failed, canceled, skipped, created_at, updated_at, strategy, wave_count, open_wave, status_reason FROM rollout_summaries
 WHERE id > $1 AND status = ANY($2::text[])
@@ -209,8 +274,8 @@ func (q *Queries) ListScheduleRunsFiltered(ctx context.Context, arg ListSchedule
 }
 
 const listSchedulesInState = `-- name: ListSchedulesInState :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules
-WHERE paused = $1 AND name > $2 AND ($3::text = '' OR strpos(lower(name), lower($3::text)) > 0)
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules
+WHERE completed_at IS NULL AND paused = $1 AND name > $2 AND ($3::text = '' OR strpos(lower(name), lower($3::text)) > 0)
 ORDER BY paused, name
 LIMIT $4
 `
@@ -222,7 +287,8 @@ type ListSchedulesInStateParams struct {
 	MaxRows   int32
 }
 
-// The same within one state (paused or active), along schedules_by_state.
+// The same within one state of the schedules not completed (paused or active), along
+// schedules_by_state.
 func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInStateParams) ([]Schedule, error) {
 	rows, err := q.db.Query(ctx, listSchedulesInState,
 		arg.Paused,
@@ -266,6 +332,8 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
 			&i.Retry,
+			&i.AfterCompletion,
+			&i.CompletedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -279,7 +347,7 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 
 const listSchedulesMatching = `-- name: ListSchedulesMatching :many
 
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules
 WHERE name > $1 AND ($2::text = '' OR strpos(lower(name), lower($2::text)) > 0)
 ORDER BY name
 LIMIT $3
@@ -332,6 +400,8 @@ func (q *Queries) ListSchedulesMatching(ctx context.Context, arg ListSchedulesMa
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
 			&i.Retry,
+			&i.AfterCompletion,
+			&i.CompletedAt,
 		); err != nil {
 			return nil, err
 		}

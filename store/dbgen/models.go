@@ -23,6 +23,17 @@ type ApiToken struct {
 	RevokedAt *time.Time
 }
 
+type Calendar struct {
+	ID        int64
+	Name      string
+	Timezone  string
+	Dates     []string
+	Ranges    json.RawMessage
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type Device struct {
 	ID         int64
 	PcID       int64
@@ -211,6 +222,8 @@ type Schedule struct {
 	RestRequestedAt  *time.Time
 	OwnerCheckedAt   *time.Time
 	Retry            []byte
+	AfterCompletion  string
+	CompletedAt      *time.Time
 }
 
 type ScheduleRefusal struct {

@@ -41,32 +41,34 @@ WITH given AS (
            unnest($5::text[]) AS workflow_id,
            NULLIF(unnest($6::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS release_next_run_at,
            unnest($7::text[]) AS topic, unnest($8::text[]) AS type, unnest($9::text[]) AS aggregate_id,
-           unnest($10::text[]) AS data, unnest($11::text[]) AS trace_context
+           unnest($10::text[]) AS data, unnest($11::text[]) AS trace_context,
+           unnest($12::text[]) AS skip_reason
 ), runs AS (
     INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                                armed, visible_at, release_next_run_at, trace_context)
-    SELECT g.schedule_id, g.scheduled_at, g.visible_at, 'scheduled',
-           CASE WHEN g.workflow_id = '' THEN 'SUCCEEDED' ELSE 'RUNNING' END, '', g.idempotency_key,
+    SELECT g.schedule_id, g.scheduled_at, CASE WHEN g.skip_reason = '' THEN g.visible_at END, 'scheduled',
+           CASE WHEN g.skip_reason <> '' THEN 'SKIPPED' WHEN g.workflow_id = '' THEN 'SUCCEEDED' ELSE 'RUNNING' END, g.skip_reason, g.idempotency_key,
            g.workflow_id || CASE WHEN g.workflow_id = '' THEN '' ELSE COALESCE(
                (SELECT '~' || (count(*) + 1) FROM schedule_runs p
                 WHERE p.schedule_id = g.schedule_id AND p.scheduled_at = g.scheduled_at AND p.retracted_at IS NOT NULL
                 HAVING count(*) > 0), '') END,
-           CASE WHEN g.workflow_id = '' THEN g.visible_at END,
+           CASE WHEN g.workflow_id = '' OR g.skip_reason <> '' THEN g.visible_at END,
            true, g.visible_at, g.release_next_run_at, NULLIF(g.trace_context, '')
     FROM given g
     ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id, schedule_id, scheduled_at, visible_at, idempotency_key, workflow_id, trace_context
+    RETURNING id, schedule_id, scheduled_at, visible_at, idempotency_key, workflow_id, trace_context, status
 ), events AS (
     INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
     SELECT g.topic, g.type, g.aggregate_id, g.data::jsonb, r.id, r.visible_at
     FROM runs r JOIN given g ON g.idempotency_key = r.idempotency_key
+    WHERE r.status <> 'SKIPPED'
     RETURNING id, topic, created_at
 ), messages AS (
     INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
     SELECT id, topic, NULL, created_at FROM events
 )
 SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id,
-       COALESCE(trace_context, '')::text AS trace_context FROM runs
+       COALESCE(trace_context, '')::text AS trace_context, status FROM runs
 `
 
 type ArmPlannedFiresParams struct {
@@ -81,6 +83,7 @@ type ArmPlannedFiresParams struct {
 	AggregateIds     []string
 	Data             []string
 	TraceContexts    []string
+	SkipReasons      []string
 }
 
 type ArmPlannedFiresRow struct {
@@ -90,6 +93,7 @@ type ArmPlannedFiresRow struct {
 	VisibleAt    time.Time
 	WorkflowID   string
 	TraceContext string
+	Status       string
 }
 
 // Arms the fires a planner round decided, for many schedules in one statement (the round
@@ -97,7 +101,9 @@ type ArmPlannedFiresRow struct {
 // both hidden until their release), its event and its outbox message without a feed
 // position, and (with tracing on) the span context of its fire's trace. A tick recorded
 // before inserts nothing (S1). A workflow fire of a tick whose
-// earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …).
+// earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …). A tick a
+// calendar excludes (a skip reason given) is armed as the SKIPPED row it is, with no event:
+// it shows among the runs at its release like any fire, holding its tick key.
 func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams) ([]ArmPlannedFiresRow, error) {
 	rows, err := q.db.Query(ctx, armPlannedFires,
 		arg.ScheduleIds,
@@ -111,6 +117,7 @@ func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams
 		arg.AggregateIds,
 		arg.Data,
 		arg.TraceContexts,
+		arg.SkipReasons,
 	)
 	if err != nil {
 		return nil, err
@@ -126,6 +133,7 @@ func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams
 			&i.VisibleAt,
 			&i.WorkflowID,
 			&i.TraceContext,
+			&i.Status,
 		); err != nil {
 			return nil, err
 		}
@@ -363,8 +371,8 @@ func (q *Queries) ListRestRequests(ctx context.Context, maxRows int32) ([]ListRe
 }
 
 const lockSchedulesToPlan = `-- name: LockSchedulesToPlan :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules
-WHERE owner IS NULL AND plan_at <= $1::timestamptz
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules
+WHERE owner IS NULL AND plan_at <= $1::timestamptz AND plan_action <> 'complete'
 ORDER BY plan_at
 LIMIT $2
 FOR NO KEY UPDATE SKIP LOCKED
@@ -377,6 +385,7 @@ type LockSchedulesToPlanParams struct {
 
 // A planner round: the schedules at rest due for a look, earliest first, skipping any that
 // another planner, a releaser or a command holds.
+// (A completion due is the completion step's: LockSchedulesToComplete.)
 func (q *Queries) LockSchedulesToPlan(ctx context.Context, arg LockSchedulesToPlanParams) ([]Schedule, error) {
 	rows, err := q.db.Query(ctx, lockSchedulesToPlan, arg.Now, arg.MaxRows)
 	if err != nil {
@@ -415,6 +424,8 @@ func (q *Queries) LockSchedulesToPlan(ctx context.Context, arg LockSchedulesToPl
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
 			&i.Retry,
+			&i.AfterCompletion,
+			&i.CompletedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -581,7 +592,7 @@ const takeScheduleOwnership = `-- name: TakeScheduleOwnership :one
 UPDATE schedules
 SET owner = $1, rest_requested_at = NULL, owner_checked_at = NULL, plan_at = NULL, plan_action = NULL
 WHERE CASE WHEN $2::bigint <> 0 THEN id = $2::bigint ELSE name = $3::text END
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
 `
 
 type TakeScheduleOwnershipParams struct {
@@ -628,6 +639,8 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
 		&i.Retry,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }

@@ -143,9 +143,11 @@ WITH done AS (
     WHERE r.id = $3 AND r.status = 'RUNNING'
     RETURNING r.id, r.schedule_id, r.scheduled_at, r.fired_at, r.trigger, r.status, r.reason, r.idempotency_key, r.workflow_id, r.error, r.finished_at, r.created_at, r.armed, r.visible_at, r.release_next_run_at, r.retracted_at, r.watched_until, r.trace_context, r.redrives
 ), success AS (
-    UPDATE schedules s SET last_success_at = GREATEST(s.last_success_at, d.scheduled_at)
+    UPDATE schedules s
+    SET last_success_at = CASE WHEN d.status = 'SUCCEEDED' THEN GREATEST(s.last_success_at, d.scheduled_at) ELSE s.last_success_at END,
+        plan_at = CASE WHEN s.plan_action = 'complete' THEN now() ELSE s.plan_at END
     FROM done d
-    WHERE s.id = d.schedule_id AND d.status = 'SUCCEEDED' AND s.owner IS NULL
+    WHERE s.id = d.schedule_id AND s.owner IS NULL AND (d.status = 'SUCCEEDED' OR s.plan_action = 'complete')
 )
 SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM done
 `
@@ -181,6 +183,8 @@ type FinishScheduleRunRow struct {
 // A run's outcome, once: a run already final stays as it is. A success is the schedule's
 // newest one (last_success_at, which skip_if_successful reads) when the schedule is at rest;
 // a schedule's workflow keeps its own while it holds the schedule, and leaves it at its rest.
+// A schedule at rest waiting for its runs to end to complete (plan 'complete', a one-time
+// schedule) is looked at now.
 func (q *Queries) FinishScheduleRun(ctx context.Context, arg FinishScheduleRunParams) (FinishScheduleRunRow, error) {
 	row := q.db.QueryRow(ctx, finishScheduleRun, arg.Status, arg.Error, arg.ID)
 	var i FinishScheduleRunRow
@@ -219,7 +223,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -254,12 +258,14 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
 		&i.Retry,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -294,6 +300,8 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
 		&i.Retry,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
@@ -392,13 +400,13 @@ func (q *Queries) InsertFeedRelease(ctx context.Context, arg InsertFeedReleasePa
 const insertSchedule = `-- name: InsertSchedule :one
 WITH secret AS (
     INSERT INTO schedule_secrets (schedule_name, secret)
-    SELECT $1, $14::text WHERE $14::text <> ''
+    SELECT $1, $15::text WHERE $15::text <> ''
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action, retry)
+                       watermark, plan_at, plan_action, retry, after_completion)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10, $11, $12, $13)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
+        $10, $11, $12, $13, $14)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
 `
 
 type InsertScheduleParams struct {
@@ -415,6 +423,7 @@ type InsertScheduleParams struct {
 	PlanAt           *time.Time
 	PlanAction       *string
 	Retry            []byte
+	AfterCompletion  string
 	SigningSecret    string
 }
 
@@ -436,6 +445,7 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		arg.PlanAt,
 		arg.PlanAction,
 		arg.Retry,
+		arg.AfterCompletion,
 		arg.SigningSecret,
 	)
 	var i Schedule
@@ -468,6 +478,8 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
 		&i.Retry,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
@@ -586,23 +598,24 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 const insertSchedules = `-- name: InsertSchedules :many
 WITH secrets AS (
     INSERT INTO schedule_secrets (schedule_name, secret)
-    SELECT k.name, k.secret FROM (SELECT unnest($1::text[]) AS name, unnest($14::text[]) AS secret) k
+    SELECT k.name, k.secret FROM (SELECT unnest($1::text[]) AS name, unnest($15::text[]) AS secret) k
     WHERE k.secret <> ''
     ON CONFLICT (schedule_name) DO NOTHING
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action, retry)
+                       watermark, plan_at, plan_action, retry, after_completion)
 SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
        NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
-       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb, g.after_completion
 FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::text[]) AS action,
              unnest($4::text[]) AS overlap, unnest($5::bigint[]) AS catchup_window_ms,
              unnest($6::boolean[]) AS skip_if_successful, unnest($7::boolean[]) AS paused,
              unnest($8::text[]) AS pause_note, unnest($9::timestamptz[]) AS next_run_at,
              unnest($10::timestamptz[]) AS watermark, unnest($11::timestamptz[]) AS plan_at,
-             unnest($12::text[]) AS plan_action, unnest($13::text[]) AS retry) g
+             unnest($12::text[]) AS plan_action, unnest($13::text[]) AS retry,
+             unnest($14::text[]) AS after_completion) g
 ON CONFLICT (name) DO NOTHING
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
 `
 
 type InsertSchedulesParams struct {
@@ -619,6 +632,7 @@ type InsertSchedulesParams struct {
 	PlanAts          []time.Time
 	PlanActions      []string
 	Retries          []string
+	AfterCompletions []string
 	SigningSecrets   []string
 }
 
@@ -640,6 +654,7 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 		arg.PlanAts,
 		arg.PlanActions,
 		arg.Retries,
+		arg.AfterCompletions,
 		arg.SigningSecrets,
 	)
 	if err != nil {
@@ -678,6 +693,8 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
 			&i.Retry,
+			&i.AfterCompletion,
+			&i.CompletedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1059,7 +1076,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -1105,6 +1122,8 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
 			&i.Retry,
+			&i.AfterCompletion,
+			&i.CompletedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1117,7 +1136,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const listSchedulesByName = `-- name: ListSchedulesByName :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE name = ANY($1::text[])
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE name = ANY($1::text[])
 `
 
 func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
@@ -1158,6 +1177,8 @@ func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Sc
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
 			&i.Retry,
+			&i.AfterCompletion,
+			&i.CompletedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1180,7 +1201,7 @@ func (q *Queries) LockReleases(ctx context.Context, lockKey int64) error {
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -1215,6 +1236,8 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
 		&i.Retry,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
@@ -1233,7 +1256,7 @@ func (q *Queries) LockScheduleByName(ctx context.Context, name string) (int64, e
 const lockSchedulesWithLateFires = `-- name: LockSchedulesWithLateFires :many
 SELECT s.id FROM schedules s
 WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r
-               WHERE r.armed AND r.visible_at > $1::timestamptz AND r.visible_at <= $2::timestamptz
+               WHERE r.armed AND r.status <> 'SKIPPED' AND r.visible_at > $1::timestamptz AND r.visible_at <= $2::timestamptz
                  AND r.visible_at < $2::timestamptz - make_interval(secs => $3::float8 / 1000))
 ORDER BY s.id
 FOR NO KEY UPDATE OF s
@@ -1286,7 +1309,7 @@ WITH due AS (
     SELECT r.id, r.visible_at, COALESCE($1::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
            s.catchup_window_ms
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-    WHERE r.armed AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE($1::timestamptz, now())
+    WHERE r.armed AND r.status <> 'SKIPPED' AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE($1::timestamptz, now())
       AND r.schedule_id = ANY($2::bigint[])
 ), judged AS (
     SELECT due.id, due.released_at, f.fate, f.reason, f.fired_at
@@ -1557,7 +1580,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
 `
 
 type SetSchedulePausedParams struct {
@@ -1598,6 +1621,8 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
 		&i.Retry,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }
@@ -1614,7 +1639,7 @@ WITH due AS (
 ), settled AS (
     UPDATE schedule_runs r
     SET armed       = false,
-        fired_at    = CASE WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
+        fired_at    = CASE WHEN r.status = 'SKIPPED' THEN NULL WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
         finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
     FROM due
     WHERE r.id = due.id
@@ -1645,7 +1670,8 @@ type SettleReleasedFiresRow struct {
 // After a release, in batches: its runs are settled — armed cleared, fired_at the release's
 // time for an event fire (its target's tick for a workflow fire, which Temporal started
 // then), an event fire finished — and their schedules count them (fired, last_run_at) and
-// move next_run_at past them unless something moved it already.
+// move next_run_at past them unless something moved it already. A tick armed SKIPPED (a
+// calendar excludes it) never fired: it is counted skipped, finished at its release.
 func (q *Queries) SettleReleasedFires(ctx context.Context, maxRows int32) ([]SettleReleasedFiresRow, error) {
 	rows, err := q.db.Query(ctx, settleReleasedFires, maxRows)
 	if err != nil {
@@ -1744,9 +1770,10 @@ func (q *Queries) UpdateScheduleAfterFire(ctx context.Context, arg UpdateSchedul
 const updateScheduleDefinition = `-- name: UpdateScheduleDefinition :one
 UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
-    skip_if_successful = $5, retry = $6, version = version + 1, updated_at = now()
-WHERE name = $7 AND ($8::bigint = 0 OR version = $8::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry
+    skip_if_successful = $5, retry = $6, after_completion = $7,
+    completed_at = CASE WHEN spec = $1 THEN completed_at END, version = version + 1, updated_at = now()
+WHERE name = $8 AND ($9::bigint = 0 OR version = $9::bigint)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1756,12 +1783,14 @@ type UpdateScheduleDefinitionParams struct {
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
 	Retry            []byte
+	AfterCompletion  string
 	Name             string
 	ExpectedVersion  int64
 }
 
 // Optimistic: the row changes only when its version is the one the caller read
-// (expected_version 0 skips the check).
+// (expected_version 0 skips the check). A completed schedule given another spec (a new
+// one-time at) is not completed any more.
 func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateScheduleDefinitionParams) (Schedule, error) {
 	row := q.db.QueryRow(ctx, updateScheduleDefinition,
 		arg.Spec,
@@ -1770,6 +1799,7 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		arg.CatchupWindowMs,
 		arg.SkipIfSuccessful,
 		arg.Retry,
+		arg.AfterCompletion,
 		arg.Name,
 		arg.ExpectedVersion,
 	)
@@ -1803,6 +1833,8 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
 		&i.Retry,
+		&i.AfterCompletion,
+		&i.CompletedAt,
 	)
 	return i, err
 }

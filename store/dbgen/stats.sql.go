@@ -213,17 +213,19 @@ func (q *Queries) RunStatsByBucket(ctx context.Context, arg RunStatsByBucketPara
 }
 
 const scheduleStateCounts = `-- name: ScheduleStateCounts :one
-SELECT count(*) AS total, count(*) FILTER (WHERE paused) AS paused FROM schedules
+SELECT count(*) AS total, count(*) FILTER (WHERE paused AND completed_at IS NULL) AS paused,
+       count(*) FILTER (WHERE completed_at IS NOT NULL) AS completed FROM schedules
 `
 
 type ScheduleStateCountsRow struct {
-	Total  int64
-	Paused int64
+	Total     int64
+	Paused    int64
+	Completed int64
 }
 
 func (q *Queries) ScheduleStateCounts(ctx context.Context) (ScheduleStateCountsRow, error) {
 	row := q.db.QueryRow(ctx, scheduleStateCounts)
 	var i ScheduleStateCountsRow
-	err := row.Scan(&i.Total, &i.Paused)
+	err := row.Scan(&i.Total, &i.Paused, &i.Completed)
 	return i, err
 }

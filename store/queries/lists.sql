@@ -9,10 +9,18 @@ ORDER BY name
 LIMIT @max_rows;
 
 -- name: ListSchedulesInState :many
--- The same within one state (paused or active), along schedules_by_state.
+-- The same within one state of the schedules not completed (paused or active), along
+-- schedules_by_state.
 SELECT * FROM schedules
-WHERE paused = @paused AND name > @after_name AND (@name_part::text = '' OR strpos(lower(name), lower(@name_part::text)) > 0)
+WHERE completed_at IS NULL AND paused = @paused AND name > @after_name AND (@name_part::text = '' OR strpos(lower(name), lower(@name_part::text)) > 0)
 ORDER BY paused, name
+LIMIT @max_rows;
+
+-- name: ListCompletedSchedules :many
+-- The completed schedules (one-time schedules whose run ended), along schedules_completed.
+SELECT * FROM schedules
+WHERE completed_at IS NOT NULL AND name > @after_name AND (@name_part::text = '' OR strpos(lower(name), lower(@name_part::text)) > 0)
+ORDER BY name
 LIMIT @max_rows;
 
 -- name: ListScheduleRunsFiltered :many

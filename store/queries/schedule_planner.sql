@@ -79,8 +79,9 @@ WHERE s.id = @id AND s.owner = 'legacy';
 -- name: LockSchedulesToPlan :many
 -- A planner round: the schedules at rest due for a look, earliest first, skipping any that
 -- another planner, a releaser or a command holds.
+-- (A completion due is the completion step's: LockSchedulesToComplete.)
 SELECT * FROM schedules
-WHERE owner IS NULL AND plan_at <= @now::timestamptz
+WHERE owner IS NULL AND plan_at <= @now::timestamptz AND plan_action <> 'complete'
 ORDER BY plan_at
 LIMIT @max_rows
 FOR NO KEY UPDATE SKIP LOCKED;
@@ -96,7 +97,9 @@ FROM schedules WHERE owner IS NULL AND plan_at IS NOT NULL;
 -- both hidden until their release), its event and its outbox message without a feed
 -- position, and (with tracing on) the span context of its fire's trace. A tick recorded
 -- before inserts nothing (S1). A workflow fire of a tick whose
--- earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …).
+-- earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …). A tick a
+-- calendar excludes (a skip reason given) is armed as the SKIPPED row it is, with no event:
+-- it shows among the runs at its release like any fire, holding its tick key.
 WITH given AS (
     -- set-returning functions in one select list advance together: row i of each array (a
     -- zero time, 0001-01-01, stands for NULL: no tick after)
@@ -105,32 +108,34 @@ WITH given AS (
            unnest(@workflow_ids::text[]) AS workflow_id,
            NULLIF(unnest(@release_next_run_at::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS release_next_run_at,
            unnest(@topics::text[]) AS topic, unnest(@types::text[]) AS type, unnest(@aggregate_ids::text[]) AS aggregate_id,
-           unnest(@data::text[]) AS data, unnest(@trace_contexts::text[]) AS trace_context
+           unnest(@data::text[]) AS data, unnest(@trace_contexts::text[]) AS trace_context,
+           unnest(@skip_reasons::text[]) AS skip_reason
 ), runs AS (
     INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                                armed, visible_at, release_next_run_at, trace_context)
-    SELECT g.schedule_id, g.scheduled_at, g.visible_at, 'scheduled',
-           CASE WHEN g.workflow_id = '' THEN 'SUCCEEDED' ELSE 'RUNNING' END, '', g.idempotency_key,
+    SELECT g.schedule_id, g.scheduled_at, CASE WHEN g.skip_reason = '' THEN g.visible_at END, 'scheduled',
+           CASE WHEN g.skip_reason <> '' THEN 'SKIPPED' WHEN g.workflow_id = '' THEN 'SUCCEEDED' ELSE 'RUNNING' END, g.skip_reason, g.idempotency_key,
            g.workflow_id || CASE WHEN g.workflow_id = '' THEN '' ELSE COALESCE(
                (SELECT '~' || (count(*) + 1) FROM schedule_runs p
                 WHERE p.schedule_id = g.schedule_id AND p.scheduled_at = g.scheduled_at AND p.retracted_at IS NOT NULL
                 HAVING count(*) > 0), '') END,
-           CASE WHEN g.workflow_id = '' THEN g.visible_at END,
+           CASE WHEN g.workflow_id = '' OR g.skip_reason <> '' THEN g.visible_at END,
            true, g.visible_at, g.release_next_run_at, NULLIF(g.trace_context, '')
     FROM given g
     ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id, schedule_id, scheduled_at, visible_at, idempotency_key, workflow_id, trace_context
+    RETURNING id, schedule_id, scheduled_at, visible_at, idempotency_key, workflow_id, trace_context, status
 ), events AS (
     INSERT INTO event_store (topic, type, aggregate_id, data, schedule_run_id, created_at)
     SELECT g.topic, g.type, g.aggregate_id, g.data::jsonb, r.id, r.visible_at
     FROM runs r JOIN given g ON g.idempotency_key = r.idempotency_key
+    WHERE r.status <> 'SKIPPED'
     RETURNING id, topic, created_at
 ), messages AS (
     INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
     SELECT id, topic, NULL, created_at FROM events
 )
 SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id,
-       COALESCE(trace_context, '')::text AS trace_context FROM runs;
+       COALESCE(trace_context, '')::text AS trace_context, status FROM runs;
 
 -- name: SetSchedulePlans :exec
 -- A planner round's new plan of each schedule it looked at: how far it is armed, and when

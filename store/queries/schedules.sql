@@ -7,9 +7,9 @@ WITH secret AS (
     SELECT @name, @signing_secret::text WHERE @signing_secret::text <> ''
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action, retry)
+                       watermark, plan_at, plan_action, retry, after_completion)
 VALUES (@name, @spec, @action, @overlap, @catchup_window_ms, @skip_if_successful, @paused, @pause_note, @next_run_at,
-        @watermark, @plan_at, @plan_action, @retry)
+        @watermark, @plan_at, @plan_action, @retry, @after_completion)
 RETURNING *;
 
 -- name: GetScheduleByName :one
@@ -78,15 +78,19 @@ SELECT * FROM schedule_runs WHERE idempotency_key = @idempotency_key;
 -- A run's outcome, once: a run already final stays as it is. A success is the schedule's
 -- newest one (last_success_at, which skip_if_successful reads) when the schedule is at rest;
 -- a schedule's workflow keeps its own while it holds the schedule, and leaves it at its rest.
+-- A schedule at rest waiting for its runs to end to complete (plan 'complete', a one-time
+-- schedule) is looked at now.
 WITH done AS (
     UPDATE schedule_runs r
     SET status = @status, error = @error, finished_at = now()
     WHERE r.id = @id AND r.status = 'RUNNING'
     RETURNING r.*
 ), success AS (
-    UPDATE schedules s SET last_success_at = GREATEST(s.last_success_at, d.scheduled_at)
+    UPDATE schedules s
+    SET last_success_at = CASE WHEN d.status = 'SUCCEEDED' THEN GREATEST(s.last_success_at, d.scheduled_at) ELSE s.last_success_at END,
+        plan_at = CASE WHEN s.plan_action = 'complete' THEN now() ELSE s.plan_at END
     FROM done d
-    WHERE s.id = d.schedule_id AND d.status = 'SUCCEEDED' AND s.owner IS NULL
+    WHERE s.id = d.schedule_id AND s.owner IS NULL AND (d.status = 'SUCCEEDED' OR s.plan_action = 'complete')
 )
 SELECT * FROM done;
 
@@ -102,10 +106,12 @@ SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'RUNNI
 
 -- name: UpdateScheduleDefinition :one
 -- Optimistic: the row changes only when its version is the one the caller read
--- (expected_version 0 skips the check).
+-- (expected_version 0 skips the check). A completed schedule given another spec (a new
+-- one-time at) is not completed any more.
 UPDATE schedules
 SET spec = @spec, action = @action, overlap = @overlap, catchup_window_ms = @catchup_window_ms,
-    skip_if_successful = @skip_if_successful, retry = @retry, version = version + 1, updated_at = now()
+    skip_if_successful = @skip_if_successful, retry = @retry, after_completion = @after_completion,
+    completed_at = CASE WHEN spec = @spec THEN completed_at END, version = version + 1, updated_at = now()
 WHERE name = @name AND (@expected_version::bigint = 0 OR version = @expected_version::bigint)
 RETURNING *;
 
@@ -163,7 +169,7 @@ SELECT release_frontier()::timestamptz AS frontier, now()::timestamptz AS db_now
 -- (tickgate was down or behind at their time), each judged by tick_fate in ReleaseDueFires.
 SELECT s.id FROM schedules s
 WHERE s.id IN (SELECT r.schedule_id FROM schedule_runs r
-               WHERE r.armed AND r.visible_at > sqlc.arg(from_time)::timestamptz AND r.visible_at <= sqlc.arg(to_time)::timestamptz
+               WHERE r.armed AND r.status <> 'SKIPPED' AND r.visible_at > sqlc.arg(from_time)::timestamptz AND r.visible_at <= sqlc.arg(to_time)::timestamptz
                  AND r.visible_at < sqlc.arg(to_time)::timestamptz - make_interval(secs => sqlc.arg(on_time_ms)::float8 / 1000))
 ORDER BY s.id
 FOR NO KEY UPDATE OF s;
@@ -178,7 +184,8 @@ RETURNING tx_id::text::bigint AS tx, released_at;
 -- After a release, in batches: its runs are settled — armed cleared, fired_at the release's
 -- time for an event fire (its target's tick for a workflow fire, which Temporal started
 -- then), an event fire finished — and their schedules count them (fired, last_run_at) and
--- move next_run_at past them unless something moved it already.
+-- move next_run_at past them unless something moved it already. A tick armed SKIPPED (a
+-- calendar excludes it) never fired: it is counted skipped, finished at its release.
 WITH due AS (
     SELECT r.id, rel.released_at FROM schedule_runs r,
         LATERAL (SELECT f.released_at FROM feed_releases f WHERE f.released_until >= r.visible_at
@@ -190,7 +197,7 @@ WITH due AS (
 ), settled AS (
     UPDATE schedule_runs r
     SET armed       = false,
-        fired_at    = CASE WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
+        fired_at    = CASE WHEN r.status = 'SKIPPED' THEN NULL WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
         finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
     FROM due
     WHERE r.id = due.id
@@ -221,7 +228,7 @@ WITH due AS (
     SELECT r.id, r.visible_at, COALESCE(sqlc.narg(as_of)::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
            s.catchup_window_ms
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-    WHERE r.armed AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now())
+    WHERE r.armed AND r.status <> 'SKIPPED' AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now())
       AND r.schedule_id = ANY(@schedule_ids::bigint[])
 ), judged AS (
     SELECT due.id, due.released_at, f.fate, f.reason, f.fired_at
@@ -374,16 +381,17 @@ WITH secrets AS (
     ON CONFLICT (schedule_name) DO NOTHING
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action, retry)
+                       watermark, plan_at, plan_action, retry, after_completion)
 SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
        NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
-       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb, g.after_completion
 FROM (SELECT unnest(@names::text[]) AS name, unnest(@specs::text[]) AS spec, unnest(@actions::text[]) AS action,
              unnest(@overlap_policies::text[]) AS overlap, unnest(@catchup_window_ms::bigint[]) AS catchup_window_ms,
              unnest(@skip_if_successful::boolean[]) AS skip_if_successful, unnest(@paused::boolean[]) AS paused,
              unnest(@pause_notes::text[]) AS pause_note, unnest(@next_run_at::timestamptz[]) AS next_run_at,
              unnest(@watermarks::timestamptz[]) AS watermark, unnest(@plan_ats::timestamptz[]) AS plan_at,
-             unnest(@plan_actions::text[]) AS plan_action, unnest(@retries::text[]) AS retry) g
+             unnest(@plan_actions::text[]) AS plan_action, unnest(@retries::text[]) AS retry,
+             unnest(@after_completions::text[]) AS after_completion) g
 ON CONFLICT (name) DO NOTHING
 RETURNING *;
 

@@ -35,7 +35,8 @@ GROUP BY GROUPING SETS ((bucket), ())
 ORDER BY 1 DESC, 2;
 
 -- name: ScheduleStateCounts :one
-SELECT count(*) AS total, count(*) FILTER (WHERE paused) AS paused FROM schedules;
+SELECT count(*) AS total, count(*) FILTER (WHERE paused AND completed_at IS NULL) AS paused,
+       count(*) FILTER (WHERE completed_at IS NOT NULL) AS completed FROM schedules;
 
 -- name: RolloutsInFlight :many
 -- Rollouts with a task still active (derived status RUNNING or PAUSED), newest first.

@@ -8,6 +8,7 @@ import { scheduleList } from "./js/schedules.js";
 import { schedulePage } from "./js/schedule.js";
 import { scheduleForm } from "./js/schedule_form.js";
 import { runList } from "./js/runs.js";
+import { calendarList, calendarPage } from "./js/calendars.js";
 import { rolloutList, rolloutPage } from "./js/rollouts.js";
 import { pcList, pcPage, taskList, taskPage } from "./js/devices.js";
 import { freezePage, mountFreezeBanner, refreshFreezeBanner } from "./js/freeze.js";
@@ -21,6 +22,8 @@ const routes = [
   [/^schedules\/new$/, "schedules", () => scheduleForm(null)],
   [/^schedule\/(.+)\/edit$/, "schedules", (name) => scheduleForm(name)],
   [/^schedule\/(.+)$/, "schedules", (name) => schedulePage(name)],
+  [/^calendars$/, "calendars", () => calendarList()],
+  [/^calendar\/(.+)$/, "calendars", (name) => calendarPage(name)],
   [/^runs$/, "runs", () => runList()],
   [/^rollouts$/, "rollouts", () => rolloutList()],
   [/^rollout\/(\d+)$/, "rollouts", (id) => rolloutPage(id)],

@@ -29,7 +29,8 @@ export async function overview() {
     card("c-rollouts", "#rollouts?status=RUNNING,PAUSED", "Rollouts in flight", num(o.rollouts.count),
       o.rollouts.items.map(r => esc(r.name)).slice(0, 3).join(", ")) +
     card("c-schedules", "#schedules", "Schedules", num(o.schedules.total),
-      '<span class="state-active">' + num(o.schedules.active) + " active</span> · " + '<span class="state-paused">' + num(o.schedules.paused) + " paused</span>") +
+      '<span class="state-active">' + num(o.schedules.active) + " active</span> · " + '<span class="state-paused">' + num(o.schedules.paused) + " paused</span>" +
+      (o.schedules.completed ? ' · <span class="state-completed">' + num(o.schedules.completed) + " completed</span>" : "")) +
     "</section>";
   html += '<section class="panel"><h3 id="fires-title">Fires per ' + esc(o.bucket.replace(/0s$/, "").replace(/m$/, " min").replace(/^1 min$/, "minute")) +
     "</h3><div data-chart id=\"chart-fires\"></div></section>";

@@ -3,7 +3,7 @@
 import { api } from "./api.js";
 import { $, esc, hashQuery, num, pager, relative, seconds, setHashQuery, temporalLink, traceLink, when } from "./ui.js";
 import { timeSeries } from "./charts.js";
-import { timing } from "./schedules.js";
+import { stateLabel, timing } from "./schedules.js";
 import { backfillDialog, deleteDialog, pauseDialog, rescheduleDialog, triggerDialog } from "./schedule_actions.js";
 import { attempts, onRedrive, redriveButton, retryText, rotateDialog } from "./http_action.js";
 
@@ -98,7 +98,7 @@ export async function schedulePage(name) {
     }
   }
   const pol = s.policies || {};
-  const state = s.paused ? "Paused" : "Active";
+  const state = stateLabel(s);
   latest = s;
   let html = '<div data-region="head"><h2><a href="#schedules">Schedules</a> / ' + esc(name) + ' <span id="schedule-state" class="badge state-' + state.toLowerCase() + '">' + state + "</span>" + temporalLink(s.workflow_id) + "</h2>";
   html += '<div class="toolbar" role="toolbar" aria-label="commands"><a class="button" id="edit" href="#schedule/' + enc + '/edit">Edit</a>' +
@@ -115,6 +115,10 @@ export async function schedulePage(name) {
     "<dt>Overlap</dt><dd>" + esc(pol.overlap) + "</dd><dt>Catch-up window</dt><dd>" + esc(pol.catchup_window) + "</dd>" +
     "<dt>Skip if successful</dt><dd>" + (pol.skip_if_successful ? "yes" : "no") + "</dd>" +
     (s.spec && s.spec.jitter && s.spec.jitter !== "0s" ? "<dt>Jitter</dt><dd>" + esc(s.spec.jitter) + "</dd>" : "") +
+    ((s.spec && s.spec.exclude_calendars || []).length ? '<dt>Excludes</dt><dd id="exclude-calendars">' +
+      s.spec.exclude_calendars.map(c => '<a href="#calendar/' + encodeURIComponent(c) + '">' + esc(c) + "</a>").join(", ") + "</dd>" : "") +
+    (s.after_completion ? '<dt>Once its run ended</dt><dd id="after-completion">' + (s.after_completion === "delete" ? "deleted" : "kept, completed") +
+      (s.completed_at ? " · completed " + when(s.completed_at) : "") + "</dd>" : "") +
     (s.paused ? '<dt>Paused</dt><dd id="pause-note">' + esc(s.note || "(no note)") + "</dd>" : "") +
     "<dt>Prometheus series</dt><dd>" + (s.metrics ? "yes" : "no") + "</dd>" +
     "<dt>Counters</dt><dd>fired " + num(s.counters.fired) + ", skipped " + num(s.counters.skipped) + ", missed " + num(s.counters.missed) + "</dd>" +
@@ -124,7 +128,7 @@ export async function schedulePage(name) {
     const now = Date.now();
     html += '<ol id="upcoming" class="compact">' + s.next_fire_times.map(t => "<li>" + when(t) + ' <span class="muted">' + relative(t, now) + "</span></li>").join("") + "</ol>";
   } else {
-    html += '<p class="muted" id="upcoming">' + (s.paused ? "None while paused." : "No more fires (the spec has ended).") + "</p>";
+    html += '<p class="muted" id="upcoming">' + (s.paused ? "None while paused." : s.completed_at ? "None: completed, its run ended." : "No more fires (the spec has ended).") + "</p>";
   }
   html += '</section><section class="panel" data-region="waiting"><h3>What is waiting</h3>' + waiting(s) +
     ((s.running_runs || []).length ? "<p>Running now: " + s.running_runs.map(r => "run " + r.id + " (" + esc(r.trigger) + ", tick " + when(r.scheduled_at) + ")").join(", ") + "</p>" : "") +

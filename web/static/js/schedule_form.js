@@ -24,12 +24,16 @@ function json(v) { return v === undefined || v === null ? "" : JSON.stringify(v,
 function formRequest(form, editing) {
   const v = (id) => form.elements[id].value.trim();
   const spec = {};
-  if (form.elements.timing.value === "cron") spec.cron = v("f-cron");
+  const timing = form.elements.timing.value;
+  if (timing === "cron") spec.cron = v("f-cron");
+  else if (timing === "at") spec.at = v("f-at") ? toISO(v("f-at")) : "";
   else spec.interval = { every: Number(v("f-every") || 0), unit: v("f-unit") };
   if (v("f-timezone")) spec.timezone = v("f-timezone");
-  if (v("f-start")) spec.start_at = toISO(v("f-start"));
-  if (v("f-end")) spec.end_at = toISO(v("f-end"));
+  if (timing !== "at" && v("f-start")) spec.start_at = toISO(v("f-start"));
+  if (timing !== "at" && v("f-end")) spec.end_at = toISO(v("f-end"));
   if (v("f-jitter")) spec.jitter = v("f-jitter");
+  const calendars = v("f-calendars").split(",").map(c => c.trim()).filter(c => c);
+  if (calendars.length) spec.exclude_calendars = calendars;
   const parse = (id, fieldName) => {
     if (!v(id)) return undefined;
     try { return JSON.parse(v(id)); } catch (e) {
@@ -53,6 +57,7 @@ function formRequest(form, editing) {
   const req = { spec, action, policies, metrics: form.elements["f-metrics"].checked };
   // An http or workflow action's retry policy: null asks for none (an http action's defaults).
   if (kind !== "event") req.retry = readRetry(v);
+  if (timing === "at") req.after_completion = v("f-after");
   if (!editing) {
     req.name = v("f-name");
     req.paused = form.elements["f-paused"].checked;
@@ -62,9 +67,11 @@ function formRequest(form, editing) {
 }
 
 function toggle(form) {
-  const cron = form.elements.timing.value === "cron";
-  $("#cron-fields", form).hidden = !cron;
-  $("#interval-fields", form).hidden = cron;
+  const timing = form.elements.timing.value;
+  $("#cron-fields", form).hidden = timing !== "cron";
+  $("#interval-fields", form).hidden = timing !== "interval";
+  $("#at-fields", form).hidden = timing !== "at";
+  $("#bounds-fields", form).hidden = timing === "at";
   const kind = form.elements.actionkind.value;
   $("#event-fields", form).hidden = kind !== "event";
   $("#workflow-fields", form).hidden = kind !== "workflow";
@@ -77,6 +84,9 @@ export async function scheduleForm(name) {
   const editing = !!name;
   let s = null;
   if (editing) s = await api("GET", "/schedules/" + encodeURIComponent(name));
+  // The calendars a schedule may exclude, offered as the user types.
+  let calendars = [];
+  try { calendars = (await api("GET", "/calendars?limit=500")).items.map(c => c.name); } catch (e) { calendars = []; }
   const spec = (s && s.spec) || {};
   const iv = spec.interval && typeof spec.interval === "object" ? spec.interval : { every: 1, unit: "MINUTES" };
   const act = (s && s.action) || { kind: "event" };
@@ -88,15 +98,23 @@ export async function scheduleForm(name) {
     html += field("f-name", "Name", "name", input("f-name", "name", "", 'required maxlength="128" autocomplete="off" pattern="[A-Za-z0-9][A-Za-z0-9._-]*"'), "letters, digits, '.', '_' or '-'");
   }
   html += '<fieldset id="f-timing" data-field="spec" aria-describedby="f-timing-error"><legend>Timing</legend>' +
-    radio("timing", "cron", "Cron", !spec.interval) + radio("timing", "interval", "Interval", !!spec.interval) +
+    radio("timing", "cron", "Cron", !spec.interval && !spec.at) + radio("timing", "interval", "Interval", !!spec.interval) +
+    radio("timing", "at", "Once", !!spec.at) +
     '<small class="field-error error" id="f-timing-error" aria-live="polite"></small>' +
     '<div id="cron-fields">' + field("f-cron", "Cron expression", "spec.cron", input("f-cron", "spec.cron", spec.cron || "0 * * * *", 'autocomplete="off" spellcheck="false"'),
       "5 fields (or 6 with seconds first), names, ranges, steps, @hourly and the like") + "</div>" +
     '<div id="interval-fields" class="row">' + field("f-every", "Every", "spec.interval", input("f-every", "spec.interval", iv.every, 'type="number" min="1" step="1"')) +
     field("f-unit", "Unit", "spec.interval.unit", select("f-unit", "spec.interval.unit", units.map(u => [u, u.toLowerCase()]), iv.unit)) + "</div>" +
+    '<div id="at-fields" class="row">' + field("f-at", "At (UTC)", "spec.at", input("f-at", "spec.at", toLocalInput(spec.at), 'type="datetime-local" step="1"'),
+      "fires once, then the schedule is completed") +
+    field("f-after", "Once its run ended", "after_completion", select("f-after", "after_completion", [["keep", "keep it, completed"], ["delete", "delete it"]],
+      (s && s.after_completion) || "keep")) + "</div>" +
     field("f-timezone", "Time zone", "spec.timezone", input("f-timezone", "spec.timezone", spec.timezone || "UTC", 'list="zones" autocomplete="off"') +
       '<datalist id="zones">' + zones().map(z => '<option value="' + esc(z) + '">').join("") + "</datalist>", "an IANA name; DST handled by its rules") +
-    '<div class="row">' + field("f-start", "Start at (UTC, optional)", "spec.start_at", input("f-start", "spec.start_at", toLocalInput(spec.start_at), 'type="datetime-local" step="1"'), "an interval's anchor") +
+    field("f-calendars", "Exclude calendars (optional)", "spec.exclude_calendars", input("f-calendars", "spec.exclude_calendars", (spec.exclude_calendars || []).join(", "),
+      'list="calendar-names" autocomplete="off" spellcheck="false"') + '<datalist id="calendar-names">' + calendars.map(c => '<option value="' + esc(c) + '">').join("") + "</datalist>",
+      'names, comma-separated: a tick they exclude is recorded skipped (<a href="#calendars">calendars</a>)') +
+    '<div class="row" id="bounds-fields">' + field("f-start", "Start at (UTC, optional)", "spec.start_at", input("f-start", "spec.start_at", toLocalInput(spec.start_at), 'type="datetime-local" step="1"'), "an interval's anchor") +
     field("f-end", "End at (UTC, optional)", "spec.end_at", input("f-end", "spec.end_at", toLocalInput(spec.end_at), 'type="datetime-local" step="1"')) + "</div>" +
     field("f-jitter", "Jitter (optional)", "spec.jitter", input("f-jitter", "spec.jitter", spec.jitter && spec.jitter !== "0s" ? spec.jitter : "", 'placeholder="30s" autocomplete="off"'), "each fire delayed by up to this, the same on every replay") +
     "</fieldset>";
@@ -156,7 +174,7 @@ export async function scheduleForm(name) {
           $("#preview", root).innerHTML = '<p id="preview-description"><strong>' + esc(p.description) + "</strong></p>" +
             (p.next_fire_times.length ? '<p>Next ' + p.next_fire_times.length + ' fire times:</p><ol id="preview-times" class="compact">' +
               p.next_fire_times.map(t => "<li>" + when(t) + ' <span class="muted">' + relative(t, now) + "</span></li>").join("") + "</ol>"
-              : '<p class="muted">It never fires again (end_at has passed).</p>');
+              : '<p class="muted">It never fires again (end_at has passed, or its calendars exclude every tick ahead).</p>');
         } catch (e) {
           if (mine !== seq) return;
           showProblem(e, form);

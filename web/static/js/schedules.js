@@ -11,12 +11,14 @@ let paging = { filter: null, cursors: [], cursor: "" };
 
 export function timing(spec) {
   if (!spec) return "";
-  if (spec.cron) return "<code>" + esc(spec.cron) + "</code> " + esc(spec.timezone || "UTC");
+  const except = (spec.exclude_calendars || []).length ? ' <span class="muted">except ' + spec.exclude_calendars.map(esc).join(", ") + "</span>" : "";
+  if (spec.at) return "once at " + when(spec.at) + except;
+  if (spec.cron) return "<code>" + esc(spec.cron) + "</code> " + esc(spec.timezone || "UTC") + except;
   const iv = spec.interval;
   if (iv && typeof iv === "object") {
     const secs = iv.every * ({ SECONDS: 1, MINUTES: 60, HOURS: 3600, DAYS: 86400 }[iv.unit] || 1);
     for (const [n, unit] of [[86400, "day"], [3600, "hour"], [60, "minute"], [1, "second"]]) {
-      if (secs >= n && secs % n === 0) return "every " + (secs === n ? unit : secs / n + " " + unit + "s");
+      if (secs >= n && secs % n === 0) return "every " + (secs === n ? unit : secs / n + " " + unit + "s") + except;
     }
   }
   return "every " + esc(iv);
@@ -28,6 +30,13 @@ function waitingCount(s) {
   const n = (w.buffered || 0) + (w.backfill || 0);
   if (!n) return "0";
   return '<span title="' + esc(w.buffered + " buffered, " + w.backfill + " backfill") + '">' + num(n) + "</span>";
+}
+
+// stateLabel is a schedule's state as the API says it: active, paused, or completed (a
+// one-time schedule whose run has ended).
+export function stateLabel(s) {
+  const st = s.state || (s.paused ? "paused" : "active");
+  return st.charAt(0).toUpperCase() + st.slice(1);
 }
 
 export async function scheduleList() {
@@ -45,12 +54,12 @@ export async function scheduleList() {
 
   let html = '<h2>Schedules</h2><div class="toolbar"><a class="button primary" href="#schedules/new" id="new-schedule">New schedule</a>' +
     '<form id="schedule-filter" role="search" class="filters"><label for="f-state">State</label> <select id="f-state">' +
-    [["", "any"], ["active", "active"], ["paused", "paused"]].map(([v, l]) => '<option value="' + v + '"' + (v === state ? " selected" : "") + ">" + l + "</option>").join("") +
+    [["", "any"], ["active", "active"], ["paused", "paused"], ["completed", "completed"]].map(([v, l]) => '<option value="' + v + '"' + (v === state ? " selected" : "") + ">" + l + "</option>").join("") +
     '</select> <label for="f-name">Name contains</label> <input id="f-name" type="search" value="' + esc(name) + '" autocomplete="off" maxlength="128"></form></div>';
   html += '<div data-region="list"><table id="schedules"><caption class="visually-hidden">Schedules, page ' + (paging.cursors.length + 1) + "</caption>" +
     '<thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Timing</th><th scope="col">Next fire</th><th scope="col">Last run</th><th scope="col">Waiting</th><th scope="col">Actions</th></tr></thead><tbody>';
   for (const s of page.items) {
-    const st = s.paused ? "Paused" : "Active";
+    const st = stateLabel(s);
     html += '<tr data-schedule="' + esc(s.name) + '"><td><a href="#schedule/' + encodeURIComponent(s.name) + '">' + esc(s.name) + "</a></td>" +
       '<td class="state state-' + st.toLowerCase() + '">' + st + (s.note ? ' <span class="muted">(' + esc(s.note) + ")</span>" : "") + "</td>" +
       "<td>" + timing(s.spec) + "</td><td>" + when(s.next_run_at) + "</td><td>" + when(s.last_run_at) + "</td><td>" + waitingCount(s) + "</td><td>" +
