@@ -117,7 +117,7 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 		var wakes []store.Schedule
 		var plans map[int64]scheduleplan.Schedule
 		traced := &roundTrace{tracer: a.Tracer, ctx: ctx}
-		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]bool) []store.SchedulePlan {
+		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]store.InFlight) []store.SchedulePlan {
 			var out []store.SchedulePlan
 			out, wakes, plans = decidePlans(rows, inFlight, now)
 			traced.arm(out, namesOf(rows))
@@ -148,7 +148,7 @@ func namesOf(rows []store.Schedule) map[int64]string {
 
 // decidePlans is a round's decision for the schedules it locked: pure, inside the round's
 // transaction. It answers their plans, the schedules to wake, and each one's plan view.
-func decidePlans(rows []store.Schedule, inFlight map[int64]bool, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
+func decidePlans(rows []store.Schedule, inFlight map[int64]store.InFlight, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
 	plans := make([]store.SchedulePlan, 0, len(rows))
 	views := make(map[int64]scheduleplan.Schedule, len(rows))
 	var wakes []store.Schedule
@@ -163,7 +163,8 @@ func decidePlans(rows []store.Schedule, inFlight map[int64]bool, now time.Time) 
 			plans = append(plans, p)
 			continue
 		}
-		s.InFlight = inFlight[row.ID]
+		busy := inFlight[row.ID]
+		s.InFlight, s.Running, s.Waiting = busy.Running+busy.Buffered > 0, busy.Running, busy.Buffered
 		views[row.ID] = s
 		if row.PlanAction != nil && *row.PlanAction == scheduleplan.Wake {
 			// Looked at again in a minute if the wake does not take (the run's takeover

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -66,6 +67,9 @@ var RoutePermissions = map[string]Permission{
 	"PATCH /api/v1/schedules/:name":              PermWrite,
 	"DELETE /api/v1/schedules/:name":             PermWrite,
 	"GET /api/v1/schedules/:name/runs":           PermRead,
+	"POST /api/v1/schedules/pause":               PermWrite,
+	"POST /api/v1/schedules/resume":              PermWrite,
+	"GET /api/v1/schedules/:name/history":        PermRead,
 	"POST /api/v1/schedules/:name/pause":         PermWrite,
 	"POST /api/v1/schedules/:name/resume":        PermWrite,
 	"POST /api/v1/schedules/:name/trigger":       PermWrite,
@@ -116,6 +120,19 @@ type Principal struct {
 	TokenID int64
 	Role    domain.TokenRole
 	PC      string // agent tokens only
+	Note    string // the token's note, which names it
+}
+
+// Name is who the caller is in a schedule's history: the token's note and id ("ops-alice
+// (token 7)"), or the id alone for a token without a note.
+func (p *Principal) Name() string {
+	if p == nil {
+		return "anonymous"
+	}
+	if p.Note == "" {
+		return fmt.Sprintf("token %d", p.TokenID)
+	}
+	return fmt.Sprintf("%s (token %d)", p.Note, p.TokenID)
 }
 
 const principalKey = "tickgate.principal"
@@ -201,7 +218,7 @@ func (s *Server) principal(c echo.Context) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Principal{TokenID: row.ID, Role: row.Role}
+	p := &Principal{TokenID: row.ID, Role: row.Role, Note: row.Note}
 	if row.Pc != nil {
 		p.PC = *row.Pc
 	}

@@ -29,6 +29,9 @@ func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules", s.createSchedule)
 	g.POST("/schedules/bulk", s.bulkCreateSchedules)
 	g.POST("/schedules/preview", s.previewSchedule)
+	g.POST("/schedules/pause", s.pauseSelected)
+	g.POST("/schedules/resume", s.resumeSelected)
+	g.GET("/schedules/:name/history", s.scheduleHistory)
 	g.GET("/schedules", s.listSchedules)
 	g.GET("/schedules/:name", s.getSchedule)
 	g.DELETE("/schedules/:name", s.deleteSchedule)
@@ -46,6 +49,10 @@ type SchedulePolicies struct {
 	Overlap          domain.Overlap        `json:"overlap"`
 	CatchupWindow    schedulespec.Duration `json:"catchup_window"`
 	SkipIfSuccessful bool                  `json:"skip_if_successful"`
+	// MaxConcurrent caps the runs in flight under allow_all (nil: no cap); a tick beyond it
+	// waits, or is skipped under OverlapWhenFull skip (domain.CheckConcurrency).
+	MaxConcurrent   *int            `json:"max_concurrent,omitempty"`
+	OverlapWhenFull domain.WhenFull `json:"overlap_when_full,omitempty"`
 }
 
 // ScheduleAction is what a fire does: the action the schedule's workflow performs.
@@ -61,6 +68,8 @@ type CreateScheduleRequest struct {
 	Note     string            `json:"note,omitempty"`
 	// Metrics asks for Prometheus series of the schedule's own (docs/console.md#prometheus).
 	Metrics bool `json:"metrics,omitempty"`
+	// Labels select the schedule in lists and bulk commands (domain.CheckLabels).
+	Labels domain.Labels `json:"labels,omitempty"`
 }
 
 // ScheduleView is a schedule as the API answers it.
@@ -69,6 +78,7 @@ type ScheduleView struct {
 	Spec     schedulespec.Spec `json:"spec"`
 	Action   ScheduleAction    `json:"action"`
 	Policies SchedulePolicies  `json:"policies"`
+	Labels   domain.Labels     `json:"labels"`
 	Paused   bool              `json:"paused"`
 	Note     string            `json:"note"`
 	// Metrics: the schedule has Prometheus series of its own (docs/console.md#prometheus).
@@ -182,7 +192,28 @@ func (req *CreateScheduleRequest) validate(now time.Time) (*schedulespec.Compile
 			return nil, pol, BadRequest("policies.catchup_window", "must not be negative")
 		}
 	}
+	whenFull, err := domain.CheckConcurrency(pol.MaxConcurrent, pol.OverlapWhenFull, pol.Overlap, req.Action.Kind)
+	if err != nil {
+		return nil, pol, fieldProblem("policies", err)
+	}
+	pol.OverlapWhenFull = whenFull
+	if err := domain.CheckLabels(req.Labels); err != nil {
+		return nil, pol, fieldProblem("labels", err)
+	}
 	return spec, pol, nil
+}
+
+// fieldProblem is a 400 naming a domain.FieldError's field under prefix.
+func fieldProblem(prefix string, err error) error {
+	var fe *domain.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	field := prefix
+	if fe.Field != "" {
+		field += "." + fe.Field
+	}
+	return BadRequest(field, "%s", fe.Msg)
 }
 
 // validateAction checks an action (and fills an event action's defaults), naming the
@@ -243,7 +274,11 @@ func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol 
 	row := store.NewSchedule{
 		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
-		Paused: req.Paused, PauseNote: req.Note, Watermark: &now,
+		Paused: req.Paused, PauseNote: req.Note, Watermark: &now, Labels: labelsJSON(req.Labels),
+	}
+	row.MaxConcurrent, row.OverlapWhenFull = capColumns(pol)
+	if row.MaxConcurrent != nil {
+		plan.MaxConcurrent = int(*row.MaxConcurrent)
 	}
 	if tick, _, ok := plan.Next(); ok {
 		row.NextRunAt = &tick
@@ -264,9 +299,33 @@ func scheduleView(row store.Schedule) ScheduleView {
 		},
 		WorkflowID: workflows.ScheduleWorkflowID(row.Name),
 	}
+	if row.MaxConcurrent != nil && row.OverlapWhenFull != nil {
+		n := int(*row.MaxConcurrent)
+		v.Policies.MaxConcurrent, v.Policies.OverlapWhenFull = &n, domain.WhenFull(*row.OverlapWhenFull)
+	}
 	_ = json.Unmarshal(row.Spec, &v.Spec)
 	_ = json.Unmarshal(row.Action, &v.Action)
+	v.Labels = domain.Labels{}
+	_ = json.Unmarshal(row.Labels, &v.Labels)
 	return v
+}
+
+// capColumns is a concurrency cap as the row holds it (both nil: none).
+func capColumns(pol SchedulePolicies) (*int32, *string) {
+	if pol.MaxConcurrent == nil {
+		return nil, nil
+	}
+	n, whenFull := int32(*pol.MaxConcurrent), string(pol.OverlapWhenFull)
+	return &n, &whenFull
+}
+
+// labelsJSON is labels as the row holds them: an object, {} for none.
+func labelsJSON(l domain.Labels) json.RawMessage {
+	if len(l) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	b, _ := json.Marshal(l)
+	return b
 }
 
 func runView(r store.ScheduleRun) RunView {
@@ -303,7 +362,11 @@ func (s *Server) listSchedules(c echo.Context) error {
 	if len(states) > 1 {
 		return BadRequest("state", "give one state (active or paused), not %d", len(states))
 	}
-	f := store.ScheduleFilter{NamePart: c.QueryParam("name")}
+	sel, err := selectorParam(c)
+	if err != nil {
+		return err
+	}
+	f := store.ScheduleFilter{NamePart: c.QueryParam("name"), Selector: sel}
 	if len(states) == 1 {
 		f.State = states[0]
 	}
@@ -549,13 +612,22 @@ func (s *Server) pauseSchedule(c echo.Context) error {
 	if err := decodeCommand(c, workflows.SchedulePause, &req, true); err != nil {
 		return err
 	}
+	if req.Identity != "" {
+		return identityFromToken()
+	}
+	req.Identity = PrincipalOf(c).Name()
 	if r := workflows.CheckPause(req); r != nil {
 		return refusalProblem(r)
 	}
-	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.ID, row.Name, req.Note); err != nil {
+	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.ID, row.Name, req); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
+}
+
+// identityFromToken refuses an identity in an HTTP command's body: who asks is the token's.
+func identityFromToken() error {
+	return BadRequest("identity", "is not sent over HTTP: the schedule's history names the API token that asked")
 }
 
 func (s *Server) resumeSchedule(c echo.Context) error {
@@ -563,11 +635,18 @@ func (s *Server) resumeSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req struct{}
-	if err := Decode(c, &req, true); err != nil {
+	var req workflows.ResumeRequest
+	if err := decodeCommand(c, workflows.ScheduleResume, &req, true); err != nil {
 		return err
 	}
-	if _, err := s.Starter.ResumeSchedule(c.Request().Context(), row.ID, row.Name); err != nil {
+	if req.Identity != "" {
+		return identityFromToken()
+	}
+	req.Identity = PrincipalOf(c).Name()
+	if r := workflows.CheckResume(req); r != nil {
+		return refusalProblem(r)
+	}
+	if _, err := s.Starter.ResumeSchedule(c.Request().Context(), row.ID, row.Name, req); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
@@ -592,7 +671,9 @@ type UpdateScheduleRequest struct {
 	Action   *ScheduleAction    `json:"action,omitempty"`
 	Policies *SchedulePolicies  `json:"policies,omitempty"`
 	Metrics  *bool              `json:"metrics,omitempty"`
-	Version  int64              `json:"version,omitempty"`
+	// Labels replaces the schedule's labels ({} removes them all).
+	Labels  *domain.Labels `json:"labels,omitempty"`
+	Version int64          `json:"version,omitempty"`
 }
 
 // applyTo is the stored definition cur with what the update carries replaced.
@@ -605,6 +686,9 @@ func (req UpdateScheduleRequest) applyTo(cur CreateScheduleRequest) CreateSchedu
 	}
 	if req.Policies != nil {
 		cur.Policies = req.Policies
+	}
+	if req.Labels != nil {
+		cur.Labels = *req.Labels
 	}
 	return cur
 }
@@ -632,15 +716,17 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		}
 		expected = v
 	}
-	if req.Spec == nil && req.Action == nil && req.Policies == nil && req.Metrics != nil {
+	redefined := req.Spec != nil || req.Action != nil || req.Policies != nil
+	if !redefined && req.Labels == nil && req.Metrics != nil {
 		return s.setScheduleMetrics(c, row, expected, *req.Metrics)
 	}
 	cur := scheduleView(row)
-	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies})
+	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies, Labels: cur.Labels})
 	spec, pol, err := create.validate(s.Now().UTC())
 	if err != nil {
 		return err
 	}
+	changes := definitionChanges(cur, spec.Spec, create.Action, pol, create.Labels)
 	specJSON, _ := json.Marshal(spec.Spec)
 	actionJSON, _ := json.Marshal(create.Action)
 	ctx := c.Request().Context()
@@ -654,10 +740,14 @@ func (s *Server) updateSchedule(c echo.Context) error {
 			return metricsFull()
 		}
 	}
-	updated, err := s.Store.UpdateSchedule(ctx, store.ScheduleChange{
+	change := store.ScheduleChange{
 		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
-	})
+		Labels: labelsJSON(create.Labels),
+		History: &store.HistoryEntry{Kind: domain.HistoryUpdate, Actor: PrincipalOf(c).Name(), Door: domain.DoorAPI, Changes: changes},
+	}
+	change.MaxConcurrent, change.OverlapWhenFull = capColumns(pol)
+	updated, err := s.Store.UpdateSchedule(ctx, change)
 	if errors.Is(err, store.ErrStale) {
 		return NewProblem(http.StatusPreconditionFailed, "version", "the schedule changed since version %d; read it again and retry", expected)
 	}
@@ -674,8 +764,11 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		updated.Metrics = *req.Metrics
 	}
 	// The workflow reloads the definition and recomputes its next fire; runs in flight go on.
-	if err := s.Starter.RefreshSchedule(ctx, row.ID, row.Name); err != nil {
-		s.Logf("api: refresh workflow of schedule %s: %v", row.Name, err)
+	// (Labels are no part of what it runs: a change of labels alone leaves it be.)
+	if redefined {
+		if err := s.Starter.RefreshSchedule(ctx, row.ID, row.Name); err != nil {
+			s.Logf("api: refresh workflow of schedule %s: %v", row.Name, err)
+		}
 	}
 	c.Response().Header().Set("ETag", etag(updated.Version))
 	return c.JSON(http.StatusOK, scheduleView(updated))

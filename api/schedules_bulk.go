@@ -98,7 +98,7 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 }
 
 // sameDefinition reports whether an existing schedule is the one a create asks for: the
-// same spec, action and policies. (Its runtime state — paused, next fire — is its own.) A
+// same spec, action, policies and labels. (Its runtime state — paused, next fire — is its own.) A
 // create that gave no start_at took the time of its request: its retry, a moment later,
 // asks for the same schedule, so start_at is compared only when it was given.
 func sameDefinition(existing store.Schedule, asked store.NewSchedule, startGiven bool) bool {
@@ -108,7 +108,17 @@ func sameDefinition(existing store.Schedule, asked store.NewSchedule, startGiven
 	}
 	return jsonEqual(spec, askedSpec) && jsonEqual(existing.Action, asked.Action) &&
 		existing.Overlap == asked.Overlap && existing.CatchupWindowMs == asked.CatchupWindowMs &&
-		existing.SkipIfSuccessful == asked.SkipIfSuccessful
+		existing.SkipIfSuccessful == asked.SkipIfSuccessful &&
+		equalPtr(existing.MaxConcurrent, asked.MaxConcurrent) && equalPtr(existing.OverlapWhenFull, asked.OverlapWhenFull) &&
+		jsonEqual(existing.Labels, asked.Labels)
+}
+
+// equalPtr reports whether two optional values are both absent or equal.
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
 }
 
 // withoutKey is a JSON object without one of its keys (the document itself if it is none).

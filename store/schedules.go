@@ -89,21 +89,51 @@ type Retraction struct {
 	WorkflowIDs []string
 }
 
-// SetPaused mirrors a pause or resume decided by the schedule's workflow. A pause retracts
-// the schedule's armed, unreleased fires in the same transaction and returns them.
-func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note string) (row Schedule, retracted Retraction, err error) {
+// PauseChange is a pause or resume decided by a schedule's workflow, and who asked for it
+// (Actor, Door) and why (Note), for the schedule's history.
+type PauseChange struct {
+	ID     int64
+	Paused bool
+	Note   string
+	Actor  string
+	Door   domain.Door
+}
+
+// SetPaused mirrors a pause or resume decided by the schedule's workflow and, when it changes
+// the paused state, records it in the schedule's history in the same transaction: the
+// history never tells of a pause that did not happen, nor misses one. Pausing a paused
+// schedule (resuming an active one) changes nothing — the standing pause keeps its note and
+// its entry — and answers changed false. A pause retracts the schedule's armed, unreleased
+// fires in the same transaction and returns them.
+func (s *Store) SetPaused(ctx context.Context, c PauseChange) (row Schedule, changed bool, retracted Retraction, err error) {
 	err = s.retractingTx(ctx, func(q *dbgen.Queries) error {
 		var err error
-		row, err = q.SetSchedulePaused(ctx, dbgen.SetSchedulePausedParams{ID: id, Paused: paused, PauseNote: note})
-		if err != nil {
-			return fmt.Errorf("set schedule %d paused=%v: %w", id, paused, mapErr(err))
+		if row, err = q.LockScheduleByID(ctx, c.ID); err != nil {
+			return fmt.Errorf("lock schedule %d: %w", c.ID, mapErr(err))
 		}
-		if paused {
-			retracted, err = retractArmed(ctx, q, id, true, "the schedule was paused")
+		if changed = row.Paused != c.Paused; changed {
+			note := c.Note
+			if !c.Paused {
+				note = "" // a resume's note is the history's; the row's note is the standing pause's
+			}
+			row, err = q.SetSchedulePaused(ctx, dbgen.SetSchedulePausedParams{ID: c.ID, Paused: c.Paused, PauseNote: note})
+			if err != nil {
+				return fmt.Errorf("set schedule %d paused=%v: %w", c.ID, c.Paused, mapErr(err))
+			}
+			kind := domain.HistoryResume
+			if c.Paused {
+				kind = domain.HistoryPause
+			}
+			if err := insertHistory(ctx, q, c.ID, HistoryEntry{Kind: kind, Actor: c.Actor, Door: c.Door, Note: c.Note}); err != nil {
+				return err
+			}
+		}
+		if c.Paused {
+			retracted, err = retractArmed(ctx, q, c.ID, true, "the schedule was paused")
 		}
 		return err
 	})
-	return row, retracted, err
+	return row, changed, retracted, err
 }
 
 // Reschedule mirrors a reschedule's next fire and retracts the schedule's armed, unreleased
@@ -432,6 +462,13 @@ type ScheduleChange struct {
 	Overlap          domain.Overlap
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
+	// MaxConcurrent and OverlapWhenFull are the concurrency cap (both nil: none).
+	MaxConcurrent   *int32
+	OverlapWhenFull *string
+	// Labels replace the schedule's (nil: kept).
+	Labels json.RawMessage
+	// History is recorded in the update's transaction when it lists changes (nil: none).
+	History *HistoryEntry
 }
 
 // UpdateSchedule replaces a schedule's definition if its version still is the expected
@@ -447,8 +484,12 @@ func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule,
 		row, err = q.UpdateScheduleDefinition(ctx, dbgen.UpdateScheduleDefinitionParams{
 			Name: c.Name, ExpectedVersion: c.ExpectedVersion, Spec: c.Spec, Action: c.Action, Overlap: c.Overlap,
 			CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful,
+			MaxConcurrent: c.MaxConcurrent, OverlapWhenFull: c.OverlapWhenFull, Labels: c.Labels,
 		})
-		return err
+		if err != nil || c.History == nil || len(c.History.Changes) == 0 {
+			return err
+		}
+		return insertHistory(ctx, q, row.ID, *c.History)
 	})
 	if err == nil {
 		return row, nil

@@ -40,6 +40,18 @@ func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, keep fu
 			action = *r.PlanAction
 		}
 		p.PlanActions = append(p.PlanActions, action)
+		var maxConcurrent int32
+		var whenFull string
+		if r.MaxConcurrent != nil && r.OverlapWhenFull != nil {
+			maxConcurrent, whenFull = *r.MaxConcurrent, *r.OverlapWhenFull
+		}
+		p.MaxConcurrents = append(p.MaxConcurrents, maxConcurrent)
+		p.WhenFulls = append(p.WhenFulls, whenFull)
+		labels := "{}"
+		if len(r.Labels) > 0 {
+			labels = string(r.Labels)
+		}
+		p.Labels = append(p.Labels, labels)
 	}
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		created, err := q.InsertSchedules(ctx, p)

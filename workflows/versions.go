@@ -33,6 +33,10 @@ var Changes = []Change{
 		ID: rolloutRunnerChange, Max: 1, Workflows: []string{RolloutWorkflowType},
 		What: "before it, a rollout ran its executor tasks in fixed batches, each claimed by the workflow",
 	},
+	{
+		ID: scheduleCapChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, a schedule had no concurrency cap: under allow_all every tick started at once (no max_concurrent)",
+	},
 }
 
 // pinChanges records, at the start of a run of workflowType, the version of every change

@@ -170,6 +170,20 @@ type Schedule struct {
 	RescheduledTo    *time.Time
 	RestRequestedAt  *time.Time
 	OwnerCheckedAt   *time.Time
+	MaxConcurrent    *int32
+	OverlapWhenFull  *string
+	Labels           json.RawMessage
+}
+
+type ScheduleHistory struct {
+	ID         int64
+	ScheduleID int64
+	At         time.Time
+	Kind       string
+	Actor      string
+	Door       string
+	Note       string
+	Changes    json.RawMessage
 }
 
 type ScheduleRefusal struct {

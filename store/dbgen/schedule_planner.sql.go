@@ -356,7 +356,7 @@ func (q *Queries) ListRestRequests(ctx context.Context, maxRows int32) ([]ListRe
 }
 
 const lockSchedulesToPlan = `-- name: LockSchedulesToPlan :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels FROM schedules
 WHERE owner IS NULL AND plan_at <= $1::timestamptz
 ORDER BY plan_at
 LIMIT $2
@@ -407,6 +407,9 @@ func (q *Queries) LockSchedulesToPlan(ctx context.Context, arg LockSchedulesToPl
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -505,25 +508,36 @@ func (q *Queries) RequestScheduleRest(ctx context.Context, arg RequestScheduleRe
 }
 
 const schedulesInFlight = `-- name: SchedulesInFlight :many
-SELECT DISTINCT schedule_id FROM schedule_runs
+SELECT schedule_id, count(*) FILTER (WHERE status = 'RUNNING')::bigint AS running,
+       count(*) FILTER (WHERE status = 'BUFFERED')::bigint AS buffered
+FROM schedule_runs
 WHERE schedule_id = ANY($1::bigint[]) AND status IN ('RUNNING', 'BUFFERED')
+GROUP BY schedule_id
 `
 
-// Which of the schedules given have a run in flight or a tick waiting: the planner arms a
-// workflow action's fire (but under allow_all) only when nothing of the schedule runs.
-func (q *Queries) SchedulesInFlight(ctx context.Context, scheduleIds []int64) ([]int64, error) {
+type SchedulesInFlightRow struct {
+	ScheduleID int64
+	Running    int64
+	Buffered   int64
+}
+
+// Which of the schedules given have runs in flight (RUNNING, armed ones among them) or ticks
+// waiting (BUFFERED), and how many: the planner arms a workflow action's fire (but under
+// allow_all) only when nothing of the schedule runs, and a capped one's only while fewer than
+// max_concurrent do.
+func (q *Queries) SchedulesInFlight(ctx context.Context, scheduleIds []int64) ([]SchedulesInFlightRow, error) {
 	rows, err := q.db.Query(ctx, schedulesInFlight, scheduleIds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []int64
+	var items []SchedulesInFlightRow
 	for rows.Next() {
-		var schedule_id int64
-		if err := rows.Scan(&schedule_id); err != nil {
+		var i SchedulesInFlightRow
+		if err := rows.Scan(&i.ScheduleID, &i.Running, &i.Buffered); err != nil {
 			return nil, err
 		}
-		items = append(items, schedule_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -572,7 +586,7 @@ const takeScheduleOwnership = `-- name: TakeScheduleOwnership :one
 UPDATE schedules
 SET owner = $1, rest_requested_at = NULL, owner_checked_at = NULL, plan_at = NULL, plan_action = NULL
 WHERE CASE WHEN $2::bigint <> 0 THEN id = $2::bigint ELSE name = $3::text END
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels
 `
 
 type TakeScheduleOwnershipParams struct {
@@ -618,6 +632,9 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }

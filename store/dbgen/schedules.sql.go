@@ -217,7 +217,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -251,12 +251,15 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -290,6 +293,9 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
@@ -385,10 +391,11 @@ func (q *Queries) InsertFeedRelease(ctx context.Context, arg InsertFeedReleasePa
 
 const insertSchedule = `-- name: InsertSchedule :one
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, max_concurrent, overlap_when_full, labels)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10, $11, $12)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+        $10, $11, $12, $13, $14,
+        COALESCE($15::jsonb, '{}'::jsonb))
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels
 `
 
 type InsertScheduleParams struct {
@@ -404,6 +411,9 @@ type InsertScheduleParams struct {
 	Watermark        *time.Time
 	PlanAt           *time.Time
 	PlanAction       *string
+	MaxConcurrent    *int32
+	OverlapWhenFull  *string
+	Labels           []byte
 }
 
 // A new schedule is at rest: the planner arms its first fires, or wakes its workflow, at
@@ -422,6 +432,9 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		arg.Watermark,
 		arg.PlanAt,
 		arg.PlanAction,
+		arg.MaxConcurrent,
+		arg.OverlapWhenFull,
+		arg.Labels,
 	)
 	var i Schedule
 	err := row.Scan(
@@ -452,6 +465,9 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
@@ -568,18 +584,20 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 
 const insertSchedules = `-- name: InsertSchedules :many
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, max_concurrent, overlap_when_full, labels)
 SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
        NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
-       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, '')
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''),
+       NULLIF(g.max_concurrent, 0), NULLIF(g.when_full, ''), g.labels::jsonb
 FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::text[]) AS action,
              unnest($4::text[]) AS overlap, unnest($5::bigint[]) AS catchup_window_ms,
              unnest($6::boolean[]) AS skip_if_successful, unnest($7::boolean[]) AS paused,
              unnest($8::text[]) AS pause_note, unnest($9::timestamptz[]) AS next_run_at,
              unnest($10::timestamptz[]) AS watermark, unnest($11::timestamptz[]) AS plan_at,
-             unnest($12::text[]) AS plan_action) g
+             unnest($12::text[]) AS plan_action, unnest($13::integer[]) AS max_concurrent,
+             unnest($14::text[]) AS when_full, unnest($15::text[]) AS labels) g
 ON CONFLICT (name) DO NOTHING
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels
 `
 
 type InsertSchedulesParams struct {
@@ -595,10 +613,14 @@ type InsertSchedulesParams struct {
 	Watermarks       []time.Time
 	PlanAts          []time.Time
 	PlanActions      []string
+	MaxConcurrents   []int32
+	WhenFulls        []string
+	Labels           []string
 }
 
 // A bulk create: every row in one statement; a name taken already inserts nothing (the
 // caller compares the existing row with what was asked, ListSchedulesByName).
+// (0 and ” stand for NULL in max_concurrents and when_fulls: no cap.)
 func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams) ([]Schedule, error) {
 	rows, err := q.db.Query(ctx, insertSchedules,
 		arg.Names,
@@ -613,6 +635,9 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 		arg.Watermarks,
 		arg.PlanAts,
 		arg.PlanActions,
+		arg.MaxConcurrents,
+		arg.WhenFulls,
+		arg.Labels,
 	)
 	if err != nil {
 		return nil, err
@@ -649,6 +674,9 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -1027,7 +1055,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -1072,6 +1100,9 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -1084,7 +1115,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const listSchedulesByName = `-- name: ListSchedulesByName :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE name = ANY($1::text[])
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name = ANY($1::text[])
 `
 
 func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
@@ -1124,6 +1155,9 @@ func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Sc
 			&i.RescheduledTo,
 			&i.RestRequestedAt,
 			&i.OwnerCheckedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -1146,7 +1180,7 @@ func (q *Queries) LockReleases(ctx context.Context, lockKey int64) error {
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -1180,6 +1214,9 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
@@ -1533,7 +1570,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels
 `
 
 type SetSchedulePausedParams struct {
@@ -1573,6 +1610,9 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
@@ -1728,9 +1768,10 @@ func (q *Queries) UpdateScheduleAfterFire(ctx context.Context, arg UpdateSchedul
 const updateScheduleDefinition = `-- name: UpdateScheduleDefinition :one
 UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
-    skip_if_successful = $5, version = version + 1, updated_at = now()
-WHERE name = $6 AND ($7::bigint = 0 OR version = $7::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at
+    skip_if_successful = $5, max_concurrent = $6,
+    overlap_when_full = $7, labels = COALESCE($8::jsonb, labels), version = version + 1, updated_at = now()
+WHERE name = $9 AND ($10::bigint = 0 OR version = $10::bigint)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, max_concurrent, overlap_when_full, labels
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1739,6 +1780,9 @@ type UpdateScheduleDefinitionParams struct {
 	Overlap          domain.Overlap
 	CatchupWindowMs  int64
 	SkipIfSuccessful bool
+	MaxConcurrent    *int32
+	OverlapWhenFull  *string
+	Labels           []byte
 	Name             string
 	ExpectedVersion  int64
 }
@@ -1752,6 +1796,9 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		arg.Overlap,
 		arg.CatchupWindowMs,
 		arg.SkipIfSuccessful,
+		arg.MaxConcurrent,
+		arg.OverlapWhenFull,
+		arg.Labels,
 		arg.Name,
 		arg.ExpectedVersion,
 	)
@@ -1784,6 +1831,9 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.RescheduledTo,
 		&i.RestRequestedAt,
 		&i.OwnerCheckedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }

@@ -2,9 +2,10 @@
 -- A new schedule is at rest: the planner arms its first fires, or wakes its workflow, at
 -- plan_at. Its ticks count from watermark (its creation).
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, max_concurrent, overlap_when_full, labels)
 VALUES (@name, @spec, @action, @overlap, @catchup_window_ms, @skip_if_successful, @paused, @pause_note, @next_run_at,
-        @watermark, @plan_at, @plan_action)
+        @watermark, @plan_at, @plan_action, sqlc.narg(max_concurrent), sqlc.narg(overlap_when_full),
+        COALESCE(sqlc.narg(labels)::jsonb, '{}'::jsonb))
 RETURNING *;
 
 -- name: GetScheduleByName :one
@@ -100,7 +101,8 @@ SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'RUNNI
 -- (expected_version 0 skips the check).
 UPDATE schedules
 SET spec = @spec, action = @action, overlap = @overlap, catchup_window_ms = @catchup_window_ms,
-    skip_if_successful = @skip_if_successful, version = version + 1, updated_at = now()
+    skip_if_successful = @skip_if_successful, max_concurrent = sqlc.narg(max_concurrent),
+    overlap_when_full = sqlc.narg(overlap_when_full), labels = COALESCE(sqlc.narg(labels)::jsonb, labels), version = version + 1, updated_at = now()
 WHERE name = @name AND (@expected_version::bigint = 0 OR version = @expected_version::bigint)
 RETURNING *;
 
@@ -381,17 +383,20 @@ SELECT * FROM schedule_refusals WHERE schedule_id = @schedule_id ORDER BY id DES
 -- name: InsertSchedules :many
 -- A bulk create: every row in one statement; a name taken already inserts nothing (the
 -- caller compares the existing row with what was asked, ListSchedulesByName).
+-- (0 and '' stand for NULL in max_concurrents and when_fulls: no cap.)
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action)
+                       watermark, plan_at, plan_action, max_concurrent, overlap_when_full, labels)
 SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
        NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
-       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, '')
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''),
+       NULLIF(g.max_concurrent, 0), NULLIF(g.when_full, ''), g.labels::jsonb
 FROM (SELECT unnest(@names::text[]) AS name, unnest(@specs::text[]) AS spec, unnest(@actions::text[]) AS action,
              unnest(@overlap_policies::text[]) AS overlap, unnest(@catchup_window_ms::bigint[]) AS catchup_window_ms,
              unnest(@skip_if_successful::boolean[]) AS skip_if_successful, unnest(@paused::boolean[]) AS paused,
              unnest(@pause_notes::text[]) AS pause_note, unnest(@next_run_at::timestamptz[]) AS next_run_at,
              unnest(@watermarks::timestamptz[]) AS watermark, unnest(@plan_ats::timestamptz[]) AS plan_at,
-             unnest(@plan_actions::text[]) AS plan_action) g
+             unnest(@plan_actions::text[]) AS plan_action, unnest(@max_concurrents::integer[]) AS max_concurrent,
+             unnest(@when_fulls::text[]) AS when_full, unnest(@labels::text[]) AS labels) g
 ON CONFLICT (name) DO NOTHING
 RETURNING *;
 
