@@ -743,7 +743,7 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	change := store.ScheduleChange{
 		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
-		Labels: labelsJSON(create.Labels),
+		Labels:  labelsJSON(create.Labels),
 		History: &store.HistoryEntry{Kind: domain.HistoryUpdate, Actor: PrincipalOf(c).Name(), Door: domain.DoorAPI, Changes: changes},
 	}
 	change.MaxConcurrent, change.OverlapWhenFull = capColumns(pol)
