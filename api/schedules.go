@@ -608,14 +608,11 @@ func (s *Server) pauseSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req workflows.PauseRequest
-	if err := decodeCommand(c, workflows.SchedulePause, &req, true); err != nil {
+	var body PauseScheduleRequest
+	if err := decodeCommand(c, workflows.SchedulePause, &body, true); err != nil {
 		return err
 	}
-	if req.Identity != "" {
-		return identityFromToken()
-	}
-	req.Identity = PrincipalOf(c).Name()
+	req := workflows.PauseRequest{Note: body.Note, Identity: PrincipalOf(c).Name()}
 	if r := workflows.CheckPause(req); r != nil {
 		return refusalProblem(r)
 	}
@@ -625,9 +622,15 @@ func (s *Server) pauseSchedule(c echo.Context) error {
 	return s.answerSchedule(c, row.Name)
 }
 
-// identityFromToken refuses an identity in an HTTP command's body: who asks is the token's.
-func identityFromToken() error {
-	return BadRequest("identity", "is not sent over HTTP: the schedule's history names the API token that asked")
+// PauseScheduleRequest is the body of POST /schedules/{name}/pause. Who asks is not in it:
+// the schedule's history names the API token that sent it.
+type PauseScheduleRequest struct {
+	Note string `json:"note"`
+}
+
+// ResumeScheduleRequest is the body of POST /schedules/{name}/resume (optional).
+type ResumeScheduleRequest struct {
+	Note string `json:"note,omitempty"`
 }
 
 func (s *Server) resumeSchedule(c echo.Context) error {
@@ -635,14 +638,11 @@ func (s *Server) resumeSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req workflows.ResumeRequest
-	if err := decodeCommand(c, workflows.ScheduleResume, &req, true); err != nil {
+	var body ResumeScheduleRequest
+	if err := decodeCommand(c, workflows.ScheduleResume, &body, true); err != nil {
 		return err
 	}
-	if req.Identity != "" {
-		return identityFromToken()
-	}
-	req.Identity = PrincipalOf(c).Name()
+	req := workflows.ResumeRequest{Note: body.Note, Identity: PrincipalOf(c).Name()}
 	if r := workflows.CheckResume(req); r != nil {
 		return refusalProblem(r)
 	}
