@@ -62,6 +62,12 @@ func TestChaosShortProfile(t *testing.T) {
 	require.Positive(t, r.Final.DeviceExecutions)
 	require.Equal(t, r.Final.DeviceExecutions, r.Final.DeviceSucceeded+r.Final.DeviceFailed, "every device execution succeeded or failed finally")
 	require.Zero(t, r.Unfinished(), "nothing left unfinished")
+	require.Equal(t, p.CappedSchedules, r.Capped.Schedules)
+	require.Zero(t, r.Capped.OverCap, "never more targets of a capped schedule at once than its cap, as Temporal saw them")
+	require.LessOrEqual(t, r.Capped.MostAtOnce, p.CappedMax)
+	require.Zero(t, r.Capped.Unread, "every capped run's target is known to Temporal and closed")
+	require.Positive(t, r.Capped.Manual, "the capped schedules ran manual triggers")
+	require.Positive(t, r.Capped.Backfill, "and backfill ticks")
 	require.True(t, r.Passed())
 	// Kept only when the run fails, for its logs.
 	_ = devstack.RemoveClusterDir(filepath.Join(dir, "pg"))

@@ -30,6 +30,15 @@ type Profile struct {
 	TargetMax         time.Duration
 	BufferedTargetMax time.Duration
 	CatchupWindow     time.Duration
+	// CappedSchedules fire every CappedEvery a workflow action whose runs last
+	// CappedTargetMin..CappedTargetMax, under allow_all with max_concurrent CappedMax (half
+	// buffering a tick that finds the cap full, half skipping it), and take manual triggers
+	// and a backfill during the faults (capped.go).
+	CappedSchedules int
+	CappedEvery     time.Duration
+	CappedMax       int
+	CappedTargetMin time.Duration
+	CappedTargetMax time.Duration
 
 	// Rollout: RolloutTasks over RolloutDatabases, DDL and DML, with ParallelLimit.
 	RolloutTasks     int
@@ -63,6 +72,7 @@ var Full = Profile{
 	Name: "full", FaultPhase: 5 * time.Minute,
 	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 5 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
+	CappedSchedules: 4, CappedEvery: 2 * time.Second, CappedMax: 2, CappedTargetMin: time.Second, CappedTargetMax: 5 * time.Second,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
@@ -75,6 +85,7 @@ var Short = Profile{
 	Name: "short", FaultPhase: 60 * time.Second,
 	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 5 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
+	CappedSchedules: 2, CappedEvery: 2 * time.Second, CappedMax: 2, CappedTargetMin: time.Second, CappedTargetMax: 5 * time.Second,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
