@@ -105,9 +105,10 @@ type CapCounts struct {
 	// Runs is how many of their runs started a target; Manual and Backfill how many of
 	// them a trigger or the backfill asked for.
 	Runs, Manual, Backfill int64
-	// Waited and Skipped are the ticks that found the cap full: recorded BUFFERED when they
-	// did (they may have run since) and SKIPPED with the cap's reason.
-	Waited, Skipped int64
+	// Waiting are the ticks still BUFFERED for the cap at the end (the schedules are paused:
+	// they start after a resume); Skipped the ticks recorded SKIPPED because it was full. (A
+	// tick that waited and then ran is a run like any other: its row no longer says it waited.)
+	Waiting, Skipped int64
 	// MostAtOnce is the most targets of one capped schedule Temporal had running at one
 	// instant; OverCap counts the schedules where that was more than their cap.
 	MostAtOnce, OverCap int
@@ -135,7 +136,7 @@ func finalCapCheck(ctx context.Context, st *store.Store, address string) (CapCou
 	rows, err := st.Pool.Query(ctx, `
 		SELECT s.id, s.max_concurrent,
 		       count(*) FILTER (WHERE r.reason LIKE 'max_concurrent %' AND r.status = 'SKIPPED'),
-		       count(*) FILTER (WHERE r.reason LIKE 'max_concurrent %' AND r.status <> 'SKIPPED'),
+		       count(*) FILTER (WHERE r.reason LIKE 'max_concurrent %' AND r.status = 'BUFFERED'),
 		       count(*) FILTER (WHERE r.fired_at IS NOT NULL AND r.trigger = 'manual'),
 		       count(*) FILTER (WHERE r.fired_at IS NOT NULL AND r.trigger = 'backfill'),
 		       array_remove(array_agg(CASE WHEN r.fired_at IS NOT NULL AND r.workflow_id <> '' THEN r.workflow_id END), NULL)
@@ -153,9 +154,9 @@ func finalCapCheck(ctx context.Context, st *store.Store, address string) (CapCou
 	for rows.Next() {
 		var c capped
 		var limit int32
-		var skipped, waited, manual, backfill int64
+		var skipped, waiting, manual, backfill int64
 		var id int64
-		if err := rows.Scan(&id, &limit, &skipped, &waited, &manual, &backfill, &c.ids); err != nil {
+		if err := rows.Scan(&id, &limit, &skipped, &waiting, &manual, &backfill, &c.ids); err != nil {
 			rows.Close()
 			return out, fmt.Errorf("final cap check: %w", err)
 		}
@@ -163,7 +164,7 @@ func finalCapCheck(ctx context.Context, st *store.Store, address string) (CapCou
 		all = append(all, c)
 		out.Schedules++
 		out.Skipped += skipped
-		out.Waited += waited
+		out.Waiting += waiting
 		out.Manual += manual
 		out.Backfill += backfill
 		out.Runs += int64(len(c.ids))

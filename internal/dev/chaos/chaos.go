@@ -382,7 +382,7 @@ func (r *Report) Print(w io.Writer) {
 		{"device executions unfinished", n(f.UnfinishedDeviceExecutions)},
 		{"device tasks unfinished", n(f.UnfinishedDeviceTasks)},
 		{"capped schedules: runs started (manual / backfill)", fmt.Sprintf("%d (%d / %d)", r.Capped.Runs, r.Capped.Manual, r.Capped.Backfill)},
-		{"  ticks that found the cap full: waited / skipped", fmt.Sprintf("%d / %d", r.Capped.Waited, r.Capped.Skipped)},
+		{"  ticks skipped with the cap full / still waiting for it at the end", fmt.Sprintf("%d / %d", r.Capped.Skipped, r.Capped.Waiting)},
 		{"  most targets running at once (Temporal's times) / schedules over their cap", fmt.Sprintf("%d / %d", r.Capped.MostAtOnce, r.Capped.OverCap)},
 		{"  targets whose times could not be read", n(int64(r.Capped.Unread))},
 	}
