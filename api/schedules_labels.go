@@ -154,6 +154,7 @@ func (s *Server) setSelectedPaused(c echo.Context, pause bool) error {
 		}
 	}
 	if len(failed) > 0 {
+		c.Response().Header().Set("Retry-After", "1")
 		return NewProblem(http.StatusServiceUnavailable, "", "%d of %d schedules were not %s: %s; the others were (%d changed). Retry: what is done already is left as it is",
 			len(failed), len(reached), pastTense(pause), strings.Join(firstN(failed, 10), "; "), out.Changed)
 	}
