@@ -418,3 +418,28 @@ func TestScheduleHistoryRecordsPausesResumesAndEdits(t *testing.T) {
 	status, _ := st.Do(t, http.MethodGet, "/api/v1/schedules/nope/history", nil)
 	require.Equal(t, http.StatusNotFound, status)
 }
+
+// TestBulkPauseWhoseWorkflowsDoNotAnswerIsA503ToRetry: with no worker to take the pause
+// updates, a bulk pause answers 503 with Retry-After, naming the schedules it could not
+// pause — never a 2xx that an Idempotency-Key would replay, so a retry does what is left —
+// and the schedules are not paused.
+func TestBulkPauseWhoseWorkflowsDoNotAnswerIsA503ToRetry(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{NoWorker: true})
+	for _, name := range []string{"stuck-a", "stuck-b"} {
+		st.JSON(t, http.MethodPost, "/api/v1/schedules", labelled(name, map[string]string{"team": "stuck"}), http.StatusCreated, nil)
+	}
+	keyed := st.As(st.AdminToken)
+	keyed.Headers["Idempotency-Key"] = "stuck-1"
+	status, body := keyed.Do(t, http.MethodPost, "/api/v1/schedules/pause", map[string]any{"selector": "team=stuck"})
+	require.Equal(t, http.StatusServiceUnavailable, status, "%s", body)
+	var p api.Problem
+	require.NoError(t, json.Unmarshal(body, &p))
+	require.Contains(t, p.Detail, "2 of 2 schedules were not paused")
+	require.Contains(t, p.Detail, "stuck-a")
+	require.Contains(t, p.Detail, "stuck-b")
+	require.Empty(t, pausedNames(t, st))
+	var n int
+	require.NoError(t, st.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM idempotency_keys WHERE key = 'stuck-1' AND status <> 0").Scan(&n))
+	require.Zero(t, n, "no answer kept for the key: its retry runs again")
+}
