@@ -11,11 +11,3 @@ SELECT * FROM schedule_history
 WHERE schedule_id = @schedule_id AND (@before_id::bigint = 0 OR id < @before_id::bigint)
 ORDER BY id DESC
 LIMIT @max_rows;
-
--- name: ListSchedulesBySelector :many
--- The schedules a bulk pause or resume reaches, in name order: their labels match the
--- selector (as ListSchedulesMatching reads it), at most max_rows of them.
-SELECT id, name, paused FROM schedules
-WHERE labels @> @labels_match::jsonb AND NOT (labels @> ANY(@labels_exclude::jsonb[]))
-ORDER BY name
-LIMIT @max_rows;
