@@ -245,9 +245,9 @@ func (s *Server) createSchedule(c echo.Context) error {
 	newRow := NewScheduleRow(req, spec, pol, now)
 	var row store.Schedule
 	if req.Metrics {
-		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries)
+		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries, store.CreatedBy(PrincipalOf(c).Name()))
 	} else {
-		row, err = s.Store.CreateSchedule(ctx, newRow)
+		row, err = s.Store.CreateSchedule(ctx, newRow, store.CreatedBy(PrincipalOf(c).Name()))
 	}
 	if errors.Is(err, store.ErrConflict) {
 		return Conflict("name", "a schedule named %q already exists", req.Name)

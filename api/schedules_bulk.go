@@ -75,7 +75,7 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 			return Conflict(fmt.Sprintf("items[%d].name", i), "a schedule named %q exists with another definition", existing.Name)
 		}
 		return nil
-	})
+	}, store.CreatedBy(PrincipalOf(c).Name()))
 	if err != nil {
 		var p *Problem
 		if errors.As(err, &p) {

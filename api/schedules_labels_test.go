@@ -305,7 +305,9 @@ func TestBulkPauseAndResumeBySelector(t *testing.T) {
 		require.Equal(t, domain.DoorUpdate, h[0].Door, "the API sends the schedule's own pause update")
 		require.Equal(t, "billing freeze", h[0].Note)
 	}
-	require.Empty(t, history(t, st, "bill-c"), "nothing happened to bill-c")
+	c := history(t, st, "bill-c")
+	require.Len(t, c, 1, "bill-c's history is its creation's pause alone: the bulk pause changed nothing")
+	require.Equal(t, "paused since creation", c[0].Note)
 
 	// The same key: the first answer, replayed.
 	status, again := keyed.Do(t, http.MethodPost, "/api/v1/schedules/pause", map[string]any{"selector": "team=billing", "note": "billing freeze"})
@@ -442,4 +444,28 @@ func TestBulkPauseWhoseWorkflowsDoNotAnswerIsA503ToRetry(t *testing.T) {
 	var n int
 	require.NoError(t, st.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM idempotency_keys WHERE key = 'stuck-1' AND status <> 0").Scan(&n))
 	require.Zero(t, n, "no answer kept for the key: its retry runs again")
+}
+
+// TestScheduleCreatedPausedBeginsItsHistoryWithThatPause: a schedule created paused (alone
+// or in a bulk create) has that pause, by the token that created it and with its note, as
+// the first entry of its history, so its first resume does not stand alone.
+func TestScheduleCreatedPausedBeginsItsHistoryWithThatPause(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{NoWorker: true})
+	paused := labelled("born-paused", nil)
+	paused["paused"], paused["note"] = true, "not before launch"
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", paused, http.StatusCreated, nil)
+	inBulk := labelled("bulk-paused", nil)
+	inBulk["paused"], inBulk["note"] = true, "later"
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/bulk", map[string]any{"items": []any{inBulk, labelled("bulk-active", nil)}}, http.StatusCreated, nil)
+
+	for name, note := range map[string]string{"born-paused": "not before launch", "bulk-paused": "later"} {
+		h := history(t, st, name)
+		require.Len(t, h, 1, name)
+		require.Equal(t, domain.HistoryPause, h[0].Kind)
+		require.Equal(t, note, h[0].Note)
+		require.Equal(t, domain.DoorAPI, h[0].Door)
+		require.Regexp(t, `^teststack \(token \d+\)$`, h[0].By)
+	}
+	require.Empty(t, history(t, st, "bulk-active"), "created active: nothing happened to it yet")
 }

@@ -18,7 +18,7 @@ var ErrMetricsFull = errors.New("the number of schedules with series of their ow
 
 // CreateScheduleWithMetrics inserts a schedule that has series of its own, in one
 // transaction with the opt-in: at the cap (maxSchedules) nothing is created (ErrMetricsFull).
-func (s *Store) CreateScheduleWithMetrics(ctx context.Context, p NewSchedule, maxSchedules int) (Schedule, error) {
+func (s *Store) CreateScheduleWithMetrics(ctx context.Context, p NewSchedule, maxSchedules int, opts ...CreateOption) (Schedule, error) {
 	var row Schedule
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		var err error
@@ -29,7 +29,7 @@ func (s *Store) CreateScheduleWithMetrics(ctx context.Context, p NewSchedule, ma
 			return err
 		}
 		row.Metrics = true
-		return nil
+		return recordCreatedPaused(ctx, q, []Schedule{row}, opts)
 	})
 	return row, err
 }

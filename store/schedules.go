@@ -21,13 +21,61 @@ type ScheduleRun = dbgen.ScheduleRun
 // NewSchedule is what CreateSchedule inserts.
 type NewSchedule = dbgen.InsertScheduleParams
 
-// CreateSchedule inserts a schedule; a taken name is ErrConflict.
-func (s *Store) CreateSchedule(ctx context.Context, p NewSchedule) (Schedule, error) {
-	row, err := s.Q.InsertSchedule(ctx, p)
+// CreateSchedule inserts a schedule; a taken name is ErrConflict. Created paused by someone
+// (CreatedBy), its pause is the first entry of its history, in the same transaction.
+func (s *Store) CreateSchedule(ctx context.Context, p NewSchedule, opts ...CreateOption) (Schedule, error) {
+	if !p.Paused {
+		// Nothing for the history: one statement, as cheap as a create gets.
+		row, err := s.Q.InsertSchedule(ctx, p)
+		if err != nil {
+			return Schedule{}, fmt.Errorf("insert schedule %q: %w", p.Name, mapErr(err))
+		}
+		return row, nil
+	}
+	var row Schedule
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		var err error
+		if row, err = q.InsertSchedule(ctx, p); err != nil {
+			return fmt.Errorf("insert schedule %q: %w", p.Name, mapErr(err))
+		}
+		return recordCreatedPaused(ctx, q, []Schedule{row}, opts)
+	})
 	if err != nil {
-		return Schedule{}, fmt.Errorf("insert schedule %q: %w", p.Name, mapErr(err))
+		return Schedule{}, err
 	}
 	return row, nil
+}
+
+// CreateOption adds to a create.
+type CreateOption func(*createOptions)
+
+type createOptions struct{ by string }
+
+// CreatedBy names who creates the schedules: one created paused has that pause, by them, as
+// the first entry of its history.
+func CreatedBy(actor string) CreateOption {
+	return func(o *createOptions) { o.by = actor }
+}
+
+// recordCreatedPaused writes, with q, the pause of each schedule created paused into its
+// history, when the create names who made it.
+func recordCreatedPaused(ctx context.Context, q *dbgen.Queries, created []Schedule, opts []CreateOption) error {
+	var o createOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.by == "" {
+		return nil
+	}
+	for _, row := range created {
+		if !row.Paused {
+			continue
+		}
+		if err := insertHistory(ctx, q, row.ID, HistoryEntry{Kind: domain.HistoryPause, Actor: o.by, Door: domain.DoorAPI, Note: row.PauseNote}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // GetSchedule reads a schedule by name.

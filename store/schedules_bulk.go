@@ -20,7 +20,7 @@ type BulkCreated struct {
 // nothing and its row is answered in Existing. When keep says an existing row is not the
 // one asked for, nothing at all is inserted (the transaction rolls back) and keep's error is
 // returned.
-func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, keep func(existing Schedule) error) (BulkCreated, error) {
+func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, keep func(existing Schedule) error, opts ...CreateOption) (BulkCreated, error) {
 	out := BulkCreated{Existing: map[string]Schedule{}}
 	var p dbgen.InsertSchedulesParams
 	for _, r := range rows {
@@ -59,6 +59,9 @@ func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, keep fu
 			return fmt.Errorf("insert %d schedules: %w", len(rows), mapErr(err))
 		}
 		out.Created = created
+		if err := recordCreatedPaused(ctx, q, created, opts); err != nil {
+			return err
+		}
 		if len(created) == len(rows) {
 			return nil
 		}
