@@ -56,7 +56,8 @@ func scheduleHistory(t *testing.T, st *teststack.Stack, name string) []historyEn
 // listed by selector (CLI and HTTP), paused together by the CLI's bulk pause — each named in
 // its answer — and resumed by other services: a signal naming itself, an update naming no
 // one. Every pause and resume is in each schedule's history, read through HTTP and the CLI,
-// saying who (the token's note, the signal's identity, the door), how and why.
+// saying who (the token's note, the signal's identity, the door), how and why. A
+// concurrency cap is set and shown through the CLI too.
 func TestLabelsBulkPauseAndHistoryAtEveryDoor(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})
@@ -111,4 +112,18 @@ func TestLabelsBulkPauseAndHistoryAtEveryDoor(t *testing.T) {
 	require.Regexp(t, `resume\s+billing-service\s+signal\s+books closed`, shown)
 	require.Regexp(t, `pause\s+teststack \(token \d+\)\s+update\s+billing freeze`, shown)
 	require.Empty(t, scheduleHistory(t, st, "ops-a"), "not reached")
+
+	// A cap through the CLI, shown by it.
+	cliOK(t, st, "schedule", "create", "capped", "--interval", "1h", "--workflow-type", "Report", "--task-queue", "reports",
+		"--overlap", "allow_all", "--max-concurrent", "3", "--when-full", "skip")
+	require.Regexp(t, `max_concurrent\s+3`, cliOK(t, st, "schedule", "get", "capped"))
+	var capped struct {
+		Policies struct {
+			MaxConcurrent   int    `json:"max_concurrent"`
+			OverlapWhenFull string `json:"overlap_when_full"`
+		} `json:"policies"`
+	}
+	st.JSON(t, http.MethodGet, "/api/v1/schedules/capped", nil, http.StatusOK, &capped)
+	require.Equal(t, 3, capped.Policies.MaxConcurrent)
+	require.Equal(t, "skip", capped.Policies.OverlapWhenFull)
 }
