@@ -57,6 +57,10 @@ type ScheduleDefinition struct {
 	LastRunAt        *time.Time
 	// Retry is the retry policy of an http or workflow action (nil: none).
 	Retry *domain.Retry `json:",omitempty"`
+	// MaxConcurrent caps the runs in flight under overlap allow_all (0: no cap); a tick
+	// beyond it waits, or is skipped when WhenFull is skip (scheduleplan.Schedule.Room).
+	MaxConcurrent int             `json:",omitempty"`
+	WhenFull      domain.WhenFull `json:",omitempty"`
 }
 
 // DefinitionFromRow decodes a schedules row.
@@ -65,6 +69,9 @@ func DefinitionFromRow(row store.Schedule) (ScheduleDefinition, error) {
 		ID: row.ID, Name: row.Name, Overlap: row.Overlap, CatchupWindow: time.Duration(row.CatchupWindowMs) * time.Millisecond,
 		SkipIfSuccessful: row.SkipIfSuccessful, Paused: row.Paused, PauseNote: row.PauseNote, Version: row.Version,
 		CreatedAt: row.CreatedAt.UTC(), LastRunAt: row.LastRunAt,
+	}
+	if row.MaxConcurrent != nil && row.OverlapWhenFull != nil {
+		d.MaxConcurrent, d.WhenFull = int(*row.MaxConcurrent), domain.WhenFull(*row.OverlapWhenFull)
 	}
 	if err := json.Unmarshal(row.Spec, &d.Spec); err != nil {
 		return d, fmt.Errorf("decode spec of schedule %q: %w", row.Name, err)
@@ -206,12 +213,24 @@ func (a *ScheduleActivities) RecordMissed(ctx context.Context, m MissedTicks) (M
 	return res, nil
 }
 
-// PausedState is a pause or resume to mirror in Postgres.
+// PausedState is a pause or resume to mirror in Postgres, with who asked (Actor), through
+// which door and why (Note), for the schedule's history.
 type PausedState struct {
 	ScheduleID int64
 	Paused     bool
 	Note       string
 	NextRunAt  *time.Time
+	Actor      string      `json:",omitempty"`
+	Door       domain.Door `json:",omitempty"`
+}
+
+// PauseMirrored answers a pause or resume's mirror write: the armed fires a pause retracted,
+// whether the paused state changed (a pause of a paused schedule changes nothing), and the
+// note that stands. Answers recorded before Changed and Note existed hold neither (nil).
+type PauseMirrored struct {
+	Retracted
+	Changed *bool   `json:",omitempty"`
+	Note    *string `json:",omitempty"`
 }
 
 // Retracted are the ticks of armed fires a command retracted (taken back before their
@@ -232,22 +251,31 @@ func (r Retracted) Has(tick time.Time) bool {
 	return false
 }
 
-// MirrorPaused writes the workflow's paused state (and next fire) to the schedule row; a
-// pause retracts the schedule's armed fires not yet released, in the same transaction.
-func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) (Retracted, error) {
+// MirrorPaused writes the workflow's paused state (and next fire) to the schedule row and,
+// when it changed, records who paused or resumed it in the schedule's history, in the same
+// transaction; a pause retracts the schedule's armed fires not yet released, in it too.
+func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) (PauseMirrored, error) {
 	if p.Paused {
 		if err := a.stopDelayedStarts(ctx, p.ScheduleID, "the schedule was paused"); err != nil {
-			return Retracted{}, err
+			return PauseMirrored{}, err
 		}
 	}
-	_, r, err := a.Store.SetPaused(ctx, p.ScheduleID, p.Paused, p.Note)
+	actor, door := p.Actor, p.Door
+	if door == "" {
+		door = domain.DoorUpdate
+	}
+	if actor == "" {
+		actor = string(door)
+	}
+	row, changed, r, err := a.Store.SetPaused(ctx, store.PauseChange{ID: p.ScheduleID, Paused: p.Paused, Note: p.Note, Actor: actor, Door: door})
 	if err != nil {
-		return Retracted{}, gone(err, p.ScheduleID)
+		return PauseMirrored{}, gone(err, p.ScheduleID)
 	}
+	out := PauseMirrored{Retracted: Retracted(r), Changed: &changed, Note: &row.PauseNote}
 	if !p.Paused {
-		return Retracted{}, gone(a.Store.SetNextRunAt(ctx, p.ScheduleID, p.NextRunAt), p.ScheduleID)
+		return out, gone(a.Store.SetNextRunAt(ctx, p.ScheduleID, p.NextRunAt), p.ScheduleID)
 	}
-	return Retracted(r), nil
+	return out, nil
 }
 
 // NextRun is the next planned fire to mirror.

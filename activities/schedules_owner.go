@@ -204,6 +204,7 @@ func PlanOf(row store.Schedule) (scheduleplan.Schedule, error) {
 	s := scheduleplan.Schedule{
 		Name: row.Name, Spec: spec, Action: def.Action, Overlap: row.Overlap, SkipIfSuccessful: row.SkipIfSuccessful, Paused: row.Paused,
 		Watermark: row.CreatedAt.UTC(), Rescheduled: utc(row.RescheduledTo), Backfilling: len(backfills) > 0,
+		MaxConcurrent: def.MaxConcurrent,
 	}
 	if row.Watermark != nil {
 		s.Watermark = row.Watermark.UTC()

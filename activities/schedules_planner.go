@@ -128,7 +128,7 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 		var plans map[int64]scheduleplan.Schedule
 		var retries map[int64]*domain.Retry
 		traced := &roundTrace{tracer: a.Tracer, ctx: ctx}
-		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]bool, cals []store.Calendar) []store.SchedulePlan {
+		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar) []store.SchedulePlan {
 			var out []store.SchedulePlan
 			out, wakes, plans = decidePlans(rows, inFlight, cals, now)
 			retries = retriesOf(rows)
@@ -173,7 +173,7 @@ func namesOf(rows []store.Schedule) map[int64]string {
 // transaction. It answers their plans, the schedules to wake, and each one's plan view. cals
 // are the calendars they exclude, as the round read them: a tick one excludes is armed as
 // the SKIPPED tick it is.
-func decidePlans(rows []store.Schedule, inFlight map[int64]bool, cals []store.Calendar, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
+func decidePlans(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
 	plans := make([]store.SchedulePlan, 0, len(rows))
 	views := make(map[int64]scheduleplan.Schedule, len(rows))
 	var wakes []store.Schedule
@@ -194,7 +194,8 @@ func decidePlans(rows []store.Schedule, inFlight map[int64]bool, cals []store.Ca
 			plans = append(plans, p)
 			continue
 		}
-		s.InFlight = inFlight[row.ID]
+		busy := inFlight[row.ID]
+		s.InFlight, s.Running, s.Waiting = busy.Running+busy.Buffered > 0, busy.Running, busy.Buffered
 		views[row.ID] = s
 		if row.PlanAction != nil && *row.PlanAction == scheduleplan.Wake {
 			// Looked at again in a minute if the wake does not take (the run's takeover

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -66,6 +67,9 @@ var RoutePermissions = map[string]Permission{
 	"PATCH /api/v1/schedules/:name":              PermWrite,
 	"DELETE /api/v1/schedules/:name":             PermWrite,
 	"GET /api/v1/schedules/:name/runs":           PermRead,
+	"POST /api/v1/schedules/pause":               PermWrite,
+	"POST /api/v1/schedules/resume":              PermWrite,
+	"GET /api/v1/schedules/:name/history":        PermRead,
 	"POST /api/v1/schedules/:name/pause":         PermWrite,
 	"POST /api/v1/schedules/:name/resume":        PermWrite,
 	"POST /api/v1/schedules/:name/trigger":       PermWrite,
@@ -129,6 +133,18 @@ type Principal struct {
 	Role    domain.TokenRole
 	PC      string // agent tokens only
 	Note    string // the token's note, naming who holds it
+}
+
+// Name is who the caller is in a schedule's history: the token's note and id ("ops-alice
+// (token 7)"), or the id alone for a token without a note.
+func (p *Principal) Name() string {
+	if p == nil {
+		return "anonymous"
+	}
+	if p.Note == "" {
+		return fmt.Sprintf("token %d", p.TokenID)
+	}
+	return fmt.Sprintf("%s (token %d)", p.Note, p.TokenID)
 }
 
 const principalKey = "tickgate.principal"

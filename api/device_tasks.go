@@ -55,13 +55,13 @@ func (s *Server) createDeviceTask(c echo.Context) error {
 	}
 	if req.Rate != nil {
 		if err := req.Rate.Validate("rate"); err != nil {
-			return fieldProblem(err)
+			return fieldProblem("", err)
 		}
 		nt.Rate = req.Rate
 	}
 	if len(req.Windows) > 0 {
 		if err := domain.ValidateWindows(req.Windows, "windows"); err != nil {
-			return fieldProblem(err)
+			return fieldProblem("", err)
 		}
 		nt.Windows = req.Windows
 	}

@@ -337,15 +337,6 @@ func (s *Server) rolloutDetailView(ctx context.Context, id int64) (RolloutView, 
 	return v, nil
 }
 
-// fieldProblem is a 400 naming a *domain.FieldError's field.
-func fieldProblem(err error) error {
-	var fe *domain.FieldError
-	if errors.As(err, &fe) {
-		return BadRequest(fe.Field, "%s", fe.Msg)
-	}
-	return BadRequest("", "%v", err)
-}
-
 // deviceTaskWaitingCause says what holds the running device task's sends back now, in
 // words ("" when nothing does): the global freeze, its windows, its rate.
 func (s *Server) deviceTaskWaitingCause(ctx context.Context, id int64) (string, error) {

@@ -30,6 +30,9 @@ func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules", s.createSchedule)
 	g.POST("/schedules/bulk", s.bulkCreateSchedules)
 	g.POST("/schedules/preview", s.previewSchedule)
+	g.POST("/schedules/pause", s.pauseSelected)
+	g.POST("/schedules/resume", s.resumeSelected)
+	g.GET("/schedules/:name/history", s.scheduleHistory)
 	g.GET("/schedules", s.listSchedules)
 	g.GET("/schedules/:name", s.getSchedule)
 	g.DELETE("/schedules/:name", s.deleteSchedule)
@@ -48,6 +51,10 @@ type SchedulePolicies struct {
 	Overlap          domain.Overlap        `json:"overlap"`
 	CatchupWindow    schedulespec.Duration `json:"catchup_window"`
 	SkipIfSuccessful bool                  `json:"skip_if_successful"`
+	// MaxConcurrent caps the runs in flight under allow_all (nil: no cap); a tick beyond it
+	// waits, or is skipped under OverlapWhenFull skip (domain.CheckConcurrency).
+	MaxConcurrent   *int            `json:"max_concurrent,omitempty"`
+	OverlapWhenFull domain.WhenFull `json:"overlap_when_full,omitempty"`
 }
 
 // ScheduleAction is what a fire does: the action the schedule's workflow performs.
@@ -71,6 +78,8 @@ type CreateScheduleRequest struct {
 	// storedAt, for an update, is the schedule's at as stored: given again unchanged, it is
 	// not judged against the clock (the update changes something else).
 	storedAt *time.Time
+	// Labels select the schedule in lists and bulk commands (domain.CheckLabels).
+	Labels domain.Labels `json:"labels,omitempty"`
 }
 
 // ScheduleView is a schedule as the API answers it.
@@ -80,6 +89,7 @@ type ScheduleView struct {
 	Action   ScheduleAction    `json:"action"`
 	Policies SchedulePolicies  `json:"policies"`
 	Retry    *domain.Retry     `json:"retry,omitempty"`
+	Labels   domain.Labels     `json:"labels"`
 	Paused   bool              `json:"paused"`
 	Note     string            `json:"note"`
 	// State is "active", "paused" or "completed" (a one-time schedule whose run has ended).
@@ -214,7 +224,32 @@ func (req *CreateScheduleRequest) validate(now time.Time, rule outbound.Rule) (*
 	if err := req.validateOneTime(spec, pol, now); err != nil {
 		return nil, pol, err
 	}
+	whenFull, err := domain.CheckConcurrency(pol.MaxConcurrent, pol.OverlapWhenFull, pol.Overlap, req.Action.Kind)
+	if err != nil {
+		return nil, pol, fieldProblem("policies", err)
+	}
+	pol.OverlapWhenFull = whenFull
+	if err := domain.CheckLabels(req.Labels); err != nil {
+		return nil, pol, fieldProblem("labels", err)
+	}
 	return spec, pol, nil
+}
+
+// fieldProblem is a 400 naming a domain.FieldError's field under prefix (either may be
+// empty); another error is a 400 naming prefix.
+func fieldProblem(prefix string, err error) error {
+	var fe *domain.FieldError
+	if !errors.As(err, &fe) {
+		return BadRequest(prefix, "%v", err)
+	}
+	field := prefix
+	switch {
+	case field == "":
+		field = fe.Field
+	case fe.Field != "":
+		field += "." + fe.Field
+	}
+	return BadRequest(field, "%s", fe.Msg)
 }
 
 // validateAction checks an action (and fills an event action's defaults), naming the
@@ -246,9 +281,10 @@ func (s *Server) createSchedule(c echo.Context) error {
 	newRow := NewScheduleRow(req, spec, pol, now)
 	var row store.Schedule
 	if req.Metrics {
-		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries, spec.Spec.ExcludeCalendars...)
+		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries,
+			store.ExcludingCalendars(spec.Spec.ExcludeCalendars...), store.CreatedBy(PrincipalOf(c).Name()))
 	} else {
-		row, err = s.Store.CreateSchedule(ctx, newRow, spec.Spec.ExcludeCalendars...)
+		row, err = s.Store.CreateSchedule(ctx, newRow, store.ExcludingCalendars(spec.Spec.ExcludeCalendars...), store.CreatedBy(PrincipalOf(c).Name()))
 	}
 	if p := unknownCalendars(err, "spec.exclude_calendars"); p != nil {
 		return p
@@ -285,9 +321,14 @@ func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol 
 		Name: req.Name, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
 		Paused: req.Paused, PauseNote: req.Note, Watermark: &watermark, Retry: retryJSON, AfterCompletion: afterCompletion(req, spec),
+		Labels: labelsJSON(req.Labels),
 	}
 	if req.Action.Kind == domain.ActionHTTP {
 		row.SigningSecret = newSigningSecret()
+	}
+	row.MaxConcurrent, row.OverlapWhenFull = capColumns(pol)
+	if row.MaxConcurrent != nil {
+		plan.MaxConcurrent = int(*row.MaxConcurrent)
 	}
 	if tick, _, ok := plan.Next(); ok {
 		row.NextRunAt = &tick
@@ -309,6 +350,10 @@ func scheduleView(row store.Schedule) ScheduleView {
 		WorkflowID: workflows.ScheduleWorkflowID(row.Name),
 		State:      scheduleState(row),
 	}
+	if row.MaxConcurrent != nil && row.OverlapWhenFull != nil {
+		n := int(*row.MaxConcurrent)
+		v.Policies.MaxConcurrent, v.Policies.OverlapWhenFull = &n, domain.WhenFull(*row.OverlapWhenFull)
+	}
 	_ = json.Unmarshal(row.Spec, &v.Spec)
 	_ = json.Unmarshal(row.Action, &v.Action)
 	if len(row.Retry) > 0 {
@@ -318,7 +363,27 @@ func scheduleView(row store.Schedule) ScheduleView {
 	if v.Spec.At != nil {
 		v.AfterCompletion, v.CompletedAt = row.AfterCompletion, utcPtr(row.CompletedAt)
 	}
+	v.Labels = domain.Labels{}
+	_ = json.Unmarshal(row.Labels, &v.Labels)
 	return v
+}
+
+// capColumns is a concurrency cap as the row holds it (both nil: none).
+func capColumns(pol SchedulePolicies) (*int32, *string) {
+	if pol.MaxConcurrent == nil {
+		return nil, nil
+	}
+	n, whenFull := int32(*pol.MaxConcurrent), string(pol.OverlapWhenFull)
+	return &n, &whenFull
+}
+
+// labelsJSON is labels as the row holds them: an object, {} for none.
+func labelsJSON(l domain.Labels) json.RawMessage {
+	if len(l) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	b, _ := json.Marshal(l)
+	return b
 }
 
 func runView(r store.ScheduleRun) RunView {
@@ -355,7 +420,11 @@ func (s *Server) listSchedules(c echo.Context) error {
 	if len(states) > 1 {
 		return BadRequest("state", "give one state (active, paused or completed), not %d", len(states))
 	}
-	f := store.ScheduleFilter{NamePart: c.QueryParam("name")}
+	sel, err := selectorParam(c)
+	if err != nil {
+		return err
+	}
+	f := store.ScheduleFilter{NamePart: c.QueryParam("name"), Selector: sel}
 	if len(states) == 1 {
 		f.State = states[0]
 	}
@@ -617,17 +686,29 @@ func (s *Server) pauseSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req workflows.PauseRequest
-	if err := decodeCommand(c, workflows.SchedulePause, &req, true); err != nil {
+	var body PauseScheduleRequest
+	if err := decodeCommand(c, workflows.SchedulePause, &body, true); err != nil {
 		return err
 	}
+	req := workflows.PauseRequest{Note: body.Note, Identity: PrincipalOf(c).Name()}
 	if r := workflows.CheckPause(req); r != nil {
 		return refusalProblem(r)
 	}
-	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.ID, row.Name, req.Note); err != nil {
+	if _, err := s.Starter.PauseSchedule(c.Request().Context(), row.ID, row.Name, req); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
+}
+
+// PauseScheduleRequest is the body of POST /schedules/{name}/pause. Who asks is not in it:
+// the schedule's history names the API token that sent it.
+type PauseScheduleRequest struct {
+	Note string `json:"note"`
+}
+
+// ResumeScheduleRequest is the body of POST /schedules/{name}/resume (optional).
+type ResumeScheduleRequest struct {
+	Note string `json:"note,omitempty"`
 }
 
 func (s *Server) resumeSchedule(c echo.Context) error {
@@ -635,11 +716,15 @@ func (s *Server) resumeSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req struct{}
-	if err := Decode(c, &req, true); err != nil {
+	var body ResumeScheduleRequest
+	if err := decodeCommand(c, workflows.ScheduleResume, &body, true); err != nil {
 		return err
 	}
-	if _, err := s.Starter.ResumeSchedule(c.Request().Context(), row.ID, row.Name); err != nil {
+	req := workflows.ResumeRequest{Note: body.Note, Identity: PrincipalOf(c).Name()}
+	if r := workflows.CheckResume(req); r != nil {
+		return refusalProblem(r)
+	}
+	if _, err := s.Starter.ResumeSchedule(c.Request().Context(), row.ID, row.Name, req); err != nil {
 		return s.scheduleCommandError(row.Name, err)
 	}
 	return s.answerSchedule(c, row.Name)
@@ -668,7 +753,9 @@ type UpdateScheduleRequest struct {
 	Retry           OptionalRetry `json:"retry"`
 	AfterCompletion *string       `json:"after_completion,omitempty"`
 	Metrics         *bool         `json:"metrics,omitempty"`
-	Version         int64         `json:"version,omitempty"`
+	// Labels replaces the schedule's labels ({} removes them all).
+	Labels  *domain.Labels `json:"labels,omitempty"`
+	Version int64          `json:"version,omitempty"`
 }
 
 // applyTo is the stored definition cur with what the update carries replaced.
@@ -691,6 +778,9 @@ func (req UpdateScheduleRequest) applyTo(cur CreateScheduleRequest) CreateSchedu
 	}
 	if req.AfterCompletion != nil {
 		cur.AfterCompletion = *req.AfterCompletion
+	}
+	if req.Labels != nil {
+		cur.Labels = *req.Labels
 	}
 	return cur
 }
@@ -718,12 +808,13 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		}
 		expected = v
 	}
-	if req.Spec == nil && req.Action == nil && req.Policies == nil && !req.Retry.Set && req.AfterCompletion == nil && req.Metrics != nil {
+	redefined := req.Spec != nil || req.Action != nil || req.Policies != nil || req.Retry.Set || req.AfterCompletion != nil
+	if !redefined && req.Labels == nil && req.Metrics != nil {
 		return s.setScheduleMetrics(c, row, expected, *req.Metrics)
 	}
 	cur := scheduleView(row)
 	create := req.applyTo(CreateScheduleRequest{Name: row.Name, Spec: cur.Spec, Action: cur.Action, Policies: &cur.Policies, Retry: cur.Retry,
-		AfterCompletion: cur.AfterCompletion, storedAt: cur.Spec.At})
+		AfterCompletion: cur.AfterCompletion, storedAt: cur.Spec.At, Labels: cur.Labels})
 	if req.Spec != nil && req.Spec.At == nil && req.AfterCompletion == nil {
 		create.AfterCompletion = "" // a spec that is not one-time any more does not complete
 	}
@@ -731,6 +822,7 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	changes := definitionChanges(cur, spec.Spec, create.Action, pol, create.Labels)
 	specJSON, _ := json.Marshal(spec.Spec)
 	actionJSON, _ := json.Marshal(create.Action)
 	var retryJSON []byte
@@ -753,12 +845,16 @@ func (s *Server) updateSchedule(c echo.Context) error {
 			return metricsFull()
 		}
 	}
-	updated, err := s.Store.UpdateSchedule(ctx, store.ScheduleChange{
+	change := store.ScheduleChange{
 		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
 		Retry: retryJSON, SigningSecret: secret,
 		AfterCompletion: afterCompletion(create, spec), Calendars: spec.Spec.ExcludeCalendars,
-	})
+		Labels:  labelsJSON(create.Labels),
+		History: &store.HistoryEntry{Kind: domain.HistoryUpdate, Actor: PrincipalOf(c).Name(), Door: domain.DoorAPI, Changes: changes},
+	}
+	change.MaxConcurrent, change.OverlapWhenFull = capColumns(pol)
+	updated, err := s.Store.UpdateSchedule(ctx, change)
 	if p := unknownCalendars(err, "spec.exclude_calendars"); p != nil {
 		return p
 	}
@@ -778,8 +874,11 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		updated.Metrics = *req.Metrics
 	}
 	// The workflow reloads the definition and recomputes its next fire; runs in flight go on.
-	if err := s.Starter.RefreshSchedule(ctx, row.ID, row.Name); err != nil {
-		s.Logf("api: refresh workflow of schedule %s: %v", row.Name, err)
+	// (Labels are no part of what it runs: a change of labels alone leaves it be.)
+	if redefined {
+		if err := s.Starter.RefreshSchedule(ctx, row.ID, row.Name); err != nil {
+			s.Logf("api: refresh workflow of schedule %s: %v", row.Name, err)
+		}
 	}
 	c.Response().Header().Set("ETag", etag(updated.Version))
 	return c.JSON(http.StatusOK, CreatedScheduleView{ScheduleView: scheduleView(updated), SigningSecret: secret})

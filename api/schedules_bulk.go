@@ -73,13 +73,13 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 		rows[i] = NewScheduleRow(*item, spec, pol, now)
 	}
 	calendars, namedBy := calendarsNamed(req.Items)
-	res, err := s.Store.CreateSchedules(c.Request().Context(), rows, calendars, func(existing store.Schedule) error {
+	res, err := s.Store.CreateSchedules(c.Request().Context(), rows, func(existing store.Schedule) error {
 		i := index[existing.Name]
 		if !sameDefinition(existing, rows[i], req.Items[i].Spec.StartAt != nil) {
 			return Conflict(fmt.Sprintf("items[%d].name", i), "a schedule named %q exists with another definition", existing.Name)
 		}
 		return nil
-	})
+	}, store.ExcludingCalendars(calendars...), store.CreatedBy(PrincipalOf(c).Name()))
 	if err != nil {
 		var unknown *store.UnknownCalendarsError
 		if errors.As(err, &unknown) {
@@ -107,7 +107,7 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 }
 
 // sameDefinition reports whether an existing schedule is the one a create asks for: the
-// same spec, action, policies and retry policy. (Its runtime state — paused, next fire — is its own.) A
+// same spec, action, policies, retry policy and labels. (Its runtime state — paused, next fire — is its own.) A
 // create that gave no start_at took the time of its request: its retry, a moment later,
 // asks for the same schedule, so start_at is compared only when it was given.
 func sameDefinition(existing store.Schedule, asked store.NewSchedule, startGiven bool) bool {
@@ -118,7 +118,17 @@ func sameDefinition(existing store.Schedule, asked store.NewSchedule, startGiven
 	return jsonEqual(spec, askedSpec) && jsonEqual(existing.Action, asked.Action) &&
 		existing.Overlap == asked.Overlap && existing.CatchupWindowMs == asked.CatchupWindowMs &&
 		existing.SkipIfSuccessful == asked.SkipIfSuccessful && jsonEqual(existing.Retry, asked.Retry) &&
-		existing.AfterCompletion == asked.AfterCompletion
+		existing.AfterCompletion == asked.AfterCompletion &&
+		equalPtr(existing.MaxConcurrent, asked.MaxConcurrent) && equalPtr(existing.OverlapWhenFull, asked.OverlapWhenFull) &&
+		jsonEqual(existing.Labels, asked.Labels)
+}
+
+// equalPtr reports whether two optional values are both absent or equal.
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
 }
 
 // calendarsNamed are the calendars the items' specs exclude, and the first item naming each.

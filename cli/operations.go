@@ -13,9 +13,10 @@ import (
 
 var (
 	scheduleCols = []col{{"NAME", "name"}, {"STATE", "state"}, {"PAUSED", "paused"}, {"NEXT RUN", "next_run_at"}, {"LAST RUN", "last_run_at"},
-		{"BUFFERED", "waiting.buffered"}, {"BACKFILL", "waiting.backfill"}, {"VERSION", "version"}}
+		{"BUFFERED", "waiting.buffered"}, {"BACKFILL", "waiting.backfill"}, {"VERSION", "version"}, {"LABELS", "labels"}}
 	scheduleRec = []col{{"name", "name"}, {"state", "state"}, {"paused", "paused"}, {"note", "note"}, {"spec", "spec"}, {"action", "action.kind"},
-		{"overlap", "policies.overlap"}, {"after_completion", "after_completion"}, {"completed_at", "completed_at"},
+		{"overlap", "policies.overlap"}, {"max_concurrent", "policies.max_concurrent"}, {"labels", "labels"},
+		{"after_completion", "after_completion"}, {"completed_at", "completed_at"},
 		{"next_run_at", "next_run_at"}, {"last_run_at", "last_run_at"}, {"version", "version"},
 		{"counters", "counters"}, {"waiting", "waiting"}, {"workflow_id", "workflow_id"}}
 	runCols = []col{{"ID", "id"}, {"SCHEDULED", "scheduled_at"}, {"FIRED", "fired_at"}, {"TRIGGER", "trigger"}, {"STATUS", "status"}, {"REASON", "reason"}, {"ATTEMPTS", "attempts.#"}, {"ERROR", "error"}}
@@ -75,28 +76,12 @@ func listOp(usage, path string, cols []col) op {
 var operations = map[string]map[string]op{
 	"calendar": calendarOps,
 	"schedule": {
-		"list": {usage: "[--state active|paused|completed] [--name TEXT] [--limit N] [--all]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
-			l := addListFlags(fs)
-			state := fs.String("state", "", "only schedules in this state: active, paused or completed")
-			name := fs.String("name", "", "only names holding this text")
-			return func(c *cmd) error {
-				if err := c.want(0, "no arguments"); err != nil {
-					return err
-				}
-				q := url.Values{}
-				if *state != "" {
-					q.Set("state", *state)
-				}
-				if *name != "" {
-					q.Set("name", *name)
-				}
-				return c.list("/api/v1/schedules", q, l, scheduleCols)
-			}
-		}},
-		"get":    simple("NAME", 1, "GET", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) }, scheduleRec),
-		"delete": simple("NAME", 1, "DELETE", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) }, scheduleRec),
-		"resume": simple("NAME", 1, "POST", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) + "/resume" }, scheduleRec),
-		"create": {usage: "NAME (--cron EXPR [--timezone TZ] | --interval DUR | --at RFC3339 [--after-completion keep|delete]) [--exclude-calendars C,…] (--topic T --type Y [--data JSON] | --workflow-type W --task-queue Q | --url URL [--method M] [--header K=V]… [--body JSON] [--http-timeout DUR]) [--max-attempts N] [--max-age DUR] [--initial-backoff DUR] [--max-backoff DUR] [--overlap P] [--catchup-window DUR] [--paused] | -f FILE",
+		"list":    scheduleListOp(),
+		"history": scheduleHistoryOp(),
+		"get":     simple("NAME", 1, "GET", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) }, scheduleRec),
+		"delete":  simple("NAME", 1, "DELETE", func(a []string) string { return "/api/v1/schedules/" + esc(a[0]) }, scheduleRec),
+		"resume":  scheduleStateOp(false),
+		"create": {usage: "NAME (--cron EXPR [--timezone TZ] | --interval DUR | --at RFC3339 [--after-completion keep|delete]) [--exclude-calendars C,…] (--topic T --type Y [--data JSON] | --workflow-type W --task-queue Q | --url URL [--method M] [--header K=V]… [--body JSON] [--http-timeout DUR]) [--max-attempts N] [--max-age DUR] [--initial-backoff DUR] [--max-backoff DUR] [--overlap P] [--max-concurrent N [--when-full buffer|skip]] [--catchup-window DUR] [--label K=V]... [--paused] | -f FILE",
 			flags: func(fs *flag.FlagSet) func(c *cmd) error {
 				file := fs.String("f", "", "request body from a JSON file (- for stdin)")
 				text := fs.String("json", "", "request body as JSON text")
@@ -115,6 +100,10 @@ var operations = map[string]map[string]op{
 				catchup := fs.String("catchup-window", "", "catch-up window (Go duration)")
 				paused := fs.Bool("paused", false, "create paused")
 				hooks := addHTTPActionFlags(fs)
+				maxConcurrent := fs.Int("max-concurrent", 0, "at most this many runs in flight (overlap allow_all)")
+				whenFull := fs.String("when-full", "", "a tick beyond --max-concurrent: buffer (default) or skip")
+				labels := labelFlags{}
+				fs.Var(labels, "label", "a label key=value (repeatable)")
 				return func(c *cmd) error {
 					body, err := jsonBody(*file, *text)
 					if err != nil {
@@ -165,26 +154,27 @@ var operations = map[string]map[string]op{
 						if *catchup != "" {
 							pol["catchup_window"] = *catchup
 						}
+						if *maxConcurrent != 0 {
+							pol["max_concurrent"] = *maxConcurrent
+						}
+						if *whenFull != "" {
+							pol["overlap_when_full"] = *whenFull
+						}
 						if len(pol) > 0 {
 							req["policies"] = pol
 						}
 						if r := hooks.retry(); r != nil {
 							req["retry"] = r
 						}
+						if len(labels) > 0 {
+							req["labels"] = map[string]string(labels)
+						}
 						return c.call("POST", "/api/v1/schedules", req, createdRec)
 					}
 					return c.call("POST", "/api/v1/schedules", body, createdRec)
 				}
 			}},
-		"pause": {usage: "NAME [--note TEXT]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
-			note := fs.String("note", "", "why it is paused")
-			return func(c *cmd) error {
-				if err := c.want(1, "NAME"); err != nil {
-					return err
-				}
-				return c.call("POST", "/api/v1/schedules/"+esc(c.args[0])+"/pause", map[string]any{"note": *note}, scheduleRec)
-			}
-		}},
+		"pause": scheduleStateOp(true),
 		"trigger": {usage: "NAME [--overlap P] [--input JSON]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
 			overlap := fs.String("overlap", "", "override the overlap policy for this run")
 			input := fs.String("input", "", "override a workflow action's input for this run (JSON)")

@@ -30,7 +30,7 @@ type Env struct {
 
 // Groups are the command groups, each a `tickgate <group> <op>` family.
 var Groups = map[string]string{
-	"schedule": "manage schedules: list, get, create, update, delete, pause, resume, trigger, reschedule, backfill, runs, events, rotate-secret",
+	"schedule": "manage schedules: list, get, create, update, delete, pause, resume, trigger, reschedule, backfill, runs, history, events, rotate-secret",
 	"calendar": "manage the calendars schedules exclude: list, get, create, update, delete",
 	"rollout":  "manage rollouts: list, get, create, tasks, pause, resume, cancel, watch",
 	"task-run": "act on a rollout's task run: get, retry, skip, cancel, result",

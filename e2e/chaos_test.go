@@ -75,6 +75,12 @@ func TestChaosShortProfile(t *testing.T) {
 	require.True(t, w.Held(p), "the waves rollout paused at its failed wave: %+v", w)
 	require.Positive(t, r.Final.HTTPExecuted, "the http actions delivered")
 	require.Zero(t, r.Final.HTTPBreaches, "each http tick's key is its run's, executed once, signed; the runs tell the truth")
+	require.Equal(t, p.CappedSchedules, r.Capped.Schedules)
+	require.Zero(t, r.Capped.OverCap, "never more targets of a capped schedule at once than its cap, as Temporal saw them")
+	require.LessOrEqual(t, r.Capped.MostAtOnce, p.CappedMax)
+	require.Zero(t, r.Capped.Unread, "every capped run's target is known to Temporal and closed")
+	require.Positive(t, r.Capped.Manual, "the capped schedules ran manual triggers")
+	require.Positive(t, r.Capped.Backfill, "and backfill ticks")
 	require.True(t, r.Passed())
 	// Kept only when the run fails, for its logs.
 	_ = devstack.RemoveClusterDir(filepath.Join(dir, "pg"))

@@ -88,17 +88,19 @@ func (s *Starter) updateSchedule(ctx context.Context, id int64, name, update str
 	return nil
 }
 
-// PauseSchedule pauses a schedule through its workflow.
-func (s *Starter) PauseSchedule(ctx context.Context, id int64, name, note string) (workflows.ScheduleDescription, error) {
+// PauseSchedule pauses a schedule through its workflow; the answer says whether it changed
+// the paused state.
+func (s *Starter) PauseSchedule(ctx context.Context, id int64, name string, req workflows.PauseRequest) (workflows.ScheduleDescription, error) {
 	var d workflows.ScheduleDescription
-	err := s.updateSchedule(ctx, id, name, workflows.SchedulePause, &d, workflows.PauseRequest{Note: note})
+	err := s.updateSchedule(ctx, id, name, workflows.SchedulePause, &d, req)
 	return d, err
 }
 
-// ResumeSchedule resumes a schedule through its workflow.
-func (s *Starter) ResumeSchedule(ctx context.Context, id int64, name string) (workflows.ScheduleDescription, error) {
+// ResumeSchedule resumes a schedule through its workflow; the answer says whether it
+// changed the paused state.
+func (s *Starter) ResumeSchedule(ctx context.Context, id int64, name string, req workflows.ResumeRequest) (workflows.ScheduleDescription, error) {
 	var d workflows.ScheduleDescription
-	err := s.updateSchedule(ctx, id, name, workflows.ScheduleResume, &d)
+	err := s.updateSchedule(ctx, id, name, workflows.ScheduleResume, &d, req)
 	return d, err
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -98,7 +99,7 @@ func TestArmedFireIsHiddenUntilReleasedAndNeverSkipped(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Equal(t, armed.ID, again.ID)
-	_, _, err = st.SetPaused(ctx, a.ID, true, "")
+	_, _, _, err = st.SetPaused(ctx, store.PauseChange{ID: a.ID, Paused: true, Actor: "test", Door: domain.DoorAPI})
 	require.NoError(t, err)
 	runs, err = st.ListRuns(ctx, a.ID, 0, 10)
 	require.NoError(t, err)
@@ -132,7 +133,7 @@ func TestRetractionAndReleaseHaveOneWinner(t *testing.T) {
 			var r store.Retraction
 			var err error
 			if i%2 == 0 {
-				_, r, err = st.SetPaused(ctx, s.ID, true, "race")
+				_, _, r, err = st.SetPaused(ctx, store.PauseChange{ID: s.ID, Paused: true, Note: "race", Actor: "test", Door: domain.DoorAPI})
 			} else {
 				next := tick.Add(time.Hour)
 				r, err = st.Reschedule(ctx, s.ID, &next)

@@ -127,7 +127,7 @@ func TestARetractedWorkflowFireStaysAsItsRecord(t *testing.T) {
 	armed, _, err := st.RecordFire(ctx, armedStart(s, tick))
 	require.NoError(t, err)
 
-	_, r, err := st.SetPaused(ctx, s.ID, true, "hold")
+	_, _, r, err := st.SetPaused(ctx, store.PauseChange{ID: s.ID, Paused: true, Note: "hold", Actor: "test", Door: domain.DoorAPI})
 	require.NoError(t, err)
 	require.Equal(t, store.Retraction{Ticks: []time.Time{tick}, WorkflowIDs: []string{armed.WorkflowID}}, r)
 	var status, reason, key string

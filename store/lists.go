@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
@@ -16,24 +17,31 @@ import (
 type ScheduleFilter struct {
 	State    string
 	NamePart string
+	// Selector keeps the schedules whose labels match it (empty: all).
+	Selector domain.Selector
 }
 
 // ListSchedulesFiltered pages through the schedules a filter keeps, by name.
 func (s *Store) ListSchedulesFiltered(ctx context.Context, f ScheduleFilter, afterName string, limit int) ([]Schedule, error) {
 	var rows []Schedule
 	var err error
+	match, exclude := f.Selector.Containment()
 	switch f.State {
 	case "":
-		rows, err = s.Q.ListSchedulesMatching(ctx, dbgen.ListSchedulesMatchingParams{AfterName: afterName, NamePart: f.NamePart, MaxRows: int32(limit)})
+		rows, err = s.Q.ListSchedulesMatching(ctx, dbgen.ListSchedulesMatchingParams{
+			AfterName: afterName, NamePart: f.NamePart, LabelsMatch: match, LabelsExclude: exclude, MaxRows: int32(limit),
+		})
 	case "completed":
-		rows, err = s.Q.ListCompletedSchedules(ctx, dbgen.ListCompletedSchedulesParams{AfterName: afterName, NamePart: f.NamePart, MaxRows: int32(limit)})
+		rows, err = s.Q.ListCompletedSchedules(ctx, dbgen.ListCompletedSchedulesParams{
+			AfterName: afterName, NamePart: f.NamePart, LabelsMatch: match, LabelsExclude: exclude, MaxRows: int32(limit),
+		})
 	default:
 		rows, err = s.Q.ListSchedulesInState(ctx, dbgen.ListSchedulesInStateParams{
-			Paused: f.State == "paused", AfterName: afterName, NamePart: f.NamePart, MaxRows: int32(limit),
+			Paused: f.State == "paused", AfterName: afterName, NamePart: f.NamePart, LabelsMatch: match, LabelsExclude: exclude, MaxRows: int32(limit),
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list schedules (state %q, name %q): %w", f.State, f.NamePart, mapErr(err))
+		return nil, fmt.Errorf("list schedules (state %q, name %q, selector %q): %w", f.State, f.NamePart, f.Selector.String(), mapErr(err))
 	}
 	return rows, nil
 }

@@ -89,7 +89,7 @@ func TestBulkCreateInsertsTheSecretsOfWhatItCreates(t *testing.T) {
 			Action: json.RawMessage(`{"kind":"http","url":"https://example.com/hook","method":"POST","timeout":"10s"}`), Overlap: "skip",
 			Retry: []byte(`{"max_attempts":3}`), SigningSecret: secret}
 	}
-	res, err := st.CreateSchedules(ctx, []store.NewSchedule{row("bulk-new", "tgs_new"), row("bulk-taken", "tgs_other")}, nil,
+	res, err := st.CreateSchedules(ctx, []store.NewSchedule{row("bulk-new", "tgs_new"), row("bulk-taken", "tgs_other")},
 		func(store.Schedule) error { return nil })
 	require.NoError(t, err)
 	require.Len(t, res.Created, 1)
@@ -234,11 +234,11 @@ func TestARedriveIsWatchedAndOutsideTheOverlapPolicy(t *testing.T) {
 	_, err = st.Pool.Exec(ctx, "UPDATE schedules SET owner = NULL, plan_at = now() - interval '1 second', plan_action = 'arm' WHERE id = $1", s.ID)
 	require.NoError(t, err)
 	looked := false
-	_, _, err = st.PlanRound(ctx, time.Now(), 10, func(rows []store.Schedule, inFlight map[int64]bool, _ []store.Calendar) []store.SchedulePlan {
+	_, _, err = st.PlanRound(ctx, time.Now(), 10, func(rows []store.Schedule, inFlight map[int64]store.InFlight, _ []store.Calendar) []store.SchedulePlan {
 		for _, r := range rows {
 			if r.ID == s.ID {
 				looked = true
-				require.False(t, inFlight[s.ID], "a redrive is not a run in flight for the overlap policy")
+				require.Zero(t, inFlight[s.ID], "a redrive is not a run in flight for the overlap policy")
 			}
 		}
 		return nil

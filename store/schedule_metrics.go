@@ -18,13 +18,14 @@ var ErrMetricsFull = errors.New("the number of schedules with series of their ow
 
 // CreateScheduleWithMetrics inserts a schedule that has series of its own, in one
 // transaction with the opt-in: at the cap (maxSchedules) nothing is created (ErrMetricsFull).
-func (s *Store) CreateScheduleWithMetrics(ctx context.Context, p NewSchedule, maxSchedules int, calendars ...string) (Schedule, error) {
+func (s *Store) CreateScheduleWithMetrics(ctx context.Context, p NewSchedule, maxSchedules int, opts ...CreateOption) (Schedule, error) {
 	var row Schedule
 	if p.AfterCompletion == "" {
 		p.AfterCompletion = AfterCompletionKeep
 	}
+	o := createOptionsOf(opts)
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		if err := requireCalendars(ctx, q, calendars); err != nil {
+		if err := requireCalendars(ctx, q, o.calendars); err != nil {
 			return err
 		}
 		var err error
@@ -35,7 +36,7 @@ func (s *Store) CreateScheduleWithMetrics(ctx context.Context, p NewSchedule, ma
 			return err
 		}
 		row.Metrics = true
-		return nil
+		return recordCreatedPaused(ctx, q, []Schedule{row}, o)
 	})
 	return row, err
 }

@@ -235,14 +235,22 @@ type ArmedFire struct {
 	Status domain.RunStatus
 }
 
+// InFlight is what a schedule has in flight: its runs RUNNING (armed ones among them) and
+// its ticks BUFFERED.
+type InFlight struct {
+	Running, Buffered int
+}
+
 // PlanRound runs one planner round at now: it locks up to max schedules at rest due for a
 // look (skipping those another planner, a releaser or a command holds), asks plan what to
-// do with them, telling it which have a run in flight or a tick waiting and giving it the
-// calendars they exclude (read FOR SHARE: an edit of one waits for the round, or the round
-// for the edit) — plan computes, it does no I/O — and commits the fires it arms and every
-// schedule's new plan in one transaction. It returns how many schedules it looked at and the
-// fires it created (a tick recorded before creates none, S1).
-func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]bool, cals []Calendar) []SchedulePlan) (looked int, armed []ArmedFire, err error) {
+// do with them, telling it what each has in flight (schedules with nothing are absent from
+// the map) and giving it the calendars they exclude (read FOR SHARE: an edit of one waits
+// for the round, or the round for the edit) — plan computes, it does no I/O — and commits the
+// fires it arms and every schedule's new plan in one transaction. It returns how many
+// schedules it looked at and the fires it created (a tick recorded before creates none, S1).
+// The counts are read under the rows' locks, which every writer of a run of a schedule takes
+// (RecordFire, a workflow's takeover), so no run starts between the count and the arming.
+func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]InFlight, cals []Calendar) []SchedulePlan) (looked int, armed []ArmedFire, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		rows, err := q.LockSchedulesToPlan(ctx, dbgen.LockSchedulesToPlanParams{Now: now, MaxRows: int32(max)})
 		if err != nil {
@@ -260,9 +268,9 @@ func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func
 		if err != nil {
 			return fmt.Errorf("schedules in flight: %w", mapErr(err))
 		}
-		inFlight := make(map[int64]bool, len(busy))
-		for _, id := range busy {
-			inFlight[id] = true
+		inFlight := make(map[int64]InFlight, len(busy))
+		for _, b := range busy {
+			inFlight[b.ScheduleID] = InFlight{Running: int(b.Running), Buffered: int(b.Buffered)}
 		}
 		cals, err := q.LockCalendarsOfSchedules(ctx, ids)
 		if err != nil {

@@ -22,14 +22,18 @@ type ScheduleRun = dbgen.ScheduleRun
 // NewSchedule is what CreateSchedule inserts.
 type NewSchedule = dbgen.InsertScheduleParams
 
-// CreateSchedule inserts a schedule; a taken name is ErrConflict. calendars are the
-// calendars its spec excludes: each must exist (an *UnknownCalendarsError otherwise), and
-// is read FOR SHARE in the insert's transaction so that none is deleted meanwhile.
-func (s *Store) CreateSchedule(ctx context.Context, p NewSchedule, calendars ...string) (Schedule, error) {
+// CreateSchedule inserts a schedule; a taken name is ErrConflict. The calendars its spec
+// excludes (ExcludingCalendars) must each exist (an *UnknownCalendarsError otherwise), and
+// are read FOR SHARE in the insert's transaction so that none is deleted meanwhile. Created
+// paused by someone (CreatedBy), its pause is the first entry of its history, in the same
+// transaction.
+func (s *Store) CreateSchedule(ctx context.Context, p NewSchedule, opts ...CreateOption) (Schedule, error) {
 	if p.AfterCompletion == "" {
 		p.AfterCompletion = AfterCompletionKeep
 	}
-	if len(calendars) == 0 {
+	o := createOptionsOf(opts)
+	if len(o.calendars) == 0 && !p.Paused {
+		// Nothing to check, nothing for the history: one statement, as cheap as a create gets.
 		row, err := s.Q.InsertSchedule(ctx, p)
 		if err != nil {
 			return Schedule{}, fmt.Errorf("insert schedule %q: %w", p.Name, mapErr(err))
@@ -38,15 +42,17 @@ func (s *Store) CreateSchedule(ctx context.Context, p NewSchedule, calendars ...
 	}
 	var row Schedule
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		if err := requireCalendars(ctx, q, calendars); err != nil {
+		if err := requireCalendars(ctx, q, o.calendars); err != nil {
 			return err
 		}
 		var err error
-		row, err = q.InsertSchedule(ctx, p)
-		return mapErr(err)
+		if row, err = q.InsertSchedule(ctx, p); err != nil {
+			return fmt.Errorf("insert schedule %q: %w", p.Name, mapErr(err))
+		}
+		return recordCreatedPaused(ctx, q, []Schedule{row}, o)
 	})
 	if err != nil {
-		return Schedule{}, fmt.Errorf("insert schedule %q: %w", p.Name, err)
+		return Schedule{}, err
 	}
 	return row, nil
 }
@@ -56,6 +62,51 @@ const (
 	AfterCompletionKeep   = "keep"   // it stays, completed
 	AfterCompletionDelete = "delete" // it is deleted, with its runs
 )
+
+// CreateOption adds to a create.
+type CreateOption func(*createOptions)
+
+type createOptions struct {
+	by        string
+	calendars []string
+}
+
+func createOptionsOf(opts []CreateOption) createOptions {
+	var o createOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// CreatedBy names who creates the schedules: one created paused has that pause, by them, as
+// the first entry of its history.
+func CreatedBy(actor string) CreateOption {
+	return func(o *createOptions) { o.by = actor }
+}
+
+// ExcludingCalendars names the calendars the new schedules' specs exclude: each must exist,
+// checked in the create's transaction.
+func ExcludingCalendars(names ...string) CreateOption {
+	return func(o *createOptions) { o.calendars = append(o.calendars, names...) }
+}
+
+// recordCreatedPaused writes, with q, the pause of each schedule created paused into its
+// history, when the create names who made it.
+func recordCreatedPaused(ctx context.Context, q *dbgen.Queries, created []Schedule, o createOptions) error {
+	if o.by == "" {
+		return nil
+	}
+	for _, row := range created {
+		if !row.Paused {
+			continue
+		}
+		if err := insertHistory(ctx, q, row.ID, HistoryEntry{Kind: domain.HistoryPause, Actor: o.by, Door: domain.DoorAPI, Note: row.PauseNote}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // GetSchedule reads a schedule by name.
 func (s *Store) GetSchedule(ctx context.Context, name string) (Schedule, error) {
@@ -116,21 +167,51 @@ type Retraction struct {
 	WorkflowIDs []string
 }
 
-// SetPaused mirrors a pause or resume decided by the schedule's workflow. A pause retracts
-// the schedule's armed, unreleased fires in the same transaction and returns them.
-func (s *Store) SetPaused(ctx context.Context, id int64, paused bool, note string) (row Schedule, retracted Retraction, err error) {
+// PauseChange is a pause or resume decided by a schedule's workflow, and who asked for it
+// (Actor, Door) and why (Note), for the schedule's history.
+type PauseChange struct {
+	ID     int64
+	Paused bool
+	Note   string
+	Actor  string
+	Door   domain.Door
+}
+
+// SetPaused mirrors a pause or resume decided by the schedule's workflow and, when it changes
+// the paused state, records it in the schedule's history in the same transaction: the
+// history never tells of a pause that did not happen, nor misses one. Pausing a paused
+// schedule (resuming an active one) changes nothing — the standing pause keeps its note and
+// its entry — and answers changed false. A pause retracts the schedule's armed, unreleased
+// fires in the same transaction and returns them.
+func (s *Store) SetPaused(ctx context.Context, c PauseChange) (row Schedule, changed bool, retracted Retraction, err error) {
 	err = s.retractingTx(ctx, func(q *dbgen.Queries) error {
 		var err error
-		row, err = q.SetSchedulePaused(ctx, dbgen.SetSchedulePausedParams{ID: id, Paused: paused, PauseNote: note})
-		if err != nil {
-			return fmt.Errorf("set schedule %d paused=%v: %w", id, paused, mapErr(err))
+		if row, err = q.LockScheduleByID(ctx, c.ID); err != nil {
+			return fmt.Errorf("lock schedule %d: %w", c.ID, mapErr(err))
 		}
-		if paused {
-			retracted, err = retractArmed(ctx, q, id, true, "the schedule was paused")
+		if changed = row.Paused != c.Paused; changed {
+			note := c.Note
+			if !c.Paused {
+				note = "" // a resume's note is the history's; the row's note is the standing pause's
+			}
+			row, err = q.SetSchedulePaused(ctx, dbgen.SetSchedulePausedParams{ID: c.ID, Paused: c.Paused, PauseNote: note})
+			if err != nil {
+				return fmt.Errorf("set schedule %d paused=%v: %w", c.ID, c.Paused, mapErr(err))
+			}
+			kind := domain.HistoryResume
+			if c.Paused {
+				kind = domain.HistoryPause
+			}
+			if err := insertHistory(ctx, q, c.ID, HistoryEntry{Kind: kind, Actor: c.Actor, Door: c.Door, Note: c.Note}); err != nil {
+				return err
+			}
+		}
+		if c.Paused {
+			retracted, err = retractArmed(ctx, q, c.ID, true, "the schedule was paused")
 		}
 		return err
 	})
-	return row, retracted, err
+	return row, changed, retracted, err
 }
 
 // Reschedule mirrors a reschedule's next fire and retracts the schedule's armed, unreleased
@@ -507,6 +588,13 @@ type ScheduleChange struct {
 	AfterCompletion string // "" keeps AfterCompletionKeep
 	// Calendars are the calendars the new spec excludes: each must exist (see CreateSchedule).
 	Calendars []string
+	// MaxConcurrent and OverlapWhenFull are the concurrency cap (both nil: none).
+	MaxConcurrent   *int32
+	OverlapWhenFull *string
+	// Labels replace the schedule's (nil: kept).
+	Labels json.RawMessage
+	// History is recorded in the update's transaction when it lists changes (nil: none).
+	History *HistoryEntry
 }
 
 // UpdateSchedule replaces a schedule's definition if its version still is the expected
@@ -528,11 +616,20 @@ func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule,
 		row, err = q.UpdateScheduleDefinition(ctx, dbgen.UpdateScheduleDefinitionParams{
 			Name: c.Name, ExpectedVersion: c.ExpectedVersion, Spec: c.Spec, Action: c.Action, Overlap: c.Overlap,
 			CatchupWindowMs: c.CatchupWindowMs, SkipIfSuccessful: c.SkipIfSuccessful, Retry: c.Retry, AfterCompletion: c.AfterCompletion,
+			MaxConcurrent: c.MaxConcurrent, OverlapWhenFull: c.OverlapWhenFull, Labels: c.Labels,
 		})
-		if err != nil || c.SigningSecret == "" {
+		if err != nil {
 			return err
 		}
-		return q.SetScheduleSecret(ctx, dbgen.SetScheduleSecretParams{ScheduleName: c.Name, Secret: c.SigningSecret})
+		if c.SigningSecret != "" {
+			if err := q.SetScheduleSecret(ctx, dbgen.SetScheduleSecretParams{ScheduleName: c.Name, Secret: c.SigningSecret}); err != nil {
+				return err
+			}
+		}
+		if c.History == nil || len(c.History.Changes) == 0 {
+			return nil
+		}
+		return insertHistory(ctx, q, row.ID, *c.History)
 	})
 	if err == nil {
 		return row, nil

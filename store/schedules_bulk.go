@@ -19,9 +19,10 @@ type BulkCreated struct {
 // CreateSchedules inserts many schedules in one statement; a name taken already inserts
 // nothing and its row is answered in Existing. When keep says an existing row is not the
 // one asked for, nothing at all is inserted (the transaction rolls back) and keep's error is
-// returned. calendars are the calendars their specs exclude: each must exist (an
+// returned. Their specs' calendars (ExcludingCalendars) must each exist (an
 // *UnknownCalendarsError otherwise, and nothing is inserted).
-func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, calendars []string, keep func(existing Schedule) error) (BulkCreated, error) {
+func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, keep func(existing Schedule) error, opts ...CreateOption) (BulkCreated, error) {
+	o := createOptionsOf(opts)
 	out := BulkCreated{Existing: map[string]Schedule{}}
 	var p dbgen.InsertSchedulesParams
 	for _, r := range rows {
@@ -48,9 +49,21 @@ func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, calenda
 			after = AfterCompletionKeep
 		}
 		p.AfterCompletions = append(p.AfterCompletions, after)
+		var maxConcurrent int32
+		var whenFull string
+		if r.MaxConcurrent != nil && r.OverlapWhenFull != nil {
+			maxConcurrent, whenFull = *r.MaxConcurrent, *r.OverlapWhenFull
+		}
+		p.MaxConcurrents = append(p.MaxConcurrents, maxConcurrent)
+		p.WhenFulls = append(p.WhenFulls, whenFull)
+		labels := "{}"
+		if len(r.Labels) > 0 {
+			labels = string(r.Labels)
+		}
+		p.Labels = append(p.Labels, labels)
 	}
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		if err := requireCalendars(ctx, q, calendars); err != nil {
+		if err := requireCalendars(ctx, q, o.calendars); err != nil {
 			return err
 		}
 		created, err := q.InsertSchedules(ctx, p)
@@ -58,6 +71,9 @@ func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, calenda
 			return fmt.Errorf("insert %d schedules: %w", len(rows), mapErr(err))
 		}
 		out.Created = created
+		if err := recordCreatedPaused(ctx, q, created, o); err != nil {
+			return err
+		}
 		if len(created) == len(rows) {
 			return nil
 		}

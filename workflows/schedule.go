@@ -103,10 +103,13 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 	regs := []error{
 		registerCommand(ctx, w, SchedulePause, func(_ workflow.Context, req PauseRequest) *Refusal {
 			return CheckPause(req)
-		}, w.pause),
-		workflow.SetUpdateHandler(ctx, ScheduleResume, func(ctx workflow.Context) (ScheduleDescription, error) {
-			w.served(ctx)
-			return w.resume(ctx)
+		}, func(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
+			return w.pause(ctx, req, domain.DoorUpdate)
+		}),
+		registerCommand(ctx, w, ScheduleResume, func(_ workflow.Context, req ResumeRequest) *Refusal {
+			return CheckResume(req)
+		}, func(ctx workflow.Context, req ResumeRequest) (ScheduleDescription, error) {
+			return w.resume(ctx, req, domain.DoorUpdate)
 		}),
 		registerCommand(ctx, w, ScheduleTrigger, func(_ workflow.Context, req TriggerRequest) *Refusal {
 			return CheckTrigger(req, w.target())
@@ -222,11 +225,15 @@ func (w *scheduleWorkflow) signalCommands() []signalCommand {
 			if r := DecodeCommand(SchedulePause, raw, &req); r != nil {
 				return r
 			}
-			_, err := w.pause(ctx, req)
+			_, err := w.pause(ctx, req, domain.DoorSignal)
 			return err
 		}},
-		{ScheduleResume, func(ctx workflow.Context, _ json.RawMessage) error {
-			_, err := w.resume(ctx)
+		{ScheduleResume, func(ctx workflow.Context, raw json.RawMessage) error {
+			var req ResumeRequest
+			if r := DecodeCommand(ScheduleResume, raw, &req); r != nil {
+				return r
+			}
+			_, err := w.resume(ctx, req, domain.DoorSignal)
 			return err
 		}},
 		{ScheduleTrigger, func(ctx workflow.Context, raw json.RawMessage) error {
@@ -480,6 +487,7 @@ func (w *scheduleWorkflow) plan() scheduleplan.Schedule {
 		Name: w.def.Name, Spec: w.spec, Action: w.def.Action, Overlap: w.def.Overlap, SkipIfSuccessful: w.def.SkipIfSuccessful,
 		Paused: w.carry.Paused, Watermark: w.carry.Watermark, Rescheduled: w.carry.Rescheduled,
 		Backfilling: len(w.carry.Backfills) > 0, InFlight: len(w.carry.Running) > 0 || len(w.carry.Buffer) > 0,
+		MaxConcurrent: w.def.MaxConcurrent, Running: len(w.carry.Running), Waiting: len(w.carry.Buffer),
 	}
 }
 

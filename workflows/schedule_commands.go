@@ -38,8 +38,10 @@ const (
 const (
 	// MaxBackfillTicks bounds one backfill request.
 	MaxBackfillTicks = 10000
-	// MaxPauseNote is the longest pause note, in bytes.
+	// MaxPauseNote is the longest pause (or resume) note, in bytes.
 	MaxPauseNote = 1000
+	// MaxIdentity is the longest identity a pause or resume gives, in bytes.
+	MaxIdentity = 200
 	// MaxRequestID is the longest trigger request id (the API's Idempotency-Key), in bytes.
 	MaxRequestID = 200
 	// MaxTriggerInput is the largest input a trigger may carry, in bytes.
@@ -100,8 +102,20 @@ type CommandTarget struct {
 
 // CheckPause judges a pause.
 func CheckPause(req PauseRequest) *Refusal {
-	if len(req.Note) > MaxPauseNote {
-		return refuse(SchedulePause, ErrBadCommand, "note", "must be at most %d bytes; got %d", MaxPauseNote, len(req.Note))
+	return checkNoteAndIdentity(SchedulePause, req.Note, req.Identity)
+}
+
+// CheckResume judges a resume.
+func CheckResume(req ResumeRequest) *Refusal {
+	return checkNoteAndIdentity(ScheduleResume, req.Note, req.Identity)
+}
+
+func checkNoteAndIdentity(command, note, identity string) *Refusal {
+	switch {
+	case len(note) > MaxPauseNote:
+		return refuse(command, ErrBadCommand, "note", "must be at most %d bytes; got %d", MaxPauseNote, len(note))
+	case len(identity) > MaxIdentity:
+		return refuse(command, ErrBadCommand, "identity", "must be at most %d bytes; got %d", MaxIdentity, len(identity))
 	}
 	return nil
 }

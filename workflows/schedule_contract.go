@@ -15,7 +15,7 @@ const ScheduleWorkflowType = "ScheduleWorkflow"
 // mirrored in Postgres.
 const (
 	SchedulePause   = "pause"   // payload PauseRequest
-	ScheduleResume  = "resume"  // no payload
+	ScheduleResume  = "resume"  // payload ResumeRequest (optional)
 	ScheduleTrigger = "trigger" // payload TriggerRequest; the update answers TriggerResult
 	ScheduleRefresh = "refresh" // no payload: the definition changed in Postgres, reload it
 	// ScheduleReschedule moves the next fire; payload RescheduleRequest.
@@ -115,9 +115,19 @@ type BufferedTick struct {
 	Overlap domain.Overlap `json:",omitempty"`
 }
 
-// PauseRequest pauses a schedule with an operator's note.
+// PauseRequest pauses a schedule with an operator's note. Identity says who asks, for the
+// schedule's history (the API gives the token's name; another service its own name; none:
+// the door, "signal" or "update").
 type PauseRequest struct {
-	Note string `json:"note"`
+	Note     string `json:"note"`
+	Identity string `json:"identity,omitempty"`
+}
+
+// ResumeRequest resumes a schedule, saying why (Note) and who asks (Identity), for the
+// schedule's history. Both are optional: a resume may carry no payload at all.
+type ResumeRequest struct {
+	Note     string `json:"note,omitempty"`
+	Identity string `json:"identity,omitempty"`
 }
 
 // TriggerRequest fires a schedule now. RequestID makes a retried trigger idempotent (the
@@ -152,4 +162,7 @@ type ScheduleDescription struct {
 	Buffered   int          `json:"buffered"`
 	Backfills  int          `json:"backfills"`
 	Version    int64        `json:"version"`
+	// Changed, in the answer of a pause or resume, says whether that command changed the
+	// paused state (false: the schedule was in that state already, and nothing changed).
+	Changed bool `json:"changed,omitempty"`
 }

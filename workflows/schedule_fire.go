@@ -181,6 +181,11 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 				fmt.Sprintf("skip_if_successful: a run already succeeded at %s", w.carry.LastSuccessAt.UTC().Format(time.RFC3339)), "")
 		}
 	}
+	if overlap == domain.OverlapAllowAll && w.def.MaxConcurrent > 0 && w.def.Action.StartsWorkflow() {
+		if full, res, err := w.applyCap(ctx, tick, trigger, key, input); full || err != nil {
+			return res, err
+		}
+	}
 	if len(w.carry.Running) > 0 && w.def.Action.StartsWorkflow() {
 		switch overlap {
 		case domain.OverlapSkip:
@@ -492,16 +497,17 @@ func (w *scheduleWorkflow) succeeded(nominal time.Time) {
 	}
 }
 
-// drainBuffer starts buffered ticks, oldest first, once nothing is running. While the
+// drainBuffer starts buffered ticks, oldest first: each once nothing is running, or, waiting
+// under the concurrency cap, once the cap has room (mayStartBuffered). While the
 // schedule is paused it starts only buffered manual triggers and backfill ticks (the
 // explicit requests a paused schedule allows): its other buffered ticks stay buffered, and
 // start after resume under the overlap policy (seed 004, case 14).
 func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
-	if len(w.carry.Buffer) == 0 || len(w.carry.Running) > 0 {
+	if len(w.carry.Buffer) == 0 {
 		return nil
 	}
 	holdTicks := w.carry.Paused
-	for len(w.carry.Running) == 0 {
+	for {
 		i := 0
 		if holdTicks {
 			i = slices.IndexFunc(w.carry.Buffer, func(b BufferedTick) bool {
@@ -512,12 +518,14 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 			return nil
 		}
 		b := w.carry.Buffer[i]
+		if !w.mayStartBuffered(ctx, b) {
+			return nil
+		}
 		w.carry.Buffer = slices.Delete(w.carry.Buffer, i, i+1)
 		if _, err := w.start(ctx, b.Tick, b.Trigger, b.Key, b.Input); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 func (w *scheduleWorkflow) stopRunning(ctx workflow.Context, terminate bool) {

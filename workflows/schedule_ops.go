@@ -11,7 +11,11 @@ import (
 	"github.com/tickgate/tickgate/internal/schedulespec"
 )
 
-func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (ScheduleDescription, error) {
+// pause pauses the schedule: nothing fires until a resume. The mirror write records it in
+// the schedule's history (who: the request's identity, else the door) when the schedule was
+// not paused; a pause of a paused schedule changes nothing, and the standing pause keeps its
+// note.
+func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest, door domain.Door) (ScheduleDescription, error) {
 	if r := CheckPause(req); r != nil {
 		return ScheduleDescription{}, r.ApplicationError()
 	}
@@ -27,18 +31,42 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest) (Schedu
 	if err := w.stopArmedStart(ctx, "the schedule was paused"); err != nil {
 		return ScheduleDescription{}, err
 	}
-	if err := w.getRetracted(ctx, workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
-		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note,
-	})); err != nil {
+	var m activities.PauseMirrored
+	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
+		ScheduleID: w.in.ScheduleID, Paused: true, Note: req.Note, Actor: actorOf(req.Identity, door), Door: door,
+	}).Get(ctx, &m); err != nil {
 		return ScheduleDescription{}, err
 	}
+	if w.carry.Armed != nil {
+		w.unarm(m.Retracted)
+	}
+	note := req.Note
+	if m.Note != nil {
+		note = *m.Note // the standing pause's, when the schedule was paused already
+	}
 	// Pausing drops a pending reschedule: a paused schedule catches nothing up.
-	w.carry.Paused, w.carry.Note, w.mirrored, w.carry.Rescheduled = true, req.Note, nil, nil
+	w.carry.Paused, w.carry.Note, w.mirrored, w.carry.Rescheduled = true, note, nil, nil
 	w.dirty = true
-	return w.describe(), nil
+	d := w.describe()
+	d.Changed = m.Changed == nil || *m.Changed
+	return d, nil
 }
 
-func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, error) {
+// actorOf is who a command came from, for the schedule's history: the identity it gave, or
+// the door it came through.
+func actorOf(identity string, door domain.Door) string {
+	if identity != "" {
+		return identity
+	}
+	return string(door)
+}
+
+// resume lifts a pause (recorded in the schedule's history by its mirror write, like a
+// pause); a resume of an active schedule changes nothing.
+func (w *scheduleWorkflow) resume(ctx workflow.Context, req ResumeRequest, door domain.Door) (ScheduleDescription, error) {
+	if r := CheckResume(req); r != nil {
+		return ScheduleDescription{}, r.ApplicationError()
+	}
 	if err := w.awaitTakeover(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
@@ -57,9 +85,10 @@ func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, er
 	if !next.IsZero() {
 		nextPtr = &next
 	}
+	var m activities.PauseMirrored
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorPaused, activities.PausedState{
-		ScheduleID: w.in.ScheduleID, Paused: false, NextRunAt: nextPtr,
-	}).Get(ctx, nil); err != nil {
+		ScheduleID: w.in.ScheduleID, Paused: false, NextRunAt: nextPtr, Note: req.Note, Actor: actorOf(req.Identity, door), Door: door,
+	}).Get(ctx, &m); err != nil {
 		return ScheduleDescription{}, err
 	}
 	if now.After(w.carry.Watermark) {
@@ -67,7 +96,9 @@ func (w *scheduleWorkflow) resume(ctx workflow.Context) (ScheduleDescription, er
 	}
 	w.carry.Paused, w.carry.Note, w.mirrored = false, "", nextPtr
 	w.dirty = true
-	return w.describe(), nil
+	d := w.describe()
+	d.Changed = m.Changed == nil || *m.Changed
+	return d, nil
 }
 
 // trigger fires the schedule now, as a manual run — the one start a paused schedule allows.

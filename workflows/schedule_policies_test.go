@@ -31,13 +31,22 @@ type fakeTargets struct {
 	startAt map[string]time.Time // the armed starts, by workflow id
 	delays  []time.Time          // the armed starts whose wait has not begun, in order
 	stopped map[string]string
+	// began is when each target began running, on the workflow clock: its start, or an
+	// armed one's tick.
+	began map[string]time.Time
 }
 
 func (s *ScheduleWorkflowSuite) mockTargets(runFor time.Duration) *fakeTargets {
-	f := &fakeTargets{stopped: map[string]string{}, startAt: map[string]time.Time{}}
+	f := &fakeTargets{stopped: map[string]string{}, startAt: map[string]time.Time{}, began: map[string]time.Time{}}
 	s.env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return(func(_ context.Context, r activities.StartRun) (string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if _, again := f.began[r.WorkflowID]; !again { // a start taken over is started again, idempotently
+			f.began[r.WorkflowID] = s.env.Now()
+			if r.StartAt != nil && r.StartAt.After(s.env.Now()) {
+				f.began[r.WorkflowID] = *r.StartAt
+			}
+		}
 		f.started = append(f.started, r.WorkflowID)
 		if r.StartAt != nil {
 			f.startAt[r.WorkflowID] = *r.StartAt

@@ -47,6 +47,10 @@ var Changes = []Change{
 		What: "before it, a schedule whose spec an update changed counted its ticks from the reload, even a " +
 			"one-time spec whose at the update set a moment before",
 	},
+	{
+		ID: scheduleCapChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, a schedule had no concurrency cap: under allow_all every tick started at once (no max_concurrent)",
+	},
 }
 
 // pinChanges records, at the start of a run of workflowType, the version of every change

@@ -11,6 +11,7 @@ import (
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/starter"
+	"github.com/tickgate/tickgate/workflows"
 )
 
 // tickgateSchedules is one phase's schedules: what they are and how to create them.
@@ -73,7 +74,7 @@ func pauseAll(ctx context.Context, e *env, names []string, note string) error {
 			if err != nil {
 				return err
 			}
-			_, err = s.PauseSchedule(ctx, row.ID, names[i], note)
+			_, err = s.PauseSchedule(ctx, row.ID, names[i], workflows.PauseRequest{Note: note, Identity: "bench"})
 			return err
 		})
 	})

@@ -64,6 +64,27 @@ type Schedule struct {
 	// Calendars are the calendars the spec excludes, as they stand (the planner reads them
 	// when it arms: Arm marks the ticks they exclude).
 	Calendars schedulespec.Calendars
+	// MaxConcurrent is the schedule's concurrency cap (0: none; see Room).
+	MaxConcurrent int
+	// Running counts the schedule's runs in flight — RUNNING, armed ones among them, whose
+	// targets start at their ticks — and Waiting the ticks waiting to start before the one
+	// decided (BUFFERED). Only the cap reads them.
+	Running, Waiting int
+}
+
+// Room is the concurrency cap's rule, the one every door applies: how many more runs of the
+// schedule may start now, and whether it has a cap at all (max_concurrent, under overlap
+// allow_all, for an action that starts a workflow: workflow or http). A run in flight holds
+// its place from the moment it is committed — armed ahead or started — until its outcome is
+// recorded, and a tick waiting starts before any later one, so the room is max_concurrent
+// less both. The planner arms only while there is room (PlannerArms, Arm), and the
+// schedule's workflow starts a tick only while there is room, buffering or skipping it
+// otherwise.
+func (s Schedule) Room() (room int, capped bool) {
+	if s.MaxConcurrent <= 0 || s.Overlap != domain.OverlapAllowAll || !s.Action.StartsWorkflow() {
+		return 0, false
+	}
+	return max(s.MaxConcurrent-s.Running-s.Waiting, 0), true
 }
 
 // Plan is when the planner looks at a schedule at rest next, and what it does then.
@@ -101,12 +122,14 @@ func (s Schedule) Next() (tick, fireAt time.Time, ok bool) {
 // PlannerArms reports whether the planner arms the schedule's next fire itself: nothing
 // about it is to be decided at its tick. An event action's fire never is, unless
 // skip_if_successful (which reads the runs up to the tick) or a reschedule or backfill
-// waits. A workflow (or http) action's fire, armed with a start delay, is when its overlap decision
-// cannot change before the tick: always under allow_all; under another policy when nothing
-// of the schedule runs or waits as it is armed. A schedule excluding calendars has only its
-// event fires armed: an edit of a calendar judges armed event fires anew in its transaction
-// (store.EditCalendar), but could not take back a target Temporal starts by itself, so the
-// fires of other actions are decided by the schedule's workflow at their tick.
+// waits. A workflow (or http) action's fire, armed with a start delay, is when its overlap
+// decision cannot change before the tick: under allow_all always, but with a concurrency cap
+// only while it has room (an armed fire holds its place from its arming, so what is armed
+// never goes past the cap); under another policy when nothing of the schedule runs or waits
+// as it is armed. A schedule excluding calendars has only its event fires armed: an edit of
+// a calendar judges armed event fires anew in its transaction (store.EditCalendar), but
+// could not take back a target Temporal starts by itself, so the fires of other actions are
+// decided by the schedule's workflow at their tick.
 func (s Schedule) PlannerArms() bool {
 	if s.Paused || s.Rescheduled != nil || s.Backfilling || s.SkipIfSuccessful {
 		return false
@@ -118,6 +141,9 @@ func (s Schedule) PlannerArms() bool {
 	case domain.ActionEvent:
 		return true
 	case domain.ActionWorkflow, domain.ActionHTTP:
+		if room, capped := s.Room(); capped {
+			return room > 0
+		}
 		return s.Overlap == domain.OverlapAllowAll || !s.InFlight
 	}
 	return false
@@ -161,14 +187,25 @@ func (s Schedule) MayRest(now time.Time, nextFire *time.Time) bool {
 // armed all the same and judged at its release), the watermark they move it to, and its
 // plan after them. A workflow action's fire is armed alone but under allow_all: once it is
 // armed a run is in flight, and the next round decides the next fire from what then runs.
-// No fire is returned when the schedule is not one the planner arms now (its plan then
-// wakes its workflow before its fire, or is nothing).
+// Under allow_all with a concurrency cap, at most the cap's room is armed: the round after
+// arms more if runs have ended by then, and wakes the workflow (which buffers or skips the
+// tick at its time) if none has. No fire is returned when the schedule is not one the
+// planner arms now (its plan then wakes its workflow before its fire, or is nothing).
 func (s Schedule) Arm(now time.Time) (fires []Fire, watermark time.Time, next Plan) {
 	watermark = s.Watermark
 	if !s.PlannerArms() {
 		return nil, watermark, s.AtRest()
 	}
-	alone := s.Action.StartsWorkflow() && s.Overlap != domain.OverlapAllowAll
+	// The fires that start something: one alone but under allow_all, and no more than a
+	// cap's room. (A tick a calendar excludes starts nothing: the next one is decided alike.)
+	limit := MaxFires
+	if s.Action.StartsWorkflow() && s.Overlap != domain.OverlapAllowAll {
+		limit = 1
+	}
+	if room, capped := s.Room(); capped {
+		limit = min(limit, room)
+	}
+	starts := 0
 	until := now.Add(ArmLead + ArmSpan)
 	for tick := s.Spec.Next(s.Watermark); !tick.IsZero() && len(fires) < MaxFires; {
 		fireAt := tick.Add(s.Spec.JitterFor(s.Name, tick))
@@ -183,13 +220,15 @@ func (s Schedule) Arm(now time.Time) (fires []Fire, watermark time.Time, next Pl
 		fires = append(fires, f)
 		watermark = tick
 		tick = after
-		if alone && f.ExcludedBy == "" {
-			break // a skipped tick starts nothing: the next one is decided alike
+		if f.ExcludedBy == "" {
+			if starts++; starts >= limit {
+				break
+			}
 		}
 	}
 	rest := s
 	rest.Watermark = watermark
-	rest.InFlight = false // the next round looks at what runs then
+	rest.InFlight, rest.Running, rest.Waiting = false, 0, 0 // the next round looks at what runs then
 	next = rest.AtRest()
 	if next.At != nil && next.At.Before(now) {
 		next = plan(now, next.Action) // more due than one round arms: the next round goes on at once

@@ -7,25 +7,35 @@ package dbgen
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
 const listCompletedSchedules = `-- name: ListCompletedSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules
 WHERE completed_at IS NOT NULL AND name > $1 AND ($2::text = '' OR strpos(lower(name), lower($2::text)) > 0)
+  AND labels @> $3::jsonb AND NOT (labels @> ANY($4::jsonb[]))
 ORDER BY name
-LIMIT $3
+LIMIT $5
 `
 
 type ListCompletedSchedulesParams struct {
-	AfterName string
-	NamePart  string
-	MaxRows   int32
+	AfterName     string
+	NamePart      string
+	LabelsMatch   json.RawMessage
+	LabelsExclude []json.RawMessage
+	MaxRows       int32
 }
 
 // The completed schedules (one-time schedules whose run ended), along schedules_completed.
 func (q *Queries) ListCompletedSchedules(ctx context.Context, arg ListCompletedSchedulesParams) ([]Schedule, error) {
-	rows, err := q.db.Query(ctx, listCompletedSchedules, arg.AfterName, arg.NamePart, arg.MaxRows)
+	rows, err := q.db.Query(ctx, listCompletedSchedules,
+		arg.AfterName,
+		arg.NamePart,
+		arg.LabelsMatch,
+		arg.LabelsExclude,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +74,9 @@ func (q *Queries) ListCompletedSchedules(ctx context.Context, arg ListCompletedS
 			&i.Retry,
 			&i.AfterCompletion,
 			&i.CompletedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -274,17 +287,20 @@ func (q *Queries) ListScheduleRunsFiltered(ctx context.Context, arg ListSchedule
 }
 
 const listSchedulesInState = `-- name: ListSchedulesInState :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules
 WHERE completed_at IS NULL AND paused = $1 AND name > $2 AND ($3::text = '' OR strpos(lower(name), lower($3::text)) > 0)
+  AND labels @> $4::jsonb AND NOT (labels @> ANY($5::jsonb[]))
 ORDER BY paused, name
-LIMIT $4
+LIMIT $6
 `
 
 type ListSchedulesInStateParams struct {
-	Paused    bool
-	AfterName string
-	NamePart  string
-	MaxRows   int32
+	Paused        bool
+	AfterName     string
+	NamePart      string
+	LabelsMatch   json.RawMessage
+	LabelsExclude []json.RawMessage
+	MaxRows       int32
 }
 
 // The same within one state of the schedules not completed (paused or active), along
@@ -294,6 +310,8 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 		arg.Paused,
 		arg.AfterName,
 		arg.NamePart,
+		arg.LabelsMatch,
+		arg.LabelsExclude,
 		arg.MaxRows,
 	)
 	if err != nil {
@@ -334,6 +352,9 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 			&i.Retry,
 			&i.AfterCompletion,
 			&i.CompletedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -347,23 +368,34 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 
 const listSchedulesMatching = `-- name: ListSchedulesMatching :many
 
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules
 WHERE name > $1 AND ($2::text = '' OR strpos(lower(name), lower($2::text)) > 0)
+  AND labels @> $3::jsonb AND NOT (labels @> ANY($4::jsonb[]))
 ORDER BY name
-LIMIT $3
+LIMIT $5
 `
 
 type ListSchedulesMatchingParams struct {
-	AfterName string
-	NamePart  string
-	MaxRows   int32
+	AfterName     string
+	NamePart      string
+	LabelsMatch   json.RawMessage
+	LabelsExclude []json.RawMessage
+	MaxRows       int32
 }
 
 // The console's filtered lists (docs/console.md): each pages with a cursor in the order of
 // an index, so a page costs the same with ten schedules or ten thousand.
-// Every schedule whose name holds name_part (case-insensitive; ” matches all), in name order.
+// Every schedule whose name holds name_part (case-insensitive; ” matches all) and whose
+// labels match the selector (labels_match: the equalities as one object, '{}' for none;
+// labels_exclude: one object per inequality), in name order.
 func (q *Queries) ListSchedulesMatching(ctx context.Context, arg ListSchedulesMatchingParams) ([]Schedule, error) {
-	rows, err := q.db.Query(ctx, listSchedulesMatching, arg.AfterName, arg.NamePart, arg.MaxRows)
+	rows, err := q.db.Query(ctx, listSchedulesMatching,
+		arg.AfterName,
+		arg.NamePart,
+		arg.LabelsMatch,
+		arg.LabelsExclude,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -402,6 +434,9 @@ func (q *Queries) ListSchedulesMatching(ctx context.Context, arg ListSchedulesMa
 			&i.Retry,
 			&i.AfterCompletion,
 			&i.CompletedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}

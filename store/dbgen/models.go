@@ -224,6 +224,20 @@ type Schedule struct {
 	Retry            []byte
 	AfterCompletion  string
 	CompletedAt      *time.Time
+	MaxConcurrent    *int32
+	OverlapWhenFull  *string
+	Labels           json.RawMessage
+}
+
+type ScheduleHistory struct {
+	ID         int64
+	ScheduleID int64
+	At         time.Time
+	Kind       string
+	Actor      string
+	Door       string
+	Note       string
+	Changes    json.RawMessage
 }
 
 type ScheduleRefusal struct {

@@ -371,7 +371,7 @@ func (q *Queries) ListRestRequests(ctx context.Context, maxRows int32) ([]ListRe
 }
 
 const lockSchedulesToPlan = `-- name: LockSchedulesToPlan :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules
 WHERE owner IS NULL AND plan_at <= $1::timestamptz AND plan_action <> 'complete'
 ORDER BY plan_at
 LIMIT $2
@@ -426,6 +426,9 @@ func (q *Queries) LockSchedulesToPlan(ctx context.Context, arg LockSchedulesToPl
 			&i.Retry,
 			&i.AfterCompletion,
 			&i.CompletedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -524,26 +527,37 @@ func (q *Queries) RequestScheduleRest(ctx context.Context, arg RequestScheduleRe
 }
 
 const schedulesInFlight = `-- name: SchedulesInFlight :many
-SELECT DISTINCT schedule_id FROM schedule_runs
+SELECT schedule_id, count(*) FILTER (WHERE status = 'RUNNING')::bigint AS running,
+       count(*) FILTER (WHERE status = 'BUFFERED')::bigint AS buffered
+FROM schedule_runs
 WHERE schedule_id = ANY($1::bigint[]) AND status IN ('RUNNING', 'BUFFERED') AND redrives = 0
+GROUP BY schedule_id
 `
 
-// Which of the schedules given have a run in flight or a tick waiting: the planner arms a
-// workflow action's fire (but under allow_all) only when nothing of the schedule runs. A
-// redrive (a failed run delivered again) is outside the overlap policy: it does not count.
-func (q *Queries) SchedulesInFlight(ctx context.Context, scheduleIds []int64) ([]int64, error) {
+type SchedulesInFlightRow struct {
+	ScheduleID int64
+	Running    int64
+	Buffered   int64
+}
+
+// Which of the schedules given have runs in flight (RUNNING, armed ones among them) or ticks
+// waiting (BUFFERED), and how many: the planner arms a workflow action's fire (but under
+// allow_all) only when nothing of the schedule runs, and a capped one's only while fewer than
+// max_concurrent do. A redrive (a failed run delivered again) is outside the overlap policy
+// and the cap: it does not count.
+func (q *Queries) SchedulesInFlight(ctx context.Context, scheduleIds []int64) ([]SchedulesInFlightRow, error) {
 	rows, err := q.db.Query(ctx, schedulesInFlight, scheduleIds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []int64
+	var items []SchedulesInFlightRow
 	for rows.Next() {
-		var schedule_id int64
-		if err := rows.Scan(&schedule_id); err != nil {
+		var i SchedulesInFlightRow
+		if err := rows.Scan(&i.ScheduleID, &i.Running, &i.Buffered); err != nil {
 			return nil, err
 		}
-		items = append(items, schedule_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -592,7 +606,7 @@ const takeScheduleOwnership = `-- name: TakeScheduleOwnership :one
 UPDATE schedules
 SET owner = $1, rest_requested_at = NULL, owner_checked_at = NULL, plan_at = NULL, plan_action = NULL
 WHERE CASE WHEN $2::bigint <> 0 THEN id = $2::bigint ELSE name = $3::text END
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
 `
 
 type TakeScheduleOwnershipParams struct {
@@ -641,6 +655,9 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 		&i.Retry,
 		&i.AfterCompletion,
 		&i.CompletedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }

@@ -223,7 +223,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -260,12 +260,15 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.Retry,
 		&i.AfterCompletion,
 		&i.CompletedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -302,6 +305,9 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.Retry,
 		&i.AfterCompletion,
 		&i.CompletedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
@@ -400,13 +406,14 @@ func (q *Queries) InsertFeedRelease(ctx context.Context, arg InsertFeedReleasePa
 const insertSchedule = `-- name: InsertSchedule :one
 WITH secret AS (
     INSERT INTO schedule_secrets (schedule_name, secret)
-    SELECT $1, $15::text WHERE $15::text <> ''
+    SELECT $1, $18::text WHERE $18::text <> ''
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action, retry, after_completion)
+                       watermark, plan_at, plan_action, retry, after_completion, max_concurrent, overlap_when_full, labels)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10, $11, $12, $13, $14)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
+        $10, $11, $12, $13, $14, $15, $16,
+        COALESCE($17::jsonb, '{}'::jsonb))
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
 `
 
 type InsertScheduleParams struct {
@@ -424,6 +431,9 @@ type InsertScheduleParams struct {
 	PlanAction       *string
 	Retry            []byte
 	AfterCompletion  string
+	MaxConcurrent    *int32
+	OverlapWhenFull  *string
+	Labels           []byte
 	SigningSecret    string
 }
 
@@ -446,6 +456,9 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		arg.PlanAction,
 		arg.Retry,
 		arg.AfterCompletion,
+		arg.MaxConcurrent,
+		arg.OverlapWhenFull,
+		arg.Labels,
 		arg.SigningSecret,
 	)
 	var i Schedule
@@ -480,6 +493,9 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.Retry,
 		&i.AfterCompletion,
 		&i.CompletedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
@@ -598,24 +614,26 @@ func (q *Queries) InsertScheduleRun(ctx context.Context, arg InsertScheduleRunPa
 const insertSchedules = `-- name: InsertSchedules :many
 WITH secrets AS (
     INSERT INTO schedule_secrets (schedule_name, secret)
-    SELECT k.name, k.secret FROM (SELECT unnest($1::text[]) AS name, unnest($15::text[]) AS secret) k
+    SELECT k.name, k.secret FROM (SELECT unnest($1::text[]) AS name, unnest($18::text[]) AS secret) k
     WHERE k.secret <> ''
     ON CONFLICT (schedule_name) DO NOTHING
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action, retry, after_completion)
+                       watermark, plan_at, plan_action, retry, after_completion, max_concurrent, overlap_when_full, labels)
 SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
        NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
-       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb, g.after_completion
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb, g.after_completion,
+       NULLIF(g.max_concurrent, 0), NULLIF(g.when_full, ''), g.labels::jsonb
 FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::text[]) AS action,
              unnest($4::text[]) AS overlap, unnest($5::bigint[]) AS catchup_window_ms,
              unnest($6::boolean[]) AS skip_if_successful, unnest($7::boolean[]) AS paused,
              unnest($8::text[]) AS pause_note, unnest($9::timestamptz[]) AS next_run_at,
              unnest($10::timestamptz[]) AS watermark, unnest($11::timestamptz[]) AS plan_at,
              unnest($12::text[]) AS plan_action, unnest($13::text[]) AS retry,
-             unnest($14::text[]) AS after_completion) g
+             unnest($14::text[]) AS after_completion, unnest($15::integer[]) AS max_concurrent,
+             unnest($16::text[]) AS when_full, unnest($17::text[]) AS labels) g
 ON CONFLICT (name) DO NOTHING
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
 `
 
 type InsertSchedulesParams struct {
@@ -633,12 +651,16 @@ type InsertSchedulesParams struct {
 	PlanActions      []string
 	Retries          []string
 	AfterCompletions []string
+	MaxConcurrents   []int32
+	WhenFulls        []string
+	Labels           []string
 	SigningSecrets   []string
 }
 
 // A bulk create: every row in one statement; a name taken already inserts nothing (the
 // caller compares the existing row with what was asked, ListSchedulesByName). The http
-// actions' signing secrets go in with them (a name taken keeps its secret).
+// actions' signing secrets go in with them (a name taken keeps its secret). (0 and ” stand
+// for NULL in max_concurrents and when_fulls: no cap.)
 func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams) ([]Schedule, error) {
 	rows, err := q.db.Query(ctx, insertSchedules,
 		arg.Names,
@@ -655,6 +677,9 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 		arg.PlanActions,
 		arg.Retries,
 		arg.AfterCompletions,
+		arg.MaxConcurrents,
+		arg.WhenFulls,
+		arg.Labels,
 		arg.SigningSecrets,
 	)
 	if err != nil {
@@ -695,6 +720,9 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 			&i.Retry,
 			&i.AfterCompletion,
 			&i.CompletedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -1076,7 +1104,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -1124,6 +1152,9 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.Retry,
 			&i.AfterCompletion,
 			&i.CompletedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -1136,7 +1167,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const listSchedulesByName = `-- name: ListSchedulesByName :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE name = ANY($1::text[])
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name = ANY($1::text[])
 `
 
 func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
@@ -1179,6 +1210,9 @@ func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Sc
 			&i.Retry,
 			&i.AfterCompletion,
 			&i.CompletedAt,
+			&i.MaxConcurrent,
+			&i.OverlapWhenFull,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
@@ -1201,7 +1235,7 @@ func (q *Queries) LockReleases(ctx context.Context, lockKey int64) error {
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -1238,6 +1272,9 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.Retry,
 		&i.AfterCompletion,
 		&i.CompletedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
@@ -1580,7 +1617,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
 `
 
 type SetSchedulePausedParams struct {
@@ -1623,6 +1660,9 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.Retry,
 		&i.AfterCompletion,
 		&i.CompletedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }
@@ -1771,9 +1811,10 @@ const updateScheduleDefinition = `-- name: UpdateScheduleDefinition :one
 UPDATE schedules
 SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
     skip_if_successful = $5, retry = $6, after_completion = $7,
-    completed_at = CASE WHEN spec = $1 THEN completed_at END, version = version + 1, updated_at = now()
-WHERE name = $8 AND ($9::bigint = 0 OR version = $9::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at
+    completed_at = CASE WHEN spec = $1 THEN completed_at END, max_concurrent = $8,
+    overlap_when_full = $9, labels = COALESCE($10::jsonb, labels), version = version + 1, updated_at = now()
+WHERE name = $11 AND ($12::bigint = 0 OR version = $12::bigint)
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1784,6 +1825,9 @@ type UpdateScheduleDefinitionParams struct {
 	SkipIfSuccessful bool
 	Retry            []byte
 	AfterCompletion  string
+	MaxConcurrent    *int32
+	OverlapWhenFull  *string
+	Labels           []byte
 	Name             string
 	ExpectedVersion  int64
 }
@@ -1800,6 +1844,9 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		arg.SkipIfSuccessful,
 		arg.Retry,
 		arg.AfterCompletion,
+		arg.MaxConcurrent,
+		arg.OverlapWhenFull,
+		arg.Labels,
 		arg.Name,
 		arg.ExpectedVersion,
 	)
@@ -1835,6 +1882,9 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.Retry,
 		&i.AfterCompletion,
 		&i.CompletedAt,
+		&i.MaxConcurrent,
+		&i.OverlapWhenFull,
+		&i.Labels,
 	)
 	return i, err
 }

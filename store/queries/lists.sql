@@ -2,9 +2,12 @@
 -- an index, so a page costs the same with ten schedules or ten thousand.
 
 -- name: ListSchedulesMatching :many
--- Every schedule whose name holds name_part (case-insensitive; '' matches all), in name order.
+-- Every schedule whose name holds name_part (case-insensitive; '' matches all) and whose
+-- labels match the selector (labels_match: the equalities as one object, '{}' for none;
+-- labels_exclude: one object per inequality), in name order.
 SELECT * FROM schedules
 WHERE name > @after_name AND (@name_part::text = '' OR strpos(lower(name), lower(@name_part::text)) > 0)
+  AND labels @> @labels_match::jsonb AND NOT (labels @> ANY(@labels_exclude::jsonb[]))
 ORDER BY name
 LIMIT @max_rows;
 
@@ -13,6 +16,7 @@ LIMIT @max_rows;
 -- schedules_by_state.
 SELECT * FROM schedules
 WHERE completed_at IS NULL AND paused = @paused AND name > @after_name AND (@name_part::text = '' OR strpos(lower(name), lower(@name_part::text)) > 0)
+  AND labels @> @labels_match::jsonb AND NOT (labels @> ANY(@labels_exclude::jsonb[]))
 ORDER BY paused, name
 LIMIT @max_rows;
 
@@ -20,6 +24,7 @@ LIMIT @max_rows;
 -- The completed schedules (one-time schedules whose run ended), along schedules_completed.
 SELECT * FROM schedules
 WHERE completed_at IS NOT NULL AND name > @after_name AND (@name_part::text = '' OR strpos(lower(name), lower(@name_part::text)) > 0)
+  AND labels @> @labels_match::jsonb AND NOT (labels @> ANY(@labels_exclude::jsonb[]))
 ORDER BY name
 LIMIT @max_rows;
 

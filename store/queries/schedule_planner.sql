@@ -154,11 +154,16 @@ FROM (SELECT unnest(@ids::bigint[]) AS id, NULLIF(unnest(@watermarks::timestampt
 WHERE s.id = v.id;
 
 -- name: SchedulesInFlight :many
--- Which of the schedules given have a run in flight or a tick waiting: the planner arms a
--- workflow action's fire (but under allow_all) only when nothing of the schedule runs. A
--- redrive (a failed run delivered again) is outside the overlap policy: it does not count.
-SELECT DISTINCT schedule_id FROM schedule_runs
-WHERE schedule_id = ANY(@schedule_ids::bigint[]) AND status IN ('RUNNING', 'BUFFERED') AND redrives = 0;
+-- Which of the schedules given have runs in flight (RUNNING, armed ones among them) or ticks
+-- waiting (BUFFERED), and how many: the planner arms a workflow action's fire (but under
+-- allow_all) only when nothing of the schedule runs, and a capped one's only while fewer than
+-- max_concurrent do. A redrive (a failed run delivered again) is outside the overlap policy
+-- and the cap: it does not count.
+SELECT schedule_id, count(*) FILTER (WHERE status = 'RUNNING')::bigint AS running,
+       count(*) FILTER (WHERE status = 'BUFFERED')::bigint AS buffered
+FROM schedule_runs
+WHERE schedule_id = ANY(@schedule_ids::bigint[]) AND status IN ('RUNNING', 'BUFFERED') AND redrives = 0
+GROUP BY schedule_id;
 
 -- name: ClaimRunsToWatch :many
 -- Leases, until @until, the runs of schedules at rest that are in flight and watched by no

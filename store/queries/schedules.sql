@@ -7,9 +7,10 @@ WITH secret AS (
     SELECT @name, @signing_secret::text WHERE @signing_secret::text <> ''
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action, retry, after_completion)
+                       watermark, plan_at, plan_action, retry, after_completion, max_concurrent, overlap_when_full, labels)
 VALUES (@name, @spec, @action, @overlap, @catchup_window_ms, @skip_if_successful, @paused, @pause_note, @next_run_at,
-        @watermark, @plan_at, @plan_action, @retry, @after_completion)
+        @watermark, @plan_at, @plan_action, @retry, @after_completion, sqlc.narg(max_concurrent), sqlc.narg(overlap_when_full),
+        COALESCE(sqlc.narg(labels)::jsonb, '{}'::jsonb))
 RETURNING *;
 
 -- name: GetScheduleByName :one
@@ -111,7 +112,8 @@ SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'RUNNI
 UPDATE schedules
 SET spec = @spec, action = @action, overlap = @overlap, catchup_window_ms = @catchup_window_ms,
     skip_if_successful = @skip_if_successful, retry = @retry, after_completion = @after_completion,
-    completed_at = CASE WHEN spec = @spec THEN completed_at END, version = version + 1, updated_at = now()
+    completed_at = CASE WHEN spec = @spec THEN completed_at END, max_concurrent = sqlc.narg(max_concurrent),
+    overlap_when_full = sqlc.narg(overlap_when_full), labels = COALESCE(sqlc.narg(labels)::jsonb, labels), version = version + 1, updated_at = now()
 WHERE name = @name AND (@expected_version::bigint = 0 OR version = @expected_version::bigint)
 RETURNING *;
 
@@ -373,7 +375,8 @@ SELECT * FROM schedule_refusals WHERE schedule_id = @schedule_id ORDER BY id DES
 -- name: InsertSchedules :many
 -- A bulk create: every row in one statement; a name taken already inserts nothing (the
 -- caller compares the existing row with what was asked, ListSchedulesByName). The http
--- actions' signing secrets go in with them (a name taken keeps its secret).
+-- actions' signing secrets go in with them (a name taken keeps its secret). (0 and '' stand
+-- for NULL in max_concurrents and when_fulls: no cap.)
 WITH secrets AS (
     INSERT INTO schedule_secrets (schedule_name, secret)
     SELECT k.name, k.secret FROM (SELECT unnest(@names::text[]) AS name, unnest(@signing_secrets::text[]) AS secret) k
@@ -381,17 +384,19 @@ WITH secrets AS (
     ON CONFLICT (schedule_name) DO NOTHING
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
-                       watermark, plan_at, plan_action, retry, after_completion)
+                       watermark, plan_at, plan_action, retry, after_completion, max_concurrent, overlap_when_full, labels)
 SELECT g.name, g.spec::jsonb, g.action::jsonb, g.overlap, g.catchup_window_ms, g.skip_if_successful, g.paused, g.pause_note,
        NULLIF(g.next_run_at, '0001-01-01 00:00:00+00'::timestamptz), g.watermark,
-       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb, g.after_completion
+       NULLIF(g.plan_at, '0001-01-01 00:00:00+00'::timestamptz), NULLIF(g.plan_action, ''), NULLIF(g.retry, '')::jsonb, g.after_completion,
+       NULLIF(g.max_concurrent, 0), NULLIF(g.when_full, ''), g.labels::jsonb
 FROM (SELECT unnest(@names::text[]) AS name, unnest(@specs::text[]) AS spec, unnest(@actions::text[]) AS action,
              unnest(@overlap_policies::text[]) AS overlap, unnest(@catchup_window_ms::bigint[]) AS catchup_window_ms,
              unnest(@skip_if_successful::boolean[]) AS skip_if_successful, unnest(@paused::boolean[]) AS paused,
              unnest(@pause_notes::text[]) AS pause_note, unnest(@next_run_at::timestamptz[]) AS next_run_at,
              unnest(@watermarks::timestamptz[]) AS watermark, unnest(@plan_ats::timestamptz[]) AS plan_at,
              unnest(@plan_actions::text[]) AS plan_action, unnest(@retries::text[]) AS retry,
-             unnest(@after_completions::text[]) AS after_completion) g
+             unnest(@after_completions::text[]) AS after_completion, unnest(@max_concurrents::integer[]) AS max_concurrent,
+             unnest(@when_fulls::text[]) AS when_full, unnest(@labels::text[]) AS labels) g
 ON CONFLICT (name) DO NOTHING
 RETURNING *;
 

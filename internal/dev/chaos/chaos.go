@@ -58,6 +58,7 @@ type Report struct {
 	Checks       []CheckResult
 	Unreachable  int // samples that could not reach PostgreSQL (during its restart)
 	Final        FinalCounts
+	Capped       CapCounts
 	Breaches     int64
 	SettleTime   time.Duration
 	SettleReason string
@@ -71,7 +72,7 @@ type Report struct {
 // stopped at its failed wave.
 func (r *Report) Passed() bool {
 	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Final.HTTPBreaches == 0 && r.Unfinished() == 0 && r.faultErrors() == 0 &&
-		(r.Profile.WaveDatabases == 0 || r.Final.Waves.Held(r.Profile))
+		(r.Profile.WaveDatabases == 0 || r.Final.Waves.Held(r.Profile)) && r.Capped.OverCap == 0 && r.Capped.Unread == 0
 }
 
 // Unfinished counts the work that did not reach a final state.
@@ -160,8 +161,8 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	if err := s.startAgents(p, l.pcNames); err != nil {
 		return nil, err
 	}
-	logf("chaos: load created: %d + %d + %d schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks, waves rollout %d over %d tenants (%s broken)",
-		p.EventSchedules, p.WorkflowSchedules+p.RestingSchedules, p.HTTPSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks,
+	logf("chaos: load created: %d + %d + %d + %d capped schedules from %s, rollout %d with %d tasks, %d PCs × %d devices, %d device tasks, waves rollout %d over %d tenants (%s broken)",
+		p.EventSchedules, p.WorkflowSchedules+p.RestingSchedules, p.HTTPSchedules, p.CappedSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks,
 		l.wavesRolloutID, p.WaveDatabases, brokenOrNone(p))
 
 	wavesID := l.wavesRolloutID
@@ -177,18 +178,20 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	plan := planFaults(p, rng)
 	logf("chaos: fault phase: %d faults over %s", len(plan), p.FaultPhase)
 	faultStart := time.Now()
-	triggerCtx, stopTriggers := context.WithDeadline(ctx, faultStart.Add(p.FaultPhase))
-	defer stopTriggers()
+	driveCtx, stopDriving := context.WithDeadline(ctx, faultStart.Add(p.FaultPhase))
+	defer stopDriving()
 	var triggersSent, triggersFailed int
-	triggersDone := make(chan struct{})
+	triggersDone, driven := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(triggersDone)
-		triggersSent, triggersFailed = triggerResting(triggerCtx, api, p, l.resting, logf)
+		triggersSent, triggersFailed = triggerResting(driveCtx, api, p, l.resting, logf)
 	}()
+	go func() { defer close(driven); driveCapped(driveCtx, api, p, l, logf) }()
 	faults := (&injector{s: s, pool: pool, rng: rng, logf: logf}).run(ctx, faultStart, plan)
 	sleepCtx(ctx, time.Until(faultStart.Add(p.FaultPhase)))
-	stopTriggers()
+	stopDriving()
 	<-triggersDone
+	<-driven
 	logf("chaos: %d manual triggers of resting schedules answered during the faults, %d failed", triggersSent, triggersFailed)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -221,10 +224,14 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	settleTime := time.Since(settleStart)
 	logf("chaos: settled in %s; pausing the schedules and draining their runs", settleTime.Round(time.Millisecond))
 	pauseStart := time.Now()
+	reached, err := pauseBySelector(ctx, api)
+	if err != nil {
+		logf("chaos: pause by selector: %v", err)
+	}
+	logf("chaos: paused %d schedules by selector in %s", reached, time.Since(pauseStart).Round(time.Millisecond))
 	if err := pauseAll(ctx, api, pool); err != nil {
 		logf("chaos: pause: %v", err)
 	}
-	logf("chaos: paused %d schedules in %s", p.EventSchedules+p.WorkflowSchedules+p.RestingSchedules+p.HTTPSchedules, time.Since(pauseStart).Round(time.Millisecond))
 	drainStart := time.Now()
 	if left := drainRuns(ctx, pool, 2*time.Minute); left > 0 {
 		logf("chaos: %d schedule runs still RUNNING after %s", left, time.Since(drainStart).Round(time.Second))
@@ -251,7 +258,11 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	}
 	t := hooks.totals()
 	final.HTTPKeys, final.HTTPRequests, final.HTTPExecuted, final.HTTPRedeliveries = t.keys, t.requests, t.executed, t.redeliveries
-	r := &Report{Profile: p, Temporal: opts.Temporal, Seed: opts.Seed, Faults: faults, Final: final, SettleTime: settleTime, SettleReason: why,
+	capped, err := finalCapCheck(ctx, st, s.temporal.Address())
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Profile: p, Temporal: opts.Temporal, Seed: opts.Seed, Faults: faults, Final: final, Capped: capped, SettleTime: settleTime, SettleReason: why,
 		Triggers: triggersSent, TriggersFailed: triggersFailed}
 	r.Checks, r.Unreachable = chk.snapshot()
 	for _, c := range r.Checks {
@@ -261,10 +272,10 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	return r, nil
 }
 
-// pauseAll pauses every schedule through the API, so no new run starts while the last
-// ones drain.
+// pauseAll pauses every schedule not paused yet through the API, one by one, so no new run
+// starts while the last ones drain (after the bulk pause, pauseBySelector, it finds none).
 func pauseAll(ctx context.Context, api *apiClient, pool *pgxpool.Pool) error {
-	rows, err := pool.Query(ctx, `SELECT name FROM schedules ORDER BY name`)
+	rows, err := pool.Query(ctx, `SELECT name FROM schedules WHERE NOT paused ORDER BY name`)
 	if err != nil {
 		return fmt.Errorf("list schedules: %w", err)
 	}
@@ -407,6 +418,10 @@ func (r *Report) Print(w io.Writer) {
 		{"devices in error", n(f.DevicesInError)},
 		{"device executions unfinished", n(f.UnfinishedDeviceExecutions)},
 		{"device tasks unfinished", n(f.UnfinishedDeviceTasks)},
+		{"capped schedules: runs started (manual / backfill)", fmt.Sprintf("%d (%d / %d)", r.Capped.Runs, r.Capped.Manual, r.Capped.Backfill)},
+		{"  ticks skipped with the cap full / still waiting for it at the end", fmt.Sprintf("%d / %d", r.Capped.Skipped, r.Capped.Waiting)},
+		{"  most targets running at once (Temporal's times) / schedules over their cap", fmt.Sprintf("%d / %d", r.Capped.MostAtOnce, r.Capped.OverCap)},
+		{"  targets whose times could not be read", n(int64(r.Capped.Unread))},
 	}
 	if r.Profile.WaveDatabases > 0 {
 		wv := f.Waves
@@ -422,9 +437,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s |\n", row[0], row[1])
 	}
 	fmt.Fprintf(w, "\nsettled %s after the faults (%s)\n", r.SettleTime.Round(time.Second), r.SettleReason)
-	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d waves_held=%t later_wave_started=%d http_executed=%d http_breaches=%d\n",
+	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d waves_held=%t later_wave_started=%d http_executed=%d http_breaches=%d capped_over_cap=%d capped_most_at_once=%d\n",
 		len(r.Faults), f.Fires, f.Duplicates, r.Breaches, r.Unfinished(), f.LostTicks, f.TasksDone, f.DeviceExecutions, r.faultErrors(),
-		r.Profile.WaveDatabases == 0 || f.Waves.Held(r.Profile), f.Waves.LaterWaveStarted, f.HTTPExecuted, f.HTTPBreaches)
+		r.Profile.WaveDatabases == 0 || f.Waves.Held(r.Profile), f.Waves.LaterWaveStarted, f.HTTPExecuted, f.HTTPBreaches, r.Capped.OverCap, r.Capped.MostAtOnce)
 }
 
 // wavesLine is each wave's status and when its health checks last ran.

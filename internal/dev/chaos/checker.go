@@ -53,6 +53,7 @@ func sampledChecks(st *store.Store) []check {
 		          AND NOT EXISTS (SELECT 1 FROM event_store e WHERE e.schedule_run_id = r.id))
 		     + (SELECT count(*) FROM event_store e
 		        WHERE NOT EXISTS (SELECT 1 FROM outbox_messages o WHERE o.event_id = e.id))`)},
+		cappedCheck,
 		{name: "R1–R3 one DDL/SDL alone per database, version order, parallel limit", count: func(ctx context.Context, tx pgx.Tx) (int64, error) {
 			breaches, err := invariants.RolloutBreaches(ctx, tx)
 			return int64(len(breaches)), err

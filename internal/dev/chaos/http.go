@@ -82,6 +82,7 @@ func (h *httpLoad) create(ctx context.Context, c *apiClient, p Profile, startAt 
 				"body": map[string]any{"schedule": name}},
 			"retry":    map[string]any{"max_attempts": 5, "initial_backoff": "200ms", "max_backoff": "2s"},
 			"policies": map[string]any{"overlap": overlap, "catchup_window": p.CatchupWindow.String()},
+			"labels":   chaosLabel(),
 		}
 		var created struct {
 			SigningSecret string `json:"signing_secret"`

@@ -81,6 +81,7 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 			"action": map[string]any{"kind": "event", "topic": "chaos", "type": "tick",
 				"data": map[string]any{"schedule": i}},
 			"policies": map[string]any{"catchup_window": p.CatchupWindow.String()},
+			"labels":   chaosLabel(),
 		}
 		if err := c.do(ctx, http.MethodPost, "/api/v1/schedules", body, nil); err != nil {
 			return nil, err
@@ -98,12 +99,16 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 			"action": map[string]any{"kind": "workflow", "workflow_type": TargetWorkflowName, "task_queue": targetQueue,
 				"input": input},
 			"policies": map[string]any{"overlap": overlap, "catchup_window": p.CatchupWindow.String()},
+			"labels":   chaosLabel(),
 		}
 		if err := c.do(ctx, http.MethodPost, "/api/v1/schedules", body, nil); err != nil {
 			return nil, err
 		}
 	}
 	if err := hooks.create(ctx, c, p, l.startAt); err != nil {
+		return nil, err
+	}
+	if err := createCapped(ctx, c, p, l, targetQueue); err != nil {
 		return nil, err
 	}
 
@@ -116,6 +121,7 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 			"action": map[string]any{"kind": "workflow", "workflow_type": TargetWorkflowName, "task_queue": targetQueue,
 				"input": TargetInput{MinMs: p.TargetMin.Milliseconds(), MaxMs: p.TargetMax.Milliseconds(), FailPercent: 10}},
 			"policies": map[string]any{"overlap": overlap, "catchup_window": p.CatchupWindow.String()},
+			"labels":   chaosLabel(),
 		}
 		if err := c.do(ctx, http.MethodPost, "/api/v1/schedules", body, nil); err != nil {
 			return nil, err

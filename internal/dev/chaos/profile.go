@@ -46,6 +46,16 @@ type Profile struct {
 	RestingEvery     time.Duration
 	TriggerEvery     time.Duration
 
+	// CappedSchedules fire every CappedEvery a workflow action whose runs last
+	// CappedTargetMin..CappedTargetMax, under allow_all with max_concurrent CappedMax (half
+	// buffering a tick that finds the cap full, half skipping it), and take manual triggers
+	// and a backfill during the faults (capped.go).
+	CappedSchedules int
+	CappedEvery     time.Duration
+	CappedMax       int
+	CappedTargetMin time.Duration
+	CappedTargetMax time.Duration
+
 	// Rollout: RolloutTasks over RolloutDatabases, DDL and DML, with ParallelLimit.
 	RolloutTasks     int
 	RolloutDatabases int
@@ -88,6 +98,7 @@ var Full = Profile{
 	RestingSchedules: 8, RestingEvery: 4 * time.Minute, TriggerEvery: 10 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	HTTPSchedules: 10, HTTPEvery: 5 * time.Second,
+	CappedSchedules: 4, CappedEvery: 2 * time.Second, CappedMax: 2, CappedTargetMin: time.Second, CappedTargetMax: 5 * time.Second,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	WaveDatabases: 9, WaveTasks: 3, WaveTaskSleep: 5 * time.Second, WaveBake: time.Minute,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
@@ -103,6 +114,7 @@ var Short = Profile{
 	RestingSchedules: 2, RestingEvery: 4 * time.Minute, TriggerEvery: 15 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	HTTPSchedules: 4, HTTPEvery: 5 * time.Second,
+	CappedSchedules: 2, CappedEvery: 2 * time.Second, CappedMax: 2, CappedTargetMin: time.Second, CappedTargetMax: 5 * time.Second,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	WaveDatabases: 6, WaveTasks: 3, WaveTaskSleep: 4 * time.Second, WaveBake: 15 * time.Second,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,

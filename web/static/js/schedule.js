@@ -4,7 +4,7 @@ import { api } from "./api.js";
 import { $, esc, hashQuery, num, pager, relative, seconds, setHashQuery, temporalLink, traceLink, when } from "./ui.js";
 import { timeSeries } from "./charts.js";
 import { stateLabel, timing } from "./schedules.js";
-import { backfillDialog, deleteDialog, pauseDialog, rescheduleDialog, triggerDialog } from "./schedule_actions.js";
+import { backfillDialog, deleteDialog, labelText, pauseDialog, rescheduleDialog, triggerDialog } from "./schedule_actions.js";
 import { attempts, onRedrive, redriveButton, retryText, rotateDialog } from "./http_action.js";
 
 const GRID_TICKS = 240;
@@ -62,6 +62,15 @@ function waiting(s) {
   return html;
 }
 
+// historyList shows who paused, resumed or edited the schedule, when and why, newest first.
+function historyList(entries) {
+  if (!entries.length) return '<p class="muted" id="history-empty">Not paused, resumed or edited since it was created.</p>';
+  const change = (c) => esc(c.field) + ": <code>" + esc(JSON.stringify(c.from)) + "</code> → <code>" + esc(JSON.stringify(c.to)) + "</code>";
+  return '<table id="history" class="compact"><thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Who</th><th scope="col">How</th><th scope="col">Why / what changed</th></tr></thead><tbody>' +
+    entries.map(h => '<tr data-history="' + h.id + '"><td>' + when(h.at) + "</td><td>" + esc(h.kind) + "</td><td>" + esc(h.by) + "</td><td>" + esc(h.door) + "</td><td>" +
+      esc(h.note) + (h.changes.length ? (h.note ? "<br>" : "") + h.changes.map(change).join("<br>") : "") + "</td></tr>").join("") + "</tbody></table>";
+}
+
 function actionText(a) {
   if (!a) return "";
   if (a.kind === "workflow") return "start workflow <code>" + esc(a.workflow_type) + "</code> on task queue <code>" + esc(a.task_queue) + "</code>";
@@ -81,11 +90,12 @@ export async function schedulePage(name) {
   if (status) runParams.set("status", status);
   if (trigger) runParams.set("trigger", trigger);
   if (runPaging.cursor) runParams.set("cursor", runPaging.cursor);
-  const [s, recent, stats, runs] = await Promise.all([
+  const [s, recent, stats, runs, hist] = await Promise.all([
     api("GET", "/schedules/" + enc),
     api("GET", "/schedules/" + enc + "/runs?limit=" + GRID_TICKS),
     api("GET", "/schedules/" + enc + "/stats?window=" + encodeURIComponent(win)),
     api("GET", "/schedules/" + enc + "/runs?" + runParams),
+    api("GET", "/schedules/" + enc + "/history?limit=20"),
   ]);
   runPaging.next = runs.next_cursor;
   const dKey = name + "@" + s.version;
@@ -112,7 +122,10 @@ export async function schedulePage(name) {
     "<dt>When</dt><dd id=\"description\">" + esc(described.get(dKey) || "") + (s.spec && s.spec.cron ? "<br>" + timing(s.spec) : "") + "</dd>" +
     "<dt>Action</dt><dd>" + actionText(s.action) + "</dd>" +
     (s.action && s.action.kind !== "event" ? '<dt>Retry</dt><dd id="retry">' + retryText(s.retry) + "</dd>" : "") +
-    "<dt>Overlap</dt><dd>" + esc(pol.overlap) + "</dd><dt>Catch-up window</dt><dd>" + esc(pol.catchup_window) + "</dd>" +
+    "<dt>Overlap</dt><dd>" + esc(pol.overlap) + "</dd>" +
+    (pol.max_concurrent ? '<dt>Max concurrent</dt><dd id="max-concurrent">' + pol.max_concurrent + " runs at once; a tick beyond " +
+      (pol.overlap_when_full === "skip" ? "is skipped" : "waits") + "</dd>" : "") +
+    "<dt>Catch-up window</dt><dd>" + esc(pol.catchup_window) + "</dd>" +
     "<dt>Skip if successful</dt><dd>" + (pol.skip_if_successful ? "yes" : "no") + "</dd>" +
     (s.spec && s.spec.jitter && s.spec.jitter !== "0s" ? "<dt>Jitter</dt><dd>" + esc(s.spec.jitter) + "</dd>" : "") +
     ((s.spec && s.spec.exclude_calendars || []).length ? '<dt>Excludes</dt><dd id="exclude-calendars">' +
@@ -120,6 +133,7 @@ export async function schedulePage(name) {
     (s.after_completion ? '<dt>Once its run ended</dt><dd id="after-completion">' + (s.after_completion === "delete" ? "deleted" : "kept, completed") +
       (s.completed_at ? " · completed " + when(s.completed_at) : "") + "</dd>" : "") +
     (s.paused ? '<dt>Paused</dt><dd id="pause-note">' + esc(s.note || "(no note)") + "</dd>" : "") +
+    '<dt>Labels</dt><dd id="labels">' + labelText(s.labels) + "</dd>" +
     "<dt>Prometheus series</dt><dd>" + (s.metrics ? "yes" : "no") + "</dd>" +
     "<dt>Counters</dt><dd>fired " + num(s.counters.fired) + ", skipped " + num(s.counters.skipped) + ", missed " + num(s.counters.missed) + "</dd>" +
     "<dt>Version</dt><dd>" + s.version + "</dd></dl></section>";
@@ -133,6 +147,7 @@ export async function schedulePage(name) {
   html += '</section><section class="panel" data-region="waiting"><h3>What is waiting</h3>' + waiting(s) +
     ((s.running_runs || []).length ? "<p>Running now: " + s.running_runs.map(r => "run " + r.id + " (" + esc(r.trigger) + ", tick " + when(r.scheduled_at) + ")").join(", ") + "</p>" : "") +
     "</section></div>";
+  html += '<section class="panel"><h3 id="history-title">Pauses, resumes and edits</h3><div data-region="history">' + historyList(hist.items) + "</div></section>";
   html += '<section class="panel"><h3>Run history</h3><p class="muted">One cell per tick, oldest first (the latest ' + GRID_TICKS + '); hover a cell for its reason.</p><div data-region="grid">' + grid(recent.items) + "</div></section>";
   const t = stats.totals;
   html += '<section class="panel"><h3>Lateness</h3><form class="toolbar"><label for="stats-window">Window</label> <select id="stats-window">' +

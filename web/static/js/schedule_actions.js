@@ -1,10 +1,32 @@
 // A schedule's commands, each in a dialog whose errors are the API's problem details shown
 // beside the field they name.
 import { api } from "./api.js";
-import { dialog, field, input, select, toISO, toLocalInput } from "./ui.js";
+import { dialog, esc, field, input, select, toISO, toLocalInput } from "./ui.js";
 
 const overlaps = ["skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"];
 const path = (name, verb) => "/schedules/" + encodeURIComponent(name) + (verb ? "/" + verb : "");
+
+// labelText shows a schedule's labels as "key=value" chips.
+export function labelText(labels) {
+  const keys = Object.keys(labels || {}).sort();
+  if (!keys.length) return '<span class="muted">–</span>';
+  return keys.map(k => '<code class="label">' + esc(k + "=" + labels[k]) + "</code>").join(" ");
+}
+
+// bulkDialog pauses or resumes every schedule a label selector reaches, with a note for
+// their history, and reports each one: changed by this call or in that state already.
+export function bulkDialog(pause, selector, after) {
+  const verb = pause ? "Pause" : "Resume";
+  dialog(verb + " every schedule matching " + selector,
+    "<p>Each schedule whose labels match <code>" + esc(selector) + "</code> is " + (pause ? "paused" : "resumed") +
+    " through its own command and recorded in its history with your token's name. At most 1,000.</p>" +
+    field("d-bulk-note", "Note (why)", "note", '<textarea id="d-bulk-note" name="note" data-field="note" rows="2" maxlength="1000" aria-describedby="d-bulk-note-error"></textarea>') +
+    '<input type="hidden" data-field="selector" id="d-bulk-selector">',
+  verb, async (form) => {
+    const res = await api("POST", "/schedules/" + (pause ? "pause" : "resume"), { selector, note: form.elements.note.value });
+    after(res);
+  });
+}
 
 export function pauseDialog(name, after) {
   dialog("Pause " + name, field("d-note", "Note (why it is paused)", "note",

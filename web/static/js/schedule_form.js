@@ -54,7 +54,11 @@ function formRequest(form, editing) {
     if (inp !== undefined) action.input = inp;
   }
   const policies = { overlap: v("f-overlap"), catchup_window: v("f-catchup") || "0s", skip_if_successful: form.elements["f-skip"].checked };
-  const req = { spec, action, policies, metrics: form.elements["f-metrics"].checked };
+  if (v("f-max")) {
+    policies.max_concurrent = Number(v("f-max"));
+    policies.overlap_when_full = v("f-whenfull");
+  }
+  const req = { spec, action, policies, metrics: form.elements["f-metrics"].checked, labels: parseLabels(v("f-labels")) };
   // An http or workflow action's retry policy: null asks for none (an http action's defaults).
   if (kind !== "event") req.retry = readRetry(v);
   if (timing === "at") req.after_completion = v("f-after");
@@ -64,6 +68,24 @@ function formRequest(form, editing) {
     if (req.paused && v("f-note")) req.note = v("f-note");
   }
   return req;
+}
+
+// parseLabels reads "key=value" pairs, one per line or comma-separated, into the labels
+// object; a pair without "=" is refused here, naming the field like the API would.
+function parseLabels(text) {
+  const labels = {};
+  for (const part of text.split(/[\n,]/)) {
+    const p = part.trim();
+    if (!p) continue;
+    const i = p.indexOf("=");
+    if (i < 0) throw Object.assign(new Error('want key=value, got "' + p + '"'), { field: "labels" });
+    labels[p.slice(0, i).trim()] = p.slice(i + 1).trim();
+  }
+  return labels;
+}
+
+function labelLines(labels) {
+  return Object.keys(labels || {}).sort().map(k => k + "=" + labels[k]).join("\n");
 }
 
 function toggle(form) {
@@ -134,7 +156,14 @@ export async function scheduleForm(name) {
     field("f-catchup", "Catch-up window", "policies.catchup_window", input("f-catchup", "policies.catchup_window", pol.catchup_window || "0s", 'autocomplete="off"'), "ticks missed while tickgate was down and newer than this still run") +
     "</div>" + '<label class="inline" for="f-skip"><input type="checkbox" id="f-skip" name="f-skip" data-field="policies.skip_if_successful"' + (pol.skip_if_successful ? " checked" : "") +
     "> Skip a tick if a run succeeded since the previous one</label>" +
-    '<small class="field-error error" id="f-skip-error"></small></fieldset>';
+    '<small class="field-error error" id="f-skip-error"></small>' +
+    '<div class="row">' + field("f-max", "Max concurrent (optional)", "policies.max_concurrent", input("f-max", "policies.max_concurrent", pol.max_concurrent || "", 'type="number" min="1" step="1"'),
+      "under allow_all: at most this many runs at once") +
+    field("f-whenfull", "When full", "policies.overlap_when_full", select("f-whenfull", "policies.overlap_when_full", [["buffer", "the tick waits"], ["skip", "the tick is skipped"]], pol.overlap_when_full || "buffer")) +
+    "</div></fieldset>";
+  html += '<fieldset><legend>Labels</legend>' + field("f-labels", "Labels (key=value, one per line)", "labels",
+    '<textarea id="f-labels" name="f-labels" data-field="labels" rows="2" spellcheck="false" aria-describedby="f-labels-error">' + esc(labelLines(s && s.labels)) + "</textarea>",
+    "to select schedules by, in lists and bulk pause") + "</fieldset>";
   html += '<fieldset><legend>Options</legend>';
   if (!editing) {
     html += '<label class="inline" for="f-paused"><input type="checkbox" id="f-paused" name="f-paused" data-field="paused"> Create it paused</label>' +

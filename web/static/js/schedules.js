@@ -2,7 +2,7 @@
 // each schedule's quick actions.
 import { api } from "./api.js";
 import { $, esc, hashQuery, num, pager, setHashQuery, when } from "./ui.js";
-import { pauseDialog, triggerDialog } from "./schedule_actions.js";
+import { bulkDialog, labelText, pauseDialog, triggerDialog } from "./schedule_actions.js";
 
 const PAGE = 50;
 // paging holds, for the filter shown, the cursors of the pages before this one, this page's
@@ -43,32 +43,47 @@ export async function scheduleList() {
   const q = hashQuery();
   const state = q.get("state") || "";
   const name = q.get("name") || "";
-  const filter = state + "|" + name;
+  const selector = q.get("selector") || "";
+  const filter = state + "|" + name + "|" + selector;
   if (paging.filter !== filter) paging = { filter, cursors: [], cursor: "" };
   const params = new URLSearchParams({ limit: PAGE });
   if (state) params.set("state", state);
   if (name) params.set("name", name);
+  if (selector) params.set("selector", selector);
   if (paging.cursor) params.set("cursor", paging.cursor);
-  const page = await api("GET", "/schedules?" + params);
+  // A selector the API refuses is shown beside its input, with an empty list.
+  let page;
+  let selectorError = "";
+  try {
+    page = await api("GET", "/schedules?" + params);
+  } catch (e) {
+    if (e.field !== "selector") throw e;
+    selectorError = e.message;
+    page = { items: [], next_cursor: "" };
+  }
   paging.next = page.next_cursor;
 
   let html = '<h2>Schedules</h2><div class="toolbar"><a class="button primary" href="#schedules/new" id="new-schedule">New schedule</a>' +
     '<form id="schedule-filter" role="search" class="filters"><label for="f-state">State</label> <select id="f-state">' +
     [["", "any"], ["active", "active"], ["paused", "paused"], ["completed", "completed"]].map(([v, l]) => '<option value="' + v + '"' + (v === state ? " selected" : "") + ">" + l + "</option>").join("") +
-    '</select> <label for="f-name">Name contains</label> <input id="f-name" type="search" value="' + esc(name) + '" autocomplete="off" maxlength="128"></form></div>';
+    '</select> <label for="f-name">Name contains</label> <input id="f-name" type="search" value="' + esc(name) + '" autocomplete="off" maxlength="128">' +
+    ' <label for="f-selector">Labels</label> <input id="f-selector" type="search" value="' + esc(selector) + '" autocomplete="off" maxlength="4096" placeholder="team=billing,tier!=gold" aria-describedby="f-selector-error"' + (selectorError ? ' aria-invalid="true"' : "") + ">" +
+    '<small class="field-error error" id="f-selector-error" aria-live="polite">' + esc(selectorError) + "</small></form>" +
+    (selector && !selectorError ? '<button type="button" id="bulk-pause">Pause matching…</button><button type="button" id="bulk-resume">Resume matching…</button>' : "") + "</div>" +
+    '<p class="muted" id="bulk-result" role="status"></p>';
   html += '<div data-region="list"><table id="schedules"><caption class="visually-hidden">Schedules, page ' + (paging.cursors.length + 1) + "</caption>" +
-    '<thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Timing</th><th scope="col">Next fire</th><th scope="col">Last run</th><th scope="col">Waiting</th><th scope="col">Actions</th></tr></thead><tbody>';
+    '<thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Timing</th><th scope="col">Next fire</th><th scope="col">Last run</th><th scope="col">Waiting</th><th scope="col">Labels</th><th scope="col">Actions</th></tr></thead><tbody>';
   for (const s of page.items) {
     const st = stateLabel(s);
     html += '<tr data-schedule="' + esc(s.name) + '"><td><a href="#schedule/' + encodeURIComponent(s.name) + '">' + esc(s.name) + "</a></td>" +
       '<td class="state state-' + st.toLowerCase() + '">' + st + (s.note ? ' <span class="muted">(' + esc(s.note) + ")</span>" : "") + "</td>" +
-      "<td>" + timing(s.spec) + "</td><td>" + when(s.next_run_at) + "</td><td>" + when(s.last_run_at) + "</td><td>" + waitingCount(s) + "</td><td>" +
+      "<td>" + timing(s.spec) + "</td><td>" + when(s.next_run_at) + "</td><td>" + when(s.last_run_at) + "</td><td>" + waitingCount(s) + '</td><td class="labels">' + labelText(s.labels) + "</td><td>" +
       (s.paused ? '<button type="button" class="resume" data-name="' + esc(s.name) + '">Resume</button>'
         : '<button type="button" class="pause" data-name="' + esc(s.name) + '">Pause</button>') +
       '<button type="button" class="trigger" data-name="' + esc(s.name) + '">Trigger</button></td></tr>';
   }
   html += "</tbody></table>";
-  if (!page.items.length) html += '<p class="muted" id="no-schedules">' + (name || state ? "No schedule matches." : "No schedules yet.") + "</p>";
+  if (!page.items.length) html += '<p class="muted" id="no-schedules">' + (name || state || selector ? "No schedule matches." : "No schedules yet.") + "</p>";
   html += pager("schedules-page", paging.cursors.length > 0, page.next_cursor) + '<p class="muted" id="page-number">Page ' + (paging.cursors.length + 1) + "</p></div>";
 
   return {
@@ -78,11 +93,12 @@ export async function scheduleList() {
       const opts = { signal: ctx.signal };
       let typing = null;
       const apply = () => {
-        setHashQuery({ state: $("#f-state", root).value, name: $("#f-name", root).value.trim() });
+        setHashQuery({ state: $("#f-state", root).value, name: $("#f-name", root).value.trim(), selector: $("#f-selector", root).value.trim() });
         ctx.rerender();
       };
       $("#f-state", root).addEventListener("change", apply, opts);
       $("#f-name", root).addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(apply, 300); }, opts);
+      $("#f-selector", root).addEventListener("change", apply, opts);
       $("#schedule-filter", root).addEventListener("submit", (ev) => { ev.preventDefault(); clearTimeout(typing); apply(); }, opts);
       root.addEventListener("click", async (ev) => {
         const b = ev.target.closest("button");
@@ -103,6 +119,13 @@ export async function scheduleList() {
           ctx.rerender();
         } else if (b.classList.contains("trigger")) {
           triggerDialog(b.dataset.name, null, ctx.rerender);
+        } else if (b.id === "bulk-pause" || b.id === "bulk-resume") {
+          const pause = b.id === "bulk-pause";
+          bulkDialog(pause, selector, (res) => {
+            ctx.rerender();
+            const done = res.items.map(it => it.name + " " + it.outcome.replace("_", " ")).join(", ");
+            $("#bulk-result").textContent = res.changed + " " + (pause ? "paused" : "resumed") + ", " + res.unchanged + " unchanged" + (done ? ": " + done : "") + ".";
+          });
         }
       }, opts);
     },

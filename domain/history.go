@@ -1,0 +1,23 @@
+package domain
+
+// HistoryKind is what a schedule's history entry tells of (schedule_history.kind).
+type HistoryKind string
+
+// History kinds: the paused state changed (pause, resume), or the definition did (update).
+const (
+	HistoryPause  HistoryKind = "pause"
+	HistoryResume HistoryKind = "resume"
+	HistoryUpdate HistoryKind = "update"
+)
+
+// Door is how a command reached a schedule (schedule_history.door): an edit through the API,
+// or a command to the schedule's workflow as a Temporal update (the API's commands are
+// updates) or signal.
+type Door string
+
+// Doors of a command.
+const (
+	DoorAPI    Door = "api"
+	DoorUpdate Door = "update"
+	DoorSignal Door = "signal"
+)
