@@ -2,8 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/tickgate/tickgate/internal/schedulespec"
@@ -16,30 +14,11 @@ import (
 // transaction that records it), the ticks it records MISSED. Which times a calendar
 // excludes is schedulespec's rule.
 
-// CalendarOf reads a calendars row.
-func CalendarOf(row store.Calendar) (schedulespec.Calendar, error) {
-	c := schedulespec.Calendar{Name: row.Name, Timezone: row.Timezone, Dates: row.Dates}
-	if err := json.Unmarshal(row.Ranges, &c.Ranges); err != nil {
-		return c, fmt.Errorf("ranges of calendar %q: %w", row.Name, err)
-	}
-	return c, nil
-}
-
-// CompileCalendars compiles calendars rows, by name.
+// CompileCalendars compiles calendars rows, by name (schedulespec.CompileStored).
 func CompileCalendars(rows []store.Calendar) (map[string]*schedulespec.CompiledCalendar, error) {
-	out := make(map[string]*schedulespec.CompiledCalendar, len(rows))
-	for _, r := range rows {
-		c, err := CalendarOf(r)
-		if err != nil {
-			return nil, err
-		}
-		compiled, err := schedulespec.NormalizeCalendar(c)
-		if err != nil {
-			return nil, fmt.Errorf("stored calendar %q: %w", r.Name, err)
-		}
-		out[r.Name] = compiled
-	}
-	return out, nil
+	return schedulespec.CompileStored(rows, func(r store.Calendar) schedulespec.StoredCalendar {
+		return schedulespec.StoredCalendar{Name: r.Name, Timezone: r.Timezone, Dates: r.Dates, Ranges: r.Ranges}
+	})
 }
 
 // judgeAgainst compiles the calendars named (from rows) into the reason a tick is

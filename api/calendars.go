@@ -78,30 +78,11 @@ func calendarView(row store.Calendar) CalendarView {
 	return v
 }
 
-// calendarOf reads a calendars row.
-func calendarOf(row store.Calendar) (schedulespec.Calendar, error) {
-	c := schedulespec.Calendar{Name: row.Name, Timezone: row.Timezone, Dates: row.Dates}
-	if err := json.Unmarshal(row.Ranges, &c.Ranges); err != nil {
-		return c, fmt.Errorf("ranges of calendar %q: %w", row.Name, err)
-	}
-	return c, nil
-}
-
-// compileCalendars compiles calendars rows, by name.
+// compileCalendars compiles calendars rows, by name (schedulespec.CompileStored).
 func compileCalendars(rows []store.Calendar) (map[string]*schedulespec.CompiledCalendar, error) {
-	out := make(map[string]*schedulespec.CompiledCalendar, len(rows))
-	for _, r := range rows {
-		c, err := calendarOf(r)
-		if err != nil {
-			return nil, err
-		}
-		compiled, err := schedulespec.NormalizeCalendar(c)
-		if err != nil {
-			return nil, fmt.Errorf("stored calendar %q: %w", r.Name, err)
-		}
-		out[r.Name] = compiled
-	}
-	return out, nil
+	return schedulespec.CompileStored(rows, func(r store.Calendar) schedulespec.StoredCalendar {
+		return schedulespec.StoredCalendar{Name: r.Name, Timezone: r.Timezone, Dates: r.Dates, Ranges: r.Ranges}
+	})
 }
 
 // validate checks a calendar's body and returns it as stored.
