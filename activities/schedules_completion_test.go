@@ -40,7 +40,7 @@ func TestOneTimeEventScheduleFiresOnceAndCompletes(t *testing.T) {
 	t.Parallel()
 	e := newPlannerEnv(t)
 	t0 := time.Now().UTC().Truncate(time.Second).Add(time.Hour)
-	at := t0.Add(90 * time.Second)
+	at := t0.Add(3 * time.Minute) // beyond what a round at t0 arms (ArmLead + ArmSpan ahead)
 	e.createOneTime("remind-ada", at, event, "", t0)
 	row := e.row("remind-ada")
 	require.Equal(t, at.Add(-scheduleplan.ArmLead), row.PlanAt.UTC(), "planned like a cron schedule: armed a minute ahead")

@@ -164,7 +164,7 @@ func TestCalendarEditJudgesArmedFiresBeforeTheirRelease(t *testing.T) {
 	}, http.StatusCreated, nil)
 	_, err := planner.PlanRound(ctx, t0)
 	require.NoError(t, err)
-	// Armed: ticks t0 … t0+120s (start_at is the first), one row each.
+	// Armed: ticks t0 … t0+150s (ArmLead + ArmSpan ahead; start_at is the first), one row each.
 	statuses := func() map[time.Duration]string {
 		rows, err := st.Store.Pool.Query(ctx, `SELECT r.scheduled_at, r.status || '/' || r.reason || '/' || (SELECT count(*) FROM event_store e WHERE e.schedule_run_id = r.id)
 			FROM schedule_runs r ORDER BY r.scheduled_at`)
@@ -179,7 +179,7 @@ func TestCalendarEditJudgesArmedFiresBeforeTheirRelease(t *testing.T) {
 		}
 		return out
 	}
-	require.Len(t, statuses(), 13)
+	require.Len(t, statuses(), 16)
 	// release does what a releaser running all along did by asOf: each fire released at
 	// its time.
 	release := func(asOf time.Time) {
@@ -212,7 +212,7 @@ func TestCalendarEditJudgesArmedFiresBeforeTheirRelease(t *testing.T) {
 	require.Equal(t, "SUCCEEDED//1", got[20*time.Second])
 	require.Equal(t, "SKIPPED/excluded by calendar freeze/0", got[30*time.Second])
 	require.Equal(t, "SKIPPED/excluded by calendar freeze/0", got[40*time.Second])
-	require.Len(t, got, 13, "one row per tick")
+	require.Len(t, got, 16, "one row per tick")
 
 	release(t0.Add(time.Minute))
 	var runs struct {
