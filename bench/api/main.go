@@ -212,6 +212,12 @@ func run(ctx context.Context) error {
 	for _, r := range results {
 		fmt.Printf("| %s | %d | %.0f | %.2f | %.2f | %.3f / %.3f | %v |\n", r.name, r.n, r.rps, ms(r.p50), ms(r.p99), r.cpuTickgate, r.cpuPG, r.statusSeen)
 	}
+	res, err := benchstack.ProcResolution()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nCPU per request is over each case's window ÷ its requests. This process holds the API and the bench's HTTP clients (the healthz row is about what the round trip itself costs them); PostgreSQL's time is read from /proc in %s ticks, so its figure is good to %.3f ms a request (%.3f for /metrics).\n",
+		res, res.Seconds()*1000/float64(*flagRequests), res.Seconds()*1000/float64(results[5].n))
 	fmt.Printf("\nPCs created by the idempotent POSTs: %d (want %d: the replays created none)\n\n", pcs, *flagRequests)
 	fmt.Printf("RESULT healthz_rps=%.0f auth_list_p50_ms=%.2f auth_list_p99_ms=%.2f auth_list_rps=%.0f unauth_p99_ms=%.2f idem_create_p99_ms=%.2f idem_replay_p99_ms=%.2f metrics_scrape_p50_ms=%.1f replays_created=%d",
 		results[0].rps, ms(results[1].p50), ms(results[1].p99), results[1].rps, ms(results[2].p99), ms(results[3].p99), ms(results[4].p99), ms(results[5].p50), pcs-*flagRequests)

@@ -107,6 +107,12 @@ func run(ctx context.Context) error {
 		w, wo := with[c.name], without[c.name]
 		fmt.Printf("| %s | %.1f / %.1f | %.3f / %.3f | %.1f / %.1f | %.3f / %.3f |\n", c.name, w.p50, w.p99, w.cpuTickgate, w.cpuPG, wo.p50, wo.p99, wo.cpuTickgate, wo.cpuPG)
 	}
+	res, err := benchstack.ProcResolution()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nCPU per request is over each case's requests ÷ their number. This process holds the API and the bench's one client; PostgreSQL's time is read from /proc in %s ticks, so its figure is good to %.3f ms a request.\n",
+		res, res.Seconds()*1000/float64(*flagRequests))
 	k := func(name string) latency { return with[name] }
 	fmt.Printf("\nRESULT schedules=%d runs=%d list_p99_ms=%.1f list_paused_p99_ms=%.1f list_name_p99_ms=%.1f overview_1h_p99_ms=%.1f overview_1h_noindex_p99_ms=%.1f overview_24h_p99_ms=%.1f schedule_stats_1h_p99_ms=%.1f schedule_stats_1h_noindex_p99_ms=%.1f",
 		*flagSchedules, runs, k("schedules, first page").p99, k("schedules, paused").p99, k("schedules, name holds 0042").p99,

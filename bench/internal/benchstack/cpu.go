@@ -106,6 +106,11 @@ var (
 	tickErr  error
 )
 
+// ProcResolution is the unit /proc counts another process's CPU time in (PostgreSQL's,
+// Temporal's): a figure over a window is good to one of it, so per operation to it ÷ the
+// operations. This process's own time (getrusage) is finer.
+func ProcResolution() (time.Duration, error) { return clockTick() }
+
 // clockTick is the unit of /proc's times (sysconf(_SC_CLK_TCK), asked of getconf).
 func clockTick() (time.Duration, error) {
 	tickOnce.Do(func() {
