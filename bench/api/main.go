@@ -1,6 +1,7 @@
 // Command bench-api measures what the surface adds to a request: bearer-token
 // authentication (a SHA-256 and one indexed lookup), the route permission check, the
-// Idempotency-Key claim / replay and the /metrics scrape with its SQL-derived figures. It
+// Idempotency-Key claim / replay and the /metrics scrape with its SQL-derived figures, each
+// with the CPU per request of this process (API and clients) and PostgreSQL. It
 // starts its own PostgreSQL cluster (no Temporal: the routes it drives do not use it),
 // serves the API on a loopback port and prints a Markdown table ending with a RESULT line.
 package main

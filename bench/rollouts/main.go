@@ -3,7 +3,9 @@
 // by two workers, the time of one promotion round with 10,000 PENDING, a rollout in waves
 // (how soon a wave runs once the one before passed its health check, against a script that
 // creates a rollout per wave; waves.go), and the same workload through a seed-style
-// baseline (per-task gate queries, woken by finishes as tickgate's promoter is). It starts its own PostgreSQL cluster and Temporal with make dev's settings (no
+// baseline (per-task gate queries, woken by finishes as tickgate's promoter is); for each
+// path, the CPU per task run of the Temporal server, this process and PostgreSQL over its
+// window. It starts its own PostgreSQL cluster and Temporal with make dev's settings (no
 // dynamic config of its own), prints a Markdown table and ends with a `RESULT …` line.
 package main
 
@@ -165,25 +167,6 @@ func lastFinish(ctx context.Context, st *store.Store, rolloutID int64, start tim
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// cpuPerOp is each process's CPU in ms per operation (a task run, a promotion round) over
-// the window of one measured path.
-type cpuPerOp struct{ tickgate, pg, temporal float64 }
-
-func perOp(c benchstack.CPUSnapshot, n int64) cpuPerOp {
-	return cpuPerOp{tickgate: c.Worker.PerOp(n), pg: c.Postgres.PerOp(n), temporal: c.Temporal.PerOp(n)}
-}
-
-// String is the table's cell: this process / PostgreSQL / Temporal = their sum.
-func (c cpuPerOp) String() string {
-	return fmt.Sprintf("%.3f / %.3f / %.3f = %.3f", c.tickgate, c.pg, c.temporal, c.tickgate+c.pg+c.temporal)
-}
-
-// keys are the RESULT keys of one path: <prefix>cpu_ms_per_task_{temporal,tickgate,pg}.
-func (c cpuPerOp) keys(prefix string) string {
-	k := prefix + "cpu_ms_per_task"
-	return fmt.Sprintf("%s_temporal=%.3f %s_tickgate=%.3f %s_pg=%.3f", k, c.temporal, k, c.tickgate, k, c.pg)
-}
 
 // workload: each database gets versions 1..10, each task DDL or DML at random, in shuffled
 // order (so insertion order says nothing about version order).
