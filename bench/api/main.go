@@ -1,6 +1,7 @@
 // Command bench-api measures what the surface adds to a request: bearer-token
 // authentication (a SHA-256 and one indexed lookup), the route permission check, the
-// Idempotency-Key claim / replay and the /metrics scrape with its SQL-derived figures. It
+// Idempotency-Key claim / replay and the /metrics scrape with its SQL-derived figures, each
+// with the CPU per request of this process (API and clients) and PostgreSQL. It
 // starts its own PostgreSQL cluster (no Temporal: the routes it drives do not use it),
 // serves the API on a loopback port and prints a Markdown table ending with a RESULT line.
 package main
@@ -23,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
@@ -48,6 +50,20 @@ type result struct {
 	rps        float64
 	p50, p99   time.Duration
 	statusSeen map[int]int
+	// CPU per request in ms over the case's window: this process (the API server and the
+	// bench's HTTP clients, both in it) and PostgreSQL.
+	cpuTickgate, cpuPG float64
+}
+
+// cpuNow is this process's and the cluster's CPU time.
+func cpuNow(pg *devstack.Postgres) (self, cluster benchstack.CPU, err error) {
+	if self, err = benchstack.SelfCPU(); err != nil {
+		return 0, 0, err
+	}
+	if cluster, err = benchstack.ClusterCPU(pg.DataDir); err != nil {
+		return 0, 0, err
+	}
+	return self, cluster, nil
 }
 
 func run(ctx context.Context) error {
@@ -124,6 +140,10 @@ func run(ctx context.Context) error {
 		var next atomic.Int64
 		var mu sync.Mutex
 		var firstErr error
+		self0, pg0, err := cpuNow(pg)
+		if err != nil {
+			return err
+		}
 		start := time.Now()
 		var wg sync.WaitGroup
 		conc := c.conc
@@ -172,6 +192,11 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", c.name, firstErr)
 		}
 		elapsed := time.Since(start)
+		self1, pg1, err := cpuNow(pg)
+		if err != nil {
+			return err
+		}
+		r.cpuTickgate, r.cpuPG = (self1 - self0).PerOp(int64(c.n)), (pg1 - pg0).PerOp(int64(c.n))
 		slices.Sort(lat)
 		r.rps = float64(c.n) / elapsed.Seconds()
 		r.p50, r.p99 = lat[c.n/2], lat[c.n*99/100]
@@ -183,14 +208,24 @@ func run(ctx context.Context) error {
 	}
 
 	fmt.Printf("\n## bench-api: the surface's cost per request (loopback, %d clients, 2-core machine)\n\n", *flagConcurrency)
-	fmt.Println("| case | requests | req/s | p50 ms | p99 ms | statuses |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: | --- |")
+	fmt.Println("| case | requests | req/s | p50 ms | p99 ms | CPU per request: this process (API and clients) / PostgreSQL (ms) | statuses |")
+	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
 	for _, r := range results {
-		fmt.Printf("| %s | %d | %.0f | %.2f | %.2f | %v |\n", r.name, r.n, r.rps, ms(r.p50), ms(r.p99), r.statusSeen)
+		fmt.Printf("| %s | %d | %.0f | %.2f | %.2f | %.3f / %.3f | %v |\n", r.name, r.n, r.rps, ms(r.p50), ms(r.p99), r.cpuTickgate, r.cpuPG, r.statusSeen)
 	}
+	res, err := benchstack.ProcResolution()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nCPU per request is over each case's window ÷ its requests. This process holds the API and the bench's HTTP clients (the healthz row is about what the round trip itself costs them); PostgreSQL's time is read from /proc in %s ticks, so its figure is good to %.3f ms a request (%.3f for /metrics).\n",
+		res, res.Seconds()*1000/float64(*flagRequests), res.Seconds()*1000/float64(results[5].n))
 	fmt.Printf("\nPCs created by the idempotent POSTs: %d (want %d: the replays created none)\n\n", pcs, *flagRequests)
-	fmt.Printf("RESULT healthz_rps=%.0f auth_list_p50_ms=%.2f auth_list_p99_ms=%.2f auth_list_rps=%.0f unauth_p99_ms=%.2f idem_create_p99_ms=%.2f idem_replay_p99_ms=%.2f metrics_scrape_p50_ms=%.1f replays_created=%d\n",
+	fmt.Printf("RESULT healthz_rps=%.0f auth_list_p50_ms=%.2f auth_list_p99_ms=%.2f auth_list_rps=%.0f unauth_p99_ms=%.2f idem_create_p99_ms=%.2f idem_replay_p99_ms=%.2f metrics_scrape_p50_ms=%.1f replays_created=%d",
 		results[0].rps, ms(results[1].p50), ms(results[1].p99), results[1].rps, ms(results[2].p99), ms(results[3].p99), ms(results[4].p99), ms(results[5].p50), pcs-*flagRequests)
+	for i, prefix := range []string{"healthz", "auth_list", "unauth", "idem_create", "idem_replay", "metrics_scrape"} {
+		fmt.Printf(" %s_cpu_ms_per_req_tickgate=%.3f %s_cpu_ms_per_req_pg=%.3f", prefix, results[i].cpuTickgate, prefix, results[i].cpuPG)
+	}
+	fmt.Println()
 	return nil
 }
 

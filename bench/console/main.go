@@ -2,8 +2,9 @@
 // (docs/console.md): the schedules list's pages and filters over -schedules schedules, and
 // the statistics over a window of a schedule_runs table holding -busy schedules' fires, one a
 // minute for -days days. Each case runs with the console's indexes (migration 00031) and
-// again, in the same run, with them dropped, so the pair says what the indexes buy. It
-// prints a Markdown table ending with a RESULT line.
+// again, in the same run, with them dropped, so the pair says what the indexes buy, in
+// latency and in CPU per request (this process, PostgreSQL). It prints a Markdown table
+// ending with a RESULT line.
 package main
 
 import (
@@ -39,8 +40,9 @@ func main() {
 	}
 }
 
-// latency is one case's p50 and p99 in milliseconds.
-type latency struct{ p50, p99 float64 }
+// latency is one case's p50 and p99 in milliseconds, and the CPU per request in ms over its
+// requests: of this process (the API, and the bench's one client) and of PostgreSQL.
+type latency struct{ p50, p99, cpuTickgate, cpuPG float64 }
 
 func run(ctx context.Context) error {
 	stack, err := benchstack.Start(ctx, benchstack.Options{Name: "console", PGPort: 55480})
@@ -90,7 +92,7 @@ func run(ctx context.Context) error {
 			}
 		}
 		for _, c := range cases {
-			l, err := measure(srv.URL+c.path, token)
+			l, err := measure(stack, srv.URL+c.path, token)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
@@ -100,17 +102,51 @@ func run(ctx context.Context) error {
 
 	fmt.Printf("\n## bench-console: the console's reads (%d schedules, one in %d paused; %d schedule_runs rows; %d requests a case, one at a time, 2-core machine)\n\n",
 		*flagSchedules, *flagPaused, runs, *flagRequests)
-	fmt.Println("| case | with the console's indexes p50 / p99 ms | without them p50 / p99 ms |")
-	fmt.Println("| --- | --- | --- |")
+	fmt.Println("| case | with the console's indexes p50 / p99 ms | CPU per request with them: this process / PostgreSQL (ms) | without them p50 / p99 ms | CPU per request without them: this process / PostgreSQL (ms) |")
+	fmt.Println("| --- | --- | --- | --- | --- |")
 	for _, c := range cases {
 		w, wo := with[c.name], without[c.name]
-		fmt.Printf("| %s | %.1f / %.1f | %.1f / %.1f |\n", c.name, w.p50, w.p99, wo.p50, wo.p99)
+		fmt.Printf("| %s | %.1f / %.1f | %.3f / %.3f | %.1f / %.1f | %.3f / %.3f |\n", c.name, w.p50, w.p99, w.cpuTickgate, w.cpuPG, wo.p50, wo.p99, wo.cpuTickgate, wo.cpuPG)
 	}
+	res, err := benchstack.ProcResolution()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nCPU per request is over each case's requests ÷ their number. This process holds the API and the bench's one client; PostgreSQL's time is read from /proc in %s ticks, so its figure is good to %.3f ms a request.\n",
+		res, res.Seconds()*1000/float64(*flagRequests))
 	k := func(name string) latency { return with[name] }
-	fmt.Printf("\nRESULT schedules=%d runs=%d list_p99_ms=%.1f list_paused_p99_ms=%.1f list_name_p99_ms=%.1f overview_1h_p99_ms=%.1f overview_1h_noindex_p99_ms=%.1f overview_24h_p99_ms=%.1f schedule_stats_1h_p99_ms=%.1f schedule_stats_1h_noindex_p99_ms=%.1f\n",
+	fmt.Printf("\nRESULT schedules=%d runs=%d list_p99_ms=%.1f list_paused_p99_ms=%.1f list_name_p99_ms=%.1f overview_1h_p99_ms=%.1f overview_1h_noindex_p99_ms=%.1f overview_24h_p99_ms=%.1f schedule_stats_1h_p99_ms=%.1f schedule_stats_1h_noindex_p99_ms=%.1f",
 		*flagSchedules, runs, k("schedules, first page").p99, k("schedules, paused").p99, k("schedules, name holds 0042").p99,
 		k("overview, 1 h").p99, without["overview, 1 h"].p99, k("overview, 24 h").p99,
 		k("one schedule's stats, 1 h").p99, without["one schedule's stats, 1 h"].p99)
+	// CPU keys beside the latency keys: every case with the indexes, and the ones the indexes
+	// serve (the window statistics and the paused filter) without them too.
+	cpuKeys := []struct {
+		prefix, name string
+		pass         map[string]latency
+	}{
+		{"list", "schedules, first page", with},
+		{"list_deep", "schedules, a page near the end", with},
+		{"list_paused", "schedules, paused", with},
+		{"list_paused_noindex", "schedules, paused", without},
+		{"list_paused_deep", "schedules, paused, near the end", with},
+		{"list_paused_deep_noindex", "schedules, paused, near the end", without},
+		{"list_name", "schedules, name holds 0042", with},
+		{"list_active_name", "schedules, active, name holds 999", with},
+		{"overview_1h", "overview, 1 h", with},
+		{"overview_1h_noindex", "overview, 1 h", without},
+		{"overview_24h", "overview, 24 h", with},
+		{"overview_24h_noindex", "overview, 24 h", without},
+		{"schedule_stats_1h", "one schedule's stats, 1 h", with},
+		{"schedule_stats_1h_noindex", "one schedule's stats, 1 h", without},
+		{"runs_failed_1h", "runs, FAILED in 1 h", with},
+		{"runs_failed_1h_noindex", "runs, FAILED in 1 h", without},
+	}
+	for _, c := range cpuKeys {
+		l := c.pass[c.name]
+		fmt.Printf(" %s_cpu_ms_per_req_tickgate=%.3f %s_cpu_ms_per_req_pg=%.3f", c.prefix, l.cpuTickgate, c.prefix, l.cpuPG)
+	}
+	fmt.Println()
 	return nil
 }
 
@@ -154,9 +190,14 @@ func nameDigits() int { return max(5, len(strconv.Itoa(*flagSchedules))) }
 
 func scheduleName(i int) string { return fmt.Sprintf("fleet-%0*d", nameDigits(), i) }
 
-// measure sends the request -requests times, one at a time, and answers its latency.
-func measure(url, token string) (latency, error) {
+// measure sends the request -requests times, one at a time, and answers its latency and the
+// CPU the requests took.
+func measure(stack *benchstack.Stack, url, token string) (latency, error) {
 	ds := make([]time.Duration, 0, *flagRequests)
+	before, err := stack.CPU()
+	if err != nil {
+		return latency{}, err
+	}
 	for i := 0; i < *flagRequests; i++ {
 		req, err := http.NewRequest(http.MethodGet, url, nil)
 		if err != nil {
@@ -175,7 +216,12 @@ func measure(url, token string) (latency, error) {
 			return latency{}, fmt.Errorf("answered %d", resp.StatusCode)
 		}
 	}
+	after, err := stack.CPU()
+	if err != nil {
+		return latency{}, err
+	}
+	cpu, n := after.Sub(before), int64(len(ds))
 	slices.Sort(ds)
 	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))].Microseconds()) / 1000 }
-	return latency{p50: at(0.5), p99: at(0.99)}, nil
+	return latency{p50: at(0.5), p99: at(0.99), cpuTickgate: cpu.Worker.PerOp(n), cpuPG: cpu.Postgres.PerOp(n)}, nil
 }

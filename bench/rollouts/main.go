@@ -3,7 +3,9 @@
 // by two workers, the time of one promotion round with 10,000 PENDING, a rollout in waves
 // (how soon a wave runs once the one before passed its health check, against a script that
 // creates a rollout per wave; waves.go), and the same workload through a seed-style
-// baseline (per-task gate queries, woken by finishes as tickgate's promoter is). It starts its own PostgreSQL cluster and Temporal with make dev's settings (no
+// baseline (per-task gate queries, woken by finishes as tickgate's promoter is); for each
+// path, the CPU per task run of the Temporal server, this process and PostgreSQL over its
+// window. It starts its own PostgreSQL cluster and Temporal with make dev's settings (no
 // dynamic config of its own), prints a Markdown table and ends with a `RESULT …` line.
 package main
 
@@ -75,7 +77,13 @@ func run(ctx context.Context) error {
 	}
 	var rounds []time.Duration
 	var first store.Promotion
+	var roundsCPU benchstack.CPUSnapshot // of the six steady rounds
 	for i := 0; i < 7; i++ {
+		if i == 1 {
+			if roundsCPU, err = stack.CPU(); err != nil {
+				return err
+			}
+		}
 		start := time.Now()
 		p, err := st.PromoteRound(ctx)
 		if err != nil {
@@ -86,21 +94,31 @@ func run(ctx context.Context) error {
 			first = p
 		}
 	}
+	after, err := stack.CPU()
+	if err != nil {
+		return err
+	}
+	roundCPU := perOp(after.Sub(roundsCPU), int64(len(rounds)-1))
 	st.Close()
 	steady := slices.Clone(rounds[1:])
 	slices.Sort(steady)
 	add(fmt.Sprintf("promotion round, %d PENDING (first: promotes + writes every waiting cause)", len(tasks)), "%.1f ms (%d promoted, %d causes written)",
 		ms(rounds[0]), len(first.Promoted), first.CausesWritten)
 	add("promotion round, steady state (median of 6)", "%.1f ms", ms(steady[len(steady)/2]))
+	// Not Temporal's: a round does not use it (what it spends meanwhile is its own start-up).
+	add("promotion round, steady state: CPU per round: this process (the store's call) / PostgreSQL (ms)", "%.3f / %.3f", roundCPU.tickgate, roundCPU.pg)
 	add("queries per round", "6 (promotion lock with JIT off, window spans ended, abort thresholds crossed, promote with waiting causes, next run_at, next gate change)")
 
 	// 2. tickgate end to end on two workers.
-	tps, breaches, samples, elapsed, err := runTickgate(ctx, stack, stack.Temporal.Address(), tasks)
+	e2e, err := runTickgate(ctx, stack, tasks)
 	if err != nil {
 		return err
 	}
-	add("tickgate end to end", "%.0f tasks/s (%d tasks in %s, %d workers)", tps, len(tasks), elapsed.Round(time.Millisecond), *flagWorkers)
-	add("R1–R3 breaches while running", "%d in %d samples", breaches, samples)
+	tps := float64(len(tasks)) / e2e.elapsed.Seconds()
+	e2eCPU := perOp(e2e.cpu, int64(len(tasks)))
+	add("tickgate end to end", "%.0f tasks/s (%d tasks in %s, %d workers)", tps, len(tasks), e2e.elapsed.Round(time.Millisecond), *flagWorkers)
+	add("tickgate end to end: CPU per task run: this process (the workers, the bench's invariant sampler and end poll) / PostgreSQL / Temporal (ms)", "%s", e2eCPU)
+	add("R1–R3 breaches while running", "%d in %d samples", e2e.breaches, e2e.samples)
 
 	// 3. Waves: from a wave's health pass to the next wave's tasks RUNNING, and the script a
 	// user would write instead.
@@ -111,15 +129,20 @@ func run(ctx context.Context) error {
 	add(fmt.Sprintf("waves: %d tasks (one per database) in %d waves, an HTTP health check between them", *flagWaveTasks, *flagWaves),
 		"%s end to end", wv.elapsed.Round(time.Millisecond))
 	add("waves: a wave's health pass → the next wave's tasks RUNNING, p50 / p99", "%.1f / %.1f ms (%d tasks)", ms(wv.p50), ms(wv.p99), wv.n)
+	waveCPU, scriptCPU := perOp(wv.cpu, int64(*flagWaveTasks)), perOp(script.cpu, int64(*flagWaveTasks))
+	add("waves: CPU per task run, creation to the last finish: this process (the workers, the bench's end poll) / PostgreSQL / Temporal (ms)", "%s", waveCPU)
 	add("script instead (a rollout per wave, created after the script's own check passed): pass → RUNNING, p50 / p99", "%.1f / %.1f ms (%d tasks; %s end to end)",
 		ms(script.p50), ms(script.p99), script.n, script.elapsed.Round(time.Millisecond))
+	add("script instead: CPU per task run, first creation to the last finish: this process (the workers, the script, its polls) / PostgreSQL / Temporal (ms)", "%s", scriptCPU)
 
 	// 4. The seed-style baseline.
-	btps, bdone, belapsed, err := runBaseline(ctx, stack, tasks)
+	btps, bdone, belapsed, bcpu, err := runBaseline(ctx, stack, tasks)
 	if err != nil {
 		return err
 	}
+	baselineCPU := perOp(bcpu, bdone)
 	add("seed-style baseline (per-task gate queries; a round whenever tasks finish, coalesced like tickgate's promoter kicks, 5 s safety poll)", "%.1f tasks/s (%d of %d tasks in %s; window %s)", btps, bdone, len(tasks), belapsed.Round(time.Millisecond), *flagBaseline)
+	add("seed-style baseline: CPU per task run: this process (its two schedulers) / PostgreSQL / Temporal (unused by it: what the idle server spent) (ms)", "%s", baselineCPU)
 
 	fmt.Println()
 	fmt.Println("| figure | value |")
@@ -128,8 +151,9 @@ func run(ctx context.Context) error {
 		fmt.Printf("| %s | %s |\n", r.name, r.value)
 	}
 	fmt.Println()
-	fmt.Printf("RESULT tasks_per_s=%.0f promote_round_ms=%.1f baseline_tasks_per_s=%.1f promote_round_steady_ms=%.1f invariant_breaches=%d wave_pass_to_running_p50_ms=%.1f wave_pass_to_running_p99_ms=%.1f script_pass_to_running_p99_ms=%.1f\n",
-		tps, ms(rounds[0]), btps, ms(steady[len(steady)/2]), breaches, ms(wv.p50), ms(wv.p99), ms(script.p99))
+	fmt.Printf("RESULT tasks_per_s=%.0f promote_round_ms=%.1f baseline_tasks_per_s=%.1f promote_round_steady_ms=%.1f invariant_breaches=%d wave_pass_to_running_p50_ms=%.1f wave_pass_to_running_p99_ms=%.1f script_pass_to_running_p99_ms=%.1f %s %s %s %s promote_round_steady_cpu_ms_per_round_tickgate=%.3f promote_round_steady_cpu_ms_per_round_pg=%.3f\n",
+		tps, ms(rounds[0]), btps, ms(steady[len(steady)/2]), e2e.breaches, ms(wv.p50), ms(wv.p99), ms(script.p99),
+		e2eCPU.keys(""), baselineCPU.keys("baseline_"), waveCPU.keys("wave_"), scriptCPU.keys("script_"), roundCPU.tickgate, roundCPU.pg)
 	return nil
 }
 
@@ -173,30 +197,40 @@ func freshStore(ctx context.Context, stack *benchstack.Stack, name string) (*sto
 	return store.Open(ctx, url) // make dev's pool size
 }
 
-func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string, tasks []store.NewTaskRun) (float64, int, int, time.Duration, error) {
+// e2eResult is tickgate's end-to-end run: its length (rows in place → last finished_at),
+// the invariant samples taken and breaches seen meanwhile, and each process's CPU from the
+// rollout's start to its last task seen finished.
+type e2eResult struct {
+	elapsed           time.Duration
+	breaches, samples int
+	cpu               benchstack.CPUSnapshot
+}
+
+func runTickgate(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTaskRun) (e2eResult, error) {
+	var res e2eResult
 	st, err := freshStore(ctx, pg, "bench_e2e")
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return res, err
 	}
 	defer st.Close()
 	cfg, err := pg.Config(pg.PG.URL("bench_e2e"))
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return res, err
 	}
 	var clients []client.Client
 	for i := 0; i < *flagWorkers; i++ {
 		tc, err := cfg.DialTemporal(ctx)
 		if err != nil {
-			return 0, 0, 0, 0, err
+			return res, err
 		}
 		defer tc.Close()
 		clients = append(clients, tc)
 		w, err := worker.New(worker.Deps{Config: cfg, Store: st, Temporal: tc})
 		if err != nil {
-			return 0, 0, 0, 0, err
+			return res, err
 		}
 		if err := w.Start(); err != nil {
-			return 0, 0, 0, 0, err
+			return res, err
 		}
 		defer w.Stop()
 	}
@@ -229,27 +263,31 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string,
 	// (finished_at, read from the database for both).
 	r, err := st.CreateRollout(ctx, "bench", int32(*flagLimit), tasks)
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return res, err
+	}
+	before, err := pg.CPU()
+	if err != nil {
+		return res, err
 	}
 	start := time.Now()
 	if err := s.StartRollout(ctx, r.ID); err != nil {
-		return 0, 0, 0, 0, err
+		return res, err
 	}
 	if err := s.KickPromoter(ctx); err != nil {
-		return 0, 0, 0, 0, err
+		return res, err
 	}
 	deadline := time.Now().Add(*flagTimeout)
 	lastLog := time.Now()
 	for {
 		n, err := st.CountUnfinished(ctx, r.ID)
 		if err != nil {
-			return 0, 0, 0, 0, err
+			return res, err
 		}
 		if n == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return 0, 0, 0, 0, fmt.Errorf("end-to-end run: %d tasks unfinished after %s", n, *flagTimeout)
+			return res, fmt.Errorf("end-to-end run: %d tasks unfinished after %s", n, *flagTimeout)
 		}
 		if time.Since(lastLog) > 5*time.Second {
 			log.Printf("tickgate: %d tasks left", n)
@@ -257,13 +295,18 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string,
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	elapsed, err := lastFinish(ctx, st, r.ID, start)
+	after, err := pg.CPU()
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return res, err
+	}
+	res.cpu = after.Sub(before)
+	if res.elapsed, err = lastFinish(ctx, st, r.ID, start); err != nil {
+		return res, err
 	}
 	close(stop)
 	wg.Wait()
-	return float64(len(tasks)) / elapsed.Seconds(), int(breaches.Load()), int(samples.Load()), elapsed, nil
+	res.breaches, res.samples = int(breaches.Load()), int(samples.Load())
+	return res, nil
 }
 
 // runBaseline is seed 000's design: a pending scheduler that reads the PENDING tasks and
@@ -278,17 +321,21 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, temporalAddr string,
 // and 5 s stays only as the seed's safety poll. Each round promotes what the gates allow,
 // as tickgate's does; each claim takes every AVAILABLE task, as many as tickgate's claim
 // batch would.
-func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTaskRun) (float64, int64, time.Duration, error) {
+func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTaskRun) (float64, int64, time.Duration, benchstack.CPUSnapshot, error) {
 	st, err := freshStore(ctx, pg, "bench_baseline")
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, benchstack.CPUSnapshot{}, err
 	}
 	defer st.Close()
 	r, err := st.CreateRollout(ctx, "baseline", int32(*flagLimit), tasks)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, benchstack.CPUSnapshot{}, err
 	}
 	var done atomic.Int64
+	before, err := pg.CPU()
+	if err != nil {
+		return 0, 0, 0, benchstack.CPUSnapshot{}, err
+	}
 	start := time.Now()
 	deadline := start.Add(*flagBaseline)
 	tickleRunning := make(chan struct{}, 1)
@@ -337,7 +384,7 @@ func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 
 	for time.Now().Before(deadline) && done.Load() < int64(len(tasks)) { // pending scheduler
 		if err := baselineRound(runCtx, st, r.ParallelLimit); err != nil && runCtx.Err() == nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, benchstack.CPUSnapshot{}, err
 		}
 		tickle(tickleRunning)
 		select {
@@ -351,12 +398,16 @@ func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 	elapsed := min(time.Since(start), *flagBaseline)
 	cancel()
 	wg.Wait()
+	after, err := pg.CPU()
+	if err != nil {
+		return 0, 0, 0, benchstack.CPUSnapshot{}, err
+	}
 	if done.Load() == int64(len(tasks)) { // all done: up to the last finish, as tickgate's run is timed
 		if elapsed, err = lastFinish(ctx, st, r.ID, start); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, benchstack.CPUSnapshot{}, err
 		}
 	}
-	return float64(done.Load()) / elapsed.Seconds(), done.Load(), elapsed, nil
+	return float64(done.Load()) / elapsed.Seconds(), done.Load(), elapsed, after.Sub(before), nil
 }
 
 func baselineRound(ctx context.Context, st *store.Store, limit int32) error {

@@ -34,11 +34,13 @@ var (
 	flagWaves     = flag.Int("waves", 5, "waves of the waves run (equal shares)")
 )
 
-// wavesResult is one engine's figures.
+// wavesResult is one engine's figures; cpu is each process's over elapsed (the first
+// rollout's creation to the last task seen finished).
 type wavesResult struct {
 	p50, p99 time.Duration
 	n        int
 	elapsed  time.Duration
+	cpu      benchstack.CPUSnapshot
 }
 
 func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script wavesResult, err error) {
@@ -98,6 +100,10 @@ func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script waves
 	if err := strategy.Validate(dbs); err != nil {
 		return waves, script, err
 	}
+	before, err := stack.CPU()
+	if err != nil {
+		return waves, script, err
+	}
 	start := time.Now()
 	r, err := st.CreateRolloutWith(ctx, store.NewRollout{Name: "waves", ParallelLimit: int32(per), Strategy: strategy, Tasks: ts})
 	if err != nil {
@@ -113,6 +119,11 @@ func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script waves
 		return waves, script, err
 	}
 	waves.elapsed = time.Since(start)
+	after, err := stack.CPU()
+	if err != nil {
+		return waves, script, err
+	}
+	waves.cpu = after.Sub(before)
 	var lat []time.Duration
 	rows, err := st.Pool.Query(ctx, `SELECT t.started_at - w.passed_at FROM task_runs t
 		JOIN rollout_waves w ON w.rollout_id = t.rollout_id AND w.wave = t.wave - 1
@@ -133,6 +144,9 @@ func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script waves
 
 	// 2. The script: a rollout per wave, the next one created after the script's own check.
 	lat = lat[:0]
+	if before, err = stack.CPU(); err != nil {
+		return waves, script, err
+	}
 	start = time.Now()
 	hc := &http.Client{Timeout: 10 * time.Second}
 	var prev int64
@@ -187,6 +201,10 @@ func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script waves
 		return waves, script, err
 	}
 	script.elapsed = time.Since(start)
+	if after, err = stack.CPU(); err != nil {
+		return waves, script, err
+	}
+	script.cpu = after.Sub(before)
 	script.p50, script.p99, script.n = percentiles(lat)
 	return waves, script, nil
 }

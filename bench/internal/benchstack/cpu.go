@@ -36,8 +36,13 @@ func (s *Stack) TemporalCPU() (CPU, error) {
 
 // PostgresCPU is the cluster's CPU time: the postmaster, its live children (backends,
 // writers) and the children it has reaped.
-func (s *Stack) PostgresCPU() (CPU, error) {
-	b, err := os.ReadFile(filepath.Join(s.PG.DataDir, "postmaster.pid"))
+func (s *Stack) PostgresCPU() (CPU, error) { return ClusterCPU(s.PG.DataDir) }
+
+// ClusterCPU is the CPU time of the PostgreSQL cluster whose data directory is dataDir (for
+// a bench that starts its cluster without a Stack): the postmaster, its live children and
+// the children it has reaped.
+func ClusterCPU(dataDir string) (CPU, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
 	if err != nil {
 		return 0, fmt.Errorf("postgres pid: %w", err)
 	}
@@ -101,6 +106,11 @@ var (
 	tickErr  error
 )
 
+// ProcResolution is the unit /proc counts another process's CPU time in (PostgreSQL's,
+// Temporal's): a figure over a window is good to one of it, so per operation to it ÷ the
+// operations. This process's own time (getrusage) is finer.
+func ProcResolution() (time.Duration, error) { return clockTick() }
+
 // clockTick is the unit of /proc's times (sysconf(_SC_CLK_TCK), asked of getconf).
 func clockTick() (time.Duration, error) {
 	tickOnce.Do(func() {
@@ -147,3 +157,7 @@ func (c CPUSnapshot) Sub(earlier CPUSnapshot) CPUSnapshot {
 
 // Ms is d in milliseconds.
 func (d CPU) Ms() float64 { return float64(time.Duration(d).Microseconds()) / 1000 }
+
+// PerOp is c in milliseconds per operation, n operations (at least one) having completed in
+// the window c was measured over.
+func (c CPU) PerOp(n int64) float64 { return c.Ms() / float64(max(n, 1)) }
