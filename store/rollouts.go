@@ -153,8 +153,12 @@ func placeInWaves(st *domain.Strategy, tasks []NewTaskRun) ([]NewTaskRun, [][]st
 	return out, waves, nil
 }
 
-// analyzeAfter is the size of a rollout after whose insert task_runs is analyzed.
-const analyzeAfter = 1000
+// analyzeAfter is the size of a rollout after whose insert task_runs is analyzed. Until
+// statistics count them, the promotion round is planned for the few PENDING rows the table
+// had, and a nested loop then applies the gates once per PENDING task: quadratic in the
+// rollout (400 tasks in waves: 94 ms a round; analyzed, 0.7 ms). ANALYZE samples a bounded
+// number of rows, so it costs the same for any table size.
+const analyzeAfter = 100
 
 // GetRollout reads a rollout.
 func (s *Store) GetRollout(ctx context.Context, id int64) (Rollout, error) {
