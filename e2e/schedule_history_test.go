@@ -91,26 +91,26 @@ func TestLabelsBulkPauseAndHistoryAtEveryDoor(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})
 	ctx := context.Background()
-	for _, name := range []string{"bill-a", "bill-b"} {
+	for _, name := range []string{"books-a", "books-b"} {
 		cliOK(t, st, "schedule", "create", name, "--interval", "1h", "--topic", "billing", "--type", "close",
 			"--label", "team=billing", "--label", "tier=gold")
 	}
-	cliOK(t, st, "schedule", "create", "ops-a", "--interval", "1h", "--topic", "ops", "--type", "sweep", "--label", "team=ops")
+	cliOK(t, st, "schedule", "create", "books-ops", "--interval", "1h", "--topic", "ops", "--type", "sweep", "--label", "team=ops")
 
 	listed := cliOK(t, st, "schedule", "list", "--selector", "team=billing,tier=gold")
-	require.Contains(t, listed, "bill-a")
-	require.Contains(t, listed, "bill-b")
-	require.NotContains(t, listed, "ops-a")
+	require.Contains(t, listed, "books-a")
+	require.Contains(t, listed, "books-b")
+	require.NotContains(t, listed, "books-ops")
 	require.Contains(t, listed, "team=billing tier=gold", "the labels column")
 
 	paused, runs := cliRetrying(t, st, "schedule", "pause", "--selector", "team=billing", "--note", "billing freeze")
 	if runs == 1 {
-		require.Regexp(t, `bill-a\s+paused`, paused)
-		require.Regexp(t, `bill-b\s+paused`, paused)
+		require.Regexp(t, `books-a\s+paused`, paused)
+		require.Regexp(t, `books-b\s+paused`, paused)
 		require.Contains(t, paused, "2 changed, 0 unchanged")
 	} else { // a first run that timed out may have paused some: each is paused, by one of them
-		require.Regexp(t, `bill-a\s+(already_)?paused`, paused)
-		require.Regexp(t, `bill-b\s+(already_)?paused`, paused)
+		require.Regexp(t, `books-a\s+(already_)?paused`, paused)
+		require.Regexp(t, `books-b\s+(already_)?paused`, paused)
 	}
 	again, _ := cliRetrying(t, st, "schedule", "pause", "-o", "json", "--selector", "team=billing", "--note", "billing freeze")
 	var retry struct {
@@ -126,38 +126,38 @@ func TestLabelsBulkPauseAndHistoryAtEveryDoor(t *testing.T) {
 	}
 
 	// Other services: a signal that names itself, an update that names no one.
-	require.NoError(t, signalSchedule(ctx, st, "bill-a", workflows.ScheduleResume, workflows.ResumeRequest{Note: "books closed", Identity: "billing-service"}))
+	require.NoError(t, signalSchedule(ctx, st, "books-a", workflows.ScheduleResume, workflows.ResumeRequest{Note: "books closed", Identity: "billing-service"}))
 	var d workflows.ScheduleDescription
-	require.NoError(t, updateSchedule(ctx, st, "bill-b", workflows.ScheduleResume, workflows.ResumeRequest{}, &d))
+	require.NoError(t, updateSchedule(ctx, st, "books-b", workflows.ScheduleResume, workflows.ResumeRequest{}, &d))
 	require.True(t, d.Changed)
-	require.Eventually(t, func() bool { return len(scheduleHistory(t, st, "bill-a")) == 2 }, 30*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return len(scheduleHistory(t, st, "books-a")) == 2 }, 30*time.Second, 100*time.Millisecond,
 		"the signal's resume is in the history")
 
-	a := scheduleHistory(t, st, "bill-a")
+	a := scheduleHistory(t, st, "books-a")
 	require.Equal(t, historyEntry{Kind: "resume", By: "billing-service", Door: "signal", Note: "books closed"}, a[0])
 	require.Equal(t, "pause", a[1].Kind)
 	require.Equal(t, "billing freeze", a[1].Note)
 	require.True(t, strings.HasPrefix(a[1].By, "teststack (token "), "the CLI's token: %s", a[1].By)
-	b := scheduleHistory(t, st, "bill-b")
+	b := scheduleHistory(t, st, "books-b")
 	require.Len(t, b, 2)
 	require.Equal(t, historyEntry{Kind: "resume", By: "update", Door: "update"}, b[0])
 
-	shown := cliOK(t, st, "schedule", "history", "bill-a")
+	shown := cliOK(t, st, "schedule", "history", "books-a")
 	require.Regexp(t, `resume\s+billing-service\s+signal\s+books closed`, shown)
 	require.Regexp(t, `pause\s+teststack \(token \d+\)\s+update\s+billing freeze`, shown)
-	require.Empty(t, scheduleHistory(t, st, "ops-a"), "not reached")
+	require.Empty(t, scheduleHistory(t, st, "books-ops"), "not reached")
 
 	// A cap through the CLI, shown by it.
-	cliOK(t, st, "schedule", "create", "capped", "--interval", "1h", "--workflow-type", "Report", "--task-queue", "reports",
+	cliOK(t, st, "schedule", "create", "books-capped", "--interval", "1h", "--workflow-type", "Report", "--task-queue", "reports",
 		"--overlap", "allow_all", "--max-concurrent", "3", "--when-full", "skip")
-	require.Regexp(t, `max_concurrent\s+3`, cliOK(t, st, "schedule", "get", "capped"))
+	require.Regexp(t, `max_concurrent\s+3`, cliOK(t, st, "schedule", "get", "books-capped"))
 	var capped struct {
 		Policies struct {
 			MaxConcurrent   int    `json:"max_concurrent"`
 			OverlapWhenFull string `json:"overlap_when_full"`
 		} `json:"policies"`
 	}
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/capped", nil, http.StatusOK, &capped)
+	st.JSON(t, http.MethodGet, "/api/v1/schedules/books-capped", nil, http.StatusOK, &capped)
 	require.Equal(t, 3, capped.Policies.MaxConcurrent)
 	require.Equal(t, "skip", capped.Policies.OverlapWhenFull)
 }
