@@ -48,7 +48,11 @@ type scheduleWorkflow struct {
 	handlers handlerCount // signal handlers mid-way (see handlerCount)
 	// mirror serialises the writes of next_run_at (fires, pause, resume, reschedule and the
 	// loop's mirror), so the loop and a handler never overwrite each other out of order.
-	mirror   workflow.Mutex
+	mirror workflow.Mutex
+	// starting counts the fires decided to start whose run is not in carry.Running yet: the
+	// record and the start yield, and a fire decided meanwhile in another handler (a trigger
+	// at a tick's instant) must count them against the concurrency cap.
+	starting int
 	mirrored *time.Time   // next_run_at last written to Postgres
 	next     *time.Time   // next nominal tick, for describe
 	planned  *plannedTick // the tick after the watermark, as a record answered it
@@ -487,7 +491,7 @@ func (w *scheduleWorkflow) plan() scheduleplan.Schedule {
 		Name: w.def.Name, Spec: w.spec, Action: w.def.Action, Overlap: w.def.Overlap, SkipIfSuccessful: w.def.SkipIfSuccessful,
 		Paused: w.carry.Paused, Watermark: w.carry.Watermark, Rescheduled: w.carry.Rescheduled,
 		Backfilling: len(w.carry.Backfills) > 0, InFlight: len(w.carry.Running) > 0 || len(w.carry.Buffer) > 0,
-		MaxConcurrent: w.def.MaxConcurrent, Running: len(w.carry.Running), Waiting: len(w.carry.Buffer),
+		MaxConcurrent: w.def.MaxConcurrent, Running: len(w.carry.Running) + w.starting, Waiting: len(w.carry.Buffer),
 	}
 }
 

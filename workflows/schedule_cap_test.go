@@ -160,6 +160,34 @@ func (s *ScheduleWorkflowSuite) TestMaxConcurrentHoldsForManualTriggers() {
 		targets.started)
 }
 
+// Two fires decided at the same instant — a tick and two manual triggers in one workflow
+// task — take the last place once: each decision yields (its record, its start) before its
+// run is in flight, and the ones decided meanwhile count it. With max_concurrent 1, one runs
+// and the others wait.
+func (s *ScheduleWorkflowSuite) TestMaxConcurrentHoldsForFiresDecidedAtOnce() {
+	start := s.t0.Add(10 * time.Second)
+	in := s.createSchedule("capped-at-once", schedulespec.Spec{Interval: every(1, "HOURS"), StartAt: &start}, s.t0, capped(1, domain.WhenFullBuffer))
+	targets := s.mockTargets(time.Minute)
+	var answers []workflows.TriggerResult
+	for i := range 2 {
+		s.env.RegisterDelayedCallback(func() {
+			s.update(workflows.ScheduleTrigger, workflows.TriggerRequest{RequestID: fmt.Sprintf("at-once-%d", i)}, func(r any, err error) {
+				s.Require().NoError(err)
+				answers = append(answers, r.(workflows.TriggerResult))
+			})
+		}, 10*time.Second)
+	}
+	var early map[string]int
+	s.env.RegisterDelayedCallback(func() { early = s.tally("capped-at-once") }, 20*time.Second)
+	s.stopAt(5 * minute)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Require().Len(answers, 2)
+	s.Equal(1, early["RUNNING/scheduled"]+early["RUNNING/manual"], "one of the three runs: %v", early)
+	s.Equal(2, early["BUFFERED/scheduled"]+early["BUFFERED/manual"], "the others wait: %v", early)
+	s.Equal(1, targets.maxInFlight(time.Minute))
+}
+
 // Backfill ticks obey the cap: a range of five past ticks with max_concurrent 2 starts two
 // and buffers three, which start in order as runs end.
 func (s *ScheduleWorkflowSuite) TestMaxConcurrentHoldsForBackfills() {

@@ -218,7 +218,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 			w.stopRunning(ctx, true)
 		}
 	}
-	return w.start(ctx, tick, trigger, key, input)
+	return w.startCounted(ctx, tick, trigger, key, input)
 }
 
 // buffer queues a tick behind the running run and records it as a BUFFERED row with the
@@ -358,6 +358,15 @@ func (w *scheduleWorkflow) adoptIfUnwatched(ctx workflow.Context, run activities
 func (w *scheduleWorkflow) eventFor(tick time.Time, trigger domain.Trigger, firedAt time.Time) *domain.Event {
 	e := domain.FireEvent(w.def.Name, w.def.Action, tick, trigger, firedAt)
 	return &e
+}
+
+// startCounted starts a tick decided to start, holding its place in flight (w.starting)
+// until launch has put its run in carry.Running: the decision of a fire in another handler
+// meanwhile sees it.
+func (w *scheduleWorkflow) startCounted(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, input json.RawMessage) (TriggerResult, error) {
+	w.starting++
+	defer func() { w.starting-- }()
+	return w.start(ctx, tick, trigger, key, input)
 }
 
 // start records a fired run and performs its action.
@@ -522,7 +531,7 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 			return nil
 		}
 		w.carry.Buffer = slices.Delete(w.carry.Buffer, i, i+1)
-		if _, err := w.start(ctx, b.Tick, b.Trigger, b.Key, b.Input); err != nil {
+		if _, err := w.startCounted(ctx, b.Tick, b.Trigger, b.Key, b.Input); err != nil {
 			return err
 		}
 	}
