@@ -41,7 +41,9 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 
 	// Polled once a second: each count is a visibility query on the server being measured.
 	if _, _, err := res.waitBursts(ctx, e, "native", "started", ticks, *flagWarmup, n, time.Second,
-		func(ctx context.Context, tick time.Time) (int, error) { return countNative(ctx, e.tc, targetWorkflow, tick, false) }); err != nil {
+		func(ctx context.Context, tick time.Time) (int, error) {
+			return countNative(ctx, e.tc, targetWorkflow, tick, false)
+		}); err != nil {
 		return res, err
 	}
 	// The user's code of a started run may begin later still: wait until every measured run
