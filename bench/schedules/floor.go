@@ -18,7 +18,8 @@ var flagFloor = flag.Bool("floor", true, "with -wf: also measure Temporal's floo
 // delays ending at the same instant (the next tick of -cron at least 30 s away), with no
 // scheduler at all. Lateness is measured as for the workflow burst: the target's first
 // WorkflowTaskStarted − that instant. No engine can start its targets' code earlier than
-// this on this machine, server and worker.
+// this on this machine, server and worker. Its CPU per fire runs from before the starts to
+// the last workflow closed: what Temporal and the worker spend on a burst with no scheduler.
 func runFloor(ctx context.Context, e *env) (burstResult, error) {
 	n := *flagWfSchedules
 	res := burstResult{schedules: n}
