@@ -160,12 +160,12 @@ func (r *report) String() string {
 		wfSchedules, fmtMs(wfP50), fmtMs(wfP99), wfMissed, fmtMs(nativeWfP50), fmtMs(nativeWfP99), fmtMs(floorP50), fmtMs(floorP99),
 		bigSchedules, fmtMs(bigP50), fmtMs(bigP99), bigMissed, onOff(r.traces != nil))
 	// Keys added after the line's first form, at its end so earlier readers still parse it.
-	var wf, http, nativeHTTP, big *burstResult
+	var wf, httpBurst, nativeHTTP, big *burstResult
 	if r.wf != nil {
 		wf = &r.wf.burstResult
 	}
 	if r.http != nil {
-		http = &r.http.burstResult
+		httpBurst = &r.http.burstResult
 	}
 	if r.nativeHTTP != nil {
 		nativeHTTP = &r.nativeHTTP.burstResult
@@ -180,7 +180,7 @@ func (r *report) String() string {
 	for _, k := range []struct {
 		prefix string
 		b      *burstResult
-	}{{"", &r.burst}, {"wf_", wf}, {"floor_", r.floor}, {"native_", r.native}, {"http_", http}, {"native_http_", nativeHTTP}, {"big_", big}} {
+	}{{"", &r.burst}, {"wf_", wf}, {"floor_", r.floor}, {"native_", r.native}, {"http_", httpBurst}, {"native_http_", nativeHTTP}, {"big_", big}} {
 		extra += " " + cpuKeys(k.prefix, k.b)
 	}
 	out := b.String()
