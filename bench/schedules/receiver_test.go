@@ -68,5 +68,5 @@ func TestCPUPerFireIsNotAttributedToAnOverlappedOrUnmeasuredWindow(t *testing.T)
 	var none *burstResult
 	tm, _, _ = none.cpuPerFire()
 	require.True(t, math.IsNaN(tm))
-	require.Equal(t, "x_cpu_ms_per_fire_temporal=na x_cpu_ms_per_fire_worker=na x_cpu_ms_per_fire_postgres=na", cpuKeys("x_", none))
+	require.Equal(t, "x_cpu_ms_per_fire_temporal=na x_cpu_ms_per_fire_tickgate=na x_cpu_ms_per_fire_pg=na", cpuKeys("x_", none))
 }

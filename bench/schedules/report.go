@@ -231,7 +231,7 @@ func cpuRow(row func(string, string, ...any), who string, b *burstResult, how st
 // cpuKeys are a path's CPU per fire RESULT keys, na when it did not run.
 func cpuKeys(prefix string, b *burstResult) string {
 	t, w, p := b.cpuPerFire()
-	return fmt.Sprintf("%scpu_ms_per_fire_temporal=%s %scpu_ms_per_fire_worker=%s %scpu_ms_per_fire_postgres=%s",
+	return fmt.Sprintf("%scpu_ms_per_fire_temporal=%s %scpu_ms_per_fire_tickgate=%s %scpu_ms_per_fire_pg=%s",
 		prefix, fmt2(t), prefix, fmt2(w), prefix, fmt2(p))
 }
 
