@@ -84,12 +84,25 @@ func runBigBurst(ctx context.Context, e *env, pauseAfter bool) (bigBurstResult, 
 		}
 	}
 	res.ticks = ticks[k+1 : k+1+*flagBigBursts]
+	// The CPU window, as the first burst's: from the last warm-up's fires recorded to the
+	// last measured tick's.
+	cpuFrom, err := e.stack.CPU()
+	if err != nil {
+		return res, err
+	}
+	from := time.Now()
 	for _, tick := range res.ticks {
 		if _, _, err := wait(tick); err != nil {
 			return res, err
 		}
 		res.perBurst = append(res.perBurst, burstStat{tick: tick, expected: n})
 	}
+	cpuTo, err := e.stack.CPU()
+	if err != nil {
+		return res, err
+	}
+	res.cpu, res.window = cpuTo.Sub(cpuFrom), time.Since(from)
+	res.overlapped = from.After(res.ticks[0])
 	if res.late, err = commitLateness(ctx, e.st, c.ids, res.ticks); err != nil {
 		return res, err
 	}

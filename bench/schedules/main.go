@@ -13,6 +13,14 @@
 //   - the same specs as native Temporal Schedules starting the same workflow on the same
 //     worker; lateness is the started workflow's start time − its scheduled time, and its
 //     first WorkflowTaskStarted − its scheduled time;
+//   - the http-action burst (-http): -http schedules on the same cron whose http action posts
+//     to a receiver in this process; lateness runs from the nominal tick to the receiver's
+//     handler entered for the tick's Idempotency-Key (each key counted once; duplicates and
+//     keys that never came reported); and, with -native, as many native Temporal Schedules
+//     starting a workflow that runs one HTTP activity posting to the same receiver, measured
+//     the same way;
+//   - CPU milliseconds per fire of each process (Temporal server, this process with the
+//     tickgate workers, PostgreSQL) for every burst measured;
 //   - the big burst (-big): -big-schedules event-action schedules sharing every tick,
 //     measured as the first burst is, once every schedule has loaded and fired once;
 //   - with -capacity, the most every-second schedules sustained with p99 lateness ≤ 1 s,
@@ -34,6 +42,7 @@ import (
 
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
@@ -61,7 +70,7 @@ var (
 	flagWfSchedules = flag.Int("wf-schedules", 1000, "workflow-action burst: schedules (native Temporal Schedules run -schedules of the same spec and target: give the same number)")
 	flagWfBursts    = flag.Int("wf-bursts", 3, "workflow-action burst: measured bursts")
 	flagWfWarmup    = flag.Int("wf-warmup-bursts", 1, "workflow-action burst: bursts before the measured ones")
-	flagCatchup     = flag.Duration("catchup-window", 0, "catch-up window of the workflow-action and big bursts' schedules (0, the API's default)")
+	flagCatchup     = flag.Duration("catchup-window", 0, "catch-up window of the workflow-action, http-action and big bursts' schedules (0, the API's default)")
 
 	flagBig           = flag.Bool("big", true, "also run the big burst")
 	flagBigSchedules  = flag.Int("big-schedules", 10000, "big burst: event-action schedules sharing every tick")
@@ -95,7 +104,9 @@ func checkFlags() error {
 		return fmt.Errorf("-wf-schedules %d ≠ -schedules %d: the native phase serves both comparisons with -schedules schedules; give the same number, or -native=false", *flagWfSchedules, *flagSchedules)
 	case *flagBig && *flagBigWarmupMax < 1:
 		return fmt.Errorf("-big-warmup-max %d: at least one tick after creation is a warm-up", *flagBigWarmupMax)
-	case *flagBig && *flagBigBursts < 1, *flagWf && *flagWfBursts < 1, *flagBursts < 1:
+	case *flagHTTP < 0:
+		return fmt.Errorf("-http %d: give a number of schedules, or 0 to skip the http burst", *flagHTTP)
+	case *flagBig && *flagBigBursts < 1, *flagWf && *flagWfBursts < 1, *flagHTTP > 0 && *flagHTTPBursts < 1, *flagBursts < 1:
 		return fmt.Errorf("every phase run measures at least one burst")
 	}
 	return nil
@@ -125,6 +136,18 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	cfg.TaskQueue = "bench-schedules"
+	var rcv *receiver
+	if *flagHTTP > 0 {
+		// The http bursts post to a receiver in this process, on a loopback address the
+		// outbound rule refuses unless TICKGATE_HTTP_ALLOW lists it (internal/outbound).
+		if cfg.HTTPAllow, err = outbound.Parse("127.0.0.1"); err != nil {
+			return "", err
+		}
+		if rcv, err = startReceiver(); err != nil {
+			return "", err
+		}
+		defer rcv.stop()
+	}
 	tel := telemetry.Off()
 	var sink *traceSink
 	if *flagTraces {
@@ -174,7 +197,8 @@ func run(ctx context.Context) (string, error) {
 	}
 	rep.burst = burst
 	if *flagWf || *flagNative {
-		// Both engines' workflow actions start the same target on the same worker.
+		// Both engines' workflow actions start the same target on the same worker (and native
+		// Temporal Schedules' http burst its workflow and activity).
 		tw, err := startTargetWorker(tc)
 		if err != nil {
 			return "", err
@@ -201,6 +225,20 @@ func run(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("native burst: %w", err)
 		}
 		rep.native = &native
+	}
+	if *flagHTTP > 0 {
+		h, err := runHTTPBurst(ctx, e, rcv)
+		if err != nil {
+			return "", fmt.Errorf("http burst: %w", err)
+		}
+		rep.http = &h
+		if *flagNative {
+			nh, err := runNativeHTTPBurst(ctx, e, rcv)
+			if err != nil {
+				return "", fmt.Errorf("native http burst: %w", err)
+			}
+			rep.nativeHTTP = &nh
+		}
 	}
 	if *flagBig {
 		// Paused only when a later phase needs a quiet stack.

@@ -22,28 +22,84 @@ import (
 func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 	n := *flagSchedules
 	res := burstResult{schedules: n}
-	if len(strings.Fields(*flagCron)) != 5 {
-		// Temporal reads a sixth field as the year, not seconds first as tickgate does: the
-		// two engines would not run the same spec.
-		return res, fmt.Errorf("-cron %q: native Temporal Schedules read only a 5-field cron the way tickgate does; use one, or -native=false", *flagCron)
+	if err := nativeCron(); err != nil {
+		return res, err
 	}
 	_, compiled, err := burstSpec()
 	if err != nil {
 		return res, err
 	}
+	ids, took, remove, err := createNativeSchedules(ctx, e, "native", n, func(id string) *client.ScheduleWorkflowAction {
+		return &client.ScheduleWorkflowAction{ID: id, Workflow: targetWorkflow, TaskQueue: targetTaskQueue}
+	})
+	defer remove()
+	if err != nil {
+		return res, err
+	}
+	res.created = took
+	ticks := planBursts("native", compiled, n, res.created, *flagWarmup+*flagBursts)
+
+	// Polled once a second: each count is a visibility query on the server being measured.
+	if _, _, err := res.waitBursts(ctx, e, "native", "started", ticks, *flagWarmup, n, time.Second,
+		func(ctx context.Context, tick time.Time) (int, error) {
+			return countNative(ctx, e.tc, targetWorkflow, tick, false)
+		}); err != nil {
+		return res, err
+	}
+	// The user's code of a started run may begin later still: wait until every measured run
+	// has closed (the trivial workflow closes in its first workflow task) or its tick's drain
+	// time has passed, before reading when each began.
+	for _, tick := range res.ticks {
+		got, _, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countNative(ctx, e.tc, targetWorkflow, tick, true) }, n, tick, time.Second)
+		if err != nil {
+			return res, err
+		}
+		if got < n {
+			log.Printf("native: burst %s: %d/%d runs closed by -drain-timeout", tick.Format(time.TimeOnly), got, n)
+		}
+	}
+	if res.late, res.taskStarted, err = nativeLateness(ctx, e.tc, ids, res.ticks); err != nil {
+		return res, err
+	}
+	res.tallyBursts()
+	return res, nil
+}
+
+// nativeCron refuses a -cron native Temporal Schedules would read otherwise than tickgate.
+func nativeCron() error {
+	if len(strings.Fields(*flagCron)) != 5 {
+		// Temporal reads a sixth field as the year, not seconds first as tickgate does: the
+		// two engines would not run the same spec.
+		return fmt.Errorf("-cron %q: native Temporal Schedules read only a 5-field cron the way tickgate does; use one, or -native=false", *flagCron)
+	}
+	return nil
+}
+
+// createNativeSchedules creates n native Temporal Schedules on -cron, named
+// t<tenant>-<prefix>-<i>, each starting action(its id) on every tick (overlap ALLOW_ALL), 8
+// at a time. remove deletes those created; call it whatever the error.
+func createNativeSchedules(ctx context.Context, e *env, prefix string, n int, action func(id string) *client.ScheduleWorkflowAction) (ids []string, took time.Duration, remove func(), err error) {
 	sc := e.tc.ScheduleClient()
-	ids := make([]string, n)
+	ids = make([]string, n)
+	remove = func() {
+		// Cleaned up whatever happened; a schedule never created is not found, which is fine.
+		for _, id := range ids {
+			if id != "" {
+				_ = sc.GetHandle(context.Background(), id).Delete(context.Background())
+			}
+		}
+	}
 	start := time.Now()
 	err = parallel(ctx, n, 8, func(i int) error {
-		ids[i] = fmt.Sprintf("t%02d-native-%04d", i%50, i)
+		ids[i] = fmt.Sprintf("t%02d-%s-%05d", i%50, prefix, i)
 		first := true
 		err := retryTransient(ctx, func() error {
 			_, err := sc.Create(ctx, client.ScheduleOptions{
 				ID:     ids[i],
 				Spec:   client.ScheduleSpec{CronExpressions: []string{*flagCron}},
-				Action: &client.ScheduleWorkflowAction{ID: ids[i], Workflow: targetWorkflow, TaskQueue: targetTaskQueue},
+				Action: action(ids[i]),
 				// Every tick starts its run, as every tick of a tickgate event action fires: the
-				// default (skip while the last run is open) would drop ticks whenever the trivial
+				// default (skip while the last run is open) would drop ticks whenever the
 				// workflow had not completed yet, which is not lateness.
 				Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
 			})
@@ -59,51 +115,16 @@ func runNativeBurst(ctx context.Context, e *env) (burstResult, error) {
 		}
 		return nil
 	})
-	defer func() {
-		// Cleaned up whatever happened; a schedule never created is not found, which is fine.
-		for _, id := range ids {
-			if id != "" {
-				_ = sc.GetHandle(context.Background(), id).Delete(context.Background())
-			}
-		}
-	}()
-	if err != nil {
-		return res, err
-	}
-	res.created = time.Since(start)
-	ticks := planBursts("native", compiled, n, res.created, *flagWarmup+*flagBursts)
-
-	// Polled once a second: each count is a visibility query on the server being measured.
-	if _, _, err := res.waitBursts(ctx, e, "native", "started", ticks, *flagWarmup, n, time.Second,
-		func(ctx context.Context, tick time.Time) (int, error) { return countNative(ctx, e.tc, tick, false) }); err != nil {
-		return res, err
-	}
-	// The user's code of a started run may begin later still: wait until every measured run
-	// has closed (the trivial workflow closes in its first workflow task) or its tick's drain
-	// time has passed, before reading when each began.
-	for _, tick := range res.ticks {
-		got, _, err := waitFires(ctx, func(ctx context.Context) (int, error) { return countNative(ctx, e.tc, tick, true) }, n, tick, time.Second)
-		if err != nil {
-			return res, err
-		}
-		if got < n {
-			log.Printf("native: burst %s: %d/%d runs closed by -drain-timeout", tick.Format(time.TimeOnly), got, n)
-		}
-	}
-	if res.late, res.taskStarted, err = nativeLateness(ctx, e.tc, ids, res.ticks); err != nil {
-		return res, err
-	}
-	res.tallyBursts()
-	return res, nil
+	return ids, time.Since(start), remove, err
 }
 
-// countNative counts the native schedules' workflows started for tick (closed: those that
-// have closed).
-func countNative(ctx context.Context, tc client.Client, tick time.Time, closed bool) (int, error) {
+// countNative counts the workflows of workflowType the native schedules started for tick
+// (closed: those that have closed).
+func countNative(ctx context.Context, tc client.Client, workflowType string, tick time.Time, closed bool) (int, error) {
 	// The dev server's visibility matches no datetime by equality: a one-second range holds
 	// exactly the tick (native specs here are whole minutes apart).
 	q := fmt.Sprintf("WorkflowType = '%s' AND TemporalScheduledStartTime >= '%s' AND TemporalScheduledStartTime < '%s'",
-		targetWorkflow, tick.UTC().Format(time.RFC3339Nano), tick.Add(time.Second).UTC().Format(time.RFC3339Nano))
+		workflowType, tick.UTC().Format(time.RFC3339Nano), tick.Add(time.Second).UTC().Format(time.RFC3339Nano))
 	if closed {
 		q += " AND ExecutionStatus != 'Running'"
 	}

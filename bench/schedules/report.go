@@ -18,6 +18,7 @@ type report struct {
 	wf                          *wfBurstResult
 	floor                       *burstResult
 	native                      *burstResult
+	http, nativeHTTP            *httpBurstResult
 	big                         *bigBurstResult
 	capacity                    *capacityResult
 	duplicates, eventDuplicates int64
@@ -48,9 +49,7 @@ func (r *report) String() string {
 	eventsPerFire := perFire(float64(r.burst.events))
 	row("tickgate history events per fire", "%s (%d events of the schedule workflows written in the %s window of the measured bursts ÷ %d fires)",
 		fmt2(eventsPerFire), r.burst.events, r.burst.window.Round(time.Millisecond), fires)
-	row("tickgate CPU per fire: Temporal server + worker", "%s ms (server %s + worker %s; /proc utime+stime over the same window; the worker is this process, which then runs only the tickgate workers and a poll of the run count)",
-		fmt2(cpuServerWorker), fmt2(perFire(r.burst.cpu.Temporal.Ms())), fmt2(perFire(r.burst.cpu.Worker.Ms())))
-	row("tickgate CPU per fire: PostgreSQL (not in cpu_ms_per_fire)", "%s ms", fmt2(perFire(r.burst.cpu.Postgres.Ms())))
+	cpuRow(row, "tickgate", &r.burst, "this process then runs only the tickgate workers and a poll of the run count; cpu_ms_per_fire is Temporal + this process")
 	wfP50, wfP99, wfMissed := math.NaN(), math.NaN(), "na"
 	floorP50, floorP99 := math.NaN(), math.NaN()
 	if w := r.wf; w != nil {
@@ -59,9 +58,11 @@ func (r *report) String() string {
 			w.schedules, *flagCron, *flagCatchup, len(w.ticks), *flagWfWarmup)
 		r.burstRows(row, "tickgate wf", w.burstResult, "target's first WorkflowTaskStarted in Temporal's history − nominal tick")
 		row("tickgate wf: measured runs by status", "%s; MISSED: %d (warm-up: %d more)", statusCounts(w.statuses, len(w.late)), w.missed(), w.warmupMissed)
+		cpuRow(row, "tickgate wf", &w.burstResult, "÷ targets whose code began; this process runs the tickgate workers and the target worker")
 		if f := r.floor; f != nil {
 			floorP50, floorP99 = f.late.pct(50), f.late.pct(99)
 			r.burstRows(row, "floor: Temporal alone", *f, "as many target workflows started ahead with start delays ending at one instant, no scheduler: first WorkflowTaskStarted − that instant, same server and worker; no engine starts its targets' code sooner here")
+			cpuRow(row, "floor", f, "from before the starts to the last workflow closed, ÷ workflows whose code began; this process starts them and runs the target worker (and the idle tickgate workers)")
 		}
 	} else {
 		row("tickgate workflow burst", "not run (-wf=false)")
@@ -75,18 +76,37 @@ func (r *report) String() string {
 		r.burstRows(row, "native Temporal Schedules", n, "started workflow's start time − its TemporalScheduledStartTime (default policies but overlap ALLOW_ALL, trivial workflow, same server and worker)")
 		row("native: user code began, p50 / p95 / p99 / max", "%s / %s / %s / %s ms over %d expected runs, %d began (first WorkflowTaskStarted − TemporalScheduledStartTime: the workflow burst's measure)",
 			fmtMs(nativeWfP50), fmtMs(n.taskStarted.pct(95)), fmtMs(nativeWfP99), fmtMs(n.taskStarted.pct(100)), len(n.taskStarted), n.taskStarted.fired())
-		if n.overlapped {
-			row("native CPU per fire", "not attributable: the warm-up burst was still starting at the first measured tick")
-		} else if nf := n.fires(); nf > 0 {
-			row("native CPU per fire: Temporal server + worker", "%.2f ms (server %.2f + worker %.2f, the worker running the trivial workflow)",
-				(n.cpu.Temporal.Ms()+n.cpu.Worker.Ms())/float64(nf), n.cpu.Temporal.Ms()/float64(nf), n.cpu.Worker.Ms()/float64(nf))
-		}
+		cpuRow(row, "native", &n, "÷ runs started; this process runs the target worker (and the idle tickgate workers)")
 		row("p99: native ÷ tickgate (event burst, start time)", "%s", ratio(nativeP99, r.burst.late.pct(99)))
 		if r.wf != nil {
 			row("p99: native ÷ tickgate (workflow burst, user code began)", "%s", ratio(nativeWfP99, wfP99))
 		}
 	} else {
 		row("native Temporal Schedules", "not run (-native=false)")
+	}
+	httpP50, httpP99, httpMax, httpMissed, httpDuplicates, httpSchedules := math.NaN(), math.NaN(), math.NaN(), "na", "na", 0
+	nativeHTTPP50, nativeHTTPP99, nativeHTTPMissed, nativeHTTPDuplicates := math.NaN(), math.NaN(), "na", "na"
+	if h := r.http; h != nil {
+		httpP50, httpP99, httpMax, httpSchedules = h.late.pct(50), h.late.pct(99), h.late.pct(100), h.schedules
+		httpMissed, httpDuplicates = fmt.Sprint(h.missed()), fmt.Sprint(h.duplicates)
+		row("tickgate http burst", "%d schedules on `%s`, http action POST to a receiver in the bench's process (127.0.0.1, TICKGATE_HTTP_ALLOW), overlap allow_all, catch-up window %s, the retry policy's defaults, created through POST /api/v1/schedules/bulk; %d measured bursts after %d warm-up",
+			h.schedules, *flagCron, *flagCatchup, len(h.ticks), *flagHTTPWarmup)
+		r.burstRows(row, "tickgate http", h.burstResult, "the receiver's handler entered for the tick's Idempotency-Key, its first request − nominal tick")
+		r.httpRows(row, "tickgate http", *h)
+		row("tickgate http: measured runs by status", "%s", statusCounts(h.statuses, len(h.late)))
+		cpuRow(row, "tickgate http", &h.burstResult, "÷ requests received; this process runs the tickgate workers, which send the requests, and the receiver")
+	} else {
+		row("tickgate http burst", "not run (-http 0)")
+	}
+	if h := r.nativeHTTP; h != nil {
+		nativeHTTPP50, nativeHTTPP99 = h.late.pct(50), h.late.pct(99)
+		nativeHTTPMissed, nativeHTTPDuplicates = fmt.Sprint(h.missed()), fmt.Sprint(h.duplicates)
+		r.burstRows(row, "native http", h.burstResult, "native Temporal Schedules (overlap ALLOW_ALL) starting a workflow that runs one HTTP activity posting to the same receiver, same timeout and retry policy, on the bench's target worker: the receiver's handler entered − TemporalScheduledStartTime")
+		r.httpRows(row, "native http", *h)
+		cpuRow(row, "native http", &h.burstResult, "÷ requests received; this process runs the target worker, which sends the requests, the receiver (and the idle tickgate workers)")
+		row("p99: native ÷ tickgate (http burst, request received)", "%s", ratio(nativeHTTPP99, httpP99))
+	} else if r.http != nil {
+		row("native http burst", "not run (-native=false)")
 	}
 	bigP50, bigP99, bigMissed, bigSchedules := math.NaN(), math.NaN(), "na", 0
 	if b := r.big; b != nil {
@@ -95,6 +115,7 @@ func (r *report) String() string {
 			b.schedules, *flagCron, b.firstTick.Format(time.TimeOnly), *flagBigStartAfter, *flagCatchup, *flagBigParallel)
 		r.burstRows(row, "tickgate big", b.burstResult, "commit of the transaction that made the fire visible in the feed − nominal tick, as for the first burst")
 		row("tickgate big: measured runs by status", "%s; MISSED: %d", statusCounts(b.statuses, len(b.late)), b.missed())
+		cpuRow(row, "tickgate big", &b.burstResult, "from the last warm-up's fires recorded to the last measured tick's; this process runs only the tickgate workers and a poll of the run count")
 		for i, w := range b.warmups {
 			row("tickgate big: warm-up at "+w.tick.Format(time.TimeOnly), "%d/%d runs recorded (any status), %d fired; the last fire %s ms after the tick (not measured)",
 				b.recorded[i], w.expected, w.fired, fmtMs(w.lastMs))
@@ -138,7 +159,32 @@ func (r *report) String() string {
 		fmtMs(capacity), fmt2(eventsPerFire), fmt2(cpuServerWorker), r.duplicates,
 		wfSchedules, fmtMs(wfP50), fmtMs(wfP99), wfMissed, fmtMs(nativeWfP50), fmtMs(nativeWfP99), fmtMs(floorP50), fmtMs(floorP99),
 		bigSchedules, fmtMs(bigP50), fmtMs(bigP99), bigMissed, onOff(r.traces != nil))
-	return b.String()
+	// Keys added after the line's first form, at its end so earlier readers still parse it.
+	var wf, httpBurst, nativeHTTP, big *burstResult
+	if r.wf != nil {
+		wf = &r.wf.burstResult
+	}
+	if r.http != nil {
+		httpBurst = &r.http.burstResult
+	}
+	if r.nativeHTTP != nil {
+		nativeHTTP = &r.nativeHTTP.burstResult
+	}
+	if r.big != nil {
+		big = &r.big.burstResult
+	}
+	extra := fmt.Sprintf("http_burst_schedules=%d http_p50_lateness_ms=%s http_p99_lateness_ms=%s http_max_lateness_ms=%s http_missed=%s http_duplicates=%s"+
+		" native_http_p50_lateness_ms=%s native_http_p99_lateness_ms=%s native_http_missed=%s native_http_duplicates=%s",
+		httpSchedules, fmtMs(httpP50), fmtMs(httpP99), fmtMs(httpMax), httpMissed, httpDuplicates,
+		fmtMs(nativeHTTPP50), fmtMs(nativeHTTPP99), nativeHTTPMissed, nativeHTTPDuplicates)
+	for _, k := range []struct {
+		prefix string
+		b      *burstResult
+	}{{"", &r.burst}, {"wf_", wf}, {"floor_", r.floor}, {"native_", r.native}, {"http_", httpBurst}, {"native_http_", nativeHTTP}, {"big_", big}} {
+		extra += " " + cpuKeys(k.prefix, k.b)
+	}
+	out := b.String()
+	return strings.TrimSuffix(out, "\n") + " " + extra + "\n"
 }
 
 func (r *report) burstRows(row func(string, string, ...any), who string, br burstResult, how string) {
@@ -148,6 +194,45 @@ func (r *report) burstRows(row func(string, string, ...any), who string, br burs
 	for _, p := range br.perBurst {
 		row(who+": burst at "+p.tick.Format(time.TimeOnly), "%d/%d fired; the last %s ms after the tick", p.fired, p.expected, fmtMs(p.lastMs))
 	}
+}
+
+// httpRows says how many requests each engine's http burst sent more than once, and how
+// many of the measured ticks' keys never arrived.
+func (r *report) httpRows(row func(string, string, ...any), who string, h httpBurstResult) {
+	row(who+": keys never received (measured ticks)", "%d of %d by -drain-timeout %s", h.missed(), len(h.late), *flagDrainTimeout)
+	row(who+": duplicate requests", "%d (requests beyond the first of their Idempotency-Key, every tick of the phase, warm-up included)", h.duplicates)
+	if h.unkeyed > 0 {
+		row(who+": requests without a readable key", "%d", h.unkeyed)
+	}
+}
+
+// cpuPerFire is each process's CPU over b's window ÷ its fires, in ms: NaN each when the
+// window was not measured, had no fire, or missed part of the bursts' work (overlapped).
+func (b *burstResult) cpuPerFire() (temporal, worker, postgres float64) {
+	nan := math.NaN()
+	if b == nil || b.window <= 0 || b.overlapped || b.fires() == 0 {
+		return nan, nan, nan
+	}
+	f := float64(b.fires())
+	return b.cpu.Temporal.Ms() / f, b.cpu.Worker.Ms() / f, b.cpu.Postgres.Ms() / f
+}
+
+// cpuRow is a path's CPU per fire of each process (benchstack.CPUSnapshot).
+func cpuRow(row func(string, string, ...any), who string, b *burstResult, how string) {
+	if b.overlapped {
+		row(who+": CPU per fire", "not attributable (na): the warm-up burst was still firing at the first measured tick, so the window misses part of the measured bursts' work")
+		return
+	}
+	t, w, p := b.cpuPerFire()
+	row(who+": CPU per fire: Temporal / this process / PostgreSQL", "%s / %s / %s ms (Temporal + this process %s; /proc utime+stime over the %s window ÷ %d fires; %s)",
+		fmt2(t), fmt2(w), fmt2(p), fmt2(t+w), b.window.Round(time.Millisecond), b.fires(), how)
+}
+
+// cpuKeys are a path's CPU per fire RESULT keys, na when it did not run.
+func cpuKeys(prefix string, b *burstResult) string {
+	t, w, p := b.cpuPerFire()
+	return fmt.Sprintf("%scpu_ms_per_fire_temporal=%s %scpu_ms_per_fire_tickgate=%s %scpu_ms_per_fire_pg=%s",
+		prefix, fmt2(t), prefix, fmt2(w), prefix, fmt2(p))
 }
 
 func ratio(a, b float64) string {

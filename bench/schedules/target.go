@@ -21,6 +21,7 @@ const (
 func startTargetWorker(tc client.Client) (sdkworker.Worker, error) {
 	w := sdkworker.New(tc, targetTaskQueue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(func(workflow.Context) error { return nil }, workflow.RegisterOptions{Name: targetWorkflow})
+	registerNativeHTTP(w)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start target worker: %w", err)
 	}
