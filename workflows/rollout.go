@@ -75,9 +75,14 @@ var (
 	// included); TaskHeartbeat notices a killed worker.
 	TaskStartToClose = 2 * time.Hour
 	TaskHeartbeat    = 30 * time.Second
-	// TaskMaxAttempts is how many times an executor runs a task before it is FAILED, and
-	// how many times Temporal runs a batch whose worker died.
+	// TaskMaxAttempts is how many times an executor runs a task before it is FAILED.
 	TaskMaxAttempts int32 = 3
+	// BatchMaxAttempts is how many times Temporal runs a batch (or the runner) whose worker
+	// died or lost its heartbeat: a few minutes of faults (killed workers, a PostgreSQL or
+	// Temporal restart: each lost attempt costs up to TaskHeartbeat) must not end a task
+	// FAILED whose executor never failed — the real-server chaos run burned three attempts
+	// in 77 s and failed three tasks of a wave so.
+	BatchMaxAttempts int32 = 10
 	// rolloutMaxEvents: past this history length the workflow drains and continues as new.
 	rolloutMaxEvents = 8000
 	// claimBatch is the most tasks claimed at once.
@@ -359,7 +364,7 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		WaitForCancellation: true,
 		// Each task retries its executor inside the activity; Temporal's retries recover a
 		// batch whose worker died (the retry runs the tasks still RUNNING).
-		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: TaskMaxAttempts, InitialInterval: time.Second},
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: BatchMaxAttempts, InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
 		Summary:     summary,
 	})
 	r.pending++

@@ -202,7 +202,7 @@ func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
 }
 
 // A batch whose activity keeps failing (its worker dies every time) is retried by Temporal
-// TaskMaxAttempts times, then its tasks still RUNNING are marked FAILED.
+// BatchMaxAttempts times, then its tasks still RUNNING are marked FAILED.
 func (s *RolloutWorkflowSuite) TestBatchRetriedThenFailed() {
 	first := running(1)
 	first.Tasks = []activities.ClaimedTaskRun{task(21, domain.ExecutorHTTP)}
@@ -218,7 +218,7 @@ func (s *RolloutWorkflowSuite) TestBatchRetriedThenFailed() {
 	})).Return(1, nil).Once()
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
-	s.Equal(int(workflows.TaskMaxAttempts), attempts)
+	s.Equal(int(workflows.BatchMaxAttempts), attempts)
 }
 
 // A batch that fails once (a killed worker) is retried and succeeds: nothing is marked FAILED.
