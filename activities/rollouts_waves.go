@@ -95,6 +95,7 @@ func (a *RolloutActivities) RunWaveChecks(ctx context.Context, in WaveChecksInpu
 		if _, err := a.Store.FailWave(ctx, in.RolloutID, in.Wave, reason, results, now); err != nil {
 			return WaveChecksResult{}, err
 		}
+		a.promoteNow(ctx, in.RolloutID, "a wave failed") // the later waves' tasks say why they wait
 		return WaveChecksResult{Status: store.WaveFailed, Reason: reason}, nil
 	}
 	passed, err := a.Store.PassWave(ctx, in.RolloutID, in.Wave, results, now)
@@ -109,12 +110,20 @@ func (a *RolloutActivities) RunWaveChecks(ctx context.Context, in WaveChecksInpu
 		return WaveChecksResult{Status: cur[in.Wave-1].Status, Reason: cur[in.Wave-1].Reason}, nil
 	}
 	// The next wave's tasks are promoted now, not at the promoter's next round.
+	promoted := a.promoteNow(ctx, in.RolloutID, "a wave passed")
+	return WaveChecksResult{Status: store.WavePassed, Promoted: promoted}, nil
+}
+
+// promoteNow runs a promotion round at once, so that what a wave's outcome changed — the
+// next wave's tasks promoted, or the waiting causes of the later waves' tasks — is true
+// without waiting for the promoter's next round. A round that fails is the next round's
+// to do (the workflow kicks the promoter).
+func (a *RolloutActivities) promoteNow(ctx context.Context, rolloutID int64, after string) int {
 	p, err := a.PromoteRollouts(ctx, PromoteInput{})
 	if err != nil {
-		// Promoted by the next round (the workflow kicks the promoter).
-		activity.GetLogger(ctx).Warn("promotion after a wave passed", "rollout", in.RolloutID, "error", err)
+		activity.GetLogger(ctx).Warn("promotion after "+after, "rollout", rolloutID, "error", err)
 	}
-	return WaveChecksResult{Status: store.WavePassed, Promoted: p.Promoted}, nil
+	return p.Promoted
 }
 
 // healthChecks runs the SQL probe on each database and the HTTP check, each bounded by the

@@ -68,7 +68,7 @@ func TestConsoleProgressiveRollout(t *testing.T) {
 	require.True(t, jsValue[bool](t, ctx, `!!document.querySelector('.wave-lane[data-wave="2"] .tl-bake') && !!document.querySelector('.wave-lane[data-wave="2"] .tl-health.health-failed')`))
 	require.Equal(t, []string{"wave:1", "lane:billing", "wave:2", "lane:orders", "lane:users", "wave:3", "lane:search"},
 		jsValue[[]string](t, ctx, `[...document.querySelectorAll("#timeline .lane")].map(l => l.dataset.wave ? "wave:" + l.dataset.wave : "lane:" + l.dataset.lane)`))
-	require.Contains(t, jsValue[string](t, ctx, text(`[data-lane="search"] .tl-chip`)), "wave 3 waits: health check failed on orders: the probe answered false")
+	waitJS(t, ctx, 15*time.Second, text(`[data-lane="search"] .tl-chip`)+`.includes("wave 3 waits: health check failed on orders: the probe answered false")`)
 	require.Equal(t, "3", jsValue[string](t, ctx, `document.querySelector('#tasks tr:last-child td:nth-child(3)').textContent`), "the task's wave")
 
 	// The freeze, from the banner that every page carries.
