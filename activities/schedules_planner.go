@@ -237,11 +237,12 @@ func decidePlans(rows []store.Schedule, inFlight map[int64]store.InFlight, cals 
 // startArmedTargets starts the target of each armed workflow fire with a start delay ending
 // at its fire time, so that Temporal starts it then whatever tickgate is doing. A start that
 // fails leaves the run RUNNING with no target: the run watcher that leases it finds none and
-// starts it (RunWatcher), late.
+// starts it (RunWatcher), late. A fire armed behind the release frontier was judged at its
+// arming (store.PlanRound): one recorded MISSED starts nothing.
 func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []store.ArmedFire, plans map[int64]scheduleplan.Schedule, retries map[int64]*domain.Retry) {
 	var starts []func()
 	for _, f := range armed {
-		if f.WorkflowID == "" || f.Status == domain.RunSkipped {
+		if f.WorkflowID == "" || f.Status == domain.RunSkipped || f.Status == domain.RunMissed {
 			continue
 		}
 		s, ok := plans[f.ScheduleID]

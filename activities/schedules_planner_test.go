@@ -284,6 +284,70 @@ func TestPlannerAfterAnOutageJudgesLateTicksByTheOneRule(t *testing.T) {
 	require.Zero(t, missedEvents, "a MISSED fire has no event")
 }
 
+// The same outage, but the releasers come back before the planner: by the time the planner
+// arms the ticks it missed, a release has already passed their time. Those fires are
+// released by the round that arms them, judged by the same rule (MISSED beyond the window,
+// late as scheduled where a worker was alive), and their events reach a consumer that had
+// already read the feed to its end — none is slipped in behind the release.
+func TestPlannerBackAfterTheReleaseJudgesTheTicksItMissedAlike(t *testing.T) {
+	t.Parallel()
+	e := newPlannerEnv(t)
+	ctx := context.Background()
+	t0 := time.Now().UTC().Truncate(time.Minute).Add(-time.Hour)
+	start := t0.Add(-10 * time.Minute)
+	e.create("outage-release-first", schedulespec.Spec{Interval: every(1, "MINUTES"), StartAt: &start}, event,
+		api.SchedulePolicies{CatchupWindow: schedulespec.Duration(3 * time.Minute)}, start)
+	_, err := e.st.Pool.Exec(ctx, `INSERT INTO worker_liveness (worker_id, started_at, beat_at) VALUES
+		('before', $1, $2), ('after', $3, $4)`, start.Add(-time.Hour), t0.Add(-9*time.Minute-30*time.Second), t0.Add(-4*time.Minute-30*time.Second), t0)
+	require.NoError(t, err)
+	// The releasers first: a release up to t0 with nothing armed yet; a consumer reads to the end.
+	_, err = e.st.ReleaseDueAsOf(ctx, &t0, nil)
+	require.NoError(t, err)
+	cursor, err := e.st.FeedEndNow(ctx)
+	require.NoError(t, err)
+	// Then the planner.
+	_, err = e.acts.PlanRound(ctx, t0)
+	require.NoError(t, err)
+
+	got := map[time.Duration]string{}
+	var fired []int64
+	for _, r := range e.runs("outage-release-first") {
+		got[r.ScheduledAt.Sub(t0)] = string(r.Status) + "/" + string(r.Trigger)
+	}
+	require.Equal(t, map[time.Duration]string{
+		-9 * time.Minute: "MISSED/scheduled", -8 * time.Minute: "MISSED/scheduled", -7 * time.Minute: "MISSED/scheduled",
+		-6 * time.Minute: "MISSED/scheduled", -5 * time.Minute: "MISSED/scheduled",
+		-4 * time.Minute: "SUCCEEDED/scheduled", -3 * time.Minute: "SUCCEEDED/scheduled", -2 * time.Minute: "SUCCEEDED/scheduled",
+		-1 * time.Minute: "SUCCEEDED/scheduled", 0: "SUCCEEDED/scheduled",
+	}, got, "judged as a release after the planner judges them")
+	row := e.row("outage-release-first")
+	require.Equal(t, int64(5), row.MissedCount)
+	require.Equal(t, int64(5), row.FiredCount)
+	rows, err := e.st.Pool.Query(ctx, `SELECT e.id FROM event_store e JOIN schedule_runs r ON r.id = e.schedule_run_id
+		WHERE r.schedule_id = $1 AND r.scheduled_at <= $2 ORDER BY e.id`, row.ID, t0)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		fired = append(fired, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, fired, 5, "a MISSED fire has no event (the ticks after t0 are armed ahead, not yet released)")
+	var read []int64
+	require.Eventually(t, func() bool {
+		page, err := e.st.ReadFeed(ctx, cursor, "", 100)
+		if err != nil {
+			return false
+		}
+		for _, ev := range page.Events {
+			read = append(read, ev.ID)
+		}
+		cursor = page.Next
+		return len(read) >= len(fired)
+	}, 20*time.Second, 20*time.Millisecond)
+	require.Equal(t, fired, read, "the consumer that read to the end before the planner armed them reads every fired tick")
+}
+
 // A schedule whose fire needs its workflow at the tick (skip_if_successful reads the runs up
 // to it) is not armed: its workflow is woken WakeLead before the fire, and woken again a
 // minute later if it did not take the schedule over meanwhile.

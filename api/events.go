@@ -30,46 +30,121 @@ type EventView struct {
 
 var topicRE = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,200}$`)
 
-// listEvents is the outbox feed: events after the event id `after` (or the cursor), in
-// commit-safe order, so a consumer that stores the last id it handled never misses one.
+const (
+	// maxFeedLimit caps a feed page: consumers that fall behind catch up in big pages.
+	maxFeedLimit = 5000
+	// maxFeedWait caps a feed long-poll, as maxClaimWait caps an agent's.
+	maxFeedWait = time.Minute
+)
+
+// listEvents is the outbox feed: the events after a position, in position order, so a
+// consumer that resumes from the cursor it was handed (or the last event id it handled)
+// reads every event of its filter exactly once, however far behind it is. ?after= (or
+// ?cursor=) is an event id, a cursor the feed handed out, or `now` (the end: only events
+// from then on). ?wait= long-polls: with nothing yet, the answer waits for events.
+//
+// next_cursor, as on every list, is empty on the last page: it is the position after a full
+// page's last event (more may follow at once), or, for a read from `now`, where that read
+// ended (the end it started from, when nothing came). A consumer resumes from it, or from the
+// id of the last event it handled.
 func (s *Server) listEvents(c echo.Context) error {
-	limit, err := Limit(c)
+	limit, err := feedLimit(c)
 	if err != nil {
 		return err
-	}
-	var after int64
-	from := "after" // the parameter the position came from, named if it is unknown
-	if v := c.QueryParam("after"); v != "" {
-		after, err = strconv.ParseInt(v, 10, 64)
-		if err != nil || after < 0 {
-			return BadRequest("after", "must be an event id (a non-negative integer), got %q", v)
-		}
-	} else if v := c.QueryParam("cursor"); v != "" {
-		from = "cursor"
-		// next_cursor is a plain event id, so it works as ?after= and as ?cursor=.
-		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
-			if after, err = CursorInt(c); err != nil {
-				return err
-			}
-		}
 	}
 	topic := c.QueryParam("topic")
 	if topic != "" && !topicRE.MatchString(topic) {
 		return BadRequest("topic", "not a valid topic: %q", topic)
 	}
-	rows, err := s.Store.EventFeed(c.Request().Context(), after, topic, limit)
-	if errors.Is(err, store.ErrNotFound) {
-		return BadRequest(from, "no event with id %d", after)
-	}
+	wait, err := feedWait(c)
 	if err != nil {
 		return err
 	}
-	page := Page[EventView]{Items: []EventView{}}
-	for _, r := range rows {
-		page.Items = append(page.Items, EventView{ID: r.ID, Topic: r.Topic, Type: r.Type, Data: r.Data, AggregateID: r.AggregateID, CreatedAt: r.CreatedAt.UTC()})
+	from, param := c.QueryParam("after"), "after"
+	if from == "" {
+		from, param = c.QueryParam("cursor"), "cursor"
 	}
-	if len(rows) == limit {
-		page.NextCursor = strconv.FormatInt(rows[len(rows)-1].ID, 10)
+	ctx := c.Request().Context()
+	after, err := s.feedPosition(c, param, from)
+	if err != nil {
+		return err
 	}
-	return c.JSON(http.StatusOK, page)
+	if wait > 0 {
+		// The long-poll keeps its own bound, past the server's write timeout.
+		_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(wait + 10*time.Second))
+	}
+	page, err := s.Store.WaitFeed(ctx, s.Listener, after, topic, limit, wait)
+	if err != nil {
+		return err
+	}
+	out := Page[EventView]{Items: make([]EventView, 0, len(page.Events))}
+	for _, r := range page.Events {
+		out.Items = append(out.Items, EventView{ID: r.ID, Topic: r.Topic, Type: r.Type, Data: r.Data, AggregateID: r.AggregateID, CreatedAt: r.CreatedAt.UTC()})
+	}
+	if len(page.Events) == limit || from == "now" {
+		out.NextCursor = page.Next.Cursor()
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// feedPosition reads where a feed read starts: the start, the end (now), an event (its id)
+// or a cursor the feed handed out.
+func (s *Server) feedPosition(c echo.Context, param, v string) (store.FeedPosition, error) {
+	switch {
+	case v == "":
+		return store.FeedStart, nil
+	case v == "now":
+		return s.Store.FeedEndNow(c.Request().Context())
+	case store.IsFeedCursor(v):
+		p, err := store.ParseFeedCursor(v)
+		if err != nil {
+			return p, BadRequest(param, "not a cursor this feed handed out: %q", v)
+		}
+		return p, nil
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 0 {
+		return store.FeedPosition{}, BadRequest(param, "must be an event id (a non-negative integer), `now` or a cursor the feed handed out, got %q", v)
+	}
+	if id == 0 {
+		return store.FeedStart, nil
+	}
+	p, err := s.Store.EventPosition(c.Request().Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return p, BadRequest(param, "no event with id %d", id)
+	}
+	return p, err
+}
+
+// feedLimit is the page size: 1 to maxFeedLimit, 50 by default.
+func feedLimit(c echo.Context) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return 50, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxFeedLimit {
+		return 0, BadRequest("limit", "must be an integer from 1 to %d, got %q", maxFeedLimit, v)
+	}
+	return n, nil
+}
+
+// feedWait is the long-poll's bound: a Go duration (or whole seconds) up to maxFeedWait.
+func feedWait(c echo.Context) (time.Duration, error) {
+	v := c.QueryParam("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return 0, BadRequest("wait", "must be a duration such as 30s (at most %s), got %q", maxFeedWait, v)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 || d > maxFeedWait {
+		return 0, BadRequest("wait", "must be from 0s to %s, got %q", maxFeedWait, v)
+	}
+	return d, nil
 }

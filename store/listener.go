@@ -21,6 +21,8 @@ const (
 	channelTokenApplied = "tickgate_token_applied"
 	// channelClaimable carries the id of a PC that has an execution to claim.
 	channelClaimable = "tickgate_claimable"
+	// channelFeed says the event feed has something new (migrations/00101_feed_notifications.sql).
+	channelFeed = "tickgate_feed"
 	// ListenerApplicationName names every listening connection in pg_stat_activity, so a
 	// revocation can tell which listeners it must hear back from.
 	ListenerApplicationName = "tickgate-listener"
@@ -59,6 +61,8 @@ type Listener struct {
 	seq, resetSeq uint64
 	pcSeq         map[int64]uint64
 	waiters       map[int64][]chan struct{}
+	// feedChanged is closed, and replaced, at every feed notification and (re)connection.
+	feedChanged chan struct{}
 }
 
 type cachedToken struct {
@@ -92,7 +96,7 @@ func (s *Store) StartListener(opts ListenerOptions) *Listener {
 		cfg: s.Pool.Config().ConnConfig.Copy(), logf: opts.Logf, freshFor: opts.FreshFor, pingEvery: opts.FreshFor / 4,
 		cancel: cancel, done: make(chan struct{}),
 		tokens: map[[32]byte]cachedToken{}, heard: map[int64][]*TokenChangeWatch{},
-		pcSeq: map[int64]uint64{}, waiters: map[int64][]chan struct{}{},
+		pcSeq: map[int64]uint64{}, waiters: map[int64][]chan struct{}{}, feedChanged: make(chan struct{}),
 	}
 	go l.run(ctx)
 	return l
@@ -148,7 +152,7 @@ func (l *Listener) session(ctx context.Context) (up bool, err error) {
 	defer conn.Close(context.Background())
 	started := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, l.freshFor)
-	_, err = conn.Exec(lctx, "LISTEN "+channelTokenChanged+"; LISTEN "+channelTokenApplied+"; LISTEN "+channelClaimable)
+	_, err = conn.Exec(lctx, "LISTEN "+channelTokenChanged+"; LISTEN "+channelTokenApplied+"; LISTEN "+channelClaimable+"; LISTEN "+channelFeed)
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("listen: %w", err)
@@ -261,10 +265,13 @@ func (l *Listener) onNotification(_ *pgconn.PgConn, n *pgconn.Notification) {
 			close(w)
 		}
 		delete(l.waiters, pc)
+	case channelFeed:
+		l.feedChange()
 	}
 }
 
 func (l *Listener) wakeAll() {
+	l.feedChange()
 	for pc, ws := range l.waiters {
 		for _, w := range ws {
 			close(w)

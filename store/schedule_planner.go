@@ -250,8 +250,27 @@ type InFlight struct {
 // schedules it looked at and the fires it created (a tick recorded before creates none, S1).
 // The counts are read under the rows' locks, which every writer of a run of a schedule takes
 // (RecordFire, a workflow's takeover), so no run starts between the count and the arming.
+//
+// A round that arms a fire near or behind the release frontier (after an outage, the ticks
+// the planner missed) runs again holding the release lock, and releases at once the fires
+// a release already passed (see releaseStragglers).
 func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]InFlight, cals []Calendar) []SchedulePlan) (looked int, armed []ArmedFire, err error) {
+	looked, armed, err = s.planRound(ctx, now, max, plan, false)
+	if errors.Is(err, errNeedsReleaseLock) {
+		looked, armed, err = s.planRound(ctx, now, max, plan, true)
+	}
+	return looked, armed, err
+}
+
+// planRound is one attempt at PlanRound, holding the release lock shared or not.
+func (s *Store) planRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]InFlight, cals []Calendar) []SchedulePlan, releaseLocked bool) (looked int, armed []ArmedFire, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		armed = nil
+		if releaseLocked {
+			if err := q.ShareReleaseLock(ctx, releaseLock); err != nil {
+				return fmt.Errorf("release lock (shared): %w", mapErr(err))
+			}
+		}
 		rows, err := q.LockSchedulesToPlan(ctx, dbgen.LockSchedulesToPlanParams{Now: now, MaxRows: int32(max)})
 		if err != nil {
 			return fmt.Errorf("lock schedules to plan: %w", mapErr(err))
@@ -313,13 +332,39 @@ func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func
 			upd.FirstFires = append(upd.FirstFires, zeroIfNil(p.FirstFire))
 		}
 		if len(fires.ScheduleIds) > 0 {
+			if !releaseLocked {
+				near, err := nearFrontier(ctx, q, fires.VisibleAt)
+				if err != nil {
+					return err
+				}
+				if near {
+					return errNeedsReleaseLock
+				}
+			}
 			created, err := q.ArmPlannedFires(ctx, fires)
 			if err != nil {
 				return fmt.Errorf("arm %d fires of %d schedules: %w", len(fires.ScheduleIds), len(plans), mapErr(err))
 			}
+			refs := make([]armedRef, 0, len(created))
 			for _, c := range created {
 				armed = append(armed, ArmedFire{RunID: c.ID, ScheduleID: c.ScheduleID, Tick: c.ScheduledAt.UTC(), VisibleAt: c.VisibleAt.UTC(),
 					WorkflowID: c.WorkflowID, TraceContext: c.TraceContext, Status: domain.RunStatus(c.Status)})
+				refs = append(refs, armedRef{RunID: c.ID, VisibleAt: c.VisibleAt, StartsWorkflow: c.WorkflowID != ""})
+			}
+			if releaseLocked {
+				released, err := releaseStragglers(ctx, q, &now, refs)
+				if err != nil {
+					return err
+				}
+				fates := make(map[int64]domain.RunStatus, len(released))
+				for _, r := range released {
+					fates[r.ID] = domain.RunStatus(r.Status)
+				}
+				for i := range armed {
+					if st, ok := fates[armed[i].RunID]; ok {
+						armed[i].Status = st
+					}
+				}
 			}
 		}
 		if err := q.SetSchedulePlans(ctx, upd); err != nil {

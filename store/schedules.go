@@ -329,8 +329,22 @@ type Fire struct {
 // until then). The idempotency key
 // makes it safe to retry: a key already recorded changes nothing and returns the existing
 // run with created=false (invariant S1). A deleted schedule is ErrNotFound.
+//
+// An armed fire near or behind the release frontier is armed holding the release lock, and
+// released at once if a release already passed its time (see releaseStragglers).
 func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, created bool, err error) {
+	straggling := false
+	if f.VisibleAt != nil && f.Status.Fired() {
+		if straggling, err = nearFrontier(ctx, s.Q, []time.Time{*f.VisibleAt}); err != nil {
+			return ScheduleRun{}, false, err
+		}
+	}
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		if straggling {
+			if err := q.ShareReleaseLock(ctx, releaseLock); err != nil {
+				return fmt.Errorf("release lock (shared): %w", mapErr(err))
+			}
+		}
 		sched, err := q.LockScheduleByID(ctx, f.ScheduleID)
 		if err != nil {
 			return fmt.Errorf("lock schedule %d: %w", f.ScheduleID, mapErr(err))
@@ -406,6 +420,15 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 		}
 		if err := q.UpdateScheduleAfterFire(ctx, upd); err != nil {
 			return fmt.Errorf("update schedule %d after fire: %w", f.ScheduleID, mapErr(err))
+		}
+		if armed && straggling {
+			released, err := releaseStragglers(ctx, q, nil, []armedRef{{RunID: run.ID, VisibleAt: *params.VisibleAt, StartsWorkflow: workflowFire}})
+			if err != nil {
+				return err
+			}
+			for _, r := range released {
+				run.Armed, run.Status, run.Trigger = false, domain.RunStatus(r.Status), domain.Trigger(r.Trigger)
+			}
 		}
 		return nil
 	})
@@ -543,33 +566,6 @@ func (s *Store) RunningRuns(ctx context.Context, scheduleID int64) ([]ScheduleRu
 	}
 	return rows, nil
 }
-
-// FeedEvent is one entry of the outbox consumer feed.
-type FeedEvent = dbgen.ListOutboxEventsRow
-
-// EventFeed reads outbox events after the event afterEventID (0 from the start), in
-// commit-safe order, optionally for one topic.
-func (s *Store) EventFeed(ctx context.Context, afterEventID int64, topic string, limit int) ([]FeedEvent, error) {
-	afterTx, afterVisible := int64(0), negativeInfinity
-	if afterEventID > 0 {
-		pos, err := s.Q.OutboxPosition(ctx, afterEventID)
-		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", afterEventID, mapErr(err))
-		}
-		afterTx, afterVisible = pos.Tx, pos.VisibleAt
-	}
-	rows, err := s.Q.ListOutboxEvents(ctx, dbgen.ListOutboxEventsParams{
-		AfterTx: afterTx, AfterVisibleAt: afterVisible, AfterEventID: afterEventID, Topic: topic, MaxRows: int32(limit),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read event feed: %w", mapErr(err))
-	}
-	return rows, nil
-}
-
-// negativeInfinity is the feed position's time of a message written at its fire, and of the
-// position before every message: the zero time, before any armed fire's visible_at.
-var negativeInfinity = time.Time{}
 
 // ScheduleChange is a new definition for UpdateSchedule.
 type ScheduleChange struct {

@@ -11,6 +11,19 @@ import (
 	"time"
 )
 
+const feedEnd = `-- name: FeedEnd :one
+SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)::bigint AS tx
+`
+
+// The feed's end now: every transaction older than the oldest still running is final, so
+// every position up to the one before it is, and nothing will ever appear there again.
+func (q *Queries) FeedEnd(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, feedEnd)
+	var tx int64
+	err := row.Scan(&tx)
+	return tx, err
+}
+
 const insertArmedOutboxMessage = `-- name: InsertArmedOutboxMessage :exec
 INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at) VALUES ($1, $2, NULL, $3)
 `
@@ -79,44 +92,87 @@ func (q *Queries) InsertOutboxMessage(ctx context.Context, arg InsertOutboxMessa
 	return err
 }
 
-const listOutboxEvents = `-- name: ListOutboxEvents :many
-SELECT f.id, f.topic, f.type, f.aggregate_id, f.data, f.created_at, f.tx, f.visible_at
-FROM (
-    (SELECT e.id, e.topic, e.type, e.aggregate_id, e.data, e.created_at, o.tx_id::text::bigint AS tx,
-            '0001-01-01 00:00:00+00'::timestamptz AS visible_at
-     FROM outbox_messages o JOIN event_store e ON e.id = o.event_id
-     WHERE o.tx_id IS NOT NULL
-       AND (o.tx_id::text::bigint > $1::bigint
-            OR (o.tx_id::text::bigint = $1::bigint AND $2::timestamptz = '0001-01-01 00:00:00+00'::timestamptz AND o.event_id > $3::bigint))
-       AND o.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-       AND ($4::text = '' OR o.topic = $4::text)
-     ORDER BY o.tx_id, o.event_id
-     LIMIT $5)
-    UNION ALL
-    (SELECT e.id, e.topic, e.type, e.aggregate_id, e.data, e.created_at, r.tx_id::text::bigint AS tx, o.visible_at
-     FROM (SELECT tx_id, released_after, released_until, released_at FROM feed_releases fr
-           WHERE fr.tx_id::text::bigint >= $1::bigint AND fr.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-           ORDER BY fr.tx_id LIMIT $5) r
-     JOIN outbox_messages o ON o.tx_id IS NULL AND o.visible_at > r.released_after AND o.visible_at <= r.released_until
-     JOIN event_store e ON e.id = o.event_id
-     WHERE (r.tx_id::text::bigint, o.visible_at, o.event_id) > ($1::bigint, $2::timestamptz, $3::bigint)
-       AND ($4::text = '' OR o.topic = $4::text)
-     ORDER BY r.tx_id, o.visible_at, o.event_id
-     LIMIT $5)
-) f
-ORDER BY f.tx, f.visible_at, f.id
-LIMIT $5
+const outboxPosition = `-- name: OutboxPosition :one
+SELECT COALESCE(o.tx_id::text::bigint, rel.tx)::bigint AS tx, (o.tx_id IS NULL)::boolean AS released,
+       COALESCE(o.visible_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS visible_at, o.event_id
+FROM outbox_messages o
+LEFT JOIN LATERAL (SELECT f.tx_id::text::bigint AS tx FROM feed_releases f
+                   WHERE o.tx_id IS NULL AND f.released_until >= o.visible_at ORDER BY f.released_until LIMIT 1) rel ON true
+WHERE o.event_id = $1 AND (o.tx_id IS NOT NULL OR rel.tx IS NOT NULL)
 `
 
-type ListOutboxEventsParams struct {
-	AfterTx        int64
-	AfterVisibleAt time.Time
-	AfterEventID   int64
-	Topic          string
-	MaxRows        int32
+type OutboxPositionRow struct {
+	Tx        int64
+	Released  bool
+	VisibleAt time.Time
+	EventID   int64
 }
 
-type ListOutboxEventsRow struct {
+// A message's feed position: written at its fire, (its transaction, its event id); armed and
+// released, (the transaction of the release that made it true, its visible_at, its event
+// id). A message not yet released has no position: the feed never showed it.
+func (q *Queries) OutboxPosition(ctx context.Context, eventID int64) (OutboxPositionRow, error) {
+	row := q.db.QueryRow(ctx, outboxPosition, eventID)
+	var i OutboxPositionRow
+	err := row.Scan(
+		&i.Tx,
+		&i.Released,
+		&i.VisibleAt,
+		&i.EventID,
+	)
+	return i, err
+}
+
+const readFeed = `-- name: ReadFeed :many
+WITH bounds AS (
+    SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon,
+           COALESCE((SELECT f.released_until FROM feed_releases f WHERE f.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+                     ORDER BY f.tx_id DESC LIMIT 1), '-infinity'::timestamptz) AS released_to,
+           CASE WHEN $2::int = 1 THEN $3::timestamptz
+                ELSE COALESCE((SELECT f.released_until FROM feed_releases f
+                               WHERE f.tx_id < ($4::bigint + CASE WHEN $2::int = 2 THEN 1 ELSE 0 END)::text::xid8
+                               ORDER BY f.tx_id DESC LIMIT 1), '-infinity'::timestamptz) END AS released_from_at,
+           CASE WHEN $2::int = 1 THEN $5::bigint ELSE 9223372036854775807 END AS released_from_id,
+           CASE WHEN $2::int = 0 THEN $5::bigint ELSE 9223372036854775807 END AS written_from_id
+), written AS (
+    SELECT o.event_id, o.tx_id::text::bigint AS tx, NULL::timestamptz AS visible_at
+    FROM outbox_messages o
+    WHERE o.tx_id IS NOT NULL
+      AND (o.tx_id, o.event_id) > ($4::bigint::text::xid8, (SELECT written_from_id FROM bounds))
+      AND o.tx_id < (SELECT horizon FROM bounds)
+    ORDER BY o.tx_id, o.event_id
+    LIMIT $1
+), released AS (
+    SELECT o.event_id, o.visible_at
+    FROM outbox_messages o
+    WHERE o.tx_id IS NULL
+      AND (o.visible_at, o.event_id) > ((SELECT released_from_at FROM bounds), (SELECT released_from_id FROM bounds))
+      AND o.visible_at <= (SELECT released_to FROM bounds)
+    ORDER BY o.visible_at, o.event_id
+    LIMIT $1
+), page AS (
+    SELECT event_id, tx, visible_at FROM written
+    UNION ALL
+    SELECT r.event_id, rel.tx, r.visible_at
+    FROM released r, LATERAL (SELECT f.tx_id::text::bigint AS tx FROM feed_releases f WHERE f.released_until >= r.visible_at
+                              ORDER BY f.released_until LIMIT 1) rel
+)
+SELECT e.id, e.topic, e.type, e.aggregate_id, e.data, e.created_at, p.tx::bigint AS tx, (p.visible_at IS NOT NULL)::boolean AS released,
+       COALESCE(p.visible_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS visible_at
+FROM page p JOIN event_store e ON e.id = p.event_id
+ORDER BY p.tx, p.visible_at NULLS FIRST, p.event_id
+LIMIT $1
+`
+
+type ReadFeedParams struct {
+	MaxRows        int32
+	AfterKind      int32
+	AfterVisibleAt time.Time
+	AfterTx        int64
+	AfterEventID   int64
+}
+
+type ReadFeedRow struct {
 	ID          int64
 	Topic       string
 	Type        string
@@ -124,31 +180,38 @@ type ListOutboxEventsRow struct {
 	Data        json.RawMessage
 	CreatedAt   time.Time
 	Tx          int64
+	Released    bool
 	VisibleAt   time.Time
 }
 
-// The consumer feed, in position order, showing only positions whose transaction is older
-// than every transaction still running: rows appear in the order they become final, so a
-// reader's cursor never passes a row that commits later. A message written at its fire has
-// the position (its transaction, the zero time, its id). An armed fire's message, committed
-// ahead with no transaction of its own, takes the release that made it true: (the release's
-// transaction, its visible_at, its id) — it appears at the release, after everything a
-// cursor taken before it could have seen, and a hundred thousand of them appear with one row.
-func (q *Queries) ListOutboxEvents(ctx context.Context, arg ListOutboxEventsParams) ([]ListOutboxEventsRow, error) {
-	rows, err := q.db.Query(ctx, listOutboxEvents,
-		arg.AfterTx,
-		arg.AfterVisibleAt,
-		arg.AfterEventID,
-		arg.Topic,
+// One page of the consumer feed after a position, every topic (ReadFeedTopic is this for
+// one topic, through its own indexes). The feed is two streams in one order:
+//
+//	written:  messages written at their fire, at (their transaction, event id);
+//	released: armed fires' messages, at (the release's transaction, visible_at, event id).
+//
+// Releases are serialized and their ranges grow with their transactions, so the released
+// stream in (visible_at, event id) order is in position order, and each stream is a range
+// scan from the cursor. Only what every transaction still running cannot change is shown:
+// written rows older than the oldest running transaction (pg_snapshot_xmin), released
+// ones up to the newest release older than it. The cursor (after_*) is a position of
+// either stream (after_kind 0 written, 1 released) or the end as of a transaction (2);
+// bounds turns it into where each stream resumes.
+func (q *Queries) ReadFeed(ctx context.Context, arg ReadFeedParams) ([]ReadFeedRow, error) {
+	rows, err := q.db.Query(ctx, readFeed,
 		arg.MaxRows,
+		arg.AfterKind,
+		arg.AfterVisibleAt,
+		arg.AfterTx,
+		arg.AfterEventID,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ListOutboxEventsRow
+	var items []ReadFeedRow
 	for rows.Next() {
-		var i ListOutboxEventsRow
+		var i ReadFeedRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Topic,
@@ -157,6 +220,7 @@ func (q *Queries) ListOutboxEvents(ctx context.Context, arg ListOutboxEventsPara
 			&i.Data,
 			&i.CreatedAt,
 			&i.Tx,
+			&i.Released,
 			&i.VisibleAt,
 		); err != nil {
 			return nil, err
@@ -169,27 +233,103 @@ func (q *Queries) ListOutboxEvents(ctx context.Context, arg ListOutboxEventsPara
 	return items, nil
 }
 
-const outboxPosition = `-- name: OutboxPosition :one
-SELECT COALESCE(o.tx_id::text::bigint, rel.tx)::bigint AS tx,
-       CASE WHEN o.tx_id IS NULL THEN o.visible_at ELSE '0001-01-01 00:00:00+00'::timestamptz END::timestamptz AS visible_at, o.id
-FROM outbox_messages o
-LEFT JOIN LATERAL (SELECT f.tx_id::text::bigint AS tx FROM feed_releases f
-                   WHERE o.tx_id IS NULL AND f.released_until >= o.visible_at ORDER BY f.released_until LIMIT 1) rel ON true
-WHERE o.event_id = $1 AND (o.tx_id IS NOT NULL OR rel.tx IS NOT NULL)
+const readFeedTopic = `-- name: ReadFeedTopic :many
+WITH bounds AS (
+    SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon,
+           COALESCE((SELECT f.released_until FROM feed_releases f WHERE f.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+                     ORDER BY f.tx_id DESC LIMIT 1), '-infinity'::timestamptz) AS released_to,
+           CASE WHEN $2::int = 1 THEN $3::timestamptz
+                ELSE COALESCE((SELECT f.released_until FROM feed_releases f
+                               WHERE f.tx_id < ($4::bigint + CASE WHEN $2::int = 2 THEN 1 ELSE 0 END)::text::xid8
+                               ORDER BY f.tx_id DESC LIMIT 1), '-infinity'::timestamptz) END AS released_from_at,
+           CASE WHEN $2::int = 1 THEN $5::bigint ELSE 9223372036854775807 END AS released_from_id,
+           CASE WHEN $2::int = 0 THEN $5::bigint ELSE 9223372036854775807 END AS written_from_id
+), written AS (
+    SELECT o.event_id, o.tx_id::text::bigint AS tx, NULL::timestamptz AS visible_at
+    FROM outbox_messages o
+    WHERE o.tx_id IS NOT NULL AND o.topic = $6::text
+      AND (o.tx_id, o.event_id) > ($4::bigint::text::xid8, (SELECT written_from_id FROM bounds))
+      AND o.tx_id < (SELECT horizon FROM bounds)
+    ORDER BY o.tx_id, o.event_id
+    LIMIT $1
+), released AS (
+    SELECT o.event_id, o.visible_at
+    FROM outbox_messages o
+    WHERE o.tx_id IS NULL AND o.topic = $6::text
+      AND (o.visible_at, o.event_id) > ((SELECT released_from_at FROM bounds), (SELECT released_from_id FROM bounds))
+      AND o.visible_at <= (SELECT released_to FROM bounds)
+    ORDER BY o.visible_at, o.event_id
+    LIMIT $1
+), page AS (
+    SELECT event_id, tx, visible_at FROM written
+    UNION ALL
+    SELECT r.event_id, rel.tx, r.visible_at
+    FROM released r, LATERAL (SELECT f.tx_id::text::bigint AS tx FROM feed_releases f WHERE f.released_until >= r.visible_at
+                              ORDER BY f.released_until LIMIT 1) rel
+)
+SELECT e.id, e.topic, e.type, e.aggregate_id, e.data, e.created_at, p.tx::bigint AS tx, (p.visible_at IS NOT NULL)::boolean AS released,
+       COALESCE(p.visible_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS visible_at
+FROM page p JOIN event_store e ON e.id = p.event_id
+ORDER BY p.tx, p.visible_at NULLS FIRST, p.event_id
+LIMIT $1
 `
 
-type OutboxPositionRow struct {
-	Tx        int64
-	VisibleAt time.Time
-	ID        int64
+type ReadFeedTopicParams struct {
+	MaxRows        int32
+	AfterKind      int32
+	AfterVisibleAt time.Time
+	AfterTx        int64
+	AfterEventID   int64
+	Topic          string
 }
 
-// A message's feed position: (its transaction, the zero time, its id), or for an armed fire's
-// (the transaction of the release that made it true, its visible_at, its id). A message not
-// yet released has no position: the feed never showed it.
-func (q *Queries) OutboxPosition(ctx context.Context, eventID int64) (OutboxPositionRow, error) {
-	row := q.db.QueryRow(ctx, outboxPosition, eventID)
-	var i OutboxPositionRow
-	err := row.Scan(&i.Tx, &i.VisibleAt, &i.ID)
-	return i, err
+type ReadFeedTopicRow struct {
+	ID          int64
+	Topic       string
+	Type        string
+	AggregateID string
+	Data        json.RawMessage
+	CreatedAt   time.Time
+	Tx          int64
+	Released    bool
+	VisibleAt   time.Time
+}
+
+// ReadFeed for one topic: each stream a range of that topic's own index, so a consumer of
+// a quiet topic never reads the rows of a busy one.
+func (q *Queries) ReadFeedTopic(ctx context.Context, arg ReadFeedTopicParams) ([]ReadFeedTopicRow, error) {
+	rows, err := q.db.Query(ctx, readFeedTopic,
+		arg.MaxRows,
+		arg.AfterKind,
+		arg.AfterVisibleAt,
+		arg.AfterTx,
+		arg.AfterEventID,
+		arg.Topic,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReadFeedTopicRow
+	for rows.Next() {
+		var i ReadFeedTopicRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Topic,
+			&i.Type,
+			&i.AggregateID,
+			&i.Data,
+			&i.CreatedAt,
+			&i.Tx,
+			&i.Released,
+			&i.VisibleAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

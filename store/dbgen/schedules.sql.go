@@ -1346,20 +1346,22 @@ WITH due AS (
     SELECT r.id, r.visible_at, COALESCE($1::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
            s.catchup_window_ms
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-    WHERE r.armed AND r.status <> 'SKIPPED' AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE($1::timestamptz, now())
-      AND r.schedule_id = ANY($2::bigint[])
+    WHERE r.armed AND r.status <> 'SKIPPED'
+      AND ((r.visible_at > release_frontier() AND r.visible_at <= COALESCE($1::timestamptz, now())
+            AND r.schedule_id = ANY($2::bigint[]))
+           OR r.id = ANY($3::bigint[]))
 ), judged AS (
     SELECT due.id, due.released_at, f.fate, f.reason, f.fired_at
     FROM due, tick_fate(due.visible_at, due.released_at, due.catchup_window_ms,
-                        make_interval(secs => $3::float8 / 1000), make_interval(secs => $4::float8),
+                        make_interval(secs => $4::float8 / 1000), make_interval(secs => $5::float8),
                         CASE WHEN due.starts_workflow THEN due.visible_at END) AS f (fate, reason, fired_at)
-    WHERE NOT (due.starts_workflow AND due.released_at - due.visible_at > make_interval(secs => $3::float8 / 1000))
+    WHERE NOT (due.starts_workflow AND due.released_at - due.visible_at > make_interval(secs => $4::float8 / 1000))
     UNION ALL
     -- the late workflow fires, as judged from what their targets did (JudgeLateWorkflowFires)
     SELECT due.id, due.released_at, d.fate, d.reason, d.fired_at
-    FROM (SELECT unnest($5::bigint[]) AS id, unnest($6::text[]) AS fate,
-                 unnest($7::text[]) AS reason,
-                 NULLIF(unnest($8::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS fired_at) d
+    FROM (SELECT unnest($6::bigint[]) AS id, unnest($7::text[]) AS fate,
+                 unnest($8::text[]) AS reason,
+                 NULLIF(unnest($9::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS fired_at) d
     JOIN due ON due.id = d.id
 ), released AS (
     UPDATE schedule_runs r
@@ -1397,6 +1399,7 @@ FROM released, counted
 type ReleaseDueFiresParams struct {
 	AsOf           *time.Time
 	ScheduleIds    []int64
+	StragglerIds   []int64
 	OnTimeMs       float64
 	GraceSeconds   float64
 	DecidedIds     []int64
@@ -1428,10 +1431,13 @@ type ReleaseDueFiresRow struct {
 // started needs Temporal (ReleaseLateWorkflowFire). A fire's outbox message takes this
 // transaction's id as its feed position. Its schedule counts it (fired or missed,
 // last_run_at) and moves next_run_at past it unless something moved it already.
+// straggler_ids are fires armed behind the release frontier, by a transaction that arms
+// after a release already passed their time (releaseStragglers): released here, judged alike.
 func (q *Queries) ReleaseDueFires(ctx context.Context, arg ReleaseDueFiresParams) ([]ReleaseDueFiresRow, error) {
 	rows, err := q.db.Query(ctx, releaseDueFires,
 		arg.AsOf,
 		arg.ScheduleIds,
+		arg.StragglerIds,
 		arg.OnTimeMs,
 		arg.GraceSeconds,
 		arg.DecidedIds,

@@ -226,12 +226,16 @@ FROM settled, counted;
 -- started needs Temporal (ReleaseLateWorkflowFire). A fire's outbox message takes this
 -- transaction's id as its feed position. Its schedule counts it (fired or missed,
 -- last_run_at) and moves next_run_at past it unless something moved it already.
+-- straggler_ids are fires armed behind the release frontier, by a transaction that arms
+-- after a release already passed their time (releaseStragglers): released here, judged alike.
 WITH due AS (
     SELECT r.id, r.visible_at, COALESCE(sqlc.narg(as_of)::timestamptz, now()) AS released_at, r.workflow_id <> '' AS starts_workflow,
            s.catchup_window_ms
     FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
-    WHERE r.armed AND r.status <> 'SKIPPED' AND r.visible_at > release_frontier() AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now())
-      AND r.schedule_id = ANY(@schedule_ids::bigint[])
+    WHERE r.armed AND r.status <> 'SKIPPED'
+      AND ((r.visible_at > release_frontier() AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now())
+            AND r.schedule_id = ANY(@schedule_ids::bigint[]))
+           OR r.id = ANY(@straggler_ids::bigint[]))
 ), judged AS (
     SELECT due.id, due.released_at, f.fate, f.reason, f.fired_at
     FROM due, tick_fate(due.visible_at, due.released_at, due.catchup_window_ms,
