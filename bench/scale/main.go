@@ -10,7 +10,9 @@
 //   - the burst: every schedule shares one tick (a daily cron at a minute after creation
 //     and the idle window); lateness runs from the tick to the commit that made its fire
 //     visible to a consumer of /events (track_commit_timestamp), p50 / p99 / max; MISSED
-//     and early fires are counted, and the CPU per fire of each process;
+//     and early fires are counted, and the CPU per fire of each process; a consumer of
+//     /events long-polling at the end of the feed from before the tick reads the burst in
+//     pages of 5,000: consumer_p99_lateness_ms runs from the tick to each event's page read;
 //   - native: as many native Temporal Schedules of the same spec as -native-budget allows,
 //     created one by one (-parallel at once): their creation rate;
 //   - one-time: -one-time one-time schedules (spec {at}, per-user reminders a day after the

@@ -41,6 +41,7 @@ type result struct {
 	early               int
 	p50, p99, max       float64
 	burstCPU            benchstack.CPUSnapshot
+	consumer            consumerFigures
 	nativeCreated       int
 	nativeTook          time.Duration
 	// one-time schedules: created through the bulk API (oneTime in oneTimeTook) and one a
@@ -86,7 +87,11 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	s := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}
-	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: s, Logf: func(string, ...any) {}}))
+	// The API process listens on PostgreSQL, as the binary's does: a feed long-poll hears of
+	// the release that makes the burst true.
+	listener := st.StartListener(store.ListenerOptions{})
+	defer listener.Close()
+	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: s, Listener: listener, Logf: func(string, ...any) {}}))
 	defer srv.Close()
 	_, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "bench-scale"})
 	if err != nil {
@@ -181,7 +186,7 @@ func run(ctx context.Context) (string, error) {
 	log.Printf("idle %s: tickgate %.1f%%, PostgreSQL %.1f%%, Temporal %.1f%% CPU; %.0f B/schedule in PostgreSQL, %.0f B in Temporal; %d schedule workflows open",
 		*flagIdle, pct(res.idle.Worker, *flagIdle), pct(res.idle.Postgres, *flagIdle), pct(res.idle.Temporal, *flagIdle), res.bytesPG, res.bytesTemp, open)
 
-	if err := burst(ctx, stack, st, &res, total); err != nil {
+	if err := burst(ctx, stack, st, h, &res, total); err != nil {
 		return "", err
 	}
 	if *flagNativeBudget > 0 {
@@ -197,7 +202,7 @@ func pct(c benchstack.CPU, over time.Duration) float64 {
 }
 
 // burst waits for the shared tick and measures how the fires became visible.
-func burst(ctx context.Context, stack *benchstack.Stack, st *store.Store, res *result, total int) error {
+func burst(ctx context.Context, stack *benchstack.Stack, st *store.Store, h *httpClient, res *result, total int) error {
 	armStart := res.tick.Add(-scheduleplan.ArmLead - 5*time.Second)
 	if err := sleepUntil(ctx, armStart); err != nil {
 		return err
@@ -206,6 +211,16 @@ func burst(ctx context.Context, stack *benchstack.Stack, st *store.Store, res *r
 	if err != nil {
 		return err
 	}
+	// A consumer of the burst's topic waits at the end of the feed from a few seconds
+	// before the tick.
+	if err := sleepUntil(ctx, res.tick.Add(-5*time.Second)); err != nil {
+		return err
+	}
+	consumer := &feedConsumer{h: h, topic: event["topic"].(string), tick: res.tick}
+	cctx, stopConsumer := context.WithCancel(ctx)
+	defer stopConsumer()
+	consumed := make(chan struct{})
+	go func() { defer close(consumed); consumer.run(cctx) }()
 	if err := sleepUntil(ctx, res.tick); err != nil {
 		return err
 	}
@@ -251,6 +266,18 @@ func burst(ctx context.Context, stack *benchstack.Stack, st *store.Store, res *r
 		return err
 	}
 	log.Printf("burst: %d of %d visible, p50 %.0f ms, p99 %.0f ms, max %.0f ms; %d missed, %d early", res.visible, total, res.p50, res.p99, res.max, res.missed, res.early)
+	// The consumer has read them all, or is given until the drain's deadline.
+	for consumer.received() < res.visible && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	stopConsumer()
+	<-consumed
+	res.consumer = consumer.figures()
+	if res.consumer.err != nil {
+		return fmt.Errorf("the feed consumer: %w", res.consumer.err)
+	}
+	log.Printf("consumer: %d events in %d pages, lateness from the tick p50 %.0f ms, p99 %.0f ms, max %.0f ms",
+		res.consumer.events, res.consumer.pages, res.consumer.p50, res.consumer.p99, res.consumer.max)
 	return nil
 }
 
@@ -432,6 +459,8 @@ func report(r result) string {
 	fmt.Fprintf(&b, "| burst: schedules sharing the tick %s | %d (%d armed by the tick) |\n", r.tick.Format(time.TimeOnly), r.schedules, r.armedByTick)
 	fmt.Fprintf(&b, "| burst: lateness from the tick to visible in /events, p50 / p99 / max | %.0f / **%.0f** / %.0f ms |\n", r.p50, r.p99, r.max)
 	fmt.Fprintf(&b, "| burst: visible / MISSED / before the tick | %d / %d / %d |\n", r.visible, r.missed, r.early)
+	fmt.Fprintf(&b, "| burst: a consumer of /events long-polling at the tick (pages of 5,000): events read, pages | %d, %d |\n", r.consumer.events, r.consumer.pages)
+	fmt.Fprintf(&b, "| burst: consumer's lateness from the tick to the event read, p50 / p99 / max | %.0f / **%.0f** / %.0f ms |\n", r.consumer.p50, r.consumer.p99, r.consumer.max)
 	if r.visible > 0 {
 		fmt.Fprintf(&b, "| burst: CPU per fire, arming to release (tickgate / PostgreSQL / Temporal) | %.3f / %.3f / %.3f ms |\n",
 			r.burstCPU.Worker.Ms()/float64(r.visible), r.burstCPU.Postgres.Ms()/float64(r.visible), r.burstCPU.Temporal.Ms()/float64(r.visible))
@@ -448,8 +477,8 @@ func report(r result) string {
 	if r.oneSingle > 0 {
 		oneSingle = perS(r.oneSingle, r.oneSingleTook)
 	}
-	fmt.Fprintf(&b, "\nRESULT create_per_s=%.0f single_create_per_s=%.0f one_time_create_per_s=%.0f one_time_single_create_per_s=%.0f idle_cpu_pct=%.2f idle_cpu_pct_pg=%.2f idle_cpu_pct_temporal=%.2f bytes_per_schedule_pg=%.0f bytes_per_schedule_temporal=%.0f burst_schedules=%d p50_lateness_ms=%.0f p99_lateness_ms=%.0f max_lateness_ms=%.0f missed=%d early=%d native_create_per_s=%.0f\n",
+	fmt.Fprintf(&b, "\nRESULT create_per_s=%.0f single_create_per_s=%.0f one_time_create_per_s=%.0f one_time_single_create_per_s=%.0f idle_cpu_pct=%.2f idle_cpu_pct_pg=%.2f idle_cpu_pct_temporal=%.2f bytes_per_schedule_pg=%.0f bytes_per_schedule_temporal=%.0f burst_schedules=%d p50_lateness_ms=%.0f p99_lateness_ms=%.0f max_lateness_ms=%.0f missed=%d early=%d consumer_events=%d consumer_p99_lateness_ms=%.0f native_create_per_s=%.0f\n",
 		perS(bulk, r.created), perS(r.single, r.singleTook), oneTime, oneSingle, pct(r.idle.Worker, r.idleWindow), pct(r.idle.Postgres, r.idleWindow), pct(r.idle.Temporal, r.idleWindow),
-		r.bytesPG, r.bytesTemp, r.schedules, r.p50, r.p99, r.max, r.missed, r.early, native)
+		r.bytesPG, r.bytesTemp, r.schedules, r.p50, r.p99, r.max, r.missed, r.early, r.consumer.events, r.consumer.p99, native)
 	return b.String()
 }
