@@ -70,30 +70,3 @@ func (s *Store) ReadEngineHealth(ctx context.Context) (EngineHealth, error) {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-
-// zeroFilled counts rows by key, listing every key of all (in its order) whether rows hold it
-// or not, then any key rows hold that all does not name: a series that exists before its
-// first count lets an alert see it rise.
-func zeroFilled[K ~string, R any](all []K, rows []R, kv func(R) (string, int64)) []StatusCount {
-	counts := map[string]int64{}
-	var extra []string
-	for _, r := range rows {
-		k, n := kv(r)
-		counts[k] = n
-	}
-	out := make([]StatusCount, 0, len(all))
-	named := map[string]bool{}
-	for _, k := range all {
-		named[string(k)] = true
-		out = append(out, StatusCount{Status: string(k), N: counts[string(k)]})
-	}
-	for _, r := range rows {
-		if k, _ := kv(r); !named[k] {
-			extra = append(extra, k)
-		}
-	}
-	for _, k := range extra {
-		out = append(out, StatusCount{Status: k, N: counts[k]})
-	}
-	return out
-}

@@ -102,6 +102,26 @@ func (s *Store) StatusCounts(ctx context.Context, table string) ([]StatusCount, 
 	return nil, fmt.Errorf("status counts: no table %q", table)
 }
 
+// zeroFilled lists the count of every key of all, in its order (0 when no row has it), then
+// of any key the rows hold that all does not name.
+func zeroFilled[K ~string, R any](all []K, rows []R, kv func(R) (string, int64)) []StatusCount {
+	out := make([]StatusCount, 0, len(all))
+	index := make(map[string]int, len(all))
+	for _, k := range all {
+		index[string(k)] = len(out)
+		out = append(out, StatusCount{Status: string(k)})
+	}
+	for _, r := range rows {
+		k, n := kv(r)
+		if i, ok := index[k]; ok {
+			out[i].N = n
+		} else {
+			out = append(out, StatusCount{Status: k, N: n})
+		}
+	}
+	return out
+}
+
 // PCSlotCounts are every PC's slots in use and its target.
 func (s *Store) PCSlotCounts(ctx context.Context) ([]PCSlots, error) {
 	rows, err := s.Q.PCSlotCounts(ctx)

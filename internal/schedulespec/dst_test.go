@@ -17,9 +17,10 @@ func utc(month time.Month, day, hour, minute int) time.Time {
 	return time.Date(2026, month, day, hour, minute, 0, 0, time.UTC)
 }
 
-// DSTCase is one transition of Europe/Berlin read by cron "15,45 1-3 * * *" (wall times
-// 01:15, 01:45, 02:15, 02:45, 03:15, 03:45) under one DST policy: the ticks after From
-// up to Until, exactly. The workflow's and the API's tests use the same table.
+// dstCase is one transition of Europe/Berlin read by cron "15,45 1-3 * * *" (wall times
+// 01:15, 01:45, 02:15, 02:45, 03:15, 03:45) under one DST policy: the ticks after from up
+// to until, exactly. (The workflow's test, TestDSTPolicyDecidesTheFiresOfAClockChange,
+// asserts the same instants.)
 type dstCase struct {
 	name        string
 	dst         *schedulespec.DST
