@@ -16,7 +16,7 @@ SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale clean record-histories chaos fuzz web-vendor bench-console
+.PHONY: all build chromium dev test test-short test-cluster test-deploy test-observability lint generate tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale clean record-histories chaos fuzz web-vendor bench-console
 
 all: build
 
@@ -76,12 +76,18 @@ test: tools server-tools chromium
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" && exit 1)
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
-	$(MAKE) test-cluster test-deploy
+	$(MAKE) test-cluster test-deploy test-observability
 
 # deploy/ rendered with kustomize's Go library and decoded into Kubernetes API types, in a
 # module of its own (deploy/check) so those dependencies stay out of tickgate's go.mod.
 test-deploy:
 	cd deploy/check && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# The shipped alert rules and Grafana dashboard (deploy/observability) parsed with
+# Prometheus's own packages and run against a live stack (the harness starts PostgreSQL and
+# Temporal), in a module of its own (deploy/observability/check) for Prometheus's dependencies.
+test-observability: tools
+	cd deploy/observability/check && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 # The end-to-end suite once more on the production shape: the real Temporal server on
 # PostgreSQL with 4 history shards instead of the dev server. Part of `make test` (it adds

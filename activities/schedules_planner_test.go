@@ -241,6 +241,41 @@ func TestPlannerFiresDSTTransitionsOnce(t *testing.T) {
 	}, got)
 }
 
+// The DST policy at rest (spec.dst): the planner arms what the policy says, the same
+// instants the workflow fires (workflows: TestDSTPolicyDecidesTheFiresOfAClockChange). Under
+// repeated=twice and skipped=skip, New York's 02:30 fires at neither instant of its
+// skipped day and at both of its repeated one.
+func TestPlannerFollowsTheDSTPolicy(t *testing.T) {
+	t.Parallel()
+	e := newPlannerEnv(t)
+	ny, err := time.LoadLocation("America/New_York")
+	require.NoError(t, err)
+	policy := &schedulespec.DST{Repeated: "twice", Skipped: "skip"}
+	ticks := func(name string) []time.Time {
+		var got []time.Time
+		for _, r := range e.runs(name) {
+			got = append(got, r.ScheduledAt.UTC())
+		}
+		return got
+	}
+	springStart := time.Date(2026, 3, 7, 12, 0, 0, 0, ny)
+	e.create("ny-spring-skip", schedulespec.Spec{Cron: "30 2 * * *", Timezone: "America/New_York", DST: policy}, event, api.SchedulePolicies{}, springStart)
+	e.walk(springStart, springStart.Add(3*24*time.Hour), 30*time.Minute)
+	require.Equal(t, []time.Time{
+		time.Date(2026, 3, 9, 2, 30, 0, 0, ny).UTC(), // 2026-03-08 02:30 does not exist: skipped
+		time.Date(2026, 3, 10, 2, 30, 0, 0, ny).UTC(),
+	}, ticks("ny-spring-skip"))
+
+	fallStart := time.Date(2026, 10, 31, 12, 0, 0, 0, ny)
+	e.create("ny-fall-twice", schedulespec.Spec{Cron: "30 1 * * *", Timezone: "America/New_York", DST: policy}, event, api.SchedulePolicies{}, fallStart)
+	e.walk(fallStart, fallStart.Add(2*24*time.Hour), 30*time.Minute)
+	require.Equal(t, []time.Time{
+		time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), // 01:30 EDT
+		time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC), // 01:30 EST, an hour later
+		time.Date(2026, 11, 2, 6, 30, 0, 0, time.UTC),
+	}, ticks("ny-fall-twice"))
+}
+
 // S2 at rest: the planner, back after an outage, arms the ticks it missed too, and their
 // release judges each by tick_fate, the rule every late tick obeys — MISSED beyond the
 // catch-up window with the outage as the reason, a catch-up fire inside it, and fired late

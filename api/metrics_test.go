@@ -45,6 +45,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		`tickgate_metrics_sql_errors{query="lateness"} 0`,
 		`tickgate_metrics_sql_errors{query="refill"} 0`,
 		`tickgate_metrics_sql_errors{query="task_runs"} 0`,
+		`tickgate_metrics_sql_errors{query="health"} 0`,
+		"tickgate_workers_alive 1\n", // the stack's worker, beating
+		`tickgate_schedule_runs{status="MISSED"} 0`,
 		`temporal_test_counter_` + suffix + `{namespace="default"} 3`,
 		`temporal_test_latency_` + suffix + `_seconds_count{namespace="default"} 1`,
 		`go_goroutines`,

@@ -24,6 +24,20 @@ var (
 	}, []string{"command"})
 )
 
+// Triggers and TickOutcomes are the label values of the series above. Every pair exists
+// from the start, at 0: a rate or an increase needs a sample before the first count, or an
+// alert would not see the first late fire or MISSED tick of a process.
+var (
+	Triggers     = []string{"scheduled", "catchup", "manual", "backfill"}
+	TickOutcomes = []string{"fired", "skipped", "missed"}
+)
+
 func init() {
 	Registry.MustRegister(FireLatenessObserved, ScheduleTicks, ScheduleCommandsRefused)
+	for _, trigger := range Triggers {
+		FireLatenessObserved.WithLabelValues(trigger)
+		for _, outcome := range TickOutcomes {
+			ScheduleTicks.WithLabelValues(outcome, trigger)
+		}
+	}
 }

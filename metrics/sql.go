@@ -53,6 +53,9 @@ func (c *SQLCollector) Describe(ch chan<- *prometheus.Desc) {
 		descSlotsBusy, descSlotsTarget, descRefill, descScrapeErrors} {
 		ch <- d
 	}
+	for _, d := range healthDescs {
+		ch <- d
+	}
 }
 
 // RefillWindow is how many of the latest device executions the refill histogram covers.
@@ -79,6 +82,7 @@ func (c *SQLCollector) Collect(ch chan<- prometheus.Metric) {
 	report("task_runs", c.counts(ctx, ch, descTaskRuns, store.CountTaskRuns))
 	report("tasks", c.counts(ctx, ch, descDeviceTasks, store.CountDeviceTasks))
 	report("slots", c.slots(ctx, ch))
+	report("health", c.health(ctx, ch))
 }
 
 func (c *SQLCollector) counts(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, table string) error {

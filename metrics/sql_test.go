@@ -15,7 +15,9 @@ import (
 )
 
 // TestSQLCollector: fire lateness is an exact "le" histogram of schedule_runs, runs and task
-// runs are counted by status, and slots are reported per PC.
+// runs are counted by status (every status, 0 included: an alert sees the first MISSED
+// tick), slots are reported per PC, and the engine's health (store.ReadEngineHealth, whose
+// figures the store's tests move) under the names the alerts watch.
 func TestSQLCollector(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
@@ -63,11 +65,32 @@ tickgate_device_slots_busy{pc="pc-a"} 0
 # HELP tickgate_device_slots_target Device slots a PC should keep busy: min(capacity, eligible devices).
 # TYPE tickgate_device_slots_target gauge
 tickgate_device_slots_target{pc="pc-a"} 3
+# HELP tickgate_devices Devices by status (online, offline, error).
+# TYPE tickgate_devices gauge
+tickgate_devices{status="error"} 0
+tickgate_devices{status="offline"} 0
+tickgate_devices{status="online"} 5
+# HELP tickgate_device_timeouts_total Device execution attempts that timed out (TIMEOUT events).
+# TYPE tickgate_device_timeouts_total counter
+tickgate_device_timeouts_total 0
+# HELP tickgate_schedule_dead_letter_runs Runs in the dead letter: the FAILED runs of http and workflow actions (a redrive takes one out).
+# TYPE tickgate_schedule_dead_letter_runs gauge
+tickgate_schedule_dead_letter_runs 0
 # HELP tickgate_schedule_runs Schedule runs by status (SKIPPED and MISSED included).
 # TYPE tickgate_schedule_runs gauge
+tickgate_schedule_runs{status="BUFFERED"} 0
+tickgate_schedule_runs{status="CANCELED"} 0
+tickgate_schedule_runs{status="FAILED"} 0
+tickgate_schedule_runs{status="MISSED"} 0
+tickgate_schedule_runs{status="RUNNING"} 0
 tickgate_schedule_runs{status="SKIPPED"} 1
 tickgate_schedule_runs{status="SUCCEEDED"} 3
-`), "tickgate_device_slots_busy", "tickgate_device_slots_target", "tickgate_schedule_runs"))
+tickgate_schedule_runs{status="TERMINATED"} 0
+# HELP tickgate_workers_alive Worker processes alive: beating in worker_liveness within the liveness grace (15 s).
+# TYPE tickgate_workers_alive gauge
+tickgate_workers_alive 0
+`), "tickgate_device_slots_busy", "tickgate_device_slots_target", "tickgate_schedule_runs", "tickgate_devices", "tickgate_device_timeouts_total",
+		"tickgate_schedule_dead_letter_runs", "tickgate_workers_alive"))
 }
 
 // TestSQLLatenessCoversTheLatestFires: the lateness histogram reads only the latest

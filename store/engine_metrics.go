@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
@@ -66,38 +67,59 @@ const (
 	CountDeviceTasks  = "tasks"
 )
 
-// StatusCounts counts the rows of one of the Count* tables by status.
+// The statuses StatusCounts lists for each table even when no row has them (0): a series
+// that exists before its first count lets an alert see it rise (the first MISSED tick).
+var (
+	scheduleRunStatuses = []domain.RunStatus{domain.RunBuffered, domain.RunRunning, domain.RunSucceeded, domain.RunFailed,
+		domain.RunCanceled, domain.RunTerminated, domain.RunSkipped, domain.RunMissed}
+	deviceTaskStatuses = []domain.DeviceTaskStatus{domain.DeviceTaskPending, domain.DeviceTaskRunning, domain.DeviceTaskSuccess,
+		domain.DeviceTaskFailed, domain.DeviceTaskCanceled}
+)
+
+// StatusCounts counts the rows of one of the Count* tables by status: every status the table
+// may hold, 0 when no row has it.
 func (s *Store) StatusCounts(ctx context.Context, table string) ([]StatusCount, error) {
-	var out []StatusCount
 	switch table {
 	case CountScheduleRuns:
 		rows, err := s.Q.ScheduleRunStatusCounts(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("schedule runs by status: %w", mapErr(err))
 		}
-		for _, r := range rows {
-			out = append(out, StatusCount{Status: r.Status, N: r.N})
-		}
+		return zeroFilled(scheduleRunStatuses, rows, func(r dbgen.ScheduleRunStatusCountsRow) (string, int64) { return r.Status, r.N }), nil
 	case CountTaskRuns:
 		rows, err := s.Q.TaskRunStatusCounts(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("task runs by status: %w", mapErr(err))
 		}
-		for _, r := range rows {
-			out = append(out, StatusCount{Status: r.Status, N: r.N})
-		}
+		return zeroFilled(domain.TaskRunStatuses, rows, func(r dbgen.TaskRunStatusCountsRow) (string, int64) { return r.Status, r.N }), nil
 	case CountDeviceTasks:
 		rows, err := s.Q.DeviceTaskStatusCounts(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("device tasks by status: %w", mapErr(err))
 		}
-		for _, r := range rows {
-			out = append(out, StatusCount{Status: r.Status, N: r.N})
-		}
-	default:
-		return nil, fmt.Errorf("status counts: no table %q", table)
+		return zeroFilled(deviceTaskStatuses, rows, func(r dbgen.DeviceTaskStatusCountsRow) (string, int64) { return r.Status, r.N }), nil
 	}
-	return out, nil
+	return nil, fmt.Errorf("status counts: no table %q", table)
+}
+
+// zeroFilled lists the count of every key of all, in its order (0 when no row has it), then
+// of any key the rows hold that all does not name.
+func zeroFilled[K ~string, R any](all []K, rows []R, kv func(R) (string, int64)) []StatusCount {
+	out := make([]StatusCount, 0, len(all))
+	index := make(map[string]int, len(all))
+	for _, k := range all {
+		index[string(k)] = len(out)
+		out = append(out, StatusCount{Status: string(k)})
+	}
+	for _, r := range rows {
+		k, n := kv(r)
+		if i, ok := index[k]; ok {
+			out[i].N = n
+		} else {
+			out = append(out, StatusCount{Status: k, N: n})
+		}
+	}
+	return out
 }
 
 // PCSlotCounts are every PC's slots in use and its target.

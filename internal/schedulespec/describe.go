@@ -25,6 +25,14 @@ func (c *Compiled) Describe() string {
 			out += ", from " + s.StartAt.UTC().Format(time.RFC3339)
 		}
 	}
+	if d := s.DST; d != nil {
+		if d.Repeated == RepeatedTwice {
+			out += ", twice when a clock change repeats the time"
+		}
+		if d.Skipped == SkippedSkip {
+			out += ", not at all when a clock change skips the time"
+		}
+	}
 	if s.EndAt != nil {
 		out += ", until " + s.EndAt.UTC().Format(time.RFC3339)
 	}

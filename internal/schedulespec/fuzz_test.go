@@ -47,6 +47,14 @@ func FuzzSpec(f *testing.F) {
 		`{"cron":"*/20 1 * * FRI-MON/2","timezone":"America/New_York"}`,
 		`{"cron":"0 9 * * 8"}`,
 		`{"cron":"0 9 * * SUN-XYZ"}`,
+		// DST policies at both transitions, and ones refused.
+		`{"cron":"*/15 1-3 * * *","timezone":"Europe/Berlin","dst":{"repeated":"twice","skipped":"skip"}}`,
+		`{"cron":"30 2 * * *","timezone":"America/New_York","dst":{"skipped":"skip"}}`,
+		`{"cron":"30 1 * * *","timezone":"America/New_York","dst":{"repeated":"twice"},"start_at":"2026-11-01T05:00:00Z"}`,
+		`{"cron":"@daily","timezone":"Australia/Lord_Howe","dst":{"repeated":"twice","skipped":"skip"}}`,
+		`{"cron":"* * * * * *","timezone":"Europe/Berlin","dst":{"repeated":"twice"}}`,
+		`{"cron":"0 9 * * *","dst":{"repeated":"thrice"}}`,
+		`{"interval":"1h","dst":{}}`,
 		`{}`,
 	} {
 		f.Add(seed, int64(1767225600))

@@ -42,6 +42,9 @@ type Spec struct {
 	// ExcludeCalendars names the calendars whose times the schedule skips: a tick they
 	// exclude is recorded SKIPPED, naming the calendar (calendar.go).
 	ExcludeCalendars []string `json:"exclude_calendars,omitempty"`
+	// DST is a cron's policy for the wall times a clock change repeats or skips (dst.go);
+	// absent, they fire once and shift.
+	DST *DST `json:"dst,omitempty"`
 }
 
 // Interval is `{"every": 5, "unit": "MINUTES"}` or a Go duration string ("90s").
@@ -157,6 +160,9 @@ func Normalize(s Spec, now time.Time) (*Compiled, error) {
 		return nil, err
 	}
 	if err := normalizeExcludeCalendars(&s); err != nil {
+		return nil, err
+	}
+	if err := normalizeDST(&s); err != nil {
 		return nil, err
 	}
 	c := &Compiled{}
@@ -319,7 +325,7 @@ func (c *Compiled) Next(t time.Time) time.Time {
 		if c.Spec.StartAt != nil && from.Before(*c.Spec.StartAt) {
 			from = c.Spec.StartAt.Add(-time.Nanosecond)
 		}
-		next = nextCron(c.cron, from, c.location)
+		next = nextCron(c.cron, from, c.location, c.DSTPolicy())
 	}
 	// !next.After(t) only happens past the representable range (saturated arithmetic).
 	if next.IsZero() || !next.After(t) || (c.Spec.EndAt != nil && next.After(*c.Spec.EndAt)) {
