@@ -22,7 +22,7 @@ func (s *ScheduleWorkflowSuite) TestAFailedWaitLeavesTheRunRunningUntilItsTarget
 	in := s.createSchedule("failed-wait", schedulespec.Spec{Interval: every(1, "HOURS"), StartAt: &start}, s.t0, withOverlap(domain.OverlapSkip))
 	s.env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return("run", nil)
 	var waits int
-	s.env.OnActivity(s.acts.AwaitRunWorkflow, mock.Anything, mock.Anything).After(30*time.Second).Return(
+	s.env.OnActivity(s.acts.AwaitRunWorkflow, mock.Anything, mock.Anything).After(30 * time.Second).Return(
 		func(_ context.Context, id string) (activities.RunOutcome, error) {
 			if waits++; waits == 1 {
 				return activities.RunOutcome{}, errors.New("wait for " + id + " to close: context deadline exceeded")
