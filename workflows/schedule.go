@@ -186,7 +186,7 @@ func (w *scheduleWorkflow) served(ctx workflow.Context) {
 }
 
 // target is what the command rules read of this schedule (Spec nil and Action "" until the
-// definition is loaded: the handler judges the command again once it is).
+// definition is loaded: the loop judges the command again when it decides it).
 func (w *scheduleWorkflow) target() CommandTarget {
 	t := CommandTarget{Paused: w.carry.Paused}
 	if w.ready {

@@ -194,9 +194,10 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
 		case domain.OverlapBufferOne, domain.OverlapBufferAll, domain.OverlapCancelOther:
-			// The run the tick waits for, named before anything below yields: recording the
-			// superseded ticks does, and the run may end meanwhile (its watch then frees its
-			// place and wakes the loop, which starts the buffered tick).
+			// The run the tick waits for, named before anything below yields. (Recording the
+			// superseded ticks does; in a run pinned before scheduleOneWriterChange the run
+			// may end meanwhile, its watch freeing its place and waking the loop, which starts
+			// the buffered tick. In the new branch its end waits in the inbox.)
 			waitFor := w.carry.Running[0].RunID
 			if overlap == domain.OverlapCancelOther {
 				if err := w.supersedeWaiting(ctx, tick); err != nil {

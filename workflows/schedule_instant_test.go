@@ -198,3 +198,42 @@ func (s *ScheduleWorkflowSuite) TestAtOneInstantSignalsAreDecidedInOrderToo() {
 	s.Require().NoError(err)
 	s.Equal(int64(2), row.SkippedCount)
 }
+
+// Commands of one instant are decided in the order they came, each after the one before
+// it: a pause and then a reschedule, both accepted at their doors (the schedule was not
+// paused yet), leave the schedule paused and refuse the reschedule as the rules do for a
+// paused schedule — the update answers the loop's refusal. (Decided beside each other, the
+// reschedule was judged before the pause took effect and left a paused schedule with a
+// pending reschedule.)
+func (s *ScheduleWorkflowSuite) TestAtOneInstantARescheduleAfterAPauseIsRefused() {
+	in := s.createSchedule("instant-pause-reschedule", schedulespec.Spec{Cron: "0 * * * *"}, s.t0, nil)
+	var paused workflows.ScheduleDescription
+	var rescheduleErr error
+	answered := 0
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.SchedulePause, workflows.PauseRequest{Note: "freeze"}, func(r any, err error) {
+			s.Require().NoError(err)
+			paused, answered = r.(workflows.ScheduleDescription), answered+1
+		})
+	}, 10*time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleReschedule, workflows.RescheduleRequest{NextRunAt: s.t0.Add(10 * minute)}, func(_ any, err error) {
+			rescheduleErr, answered = err, answered+1
+		})
+	}, 10*time.Second)
+	s.stopAt(time.Minute)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Require().Equal(2, answered, "both updates were accepted and answered")
+	s.True(paused.Paused)
+	s.True(paused.Changed)
+	refusal := workflows.RefusalOf(rescheduleErr)
+	s.Require().NotNil(refusal, "the reschedule is refused: %v", rescheduleErr)
+	s.Equal(workflows.ErrCommandConflict, refusal.Kind)
+	s.Equal("paused", refusal.Field)
+	row, err := s.store.GetSchedule(context.Background(), "instant-pause-reschedule")
+	s.Require().NoError(err)
+	s.True(row.Paused)
+	s.Nil(row.RescheduledTo, "no reschedule pending on a paused schedule")
+	s.Nil(row.NextRunAt)
+}

@@ -211,8 +211,9 @@ func (w *scheduleWorkflow) backfilling() bool {
 }
 
 // mirrorBackfills writes the pending backfill ranges to the schedule's row, where the
-// schedule's view reads what is waiting. Under the mirror lock, so writes land in the order
-// of the states they copy.
+// schedule's view reads what is waiting. (Under the mirror lock in a run pinned before
+// scheduleOneWriterChange, so that its handlers' writes land in the order of the states
+// they copy.)
 func (w *scheduleWorkflow) mirrorBackfills(ctx workflow.Context) error {
 	unlock, err := w.lockMirror(ctx)
 	if err != nil {
