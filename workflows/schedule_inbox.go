@@ -26,10 +26,9 @@ import (
 type arrival struct {
 	// at is when it arrived, on the workflow's clock: the ticks due by then come first.
 	at time.Time
-	// command is the command's name ("" for a run's end); decide decides it with the
-	// loop's context and leaves its answer where its door reads it.
-	command string
-	decide  func(ctx workflow.Context) error
+	// decide decides a command with the loop's context and leaves its answer where its door
+	// reads it (nil for a run's end).
+	decide func(ctx workflow.Context) error
 	// ended is a run whose watch saw its target close, and how it ended.
 	ended *runEnd
 	// done: the loop has taken it; err is the command's answer when it failed.
@@ -52,8 +51,8 @@ func (w *scheduleWorkflow) arrive(ctx workflow.Context, a *arrival) {
 // askLoop puts a command in the inbox and waits until the loop has decided it, so that an
 // update answers its caller with the true outcome (the run a trigger recorded, whether a
 // pause changed anything).
-func (w *scheduleWorkflow) askLoop(ctx workflow.Context, command string, decide func(ctx workflow.Context) error) error {
-	a := &arrival{command: command, decide: decide}
+func (w *scheduleWorkflow) askLoop(ctx workflow.Context, decide func(ctx workflow.Context) error) error {
+	a := &arrival{decide: decide}
 	w.arrive(ctx, a)
 	if err := workflow.Await(ctx, func() bool { return a.done }); err != nil {
 		return err

@@ -40,15 +40,13 @@ type concurrentHandlers struct {
 	handlers handlerCount
 }
 
-// decidesInOneLoop reports whether the run takes the new branch of scheduleOneWriterChange
-// (its version is pinned at the run's start, pinChanges); a run pinned before it gets its
-// concurrentHandlers.
-func (w *scheduleWorkflow) decidesInOneLoop(ctx workflow.Context) bool {
+// legacyHandlers is the concurrentHandlers of a run pinned before scheduleOneWriterChange,
+// nil for a run of its new branch (the version is pinned at the run's start, pinChanges).
+func legacyHandlers(ctx workflow.Context) *concurrentHandlers {
 	if workflow.GetVersion(ctx, scheduleOneWriterChange, workflow.DefaultVersion, 1) >= 1 {
-		return true
+		return nil
 	}
-	w.legacy = &concurrentHandlers{mirror: workflow.NewMutex(ctx)}
-	return false
+	return &concurrentHandlers{mirror: workflow.NewMutex(ctx)}
 }
 
 // lockMirror serialises a Postgres write with the other handlers' in a run pinned before
