@@ -13,3 +13,6 @@ func PlayRetry(n int32) (restore func()) {
 func WaitOutOutage(ctx context.Context, fn func() (int, error)) (int, error) {
 	return waitOutOutage(ctx, fn)
 }
+
+// TargetEnd is targetEnd for a test.
+func TargetEnd(err error) (RunOutcome, bool) { return targetEnd(err) }

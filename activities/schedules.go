@@ -441,8 +441,11 @@ func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (
 const AwaitRunHeartbeatTimeout = 8 * time.Second
 
 // AwaitRunWorkflow waits for a run's workflow to close and returns the run's final status
-// (SUCCEEDED, FAILED, CANCELED, TERMINATED). It heartbeats, so a worker crash hands the wait
-// to another worker within the workflow's heartbeat timeout (AwaitRunHeartbeatTimeout).
+// (SUCCEEDED, FAILED, CANCELED, TERMINATED), as its target ended (targetEnd). A wait that
+// fails without Temporal's word that the target closed — a poll cut by a deadline, a server
+// unavailable — fails the activity, which is retried. It heartbeats, so a worker crash hands
+// the wait to another worker within the workflow's heartbeat timeout
+// (AwaitRunHeartbeatTimeout).
 func (a *ScheduleActivities) AwaitRunWorkflow(ctx context.Context, workflowID string) (RunOutcome, error) {
 	done := make(chan struct{})
 	defer close(done)
@@ -462,37 +465,19 @@ func (a *ScheduleActivities) AwaitRunWorkflow(ctx context.Context, workflowID st
 	if ctx.Err() != nil {
 		return RunOutcome{}, ctx.Err()
 	}
-	return outcomeOf(err), nil
+	out, closed := targetEnd(err)
+	if !closed {
+		// The wait failed, and says nothing of the target: the activity fails and is
+		// retried, and the run stays RUNNING until Temporal says the target closed.
+		return RunOutcome{}, fmt.Errorf("wait for %s to close: %w", workflowID, err)
+	}
+	return out, nil
 }
 
 // RunOutcome is how a run's workflow ended.
 type RunOutcome struct {
 	Status domain.RunStatus
 	Error  string
-}
-
-func outcomeOf(err error) RunOutcome {
-	if err == nil {
-		return RunOutcome{Status: domain.RunSucceeded}
-	}
-	var delivery *temporal.ApplicationError
-	if errors.As(err, &delivery) && delivery.Type() == ErrHTTPDeliveryFailed {
-		// An http action's delivery says why it failed in words of its own: that is the run's
-		// error, without the workflow's wrapping.
-		return RunOutcome{Status: domain.RunFailed, Error: delivery.Message()}
-	}
-	var canceled *temporal.CanceledError
-	var terminated *temporal.TerminatedError
-	var notFound *serviceerror.NotFound
-	switch {
-	case errors.As(err, &canceled):
-		return RunOutcome{Status: domain.RunCanceled, Error: err.Error()}
-	case errors.As(err, &terminated):
-		return RunOutcome{Status: domain.RunTerminated, Error: err.Error()}
-	case errors.As(err, &notFound):
-		return RunOutcome{Status: domain.RunFailed, Error: "run workflow not found: " + err.Error()}
-	}
-	return RunOutcome{Status: domain.RunFailed, Error: err.Error()}
 }
 
 // FinishedRun is a run's final status to record.

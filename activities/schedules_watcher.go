@@ -29,6 +29,9 @@ const (
 	// watchSettle is how long after its fire time a run is first watched: a burst's watches
 	// (long polls on Temporal) do not compete with its targets' beginning.
 	watchSettle = 3 * time.Second
+	// watchRetry and watchRetryMax space the waits again after one that failed (no word of
+	// the target), within the lease: doubling from the first to the second.
+	watchRetry, watchRetryMax = time.Second, 10 * time.Second
 )
 
 // RunWatcher records the outcome of the runs in flight of schedules at rest.
@@ -68,11 +71,12 @@ func (w *RunWatcher) Run(ctx context.Context) {
 }
 
 // watch waits for the run's target to close, for a little less than its lease, and
-// records its outcome; a target still running is left for a later lease.
+// records its outcome as the target ended; a target still running, or one no wait could
+// hear from, is left for a later lease.
 func (w *RunWatcher) watch(ctx context.Context, r store.RunToWatch, logger *slog.Logger) {
 	wctx, cancel := context.WithTimeout(ctx, watchLease-5*time.Second)
 	defer cancel()
-	err := w.Acts.Temporal.GetWorkflow(wctx, r.WorkflowID, "").Get(wctx, nil)
+	err := w.awaitClose(wctx, r.WorkflowID, logger)
 	if wctx.Err() != nil {
 		return // still running (or shutting down): watched again on a later lease
 	}
@@ -87,7 +91,7 @@ func (w *RunWatcher) watch(ctx context.Context, r store.RunToWatch, logger *slog
 			}
 			return
 		}
-		err = w.Acts.Temporal.GetWorkflow(wctx, r.WorkflowID, "").Get(wctx, nil)
+		err = w.awaitClose(wctx, r.WorkflowID, logger)
 		if wctx.Err() != nil {
 			return
 		}
@@ -102,9 +106,33 @@ func (w *RunWatcher) watch(ctx context.Context, r store.RunToWatch, logger *slog
 		}
 		return
 	}
-	out := outcomeOf(err)
+	out, _ := targetEnd(err) // awaitClose returns only Temporal's word that the target closed
 	if err := w.Acts.Store.FinishRun(ctx, r.ID, out.Status, out.Error); err != nil && ctx.Err() == nil {
 		logger.Warn("record a watched run's outcome", "run", r.ID, "error", err)
+	}
+}
+
+// awaitClose waits for a target to close and returns Temporal's answer (targetEnd: nil, how
+// it closed, or not found). A wait that fails without it — a poll cut short, a server
+// unavailable — is tried again, a little later each time, until ctx (the lease) ends; it is
+// never the run's end.
+func (w *RunWatcher) awaitClose(ctx context.Context, workflowID string, logger *slog.Logger) error {
+	pause := watchRetry
+	for {
+		err := w.Acts.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, nil)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if _, closed := targetEnd(err); closed {
+			return err
+		}
+		logger.Warn("a wait for a watched run's target failed; waiting again", "workflow_id", workflowID, "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, watchRetryMax)
 	}
 }
 

@@ -21,8 +21,10 @@ import (
 // whether the calendar excludes it, records the excluded ones SKIPPED), an update to a
 // one-time spec (the reload counts from just before its at), its one fire, and its rest with
 // its completion planned. The history must replay; with TICKGATE_RECORD_HISTORIES=1 it is
-// written to workflows/testdata/schedule_calendars.json, which holds the markers of the
-// changes schedule-calendars and schedule-one-time-reload.
+// written to workflows/testdata/schedule_calendars.json, which shows the change
+// schedule-calendars taken (its ExcludedBy local activities). (Its at is still to come at the
+// reload, so both branches of schedule-one-time-reload fire it alike: the history that shows
+// that change taken is TestScheduleOneTimeReloadHistoryReplays'.)
 func TestScheduleCalendarsHistoryReplays(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})

@@ -41,7 +41,8 @@ func startRecordTargets(t *testing.T, st *teststack.Stack) string {
 // mirrored, a resume, and a pause again, after which the workflow rests once its last run
 // ends. The history must replay against the current code. With TICKGATE_RECORD_HISTORIES=1
 // it is written to workflows/testdata/schedule_commands.json, where TestReplayHistories
-// keeps replaying it after later changes.
+// keeps replaying it after later changes. (schedule_commands_concurrent_handlers.json is the
+// same scenario recorded before schedule-one-writer: it replays that change's old branch.)
 func TestScheduleCommandsHistoryReplays(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})
@@ -91,6 +92,46 @@ func TestScheduleCommandsHistoryReplays(t *testing.T) {
 	r, err := worker.NewReplayer()
 	require.NoError(t, err)
 	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["schedule_commands"]), "the commands' history does not replay")
+}
+
+// TestScheduleOneTimeReloadHistoryReplays records the reload that makes a schedule
+// one-time with its at a moment past (the API accepts it within the catch-up window): an
+// hourly event schedule's workflow, awake after a trigger, takes the update's refresh,
+// counts ticks from just before the at (schedule-one-time-reload), fires that one tick at
+// once and rests. (The branch before the change counted from the reload and never fired
+// it.) The history must replay; with TICKGATE_RECORD_HISTORIES=1 it is written to
+// workflows/testdata/schedule_one_time_reload.json, where the versions test finds the tick
+// recorded after its at had passed.
+func TestScheduleOneTimeReloadHistoryReplays(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{})
+	rec := &recorder{t: t, tc: st.Temporal, dir: recordDir(t), recorded: map[string]*historypb.History{}}
+	ctx := context.Background()
+
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		"name": "one-time-reload", "spec": map[string]any{"interval": "1h"},
+		"action": map[string]any{"kind": "event", "topic": "record", "type": "tick"},
+	}, http.StatusCreated, nil)
+	row, err := st.Store.GetSchedule(ctx, "one-time-reload")
+	require.NoError(t, err)
+	st.JSON(t, http.MethodPost, "/api/v1/schedules/one-time-reload/trigger", nil, http.StatusOK, nil) // its workflow is awake
+	at := time.Now().UTC().Add(-3 * time.Second).Truncate(time.Millisecond)
+	st.JSON(t, http.MethodPatch, "/api/v1/schedules/one-time-reload", map[string]any{
+		"spec": map[string]any{"at": at.Format(time.RFC3339Nano)},
+	}, http.StatusOK, nil)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, st.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND trigger = 'scheduled'
+			AND status = 'SUCCEEDED' AND scheduled_at = $2`, row.ID, at).Scan(&n))
+		return n == 1
+	}, time.Minute, 100*time.Millisecond, "the one-time tick, already past at the reload, fired")
+
+	id := workflows.ScheduleWorkflowID("one-time-reload")
+	rec.waitRested(id)
+	rec.write(id, workflows.ScheduleWorkflowType, "schedule_one_time_reload")
+	r, err := worker.NewReplayer()
+	require.NoError(t, err)
+	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["schedule_one_time_reload"]), "the reload's history does not replay")
 }
 
 // TestScheduleTakeoverHistoryReplays records a schedule at rest getting its workflow back

@@ -37,22 +37,20 @@ const (
 
 var scheduleActs *activities.ScheduleActivities
 
-// scheduleWorkflow is one schedule's runtime state; its workflow is the single writer.
+// scheduleWorkflow is one schedule's runtime state; its workflow is the single writer, and
+// its loop the one place that decides a fire (schedule_inbox.go).
 type scheduleWorkflow struct {
-	in       ScheduleInput
-	def      activities.ScheduleDefinition
-	spec     *schedulespec.Compiled
-	carry    ScheduleCarry
-	dirty    bool // a handler changed something the loop must look at
-	reload   bool
-	handlers handlerCount // signal handlers mid-way (see handlerCount)
-	// mirror serialises the writes of next_run_at (fires, pause, resume, reschedule and the
-	// loop's mirror), so the loop and a handler never overwrite each other out of order.
-	mirror workflow.Mutex
-	// starting counts the fires decided to start whose run is not in carry.Running yet: the
-	// record and the start yield, and a fire decided meanwhile in another handler (a trigger
-	// at a tick's instant) must count them against the concurrency cap.
-	starting int
+	in    ScheduleInput
+	def   activities.ScheduleDefinition
+	spec  *schedulespec.Compiled
+	carry ScheduleCarry
+	// inbox holds the commands and run ends the loop has still to take, in the order they
+	// arrived; tookArrival: the loop took one in this run (see branchTaken).
+	inbox       []*arrival
+	tookArrival bool
+	// legacy is the handlers' state of a run pinned before scheduleOneWriterChange (nil in
+	// a run of the new branch).
+	legacy   *concurrentHandlers
 	mirrored *time.Time   // next_run_at last written to Postgres
 	next     *time.Time   // next nominal tick, for describe
 	planned  *plannedTick // the tick after the watermark, as a record answered it
@@ -70,7 +68,7 @@ type scheduleWorkflow struct {
 // answers pause / resume / trigger / refresh from the API and other services.
 func ScheduleWorkflow(ctx workflow.Context, in ScheduleInput) error {
 	pinChanges(ctx, ScheduleWorkflowType)
-	w := &scheduleWorkflow{in: in, mirror: workflow.NewMutex(ctx)}
+	w := &scheduleWorkflow{in: in, legacy: legacyHandlers(ctx)}
 	if in.Carry != nil {
 		w.carry = *in.Carry
 	}
@@ -97,7 +95,8 @@ func localCtx(ctx workflow.Context) workflow.Context {
 // setup registers the describe query and every command twice: as an update (answered,
 // its validator refusing bad input before anything is recorded) and as a signal (fire and
 // forget, for other services). Both doors judge a command by the same rules
-// (schedule_commands.go), with the workflow's clock, and run the same handler.
+// (schedule_commands.go), with the workflow's clock, and put it in the loop's inbox, where
+// the loop decides it with the same function (schedule_ops.go).
 func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, ScheduleDescribe, func() (ScheduleDescription, error) {
 		return w.describe(), nil
@@ -120,7 +119,7 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 		}, w.trigger),
 		workflow.SetUpdateHandler(ctx, ScheduleRefresh, func(ctx workflow.Context) (ScheduleDescription, error) {
 			w.served(ctx)
-			return w.refresh(), nil
+			return decideCommand(ctx, w, w.refresh)
 		}),
 		registerCommand(ctx, w, ScheduleReschedule, func(ctx workflow.Context, req RescheduleRequest) *Refusal {
 			return CheckReschedule(req, w.target(), workflow.Now(ctx))
@@ -140,7 +139,8 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 // registerCommand registers a command as an update whose payload is received raw and read
 // by DecodeCommand, as a signal's is, so that an update, a signal and an HTTP request with
 // the same bad payload get the same refusal. The validator judges it (check) before
-// anything is recorded; the handler (run) judges it again once the definition is loaded.
+// anything is recorded; the loop, deciding it (run), judges it again with the definition
+// loaded and every command before it applied.
 func registerCommand[Req, Res any](ctx workflow.Context, w *scheduleWorkflow, name string, check func(workflow.Context, Req) *Refusal,
 	run func(workflow.Context, Req) (Res, error)) error {
 	decode := func(raw json.RawMessage) (Req, *Refusal) {
@@ -154,7 +154,7 @@ func registerCommand[Req, Res any](ctx workflow.Context, w *scheduleWorkflow, na
 			var zero Res
 			return zero, refusal.ApplicationError()
 		}
-		return run(ctx, req)
+		return decideCommand(ctx, w, func(ctx workflow.Context) (Res, error) { return run(ctx, req) })
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error {
 		req, refusal := decode(raw)
 		if refusal == nil {
@@ -164,14 +164,28 @@ func registerCommand[Req, Res any](ctx workflow.Context, w *scheduleWorkflow, na
 	}})
 }
 
+// decideCommand has the loop decide an update's command and returns the loop's answer. (A
+// run pinned before scheduleOneWriterChange decides it in the update's handler.)
+func decideCommand[Res any](ctx workflow.Context, w *scheduleWorkflow, run func(workflow.Context) (Res, error)) (Res, error) {
+	if w.legacy != nil {
+		return run(ctx)
+	}
+	var res Res
+	err := w.askLoop(ctx, func(ctx workflow.Context) (err error) {
+		res, err = run(ctx)
+		return err
+	})
+	return res, err
+}
+
 // served notes a command: the run lingers restLinger after it before it rests.
 func (w *scheduleWorkflow) served(ctx workflow.Context) {
 	w.busyUntil = workflow.Now(ctx).Add(restLinger)
-	w.dirty = true
+	w.handlerChanged()
 }
 
 // target is what the command rules read of this schedule (Spec nil and Action "" until the
-// definition is loaded: the handler judges the command again once it is).
+// definition is loaded: the loop judges the command again when it decides it).
 func (w *scheduleWorkflow) target() CommandTarget {
 	t := CommandTarget{Paused: w.carry.Paused}
 	if w.ready {
@@ -189,26 +203,40 @@ func refusalError(r *Refusal) error {
 	return r.ApplicationError()
 }
 
-// handleSignals serves the commands other services send as signals, one at a time. Each
-// handler counts itself in flight (see handlerCount), so continue-as-new waits for the one
-// that is mid-way — a reschedule whose mirror was written but whose state was not yet set
-// would otherwise be lost with the run.
+// handleSignals receives the commands other services send as signals and puts each in the
+// loop's inbox as it comes; the loop decodes it, decides it, and records a refusal. (A run
+// pinned before scheduleOneWriterChange serves them here, one at a time, each handler
+// counting itself in flight so that continue-as-new waits for the one mid-way.)
 func (w *scheduleWorkflow) handleSignals(ctx workflow.Context) {
 	commands := w.signalCommands()
 	for {
 		sel := workflow.NewSelector(ctx)
 		for _, cmd := range commands {
 			sel.AddReceive(workflow.GetSignalChannel(ctx, cmd.name), func(c workflow.ReceiveChannel, _ bool) {
-				defer w.handlers.track()()
+				if w.legacy != nil {
+					defer w.legacy.handlers.track()()
+				}
 				var raw json.RawMessage
 				c.Receive(ctx, &raw)
 				w.served(ctx)
-				if err := cmd.run(ctx, raw); err != nil {
-					w.signalFailed(ctx, cmd.name, raw, err)
+				if w.legacy != nil {
+					w.serveSignal(ctx, cmd, raw)
+					return
 				}
+				w.arrive(ctx, &arrival{decide: func(ctx workflow.Context) error {
+					w.serveSignal(ctx, cmd, raw)
+					return nil // a signal has no caller: its failure is recorded by serveSignal
+				}})
 			})
 		}
 		sel.Select(ctx)
+	}
+}
+
+// serveSignal decides a command signal and leaves the record of one that did nothing.
+func (w *scheduleWorkflow) serveSignal(ctx workflow.Context, cmd signalCommand, raw json.RawMessage) {
+	if err := cmd.run(ctx, raw); err != nil {
+		w.signalFailed(ctx, cmd.name, raw, err)
 	}
 }
 
@@ -249,8 +277,8 @@ func (w *scheduleWorkflow) signalCommands() []signalCommand {
 			return err
 		}},
 		{ScheduleRefresh, func(ctx workflow.Context, _ json.RawMessage) error {
-			w.refresh()
-			return nil
+			_, err := w.refresh(ctx)
+			return err
 		}},
 		{ScheduleReschedule, func(ctx workflow.Context, raw json.RawMessage) error {
 			var req RescheduleRequest
@@ -310,23 +338,31 @@ func (w *scheduleWorkflow) awaitTakeover(ctx workflow.Context) error {
 	return workflow.Await(ctx, func() bool { return w.ready })
 }
 
-// run is the schedule's loop: process what is due, then rest or sleep until the next tick
-// or until a handler wakes it.
+// run is the schedule's loop, the one place a fire is decided: take what arrived (commands,
+// run ends) in order, with the ticks due before each; start what waits and fire what is
+// due; then rest, or sleep until the next tick or until something arrives.
 func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 	if err := w.begin(ctx); err != nil {
 		return w.stopIfGone(err)
 	}
 	for {
-		// Cleared before reading state: a handler that runs while this iteration waits on an
-		// activity sets it again, and the wait below then returns at once.
-		w.dirty = false
-		w.watchDue(ctx)
-		if err := w.reloadIfAsked(ctx); err != nil {
-			return w.stopIfGone(err)
+		if w.legacy != nil {
+			// Cleared before reading state: a handler that runs while this iteration waits on
+			// an activity sets it again, and the wait below then returns at once.
+			w.legacy.dirty = false
 		}
-		more, err := w.processWaiting(ctx)
+		w.watchDue(ctx)
+		more, err := w.takeInbox(ctx)
 		if err != nil {
 			return w.stopIfGone(err)
+		}
+		if !more {
+			if err := w.reloadIfAsked(ctx); err != nil {
+				return w.stopIfGone(err)
+			}
+			if more, err = w.processWaiting(ctx); err != nil {
+				return w.stopIfGone(err)
+			}
 		}
 		if more {
 			// A long outage or a backfill: keep working through it before sleeping,
@@ -344,7 +380,14 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 			return w.stopIfGone(err)
 		}
 		if w.shouldContinueAsNew(ctx) {
-			return w.continueAsNew(ctx)
+			ready, err := w.readyToContinueAsNew(ctx)
+			if err != nil {
+				return err
+			}
+			if ready {
+				return w.continueAsNew(ctx)
+			}
+			continue // something arrived: take it first
 		}
 		w.events++
 		if err := w.sleep(ctx, next); err != nil {
@@ -467,11 +510,11 @@ func (w *scheduleWorkflow) restIfIdle(ctx workflow.Context, next *time.Time) (bo
 	return true, nil
 }
 
-// idle reports whether nothing is in flight: no run, no buffered tick, no backfill, no
-// handler mid-way, no command unread, nothing the loop has still to look at.
+// idle reports whether nothing is in flight: no run, no buffered tick, no backfill, nothing
+// in the inbox, no handler mid-way, no command unread.
 func (w *scheduleWorkflow) idle(ctx workflow.Context) bool {
-	if len(w.carry.Running) > 0 || len(w.carry.Buffer) > 0 || len(w.carry.Backfills) > 0 || w.dirty || w.reload ||
-		w.handlers > 0 || !workflow.AllHandlersFinished(ctx) {
+	if len(w.carry.Running) > 0 || len(w.carry.Buffer) > 0 || len(w.carry.Backfills) > 0 || len(w.inbox) > 0 ||
+		w.legacyBusy() || !workflow.AllHandlersFinished(ctx) {
 		return false
 	}
 	for _, name := range commandNames {
@@ -485,29 +528,24 @@ func (w *scheduleWorkflow) idle(ctx workflow.Context) bool {
 // commandNames are the signals a schedule's workflow serves.
 var commandNames = []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh, ScheduleReschedule, ScheduleBackfill}
 
-// plan is the schedule as the plan's decisions read it.
+// plan is the schedule as the plan's decisions read it: the one place the workflow builds
+// it, with one count of the runs in flight (every run the loop started is in
+// carry.Running before it decides anything else).
 func (w *scheduleWorkflow) plan() scheduleplan.Schedule {
+	running, waiting := len(w.carry.Running)+w.startingElsewhere(), len(w.carry.Buffer)
 	return scheduleplan.Schedule{
 		Name: w.def.Name, Spec: w.spec, Action: w.def.Action, Overlap: w.def.Overlap, SkipIfSuccessful: w.def.SkipIfSuccessful,
 		Paused: w.carry.Paused, Watermark: w.carry.Watermark, Rescheduled: w.carry.Rescheduled,
-		Backfilling: len(w.carry.Backfills) > 0, InFlight: len(w.carry.Running) > 0 || len(w.carry.Buffer) > 0,
-		MaxConcurrent: w.def.MaxConcurrent, Running: len(w.carry.Running) + w.starting, Waiting: len(w.carry.Buffer),
+		Backfilling: len(w.carry.Backfills) > 0, InFlight: running > 0 || waiting > 0,
+		MaxConcurrent: w.def.MaxConcurrent, Running: running, Waiting: waiting,
 	}
 }
 
-// reloadIfAsked takes the new definition a refresh asked for: the ticks already due are
-// handled under the old one first, its armed fires are retracted, and a changed spec counts
-// ticks from the change on (ticks it puts in the past were never due under the old one).
-func (w *scheduleWorkflow) reloadIfAsked(ctx workflow.Context) error {
-	if !w.reload {
-		return nil
-	}
-	w.reload = false
-	if !w.carry.Paused {
-		if _, err := w.processDue(ctx); err != nil {
-			return err
-		}
-	}
+// reloadDefinition takes the definition the row holds now: the armed fires of the old one
+// are retracted, and a changed spec counts ticks from the change on (ticks it puts in the
+// past were never due under the old one). The ticks due before the refresh came were
+// decided under the old definition first.
+func (w *scheduleWorkflow) reloadDefinition(ctx workflow.Context) error {
 	oldSpec := w.spec.Spec
 	if err := w.load(ctx); err != nil {
 		return err
@@ -522,8 +560,8 @@ func (w *scheduleWorkflow) reloadIfAsked(ctx workflow.Context) error {
 	return nil
 }
 
-// processWaiting starts what waits (the buffer, backfill ticks) and handles the due ticks;
-// it reports whether work remains before the loop may sleep.
+// processWaiting starts what waits (the buffer, backfill ticks) and handles the ticks due
+// now; it reports whether work remains before the loop may sleep.
 func (w *scheduleWorkflow) processWaiting(ctx workflow.Context) (more bool, err error) {
 	if err := w.drainBuffer(ctx); err != nil {
 		return false, err
@@ -534,7 +572,7 @@ func (w *scheduleWorkflow) processWaiting(ctx workflow.Context) (more bool, err 
 		}
 	}
 	if !w.carry.Paused {
-		if more, err = w.processDue(ctx); err != nil {
+		if more, err = w.processDue(ctx, workflow.Now(ctx)); err != nil {
 			return false, err
 		}
 	}
@@ -553,8 +591,9 @@ func (w *scheduleWorkflow) mirrorNextFire(ctx workflow.Context, next *time.Time)
 }
 
 // sleep waits on a durable timer whose summary says why — the next fire, the start of a
-// deferred watch, or the rest after the last command — or until a handler wakes the loop.
+// deferred watch, or the rest after the last command — or until something arrives.
 func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time) error {
+	woken := func() bool { return len(w.inbox) > 0 || w.changedMeanwhile() }
 	var wakeAt time.Time
 	var summary string
 	if next == nil {
@@ -571,7 +610,7 @@ func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time) error {
 		wakeAt, summary = rest, "rest unless a command comes first"
 	}
 	if wakeAt.IsZero() {
-		return workflow.Await(ctx, func() bool { return w.dirty })
+		return workflow.Await(ctx, woken)
 	}
 	w.work = workSpan{} // the wait ends this workflow task
 	wait := wakeAt.Sub(workflow.Now(ctx))
@@ -581,7 +620,7 @@ func (w *scheduleWorkflow) sleep(ctx workflow.Context, next *time.Time) error {
 	_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      wait,
 		TimerOptions: workflow.TimerOptions{Summary: summary},
-	}, func() bool { return w.dirty })
+	}, woken)
 	return err
 }
 
@@ -675,11 +714,12 @@ func (w *scheduleWorkflow) mirrorNext(ctx workflow.Context, next *time.Time) err
 	if timesEqual(next, w.mirrored) {
 		return nil
 	}
-	if err := w.mirror.Lock(ctx); err != nil {
+	unlock, err := w.lockMirror(ctx)
+	if err != nil {
 		return err
 	}
-	defer w.mirror.Unlock()
-	if w.dirty || timesEqual(next, w.mirrored) {
+	defer unlock()
+	if w.changedMeanwhile() || timesEqual(next, w.mirrored) {
 		return nil // a handler changed the state meanwhile: the loop goes round again
 	}
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.MirrorNextRun, activities.NextRun{ScheduleID: w.def.ID, NextRunAt: next}).Get(ctx, nil); err != nil {
@@ -722,9 +762,10 @@ func (w *scheduleWorkflow) shouldContinueAsNew(ctx workflow.Context) bool {
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.events >= limit
 }
 
-// continueAsNew hands the watermark, buffer and running runs to a fresh run, after the
-// in-flight handlers finish and no signal is left unread.
-func (w *scheduleWorkflow) continueAsNew(ctx workflow.Context) error {
+// readyToContinueAsNew waits until the handlers have finished and no signal is left
+// unread; it reports false when something arrived meanwhile, for the loop to take first (an
+// update waits for the loop to decide its command, so its handler finishes only then).
+func (w *scheduleWorkflow) readyToContinueAsNew(ctx workflow.Context) (bool, error) {
 	signalsRead := func() bool {
 		for _, name := range commandNames {
 			if workflow.GetSignalChannel(ctx, name).Len() > 0 {
@@ -733,11 +774,17 @@ func (w *scheduleWorkflow) continueAsNew(ctx workflow.Context) error {
 		}
 		return true
 	}
+	midway := func() bool { return w.legacy != nil && w.legacy.handlers > 0 }
 	if err := workflow.Await(ctx, func() bool {
-		return w.handlers == 0 && workflow.AllHandlersFinished(ctx) && signalsRead()
+		return len(w.inbox) > 0 || !midway() && workflow.AllHandlersFinished(ctx) && signalsRead()
 	}); err != nil {
-		return err
+		return false, err
 	}
+	return len(w.inbox) == 0, nil
+}
+
+// continueAsNew hands the watermark, buffer and running runs to a fresh run.
+func (w *scheduleWorkflow) continueAsNew(ctx workflow.Context) error {
 	carry := w.carry
 	return workflow.NewContinueAsNewError(ctx, ScheduleWorkflowType, ScheduleInput{ScheduleID: w.in.ScheduleID, Name: w.in.Name, Carry: &carry})
 }

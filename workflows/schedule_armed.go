@@ -74,10 +74,11 @@ func (w *scheduleWorkflow) retractArmedStartFor(ctx workflow.Context, why string
 	if a == nil || a.WorkflowID == "" || w.def.Overlap == domain.OverlapAllowAll || !a.FireAt.After(workflow.Now(ctx)) {
 		return nil
 	}
-	if err := w.mirror.Lock(ctx); err != nil {
+	unlock, err := w.lockMirror(ctx)
+	if err != nil {
 		return err
 	}
-	defer w.mirror.Unlock()
+	defer unlock()
 	if err := w.stopArmedStart(ctx, why); err != nil {
 		return err
 	}

@@ -160,10 +160,10 @@ func (s *ScheduleWorkflowSuite) TestMaxConcurrentHoldsForManualTriggers() {
 		targets.started)
 }
 
-// Two fires decided at the same instant — a tick and two manual triggers in one workflow
-// task — take the last place once: each decision yields (its record, its start) before its
-// run is in flight, and the ones decided meanwhile count it. With max_concurrent 1, one runs
-// and the others wait.
+// Fires of the same instant — a tick and two manual triggers in one workflow task — take the
+// last place once: the loop decides them one after the other, each after the run the one
+// before it started is in flight. With max_concurrent 1, one runs and the others wait. (See
+// schedule_instant_test.go for every policy.)
 func (s *ScheduleWorkflowSuite) TestMaxConcurrentHoldsForFiresDecidedAtOnce() {
 	start := s.t0.Add(10 * time.Second)
 	in := s.createSchedule("capped-at-once", schedulespec.Spec{Interval: every(1, "HOURS"), StartAt: &start}, s.t0, capped(1, domain.WhenFullBuffer))

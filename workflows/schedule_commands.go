@@ -16,8 +16,9 @@ import (
 )
 
 // The rules of the schedule commands, written once. Every door calls them: the HTTP API
-// (with its clock) before it sends a command, the update validators and the signal handlers
-// of ScheduleWorkflow (with the workflow's clock), and so the CLI, which speaks HTTP. A
+// (with its clock) before it sends a command, the update validators of ScheduleWorkflow and
+// its loop, which decides every command (with the workflow's clock), and so the CLI, which
+// speaks HTTP. A
 // command refused at one door is refused at every door, with the same field and words.
 
 // Refusal kinds, the application error types a refused update fails with. The API answers

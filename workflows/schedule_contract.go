@@ -11,8 +11,8 @@ import (
 const ScheduleWorkflowType = "ScheduleWorkflow"
 
 // Signal and update names of ScheduleWorkflow. Other services may send them as signals
-// (fire and forget) or updates (answered); both reach the same handler, and the result is
-// mirrored in Postgres.
+// (fire and forget) or updates (answered once the workflow has decided them); the workflow
+// decides both alike, in the order they arrived, and the result is mirrored in Postgres.
 const (
 	SchedulePause   = "pause"   // payload PauseRequest
 	ScheduleResume  = "resume"  // payload ResumeRequest (optional)

@@ -14,15 +14,15 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-// dueTicks lists the ticks in (watermark, now], at most maxTicksPerRound, as a side effect.
-func (w *scheduleWorkflow) dueTicks(ctx workflow.Context, now time.Time) []time.Time {
+// dueTicks lists the ticks in (watermark, until], at most maxTicksPerRound, as a side effect.
+func (w *scheduleWorkflow) dueTicks(ctx workflow.Context, until time.Time) []time.Time {
 	var ticks []time.Time
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
 		var out []time.Time
 		t := w.carry.Watermark
 		for len(out) < maxTicksPerRound {
 			n := w.spec.Next(t)
-			if n.IsZero() || n.Add(w.spec.JitterFor(w.def.Name, n)).After(now) {
+			if n.IsZero() || n.Add(w.spec.JitterFor(w.def.Name, n)).After(until) {
 				break
 			}
 			out = append(out, n)
@@ -33,13 +33,14 @@ func (w *scheduleWorkflow) dueTicks(ctx workflow.Context, now time.Time) []time.
 	return ticks
 }
 
-// processDue handles every due tick in time order, judged by how late it is (see lateness):
-// on time, or late while tickgate ran → fire; late after an outage → fire as catchup inside
-// the catch-up window, MISSED beyond it. It reports whether more remain.
-func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
+// processDue handles every tick due by until (now, or when a command the loop takes next
+// arrived) in time order, judged by how late it is now (see lateness): on time, or late
+// while tickgate ran → fire; late after an outage → fire as catchup inside the catch-up
+// window, MISSED beyond it. It reports whether more remain.
+func (w *scheduleWorkflow) processDue(ctx workflow.Context, until time.Time) (bool, error) {
 	now := workflow.Now(ctx)
 	if w.carry.Rescheduled != nil {
-		return false, w.processRescheduled(ctx, now)
+		return false, w.processRescheduled(ctx, until)
 	}
 	// On time, the tick the last record answered fires without computing the spec again.
 	for fired := 0; fired < maxTicksPerRound; fired++ {
@@ -51,7 +52,7 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 			return false, nil // no further tick
 		}
 		fireAt := tick.Add(w.spec.JitterFor(w.def.Name, *tick))
-		if fireAt.After(now) {
+		if fireAt.After(until) {
 			return false, nil // not due yet
 		}
 		if now.Sub(fireAt) > domain.OnTimeTolerance {
@@ -64,7 +65,7 @@ func (w *scheduleWorkflow) processDue(ctx workflow.Context) (bool, error) {
 			return true, nil
 		}
 	}
-	ticks := w.dueTicks(ctx, now)
+	ticks := w.dueTicks(ctx, until)
 	if len(ticks) == 0 {
 		return false, nil
 	}
@@ -128,13 +129,14 @@ func (w *scheduleWorkflow) flushMissed(ctx workflow.Context, missed *[]time.Time
 	if len(*missed) == 0 {
 		return nil
 	}
-	if err := w.mirror.Lock(ctx); err != nil {
+	unlock, err := w.lockMirror(ctx)
+	if err != nil {
 		return err
 	}
-	defer w.mirror.Unlock()
+	defer unlock()
 	next := w.nextAfterWatermark()
 	var res activities.MissedResult
-	err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
+	err = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordMissed, activities.MissedTicks{
 		ScheduleID: w.def.ID, Ticks: *missed, Reason: reason, NextRunAt: next, ExcludeCalendars: w.calendars(ctx),
 	}).Get(ctx, &res)
 	*missed = nil
@@ -192,9 +194,10 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 			return w.record(ctx, tick, trigger, key, domain.RunSkipped,
 				fmt.Sprintf("overlap skip: run %d is still running", w.carry.Running[0].RunID), "")
 		case domain.OverlapBufferOne, domain.OverlapBufferAll, domain.OverlapCancelOther:
-			// The run the tick waits for, named before anything below yields: recording the
-			// superseded ticks does, and the run may end meanwhile (its watch then frees its
-			// place and wakes the loop, which starts the buffered tick).
+			// The run the tick waits for, named before anything below yields. (Recording the
+			// superseded ticks does; in a run pinned before scheduleOneWriterChange the run
+			// may end meanwhile, its watch freeing its place and waking the loop, which starts
+			// the buffered tick. In the new branch its end waits in the inbox.)
 			waitFor := w.carry.Running[0].RunID
 			if overlap == domain.OverlapCancelOther {
 				if err := w.supersedeWaiting(ctx, tick); err != nil {
@@ -289,10 +292,11 @@ func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger 
 // recordFire records a tick; input is the fire's own input for a run that has to be
 // adopted (see adoptIfUnwatched).
 func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string, input json.RawMessage) (TriggerResult, error) {
-	if err := w.mirror.Lock(ctx); err != nil {
+	unlock, err := w.lockMirror(ctx)
+	if err != nil {
 		return TriggerResult{}, err
 	}
-	defer w.mirror.Unlock()
+	defer unlock()
 	if status.Fired() && trigger != domain.TriggerManual {
 		if now := workflow.Now(ctx); tick.After(now) {
 			// No fire before its tick, whatever door the command came through: the rules
@@ -360,12 +364,15 @@ func (w *scheduleWorkflow) eventFor(tick time.Time, trigger domain.Trigger, fire
 	return &e
 }
 
-// startCounted starts a tick decided to start, holding its place in flight (w.starting)
-// until launch has put its run in carry.Running: the decision of a fire in another handler
-// meanwhile sees it.
+// startCounted starts a tick decided to start. In a run pinned before
+// scheduleOneWriterChange it holds the tick's place in flight (concurrentHandlers.starting)
+// until launch has put its run in carry.Running, for the decision of a fire in another
+// handler meanwhile; in the new branch nothing is decided meanwhile.
 func (w *scheduleWorkflow) startCounted(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, input json.RawMessage) (TriggerResult, error) {
-	w.starting++
-	defer func() { w.starting-- }()
+	if w.legacy != nil {
+		w.legacy.starting++
+		defer func() { w.legacy.starting-- }()
+	}
 	return w.start(ctx, tick, trigger, key, input)
 }
 
@@ -456,7 +463,12 @@ func keySuffix(key string) string {
 	return suffix
 }
 
-// watch waits for a run's workflow to close, records its outcome and frees its place.
+// watch waits for a run's workflow to close and puts its end in the loop's inbox, where the
+// loop records it and frees the run's place (schedule_inbox.go). The wait retries until
+// Temporal says the target closed (activities.AwaitRunWorkflow: a poll that fails is not an
+// end), so it fails only when this workflow stops waiting — canceled, ending — and then the
+// run stays RUNNING for the schedule's next run to watch. (A run pinned before
+// scheduleOneWriterChange records the end here: watchEndedLegacy.)
 func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -466,17 +478,16 @@ func (w *scheduleWorkflow) watch(ctx workflow.Context, r RunningRun) {
 			Summary:             "await run " + r.WorkflowID,
 		})
 		var out activities.RunOutcome
-		if err := workflow.ExecuteActivity(actx, scheduleActs.AwaitRunWorkflow, r.WorkflowID).Get(ctx, &out); err != nil {
-			out = activities.RunOutcome{Status: domain.RunFailed, Error: err.Error()}
+		err := workflow.ExecuteActivity(actx, scheduleActs.AwaitRunWorkflow, r.WorkflowID).Get(ctx, &out)
+		if w.legacy != nil {
+			w.watchEndedLegacy(ctx, r, out, err)
+			return
 		}
-		_ = workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.FinishRun, activities.FinishedRun{
-			RunID: r.RunID, Status: out.Status, Error: out.Error,
-		}).Get(ctx, nil)
-		w.forgetRun(r.RunID)
-		if out.Status == domain.RunSucceeded {
-			w.succeeded(r.ScheduledAt)
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("stopped waiting for a run; it stays RUNNING", "workflow_id", r.WorkflowID, "error", err)
+			return
 		}
-		w.dirty = true
+		w.arrive(ctx, &arrival{ended: &runEnd{run: r, outcome: out}})
 	})
 }
 

@@ -15,10 +15,10 @@ import (
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// A reschedule signal that arrives while the loop is recording a tick waits for the mirror
-// lock; the loop then decides to continue as new. Continue-as-new must wait for the
-// handler: the new run carries the reschedule, and Postgres mirrors it. (Uncounted, the
-// handler was cut off and the reschedule lost.)
+// A reschedule signal that arrives while the loop is recording a tick waits in the inbox;
+// the loop then decides to continue as new. Continue-as-new must take it first: the new run
+// carries the reschedule, and Postgres mirrors it. (When handlers decided beside the loop,
+// an uncounted handler mid-way was cut off and the reschedule lost.)
 func (s *ScheduleWorkflowSuite) TestContinueAsNewWaitsForARescheduleSignalMidWay() {
 	s.future()
 	start := s.t0
@@ -30,7 +30,7 @@ func (s *ScheduleWorkflowSuite) TestContinueAsNewWaitsForARescheduleSignalMidWay
 	at := s.t0.Add(45 * time.Second)
 	var once sync.Once
 	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.TickRecord) (activities.RunRecord, error) {
-		// The signal comes while the first tick is being recorded (the loop holds the lock).
+		// The signal comes while the first tick is being recorded.
 		once.Do(func() { s.env.SignalWorkflow(workflows.ScheduleReschedule, workflows.RescheduleRequest{NextRunAt: at}) })
 		return s.acts.RecordTick(ctx, rec)
 	})

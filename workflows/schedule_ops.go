@@ -22,10 +22,11 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest, door do
 	if err := w.awaitTakeover(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
-	if err := w.mirror.Lock(ctx); err != nil {
+	unlock, err := w.lockMirror(ctx)
+	if err != nil {
 		return ScheduleDescription{}, err
 	}
-	defer w.mirror.Unlock()
+	defer unlock()
 	// The same transaction retracts an armed fire not yet due: a paused schedule fires
 	// nothing. An armed workflow fire's delayed start is stopped first.
 	if err := w.stopArmedStart(ctx, "the schedule was paused"); err != nil {
@@ -46,7 +47,7 @@ func (w *scheduleWorkflow) pause(ctx workflow.Context, req PauseRequest, door do
 	}
 	// Pausing drops a pending reschedule: a paused schedule catches nothing up.
 	w.carry.Paused, w.carry.Note, w.mirrored, w.carry.Rescheduled = true, note, nil, nil
-	w.dirty = true
+	w.handlerChanged()
 	d := w.describe()
 	d.Changed = m.Changed == nil || *m.Changed
 	return d, nil
@@ -70,10 +71,11 @@ func (w *scheduleWorkflow) resume(ctx workflow.Context, req ResumeRequest, door 
 	if err := w.awaitTakeover(ctx); err != nil {
 		return ScheduleDescription{}, err
 	}
-	if err := w.mirror.Lock(ctx); err != nil {
+	unlock, err := w.lockMirror(ctx)
+	if err != nil {
 		return ScheduleDescription{}, err
 	}
-	defer w.mirror.Unlock()
+	defer unlock()
 	if !w.carry.Paused {
 		return w.describe(), nil
 	}
@@ -95,7 +97,7 @@ func (w *scheduleWorkflow) resume(ctx workflow.Context, req ResumeRequest, door 
 		w.carry.Watermark = now
 	}
 	w.carry.Paused, w.carry.Note, w.mirrored = false, "", nextPtr
-	w.dirty = true
+	w.handlerChanged()
 	d := w.describe()
 	d.Changed = m.Changed == nil || *m.Changed
 	return d, nil
@@ -119,14 +121,21 @@ func (w *scheduleWorkflow) trigger(ctx workflow.Context, req TriggerRequest) (Tr
 	}
 	now := workflow.Now(ctx)
 	res, err := w.fire(ctx, now, domain.TriggerManual, domain.ManualKey(w.def.ID, req.RequestID), req.Overlap, req.Input)
-	w.dirty = true
+	w.handlerChanged()
 	return res, err
 }
 
-// refresh reloads the definition from Postgres on the loop's next round.
-func (w *scheduleWorkflow) refresh() ScheduleDescription {
-	w.reload, w.dirty = true, true
-	return w.describe()
+// refresh takes the definition Postgres holds now: the loop reloads it when it takes the
+// command, the ticks due before the command came having been decided under the old one. (A
+// run pinned before scheduleOneWriterChange asks its loop to reload on its next round.)
+func (w *scheduleWorkflow) refresh(ctx workflow.Context) (ScheduleDescription, error) {
+	if w.legacy != nil {
+		w.legacy.reload = true
+		w.handlerChanged()
+		return w.describe(), nil
+	}
+	err := w.reloadDefinition(ctx)
+	return w.describe(), err
 }
 
 // reschedule moves the next fire to the time asked, which the rules keep from the past.
@@ -141,10 +150,11 @@ func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleReques
 	if now := workflow.Now(ctx); at.Before(now) {
 		at = now // within the clock skew the rules allow: now, never a tick in the past
 	}
-	if err := w.mirror.Lock(ctx); err != nil {
+	unlock, err := w.lockMirror(ctx)
+	if err != nil {
 		return ScheduleDescription{}, err
 	}
-	defer w.mirror.Unlock()
+	defer unlock()
 	// The same transaction retracts an armed fire not yet due: the reschedule decides the
 	// next fire (the tick it replaces is recorded SKIPPED, see processRescheduled). An armed
 	// workflow fire's delayed start is stopped first.
@@ -157,7 +167,7 @@ func (w *scheduleWorkflow) reschedule(ctx workflow.Context, req RescheduleReques
 		return ScheduleDescription{}, err
 	}
 	w.carry.Rescheduled, w.mirrored, w.next = &at, &at, &at
-	w.dirty = true
+	w.handlerChanged()
 	return w.describe(), nil
 }
 
@@ -187,7 +197,7 @@ func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (
 		end = now // within the clock skew the rules allow: the ticks after now are not past yet
 	}
 	w.carry.Backfills = append(w.carry.Backfills, Backfill{Done: start.Add(-time.Nanosecond), End: end, Overlap: req.Overlap})
-	w.dirty = true
+	w.handlerChanged()
 	if err := w.mirrorBackfills(ctx); err != nil {
 		return BackfillResult{}, err
 	}
@@ -201,13 +211,15 @@ func (w *scheduleWorkflow) backfilling() bool {
 }
 
 // mirrorBackfills writes the pending backfill ranges to the schedule's row, where the
-// schedule's view reads what is waiting. Under the mirror lock, so writes land in the order
-// of the states they copy.
+// schedule's view reads what is waiting. (Under the mirror lock in a run pinned before
+// scheduleOneWriterChange, so that its handlers' writes land in the order of the states
+// they copy.)
 func (w *scheduleWorkflow) mirrorBackfills(ctx workflow.Context) error {
-	if err := w.mirror.Lock(ctx); err != nil {
+	unlock, err := w.lockMirror(ctx)
+	if err != nil {
 		return err
 	}
-	defer w.mirror.Unlock()
+	defer unlock()
 	ranges := make([]activities.BackfillRange, len(w.carry.Backfills))
 	for i, b := range w.carry.Backfills {
 		ranges[i] = activities.BackfillRange{Done: b.Done, End: b.End, Overlap: b.Overlap}
@@ -223,11 +235,11 @@ func (w *scheduleWorkflow) backfillSpec(from time.Time) *schedulespec.Compiled {
 	return w.spec.ForBackfill(w.def.CreatedAt, from)
 }
 
-// processRescheduled fires the rescheduled tick once it is due; natural ticks it replaced
-// are recorded SKIPPED with the reason, so none is silently lost (S2).
-func (w *scheduleWorkflow) processRescheduled(ctx workflow.Context, now time.Time) error {
+// processRescheduled fires the rescheduled tick once it is due by until; natural ticks it
+// replaced are recorded SKIPPED with the reason, so none is silently lost (S2).
+func (w *scheduleWorkflow) processRescheduled(ctx workflow.Context, until time.Time) error {
 	at := *w.carry.Rescheduled
-	if at.After(now) {
+	if at.After(until) {
 		return nil
 	}
 	var replaced []time.Time

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -215,21 +214,23 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherCatchingUpRunsOnlyTheNewes
 	s.Equal("cancel", targets.stopped["schedule/cancel-backlog/run/2026-03-01T12:01:00Z"], "+2m asked +1m to stop")
 }
 
-// A run that ends while a newer cancel_other tick records the tick it supersedes (the
-// record yields, and the run's watch frees its place meanwhile) leaves the newer tick
-// waiting for the run it was decided against, which the loop then starts: the decision
-// named that run before yielding (it once read the running runs again, found none and
-// panicked, failing every workflow task of the schedule from then on).
-func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherWhenTheRunEndsWhileSuperseding() {
+// A run that ends at the instant a newer cancel_other tick supersedes the tick waiting for
+// it: the loop decides the tick first (it was due by the time the end arrived), against the
+// run still in flight — the waiting tick SKIPPED, the new one waiting, the run asked to
+// stop — and then takes the end, which starts the waiting tick. (When a watch recorded its
+// run's end from its own coroutine, the end could land in the middle of that decision; the
+// decision once read the running runs again, found none and panicked, failing every
+// workflow task of the schedule from then on.)
+func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherWhenTheRunEndsAsATickSupersedes() {
 	in := s.minuteTicks("cancel-race", withOverlap("cancel_other"))
+	var started []string
 	s.env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return(func(_ context.Context, r activities.StartRun) (string, error) {
+		started = append(started, r.WorkflowID)
 		return "run-of-" + r.WorkflowID, nil
 	})
 	s.env.OnActivity(s.acts.StopRunWorkflow, mock.Anything, mock.Anything).Return(nil)
-	// 1m's run ends at 3m, the instant the tick of 3m supersedes 2m (its wait may begin
-	// before 1m: its start is armed); later runs outlast the test. The record of 2m's
-	// SKIPPED row is held until the end of 1m's run has been recorded, so the watch frees
-	// the run's place while the record is in flight, as it did in a chaos run.
+	// 1m's run ends at 3m, the instant the tick of 3m supersedes 2m; later runs outlast the
+	// test.
 	var waits int
 	s.env.OnActivity(s.acts.AwaitRunWorkflow, mock.Anything, mock.Anything).AfterFn(func() time.Duration {
 		if waits++; waits == 1 {
@@ -237,27 +238,13 @@ func (s *ScheduleWorkflowSuite) TestOverlapCancelOtherWhenTheRunEndsWhileSuperse
 		}
 		return time.Hour
 	}).Return(activities.RunOutcome{Status: domain.RunCanceled, Error: "canceled"}, nil)
-	finished := make(chan struct{})
-	var once sync.Once
-	s.env.OnActivity(s.acts.FinishRun, mock.Anything, mock.Anything).Return(func(ctx context.Context, r activities.FinishedRun) error {
-		defer once.Do(func() { close(finished) })
-		return s.acts.FinishRun(ctx, r)
-	})
-	s.env.OnActivity(s.acts.RecordTick, mock.Anything, mock.Anything).Return(func(ctx context.Context, r activities.TickRecord) (activities.RunRecord, error) {
-		if strings.Contains(r.Reason, "superseded") {
-			select {
-			case <-finished:
-			case <-ctx.Done():
-				return activities.RunRecord{}, ctx.Err()
-			}
-		}
-		return s.acts.RecordTick(ctx, r)
-	})
 	s.stopAt(3*minute + 30*time.Second)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.True(temporal.IsCanceledError(s.env.GetWorkflowError()), "ended by the test's cancel, not a panic: %v", s.env.GetWorkflowError())
 	s.Equal(map[time.Duration]string{1 * minute: "CANCELED", 2 * minute: "SKIPPED", 3 * minute: "RUNNING"}, s.outcomes("cancel-race"))
+	s.Equal([]string{"schedule/cancel-race/run/2026-03-01T12:01:00Z", "schedule/cancel-race/run/2026-03-01T12:03:00Z"}, started,
+		"3m started once 1m's end was taken")
 }
 
 func (s *ScheduleWorkflowSuite) TestOverlapTerminateOtherTerminatesAndStartsAtOnce() {

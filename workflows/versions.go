@@ -51,6 +51,25 @@ var Changes = []Change{
 		ID: scheduleCapChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
 		What: "before it, a schedule had no concurrency cap: under allow_all every tick started at once (no max_concurrent)",
 	},
+	{
+		ID: scheduleOneWriterChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, a schedule's update and signal handlers decided their commands themselves, concurrently " +
+			"with the loop, and a watch recorded its run's end from its own coroutine (schedule_legacy.go: the mirror " +
+			"mutex, the starting counter, the dirty flag)",
+	},
+}
+
+// BranchTakenPrefix begins the value of the side effect branchTaken writes.
+const BranchTakenPrefix = "branch taken: "
+
+// branchTaken writes the event by which a history shows that the new branch of change id
+// ran — a side effect whose value is BranchTakenPrefix and the id — where the branch first
+// does what the old one did not (once per run: the caller keeps the flag). The version
+// marker alone proves nothing: every run pins every change at its start, whether or not it
+// ever reaches the branch. TestEveryChangeIsListedPinnedAndReplayed looks for this event,
+// or for another that only the new branch produces, in a recorded history.
+func branchTaken(ctx workflow.Context, id string) {
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return BranchTakenPrefix + id })
 }
 
 // pinChanges records, at the start of a run of workflowType, the version of every change

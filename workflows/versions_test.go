@@ -1,19 +1,24 @@
 package workflows_test
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -125,8 +130,9 @@ func first(p *commonpb.Payloads) *commonpb.Payload {
 // lets them retire (workflows/versions.go, docs/production.md): every change id the code
 // passes to workflow.GetVersion is listed in workflows.Changes with the version it takes,
 // every workflow type a change names pins it at its start, and a recorded history in
-// testdata replays its new branch. A GetVersion that lands without a recorded history
-// fails here.
+// testdata replays its new branch — pinned at the change's version and holding the event
+// only that branch produces (branchEvidence). A GetVersion that lands without a recorded
+// history that took its branch fails here.
 func TestEveryChangeIsListedPinnedAndReplayed(t *testing.T) {
 	t.Parallel()
 	listed := map[string]workflows.Change{}
@@ -151,7 +157,115 @@ func TestEveryChangeIsListedPinnedAndReplayed(t *testing.T) {
 		key := c.ID + "-" + strconv.Itoa(int(c.Max))
 		require.NotEmpty(t, markers[key], "change %q has no recorded history replaying version %d: record one "+
 			"(make record-histories)", c.ID, c.Max)
+		ev, ok := branchEvidence[c.ID]
+		require.True(t, ok, "change %q: say in branchEvidence which event only its new branch writes to a history", c.ID)
+		var took []string
+		for _, f := range markers[key] {
+			if ev.shows(readHistory(t, filepath.Join("testdata", f)).GetEvents()) {
+				took = append(took, f)
+			}
+		}
+		require.NotEmpty(t, took, "change %q: none of the histories pinned at version %d (%v) shows its new branch ran "+
+			"(%s): record one that takes it", c.ID, c.Max, markers[key], ev.what)
 	}
+}
+
+// evidence is an event only a change's new branch writes to a history: what it is, and a
+// test for it over a history's events.
+type evidence struct {
+	what  string
+	shows func(events []*historypb.HistoryEvent) bool
+}
+
+// branchEvidence says, for every change, how a history shows that its new branch ran. The
+// version marker does not: every run pins every change of its type at its start
+// (pinChanges), whether or not it ever reaches the branch.
+var branchEvidence = map[string]evidence{
+	"rollout-runner": {"a RunRolloutTasks activity that is the rollout's runner (Refill)", func(events []*historypb.HistoryEvent) bool {
+		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
+			a := ev.GetActivityTaskScheduledEventAttributes()
+			return a.GetActivityType().GetName() == "RunRolloutTasks" && strings.Contains(string(first(a.GetInput()).GetData()), `"Refill":true`)
+		})
+	}},
+	"rollout-waves": {"a wave's health checks (a RunWaveChecks activity)", func(events []*historypb.HistoryEvent) bool {
+		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
+			return ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "RunWaveChecks"
+		})
+	}},
+	"schedule-calendars": {"an ExcludedBy local activity", func(events []*historypb.HistoryEvent) bool {
+		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
+			typ, _ := localActivity(ev)
+			return typ == "ExcludedBy"
+		})
+	}},
+	"schedule-max-concurrent": {"a tick recorded BUFFERED by a schedule under allow_all (only the cap makes one wait)", func(events []*historypb.HistoryEvent) bool {
+		allowAll := false
+		for _, ev := range events {
+			switch typ, result := localActivity(ev); typ {
+			case "TakeOwnership", "LoadSchedule":
+				var def struct {
+					Overlap    domain.Overlap
+					Definition struct{ Overlap domain.Overlap }
+				}
+				_ = json.Unmarshal(result, &def)
+				allowAll = def.Overlap == domain.OverlapAllowAll || def.Definition.Overlap == domain.OverlapAllowAll
+			case "RecordTick":
+				var run struct{ Status domain.RunStatus }
+				_ = json.Unmarshal(result, &run)
+				if allowAll && run.Status == domain.RunBuffered {
+					return true
+				}
+			}
+		}
+		return false
+	}},
+	"schedule-one-time-reload": {"a one-time tick recorded after a reload that came once its at had passed (the old branch counted from the reload)", func(events []*historypb.HistoryEvent) bool {
+		var taskStarted, reloadedAt time.Time
+		var at *time.Time
+		for _, ev := range events {
+			if ev.GetWorkflowTaskStartedEventAttributes() != nil {
+				taskStarted = ev.GetEventTime().AsTime() // workflow.Now of the task that follows
+			}
+			switch typ, result := localActivity(ev); typ {
+			case "LoadSchedule":
+				var def struct{ Spec struct{ At *time.Time } }
+				_ = json.Unmarshal(result, &def)
+				at, reloadedAt = def.Spec.At, taskStarted
+			case "RecordTick":
+				var run struct{ ScheduledAt time.Time }
+				_ = json.Unmarshal(result, &run)
+				if at != nil && at.Before(reloadedAt) && run.ScheduledAt.Equal(*at) {
+					return true
+				}
+			}
+		}
+		return false
+	}},
+	"schedule-one-writer": {"the side effect branchTaken writes where the loop takes its first command or run end", func(events []*historypb.HistoryEvent) bool {
+		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
+			m := ev.GetMarkerRecordedEventAttributes()
+			if m.GetMarkerName() != "SideEffect" {
+				return false
+			}
+			var value string
+			_ = converter.GetDefaultDataConverter().FromPayload(first(m.GetDetails()["data"]), &value)
+			return value == workflows.BranchTakenPrefix+"schedule-one-writer"
+		})
+	}},
+}
+
+// localActivity reads a local activity's marker: its type and the JSON of its result (""
+// when ev is none).
+func localActivity(ev *historypb.HistoryEvent) (typ string, result []byte) {
+	m := ev.GetMarkerRecordedEventAttributes()
+	if m.GetMarkerName() != "LocalActivity" {
+		return "", nil
+	}
+	var data struct{ ActivityType string }
+	if err := json.Unmarshal(first(m.GetDetails()["data"]).GetData(), &data); err != nil {
+		return "", nil
+	}
+	return data.ActivityType, first(m.GetDetails()["result"]).GetData()
 }
 
 // pinCalls are the workflow types the code pins changes for: pinChanges(ctx, <Type>).
