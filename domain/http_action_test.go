@@ -146,9 +146,9 @@ func TestSplitHeadersKeepsNamesOnly(t *testing.T) {
 	require.Nil(t, values)
 
 	for name, bad := range map[string]domain.Action{
-		"header_names[0]": {Kind: domain.ActionHTTP, URL: "https://example.com", HeaderNames: []string{"Bad Name"}},
-		"header_names[1]": {Kind: domain.ActionHTTP, URL: "https://example.com", HeaderNames: []string{"X-A", "x-a"}},
-		"headers.webhook-id": {Kind: domain.ActionHTTP, URL: "https://example.com", Headers: map[string]string{"webhook-id": "mine"}},
+		"header_names[0]":           {Kind: domain.ActionHTTP, URL: "https://example.com", HeaderNames: []string{"Bad Name"}},
+		"header_names[1]":           {Kind: domain.ActionHTTP, URL: "https://example.com", HeaderNames: []string{"X-A", "x-a"}},
+		"headers.webhook-id":        {Kind: domain.ActionHTTP, URL: "https://example.com", Headers: map[string]string{"webhook-id": "mine"}},
 		"headers.Webhook-Signature": {Kind: domain.ActionHTTP, URL: "https://example.com", Headers: map[string]string{"Webhook-Signature": "v1,x"}},
 	} {
 		err := bad.Normalize()
