@@ -194,6 +194,8 @@ func typeName(ident string) string {
 		return workflows.ScheduleWorkflowType
 	case "SchedulePlannerType":
 		return workflows.SchedulePlannerType
+	case "HTTPDeliveryWorkflowType":
+		return workflows.HTTPDeliveryWorkflowType
 	}
 	return ident
 }

@@ -192,10 +192,14 @@ func (r Rule) CheckURL(raw string) error {
 	return nil
 }
 
-// checkAll refuses a name when any of its addresses is refused.
+// checkAll refuses a host when any of its addresses is refused, naming the host when it
+// was not spelt as the address itself.
 func (r Rule) checkAll(host string, addrs []netip.Addr) error {
 	for _, a := range addrs {
 		if err := r.check(a); err != nil {
+			if strings.Trim(host, "[]") == a.String() {
+				return err
+			}
 			return fmt.Errorf("%w (the address of %s)", err, host)
 		}
 	}
