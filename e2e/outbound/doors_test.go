@@ -174,7 +174,9 @@ func TestEveryDoorRefusesEveryRefusedForm(t *testing.T) {
 	}{
 		{"http action", "action.url", func(i int, url string) (int, string) {
 			return createProblem(t, st, "/api/v1/schedules", httpSchedule(fmt.Sprintf("create-%d", i), url))
-		}, func(i int, url string) func() (bool, string) { return sendHTTPAction(t, st, fmt.Sprintf("send-%d", i), url) }},
+		}, func(i int, url string) func() (bool, string) {
+			return sendHTTPAction(t, st, fmt.Sprintf("send-%d", i), url)
+		}},
 		{"health check", "strategy.health.http", func(i int, url string) (int, string) {
 			return createProblem(t, st, "/api/v1/rollouts", healthRollout(fmt.Sprintf("create-health-%d", i), url))
 		}, func(i int, url string) func() (bool, string) { return sendHealthCheck(t, st, starts, i, url) }},
