@@ -20,7 +20,7 @@ WHERE jsonb_typeof(action->'headers') = 'object' AND action->'headers' <> '{}'::
 -- +goose StatementBegin
 -- An action as it is stored from now on: its headers by name only, sorted as Go sorts them
 -- (byte order).
-CREATE FUNCTION pg_temp.header_names_only(a jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+CREATE OR REPLACE FUNCTION pg_temp.header_names_only(a jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE
         WHEN jsonb_typeof(a) <> 'object' OR NOT a ? 'headers' THEN a
         WHEN jsonb_typeof(a->'headers') <> 'object' OR a->'headers' = '{}'::jsonb THEN a - 'headers'
@@ -43,6 +43,8 @@ SET changes = (
     FROM jsonb_array_elements(h.changes) WITH ORDINALITY AS e(c, i))
 WHERE EXISTS (SELECT 1 FROM jsonb_array_elements(h.changes) c
               WHERE c->>'field' = 'action' AND (c->'from' ? 'headers' OR c->'to' ? 'headers'));
+
+DROP FUNCTION pg_temp.header_names_only(jsonb);
 
 -- A rotation with a grace period keeps the old secret signing until previous_valid_until.
 ALTER TABLE schedule_secrets ADD COLUMN previous_secret text;
