@@ -57,11 +57,11 @@ type HTTPDelivery struct {
 	ScheduleID  int64
 	Schedule    string
 	Key         string    `json:",omitempty"` // the tick's idempotency key, sent as Idempotency-Key and webhook-id
-	ScheduledAt time.Time `json:",omitempty"`
+	ScheduledAt time.Time `json:",omitzero"`
 	Redrive     int       `json:",omitempty"` // 0: the run's first series
 	// Action is the schedule's action, its headers by name only.
-	Action domain.Action `json:",omitempty"`
-	Retry  domain.Retry  `json:",omitempty"`
+	Action domain.Action `json:",omitzero"`
+	Retry  domain.Retry  `json:",omitzero"`
 }
 
 // HTTPAttemptFailure is the detail of a failed attempt's error, which the delivery
