@@ -9,12 +9,12 @@ import (
 var zero http.Client // zero client
 
 func send(url string) {
-	c := &http.Client{}                 // client literal
-	t := &web.Transport{}               // transport literal, aliased import
-	n := new(http.Client)               // new client
-	_, _ = http.Get(url)                // the default client, implicitly
-	_, _ = http.DefaultClient.Get(url)  // the default client
-	_ = http.DefaultTransport           // the default transport
+	c := &http.Client{}                // client literal
+	t := &web.Transport{}              // transport literal, aliased import
+	n := new(http.Client)              // new client
+	_, _ = http.Get(url)               // the default client, implicitly
+	_, _ = http.DefaultClient.Get(url) // the default client
+	_ = http.DefaultTransport          // the default transport
 	_, _, _, _ = c, t, n, zero
 }
 
