@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/outbound"
 )
 
 func (a *RolloutActivities) execute(ctx context.Context, t ClaimedTaskRun) (json.RawMessage, error) {
@@ -57,6 +59,22 @@ func sleepWithHeartbeat(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// ExecutorHTTPTimeout bounds one call of the http executor, from the dial to the answer.
+const ExecutorHTTPTimeout = 5 * time.Minute
+
+// httpExecutor is the http executor's client: the outbound rule's (it refuses internal
+// addresses after DNS resolution, takes no proxy from the environment and follows no
+// redirect), wrapped for tracing.
+func (a *RolloutActivities) httpExecutor() *http.Client {
+	a.executorClient.once.Do(func() {
+		a.executorClient.c = a.Outbound.NewClient(outbound.Options{Timeout: ExecutorHTTPTimeout, Wrap: a.WrapHTTP, MaxIdleConnsPerHost: 16})
+	})
+	return a.executorClient.c
+}
+
+// executeHTTP POSTs the task's payload: a 2xx answer is success; a 4xx other than 408 and
+// 429, a redirect (not followed) and an address the outbound rule refuses end the task;
+// anything else is tried again.
 func (a *RolloutActivities) executeHTTP(ctx context.Context, t ClaimedTaskRun) (json.RawMessage, error) {
 	var p domain.HTTPPayload
 	_ = json.Unmarshal(t.Payload, &p)
@@ -72,22 +90,23 @@ func (a *RolloutActivities) executeHTTP(ctx context.Context, t ClaimedTaskRun) (
 	for k, v := range p.Headers {
 		req.Header.Set(k, v)
 	}
-	hc := a.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := a.httpExecutor().Do(req)
 	if err != nil {
+		if errors.Is(err, outbound.ErrRefused) {
+			return nil, temporal.NewNonRetryableApplicationError("payload.url: "+outbound.Reason(err), "OutboundRefused", nil)
+		}
 		return nil, fmt.Errorf("POST %s: %w", p.URL, err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_, _ = io.Copy(io.Discard, resp.Body) // bounded by the client
 	out, _ := json.Marshal(map[string]any{"http_status": resp.StatusCode})
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
 		return out, nil
-	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("POST %s answered %d", p.URL, resp.StatusCode), "HTTPStatus", nil)
+	case code >= 300 && code < 400:
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("POST %s answered %d (a redirect, which is not followed: give the final URL)", p.URL, code), "HTTPStatus", nil)
+	case code >= 400 && code < 500 && !domain.RetryableHTTPStatus(code):
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("POST %s answered %d", p.URL, code), "HTTPStatus", nil)
 	}
 	return nil, fmt.Errorf("POST %s answered %d", p.URL, resp.StatusCode)
 }

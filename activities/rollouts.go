@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -36,12 +37,19 @@ type RolloutActivities struct {
 	Waker RolloutWaker
 	// SQLTargets maps a target database name to the DSN the sql executor uses.
 	SQLTargets map[string]string
-	// HTTPClient is used by the http executor (http.DefaultClient when nil).
-	HTTPClient *http.Client
 	// Tracer records each task run's trace (rollouts_trace.go); nil when tracing is off.
 	Tracer trace.Tracer
-	// HealthHTTP is the outbound rule of a wave's HTTP health check (TICKGATE_HTTP_ALLOW).
-	HealthHTTP outbound.Rule
+	// Outbound is the rule of the http executor's calls and of a wave's HTTP health check
+	// (TICKGATE_HTTP_ALLOW): their clients are its (outbound.Rule.NewClient).
+	Outbound outbound.Rule
+	// WrapHTTP wraps the http executor's transport (nil: none): with tracing on, a call is a
+	// span of its task run's trace and carries its traceparent to the endpoint.
+	WrapHTTP func(http.RoundTripper) http.RoundTripper
+
+	executorClient struct {
+		once sync.Once
+		c    *http.Client
+	}
 }
 
 // PromoteResult is what one promotion round did.

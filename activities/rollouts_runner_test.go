@@ -146,7 +146,7 @@ func TestRunnerRetryAdoptsItsRunningTasks(t *testing.T) {
 	defer close(hang)
 	payload := `{"url":"` + target.URL + `"}`
 	tasks := claimAll(t, st, [2]string{"http", payload}, [2]string{"http", payload}, [2]string{"external", `{}`})
-	a := &activities.RolloutActivities{Store: st}
+	a := &activities.RolloutActivities{Outbound: loopbackAllowed(t), Store: st}
 
 	killed, kill := context.WithCancel(ctx)
 	go func() {

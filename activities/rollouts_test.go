@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/metrics"
@@ -69,7 +70,7 @@ func TestRunRolloutTasksRetriesAndResults(t *testing.T) {
 		[2]string{"sql", `{"statement":"SELECT 1"}`},
 	)
 	waker := &countingWaker{}
-	a := &activities.RolloutActivities{Store: st, Waker: waker}
+	a := &activities.RolloutActivities{Outbound: loopbackAllowed(t), Store: st, Waker: waker}
 	res, err := a.RunRolloutTasks(context.Background(), activities.BatchInput{Tasks: tasks, MaxAttempts: 3, Backoff: 10 * time.Millisecond})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []int64{tasks[0].ID, tasks[1].ID}, res.Done)
@@ -150,7 +151,7 @@ func TestRunRolloutTasksRecoversAfterKilledWorker(t *testing.T) {
 	defer target.Close()
 	defer close(hang)
 	tasks := claimAll(t, st, [2]string{"http", `{"url":"` + target.URL + `"}`})
-	a := &activities.RolloutActivities{Store: st}
+	a := &activities.RolloutActivities{Outbound: loopbackAllowed(t), Store: st}
 
 	killed, kill := context.WithCancel(context.Background())
 	go func() {
@@ -209,4 +210,12 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 	var m dto.Metric
 	require.NoError(t, h.Write(&m))
 	return m.GetHistogram().GetSampleCount()
+}
+
+// loopbackAllowed is the outbound rule with 127.0.0.1 allowed: the tests' endpoints listen
+// there, which the rule refuses otherwise.
+func loopbackAllowed(t *testing.T) outbound.Rule {
+	rule, err := outbound.Parse("127.0.0.1")
+	require.NoError(t, err)
+	return rule
 }

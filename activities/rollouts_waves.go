@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -269,15 +268,19 @@ func truthy(v any) bool {
 	return true
 }
 
+// healthRedirects is how many redirects a health check follows, each to an address the
+// outbound rule allows.
+const healthRedirects = 5
+
 // httpCheck GETs url: a 2xx answer passes. The outbound rule refuses internal addresses
-// (TICKGATE_HTTP_ALLOW) after DNS resolution; an address that cannot be reached is tried
-// again until the timeout.
+// (TICKGATE_HTTP_ALLOW) after DNS resolution, and redirects to them; an address that cannot
+// be reached is tried again until the timeout.
 func (a *RolloutActivities) httpCheck(ctx context.Context, url string, timeout time.Duration) (res store.HealthResult) {
 	res = store.HealthResult{Check: "http", Target: url}
 	defer func() { res.At = time.Now().UTC() }()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	hc := a.HealthHTTP.Client(timeout)
+	hc := a.Outbound.NewClient(outbound.Options{Timeout: timeout, Redirects: healthRedirects})
 	for backoff := 200 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 		req, err := http.NewRequestWithContext(cctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -286,7 +289,7 @@ func (a *RolloutActivities) httpCheck(ctx context.Context, url string, timeout t
 		}
 		resp, err := hc.Do(req)
 		if err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			_, _ = io.Copy(io.Discard, resp.Body) // bounded by the client
 			resp.Body.Close()
 			if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 				res.OK = true
@@ -296,7 +299,7 @@ func (a *RolloutActivities) httpCheck(ctx context.Context, url string, timeout t
 			return res
 		}
 		if errors.Is(err, outbound.ErrRefused) {
-			res.Detail = strings.TrimPrefix(err.Error(), "Get \""+url+"\": ")
+			res.Detail = outbound.Reason(err)
 			return res
 		}
 		select {

@@ -39,6 +39,11 @@ type ScheduleActivities struct {
 	// TaskQueue is tickgate's own task queue, where the delivery workflows of http actions
 	// run.
 	TaskQueue string
+	// Targets is the rule of the workflows a workflow action may start (users', never
+	// tickgate's own: workflows.OwnTargets), judged again at each start: a schedule stored
+	// before the rule, or under another TICKGATE_WORKFLOW_TASK_QUEUES, starts nothing it
+	// refuses.
+	Targets domain.WorkflowTargets
 }
 
 // ScheduleDefinition is a schedule as its workflow needs it.
@@ -391,6 +396,8 @@ func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (
 		}
 		r.WorkflowType, r.TaskQueue, r.Input = HTTPDeliveryWorkflowType, a.TaskQueue, nil
 		args = append(args, delivery)
+	} else if fe := a.Targets.Check(r.WorkflowType, r.TaskQueue); fe != nil {
+		return "", temporal.NewNonRetryableApplicationError("action."+fe.Field+": "+fe.Msg, "RefusedTarget", nil)
 	} else if len(r.Input) > 0 && string(r.Input) != "null" {
 		var input any
 		if err := json.Unmarshal(r.Input, &input); err != nil {

@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,17 +45,23 @@ const (
 // responseStartBytes is how much of an answer's body an attempt records.
 const responseStartBytes = 512
 
-// HTTPDelivery is the input of a delivery workflow: one run of an http action, as it was
-// when its series started.
+// HTTPDelivery is one run of an http action as its delivery workflow acts on it. The
+// workflow's input names the run only — RunID, ScheduleID and Schedule — and is trusted for
+// nothing: the workflow loads the rest by the run's id (LoadHTTPDelivery), which checks that
+// the run belongs to the schedule named and to the workflow delivering it, and each attempt
+// reads the action, its header values and the signing secret again by the run's id
+// (DeliverHTTP). Histories recorded before that change carry the whole delivery in their
+// input, and replay so.
 type HTTPDelivery struct {
 	RunID       int64
 	ScheduleID  int64
 	Schedule    string
-	Key         string // the tick's idempotency key, sent as Idempotency-Key
-	ScheduledAt time.Time
-	Redrive     int `json:",omitempty"` // 0: the run's first series
-	Action      domain.Action
-	Retry       domain.Retry
+	Key         string    `json:",omitempty"` // the tick's idempotency key, sent as Idempotency-Key and webhook-id
+	ScheduledAt time.Time `json:",omitzero"`
+	Redrive     int       `json:",omitempty"` // 0: the run's first series
+	// Action is the schedule's action, its headers by name only.
+	Action domain.Action `json:",omitzero"`
+	Retry  domain.Retry  `json:",omitzero"`
 }
 
 // HTTPAttemptFailure is the detail of a failed attempt's error, which the delivery
@@ -91,13 +96,8 @@ func (d *HTTPDeliveries) client(timeout time.Duration) *http.Client {
 	if c, ok := d.clients.Load(timeout); ok {
 		return c.(*http.Client)
 	}
-	c := d.Outbound.Client(timeout)
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	if t, ok := c.Transport.(*http.Transport); ok {
-		// A burst of deliveries to one receiver shares its connections.
-		t.MaxIdleConnsPerHost = 64
-		t.MaxIdleConns = 256
-	}
+	// A burst of deliveries to one receiver shares its connections.
+	c := d.Outbound.NewClient(outbound.Options{Timeout: timeout, MaxIdleConnsPerHost: 64})
 	actual, _ := d.clients.LoadOrStore(timeout, c)
 	return actual.(*http.Client)
 }
@@ -109,52 +109,78 @@ func (d *HTTPDeliveries) now() time.Time {
 	return time.Now()
 }
 
-// DeliverHTTP makes one attempt of a run's request: signed, carrying the tick's key, sent
-// through the outbound rule. A 2xx is a success; 408, 429, 5xx and no answer are retryable
-// (a Retry-After, in seconds or as an HTTP date, sets the wait before the next attempt);
-// any other answer, and an address the rule refuses, ends the series. Each attempt is
-// recorded (schedule_run_attempts), once.
+// LoadHTTPDelivery reads, by the run's id, the delivery a workflow's input names: the run
+// must belong to the schedule the input names (by id and by name) and to the workflow that
+// asks, and the schedule's action must be an http one. Anything else ends the delivery
+// (ErrHTTPFinal) before a request is made: an input another user of the namespace forged
+// gets nothing signed.
+func (d *HTTPDeliveries) LoadHTTPDelivery(ctx context.Context, ref HTTPDelivery) (HTTPDelivery, error) {
+	t, err := d.target(ctx, ref)
+	if err != nil {
+		return HTTPDelivery{}, err
+	}
+	retry, err := domain.NormalizeRetry(t.Retry, domain.ActionHTTP)
+	if err != nil {
+		return HTTPDelivery{}, d.final(0, 0, "retry: "+err.Error())
+	}
+	return HTTPDelivery{
+		RunID: t.RunID, ScheduleID: t.ScheduleID, Schedule: t.Schedule, Key: t.Key, ScheduledAt: t.ScheduledAt,
+		Redrive: t.Redrive, Action: t.Action, Retry: *retry,
+	}, nil
+}
+
+// target reads what a delivery of the run in names sends, and checks that it belongs
+// together (LoadHTTPDelivery).
+func (d *HTTPDeliveries) target(ctx context.Context, in HTTPDelivery) (store.HTTPDeliveryTarget, error) {
+	t, err := d.Store.HTTPDeliveryOf(ctx, in.RunID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return t, d.final(0, 0, fmt.Sprintf("run %d does not exist (its schedule was deleted)", in.RunID))
+	case err != nil:
+		return t, err // the database: tried again, nothing was sent
+	case t.ScheduleID != in.ScheduleID || t.Schedule != in.Schedule:
+		return t, d.final(0, 0, fmt.Sprintf("run %d belongs to schedule %q, not to %q (%d): not delivered", in.RunID, t.Schedule, in.Schedule, in.ScheduleID))
+	case t.WorkflowID != activity.GetInfo(ctx).WorkflowExecution.ID:
+		return t, d.final(0, 0, fmt.Sprintf("run %d is delivered by %s, not by %s: not delivered", in.RunID, t.WorkflowID, activity.GetInfo(ctx).WorkflowExecution.ID))
+	case t.Action.Kind != domain.ActionHTTP:
+		return t, d.final(0, 0, fmt.Sprintf("schedule %q has a %s action now, not an http one", t.Schedule, t.Action.Kind))
+	case len(t.Secrets) == 0:
+		return t, d.final(0, 0, fmt.Sprintf("schedule %q has no signing secret (rotate it: POST /schedules/{name}/secret)", t.Schedule))
+	}
+	return t, nil
+}
+
+// DeliverHTTP makes one attempt of a run's request: the action, its header values and the
+// signing secrets read again by the run's id (never from the input, which names the run),
+// signed the Standard Webhooks way with the tick's key as webhook-id and Idempotency-Key,
+// sent through the outbound rule. A 2xx is a success; 408, 429, 5xx and no answer are
+// retryable (a Retry-After, in seconds or as an HTTP date, sets the wait before the next
+// attempt); any other answer, and an address the rule refuses, ends the series. Each attempt
+// is recorded (schedule_run_attempts), once.
 func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTPDelivered, error) {
 	info := activity.GetInfo(ctx)
 	attempt := int(info.Attempt)
-	rec := store.RunAttempt{RunID: in.RunID, WorkflowID: info.WorkflowExecution.ID, Attempt: int32(attempt), Redrive: int32(in.Redrive)}
-	secret, err := d.Store.ScheduleSecret(ctx, in.ScheduleID)
-	if errors.Is(err, store.ErrNotFound) {
-		return HTTPDelivered{}, d.final(in, attempt, 0, "the schedule was deleted, or has no signing secret (rotate it: POST /schedules/{name}/secret)")
-	}
+	t, err := d.target(ctx, in)
 	if err != nil {
-		return HTTPDelivered{}, err // the database: tried again, nothing was sent
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			return HTTPDelivered{}, d.final(attempt, 0, app.Message())
+		}
+		return HTTPDelivered{}, err
 	}
-	body, contentType := in.Action.HTTPBody()
+	rec := store.RunAttempt{RunID: t.RunID, WorkflowID: info.WorkflowExecution.ID, Attempt: int32(attempt), Redrive: int32(t.Redrive)}
 	sent := d.now()
 	rec.StartedAt = sent
-	req, err := http.NewRequestWithContext(ctx, in.Action.Method, in.Action.URL, bytes.NewReader(body))
+	req, err := DeliveryRequest(ctx, t, attempt, sent)
 	if err != nil {
-		return HTTPDelivered{}, d.finish(ctx, rec, in, 0, store.AttemptFinal, "action.url: "+err.Error(), "", 0)
+		return HTTPDelivered{}, d.finish(ctx, rec, 0, store.AttemptFinal, err.Error(), "", 0)
 	}
-	if len(body) == 0 {
-		req.Body, req.ContentLength = http.NoBody, 0
-	}
-	for k, v := range in.Action.Headers {
-		req.Header.Set(k, v)
-	}
-	if contentType != "" && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", "tickgate")
-	}
-	req.Header.Set(domain.IdempotencyKeyHeader, in.Key)
-	req.Header.Set(domain.ScheduleHeader, in.Schedule)
-	req.Header.Set(domain.ScheduledAtHeader, in.ScheduledAt.UTC().Format(time.RFC3339Nano))
-	req.Header.Set(domain.AttemptHeader, strconv.Itoa(attempt))
-	req.Header.Set(domain.SignatureHeader, domain.HTTPSignature(secret, sent, body))
 
 	// The outbound rule is checked on the address each connection is made to, after DNS
 	// resolution: a name (localhost among them) that resolves to an address it refuses is
 	// refused here, whatever the URL looked like when the schedule was created.
 	began := time.Now()
-	resp, err := d.client(time.Duration(in.Action.Timeout)).Do(req)
+	resp, err := d.client(time.Duration(t.Action.Timeout)).Do(req)
 	latency := time.Since(began)
 	rec.LatencyMs = latency.Milliseconds()
 	if err != nil {
@@ -162,44 +188,30 @@ func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTP
 			return HTTPDelivered{}, ctx.Err() // cancelled (overlap cancel_other) or timed out: Temporal decides
 		}
 		if errors.Is(err, outbound.ErrRefused) {
-			return HTTPDelivered{}, d.refused(ctx, rec, in, err)
+			return HTTPDelivered{}, d.finish(ctx, rec, 0, store.AttemptFinal, "action.url: "+outbound.Reason(err), "", 0)
 		}
-		return HTTPDelivered{}, d.finish(ctx, rec, in, 0, store.AttemptRetryable, "no answer: "+err.Error(), "", 0)
+		return HTTPDelivered{}, d.finish(ctx, rec, 0, store.AttemptRetryable, "no answer: "+err.Error(), "", 0)
 	}
 	start, _ := io.ReadAll(io.LimitReader(resp.Body, responseStartBytes))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_, _ = io.Copy(io.Discard, resp.Body) // bounded by the client
 	_ = resp.Body.Close()
 	code := resp.StatusCode
 	what := fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
 	switch {
 	case code >= 200 && code <= 299:
-		return HTTPDelivered{Attempt: attempt, StatusCode: code}, d.finish(ctx, rec, in, code, store.AttemptSucceeded, "", textOf(start), 0)
+		return HTTPDelivered{Attempt: attempt, StatusCode: code}, d.finish(ctx, rec, code, store.AttemptSucceeded, "", textOf(start), 0)
 	case domain.RetryableHTTPStatus(code):
 		wait := retryAfter(resp.Header.Get("Retry-After"), d.now())
-		return HTTPDelivered{}, d.finish(ctx, rec, in, code, store.AttemptRetryable, what, textOf(start), wait)
+		return HTTPDelivered{}, d.finish(ctx, rec, code, store.AttemptRetryable, what, textOf(start), wait)
 	case code >= 300 && code <= 399:
 		what += " (a redirect, which is not followed: give the final URL)"
 	}
-	return HTTPDelivered{}, d.finish(ctx, rec, in, code, store.AttemptFinal, what, textOf(start), 0)
-}
-
-// refused ends the series of a request the outbound rule refuses, naming action.url.
-func (d *HTTPDeliveries) refused(ctx context.Context, rec store.RunAttempt, in HTTPDelivery, err error) error {
-	return d.finish(ctx, rec, in, 0, store.AttemptFinal, "action.url: "+refusalOf(err), "", 0)
-}
-
-// refusalOf is the outbound rule's own words, without the transport's wrapping.
-func refusalOf(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, outbound.ErrRefused.Error()); i >= 0 {
-		return msg[i:]
-	}
-	return msg
+	return HTTPDelivered{}, d.finish(ctx, rec, code, store.AttemptFinal, what, textOf(start), 0)
 }
 
 // finish records the attempt and answers its outcome: nil for a success, else the error
 // that tells Temporal whether (and when) to try again.
-func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, in HTTPDelivery, code int, outcome, what, start string, wait time.Duration) error {
+func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, code int, outcome, what, start string, wait time.Duration) error {
 	rec.Outcome, rec.Error, rec.ResponseStart = outcome, what, start
 	if code != 0 {
 		c := int32(code)
@@ -212,7 +224,7 @@ func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, in HT
 	if err := d.Store.RecordAttempt(context.WithoutCancel(ctx), rec); err != nil {
 		// The request was sent (or refused) all the same: its outcome stands, and a
 		// database that failed here must not make a delivered request be sent again.
-		slog.Warn("record an http attempt", "run", in.RunID, "attempt", rec.Attempt, "error", err)
+		slog.Warn("record an http attempt", "run", rec.RunID, "attempt", rec.Attempt, "error", err)
 	}
 	if outcome == store.AttemptSucceeded {
 		return nil
@@ -229,7 +241,7 @@ func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, in HT
 }
 
 // final ends the series before anything was sent.
-func (d *HTTPDeliveries) final(in HTTPDelivery, attempt, code int, msg string) error {
+func (d *HTTPDeliveries) final(attempt, code int, msg string) error {
 	return temporal.NewApplicationErrorWithOptions(msg, ErrHTTPFinal, temporal.ApplicationErrorOptions{
 		NonRetryable: true, Details: []any{HTTPAttemptFailure{Attempt: attempt, StatusCode: code}},
 	})
@@ -291,7 +303,9 @@ func RunStart(schedule string, act domain.Action, retry *domain.Retry) StartRun 
 	return s
 }
 
-// httpDelivery is the delivery workflow's input for the run of an http action r starts.
+// httpDelivery is the delivery workflow's input for the run of an http action r starts:
+// the run, by id, and its schedule. The workflow reads everything else by the run's id
+// (LoadHTTPDelivery).
 func (a *ScheduleActivities) httpDelivery(ctx context.Context, r StartRun) (HTTPDelivery, error) {
 	if r.RunID == 0 {
 		return HTTPDelivery{}, temporal.NewNonRetryableApplicationError("an http action's start names no run", "BadInput", nil)
@@ -300,14 +314,7 @@ func (a *ScheduleActivities) httpDelivery(ctx context.Context, r StartRun) (HTTP
 	if err != nil {
 		return HTTPDelivery{}, fmt.Errorf("the run of %s: %w", r.WorkflowID, err)
 	}
-	retry, err := domain.NormalizeRetry(r.Retry, domain.ActionHTTP)
-	if err != nil {
-		return HTTPDelivery{}, temporal.NewNonRetryableApplicationError("retry: "+err.Error(), "BadInput", err)
-	}
-	return HTTPDelivery{
-		RunID: run.ID, ScheduleID: run.ScheduleID, Schedule: r.Schedule, Key: run.IdempotencyKey, ScheduledAt: run.ScheduledAt.UTC(),
-		Redrive: int(run.Redrives), Action: *r.HTTP, Retry: *retry,
-	}, nil
+	return HTTPDelivery{RunID: run.ID, ScheduleID: run.ScheduleID, Schedule: r.Schedule}, nil
 }
 
 // WorkflowRetryPolicy is the Temporal retry policy of a schedule's retry policy.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -43,7 +44,8 @@ func (s *Server) maybePrune() {
 }
 
 // idempotency makes a POST carrying Idempotency-Key run once per (token, key, path): the
-// first successful (2xx) answer is stored and returned again for the same request; a
+// first successful (2xx) answer is stored and returned again for the same request (an
+// answer that showed a secret is stored without it, showsSecret); a
 // request with the same key but another body is refused (422), and one arriving while the
 // first is still running gets 409. A 4xx or 5xx answer changed nothing and is not kept, so
 // bad input leaves no row behind and the client may retry (or correct) under the same key.
@@ -118,6 +120,23 @@ func (s *Server) keyedRequest(c echo.Context) (*keyedRequest, error) {
 	return &keyedRequest{key: store.IdempotencyKey{TokenID: p.TokenID, Key: key, Method: req.Method, Path: req.URL.Path}, hash: sum[:]}, nil
 }
 
+// secretAnswerKey holds, for an answer that shows a secret (showsSecret), the answer a
+// replay of its request gets instead.
+const secretAnswerKey = "tickgate.secret-answer"
+
+// showsSecret marks the answer being written as one that shows a secret (a signing secret,
+// shown once): it is Cache-Control: no-store, and the idempotency cache keeps replay — the
+// same answer without the secret, saying it was shown once — in its place, so that a
+// secret is never stored there nor shown twice.
+func showsSecret(c echo.Context, replay any) {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	b, err := json.Marshal(replay)
+	if err != nil {
+		b = []byte(`{}`)
+	}
+	c.Set(secretAnswerKey, b)
+}
+
 // replayed writes a stored first answer again.
 func replayed(c echo.Context, stored *store.StoredResponse) error {
 	c.Response().Header().Set(ReplayedHeader, "true")
@@ -176,8 +195,12 @@ func (s *Server) runIdempotent(c echo.Context, kr *keyedRequest, next echo.Handl
 		}
 		return nil
 	}
+	body := rec.body.Bytes()
+	if replay, ok := c.Get(secretAnswerKey).([]byte); ok {
+		body = replay // the answer showed a secret: what is kept is the answer without it
+	}
 	if err := s.Store.FinishIdempotent(sctx, k, store.StoredResponse{
-		Status: status, ContentType: c.Response().Header().Get(echo.HeaderContentType), Body: rec.body.Bytes(),
+		Status: status, ContentType: c.Response().Header().Get(echo.HeaderContentType), Body: body,
 	}); err != nil {
 		s.Logf("api: %v", err)
 	}

@@ -192,6 +192,9 @@ func (s *Server) createRollout(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkExecutorURLs(tasks); err != nil {
+		return err
+	}
 	if err := s.validateStrategy(req.Strategy, tasks); err != nil {
 		return err
 	}
@@ -211,6 +214,25 @@ func (s *Server) createRollout(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, view)
+}
+
+// checkExecutorURLs refuses an http executor's URL that names an address the outbound rule
+// refuses (TICKGATE_HTTP_ALLOW), as an http action's is: the worker would refuse it again
+// at the call.
+func (s *Server) checkExecutorURLs(tasks []store.NewTaskRun) error {
+	for i, t := range tasks {
+		if t.Executor != domain.ExecutorHTTP {
+			continue
+		}
+		var p domain.HTTPPayload
+		if err := json.Unmarshal(t.Payload, &p); err != nil {
+			return BadRequest(fmt.Sprintf("tasks[%d].payload", i), "%v", err)
+		}
+		if err := s.HTTPAllow.CheckURL(p.URL); err != nil {
+			return BadRequest(fmt.Sprintf("tasks[%d].payload.url", i), "%v", err)
+		}
+	}
+	return nil
 }
 
 func (s *Server) kickPromoter(ctx context.Context) {

@@ -20,6 +20,7 @@ import (
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/internal/version"
@@ -193,6 +194,10 @@ func TestRolloutOperations(t *testing.T) {
 	t.Cleanup(hook.Close)
 	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
 		c.SQLTargets = map[string]string{"target": targetURL}
+		// The hook listens on loopback, which the outbound rule refuses unless listed.
+		rule, err := outbound.Parse("127.0.0.1")
+		require.NoError(t, err)
+		c.HTTPAllow = rule
 	}})
 	ctx := context.Background()
 

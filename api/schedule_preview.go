@@ -40,7 +40,7 @@ func (s *Server) previewSchedule(c echo.Context) error {
 		req.Name = "preview"
 	}
 	now := s.Now().UTC()
-	spec, pol, err := req.validate(now, s.HTTPAllow)
+	spec, pol, err := s.validateSchedule(&req, now)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,8 @@ func (s *Server) previewSchedule(c echo.Context) error {
 	if len(missing) > 0 {
 		return unknownCalendars(&store.UnknownCalendarsError{Names: missing}, "spec.exclude_calendars")
 	}
+	action, _ := req.Action.SplitHeaders() // the values are write-only: names only, as stored
 	return c.JSON(http.StatusOK, PreviewView{
-		Spec: spec.Spec, Policies: pol, Action: req.Action, Retry: req.Retry, Description: spec.Describe(), NextFireTimes: spec.NextNOutside(now, previewFires, cals),
+		Spec: spec.Spec, Policies: pol, Action: action, Retry: req.Retry, Description: spec.Describe(), NextFireTimes: spec.NextNOutside(now, previewFires, cals),
 	})
 }

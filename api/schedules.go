@@ -235,6 +235,43 @@ func (req *CreateScheduleRequest) validate(now time.Time, rule outbound.Rule) (*
 	return spec, pol, nil
 }
 
+// validateSchedule checks a create request (validate) against this server's rules too: a
+// workflow action may start users' workflows only, never tickgate's own types or task
+// queues (workflowTargets).
+func (s *Server) validateSchedule(req *CreateScheduleRequest, now time.Time) (*schedulespec.Compiled, SchedulePolicies, error) {
+	spec, pol, err := req.validate(now, s.HTTPAllow)
+	if err != nil {
+		return spec, pol, err
+	}
+	if err := s.checkWorkflowTarget(req.Action); err != nil {
+		return spec, pol, err
+	}
+	return spec, pol, nil
+}
+
+// workflowTargets is the rule of the workflows a workflow action may start, with this
+// server's task queue and TICKGATE_WORKFLOW_TASK_QUEUES.
+func (s *Server) workflowTargets() domain.WorkflowTargets {
+	queue := ""
+	if s.Starter != nil {
+		queue = s.Starter.TaskQueue
+	}
+	return workflows.OwnTargets(queue, s.WorkflowTaskQueues)
+}
+
+// checkWorkflowTarget refuses a workflow action that names one of tickgate's own workflow
+// types or task queues (or a queue TICKGATE_WORKFLOW_TASK_QUEUES does not list), naming
+// the field.
+func (s *Server) checkWorkflowTarget(act domain.Action) error {
+	if act.Kind != domain.ActionWorkflow {
+		return nil
+	}
+	if fe := s.workflowTargets().Check(act.WorkflowType, act.TaskQueue); fe != nil {
+		return BadRequest("action."+fe.Field, "%s", fe.Msg)
+	}
+	return nil
+}
+
 // fieldProblem is a 400 naming a domain.FieldError's field under prefix (either may be
 // empty); another error is a 400 naming prefix.
 func fieldProblem(prefix string, err error) error {
@@ -273,8 +310,11 @@ func (s *Server) createSchedule(c echo.Context) error {
 		return err
 	}
 	now := s.Now().UTC()
-	spec, pol, err := req.validate(now, s.HTTPAllow)
+	spec, pol, err := s.validateSchedule(&req, now)
 	if err != nil {
+		return err
+	}
+	if _, err := headerValues(req.Action, nil); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -298,16 +338,30 @@ func (s *Server) createSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, CreatedScheduleView{ScheduleView: scheduleView(row), SigningSecret: newRow.SigningSecret})
+	return answerCreated(c, http.StatusCreated, CreatedScheduleView{ScheduleView: scheduleView(row), SigningSecret: newRow.SigningSecret})
+}
+
+// answerCreated answers a create or an update; one that shows a signing secret is kept for
+// a replay without it (showsSecret).
+func answerCreated(c echo.Context, status int, v CreatedScheduleView) error {
+	if v.SigningSecret != "" {
+		replay := v
+		replay.SigningSecret, replay.SigningSecretNote = "", secretShownOnce
+		showsSecret(c, replay)
+	}
+	return c.JSON(status, v)
 }
 
 // NewScheduleRow is the row of a new schedule: at rest, its ticks counted from now, with the
 // planner's first look at it (scheduleplan: its first fires armed ahead, or its workflow
 // woken before its first fire). Creating a schedule makes no call to Temporal. An http
-// action's row carries a new signing secret, inserted with it.
+// action's row carries a new signing secret and its header values, inserted with it apart
+// from the action, which names its headers only.
 func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol SchedulePolicies, now time.Time) store.NewSchedule {
 	specJSON, _ := json.Marshal(spec.Spec)
-	actionJSON, _ := json.Marshal(req.Action)
+	storedAction, values := req.Action.SplitHeaders()
+	req.Action = storedAction
+	actionJSON, _ := json.Marshal(storedAction)
 	var retryJSON []byte
 	if req.Retry != nil {
 		retryJSON, _ = json.Marshal(req.Retry)
@@ -325,6 +379,7 @@ func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol 
 	}
 	if req.Action.Kind == domain.ActionHTTP {
 		row.SigningSecret = newSigningSecret()
+		row.HeaderValues = headerValuesJSON(values)
 	}
 	row.MaxConcurrent, row.OverlapWhenFull = capColumns(pol)
 	if row.MaxConcurrent != nil {
@@ -818,11 +873,29 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	if req.Spec != nil && req.Spec.At == nil && req.AfterCompletion == nil {
 		create.AfterCompletion = "" // a spec that is not one-time any more does not complete
 	}
-	spec, pol, err := create.validate(s.Now().UTC(), s.HTTPAllow)
+	spec, pol, err := s.validateSchedule(&create, s.Now().UTC())
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
+	// The header values are write-only: an action given anew keeps the stored value of each
+	// header it names in header_names without giving a value (headerValues).
+	var values, storedValues map[string]string
+	if req.Action != nil && cur.Action.Kind == domain.ActionHTTP {
+		if storedValues, err = s.Store.ScheduleHeaderValues(ctx, row.Name); err != nil {
+			return err
+		}
+	}
+	if req.Action != nil && create.Action.Kind == domain.ActionHTTP {
+		if values, err = headerValues(create.Action, storedValues); err != nil {
+			return err
+		}
+	}
+	create.Action, _ = create.Action.SplitHeaders()
 	changes := definitionChanges(cur, spec.Spec, create.Action, pol, create.Labels)
+	if req.Action != nil {
+		changes = append(changes, headerValueChanges(storedValues, values)...)
+	}
 	specJSON, _ := json.Marshal(spec.Spec)
 	actionJSON, _ := json.Marshal(create.Action)
 	var retryJSON []byte
@@ -834,7 +907,6 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	if create.Action.Kind == domain.ActionHTTP && cur.Action.Kind != domain.ActionHTTP {
 		secret = newSigningSecret()
 	}
-	ctx := c.Request().Context()
 	// An opt-in at the cap is refused before anything changes.
 	if req.Metrics != nil && *req.Metrics && !row.Metrics {
 		n, err := s.Store.CountSchedulesWithMetrics(ctx)
@@ -848,7 +920,7 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	change := store.ScheduleChange{
 		Name: row.Name, ExpectedVersion: expected, Spec: specJSON, Action: actionJSON, Overlap: pol.Overlap,
 		CatchupWindowMs: time.Duration(pol.CatchupWindow).Milliseconds(), SkipIfSuccessful: pol.SkipIfSuccessful,
-		Retry: retryJSON, SigningSecret: secret,
+		Retry: retryJSON, SigningSecret: secret, SetHeaderValues: req.Action != nil, HeaderValues: headerValuesJSON(values),
 		AfterCompletion: afterCompletion(create, spec), Calendars: spec.Spec.ExcludeCalendars,
 		Labels:  labelsJSON(create.Labels),
 		History: &store.HistoryEntry{Kind: domain.HistoryUpdate, Actor: PrincipalOf(c).Name(), Door: domain.DoorAPI, Changes: changes},
@@ -881,7 +953,7 @@ func (s *Server) updateSchedule(c echo.Context) error {
 		}
 	}
 	c.Response().Header().Set("ETag", etag(updated.Version))
-	return c.JSON(http.StatusOK, CreatedScheduleView{ScheduleView: scheduleView(updated), SigningSecret: secret})
+	return answerCreated(c, http.StatusOK, CreatedScheduleView{ScheduleView: scheduleView(updated), SigningSecret: secret})
 }
 
 func (s *Server) rescheduleSchedule(c echo.Context) error {
@@ -958,6 +1030,15 @@ func (s *Server) triggerSchedule(c echo.Context) error {
 	cmd := workflows.TriggerRequest{RequestID: c.Request().Header.Get("Idempotency-Key"), Overlap: req.Overlap, Input: req.Input}
 	target, err := commandTarget(row)
 	if err != nil {
+		return err
+	}
+	var act ScheduleAction
+	if err := json.Unmarshal(row.Action, &act); err != nil {
+		return err
+	}
+	// A schedule stored before the rule of workflow targets (or under another
+	// TICKGATE_WORKFLOW_TASK_QUEUES) is refused here too; its fires fail at their start.
+	if err := s.checkWorkflowTarget(act); err != nil {
 		return err
 	}
 	if r := workflows.CheckTrigger(cmd, target); r != nil {

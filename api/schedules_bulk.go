@@ -28,8 +28,10 @@ type BulkCreatedItem struct {
 	Status   string       `json:"status"`
 	Schedule ScheduleView `json:"schedule"`
 	// SigningSecret is a created http schedule's signing secret, shown this once (a
-	// schedule that "exists" keeps its own, not shown again).
-	SigningSecret string `json:"signing_secret,omitempty"`
+	// schedule that "exists" keeps its own, not shown again; a replay of the request says
+	// so in SigningSecretNote).
+	SigningSecret     string `json:"signing_secret,omitempty"`
+	SigningSecretNote string `json:"signing_secret_note,omitempty"`
 }
 
 // BulkCreateView answers a bulk create, in the order of the request's items.
@@ -62,7 +64,10 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 		if item.Metrics {
 			return BadRequest(field+".metrics", "a bulk create does not take series of a schedule's own: set them with PATCH")
 		}
-		spec, pol, err := item.validate(now, s.HTTPAllow)
+		spec, pol, err := s.validateSchedule(item, now)
+		if err == nil {
+			_, err = headerValues(item.Action, nil)
+		}
 		if err != nil {
 			return prefixProblem(field, err)
 		}
@@ -102,6 +107,18 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 	status := http.StatusOK
 	if len(res.Created) > 0 {
 		status = http.StatusCreated
+	}
+	replay := BulkCreateView{Items: make([]BulkCreatedItem, len(out.Items))}
+	shows := false
+	for i, item := range out.Items {
+		replay.Items[i] = item
+		if item.SigningSecret != "" {
+			shows = true
+			replay.Items[i].SigningSecret, replay.Items[i].SigningSecretNote = "", secretShownOnce
+		}
+	}
+	if shows {
+		showsSecret(c, replay)
 	}
 	return c.JSON(status, out)
 }

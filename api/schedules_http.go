@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/outbound"
+	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -28,18 +28,37 @@ func (s *Server) registerHTTPAction(g *echo.Group) {
 }
 
 // CreatedScheduleView answers a create: the schedule, and for an http action its signing
-// secret, shown this once.
+// secret, shown this once. The same request replayed by its Idempotency-Key answers the
+// schedule without the secret, and says so in SigningSecretNote.
 type CreatedScheduleView struct {
 	ScheduleView
-	SigningSecret string `json:"signing_secret,omitempty"`
+	SigningSecret     string `json:"signing_secret,omitempty"`
+	SigningSecretNote string `json:"signing_secret_note,omitempty"`
 }
 
-// SecretView answers a rotation: the new signing secret, shown this once.
+// SecretView answers a rotation: the new signing secret, shown this once (a replay of the
+// request says so in SigningSecretNote instead), and until when the old one signs too.
 type SecretView struct {
-	Name          string    `json:"name"`
-	SigningSecret string    `json:"signing_secret"`
-	RotatedAt     time.Time `json:"rotated_at"`
+	Name               string     `json:"name"`
+	SigningSecret      string     `json:"signing_secret,omitempty"`
+	SigningSecretNote  string     `json:"signing_secret_note,omitempty"`
+	RotatedAt          time.Time  `json:"rotated_at"`
+	PreviousValidUntil *time.Time `json:"previous_valid_until"`
 }
+
+// RotateSecretRequest is the (optional) body of POST /schedules/{name}/secret.
+type RotateSecretRequest struct {
+	// Grace keeps the old secret signing, beside the new one, for this long (0: it stops
+	// at once), so that receivers can move to the new one without refusing a request.
+	Grace schedulespec.Duration `json:"grace,omitempty"`
+}
+
+// MaxSecretGrace is the longest grace period of a rotation.
+const MaxSecretGrace = 7 * 24 * time.Hour
+
+// secretShownOnce is what a replayed answer says in place of the secret it showed.
+const secretShownOnce = "the signing secret was shown once, in the first answer to this request, and is not kept: " +
+	"rotate it (POST /schedules/{name}/secret) if it was lost"
 
 // AttemptView is one delivery attempt of an http action's run.
 type AttemptView struct {
@@ -68,12 +87,46 @@ type RedriveView struct {
 	RequestedAt        time.Time `json:"requested_at"`
 }
 
-// newSigningSecret is a fresh signing secret: 32 random bytes, in hex, after a prefix that
-// says what it is.
+// newSigningSecret is a fresh signing secret, the Standard Webhooks way: whsec_ and the
+// base64 of 32 random bytes.
 func newSigningSecret() string {
-	b := make([]byte, 32)
+	b := make([]byte, domain.NewSigningKeyBytes)
 	_, _ = rand.Read(b)
-	return domain.SigningSecretPrefix + hex.EncodeToString(b)
+	return domain.SigningSecret(b)
+}
+
+// headerValues are the values of an http action's own headers after a create or an update:
+// those the action gives (headers), and for each name it lists in header_names without a
+// value, the value stored (stored: nil for a create, which has none). A name with no value
+// either way is a 400 naming it.
+func headerValues(act domain.Action, stored map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	for i, name := range act.HeaderNames {
+		if _, given := act.Headers[name]; given {
+			continue
+		}
+		v, ok := stored[name]
+		if !ok {
+			if stored == nil {
+				return nil, BadRequest(fmt.Sprintf("action.header_names[%d]", i), "%q has no stored value to keep: a create gives each header's value in action.headers", name)
+			}
+			return nil, BadRequest(fmt.Sprintf("action.header_names[%d]", i), "%q has no stored value to keep: give its value in action.headers", name)
+		}
+		out[name] = v
+	}
+	for name, v := range act.Headers {
+		out[name] = v
+	}
+	return out, nil
+}
+
+// headerValuesJSON is the values as the store keeps them (nil: none).
+func headerValuesJSON(values map[string]string) []byte {
+	if len(values) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(values)
+	return b
 }
 
 // validateRetry checks a schedule's retry policy against its action (normalized, the
@@ -104,16 +157,21 @@ func checkOutbound(act domain.Action, rule outbound.Rule) error {
 	return nil
 }
 
-// rotateScheduleSecret gives an http schedule a new signing secret and shows it, once.
-// Requests signed from then on use it; an attempt in flight may still carry the old one.
+// rotateScheduleSecret gives an http schedule a new signing secret and shows it, once. The
+// old one may go on signing beside it for a grace period; the rotation is recorded in the
+// schedule's history (never the secret). Requests signed from then on carry the new one; an
+// attempt in flight may still carry the old one.
 func (s *Server) rotateScheduleSecret(c echo.Context) error {
 	row, err := s.scheduleByName(c)
 	if err != nil {
 		return err
 	}
-	var req struct{}
+	var req RotateSecretRequest
 	if err := Decode(c, &req, true); err != nil {
 		return err
+	}
+	if d := time.Duration(req.Grace); d < 0 || d > MaxSecretGrace {
+		return BadRequest("grace", "want a duration from 0 to %s such as \"24h\", got %s", MaxSecretGrace, d)
 	}
 	var act domain.Action
 	if err := json.Unmarshal(row.Action, &act); err != nil {
@@ -123,13 +181,23 @@ func (s *Server) rotateScheduleSecret(c echo.Context) error {
 		return Conflict("action.kind", "schedule %q has a %s action: only an http action's requests are signed", row.Name, act.Kind)
 	}
 	secret := newSigningSecret()
-	if err := s.Store.SetScheduleSecret(c.Request().Context(), row.Name, secret); err != nil {
+	rot := store.SecretRotation{Schedule: row.Name, Secret: secret, Actor: PrincipalOf(c).Name(), Door: domain.DoorAPI}
+	if req.Grace > 0 {
+		until := s.Now().UTC().Add(time.Duration(req.Grace)).Truncate(time.Microsecond)
+		rot.GraceUntil = &until
+	}
+	at, err := s.Store.RotateScheduleSecret(c.Request().Context(), rot)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return NotFound("no schedule named %q", row.Name)
 		}
 		return err
 	}
-	return c.JSON(http.StatusOK, SecretView{Name: row.Name, SigningSecret: secret, RotatedAt: s.Now().UTC()})
+	view := SecretView{Name: row.Name, SigningSecret: secret, RotatedAt: at, PreviousValidUntil: rot.GraceUntil}
+	replay := view
+	replay.SigningSecret, replay.SigningSecretNote = "", secretShownOnce
+	showsSecret(c, replay)
+	return c.JSON(http.StatusOK, view)
 }
 
 // redriveRun delivers a FAILED run of an http or workflow action again: the same tick key,

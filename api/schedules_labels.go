@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -215,6 +216,23 @@ func (s *Server) scheduleHistory(c echo.Context) error {
 	return listPage(c, idCursor, func(ctx context.Context, before int64, limit int) ([]store.ScheduleHistoryEntry, error) {
 		return s.Store.ScheduleHistory(ctx, row.ID, before, limit)
 	}, historyView, func(h store.ScheduleHistoryEntry) int64 { return h.ID })
+}
+
+// headerValueChanges tells, by name only, which of an http action's header values an update
+// changed (set anew, or given a new value): the history never holds a value.
+func headerValueChanges(before, after map[string]string) []store.FieldChange {
+	var changed []string
+	for name, v := range after {
+		if old, ok := before[name]; !ok || old != v {
+			changed = append(changed, name)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	slices.Sort(changed)
+	to, _ := json.Marshal(changed)
+	return []store.FieldChange{{Field: "action.header_values", From: json.RawMessage(`null`), To: to}}
 }
 
 // definitionChanges lists what an update changes of a schedule as cur shows it: each field

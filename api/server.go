@@ -47,6 +47,9 @@ type Server struct {
 	// HTTPAllow is the outbound rule an HTTP action's or a health check's URL must pass
 	// (TICKGATE_HTTP_ALLOW).
 	HTTPAllow outbound.Rule
+	// WorkflowTaskQueues, when set (TICKGATE_WORKFLOW_TASK_QUEUES), are the only task queues
+	// a schedule's workflow action may name; tickgate's own (Starter.TaskQueue) never.
+	WorkflowTaskQueues []string
 	// TraceURL is the trace viewer's address of a trace, with {trace_id} in it
 	// (TICKGATE_TRACE_URL_TEMPLATE): the dashboard links each run that recorded a trace to
 	// it. Empty: no links.

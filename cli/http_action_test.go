@@ -21,7 +21,7 @@ func TestCLIHTTPAction(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{NoWorker: true})
 	admin := st.AdminToken
-	secret := regexp.MustCompile(`signing_secret\s+(tgs_[0-9a-f]{64})`)
+	secret := regexp.MustCompile(`signing_secret\s+(whsec_[A-Za-z0-9+/]{43}=)`)
 
 	r := run(t, st, admin, "schedule", "create", "hooked", "--interval", "1h", "--url", "https://example.com/hook",
 		"--header", "X-Team=billing", "--body", `{"a":1}`, "--max-attempts", "5", "--max-age", "1h")

@@ -3,11 +3,13 @@ package domain
 // HistoryKind is what a schedule's history entry tells of (schedule_history.kind).
 type HistoryKind string
 
-// History kinds: the paused state changed (pause, resume), or the definition did (update).
+// History kinds: the paused state changed (pause, resume), the definition did (update), or
+// the http action's signing secret was rotated (rotate_secret: never the secret itself).
 const (
-	HistoryPause  HistoryKind = "pause"
-	HistoryResume HistoryKind = "resume"
-	HistoryUpdate HistoryKind = "update"
+	HistoryPause        HistoryKind = "pause"
+	HistoryResume       HistoryKind = "resume"
+	HistoryUpdate       HistoryKind = "update"
+	HistoryRotateSecret HistoryKind = "rotate_secret"
 )
 
 // Door is how a command reached a schedule (schedule_history.door): an edit through the API,

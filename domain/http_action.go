@@ -31,21 +31,54 @@ const (
 var HTTPMethods = []string{"POST", "PUT", "PATCH", "DELETE", "GET"}
 
 // Headers every request of an http action carries, set by tickgate: an action's own
-// headers may not name them (nor any other Tickgate-* header).
+// headers may not name them (nor any other Tickgate-* or webhook-* header). The signature
+// headers are Standard Webhooks' (domain/webhook_signature.go).
 const (
 	IdempotencyKeyHeader = "Idempotency-Key"
-	SignatureHeader      = "Tickgate-Signature"
 	ScheduleHeader       = "Tickgate-Schedule"
 	AttemptHeader        = "Tickgate-Attempt"
 	ScheduledAtHeader    = "Tickgate-Scheduled-At"
 )
 
 // reservedHeaders are set by tickgate or by the HTTP client itself.
-var reservedHeaders = []string{IdempotencyKeyHeader, "Content-Length", "Host", "Transfer-Encoding", "Connection", "Te", "Trailer", "Upgrade"}
+var reservedHeaders = []string{IdempotencyKeyHeader, "Content-Length", "Host", "Transfer-Encoding", "Connection", "Te", "Trailer", "Upgrade",
+	WebhookIDHeader, WebhookTimestampHeader, WebhookSignatureHeader}
 
 // hasHTTP reports whether any field of the http action is set.
 func (a *Action) hasHTTP() bool {
-	return a.URL != "" || a.Method != "" || len(a.Headers) > 0 || len(a.Body) > 0 || a.Timeout != 0
+	return a.URL != "" || a.Method != "" || len(a.Headers) > 0 || len(a.HeaderNames) > 0 || len(a.Body) > 0 || a.Timeout != 0
+}
+
+// SplitHeaders is the action as it is stored and shown — its headers by name only, sorted —
+// and the values of the headers it gives, which are stored apart (nil when none). Names
+// already in HeaderNames (values kept from before, in an update) stay named.
+func (a Action) SplitHeaders() (Action, map[string]string) {
+	values := a.Headers
+	names := append([]string(nil), a.HeaderNames...)
+	for name := range values {
+		if !containsFold(names, name) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	a.Headers = nil
+	a.HeaderNames = nil
+	if len(names) > 0 {
+		a.HeaderNames = names
+	}
+	if len(values) == 0 {
+		values = nil
+	}
+	return a, values
+}
+
+func containsFold(vs []string, v string) bool {
+	for _, x := range vs {
+		if strings.EqualFold(x, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // normalizeHTTP checks an http action and fills its defaults (method POST, timeout 10s).
@@ -79,9 +112,12 @@ func (a *Action) normalizeHTTP() error {
 	}
 	sort.Strings(names) // the first bad one named is the same on every call
 	for _, name := range names {
-		if err := checkHeader(name, a.Headers[name]); err != nil {
+		if err := checkHeader("headers."+name, name, a.Headers[name]); err != nil {
 			return err
 		}
+	}
+	if err := a.checkHeaderNames(names); err != nil {
+		return err
 	}
 	if len(a.Body) > 0 {
 		if !json.Valid(a.Body) {
@@ -103,9 +139,32 @@ func (a *Action) normalizeHTTP() error {
 	return nil
 }
 
-// checkHeader refuses a header an HTTP request cannot carry, or one tickgate sets itself.
-func checkHeader(name, value string) error {
-	field := "headers." + name
+// checkHeaderNames checks the names of headers whose stored values an update keeps: each a
+// valid header name a request may carry, named once (case-insensitively, with the headers
+// given), and all of them at most MaxHTTPHeaders.
+func (a *Action) checkHeaderNames(given []string) error {
+	seen := append([]string(nil), given...)
+	for i, name := range a.HeaderNames {
+		field := fmt.Sprintf("header_names[%d]", i)
+		if err := checkHeader(field, name, ""); err != nil {
+			return err
+		}
+		if containsFold(seen[len(given):], name) {
+			return &FieldError{Field: field, Msg: fmt.Sprintf("%q is named twice", name)}
+		}
+		if !containsFold(seen, name) {
+			seen = append(seen, name)
+		}
+	}
+	if len(seen) > MaxHTTPHeaders {
+		return &FieldError{Field: "headers", Msg: fmt.Sprintf("at most %d headers, got %d", MaxHTTPHeaders, len(seen))}
+	}
+	return nil
+}
+
+// checkHeader refuses a header an HTTP request cannot carry, or one tickgate sets itself;
+// the error names field.
+func checkHeader(field, name, value string) error {
 	if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
 		return &FieldError{Field: field, Msg: "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~)"}
 	}
@@ -116,6 +175,9 @@ func checkHeader(name, value string) error {
 	}
 	if strings.HasPrefix(strings.ToLower(name), "tickgate-") {
 		return &FieldError{Field: field, Msg: "Tickgate-* headers are set by tickgate, not by the action"}
+	}
+	if strings.HasPrefix(strings.ToLower(name), "webhook-") {
+		return &FieldError{Field: field, Msg: "webhook-* headers carry the signature (Standard Webhooks), set by tickgate, not by the action"}
 	}
 	if strings.ContainsFunc(value, func(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f }) {
 		return &FieldError{Field: field, Msg: "a header value may not hold control characters (line breaks among them)"}

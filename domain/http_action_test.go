@@ -121,22 +121,101 @@ func TestRetryableHTTPStatus(t *testing.T) {
 	}
 }
 
-// A receiver verifies a request with the schedule's secret, the header and the body
-// received: a changed body, another secret or an old timestamp fail.
-func TestHTTPSignatureVerifies(t *testing.T) {
-	secret := domain.SigningSecretPrefix + "0123"
-	at := time.Unix(1_800_000_000, 0)
-	body := []byte(`{"a":1}`)
-	header := domain.HTTPSignature(secret, at, body)
-	require.Regexp(t, `^t=1800000000,v1=[0-9a-f]{64}$`, header)
-	require.NoError(t, domain.VerifyHTTPSignature(secret, header, body, at.Add(time.Minute), 0))
+// The stored action names its headers only; the values go apart. Names kept from before
+// (an update) stay named.
+func TestSplitHeadersKeepsNamesOnly(t *testing.T) {
+	a := domain.Action{Kind: domain.ActionHTTP, URL: "https://example.com", Headers: map[string]string{"X-Env": "prod", "Authorization": "Bearer s3cret"}}
+	require.NoError(t, a.Normalize())
+	stored, values := a.SplitHeaders()
+	require.Nil(t, stored.Headers)
+	require.Equal(t, []string{"Authorization", "X-Env"}, stored.HeaderNames)
+	require.Equal(t, map[string]string{"X-Env": "prod", "Authorization": "Bearer s3cret"}, values)
+	raw, err := json.Marshal(stored)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "s3cret")
+	require.Contains(t, string(raw), `"header_names":["Authorization","X-Env"]`)
 
-	require.ErrorIs(t, domain.VerifyHTTPSignature(secret, header, []byte(`{"a":2}`), at, 0), domain.ErrBadSignature)
-	require.ErrorIs(t, domain.VerifyHTTPSignature("tgs_other", header, body, at, 0), domain.ErrBadSignature)
-	require.ErrorIs(t, domain.VerifyHTTPSignature(secret, header, body, at.Add(time.Hour), 0), domain.ErrBadSignature)
-	require.ErrorIs(t, domain.VerifyHTTPSignature(secret, "v1=abc", body, at, 0), domain.ErrBadSignature)
-	// During a rotation a receiver may be sent several v1 values: one match passes.
-	require.NoError(t, domain.VerifyHTTPSignature(secret, header+",v1=deadbeef", body, at, 0))
-	// An empty body signs "<t>." alone.
-	require.NoError(t, domain.VerifyHTTPSignature(secret, domain.HTTPSignature(secret, at, nil), nil, at, 0))
+	kept := domain.Action{Kind: domain.ActionHTTP, URL: "https://example.com", HeaderNames: []string{"Authorization"}, Headers: map[string]string{"X-New": "1"}}
+	require.NoError(t, kept.Normalize())
+	stored, values = kept.SplitHeaders()
+	require.Equal(t, []string{"Authorization", "X-New"}, stored.HeaderNames)
+	require.Equal(t, map[string]string{"X-New": "1"}, values)
+
+	none, values := domain.Action{Kind: domain.ActionHTTP, URL: "https://example.com"}.SplitHeaders()
+	require.Nil(t, none.HeaderNames)
+	require.Nil(t, values)
+
+	for name, bad := range map[string]domain.Action{
+		"header_names[0]":           {Kind: domain.ActionHTTP, URL: "https://example.com", HeaderNames: []string{"Bad Name"}},
+		"header_names[1]":           {Kind: domain.ActionHTTP, URL: "https://example.com", HeaderNames: []string{"X-A", "x-a"}},
+		"headers.webhook-id":        {Kind: domain.ActionHTTP, URL: "https://example.com", Headers: map[string]string{"webhook-id": "mine"}},
+		"headers.Webhook-Signature": {Kind: domain.ActionHTTP, URL: "https://example.com", Headers: map[string]string{"Webhook-Signature": "v1,x"}},
+	} {
+		err := bad.Normalize()
+		var fe *domain.FieldError
+		require.True(t, errors.As(err, &fe), name)
+		require.Equal(t, name, fe.Field, fe.Msg)
+	}
+}
+
+// A receiver verifies a request with the schedule's secret, the webhook-* headers and the
+// body received: a changed body, another id (the same body replayed under another key),
+// another secret or an old timestamp fail.
+func TestWebhookSignatureVerifies(t *testing.T) {
+	secret := domain.SigningSecret([]byte("0123456789abcdef0123456789abcdef"))
+	require.True(t, strings.HasPrefix(secret, "whsec_"))
+	at := time.Unix(1_800_000_000, 0)
+	ts := "1800000000"
+	body := []byte(`{"a":1}`)
+	id := "42@2027-01-15T08:00:00Z"
+	sig, err := domain.WebhookSignature([]string{secret}, id, at, body)
+	require.NoError(t, err)
+	require.Regexp(t, `^v1,[A-Za-z0-9+/]{43}=$`, sig)
+	require.NoError(t, domain.VerifyWebhook(secret, id, ts, sig, body, at.Add(time.Minute), 0))
+
+	other := domain.SigningSecret([]byte("another key of twenty-four bytes"))
+	require.ErrorIs(t, domain.VerifyWebhook(secret, id, ts, sig, []byte(`{"a":2}`), at, 0), domain.ErrBadSignature)
+	require.ErrorIs(t, domain.VerifyWebhook(secret, "42@manual/replayed", ts, sig, body, at, 0), domain.ErrBadSignature)
+	require.ErrorIs(t, domain.VerifyWebhook(other, id, ts, sig, body, at, 0), domain.ErrBadSignature)
+	require.ErrorIs(t, domain.VerifyWebhook(secret, id, ts, sig, body, at.Add(time.Hour), 0), domain.ErrBadSignature)
+	require.ErrorIs(t, domain.VerifyWebhook(secret, id, "soon", sig, body, at, 0), domain.ErrBadSignature)
+	require.ErrorIs(t, domain.VerifyWebhook("tgs_old", id, ts, sig, body, at, 0), domain.ErrBadSignature)
+
+	// During a rotation's grace both secrets sign: a receiver holding either verifies.
+	both, err := domain.WebhookSignature([]string{other, secret}, id, at, body)
+	require.NoError(t, err)
+	require.Len(t, strings.Fields(both), 2)
+	require.NoError(t, domain.VerifyWebhook(secret, id, ts, both, body, at, 0))
+	require.NoError(t, domain.VerifyWebhook(other, id, ts, both, body, at, 0))
+	// An empty body signs "<id>.<timestamp>." alone.
+	empty, err := domain.WebhookSignature([]string{secret}, id, at, nil)
+	require.NoError(t, err)
+	require.NoError(t, domain.VerifyWebhook(secret, id, ts, empty, nil, at, 0))
+	_, err = domain.WebhookSignature(nil, id, at, body)
+	require.Error(t, err)
+}
+
+// A workflow action may start users' workflows only: tickgate's own types (on any queue)
+// and queues (for any type) are refused, and TICKGATE_WORKFLOW_TASK_QUEUES narrows the
+// queues further.
+func TestWorkflowTargetsRefuseTickgatesOwn(t *testing.T) {
+	own := domain.WorkflowTargets{OwnTypes: []string{"HTTPDeliveryWorkflow", "SchedulePlannerWorkflow"}, OwnQueues: []string{"tickgate", "tq-prod"}}
+	require.Nil(t, own.Check("Report", "reports"))
+	for _, c := range []struct{ typ, queue, field string }{
+		{"HTTPDeliveryWorkflow", "reports", "workflow_type"},
+		{"SchedulePlannerWorkflow", "tickgate", "workflow_type"},
+		{"Report", "tickgate", "task_queue"},
+		{"Report", "tq-prod", "task_queue"},
+	} {
+		fe := own.Check(c.typ, c.queue)
+		require.NotNil(t, fe, "%s on %s", c.typ, c.queue)
+		require.Equal(t, c.field, fe.Field)
+	}
+	narrowed := own
+	narrowed.Queues = []string{"reports", "billing"}
+	require.Nil(t, narrowed.Check("Report", "billing"))
+	fe := narrowed.Check("Report", "other")
+	require.NotNil(t, fe)
+	require.Equal(t, "task_queue", fe.Field)
+	require.Contains(t, fe.Msg, "TICKGATE_WORKFLOW_TASK_QUEUES")
 }

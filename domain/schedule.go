@@ -110,12 +110,18 @@ type Action struct {
 	WorkflowType string          `json:"workflow_type,omitempty"`
 	TaskQueue    string          `json:"task_queue,omitempty"`
 	Input        json.RawMessage `json:"input,omitempty"`
-	// An http action's request (see HTTPRequest for how body is sent).
-	URL     string                `json:"url,omitempty"`
-	Method  string                `json:"method,omitempty"`
-	Headers map[string]string     `json:"headers,omitempty"`
-	Body    json.RawMessage       `json:"body,omitempty"`
-	Timeout schedulespec.Duration `json:"timeout,omitempty"`
+	// An http action's request (see HTTPBody for how body is sent).
+	URL    string `json:"url,omitempty"`
+	Method string `json:"method,omitempty"`
+	// Headers are the values of the request's own headers, as a create or an update gives
+	// them: write-only, they are stored apart from the action (like the signing secret) and
+	// the stored action keeps their names only (SplitHeaders).
+	Headers map[string]string `json:"headers,omitempty"`
+	// HeaderNames are the names of the headers whose values are stored: what a view shows of
+	// them. In an update, a name listed here and not in Headers keeps its stored value.
+	HeaderNames []string              `json:"header_names,omitempty"`
+	Body        json.RawMessage       `json:"body,omitempty"`
+	Timeout     schedulespec.Duration `json:"timeout,omitempty"`
 }
 
 // StartsWorkflow reports whether a fire of the action is a workflow run: a workflow action's

@@ -19,10 +19,13 @@ import (
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 )
 
-// TestConsoleHTTPActionDeadLetter: an http schedule is created through the form, which
-// shows its signing secret once; a manual run against a failing receiver ends FAILED and is
-// listed in the dead letter with its attempts; once the receiver is fixed, Redrive delivers
-// it again and it leaves the dead letter, SUCCEEDED.
+// TestConsoleHTTPActionDeadLetter: an http schedule is created through the form, with a
+// header whose value the console never shows again, and the form shows its signing secret
+// once; an edit keeps the header's stored value; a rotation with a grace period keeps both
+// secrets signing; a manual run against a failing receiver, which verifies every Standard
+// Webhooks signature with the first secret, ends FAILED and is listed in the dead letter
+// with its attempts; once the receiver is fixed, Redrive delivers it again and it leaves the
+// dead letter, SUCCEEDED.
 func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	bin, root := chromium(t)
 	rcv, err := receiver.Start()
@@ -50,6 +53,7 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	waitJS(t, ctx, 5*time.Second, `!document.getElementById("http-fields").hidden && !document.getElementById("retry-fields").hidden`)
 	jsValue[bool](t, ctx, setField("f-url", rcv.URL()+"/console"))
 	jsValue[bool](t, ctx, setField("f-body", `{"from": "console"}`))
+	jsValue[bool](t, ctx, setField("f-headers", `{"Authorization": "Bearer console-header-value"}`))
 	jsValue[bool](t, ctx, setField("f-max-attempts", "2"))
 	jsValue[bool](t, ctx, setField("f-initial-backoff", "100ms"))
 	waitJS(t, ctx, 15*time.Second, text("#preview-description")+` !== "" && `+text("#f-url-error")+` === ""`)
@@ -66,6 +70,35 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedule/console-hook" && !!document.getElementById("rotate-secret")`)
 	require.Contains(t, jsValue[string](t, ctx, text("#retry")), "2 attempts at most")
 	require.NotContains(t, jsValue[string](t, ctx, `document.body.innerHTML`), shown, "the schedule's page never shows the secret")
+	require.NotContains(t, jsValue[string](t, ctx, `document.body.innerHTML`), "console-header-value", "nor a header's value")
+	rcv.Secret = func(string) (string, bool) { return shown, true }
+
+	// An edit names the stored header without its value, and keeps it.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#edit`))))
+	waitJS(t, ctx, 15*time.Second, `!!document.getElementById("f-header-names")`)
+	require.Equal(t, "Authorization", jsValue[string](t, ctx, `document.getElementById("f-header-names").value`))
+	require.NotContains(t, jsValue[string](t, ctx, `document.body.innerHTML`), "console-header-value")
+	jsValue[bool](t, ctx, setField("f-body", `{"from": "console", "edited": true}`))
+	waitJS(t, ctx, 15*time.Second, text("#preview-description")+` !== ""`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#save`))))
+	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedule/console-hook" && !!document.getElementById("rotate-secret")`)
+	values, err := st.Store.ScheduleHeaderValues(context.Background(), "console-hook")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"Authorization": "Bearer console-header-value"}, values, "the edit kept the stored value")
+
+	// A rotation with a grace period: the new secret is shown once, and the old one (which
+	// the receiver holds) signs too.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#rotate-secret`)), chromedp.WaitVisible(chromedp.CSS(`dialog #f-grace`))))
+	jsValue[bool](t, ctx, setField("f-grace", "1h"))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	waitJS(t, ctx, 15*time.Second, `!!document.getElementById("secret-value")`)
+	rotated := jsValue[string](t, ctx, `document.getElementById("secret-value").value`)
+	require.NotEqual(t, shown, rotated)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	var hist struct{ Items []api.HistoryEntryView }
+	st.JSON(t, http.MethodGet, "/api/v1/schedules/console-hook/history", nil, http.StatusOK, &hist)
+	require.Equal(t, domain.HistoryRotateSecret, hist.Items[0].Kind)
+	require.Contains(t, hist.Items[0].Note, "signs too until")
 
 	// A manual run against the failing receiver: FAILED, in the dead letter with its attempts.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#trigger`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-overlap`)),
@@ -113,4 +146,7 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 		}
 		return false
 	}, time.Minute, 200*time.Millisecond, "the redrive delivered")
+	for key, d := range rcv.Deliveries() {
+		require.Zero(t, d.BadSignatures, "every request of %s verified with the receiver's (old) secret during the grace", key)
+	}
 }

@@ -22,9 +22,11 @@ import (
 // TestHTTPDeliveryHistoryReplays records the delivery workflows of two manual runs of an
 // http action on the whole product: one whose receiver answers 429 with Retry-After: 1,
 // then 200 (a retried attempt, its wait set by the receiver), and one whose receiver
-// answers 404 (a final failure). Both histories must replay; with
-// TICKGATE_RECORD_HISTORIES=1 they are written to workflows/testdata/http_delivery_retry.json
-// and http_delivery_final.json.
+// answers 404 (a final failure). Both take the delivery's present branch: it loads what it
+// sends by its run (LoadHTTPDelivery) before its first attempt. Both histories must replay;
+// with TICKGATE_RECORD_HISTORIES=1 they are written to workflows/testdata/http_delivery_retry.json
+// and http_delivery_final.json (http_delivery_before_load_*.json keep the histories recorded
+// before that change, whose input carried the whole delivery).
 func TestHTTPDeliveryHistoryReplays(t *testing.T) {
 	t.Parallel()
 	rcv, err := receiver.Start()

@@ -94,3 +94,60 @@ func TestMigration00044SpellsCanceledOnce(t *testing.T) {
 	_, err = db.ExecContext(ctx, `UPDATE task_devices SET status = 'CANCELLED' WHERE id = $1`, execID)
 	require.Error(t, err, "the old spelling is refused")
 }
+
+// TestMigration00105KeepsSecretsApart: an http action stored with its header values keeps
+// their names only, the values moving to schedule_header_values; the history's old entries
+// lose the values too; a tgs_ signing secret becomes whsec_ and the base64 of its text, the
+// same HMAC key, so a receiver holding the old secret verifies with it. Down puts them back.
+func TestMigration00105KeepsSecretsApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(testenv.DatabaseURL(t))
+	require.NoError(t, err)
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	require.NoError(t, err)
+	_, err = provider.DownTo(ctx, 104)
+	require.NoError(t, err)
+
+	const old = "tgs_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	var id int64
+	require.NoError(t, db.QueryRowContext(ctx, `
+		INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, retry)
+		VALUES ('hook', '{"interval":"1h"}',
+		        '{"kind":"http","url":"https://example.com","method":"POST","headers":{"X-b":"2","Authorization":"Bearer s3cret"},"timeout":"10s"}',
+		        'skip', 0, false, false, '', '{"max_attempts":3}') RETURNING id`).Scan(&id))
+	_, err = db.ExecContext(ctx, `INSERT INTO schedule_secrets (schedule_name, secret) VALUES ('hook', $1)`, old)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO schedule_history (schedule_id, kind, actor, door, changes) VALUES ($1, 'update', 'ops', 'api',
+		'[{"field":"spec","from":{"interval":"2h"},"to":{"interval":"1h"}},
+		  {"field":"action","from":{"kind":"http","url":"https://a","headers":{"Authorization":"Bearer older"}},"to":{"kind":"http","url":"https://example.com","headers":{"Authorization":"Bearer s3cret","X-b":"2"}}}]')`, id)
+	require.NoError(t, err)
+
+	_, err = provider.Up(ctx)
+	require.NoError(t, err)
+	var action, values, changes, secret string
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT action::text FROM schedules WHERE id = $1`, id).Scan(&action))
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT header_values::text FROM schedule_header_values WHERE schedule_name = 'hook'`).Scan(&values))
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT changes::text FROM schedule_history WHERE schedule_id = $1`, id).Scan(&changes))
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT secret FROM schedule_secrets WHERE schedule_name = 'hook'`).Scan(&secret))
+	require.JSONEq(t, `{"kind":"http","url":"https://example.com","method":"POST","header_names":["Authorization","X-b"],"timeout":"10s"}`, action)
+	require.JSONEq(t, `{"X-b":"2","Authorization":"Bearer s3cret"}`, values)
+	require.NotContains(t, changes, "s3cret")
+	require.NotContains(t, changes, "older")
+	require.JSONEq(t, `[{"field":"spec","from":{"interval":"2h"},"to":{"interval":"1h"}},
+		{"field":"action","from":{"kind":"http","url":"https://a","header_names":["Authorization"]},"to":{"kind":"http","url":"https://example.com","header_names":["Authorization","X-b"]}}]`, changes)
+	key, err := domain.SigningKey(secret)
+	require.NoError(t, err)
+	require.Equal(t, old, string(key), "the same key bytes as before")
+
+	_, err = provider.DownTo(ctx, 104)
+	require.NoError(t, err)
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT action::text FROM schedules WHERE id = $1`, id).Scan(&action))
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT secret FROM schedule_secrets WHERE schedule_name = 'hook'`).Scan(&secret))
+	require.JSONEq(t, `{"kind":"http","url":"https://example.com","method":"POST","headers":{"X-b":"2","Authorization":"Bearer s3cret"},"timeout":"10s"}`, action)
+	require.Equal(t, old, secret)
+	_, err = provider.Up(ctx)
+	require.NoError(t, err)
+}

@@ -45,6 +45,129 @@ func (s *Store) ScheduleSecret(ctx context.Context, scheduleID int64) (string, e
 	return secret, nil
 }
 
+// HTTPDeliveryTarget is what a delivery of a run sends, read by the run's id from the
+// database (HTTPDeliveryOf), never from a workflow's input.
+type HTTPDeliveryTarget struct {
+	RunID, ScheduleID int64
+	// WorkflowID is the run's current series' workflow (its first, or its last redrive's).
+	WorkflowID  string
+	Key         string // the tick's idempotency key
+	ScheduledAt time.Time
+	Redrive     int
+	Schedule    string
+	// Action is the schedule's action as stored: its headers by name only.
+	Action domain.Action
+	Retry  *domain.Retry
+	// Secrets sign the request: the current one, then the previous one while its grace
+	// period lasts (none: the schedule has no signing secret).
+	Secrets []string
+	// HeaderValues are the values of the action's own headers.
+	HeaderValues map[string]string
+}
+
+// HTTPDeliveryOf reads what a delivery of run id sends; ErrNotFound when there is no such
+// run (its schedule was deleted).
+func (s *Store) HTTPDeliveryOf(ctx context.Context, runID int64) (HTTPDeliveryTarget, error) {
+	row, err := s.Q.HTTPDeliveryOf(ctx, runID)
+	if err != nil {
+		return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: %w", runID, mapErr(err))
+	}
+	t := HTTPDeliveryTarget{
+		RunID: row.RunID, ScheduleID: row.ScheduleID, WorkflowID: row.WorkflowID, Key: row.IdempotencyKey,
+		ScheduledAt: row.ScheduledAt.UTC(), Redrive: int(row.Redrives), Schedule: row.ScheduleName,
+	}
+	if err := json.Unmarshal(row.Action, &t.Action); err != nil {
+		return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: the action of schedule %q: %w", runID, row.ScheduleName, err)
+	}
+	if len(row.Retry) > 0 {
+		t.Retry = new(domain.Retry)
+		if err := json.Unmarshal(row.Retry, t.Retry); err != nil {
+			return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: the retry policy of schedule %q: %w", runID, row.ScheduleName, err)
+		}
+	}
+	for _, secret := range []string{row.Secret, row.PreviousSecret} {
+		if secret != "" {
+			t.Secrets = append(t.Secrets, secret)
+		}
+	}
+	if err := json.Unmarshal(row.HeaderValues, &t.HeaderValues); err != nil {
+		return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: header values: %w", runID, err)
+	}
+	return t, nil
+}
+
+// ScheduleHeaderValues are the values of a schedule's http action's own headers (empty when
+// none), for an update that keeps some of them.
+func (s *Store) ScheduleHeaderValues(ctx context.Context, name string) (map[string]string, error) {
+	raw, err := s.Q.ScheduleHeaderValues(ctx, name)
+	values := map[string]string{}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return values, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("header values of schedule %q: %w", name, mapErr(err))
+	}
+	if err := json.Unmarshal(raw, &values); err != nil {
+		return nil, fmt.Errorf("header values of schedule %q: %w", name, err)
+	}
+	return values, nil
+}
+
+// setHeaderValues replaces the values of a schedule's headers (none: deleted), with q.
+func setHeaderValues(ctx context.Context, q *dbgen.Queries, name string, values json.RawMessage) error {
+	var m map[string]string
+	if len(values) > 0 {
+		if err := json.Unmarshal(values, &m); err != nil {
+			return fmt.Errorf("header values of schedule %q: %w", name, err)
+		}
+	}
+	if len(m) == 0 {
+		return q.DeleteScheduleHeaderValues(ctx, name)
+	}
+	return q.SetScheduleHeaderValues(ctx, dbgen.SetScheduleHeaderValuesParams{ScheduleName: name, HeaderValues: values})
+}
+
+// SecretRotation is a new signing secret for a schedule, and who asked.
+type SecretRotation struct {
+	Schedule string
+	Secret   string
+	// GraceUntil, when set, keeps the old secret signing until then; nil ends it at once.
+	GraceUntil *time.Time
+	Actor      string
+	Door       domain.Door
+}
+
+// RotateScheduleSecret replaces a schedule's signing secret and records the rotation in its
+// history, in one transaction; ErrNotFound when the schedule has no secret (no such
+// schedule, or not an http one). It answers when the rotation took effect.
+func (s *Store) RotateScheduleSecret(ctx context.Context, r SecretRotation) (time.Time, error) {
+	var at time.Time
+	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
+		row, err := q.GetScheduleByName(ctx, r.Schedule)
+		if err != nil {
+			return err
+		}
+		rotated, err := q.RotateScheduleSecret(ctx, dbgen.RotateScheduleSecretParams{
+			PreviousValidUntil: r.GraceUntil, NewSecret: r.Secret, ScheduleName: r.Schedule,
+		})
+		if err != nil {
+			return err
+		}
+		if rotated != nil {
+			at = rotated.UTC()
+		}
+		note := "the old secret stopped signing at once"
+		if r.GraceUntil != nil {
+			note = "the old secret signs too until " + r.GraceUntil.UTC().Format(time.RFC3339)
+		}
+		return insertHistory(ctx, q, row.ID, HistoryEntry{Kind: domain.HistoryRotateSecret, Actor: r.Actor, Door: r.Door, Note: note})
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("rotate the signing secret of schedule %q: %w", r.Schedule, mapErr(err))
+	}
+	return at, nil
+}
+
 // SetScheduleSecret replaces (or sets) a schedule's signing secret; ErrNotFound when there
 // is no such schedule.
 func (s *Store) SetScheduleSecret(ctx context.Context, name, secret string) error {

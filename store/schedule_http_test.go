@@ -249,3 +249,62 @@ func TestARedriveIsWatchedAndOutsideTheOverlapPolicy(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, running, 1, "the schedule's view still shows the redrive running")
 }
+
+// A delivery reads everything it sends by the run's id: the run's key and series, the
+// action, the retry policy, the header values stored apart and the secrets that sign — the
+// previous one only while its grace lasts. A rotation is recorded in the history; one of a
+// schedule with no secret is ErrNotFound and records nothing.
+func TestHTTPDeliveryOfReadsTheRunsDeliveryAndSecrets(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	s, err := st.CreateSchedule(ctx, store.NewSchedule{
+		Name: "delivered", Spec: json.RawMessage(`{"cron":"* * * * *"}`), Overlap: "skip", Retry: []byte(`{"max_attempts":4}`),
+		Action:        json.RawMessage(`{"kind":"http","url":"https://example.com/hook","method":"POST","header_names":["Authorization"],"timeout":"10s"}`),
+		SigningSecret: "whsec_Zmlyc3Q=", HeaderValues: []byte(`{"Authorization":"Bearer t"}`),
+	})
+	require.NoError(t, err)
+	tick := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	run := insertRun(t, st, s, tick, domain.RunRunning, "wf-1", "")
+
+	got, err := st.HTTPDeliveryOf(ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, s.ID, got.ScheduleID)
+	require.Equal(t, "delivered", got.Schedule)
+	require.Equal(t, "wf-1", got.WorkflowID)
+	require.Equal(t, domain.TickKey(s.ID, tick), got.Key)
+	require.Equal(t, []string{"Authorization"}, got.Action.HeaderNames)
+	require.Equal(t, map[string]string{"Authorization": "Bearer t"}, got.HeaderValues)
+	require.Equal(t, 4, got.Retry.MaxAttempts)
+	require.Equal(t, []string{"whsec_Zmlyc3Q="}, got.Secrets)
+
+	until := time.Now().Add(time.Hour)
+	_, err = st.RotateScheduleSecret(ctx, store.SecretRotation{Schedule: "delivered", Secret: "whsec_c2Vjb25k", GraceUntil: &until, Actor: "ops", Door: domain.DoorAPI})
+	require.NoError(t, err)
+	got, err = st.HTTPDeliveryOf(ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"whsec_c2Vjb25k", "whsec_Zmlyc3Q="}, got.Secrets, "both sign while the grace lasts")
+
+	_, err = st.Pool.Exec(ctx, `UPDATE schedule_secrets SET previous_valid_until = now() - interval '1 second' WHERE schedule_name = 'delivered'`)
+	require.NoError(t, err)
+	got, err = st.HTTPDeliveryOf(ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"whsec_c2Vjb25k"}, got.Secrets, "the grace is over")
+
+	hist, err := st.ScheduleHistory(ctx, s.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+	require.Equal(t, string(domain.HistoryRotateSecret), hist[0].Kind)
+	require.NotContains(t, string(hist[0].Changes)+hist[0].Note, "whsec_")
+
+	plain, err := st.CreateSchedule(ctx, store.NewSchedule{Name: "plain", Spec: json.RawMessage(`{"cron":"* * * * *"}`),
+		Action: json.RawMessage(`{"kind":"event","topic":"t","type":"x"}`), Overlap: "skip"})
+	require.NoError(t, err)
+	_, err = st.RotateScheduleSecret(ctx, store.SecretRotation{Schedule: "plain", Secret: "whsec_eA==", Actor: "ops", Door: domain.DoorAPI})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	hist, err = st.ScheduleHistory(ctx, plain.ID, 0, 10)
+	require.NoError(t, err)
+	require.Empty(t, hist, "a refused rotation records nothing")
+	_, err = st.HTTPDeliveryOf(ctx, 999999999)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}

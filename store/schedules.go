@@ -580,7 +580,11 @@ type ScheduleChange struct {
 	Retry json.RawMessage
 	// SigningSecret, when set, replaces the schedule's signing secret in the same
 	// transaction (a schedule that becomes an http one gets its first).
-	SigningSecret   string
+	SigningSecret string
+	// SetHeaderValues replaces the values of the action's own headers with HeaderValues (a
+	// JSON object; none: the values are deleted), in the same transaction.
+	SetHeaderValues bool
+	HeaderValues    json.RawMessage
 	AfterCompletion string // "" keeps AfterCompletionKeep
 	// Calendars are the calendars the new spec excludes: each must exist (see CreateSchedule).
 	Calendars []string
@@ -619,6 +623,11 @@ func (s *Store) UpdateSchedule(ctx context.Context, c ScheduleChange) (Schedule,
 		}
 		if c.SigningSecret != "" {
 			if err := q.SetScheduleSecret(ctx, dbgen.SetScheduleSecretParams{ScheduleName: c.Name, Secret: c.SigningSecret}); err != nil {
+				return err
+			}
+		}
+		if c.SetHeaderValues {
+			if err := setHeaderValues(ctx, q, c.Name, c.HeaderValues); err != nil {
 				return err
 			}
 		}

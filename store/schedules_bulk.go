@@ -43,6 +43,7 @@ func (s *Store) CreateSchedules(ctx context.Context, rows []NewSchedule, keep fu
 		}
 		p.PlanActions = append(p.PlanActions, action)
 		p.SigningSecrets = append(p.SigningSecrets, r.SigningSecret)
+		p.HeaderValues = append(p.HeaderValues, string(r.HeaderValues))
 		p.Retries = append(p.Retries, string(r.Retry))
 		after := r.AfterCompletion
 		if after == "" {

@@ -9,15 +9,10 @@ import (
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
-	"github.com/tickgate/tickgate/workflows"
 )
 
-// registerDevices registers the device dispatch engine (docs/devices.md).
+// registerDevices registers the device dispatch engine's activities (docs/devices.md).
 func registerDevices(r sdkworker.Registry, d Deps) {
-	r.RegisterWorkflow(workflows.DispatcherWorkflow)
-	r.RegisterWorkflow(workflows.PCWorkflow)
-	r.RegisterWorkflow(workflows.PCTimerWorkflow)
-	registerLegacyDeviceTimers(r)
 	r.RegisterActivity(&activities.DeviceActivities{Store: d.Store, Settings: DeviceSettings(d.Config)})
 }
 

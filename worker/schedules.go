@@ -4,7 +4,6 @@ import (
 	"context"
 
 	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/internal/config"
@@ -12,17 +11,14 @@ import (
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// registerSchedules registers the schedule engine (docs/schedules.md): the schedule
-// workflows, the planners and their activities.
+// registerSchedules registers the schedule engine's activities (docs/schedules.md): the
+// schedule workflows', the planners' and the http actions' deliveries.
 func registerSchedules(r sdkworker.Registry, d Deps) {
-	r.RegisterWorkflowWithOptions(workflows.ScheduleWorkflow, workflow.RegisterOptions{Name: workflows.ScheduleWorkflowType})
-	r.RegisterWorkflowWithOptions(workflows.SchedulePlannerWorkflow, workflow.RegisterOptions{Name: workflows.SchedulePlannerType})
 	r.RegisterActivity(&activities.ScheduleActivities{
 		Store: d.Store, Temporal: d.Temporal, Tracer: d.Telemetry.Tracer(), TaskQueue: d.Config.TaskQueue,
+		Targets:   workflows.OwnTargets(d.Config.TaskQueue, d.Config.WorkflowTaskQueues),
 		Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
 	})
-	// The runs of http actions: a delivery workflow each, on tickgate's own task queue.
-	r.RegisterWorkflowWithOptions(workflows.HTTPDeliveryWorkflow, workflow.RegisterOptions{Name: workflows.HTTPDeliveryWorkflowType})
 	r.RegisterActivity(&activities.HTTPDeliveries{Store: d.Store, Outbound: d.Config.HTTPAllow})
 }
 

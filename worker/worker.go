@@ -8,10 +8,12 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
 )
 
 // Deps are what the engines' activities need.
@@ -36,10 +38,15 @@ func New(d Deps) (sdkworker.Worker, error) {
 	return withEngineLoops(w, d.Store, d.Temporal, d.Telemetry.Tracer(), d.Config.TaskQueue), nil
 }
 
-// Register registers every workflow and activity of the three engines on r.
+// Register registers every workflow (workflows.Registrations) and the activities of the
+// three engines on r.
 func Register(r sdkworker.Registry, d Deps) error {
 	if d.Store == nil {
 		return fmt.Errorf("worker: no store")
+	}
+	// Every workflow type, from the one list a schedule's workflow action is judged against.
+	for _, wf := range workflows.Registrations() {
+		r.RegisterWorkflowWithOptions(wf.Fn, workflow.RegisterOptions{Name: wf.Name})
 	}
 	registerSchedules(r, d)
 	registerRollouts(r, d)

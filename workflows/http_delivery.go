@@ -29,8 +29,19 @@ var deliveryActs *activities.HTTPDeliveries
 // When the series ends without a success, it fails with the reason the run records: the
 // last attempt's answer and why no attempt followed (a final answer, max_attempts,
 // max_age).
+//
+// Its input names the run and is trusted for nothing else: the delivery is loaded by the
+// run's id (LoadHTTPDelivery), which ends it unless the run belongs to the schedule named
+// and to this workflow, and each attempt reads the action and its secrets again by the run.
 func HTTPDeliveryWorkflow(ctx workflow.Context, in activities.HTTPDelivery) error {
 	pinChanges(ctx, HTTPDeliveryWorkflowType)
+	if workflow.GetVersion(ctx, httpDeliveryLoadsRunChange, workflow.DefaultVersion, 1) == 1 {
+		loaded, err := loadDelivery(ctx, in)
+		if err != nil {
+			return err
+		}
+		in = loaded
+	}
 	r := in.Retry
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    time.Duration(in.Action.Timeout) + deliveryMargin,
@@ -44,6 +55,26 @@ func HTTPDeliveryWorkflow(ctx workflow.Context, in activities.HTTPDelivery) erro
 		return err
 	}
 	return temporal.NewNonRetryableApplicationError(deliveryFailure(err, r, workflow.Now(ctx).Sub(began)), activities.ErrHTTPDeliveryFailed, nil)
+}
+
+// httpDeliveryLoadsRunChange: a delivery loads what it sends by its run's id instead of
+// taking it from its input (workflows.Changes).
+const httpDeliveryLoadsRunChange = "http-delivery-loads-run"
+
+// loadDelivery reads the delivery in names (activities.LoadHTTPDelivery). A run that does
+// not belong to the schedule named, or to this workflow, fails the delivery at once.
+func loadDelivery(ctx workflow.Context, in activities.HTTPDelivery) (activities.HTTPDelivery, error) {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second, ScheduleToCloseTimeout: waitOutOutages,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second},
+	})
+	var loaded activities.HTTPDelivery
+	err := workflow.ExecuteLocalActivity(lctx, deliveryActs.LoadHTTPDelivery, in).Get(ctx, &loaded)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.NonRetryable() {
+		return loaded, temporal.NewNonRetryableApplicationError(app.Message(), activities.ErrHTTPDeliveryFailed, nil)
+	}
+	return loaded, err
 }
 
 // deliveryFailure says why a delivery's series ended without a success, after took: the

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,6 +97,7 @@ type deliveryEnv struct {
 	env      *testsuite.TestWorkflowEnvironment
 	in       activities.HTTPDelivery
 	secret   string
+	key      string      // the run's tick key
 	starts   []time.Time // the test clock at each attempt's start
 	workflow string
 }
@@ -110,11 +112,13 @@ func newDeliveryEnv(t *testing.T, url string, retry domain.Retry, allow string) 
 	require.NoError(t, act.Normalize())
 	r, err := domain.NormalizeRetry(&retry, domain.ActionHTTP)
 	require.NoError(t, err)
-	actionJSON, _ := json.Marshal(act)
+	stored, values := act.SplitHeaders()
+	actionJSON, _ := json.Marshal(stored)
+	valuesJSON, _ := json.Marshal(values)
 	retryJSON, _ := json.Marshal(r)
-	secret := domain.SigningSecretPrefix + "test-secret"
+	secret := domain.SigningSecret([]byte("a test key of thirty-two bytes!!"))
 	row, err := st.CreateSchedule(ctx, store.NewSchedule{Name: name, Spec: json.RawMessage(`{"interval":"1h"}`), Action: actionJSON,
-		Overlap: domain.OverlapSkip, Retry: retryJSON, SigningSecret: secret})
+		Overlap: domain.OverlapSkip, Retry: retryJSON, SigningSecret: secret, HeaderValues: valuesJSON})
 	require.NoError(t, err)
 	tick := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	key := domain.TickKey(row.ID, tick)
@@ -127,8 +131,8 @@ func newDeliveryEnv(t *testing.T, url string, retry domain.Retry, allow string) 
 
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(testLogger())
-	e := &deliveryEnv{t: t, st: st, env: suite.NewTestWorkflowEnvironment(), secret: secret, workflow: wid,
-		in: activities.HTTPDelivery{RunID: runID, ScheduleID: row.ID, Schedule: name, Key: key, ScheduledAt: tick, Action: act, Retry: *r}}
+	e := &deliveryEnv{t: t, st: st, env: suite.NewTestWorkflowEnvironment(), secret: secret, workflow: wid, key: key,
+		in: activities.HTTPDelivery{RunID: runID, ScheduleID: row.ID, Schedule: name}}
 	e.env.RegisterWorkflowWithOptions(workflows.HTTPDeliveryWorkflow, workflow.RegisterOptions{Name: workflows.HTTPDeliveryWorkflowType})
 	e.env.RegisterActivity(&activities.HTTPDeliveries{Store: st, Outbound: rule})
 	e.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wid})
@@ -184,14 +188,16 @@ func TestHTTPDeliveryRetriesUntilASuccess(t *testing.T) {
 	got := rcv.requests()
 	require.Len(t, got, 3)
 	for i, r := range got {
-		require.Equal(t, e.in.Key, r.header.Get("Idempotency-Key"), "attempt %d carries the tick's key", i+1)
+		require.Equal(t, e.key, r.header.Get("Idempotency-Key"), "attempt %d carries the tick's key", i+1)
+		require.Equal(t, e.key, r.header.Get("webhook-id"), "the key is the signed webhook-id")
 		require.Equal(t, fmt.Sprint(i+1), r.header.Get("Tickgate-Attempt"))
 		require.Equal(t, e.in.Schedule, r.header.Get("Tickgate-Schedule"))
 		require.Equal(t, "billing", r.header.Get("X-Team"), "the action's own headers")
 		require.Equal(t, "application/json", r.header.Get("Content-Type"))
 		require.JSONEq(t, `{"invoice":42}`, string(r.body))
-		require.NoError(t, domain.VerifyHTTPSignature(e.secret, r.header.Get("Tickgate-Signature"), r.body, time.Now(), 0),
-			"attempt %d is signed with the schedule's secret", i+1)
+		require.NoError(t, domain.VerifyWebhook(e.secret, r.header.Get("webhook-id"), r.header.Get("webhook-timestamp"), r.header.Get("webhook-signature"),
+			r.body, time.Now(), 0), "attempt %d is signed with the schedule's secret", i+1)
+		require.Empty(t, r.header.Get("Tickgate-Signature"), "Standard Webhooks' headers replace it")
 	}
 	require.Equal(t, []string{"retryable 503", "retryable 503", "succeeded 200"}, outcomes(e.attempts()))
 	require.Equal(t, "busy", e.attempts()[0].ResponseStart, "the start of the answer's body")
@@ -284,4 +290,54 @@ func TestHTTPDeliveryRefusesAnInternalAddressAfterResolution(t *testing.T) {
 	require.Contains(t, msg, "not retried")
 	require.Empty(t, rcv.requests(), "nothing reached the receiver")
 	require.Equal(t, []string{"final"}, outcomes(e.attempts()))
+}
+
+// A delivery's input names a run, and is trusted for nothing else: handed another
+// schedule's id (as a workflow started by anyone on the namespace could be), or started
+// under another workflow id than the run's, it sends nothing — and so signs nothing with
+// that schedule's secret.
+func TestHTTPDeliveryTrustsNothingItsInputSays(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, answer{status: 200})
+	e := newDeliveryEnv(t, rcv.srv.URL, domain.Retry{MaxAttempts: 3}, "127.0.0.1")
+	victim := newDeliveryEnv(t, rcv.srv.URL+"/victim", domain.Retry{MaxAttempts: 3}, "127.0.0.1")
+
+	forged := e.in
+	forged.ScheduleID, forged.Schedule = victim.in.ScheduleID, victim.in.Schedule
+	forged.Action = domain.Action{Kind: domain.ActionHTTP, URL: rcv.srv.URL + "/attacker", Body: json.RawMessage(`{"steal":true}`)}
+	e.env.ExecuteWorkflow(workflows.HTTPDeliveryWorkflowType, forged)
+	require.True(t, e.env.IsWorkflowCompleted())
+	require.Contains(t, failure(t, e.env.GetWorkflowError()), "belongs to schedule")
+
+	other := newDeliveryEnv(t, rcv.srv.URL, domain.Retry{MaxAttempts: 3}, "127.0.0.1")
+	other.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "someone-elses-workflow"})
+	other.env.ExecuteWorkflow(workflows.HTTPDeliveryWorkflowType, other.in)
+	require.True(t, other.env.IsWorkflowCompleted())
+	require.Contains(t, failure(t, other.env.GetWorkflowError()), "is delivered by "+other.workflow)
+
+	require.Empty(t, rcv.requests(), "nothing was sent")
+	require.Empty(t, e.attempts())
+	require.Empty(t, other.attempts())
+}
+
+// A rotation with a grace period: both secrets sign each request until the grace ends;
+// the action's header values, stored apart, are sent.
+func TestHTTPDeliverySignsWithBothSecretsDuringAGrace(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, answer{status: 200})
+	e := newDeliveryEnv(t, rcv.srv.URL, domain.Retry{MaxAttempts: 3}, "127.0.0.1")
+	rotated := domain.SigningSecret([]byte("the rotated key of 32 bytes ...."))
+	until := time.Now().Add(time.Hour)
+	_, err := e.st.RotateScheduleSecret(context.Background(), store.SecretRotation{Schedule: e.in.Schedule, Secret: rotated, GraceUntil: &until,
+		Actor: "test", Door: domain.DoorAPI})
+	require.NoError(t, err)
+	require.NoError(t, e.run())
+	got := rcv.requests()
+	require.Len(t, got, 1)
+	h := got[0].header
+	require.Len(t, strings.Fields(h.Get("webhook-signature")), 2)
+	for _, secret := range []string{e.secret, rotated} {
+		require.NoError(t, domain.VerifyWebhook(secret, h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature"), got[0].body, time.Now(), 0))
+	}
+	require.Equal(t, "billing", h.Get("X-Team"))
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // Legacy: the per-slot timers, and PC timers under their old name. Delete this file, its
-// registration (worker/devices_legacy.go), its histories (workflows/testdata/slot_deadline_*.json)
+// registration (workflows/registry.go), its histories (workflows/testdata/slot_deadline_*.json)
 // and the CheckSlot activity (activities/devices_legacy.go) once no SlotDeadlineWorkflow is
 // open in any deployment:
 //

@@ -48,6 +48,11 @@ var Changes = []Change{
 			"one-time spec whose at the update set a moment before",
 	},
 	{
+		ID: httpDeliveryLoadsRunChange, Max: 1, Workflows: []string{HTTPDeliveryWorkflowType},
+		What: "before it, a delivery took its action, retry policy and tick key from its input, and ran no " +
+			"LoadHTTPDelivery local activity first",
+	},
+	{
 		ID: scheduleCapChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
 		What: "before it, a schedule had no concurrency cap: under allow_all every tick started at once (no max_concurrent)",
 	},

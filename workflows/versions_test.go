@@ -181,6 +181,12 @@ type evidence struct {
 // version marker does not: every run pins every change of its type at its start
 // (pinChanges), whether or not it ever reaches the branch.
 var branchEvidence = map[string]evidence{
+	"http-delivery-loads-run": {"a LoadHTTPDelivery local activity (the old branch trusted the delivery in its input)", func(events []*historypb.HistoryEvent) bool {
+		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
+			typ, _ := localActivity(ev)
+			return typ == "LoadHTTPDelivery"
+		})
+	}},
 	"rollout-runner": {"a RunRolloutTasks activity that is the rollout's runner (Refill)", func(events []*historypb.HistoryEvent) bool {
 		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
 			a := ev.GetActivityTaskScheduledEventAttributes()
@@ -308,6 +314,8 @@ func typeName(ident string) string {
 		return workflows.ScheduleWorkflowType
 	case "SchedulePlannerType":
 		return workflows.SchedulePlannerType
+	case "HTTPDeliveryWorkflowType":
+		return workflows.HTTPDeliveryWorkflowType
 	}
 	return ident
 }

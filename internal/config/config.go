@@ -42,6 +42,10 @@ type Config struct {
 	// HTTPAllow lists the non-public addresses an HTTP action (and a health check) may
 	// reach (TICKGATE_HTTP_ALLOW; internal/outbound).
 	HTTPAllow outbound.Rule
+	// WorkflowTaskQueues, when set (TICKGATE_WORKFLOW_TASK_QUEUES, comma-separated), are
+	// the only task queues a schedule's workflow action may start workflows on (tickgate's
+	// own are refused whatever it says).
+	WorkflowTaskQueues []string
 	// WorkerMetricsAddr, when set, makes `tickgate worker` serve /metrics there
 	// (TICKGATE_WORKER_METRICS_ADDR); the API serves the same figures on its own port.
 	WorkerMetricsAddr string
@@ -125,6 +129,11 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	c.HTTPAllow = allow
+	for _, q := range strings.Split(os.Getenv("TICKGATE_WORKFLOW_TASK_QUEUES"), ",") {
+		if q = strings.TrimSpace(q); q != "" {
+			c.WorkflowTaskQueues = append(c.WorkflowTaskQueues, q)
+		}
+	}
 	if v := os.Getenv("TICKGATE_SQL_TARGETS"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.SQLTargets); err != nil {
 			return c, fmt.Errorf("TICKGATE_SQL_TARGETS: want a JSON object {\"database\": \"dsn\"}: %w", err)

@@ -229,6 +229,12 @@ type Schedule struct {
 	Labels           json.RawMessage
 }
 
+type ScheduleHeaderValue struct {
+	ScheduleName string
+	HeaderValues json.RawMessage
+	UpdatedAt    time.Time
+}
+
 type ScheduleHistory struct {
 	ID         int64
 	ScheduleID int64
@@ -298,10 +304,12 @@ type ScheduleRunRedrive struct {
 }
 
 type ScheduleSecret struct {
-	ScheduleName string
-	Secret       string
-	CreatedAt    time.Time
-	RotatedAt    *time.Time
+	ScheduleName       string
+	Secret             string
+	CreatedAt          time.Time
+	RotatedAt          *time.Time
+	PreviousSecret     *string
+	PreviousValidUntil *time.Time
 }
 
 type Task struct {

@@ -11,6 +11,15 @@ import (
 	"time"
 )
 
+const deleteScheduleHeaderValues = `-- name: DeleteScheduleHeaderValues :exec
+DELETE FROM schedule_header_values WHERE schedule_name = $1
+`
+
+func (q *Queries) DeleteScheduleHeaderValues(ctx context.Context, scheduleName string) error {
+	_, err := q.db.Exec(ctx, deleteScheduleHeaderValues, scheduleName)
+	return err
+}
+
 const getScheduleRunByID = `-- name: GetScheduleRunByID :one
 SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs WHERE id = $1
 `
@@ -38,6 +47,58 @@ func (q *Queries) GetScheduleRunByID(ctx context.Context, id int64) (ScheduleRun
 		&i.WatchedUntil,
 		&i.TraceContext,
 		&i.Redrives,
+	)
+	return i, err
+}
+
+const hTTPDeliveryOf = `-- name: HTTPDeliveryOf :one
+SELECT r.id AS run_id, r.schedule_id, r.workflow_id, r.idempotency_key, r.scheduled_at, r.redrives,
+       s.name AS schedule_name, s.action, s.retry,
+       COALESCE(k.secret, '')::text AS secret,
+       COALESCE(CASE WHEN k.previous_valid_until > now() THEN k.previous_secret END, '')::text AS previous_secret,
+       COALESCE(h.header_values, '{}'::jsonb)::jsonb AS header_values
+FROM schedule_runs r
+JOIN schedules s ON s.id = r.schedule_id
+LEFT JOIN schedule_secrets k ON k.schedule_name = s.name
+LEFT JOIN schedule_header_values h ON h.schedule_name = s.name
+WHERE r.id = $1
+`
+
+type HTTPDeliveryOfRow struct {
+	RunID          int64
+	ScheduleID     int64
+	WorkflowID     string
+	IdempotencyKey string
+	ScheduledAt    time.Time
+	Redrives       int32
+	ScheduleName   string
+	Action         json.RawMessage
+	Retry          []byte
+	Secret         string
+	PreviousSecret string
+	HeaderValues   json.RawMessage
+}
+
+// What a delivery of a run sends, read by the run's id alone and never taken from a
+// workflow's input: the run's tick key and series, its schedule's action and retry policy,
+// the secrets that sign (the previous one while its grace lasts; ” for none) and the
+// header values.
+func (q *Queries) HTTPDeliveryOf(ctx context.Context, runID int64) (HTTPDeliveryOfRow, error) {
+	row := q.db.QueryRow(ctx, hTTPDeliveryOf, runID)
+	var i HTTPDeliveryOfRow
+	err := row.Scan(
+		&i.RunID,
+		&i.ScheduleID,
+		&i.WorkflowID,
+		&i.IdempotencyKey,
+		&i.ScheduledAt,
+		&i.Redrives,
+		&i.ScheduleName,
+		&i.Action,
+		&i.Retry,
+		&i.Secret,
+		&i.PreviousSecret,
+		&i.HeaderValues,
 	)
 	return i, err
 }
@@ -363,6 +424,43 @@ func (q *Queries) RecordRunAttempt(ctx context.Context, arg RecordRunAttemptPara
 	return result.RowsAffected(), nil
 }
 
+const rotateScheduleSecret = `-- name: RotateScheduleSecret :one
+UPDATE schedule_secrets
+SET previous_secret = CASE WHEN $1::timestamptz IS NOT NULL THEN secret END,
+    previous_valid_until = $1::timestamptz,
+    secret = $2::text,
+    rotated_at = now()
+WHERE schedule_name = $3::text
+RETURNING rotated_at
+`
+
+type RotateScheduleSecretParams struct {
+	PreviousValidUntil *time.Time
+	NewSecret          string
+	ScheduleName       string
+}
+
+// A rotation: the new secret signs from now on; with a grace period the old one signs too
+// until previous_valid_until (no grace ends it at once).
+func (q *Queries) RotateScheduleSecret(ctx context.Context, arg RotateScheduleSecretParams) (*time.Time, error) {
+	row := q.db.QueryRow(ctx, rotateScheduleSecret, arg.PreviousValidUntil, arg.NewSecret, arg.ScheduleName)
+	var rotated_at *time.Time
+	err := row.Scan(&rotated_at)
+	return rotated_at, err
+}
+
+const scheduleHeaderValues = `-- name: ScheduleHeaderValues :one
+SELECT header_values FROM schedule_header_values WHERE schedule_name = $1
+`
+
+// The values of an http action's own headers (for an update that keeps some of them).
+func (q *Queries) ScheduleHeaderValues(ctx context.Context, scheduleName string) (json.RawMessage, error) {
+	row := q.db.QueryRow(ctx, scheduleHeaderValues, scheduleName)
+	var header_values json.RawMessage
+	err := row.Scan(&header_values)
+	return header_values, err
+}
+
 const scheduleSecret = `-- name: ScheduleSecret :one
 
 SELECT k.secret FROM schedule_secrets k JOIN schedules s ON s.name = k.schedule_name WHERE s.id = $1
@@ -370,7 +468,7 @@ SELECT k.secret FROM schedule_secrets k JOIN schedules s ON s.name = k.schedule_
 
 // The HTTP action (docs/schedules.md "HTTP action"; migrations/00094_http_action.sql): signing
 // secrets, delivery attempts, the dead letter and redrives.
-// The signing secret of a schedule's http action, for the activity that signs a request.
+// The signing secret of a schedule's http action.
 func (q *Queries) ScheduleSecret(ctx context.Context, scheduleID int64) (string, error) {
 	row := q.db.QueryRow(ctx, scheduleSecret, scheduleID)
 	var secret string
@@ -378,9 +476,24 @@ func (q *Queries) ScheduleSecret(ctx context.Context, scheduleID int64) (string,
 	return secret, err
 }
 
+const setScheduleHeaderValues = `-- name: SetScheduleHeaderValues :exec
+INSERT INTO schedule_header_values (schedule_name, header_values) VALUES ($1, $2)
+ON CONFLICT (schedule_name) DO UPDATE SET header_values = EXCLUDED.header_values, updated_at = now()
+`
+
+type SetScheduleHeaderValuesParams struct {
+	ScheduleName string
+	HeaderValues json.RawMessage
+}
+
+func (q *Queries) SetScheduleHeaderValues(ctx context.Context, arg SetScheduleHeaderValuesParams) error {
+	_, err := q.db.Exec(ctx, setScheduleHeaderValues, arg.ScheduleName, arg.HeaderValues)
+	return err
+}
+
 const setScheduleSecret = `-- name: SetScheduleSecret :exec
 INSERT INTO schedule_secrets (schedule_name, secret) VALUES ($1, $2)
-ON CONFLICT (schedule_name) DO UPDATE SET secret = EXCLUDED.secret, rotated_at = now()
+ON CONFLICT (schedule_name) DO UPDATE SET secret = EXCLUDED.secret, rotated_at = now(), previous_secret = NULL, previous_valid_until = NULL
 `
 
 type SetScheduleSecretParams struct {
@@ -388,7 +501,8 @@ type SetScheduleSecretParams struct {
 	Secret       string
 }
 
-// A new signing secret (a rotation, or the first of a schedule that became an http one).
+// The first signing secret of a schedule that became an http one (or a new one, the old
+// one ending at once).
 func (q *Queries) SetScheduleSecret(ctx context.Context, arg SetScheduleSecretParams) error {
 	_, err := q.db.Exec(ctx, setScheduleSecret, arg.ScheduleName, arg.Secret)
 	return err

@@ -407,6 +407,9 @@ const insertSchedule = `-- name: InsertSchedule :one
 WITH secret AS (
     INSERT INTO schedule_secrets (schedule_name, secret)
     SELECT $1, $18::text WHERE $18::text <> ''
+), header_values AS (
+    INSERT INTO schedule_header_values (schedule_name, header_values)
+    SELECT $1, $19::jsonb WHERE $19::jsonb IS NOT NULL
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
                        watermark, plan_at, plan_action, retry, after_completion, max_concurrent, overlap_when_full, labels)
@@ -435,11 +438,13 @@ type InsertScheduleParams struct {
 	OverlapWhenFull  *string
 	Labels           []byte
 	SigningSecret    string
+	HeaderValues     []byte
 }
 
 // A new schedule is at rest: the planner arms its first fires, or wakes its workflow, at
 // plan_at. Its ticks count from watermark (its creation). An http action's signing secret
-// is inserted by the same statement (an empty one, for other actions, is none).
+// and its header values are inserted by the same statement (an empty secret, for other
+// actions, is none; so are NULL values).
 func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) (Schedule, error) {
 	row := q.db.QueryRow(ctx, insertSchedule,
 		arg.Name,
@@ -460,6 +465,7 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		arg.OverlapWhenFull,
 		arg.Labels,
 		arg.SigningSecret,
+		arg.HeaderValues,
 	)
 	var i Schedule
 	err := row.Scan(
@@ -617,6 +623,11 @@ WITH secrets AS (
     SELECT k.name, k.secret FROM (SELECT unnest($1::text[]) AS name, unnest($18::text[]) AS secret) k
     WHERE k.secret <> ''
     ON CONFLICT (schedule_name) DO NOTHING
+), header_values AS (
+    INSERT INTO schedule_header_values (schedule_name, header_values)
+    SELECT v.name, v.header_values::jsonb FROM (SELECT unnest($1::text[]) AS name, unnest($19::text[]) AS header_values) v
+    WHERE v.header_values <> ''
+    ON CONFLICT (schedule_name) DO NOTHING
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
                        watermark, plan_at, plan_action, retry, after_completion, max_concurrent, overlap_when_full, labels)
@@ -655,11 +666,13 @@ type InsertSchedulesParams struct {
 	WhenFulls        []string
 	Labels           []string
 	SigningSecrets   []string
+	HeaderValues     []string
 }
 
 // A bulk create: every row in one statement; a name taken already inserts nothing (the
 // caller compares the existing row with what was asked, ListSchedulesByName). The http
-// actions' signing secrets go in with them (a name taken keeps its secret). (0 and ” stand
+// actions' signing secrets and header values (” for none) go in with them (a name taken
+// keeps its own). (0 and ” stand
 // for NULL in max_concurrents and when_fulls: no cap.)
 func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams) ([]Schedule, error) {
 	rows, err := q.db.Query(ctx, insertSchedules,
@@ -681,6 +694,7 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 		arg.WhenFulls,
 		arg.Labels,
 		arg.SigningSecrets,
+		arg.HeaderValues,
 	)
 	if err != nil {
 		return nil, err

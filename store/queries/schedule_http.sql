@@ -2,13 +2,52 @@
 -- secrets, delivery attempts, the dead letter and redrives.
 
 -- name: ScheduleSecret :one
--- The signing secret of a schedule's http action, for the activity that signs a request.
+-- The signing secret of a schedule's http action.
 SELECT k.secret FROM schedule_secrets k JOIN schedules s ON s.name = k.schedule_name WHERE s.id = @schedule_id;
 
 -- name: SetScheduleSecret :exec
--- A new signing secret (a rotation, or the first of a schedule that became an http one).
+-- The first signing secret of a schedule that became an http one (or a new one, the old
+-- one ending at once).
 INSERT INTO schedule_secrets (schedule_name, secret) VALUES (@schedule_name, @secret)
-ON CONFLICT (schedule_name) DO UPDATE SET secret = EXCLUDED.secret, rotated_at = now();
+ON CONFLICT (schedule_name) DO UPDATE SET secret = EXCLUDED.secret, rotated_at = now(), previous_secret = NULL, previous_valid_until = NULL;
+
+-- name: RotateScheduleSecret :one
+-- A rotation: the new secret signs from now on; with a grace period the old one signs too
+-- until previous_valid_until (no grace ends it at once).
+UPDATE schedule_secrets
+SET previous_secret = CASE WHEN sqlc.narg(previous_valid_until)::timestamptz IS NOT NULL THEN secret END,
+    previous_valid_until = sqlc.narg(previous_valid_until)::timestamptz,
+    secret = sqlc.arg(new_secret)::text,
+    rotated_at = now()
+WHERE schedule_name = sqlc.arg(schedule_name)::text
+RETURNING rotated_at;
+
+-- name: ScheduleHeaderValues :one
+-- The values of an http action's own headers (for an update that keeps some of them).
+SELECT header_values FROM schedule_header_values WHERE schedule_name = @schedule_name;
+
+-- name: SetScheduleHeaderValues :exec
+INSERT INTO schedule_header_values (schedule_name, header_values) VALUES (@schedule_name, @header_values)
+ON CONFLICT (schedule_name) DO UPDATE SET header_values = EXCLUDED.header_values, updated_at = now();
+
+-- name: DeleteScheduleHeaderValues :exec
+DELETE FROM schedule_header_values WHERE schedule_name = @schedule_name;
+
+-- name: HTTPDeliveryOf :one
+-- What a delivery of a run sends, read by the run's id alone and never taken from a
+-- workflow's input: the run's tick key and series, its schedule's action and retry policy,
+-- the secrets that sign (the previous one while its grace lasts; '' for none) and the
+-- header values.
+SELECT r.id AS run_id, r.schedule_id, r.workflow_id, r.idempotency_key, r.scheduled_at, r.redrives,
+       s.name AS schedule_name, s.action, s.retry,
+       COALESCE(k.secret, '')::text AS secret,
+       COALESCE(CASE WHEN k.previous_valid_until > now() THEN k.previous_secret END, '')::text AS previous_secret,
+       COALESCE(h.header_values, '{}'::jsonb)::jsonb AS header_values
+FROM schedule_runs r
+JOIN schedules s ON s.id = r.schedule_id
+LEFT JOIN schedule_secrets k ON k.schedule_name = s.name
+LEFT JOIN schedule_header_values h ON h.schedule_name = s.name
+WHERE r.id = @run_id;
 
 -- name: GetScheduleRunByID :one
 SELECT * FROM schedule_runs WHERE id = @id;

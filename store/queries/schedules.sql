@@ -1,10 +1,14 @@
 -- name: InsertSchedule :one
 -- A new schedule is at rest: the planner arms its first fires, or wakes its workflow, at
 -- plan_at. Its ticks count from watermark (its creation). An http action's signing secret
--- is inserted by the same statement (an empty one, for other actions, is none).
+-- and its header values are inserted by the same statement (an empty secret, for other
+-- actions, is none; so are NULL values).
 WITH secret AS (
     INSERT INTO schedule_secrets (schedule_name, secret)
     SELECT @name, @signing_secret::text WHERE @signing_secret::text <> ''
+), header_values AS (
+    INSERT INTO schedule_header_values (schedule_name, header_values)
+    SELECT @name, sqlc.narg(header_values)::jsonb WHERE sqlc.narg(header_values)::jsonb IS NOT NULL
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,
                        watermark, plan_at, plan_action, retry, after_completion, max_concurrent, overlap_when_full, labels)
@@ -379,12 +383,18 @@ SELECT * FROM schedule_refusals WHERE schedule_id = @schedule_id ORDER BY id DES
 -- name: InsertSchedules :many
 -- A bulk create: every row in one statement; a name taken already inserts nothing (the
 -- caller compares the existing row with what was asked, ListSchedulesByName). The http
--- actions' signing secrets go in with them (a name taken keeps its secret). (0 and '' stand
+-- actions' signing secrets and header values ('' for none) go in with them (a name taken
+-- keeps its own). (0 and '' stand
 -- for NULL in max_concurrents and when_fulls: no cap.)
 WITH secrets AS (
     INSERT INTO schedule_secrets (schedule_name, secret)
     SELECT k.name, k.secret FROM (SELECT unnest(@names::text[]) AS name, unnest(@signing_secrets::text[]) AS secret) k
     WHERE k.secret <> ''
+    ON CONFLICT (schedule_name) DO NOTHING
+), header_values AS (
+    INSERT INTO schedule_header_values (schedule_name, header_values)
+    SELECT v.name, v.header_values::jsonb FROM (SELECT unnest(@names::text[]) AS name, unnest(@header_values::text[]) AS header_values) v
+    WHERE v.header_values <> ''
     ON CONFLICT (schedule_name) DO NOTHING
 )
 INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, next_run_at,

@@ -16,7 +16,9 @@ import (
 )
 
 // The http actions of the run: schedules firing at a receiver in this process, which
-// verifies every signature and keeps what arrived per Idempotency-Key.
+// verifies every request's Standard Webhooks signature (webhook-id, webhook-timestamp,
+// webhook-signature, the signed webhook-id being the Idempotency-Key) with the secret its
+// create answer showed, and keeps what arrived per Idempotency-Key.
 
 // httpTimeout is the chaos http actions' timeout per attempt: the receiver's slow answers
 // outlast it.

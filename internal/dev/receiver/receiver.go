@@ -1,6 +1,7 @@
 // Package receiver is an endpoint for tickgate's http actions, for the tests, the chaos run
-// and the benchmarks: a local HTTP server that verifies each request's signature when it
-// knows the schedule's secret, answers as it is told, and keeps, per Idempotency-Key, what
+// and the benchmarks: a local HTTP server that verifies each request's Standard Webhooks
+// signature (webhook-id, webhook-timestamp, webhook-signature) when it knows the schedule's
+// secret, and that the signed webhook-id is the request's Idempotency-Key, answers as it is told, and keeps, per Idempotency-Key, what
 // arrived — as a receiver that dedupes by the key would: a key is executed by its first
 // delivery answered 2xx, and any delivery of it after that is acknowledged without being
 // executed again.
@@ -38,7 +39,8 @@ type Delivery struct {
 	Requests     int
 	Executions   int
 	Redeliveries int
-	// BadSignatures counts requests whose signature did not verify (with a secret known).
+	// BadSignatures counts requests whose signature did not verify (with a secret known), or
+	// whose signed webhook-id was not their Idempotency-Key.
 	BadSignatures int
 	// First is when the key's first request arrived (its headers read): the first byte, as
 	// the receiver sees it.
@@ -100,7 +102,9 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	badSignature := false
 	if r.Secret != nil {
 		if secret, ok := r.Secret(schedule); ok {
-			badSignature = domain.VerifyHTTPSignature(secret, req.Header.Get(domain.SignatureHeader), body, arrived, 0) != nil
+			id := req.Header.Get(domain.WebhookIDHeader)
+			badSignature = id != key || domain.VerifyWebhook(secret, id, req.Header.Get(domain.WebhookTimestampHeader),
+				req.Header.Get(domain.WebhookSignatureHeader), body, arrived, 0) != nil
 		}
 	}
 	r.mu.Lock()

@@ -108,7 +108,8 @@ func Start(t *testing.T, opts Options) *Stack {
 	advancer.Start()
 	listener := st.StartListener(store.ListenerOptions{Logf: t.Logf})
 	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf,
-		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow}
+		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow,
+		WorkflowTaskQueues: cfg.WorkflowTaskQueues}
 	srv := httptest.NewServer(tel.HTTPHandler(api.New(app), "tickgate.api", nil))
 	t.Cleanup(listener.Close)
 	// Cleanups run last-in first-out: the server stops, then the calls and the advances

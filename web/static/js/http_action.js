@@ -15,7 +15,11 @@ export function httpFields(act) {
     "each tick sends one signed request here; loopback and private addresses are refused unless TICKGATE_HTTP_ALLOW lists them") +
     '<div class="row">' + field("f-method", "Method", "action.method", select("f-method", "action.method", methods, a.method || "POST")) +
     field("f-http-timeout", "Timeout per attempt", "action.timeout", input("f-http-timeout", "action.timeout", a.timeout || "10s", 'autocomplete="off"')) + "</div>" +
-    field("f-headers", "Headers (JSON object, optional)", "action.headers", '<textarea id="f-headers" name="f-headers" data-field="action.headers" rows="2" aria-describedby="f-headers-error">' + esc(json(a.headers)) + "</textarea>") +
+    field("f-headers", "Headers (JSON object, optional)", "action.headers", '<textarea id="f-headers" name="f-headers" data-field="action.headers" rows="2" aria-describedby="f-headers-error">' + esc(json(a.headers)) + "</textarea>",
+      "header values are write-only: they are stored apart and never shown again") +
+    ((a.header_names || []).length ? field("f-header-names", "Keep the stored values of", "action.header_names",
+      input("f-header-names", "action.header_names", (a.header_names || []).join(", "), 'autocomplete="off" spellcheck="false"'),
+      "header names, comma-separated: each keeps the value stored for it; remove a name to drop that header, or give it in Headers to set a new value") : "") +
     field("f-body", "Body (JSON, optional)", "action.body", '<textarea id="f-body" name="f-body" data-field="action.body" rows="3" aria-describedby="f-body-error">' + esc(json(a.body)) + "</textarea>",
       "an object or array is sent as JSON, a string as its text") + "</div>";
 }
@@ -38,6 +42,9 @@ export function readHTTP(v, parse) {
   if (v("f-http-timeout")) action.timeout = v("f-http-timeout");
   const headers = parse("f-headers", "action.headers");
   if (headers !== undefined) action.headers = headers;
+  const keptField = document.getElementById("f-header-names"); // only when editing an action with stored headers
+  const kept = keptField ? keptField.value.split(",").map(n => n.trim()).filter(n => n) : [];
+  if (kept.length) action.header_names = kept;
   const body = parse("f-body", "action.body");
   if (body !== undefined) action.body = body;
   return action;
@@ -100,7 +107,7 @@ export async function onRedrive(ev, done) {
 // showSecret shows a signing secret once, in a dialog; after runs when it closes.
 export function showSecret(name, secret, after) {
   const d = dialog("Signing secret of " + name,
-    "<p><strong>Shown this once.</strong> Keep it where the receiver verifies requests (docs/schedules.md, “Verifying a request”); rotate it if it is lost.</p>" +
+    "<p><strong>Shown this once.</strong> Keep it where the receiver verifies requests (Standard Webhooks: docs/webhooks.md); rotate it if it is lost.</p>" +
     field("secret-value", "Secret", "secret", '<input id="secret-value" readonly value="' + esc(secret) + '" size="72">'),
     "Done", async () => {});
   $(".cancel", d).hidden = true;
@@ -111,9 +118,12 @@ export function showSecret(name, secret, after) {
 // rotateDialog asks to rotate a schedule's signing secret, then shows the new one.
 export function rotateDialog(name, after) {
   dialog("Rotate the signing secret of " + name + "?",
-    "<p>Requests are signed with a new secret from now on; the receiver must verify with it. The new one is shown once.</p>",
-    "Rotate", async () => {
-      const s = await api("POST", "/schedules/" + encodeURIComponent(name) + "/secret", {});
+    "<p>Requests are signed with a new secret from now on; the receiver must verify with it. The new one is shown once.</p>" +
+    field("f-grace", "Keep the old secret signing for", "grace", input("f-grace", "grace", "", 'autocomplete="off" placeholder="0s"'),
+      "a grace period (up to 168h): both secrets sign each request meanwhile, so the receiver can switch without refusing one"),
+    "Rotate", async (d) => {
+      const grace = (($("#f-grace", d) || {}).value || "").trim();
+      const s = await api("POST", "/schedules/" + encodeURIComponent(name) + "/secret", grace ? { grace } : {});
       setTimeout(() => showSecret(name, s.signing_secret, after), 0);
     });
 }

@@ -197,7 +197,7 @@ export async function scheduleForm(name) {
         delete req.version;
         try {
           const p = await api("POST", "/schedules/preview", req);
-          if (mine !== seq) return;
+          if (mine !== seq || ctx.signal.aborted) return; // a newer preview, or the page was left
           showProblem(null, form);
           const now = Date.now();
           $("#preview", root).innerHTML = '<p id="preview-description"><strong>' + esc(p.description) + "</strong></p>" +
@@ -205,12 +205,13 @@ export async function scheduleForm(name) {
               p.next_fire_times.map(t => "<li>" + when(t) + ' <span class="muted">' + relative(t, now) + "</span></li>").join("") + "</ol>"
               : '<p class="muted">It never fires again (end_at has passed, or its calendars exclude every tick ahead).</p>');
         } catch (e) {
-          if (mine !== seq) return;
+          if (mine !== seq || ctx.signal.aborted) return;
           showProblem(e, form);
           $("#preview", root).innerHTML = '<p class="error" id="preview-error">' + esc((e.field ? e.field + ": " : "") + e.message) + "</p>";
         }
       };
       const soon = () => { clearTimeout(timer); timer = setTimeout(preview, 250); };
+      ctx.signal.addEventListener("abort", () => clearTimeout(timer)); // no preview of a page that was left
       form.addEventListener("input", soon, opts);
       form.addEventListener("change", () => { toggle(form); soon(); }, opts);
       form.addEventListener("submit", async (ev) => {

@@ -1,0 +1,5 @@
+package activities
+
+import "net/http"
+
+var testClient = &http.Client{} // a test may build what it needs

@@ -1,0 +1,5 @@
+package outbound
+
+import "net/http"
+
+func NewClient() *http.Client { return &http.Client{Transport: &http.Transport{}} }
