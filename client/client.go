@@ -18,7 +18,8 @@
 // sent again (Retry-After honoured, else an exponential backoff) when sending it again is
 // safe: GET, HEAD, PUT and DELETE always, a POST because this client gives every POST an
 // Idempotency-Key (the caller's, when it set one) that the server uses to answer a repeated
-// POST with its first answer instead of acting twice. A PATCH is never sent twice.
+// POST with its first answer instead of acting twice. A PATCH is never sent twice, nor a
+// POST /tokens (the one route that takes no key: its answer, a new token, is never stored).
 package client
 
 import (
@@ -156,10 +157,11 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", t.opts.userAgent)
 	}
-	if req.Method == http.MethodPost && req.Header.Get("Idempotency-Key") == "" {
+	if req.Method == http.MethodPost && req.Header.Get("Idempotency-Key") == "" && !unkeyed[req.URL.Path] {
 		req.Header.Set("Idempotency-Key", NewIdempotencyKey())
 	}
-	retryable := req.Method != http.MethodPatch && (req.Body == nil || req.GetBody != nil)
+	retryable := req.Method != http.MethodPatch && (req.Method != http.MethodPost || req.Header.Get("Idempotency-Key") != "") &&
+		(req.Body == nil || req.GetBody != nil)
 	wait := t.opts.backoff
 	for attempt := 1; ; attempt++ {
 		resp, err := t.opts.httpClient.Do(req)
@@ -194,6 +196,10 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 }
+
+// unkeyed are the POST routes that refuse an Idempotency-Key (a token is shown once and its
+// answer never stored): such a POST is sent once.
+var unkeyed = map[string]bool{"/api/v1/tokens": true}
 
 // retryStatus: answers that mean "not now" rather than "no".
 func retryStatus(code int) bool {
