@@ -119,6 +119,27 @@ func (e AgentResultRequestStatus) Valid() bool {
 	}
 }
 
+// Defines values for AppliedScheduleOutcome.
+const (
+	AppliedScheduleOutcomeCreated   AppliedScheduleOutcome = "created"
+	AppliedScheduleOutcomeUnchanged AppliedScheduleOutcome = "unchanged"
+	AppliedScheduleOutcomeUpdated   AppliedScheduleOutcome = "updated"
+)
+
+// Valid indicates whether the value is a known member of the AppliedScheduleOutcome enum.
+func (e AppliedScheduleOutcome) Valid() bool {
+	switch e {
+	case AppliedScheduleOutcomeCreated:
+		return true
+	case AppliedScheduleOutcomeUnchanged:
+		return true
+	case AppliedScheduleOutcomeUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AttemptOutcome.
 const (
 	AttemptOutcomeFinal     AttemptOutcome = "final"
@@ -142,16 +163,16 @@ func (e AttemptOutcome) Valid() bool {
 
 // Defines values for BulkCreateItemsStatus.
 const (
-	Created BulkCreateItemsStatus = "created"
-	Exists  BulkCreateItemsStatus = "exists"
+	BulkCreateItemsStatusCreated BulkCreateItemsStatus = "created"
+	BulkCreateItemsStatusExists  BulkCreateItemsStatus = "exists"
 )
 
 // Valid indicates whether the value is a known member of the BulkCreateItemsStatus enum.
 func (e BulkCreateItemsStatus) Valid() bool {
 	switch e {
-	case Created:
+	case BulkCreateItemsStatusCreated:
 		return true
-	case Exists:
+	case BulkCreateItemsStatusExists:
 		return true
 	default:
 		return false
@@ -1001,6 +1022,21 @@ func (e ListSchedulesParamsState) Valid() bool {
 	}
 }
 
+// Defines values for PutScheduleParamsIfNoneMatch.
+const (
+	Asterisk PutScheduleParamsIfNoneMatch = "*"
+)
+
+// Valid indicates whether the value is a known member of the PutScheduleParamsIfNoneMatch enum.
+func (e PutScheduleParamsIfNoneMatch) Valid() bool {
+	switch e {
+	case Asterisk:
+		return true
+	default:
+		return false
+	}
+}
+
 // Action event (topic, type, data), workflow (workflow_type, task_queue, input) or http (url, method, headers, body, timeout): a signed request carrying the tick's key as its Idempotency-Key (docs/schedules.md "HTTP action")
 type Action struct {
 	// Body http: a JSON object or array is sent as JSON, a string as its text
@@ -1070,6 +1106,20 @@ type AgentResultRequest struct {
 
 // AgentResultRequestStatus defines model for AgentResultRequest.Status.
 type AgentResultRequestStatus string
+
+// AppliedSchedule what a PUT /schedules/{name} did (or, on a dry run, would do)
+type AppliedSchedule struct {
+	Changes  *[]FieldChange          `json:"changes,omitempty"`
+	DryRun   *bool                   `json:"dry_run,omitempty"`
+	Outcome  *AppliedScheduleOutcome `json:"outcome,omitempty"`
+	Schedule *Schedule               `json:"schedule,omitempty"`
+
+	// SigningSecret a schedule created as (or turned into) an http one: its signing secret, shown this once
+	SigningSecret *string `json:"signing_secret,omitempty"`
+}
+
+// AppliedScheduleOutcome defines model for AppliedSchedule.Outcome.
+type AppliedScheduleOutcome string
 
 // Attempt one delivery attempt of an http action's run
 type Attempt struct {
@@ -1410,6 +1460,17 @@ type ExponentialRate struct {
 	AfterSucceeded int     `json:"after_succeeded"`
 	BasePerMinute  int     `json:"base_per_minute"`
 	Factor         float32 `json:"factor"`
+}
+
+// FieldChange a changed field of a schedule's definition, with its value before and after
+type FieldChange struct {
+	Field *string `json:"field,omitempty"`
+
+	// From the value before (null when there was none)
+	From interface{} `json:"from,omitempty"`
+
+	// To the value after (null when there is none)
+	To interface{} `json:"to,omitempty"`
 }
 
 // Freeze defines model for Freeze.
@@ -2466,6 +2527,17 @@ type UpdateScheduleParams struct {
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 
+// PutScheduleParams defines parameters for PutSchedule.
+type PutScheduleParams struct {
+	// DryRun true: answer what the PUT would do, and do nothing
+	DryRun      *bool                         `form:"dry_run,omitempty" json:"dry_run,omitempty"`
+	IfMatch     *string                       `json:"If-Match,omitempty"`
+	IfNoneMatch *PutScheduleParamsIfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// PutScheduleParamsIfNoneMatch defines parameters for PutSchedule.
+type PutScheduleParamsIfNoneMatch string
+
 // ListScheduleHistoryParams defines parameters for ListScheduleHistory.
 type ListScheduleHistoryParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
@@ -2588,6 +2660,9 @@ type ResumeSelectedSchedulesJSONRequestBody = BulkStateRequest
 
 // UpdateScheduleJSONRequestBody defines body for UpdateSchedule for application/json ContentType.
 type UpdateScheduleJSONRequestBody = UpdateScheduleRequest
+
+// PutScheduleJSONRequestBody defines body for PutSchedule for application/json ContentType.
+type PutScheduleJSONRequestBody = CreateScheduleRequest
 
 // BackfillScheduleJSONRequestBody defines body for BackfillSchedule for application/json ContentType.
 type BackfillScheduleJSONRequestBody = BackfillRequest
@@ -3175,6 +3250,48 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/schedules/{name} (the `UpdateSchedule` operationId).
 	UpdateSchedule(ctx context.Context, name ScheduleName, params *UpdateScheduleParams, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutScheduleWithBody Create or replace a schedule's whole definition (operator); an unchanged one changes nothing
+	//
+	// The body is a create's (name may be left out; given, it is the path's). A schedule
+	// that does not exist is created (201). One that does gets the body's definition, as a
+	// PATCH giving every part would (one history entry naming the changed fields, the
+	// workflow told to reload) — unless the definition is the stored one: then nothing is
+	// written at all (no new version, no history entry, no armed fire retracted or armed
+	// again) and the outcome is "unchanged". paused and note count only at creation: a
+	// replace leaves an existing schedule paused or active as it is. A spec without
+	// start_at keeps the stored interval's anchor. Labels are replaced (absent: none).
+	// If-Match (the ETag) makes the replace optimistic: another version is a 412 and
+	// nothing changes, but a body equal to what is stored is answered "unchanged" whatever
+	// the version; If-Match on a name that holds no schedule is a 412. If-None-Match: *
+	// creates only (412 when the name is held). ?dry_run=true validates and answers the
+	// outcome and the changes it would make, and changes nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/schedules/{name} (the `PutSchedule` operationId).
+	PutScheduleWithBody(ctx context.Context, name ScheduleName, params *PutScheduleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutSchedule Create or replace a schedule's whole definition (operator); an unchanged one changes nothing
+	//
+	// The body is a create's (name may be left out; given, it is the path's). A schedule
+	// that does not exist is created (201). One that does gets the body's definition, as a
+	// PATCH giving every part would (one history entry naming the changed fields, the
+	// workflow told to reload) — unless the definition is the stored one: then nothing is
+	// written at all (no new version, no history entry, no armed fire retracted or armed
+	// again) and the outcome is "unchanged". paused and note count only at creation: a
+	// replace leaves an existing schedule paused or active as it is. A spec without
+	// start_at keeps the stored interval's anchor. Labels are replaced (absent: none).
+	// If-Match (the ETag) makes the replace optimistic: another version is a 412 and
+	// nothing changes, but a body equal to what is stored is answered "unchanged" whatever
+	// the version; If-Match on a name that holds no schedule is a 412. If-None-Match: *
+	// creates only (412 when the name is held). ?dry_run=true validates and answers the
+	// outcome and the changes it would make, and changes nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/schedules/{name} (the `PutSchedule` operationId).
+	PutSchedule(ctx context.Context, name ScheduleName, params *PutScheduleParams, body PutScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// BackfillScheduleWithBody Run the ticks of a past time range
 	//
@@ -4406,6 +4523,68 @@ func (c *RawClient) UpdateScheduleWithBody(ctx context.Context, name ScheduleNam
 // Corresponds with PATCH /api/v1/schedules/{name} (the `UpdateSchedule` operationId).
 func (c *RawClient) UpdateSchedule(ctx context.Context, name ScheduleName, params *UpdateScheduleParams, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateScheduleRequest(c.Server, name, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutScheduleWithBody Create or replace a schedule's whole definition (operator); an unchanged one changes nothing
+//
+// The body is a create's (name may be left out; given, it is the path's). A schedule
+// that does not exist is created (201). One that does gets the body's definition, as a
+// PATCH giving every part would (one history entry naming the changed fields, the
+// workflow told to reload) — unless the definition is the stored one: then nothing is
+// written at all (no new version, no history entry, no armed fire retracted or armed
+// again) and the outcome is "unchanged". paused and note count only at creation: a
+// replace leaves an existing schedule paused or active as it is. A spec without
+// start_at keeps the stored interval's anchor. Labels are replaced (absent: none).
+// If-Match (the ETag) makes the replace optimistic: another version is a 412 and
+// nothing changes, but a body equal to what is stored is answered "unchanged" whatever
+// the version; If-Match on a name that holds no schedule is a 412. If-None-Match: *
+// creates only (412 when the name is held). ?dry_run=true validates and answers the
+// outcome and the changes it would make, and changes nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/schedules/{name} (the `PutSchedule` operationId).
+func (c *RawClient) PutScheduleWithBody(ctx context.Context, name ScheduleName, params *PutScheduleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutScheduleRequestWithBody(c.Server, name, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutSchedule Create or replace a schedule's whole definition (operator); an unchanged one changes nothing
+//
+// The body is a create's (name may be left out; given, it is the path's). A schedule
+// that does not exist is created (201). One that does gets the body's definition, as a
+// PATCH giving every part would (one history entry naming the changed fields, the
+// workflow told to reload) — unless the definition is the stored one: then nothing is
+// written at all (no new version, no history entry, no armed fire retracted or armed
+// again) and the outcome is "unchanged". paused and note count only at creation: a
+// replace leaves an existing schedule paused or active as it is. A spec without
+// start_at keeps the stored interval's anchor. Labels are replaced (absent: none).
+// If-Match (the ETag) makes the replace optimistic: another version is a 412 and
+// nothing changes, but a body equal to what is stored is answered "unchanged" whatever
+// the version; If-Match on a name that holds no schedule is a 412. If-None-Match: *
+// creates only (412 when the name is held). ?dry_run=true validates and answers the
+// outcome and the changes it would make, and changes nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/schedules/{name} (the `PutSchedule` operationId).
+func (c *RawClient) PutSchedule(ctx context.Context, name ScheduleName, params *PutScheduleParams, body PutScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutScheduleRequest(c.Server, name, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7161,6 +7340,106 @@ func NewUpdateScheduleRequestWithBody(server string, name ScheduleName, params *
 	return req, nil
 }
 
+// NewPutScheduleRequest calls the generic PutSchedule builder with application/json body
+func NewPutScheduleRequest(server string, name ScheduleName, params *PutScheduleParams, body PutScheduleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutScheduleRequestWithBody(server, name, params, "application/json", bodyReader)
+}
+
+// NewPutScheduleRequestWithBody constructs an http.Request for the PutSchedule method, with any body, and a specified content type
+func NewPutScheduleRequestWithBody(server string, name ScheduleName, params *PutScheduleParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.DryRun != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dry_run", *params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewBackfillScheduleRequest calls the generic BackfillSchedule builder with application/json body
 func NewBackfillScheduleRequest(server string, name ScheduleName, body BackfillScheduleJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9033,6 +9312,48 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/schedules/{name} (the `UpdateSchedule` operationId).
 	UpdateScheduleWithResponse(ctx context.Context, name ScheduleName, params *UpdateScheduleParams, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateScheduleResponse, error)
+
+	// PutScheduleWithBodyWithResponse Create or replace a schedule's whole definition (operator); an unchanged one changes nothing
+	//
+	// The body is a create's (name may be left out; given, it is the path's). A schedule
+	// that does not exist is created (201). One that does gets the body's definition, as a
+	// PATCH giving every part would (one history entry naming the changed fields, the
+	// workflow told to reload) — unless the definition is the stored one: then nothing is
+	// written at all (no new version, no history entry, no armed fire retracted or armed
+	// again) and the outcome is "unchanged". paused and note count only at creation: a
+	// replace leaves an existing schedule paused or active as it is. A spec without
+	// start_at keeps the stored interval's anchor. Labels are replaced (absent: none).
+	// If-Match (the ETag) makes the replace optimistic: another version is a 412 and
+	// nothing changes, but a body equal to what is stored is answered "unchanged" whatever
+	// the version; If-Match on a name that holds no schedule is a 412. If-None-Match: *
+	// creates only (412 when the name is held). ?dry_run=true validates and answers the
+	// outcome and the changes it would make, and changes nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/schedules/{name} (the `PutSchedule` operationId).
+	PutScheduleWithBodyWithResponse(ctx context.Context, name ScheduleName, params *PutScheduleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutScheduleResponse, error)
+
+	// PutScheduleWithResponse Create or replace a schedule's whole definition (operator); an unchanged one changes nothing
+	//
+	// The body is a create's (name may be left out; given, it is the path's). A schedule
+	// that does not exist is created (201). One that does gets the body's definition, as a
+	// PATCH giving every part would (one history entry naming the changed fields, the
+	// workflow told to reload) — unless the definition is the stored one: then nothing is
+	// written at all (no new version, no history entry, no armed fire retracted or armed
+	// again) and the outcome is "unchanged". paused and note count only at creation: a
+	// replace leaves an existing schedule paused or active as it is. A spec without
+	// start_at keeps the stored interval's anchor. Labels are replaced (absent: none).
+	// If-Match (the ETag) makes the replace optimistic: another version is a 412 and
+	// nothing changes, but a body equal to what is stored is answered "unchanged" whatever
+	// the version; If-Match on a name that holds no schedule is a 412. If-None-Match: *
+	// creates only (412 when the name is held). ?dry_run=true validates and answers the
+	// outcome and the changes it would make, and changes nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/schedules/{name} (the `PutSchedule` operationId).
+	PutScheduleWithResponse(ctx context.Context, name ScheduleName, params *PutScheduleParams, body PutScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*PutScheduleResponse, error)
 
 	// BackfillScheduleWithBodyWithResponse Run the ticks of a past time range
 	//
@@ -13058,6 +13379,117 @@ func (r UpdateScheduleResponse) ContentType() string {
 	return ""
 }
 
+// PutScheduleResponse503Headers the declared response headers of an HTTP 503 response for PutSchedule
+type PutScheduleResponse503Headers struct {
+	RetryAfter int
+}
+
+type PutScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AppliedSchedule
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *AppliedSchedule
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *ProblemResponse
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *ProblemResponse
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *ProblemResponse
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *ProblemResponse
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutScheduleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutScheduleResponse) GetJSON200() *AppliedSchedule {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PutScheduleResponse) GetJSON201() *AppliedSchedule {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutScheduleResponse) GetApplicationproblemJSON400() *ProblemResponse {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutScheduleResponse) GetApplicationproblemJSON401() *ProblemResponse {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutScheduleResponse) GetApplicationproblemJSON403() *ProblemResponse {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PutScheduleResponse) GetApplicationproblemJSON409() *ProblemResponse {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r PutScheduleResponse) GetApplicationproblemJSON412() *ProblemResponse {
+	return r.ApplicationproblemJSON412
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutScheduleResponse) GetApplicationproblemJSON413() *ProblemResponse {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutScheduleResponse) GetApplicationproblemJSON415() *ProblemResponse {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutScheduleResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // BackfillScheduleResponse503Headers the declared response headers of an HTTP 503 response for BackfillSchedule
 type BackfillScheduleResponse503Headers struct {
 	RetryAfter int
@@ -16365,6 +16797,60 @@ func (c *ClientWithResponses) UpdateScheduleWithResponse(ctx context.Context, na
 		return nil, err
 	}
 	return ParseUpdateScheduleResponse(rsp)
+}
+
+// PutScheduleWithBodyWithResponse Create or replace a schedule's whole definition (operator); an unchanged one changes nothing
+//
+// The body is a create's (name may be left out; given, it is the path's). A schedule
+// that does not exist is created (201). One that does gets the body's definition, as a
+// PATCH giving every part would (one history entry naming the changed fields, the
+// workflow told to reload) — unless the definition is the stored one: then nothing is
+// written at all (no new version, no history entry, no armed fire retracted or armed
+// again) and the outcome is "unchanged". paused and note count only at creation: a
+// replace leaves an existing schedule paused or active as it is. A spec without
+// start_at keeps the stored interval's anchor. Labels are replaced (absent: none).
+// If-Match (the ETag) makes the replace optimistic: another version is a 412 and
+// nothing changes, but a body equal to what is stored is answered "unchanged" whatever
+// the version; If-Match on a name that holds no schedule is a 412. If-None-Match: *
+// creates only (412 when the name is held). ?dry_run=true validates and answers the
+// outcome and the changes it would make, and changes nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/schedules/{name} (the `PutSchedule` operationId).
+func (c *ClientWithResponses) PutScheduleWithBodyWithResponse(ctx context.Context, name ScheduleName, params *PutScheduleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutScheduleResponse, error) {
+	rsp, err := c.PutScheduleWithBody(ctx, name, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutScheduleResponse(rsp)
+}
+
+// PutScheduleWithResponse Create or replace a schedule's whole definition (operator); an unchanged one changes nothing
+//
+// The body is a create's (name may be left out; given, it is the path's). A schedule
+// that does not exist is created (201). One that does gets the body's definition, as a
+// PATCH giving every part would (one history entry naming the changed fields, the
+// workflow told to reload) — unless the definition is the stored one: then nothing is
+// written at all (no new version, no history entry, no armed fire retracted or armed
+// again) and the outcome is "unchanged". paused and note count only at creation: a
+// replace leaves an existing schedule paused or active as it is. A spec without
+// start_at keeps the stored interval's anchor. Labels are replaced (absent: none).
+// If-Match (the ETag) makes the replace optimistic: another version is a 412 and
+// nothing changes, but a body equal to what is stored is answered "unchanged" whatever
+// the version; If-Match on a name that holds no schedule is a 412. If-None-Match: *
+// creates only (412 when the name is held). ?dry_run=true validates and answers the
+// outcome and the changes it would make, and changes nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/schedules/{name} (the `PutSchedule` operationId).
+func (c *ClientWithResponses) PutScheduleWithResponse(ctx context.Context, name ScheduleName, params *PutScheduleParams, body PutScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*PutScheduleResponse, error) {
+	rsp, err := c.PutSchedule(ctx, name, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutScheduleResponse(rsp)
 }
 
 // BackfillScheduleWithBodyWithResponse Run the ticks of a past time range
@@ -20221,6 +20707,108 @@ func ParseUpdateScheduleResponse(rsp *http.Response) (*UpdateScheduleResponse, e
 	switch {
 	case rsp.StatusCode == 503:
 		var headers UpdateScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutScheduleResponse parses an HTTP response from a PutScheduleWithResponse call
+func ParsePutScheduleResponse(rsp *http.Response) (*PutScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AppliedSchedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest AppliedSchedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers PutScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
