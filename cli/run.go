@@ -17,7 +17,7 @@ import (
 // action and a retry policy that `schedule create` takes.
 
 var (
-	deadCols = []col{{"ID", "id"}, {"SCHEDULE", "schedule"}, {"SCHEDULED", "scheduled_at"}, {"TRIGGER", "trigger"}, {"ATTEMPTS", "attempts.#"}, {"REDRIVES", "redrives.#"}, {"ERROR", "error"}}
+	deadCols    = []col{{"ID", "id"}, {"SCHEDULE", "schedule"}, {"SCHEDULED", "scheduled_at"}, {"TRIGGER", "trigger"}, {"ATTEMPTS", "attempts.#"}, {"REDRIVES", "redrives.#"}, {"ERROR", "error"}}
 	attemptCols = []col{{"REDRIVE", "redrive"}, {"ATTEMPT", "attempt"}, {"STARTED", "started_at"}, {"STATUS", "status_code"}, {"LATENCY MS", "latency_ms"},
 		{"OUTCOME", "outcome"}, {"RETRY AFTER MS", "retry_after_ms"}, {"ERROR", "error"}, {"ANSWER", "response_start"}}
 	redrivenRec = []col{{"id", "id"}, {"schedule", "schedule"}, {"status", "status"}, {"workflow_id", "workflow_id"}, {"redrives", "redrives.#"}}

@@ -107,13 +107,13 @@ func scheduleDeleteCmd(a *app) *cobra.Command {
 func scheduleCreateCmd(a *app) *cobra.Command {
 	var (
 		file, text, cron, tz, interval, at, after, exclude, topic, typ, data string
-		wfType, taskQueue, overlap, catchup, whenFull                         string
-		paused                                                                bool
-		maxConcurrent                                                         int
+		wfType, taskQueue, overlap, catchup, whenFull                        string
+		paused                                                               bool
+		maxConcurrent                                                        int
 	)
 	labels := labelFlags{}
 	cmd := &cobra.Command{
-		Use: "create NAME (--cron EXPR [--timezone TZ] | --interval DUR | --at RFC3339) (--topic T --type Y | --workflow-type W --task-queue Q | --url URL) [flags] | -f FILE",
+		Use:   "create NAME (--cron EXPR [--timezone TZ] | --interval DUR | --at RFC3339) (--topic T --type Y | --workflow-type W --task-queue Q | --url URL) [flags] | -f FILE",
 		Short: "Create a schedule from flags, or from a JSON body (-f FILE, --json TEXT)",
 		Example: `  tickgate schedule create close-books --cron '0 2 * * *' --timezone Europe/Paris --topic billing --type close
   tickgate schedule create export --interval 1m --workflow-type Export --task-queue exports --overlap skip
