@@ -132,7 +132,7 @@ func NewRoot(ctx context.Context, env Env) *cobra.Command {
 	root.CompletionOptions.HiddenDefaultCmd = false
 
 	root.AddCommand(scheduleCmd(a), calendarCmd(a), rolloutCmd(a), taskRunCmd(a), taskCmd(a), pcCmd(a), deviceCmd(a),
-		tokenCmd(a), runCmd(a), freezeCmd(a))
+		tokenCmd(a), runCmd(a), freezeCmd(a), applyCmd(a), exportCmd(a))
 	// `tickgate completion bash|zsh|fish|powershell`, made now rather than at Execute so the
 	// reference pages list it too.
 	root.InitDefaultCompletionCmd()
@@ -274,12 +274,15 @@ func ExitCode(err error) int {
 		ue *UsageError
 		fe *FailedError
 		ce *ConflictError
+		me *ManifestError
 		ae *client.Error
 		te *client.TransportError
 	)
 	switch {
 	case errors.As(err, &ue):
 		return ExitUsage
+	case errors.As(err, &me):
+		return ExitInvalid
 	case errors.As(err, &fe):
 		return ExitFailed
 	case errors.As(err, &ce):
