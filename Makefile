@@ -17,7 +17,7 @@ OAPI_CODEGEN := $(BIN)/oapi-codegen
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate generate-client generate-cli-docs tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale clean record-histories chaos fuzz web-vendor bench-console
+.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate generate-client generate-cli-docs tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale bench-apply clean record-histories chaos fuzz web-vendor bench-console
 
 all: build
 
@@ -159,6 +159,11 @@ bench-devices: tools
 # and the window statistics over 1.7 million runs, with and without the console's indexes.
 bench-console: tools
 	$(GO) run ./bench/console $(BENCH_FLAGS)
+
+# Schedules as code at size: 1,000 manifest files applied through the CLI, again (0 changes),
+# and with edits and --prune (docs/gitops.md).
+bench-apply: tools
+	$(GO) run ./bench/apply $(BENCH_FLAGS)
 
 # The surface's per-request cost: token auth, idempotent replay, /metrics scrape.
 bench-api: postgres
