@@ -21,7 +21,7 @@ type applyState struct {
 	versions  map[string]string // name → version@updated_at
 	history   map[string]int
 	armed     map[int64]string // armed run id → schedule@tick, ticks at least 20 s ahead of the snapshot
-	retracted int                 // armed workflow fires retracted (rows kept as SKIPPED)
+	retracted int              // armed workflow fires retracted (rows kept as SKIPPED)
 }
 
 func snapshot(t *testing.T, st *teststack.Stack, c *client.Client, names []string, ahead time.Time) applyState {

@@ -26,7 +26,7 @@ func TestScheduleSignalsFromAnotherService(t *testing.T) {
 	st := teststack.Start(t, teststack.Options{})
 	ctx := context.Background()
 	const name = "signalled"
-	createSchedule(t, st, map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": name, "spec": map[string]any{"cron": "0 * * * *"},
 		"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
 	})
@@ -119,7 +119,7 @@ func TestBackfillBeforeCreationThroughTheAPI(t *testing.T) {
 		spec map[string]any
 	}{{"hourly-cron", map[string]any{"cron": "0 * * * *"}}, {"hourly-interval", map[string]any{"interval": "1h"}}} {
 		name, spec := c.name, c.spec
-		createSchedule(t, st, map[string]any{
+		st.CreateSchedule(t, map[string]any{
 			"name": name, "spec": spec, "action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
 		})
 		bf, err := api.BackfillScheduleWithResponse(ctx, name, client.BackfillRequest{Start: yesterday, End: yesterday.Add(24*time.Hour - time.Second)})
@@ -141,7 +141,7 @@ func TestBackfillBeforeCreationThroughTheAPI(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "%s: yesterday's ticks ran", name)
 	}
 
-	createSchedule(t, st, map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "yearly", "spec": map[string]any{"cron": "0 0 1 1 *"}, "action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
 	})
 	// A mid-year hour of last year: yesterday would hold the yearly tick on January 2nd.
