@@ -43,25 +43,25 @@ func (e ActionKind) Valid() bool {
 
 // Defines values for ActionMethod.
 const (
-	DELETE ActionMethod = "DELETE"
-	GET    ActionMethod = "GET"
-	PATCH  ActionMethod = "PATCH"
-	POST   ActionMethod = "POST"
-	PUT    ActionMethod = "PUT"
+	ActionMethodDELETE ActionMethod = "DELETE"
+	ActionMethodGET    ActionMethod = "GET"
+	ActionMethodPATCH  ActionMethod = "PATCH"
+	ActionMethodPOST   ActionMethod = "POST"
+	ActionMethodPUT    ActionMethod = "PUT"
 )
 
 // Valid indicates whether the value is a known member of the ActionMethod enum.
 func (e ActionMethod) Valid() bool {
 	switch e {
-	case DELETE:
+	case ActionMethodDELETE:
 		return true
-	case GET:
+	case ActionMethodGET:
 		return true
-	case PATCH:
+	case ActionMethodPATCH:
 		return true
-	case POST:
+	case ActionMethodPOST:
 		return true
-	case PUT:
+	case ActionMethodPUT:
 		return true
 	default:
 		return false
@@ -229,22 +229,22 @@ func (e CreateRolloutRequestTasksExecutor) Valid() bool {
 
 // Defines values for CreateRolloutRequestTasksType.
 const (
-	DDL   CreateRolloutRequestTasksType = "DDL"
-	DML   CreateRolloutRequestTasksType = "DML"
-	OTHER CreateRolloutRequestTasksType = "OTHER"
-	SDL   CreateRolloutRequestTasksType = "SDL"
+	CreateRolloutRequestTasksTypeDDL   CreateRolloutRequestTasksType = "DDL"
+	CreateRolloutRequestTasksTypeDML   CreateRolloutRequestTasksType = "DML"
+	CreateRolloutRequestTasksTypeOTHER CreateRolloutRequestTasksType = "OTHER"
+	CreateRolloutRequestTasksTypeSDL   CreateRolloutRequestTasksType = "SDL"
 )
 
 // Valid indicates whether the value is a known member of the CreateRolloutRequestTasksType enum.
 func (e CreateRolloutRequestTasksType) Valid() bool {
 	switch e {
-	case DDL:
+	case CreateRolloutRequestTasksTypeDDL:
 		return true
-	case DML:
+	case CreateRolloutRequestTasksTypeDML:
 		return true
-	case OTHER:
+	case CreateRolloutRequestTasksTypeOTHER:
 		return true
-	case SDL:
+	case CreateRolloutRequestTasksTypeSDL:
 		return true
 	default:
 		return false
@@ -271,22 +271,22 @@ func (e CreateScheduleRequestAfterCompletion) Valid() bool {
 
 // Defines values for CreateTokenRequestRole.
 const (
-	Admin    CreateTokenRequestRole = "admin"
-	Agent    CreateTokenRequestRole = "agent"
-	Operator CreateTokenRequestRole = "operator"
-	Viewer   CreateTokenRequestRole = "viewer"
+	CreateTokenRequestRoleAdmin    CreateTokenRequestRole = "admin"
+	CreateTokenRequestRoleAgent    CreateTokenRequestRole = "agent"
+	CreateTokenRequestRoleOperator CreateTokenRequestRole = "operator"
+	CreateTokenRequestRoleViewer   CreateTokenRequestRole = "viewer"
 )
 
 // Valid indicates whether the value is a known member of the CreateTokenRequestRole enum.
 func (e CreateTokenRequestRole) Valid() bool {
 	switch e {
-	case Admin:
+	case CreateTokenRequestRoleAdmin:
 		return true
-	case Agent:
+	case CreateTokenRequestRoleAgent:
 		return true
-	case Operator:
+	case CreateTokenRequestRoleOperator:
 		return true
-	case Viewer:
+	case CreateTokenRequestRoleViewer:
 		return true
 	default:
 		return false
@@ -796,22 +796,22 @@ func (e ScheduleRunTrigger) Valid() bool {
 
 // Defines values for SpecInterval1Unit.
 const (
-	DAYS    SpecInterval1Unit = "DAYS"
-	HOURS   SpecInterval1Unit = "HOURS"
-	MINUTES SpecInterval1Unit = "MINUTES"
-	SECONDS SpecInterval1Unit = "SECONDS"
+	SpecInterval1UnitDAYS    SpecInterval1Unit = "DAYS"
+	SpecInterval1UnitHOURS   SpecInterval1Unit = "HOURS"
+	SpecInterval1UnitMINUTES SpecInterval1Unit = "MINUTES"
+	SpecInterval1UnitSECONDS SpecInterval1Unit = "SECONDS"
 )
 
 // Valid indicates whether the value is a known member of the SpecInterval1Unit enum.
 func (e SpecInterval1Unit) Valid() bool {
 	switch e {
-	case DAYS:
+	case SpecInterval1UnitDAYS:
 		return true
-	case HOURS:
+	case SpecInterval1UnitHOURS:
 		return true
-	case MINUTES:
+	case SpecInterval1UnitMINUTES:
 		return true
-	case SECONDS:
+	case SpecInterval1UnitSECONDS:
 		return true
 	default:
 		return false
@@ -1024,13 +1024,13 @@ func (e ListSchedulesParamsState) Valid() bool {
 
 // Defines values for PutScheduleParamsIfNoneMatch.
 const (
-	Asterisk PutScheduleParamsIfNoneMatch = "*"
+	PutScheduleParamsIfNoneMatchAsterisk PutScheduleParamsIfNoneMatch = "*"
 )
 
 // Valid indicates whether the value is a known member of the PutScheduleParamsIfNoneMatch enum.
 func (e PutScheduleParamsIfNoneMatch) Valid() bool {
 	switch e {
-	case Asterisk:
+	case PutScheduleParamsIfNoneMatchAsterisk:
 		return true
 	default:
 		return false
