@@ -18,6 +18,8 @@ type Error struct {
 	Field  string `json:"field,omitempty"`
 	// RetryAfter is the answer's Retry-After header, when it had one (a 503 or a 429).
 	RetryAfter string `json:"-"`
+	// ContentType is the answer's (application/problem+json from the API itself).
+	ContentType string `json:"-"`
 	// Body is the answer as it came, for a body that was not problem+json.
 	Body []byte `json:"-"`
 }
@@ -37,7 +39,7 @@ func (e *Error) Error() string {
 func errorOf(resp *http.Response) *Error {
 	body := readBody(resp)
 	e := &Error{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode), Body: body,
-		RetryAfter: resp.Header.Get("Retry-After")}
+		RetryAfter: resp.Header.Get("Retry-After"), ContentType: resp.Header.Get("Content-Type")}
 	if len(body) > 0 && json.Valid(body) {
 		var p Error
 		if json.Unmarshal(body, &p) == nil {
