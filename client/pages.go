@@ -134,16 +134,17 @@ func (c *Client) Calendars(ctx context.Context) iter.Seq2[Calendar, error] {
 }
 
 // Events reads the outbox feed in commit-safe order from after (0: the start): each page's
-// next_cursor is the last event's id, sent back as after.
+// next_cursor is the last event's id, sent back as after (a cursor that is not a number is
+// sent back as cursor).
 func (c *Client) Events(ctx context.Context, params *ListEventsParams) iter.Seq2[Event, error] {
 	p := deref(params)
 	return Pages(ctx, func(ctx context.Context, cursor *string) ([]Event, string, error) {
 		if cursor != nil {
-			after, err := strconv.Atoi(*cursor)
-			if err != nil {
-				return nil, "", err
+			if after, err := strconv.Atoi(*cursor); err == nil {
+				p.After, p.Cursor = &after, nil
+			} else {
+				p.Cursor = cursor
 			}
-			p.After = &after
 		}
 		r, err := c.ListEventsWithResponse(ctx, &p)
 		if err != nil {
