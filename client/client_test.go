@@ -206,3 +206,24 @@ func TestSchedulesIteratorFollowsCursors(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestEventsIteratorSendsTheLastIDAsAfter: the feed's next_cursor is the last event's id,
+// sent back as ?after= (the topic kept); a feed read from a stored position starts there.
+func TestEventsIteratorSendsTheLastIDAsAfter(t *testing.T) {
+	t.Parallel()
+	rec, c := fakeAPI(t,
+		answer(200, "application/json", `{"items":[{"id":8,"topic":"t"},{"id":9,"topic":"t"}],"next_cursor":"9"}`),
+		answer(200, "application/json", `{"items":[],"next_cursor":""}`))
+	topic, from := "t", 7
+	var ids []int
+	for e, err := range c.Events(context.Background(), &client.ListEventsParams{Topic: &topic, After: &from}) {
+		require.NoError(t, err)
+		ids = append(ids, int(*e.Id))
+	}
+	require.Equal(t, []int{8, 9}, ids)
+	require.Len(t, rec.requests, 2)
+	require.Equal(t, "7", rec.requests[0].URL.Query().Get("after"))
+	require.Equal(t, "9", rec.requests[1].URL.Query().Get("after"))
+	require.Equal(t, "t", rec.requests[1].URL.Query().Get("topic"))
+	require.Empty(t, rec.requests[1].URL.Query().Get("cursor"))
+}
