@@ -1,9 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -77,8 +77,8 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 		require.Contains(t, r.Checks["postgres"].Error, pgProxy.addr, name)
 		require.NotEmpty(t, r.Checks["postgres"].For, name)
 		require.Equal(t, "waiting for postgres", r.Checks["temporal"].Error, name)
-		code, _, _ := doHTTP(t, http.MethodGet, base+"/healthz", "", nil)
-		require.Equal(t, http.StatusOK, code, "%s: alive while not ready", name)
+		_, err := probe(t, base).HealthWithResponse(context.Background())
+		require.NoError(t, err, "%s: alive while not ready", name)
 	}
 	// The API's own routes, through the Go client (one attempt each: the test reads each answer).
 	api := func(token string) *tickgate.Client {
@@ -185,16 +185,31 @@ type readyzAnswer struct {
 	Checks      map[string]readiness.Check `json:"checks"`
 }
 
+// probe is the Go client of a process's /healthz and /readyz (the API's or the worker's:
+// both serve them), one attempt a request.
+func probe(t *testing.T, base string) *tickgate.Client {
+	t.Helper()
+	c, err := tickgate.New(base, tickgate.WithRetries(1, 0), tickgate.WithHTTP(readyzHTTP))
+	require.NoError(t, err)
+	return c
+}
+
 // getReadyz asks base's /readyz; code is 0 while nothing listens there yet.
 func getReadyz(t *testing.T, base string) readyzAnswer {
 	t.Helper()
-	resp, err := readyzHTTP.Get(base + "/readyz")
-	if err != nil {
-		return readyzAnswer{}
+	resp, err := probe(t, base).ReadyWithResponse(context.Background())
+	var r readyzAnswer
+	var body []byte
+	var refused *tickgate.Error
+	switch {
+	case err == nil:
+		r.code, r.contentType, body = resp.StatusCode(), resp.HTTPResponse.Header.Get("Content-Type"), resp.Body
+	case errors.As(err, &refused):
+		r.code, r.contentType, body = refused.Status, refused.ContentType, refused.Body
+	default:
+		return readyzAnswer{} // nothing listens there yet
 	}
-	defer resp.Body.Close()
-	r := readyzAnswer{code: resp.StatusCode, contentType: resp.Header.Get("Content-Type")}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+	require.NoError(t, json.Unmarshal(body, &r), "%s", body)
 	return r
 }
 
@@ -211,30 +226,6 @@ func waitReadyz(t *testing.T, base string, code int) readyzAnswer {
 
 // readyzHTTP bounds every request: /readyz answers within its probe timeout.
 var readyzHTTP = &http.Client{Timeout: 15 * time.Second}
-
-func doHTTP(t *testing.T, method, url, token string, body any) (int, http.Header, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		require.NoError(t, err)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	require.NoError(t, err)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := readyzHTTP.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, resp.Header, b
-}
 
 // newNamespace registers a fresh Temporal namespace and waits until it serves requests.
 func newNamespace(t *testing.T) string {
