@@ -13,10 +13,11 @@ TEMPORAL_SQL_TOOL := $(BIN)/temporal-sql-tool
 TEMPORAL_UI       := $(BIN)/temporal-ui-server
 SERVER_TOOLS      := $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI)
 SQLC      := $(BIN)/sqlc
+OAPI_CODEGEN := $(BIN)/oapi-codegen
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short test-cluster test-deploy test-observability lint generate tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale clean record-histories chaos fuzz web-vendor bench-console
+.PHONY: all build chromium dev test test-short test-cluster test-deploy test-observability lint generate generate-client generate-cli-docs tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale bench-apply clean record-histories chaos fuzz web-vendor bench-console
 
 all: build
 
@@ -50,7 +51,13 @@ $(SQLC): tools/sqlc/go.mod tools/sqlc/go.sum
 	@mkdir -p $(BIN)
 	cd tools/sqlc && $(GO) build -o ../../$(SQLC) github.com/sqlc-dev/sqlc/cmd/sqlc
 
-tools: $(TEMPORAL) postgres
+$(OAPI_CODEGEN): tools/oapi-codegen/go.mod tools/oapi-codegen/go.sum
+	@mkdir -p $(BIN)
+	cd tools/oapi-codegen && $(GO) build -o ../../$(OAPI_CODEGEN) github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+
+# The pinned oapi-codegen is built here too: client's TestGeneratedClientIsFresh runs it from
+# the module cache (no network), which building it fills.
+tools: $(TEMPORAL) $(OAPI_CODEGEN) postgres
 
 # Headless Chromium for the dashboard's browser test (e2e): Debian's chromium package.
 chromium:
@@ -118,9 +125,20 @@ fuzz:
 record-histories: tools
 	TICKGATE_RECORD_HISTORIES=1 $(GO) test -count=1 -run '^(TestHistoriesOfARealRunReplay|TestScheduleCommandsHistoryReplays|TestScheduleOneTimeReloadHistoryReplays|TestScheduleTakeoverHistoryReplays|TestHTTPDeliveryHistoryReplays|TestScheduleCalendarsHistoryReplays|TestMaxConcurrentOnTheWholeProduct)$$' -v ./e2e/
 
-# Regenerate store/dbgen from store/queries/*.sql and migrations/*.sql.
-generate: $(SQLC)
+# Regenerate store/dbgen from store/queries/*.sql and migrations/*.sql, the typed client
+# from api/openapi.yaml and the CLI's reference pages (docs/cli/).
+generate: $(SQLC) generate-client generate-cli-docs
 	$(SQLC) generate
+
+# The typed Go client (client/client.gen.go) from api/openapi.yaml, with the pinned
+# oapi-codegen; client's TestGeneratedClientIsFresh fails until this is run after an edit.
+generate-client: $(OAPI_CODEGEN)
+	$(OAPI_CODEGEN) -config client/oapi-codegen.yaml -o client/client.gen.go api/openapi.yaml
+
+# The CLI's reference pages (docs/cli/*.md), one per command; cli's TestReferencePagesAreFresh
+# fails until this is run after a change to a command.
+generate-cli-docs:
+	$(GO) run ./internal/dev/clidocs docs/cli
 
 bench: bench-schedules bench-rollouts bench-devices
 
@@ -149,6 +167,11 @@ bench-devices: tools
 # and the window statistics over 1.7 million runs, with and without the console's indexes.
 bench-console: tools
 	$(GO) run ./bench/console $(BENCH_FLAGS)
+
+# Schedules as code at size: 1,000 manifest files applied through the CLI, again (0 changes),
+# and with edits and --prune (docs/gitops.md).
+bench-apply: tools
+	$(GO) run ./bench/apply $(BENCH_FLAGS)
 
 # The surface's per-request cost: token auth, idempotent replay, /metrics scrape.
 bench-api: postgres

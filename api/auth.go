@@ -65,6 +65,7 @@ var RoutePermissions = map[string]Permission{
 	"GET /api/v1/schedules":                      PermRead,
 	"GET /api/v1/schedules/:name":                PermRead,
 	"PATCH /api/v1/schedules/:name":              PermWrite,
+	"PUT /api/v1/schedules/:name":                PermWrite,
 	"DELETE /api/v1/schedules/:name":             PermWrite,
 	"GET /api/v1/schedules/:name/runs":           PermRead,
 	"POST /api/v1/schedules/pause":               PermWrite,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -179,6 +180,14 @@ func (s *Server) putCalendar(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// A calendar given as it is stored changes nothing: no new version, no fire judged again
+	// (tickgate apply sends every calendar of its files each time).
+	if cur, err := s.Store.GetCalendar(c.Request().Context(), name); err == nil && sameCalendar(cur, cal) {
+		v := calendarView(cur)
+		v.Rejudged = &CalendarRejudged{}
+		c.Response().Header().Set("ETag", etag(cur.Version))
+		return c.JSON(http.StatusOK, v)
+	}
 	row, done, err := s.Store.EditCalendar(c.Request().Context(), cal, expected, rejudgeArmed)
 	switch {
 	case errors.Is(err, store.ErrStale):
@@ -192,6 +201,11 @@ func (s *Server) putCalendar(c echo.Context) error {
 	v.Rejudged = &CalendarRejudged{Skipped: done.Skipped, Fired: done.Unskipped}
 	c.Response().Header().Set("ETag", etag(row.Version))
 	return c.JSON(http.StatusOK, v)
+}
+
+// sameCalendar reports whether a stored calendar is the one a PUT asks for.
+func sameCalendar(cur store.Calendar, asked store.NewCalendar) bool {
+	return cur.Timezone == asked.Timezone && slices.Equal(cur.Dates, asked.Dates) && jsonEqual(cur.Ranges, asked.Ranges)
 }
 
 // rejudgeArmed is a calendar edit's judgement of the armed fires of the schedules excluding

@@ -48,6 +48,8 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		"BulkCreateRequest":      api.BulkCreateRequest{},
 		"BulkCreate":             api.BulkCreateView{},
 		"UpdateScheduleRequest":  api.UpdateScheduleRequest{},
+		"AppliedSchedule":        api.AppliedScheduleView{},
+		"FieldChange":            store.FieldChange{},
 		"PauseRequest":           api.PauseScheduleRequest{},
 		"ResumeRequest":          api.ResumeScheduleRequest{},
 		"BulkStateRequest":       api.BulkStateRequest{},

@@ -41,6 +41,7 @@ func (s *Server) registerSchedules(g *echo.Group) {
 	g.POST("/schedules/:name/resume", s.resumeSchedule)
 	g.POST("/schedules/:name/trigger", s.triggerSchedule)
 	g.PATCH("/schedules/:name", s.updateSchedule)
+	g.PUT("/schedules/:name", s.putSchedule)
 	g.POST("/schedules/:name/reschedule", s.rescheduleSchedule)
 	g.POST("/schedules/:name/backfill", s.backfillSchedule)
 	s.registerHTTPAction(g)

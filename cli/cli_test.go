@@ -125,7 +125,7 @@ func TestCLIAgainstAPI(t *testing.T) {
 	require.Equal(t, cli.ExitUsage, r.code)
 	r = run(t, st, admin, "schedule", "fly")
 	require.Equal(t, cli.ExitUsage, r.code)
-	r = run(t, st, admin, "schedule", "list", "-o", "yaml")
+	r = run(t, st, admin, "schedule", "list", "-o", "xml")
 	require.Equal(t, cli.ExitUsage, r.code)
 	r = run(t, st, admin, "schedule", "list", "--server", "http://127.0.0.1:1")
 	require.Equal(t, cli.ExitUnavailable, r.code)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,12 +9,156 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 )
 
 // col is one table column: a header and a dotted path into the JSON object.
 type col struct {
 	Header string
 	Path   string
+}
+
+// show prints one answer (JSON): as FIELD VALUE lines, or as JSON or YAML with -o.
+func (a *app) show(raw []byte, fields []col) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	if a.output != "table" {
+		return a.printRaw(raw)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	record(a.env.Stdout, fields, obj)
+	return nil
+}
+
+// printRaw prints a JSON answer as indented JSON, or as YAML with -o yaml.
+func (a *app) printRaw(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		_, err = a.env.Stdout.Write(append(raw, '\n'))
+		return err
+	}
+	return a.printValue(numbers(v))
+}
+
+// printValue prints a value as -o asks: JSON, or YAML (table callers print themselves).
+func (a *app) printValue(v any) error {
+	if a.output == "yaml" {
+		return writeYAML(a.env.Stdout, v)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.env.Stdout, "%s\n", b)
+	return err
+}
+
+// writeYAML writes v as one YAML document, indented by two.
+func writeYAML(w io.Writer, v any) error {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// numbers turns the json.Numbers of a decoded document into int64 or float64, so YAML shows
+// 1767225600 as such (not 1.7672256e+09, nor as a quoted string).
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	}
+	return v
+}
+
+// listFlags are the pagination flags of a list.
+type listFlags struct {
+	limit  int
+	cursor string
+	all    bool
+}
+
+func addListFlags(cmd *cobra.Command) *listFlags {
+	l := &listFlags{}
+	cmd.Flags().IntVar(&l.limit, "limit", 50, "items per page (1-500)")
+	cmd.Flags().StringVar(&l.cursor, "cursor", "", "start at this next_cursor")
+	cmd.Flags().BoolVar(&l.all, "all", false, "follow next_cursor to the last page")
+	return l
+}
+
+// fetchPage reads one page of a list (cursor nil: the first) and answers its raw body.
+type fetchPage func(cursor *string, limit int) ([]byte, error)
+
+// list reads one page (every page with --all) and prints a table, or {"items", "next_cursor"}
+// with -o json|yaml.
+func (a *app) list(l *listFlags, fetch fetchPage, cols []col) error {
+	var cursor *string
+	if l.cursor != "" {
+		cursor = &l.cursor
+	}
+	var items []json.RawMessage
+	next := ""
+	for {
+		raw, err := fetch(cursor, l.limit)
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Items      []json.RawMessage `json:"items"`
+			NextCursor string            `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return fmt.Errorf("decode answer: %w", err)
+		}
+		items = append(items, page.Items...)
+		next = page.NextCursor
+		if !l.all || next == "" {
+			break
+		}
+		cursor = &next
+	}
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	if a.output != "table" {
+		b, _ := json.Marshal(map[string]any{"items": items, "next_cursor": next})
+		return a.printRaw(b)
+	}
+	objs := make([]map[string]any, 0, len(items))
+	for _, it := range items {
+		var m map[string]any
+		if err := json.Unmarshal(it, &m); err != nil {
+			return fmt.Errorf("decode answer: %w", err)
+		}
+		objs = append(objs, m)
+	}
+	table(a.env.Stdout, cols, objs)
+	if next != "" {
+		fmt.Fprintf(a.env.Stderr, "more: --cursor %s (or --all)\n", next)
+	}
+	return nil
 }
 
 // lookup reads a dotted path; a last part "#" is the length of the list before it.
@@ -91,8 +236,7 @@ func table(w io.Writer, cols []col, items []map[string]any) {
 	_ = tw.Flush()
 }
 
-// record prints one object as FIELD  VALUE lines, the given fields first, then nested
-// lists as tables when cols for them are known.
+// record prints one object as FIELD  VALUE lines.
 func record(w io.Writer, fields []col, obj map[string]any) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, f := range fields {
@@ -108,4 +252,15 @@ func progressBar(done, total int64, width int) string {
 	}
 	n := int(done * int64(width) / total)
 	return fmt.Sprintf("[%s%s] %3d%%", strings.Repeat("#", n), strings.Repeat(".", width-n), done*100/total)
+}
+
+// counts prints a status→count map in a stable order, zeroes left out.
+func counts(m map[string]int64) string {
+	parts := []string{}
+	for _, k := range sortedKeys(m) {
+		if m[k] != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/cli"
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/workflows"
 )
@@ -46,10 +46,10 @@ func TestEveryDoorRefusesTheSameBadCommand(t *testing.T) {
 	hourAgo := now.Truncate(time.Hour).Add(-time.Hour)
 
 	create := func(name string, spec map[string]any, paused bool) {
-		st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		st.CreateSchedule(t, map[string]any{
 			"name": name, "spec": spec, "paused": paused,
 			"action": map[string]any{"kind": "event", "topic": "doors", "type": "x"},
-		}, http.StatusCreated, nil)
+		})
 	}
 	// Schedules that fire nothing while the test runs, so any change is the commands'.
 	create("yearly", map[string]any{"cron": "0 3 1 1 *"}, false)
@@ -85,10 +85,8 @@ func TestEveryDoorRefusesTheSameBadCommand(t *testing.T) {
 		refusals := map[string]string{}
 
 		// HTTP.
-		status, body := st.Do(t, http.MethodPost, "/api/v1/schedules/"+c.schedule+"/"+c.command, c.payload)
-		require.Equal(t, c.status, status, "%s over HTTP: %s", c.name, body)
-		var problem struct{ Field, Detail string }
-		require.NoError(t, json.Unmarshal(body, &problem))
+		problem := sendCommand(t, st, c.schedule, c.command, c.payload)
+		require.Equal(t, c.status, problem.Status, "%s over HTTP: %v", c.name, problem)
 		refusals["http"] = problem.Field + ": " + problem.Detail
 
 		// The CLI, which speaks HTTP but is a door of its own (flags, its rendering).
@@ -150,6 +148,31 @@ func scheduleState(t *testing.T, st *teststack.Stack, name string) string {
 	return string(b)
 }
 
+// sendCommand posts a command to a schedule through the Go client's operation for it, with
+// the payload as it is written (bad or not), and answers the API's refusal.
+func sendCommand(t *testing.T, st *teststack.Stack, name, command, payload string) *client.Error {
+	t.Helper()
+	c, ctx, body := st.Client(t), t.Context(), strings.NewReader(payload)
+	var err error
+	switch command {
+	case "pause":
+		_, err = c.PauseScheduleWithBodyWithResponse(ctx, name, "application/json", body)
+	case "resume":
+		_, err = c.ResumeScheduleWithBodyWithResponse(ctx, name, "application/json", body)
+	case "trigger":
+		_, err = c.TriggerScheduleWithBodyWithResponse(ctx, name, nil, "application/json", body)
+	case "reschedule":
+		_, err = c.RescheduleScheduleWithBodyWithResponse(ctx, name, "application/json", body)
+	case "backfill":
+		_, err = c.BackfillScheduleWithBodyWithResponse(ctx, name, "application/json", body)
+	default:
+		t.Fatalf("no command %q", command)
+	}
+	var problem *client.Error
+	require.ErrorAs(t, err, &problem, "%s %s %s was accepted", command, name, payload)
+	return problem
+}
+
 // refusedCommand is an entry of a schedule's refused_commands.
 type refusedCommand struct {
 	Command   string    `json:"command"`
@@ -165,7 +188,7 @@ func refusedCommands(t *testing.T, st *teststack.Stack, name string) []refusedCo
 	var v struct {
 		RefusedCommands []refusedCommand `json:"refused_commands"`
 	}
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/"+name, nil, http.StatusOK, &v)
+	st.GetSchedule(t, name, &v)
 	return v.RefusedCommands
 }
 

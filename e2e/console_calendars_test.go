@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -50,7 +49,7 @@ func TestConsoleCalendarsAndOneTimeSchedules(t *testing.T) {
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedule/remind-ada" && `+text("#after-completion")+` === "deleted"`)
 	require.Equal(t, "holidays-fr", jsValue[string](t, ctx, text("#exclude-calendars")))
 	var s api.ScheduleView
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/remind-ada", nil, http.StatusOK, &s)
+	st.GetSchedule(t, "remind-ada", &s)
 	require.Equal(t, at, s.Spec.At.UTC())
 	require.Equal(t, "delete", s.AfterCompletion)
 

@@ -106,7 +106,7 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	var runID int64
 	require.Eventually(t, func() bool {
 		var page struct{ Items []api.RunView }
-		st.JSON(t, http.MethodGet, "/api/v1/schedules/console-hook/runs", nil, http.StatusOK, &page)
+		st.ScheduleRuns(t, "console-hook", &page)
 		if len(page.Items) == 1 && page.Items[0].Status == domain.RunFailed {
 			runID = page.Items[0].ID
 			return true
@@ -121,10 +121,10 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	require.True(t, jsValue[bool](t, ctx, `document.getElementById("rf-dead").checked`))
 	// Opened, a run's attempts stay open while the page refreshes itself with a new row.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#all-runs tr[data-run="`+id+`"] details.attempts summary`))))
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/console-hook/trigger", nil, http.StatusOK, nil)
+	st.Trigger(t, "console-hook")
 	require.Eventually(t, func() bool {
 		var dead struct{ Items []api.ScheduleRunView }
-		st.JSON(t, http.MethodGet, "/api/v1/runs?dead_letter=true", nil, http.StatusOK, &dead)
+		st.DeadLetter(t, &dead)
 		return len(dead.Items) == 2
 	}, time.Minute, 200*time.Millisecond, "the second run failed")
 	waitJS(t, ctx, 15*time.Second, `document.querySelectorAll("#all-runs > tbody > tr").length === 2`)
@@ -138,7 +138,7 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	waitJS(t, ctx, 30*time.Second, `!document.querySelector('#all-runs tr[data-run="`+id+`"]')`)
 	require.Eventually(t, func() bool {
 		var s api.ScheduleView
-		st.JSON(t, http.MethodGet, "/api/v1/schedules/console-hook", nil, http.StatusOK, &s)
+		st.GetSchedule(t, "console-hook", &s)
 		for _, r := range s.RecentRuns {
 			if r.ID == runID {
 				return r.Status == domain.RunSucceeded && len(r.Redrives) == 1

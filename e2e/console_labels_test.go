@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -21,10 +20,10 @@ func TestConsoleLabelsBulkPauseAndHistory(t *testing.T) {
 	bin, root := chromium(t)
 	st := teststack.Start(t, teststack.Options{})
 	for name, team := range map[string]string{"bill-a": "billing", "bill-b": "billing", "ops-a": "ops"} {
-		st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		st.CreateSchedule(t, map[string]any{
 			"name": name, "spec": map[string]any{"cron": "0 * * * *"},
 			"action": map[string]any{"kind": "event", "topic": "t", "type": "x"}, "labels": map[string]string{"team": team},
-		}, http.StatusCreated, nil)
+		})
 	}
 	ctx := consoleBrowser(t, bin)
 	logIn(t, ctx, st.URL+"/#schedules/new", st.NewToken(t, "operator", ""))
@@ -46,7 +45,7 @@ func TestConsoleLabelsBulkPauseAndHistory(t *testing.T) {
 	waitJS(t, ctx, 15*time.Second, text("#max-concurrent")+` === "2 runs at once; a tick beyond waits"`)
 	require.Equal(t, "team=billing tier=gold", jsValue[string](t, ctx, text("#labels")))
 	var created api.ScheduleView
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/capped-report", nil, http.StatusOK, &created)
+	st.GetSchedule(t, "capped-report", &created)
 	require.Equal(t, 2, *created.Policies.MaxConcurrent)
 
 	// The list, filtered by labels.
@@ -66,7 +65,7 @@ func TestConsoleLabelsBulkPauseAndHistory(t *testing.T) {
 	waitJS(t, ctx, 15*time.Second, text("#bulk-result")+` === "2 paused, 0 unchanged: bill-a paused, bill-b paused."`)
 	waitJS(t, ctx, 15*time.Second, text(`tr[data-schedule="bill-a"] .state`)+`.startsWith("Paused")`)
 	var ops api.ScheduleView
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/ops-a", nil, http.StatusOK, &ops)
+	st.GetSchedule(t, "ops-a", &ops)
 	require.False(t, ops.Paused, "not matched, not paused")
 
 	// The schedule's page: who paused it, when and why.

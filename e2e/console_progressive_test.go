@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -42,7 +41,7 @@ func TestConsoleProgressiveRollout(t *testing.T) {
 		return map[string]any{"database": db, "type": "DDL", "version": "42", "executor": "noop", "payload": map[string]any{"sleep": "1s"}}
 	}
 	var ro api.RolloutView
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{
+	st.CreateRollout(t, map[string]any{
 		"name": "add-invoices-index", "parallel_limit": 4,
 		"tasks": []map[string]any{task("billing"), task("orders"), task("users"), task("search")},
 		"strategy": map[string]any{
@@ -50,7 +49,7 @@ func TestConsoleProgressiveRollout(t *testing.T) {
 			"bake":   "2s",
 			"health": map[string]any{"sql": "SELECT NOT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'broken')", "timeout": "10s"},
 		},
-	}, http.StatusCreated, &ro)
+	}, &ro)
 	id := strconv.FormatInt(ro.ID, 10)
 
 	ctx := consoleBrowser(t, bin)
@@ -95,7 +94,9 @@ func TestConsoleProgressiveRollout(t *testing.T) {
 	waitJS(t, ctx, 10*time.Second, text("table.freezes tbody")+`.includes("incident 42")`)
 	require.Regexp(t, `token \d+ \(teststack\)`, jsValue[string](t, ctx, `document.querySelector("table.freezes tbody tr td:nth-child(6)").textContent`), "who lifted it")
 	var fs api.FreezeStateView
-	st.JSON(t, http.MethodGet, "/api/v1/freeze", nil, http.StatusOK, &fs)
+	fr, err := st.Client(t).GetFreezeWithResponse(t.Context())
+	require.NoError(t, err)
+	teststack.Decode(t, fr.Body, &fs)
 	require.Nil(t, fs.Frozen)
 	require.Len(t, fs.History, 1)
 	require.NotNil(t, fs.History[0].LiftedAt)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 )
@@ -35,18 +36,18 @@ func text(sel string) string {
 func TestConsoleOverview(t *testing.T) {
 	bin, root := chromium(t)
 	st := teststack.Start(t, teststack.Options{})
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "heartbeat", "spec": map[string]any{"interval": "1s"},
 		"action": map[string]any{"kind": "event", "topic": "beats", "type": "beat"},
-	}, http.StatusCreated, nil)
+	})
 	var ro api.RolloutView
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "in-flight", "parallel_limit": 1, "tasks": []map[string]any{
+	st.CreateRollout(t, map[string]any{"name": "in-flight", "parallel_limit": 1, "tasks": []map[string]any{
 		{"database": "app", "type": "DDL", "version": "7", "executor": "noop", "run_at": time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)},
-	}}, http.StatusCreated, &ro)
-	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "ov-pc", "device_capacity": 2}, http.StatusCreated, nil)
-	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "ov-pc", "serial": "ov-d1"}, http.StatusCreated, nil)
+	}}, &ro)
+	st.CreatePC(t, "ov-pc", 2)
+	st.CreateDevice(t, "ov-pc", "ov-d1")
 	var task api.DeviceTaskView
-	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "reboot"}}, http.StatusCreated, &task)
+	st.CreateTask(t, map[string]any{"payload": map[string]any{"cmd": "reboot"}}, &task)
 
 	ctx := consoleBrowser(t, bin)
 	logIn(t, ctx, st.URL+"/", st.NewToken(t, "viewer", ""))
@@ -124,7 +125,7 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#save`))))
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedule/console-demo" && `+text("#description")+`.startsWith("every 2 seconds")`)
 	var s api.ScheduleView
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/console-demo", nil, http.StatusOK, &s)
+	st.GetSchedule(t, "console-demo", &s)
 	require.EqualValues(t, 2, s.Spec.Interval.Duration().Seconds())
 	require.EqualValues(t, 2, s.Version)
 
@@ -179,7 +180,8 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#delete`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-confirm`)),
 		chromedp.SendKeys(chromedp.CSS(`dialog #d-confirm`), "console-demo"), chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedules" && !!document.getElementById("no-schedules")`)
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/console-demo", nil, http.StatusNotFound, nil)
+	_, err := st.Client(t).GetScheduleWithResponse(t.Context(), "console-demo")
+	require.True(t, client.IsNotFound(err), "deleted: %v", err)
 }
 
 // TestConsoleScheduleListTenThousand: with 10,000 schedules the list shows pages of 50,
@@ -220,14 +222,14 @@ func TestConsoleRolloutTimeline(t *testing.T) {
 	bin, root := chromium(t)
 	st := teststack.Start(t, teststack.Options{})
 	var ro api.RolloutView
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "timeline-demo", "parallel_limit": 3, "tasks": []map[string]any{
+	st.CreateRollout(t, map[string]any{"name": "timeline-demo", "parallel_limit": 3, "tasks": []map[string]any{
 		{"database": "app", "type": "DDL", "version": "1", "executor": "noop", "payload": map[string]any{"sleep": "400ms"}},
 		{"database": "app", "type": "DDL", "version": "2", "executor": "noop", "payload": map[string]any{"sleep": "400ms"}},
 		{"database": "app", "type": "DDL", "version": "10", "executor": "noop", "payload": map[string]any{"sleep": "400ms"}},
 		{"database": "billing", "type": "SDL", "version": "1", "executor": "noop", "payload": map[string]any{"sleep": "300ms"}},
 		{"database": "billing", "type": "SDL", "version": "2", "executor": "noop", "payload": map[string]any{"sleep": "300ms"}},
 		{"database": "logs", "type": "DML", "version": "1", "executor": "noop", "payload": map[string]any{"sleep": "300ms"}},
-	}}, http.StatusCreated, &ro)
+	}}, &ro)
 	ctx := consoleBrowser(t, bin)
 	logIn(t, ctx, st.URL+"/#rollout/"+strconv.FormatInt(ro.ID, 10), st.NewToken(t, "operator", ""))
 	waitJS(t, ctx, 90*time.Second, text("h2 .rollout-status")+` === "DONE"`)
@@ -240,10 +242,10 @@ func TestConsoleRolloutTimeline(t *testing.T) {
 
 	var held api.RolloutView
 	later := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "held", "parallel_limit": 1, "tasks": []map[string]any{
+	st.CreateRollout(t, map[string]any{"name": "held", "parallel_limit": 1, "tasks": []map[string]any{
 		{"database": "app", "type": "DDL", "version": "1", "executor": "noop", "run_at": later},
 		{"database": "app", "type": "DDL", "version": "2", "executor": "noop"},
-	}}, http.StatusCreated, &held)
+	}}, &held)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(st.URL+"/#rollout/"+strconv.FormatInt(held.ID, 10))))
 	waitJS(t, ctx, 30*time.Second, `document.querySelectorAll(".tl-chip.status-PENDING strong").length === 2`)
 	chips := jsValue[string](t, ctx, text(".lane-waiting"))
@@ -267,12 +269,12 @@ func TestConsolePCSlotGridRefill(t *testing.T) {
 	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
 		c.TaskQueue = fmt.Sprintf("tq-%s-%d", t.Name(), time.Now().UnixNano())
 	}})
-	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "rack-7", "device_capacity": 2}, http.StatusCreated, nil)
+	st.CreatePC(t, "rack-7", 2)
 	for _, d := range []string{"phone-a", "phone-b", "phone-c"} {
-		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-7", "serial": d}, http.StatusCreated, nil)
+		st.CreateDevice(t, "rack-7", d)
 	}
 	var task api.DeviceTaskView
-	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash"}}, http.StatusCreated, &task)
+	st.CreateTask(t, map[string]any{"payload": map[string]any{"cmd": "flash"}}, &task)
 	agent := st.As(st.NewToken(t, "agent", "rack-7"))
 
 	ctx := consoleBrowser(t, bin)

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -26,15 +25,14 @@ func TestConsoleLinksARunToItsTrace(t *testing.T) {
 	st := teststack.Start(t, teststack.Options{Telemetry: telemetry.With(tp), Configure: func(c *config.Config) {
 		c.TraceURLTemplate = "http://viewer.test/trace/{trace_id}?from=console"
 	}})
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "traced-console", "spec": map[string]any{"cron": "0 0 1 1 *"},
 		"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
-	}, http.StatusCreated, nil)
-	var trig api.TriggerView
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/traced-console/trigger", nil, http.StatusOK, &trig)
+	})
+	st.Trigger(t, "traced-console")
 	var sched api.ScheduleView
 	require.Eventually(t, func() bool {
-		st.JSON(t, http.MethodGet, "/api/v1/schedules/traced-console", nil, http.StatusOK, &sched)
+		st.GetSchedule(t, "traced-console", &sched)
 		return len(sched.RecentRuns) == 1 && sched.RecentRuns[0].TraceID != ""
 	}, 30*time.Second, 100*time.Millisecond, "the triggered run names its trace")
 	traceID := sched.RecentRuns[0].TraceID

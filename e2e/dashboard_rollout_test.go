@@ -1,8 +1,6 @@
 package e2e_test
 
 import (
-	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,15 +20,16 @@ func TestDashboardRolloutStatus(t *testing.T) {
 	st := teststack.Start(t, teststack.Options{})
 	later := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
 	var ro api.RolloutView
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "called-off", "parallel_limit": 1, "tasks": []map[string]any{
+	st.CreateRollout(t, map[string]any{"name": "called-off", "parallel_limit": 1, "tasks": []map[string]any{
 		{"database": "app", "type": "DDL", "version": "1", "executor": "noop", "run_at": later},
-	}}, http.StatusCreated, &ro)
+	}}, &ro)
 	var page struct {
 		Items []api.TaskRunView `json:"items"`
 	}
-	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d/tasks", ro.ID), nil, http.StatusOK, &page)
+	st.RolloutTasks(t, ro.ID, &page)
 	require.Len(t, page.Items, 1)
-	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", page.Items[0].ID), nil, http.StatusOK, nil)
+	_, err := st.Client(t).CancelTaskRunWithResponse(t.Context(), page.Items[0].ID)
+	require.NoError(t, err)
 
 	viewer := st.NewToken(t, "viewer", "")
 	b := browser(t, bin)

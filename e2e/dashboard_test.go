@@ -5,7 +5,6 @@ package e2e_test
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,10 +38,10 @@ func chromium(t *testing.T) (string, string) {
 func TestDashboardPauseByClick(t *testing.T) {
 	bin, root := chromium(t)
 	st := teststack.Start(t, teststack.Options{})
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "nightly-report", "spec": map[string]any{"interval": "1h"},
 		"action": map[string]any{"kind": "event", "topic": "reports", "type": "nightly"},
-	}, http.StatusCreated, nil)
+	})
 	operator := st.NewToken(t, "operator", "")
 
 	ctx := browser(t, bin)
@@ -72,7 +71,7 @@ func TestDashboardPauseByClick(t *testing.T) {
 	require.Contains(t, after, "Paused")
 
 	var got api.ScheduleView
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/nightly-report", nil, http.StatusOK, &got)
+	st.GetSchedule(t, "nightly-report", &got)
 	require.True(t, got.Paused)
 	require.Equal(t, "paused from the dashboard", got.Note)
 
@@ -110,10 +109,10 @@ func TestDashboardViews(t *testing.T) {
 	st := teststack.Start(t, teststack.Options{})
 	ctx := context.Background()
 
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "hourly", "spec": map[string]any{"interval": "1h"}, "paused": true,
 		"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
-	}, http.StatusCreated, nil)
+	})
 	now := time.Now().UTC().Truncate(time.Hour)
 	_, err := st.Store.Pool.Exec(ctx, `INSERT INTO schedule_runs (schedule_id, scheduled_at, trigger, status, reason, idempotency_key, finished_at)
 		SELECT id, $1::timestamptz, 'scheduled', 'SKIPPED', 'overlap skip: run 1 still running', 'ui-1', $1::timestamptz FROM schedules WHERE name = 'hourly'
@@ -125,10 +124,10 @@ func TestDashboardViews(t *testing.T) {
 	var ro struct {
 		ID int64 `json:"id"`
 	}
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "migrate-app", "parallel_limit": 1, "tasks": []map[string]any{
+	st.CreateRollout(t, map[string]any{"name": "migrate-app", "parallel_limit": 1, "tasks": []map[string]any{
 		{"database": "app", "type": "DDL", "version": "1", "executor": "noop", "run_at": time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)},
 		{"database": "app", "type": "DDL", "version": "2", "executor": "noop"},
-	}}, http.StatusCreated, &ro)
+	}}, &ro)
 	id := strconv.FormatInt(ro.ID, 10)
 	require.Eventually(t, func() bool {
 		var n int
@@ -136,9 +135,9 @@ func TestDashboardViews(t *testing.T) {
 		return n == 2
 	}, 30*time.Second, 100*time.Millisecond, "the promoter records both tasks' waiting causes")
 
-	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "rack-1", "device_capacity": 3}, http.StatusCreated, nil)
+	st.CreatePC(t, "rack-1", 3)
 	for _, serial := range []string{"phone-1", "phone-2"} {
-		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-1", "serial": serial}, http.StatusCreated, nil)
+		st.CreateDevice(t, "rack-1", serial)
 	}
 
 	viewer := st.NewToken(t, "viewer", "")

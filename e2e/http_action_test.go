@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/chaos/invariants"
@@ -84,15 +84,15 @@ func TestHTTPActionEndToEnd(t *testing.T) {
 		c.HTTPAllow = rule
 	}})
 	ctx := context.Background()
-	create := func(name, spec string) api.CreatedScheduleView {
-		var created api.CreatedScheduleView
-		st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	c := st.Client(t)
+	create := func(name, spec string) client.CreatedSchedule {
+		created := st.CreateSchedule(t, map[string]any{
 			"name": name, "spec": map[string]any{"interval": spec},
 			"action": map[string]any{"kind": "http", "url": rcv.URL() + "/hooks/" + name, "body": map[string]any{"schedule": name}},
 			"retry":  map[string]any{"max_attempts": 3, "initial_backoff": "200ms", "max_backoff": "1s"},
-		}, http.StatusCreated, &created)
-		require.NotEmpty(t, created.SigningSecret)
-		keys.set(name, created.SigningSecret)
+		})
+		require.NotEmpty(t, *created.SigningSecret)
+		keys.set(name, *created.SigningSecret)
 		return created
 	}
 
@@ -127,7 +127,9 @@ func TestHTTPActionEndToEnd(t *testing.T) {
 	// A manual run whose receiver fails: FAILED with the reason, in the dead letter.
 	create("e2e-dead", "1h")
 	var trig api.TriggerView
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/e2e-dead/trigger", nil, http.StatusOK, &trig)
+	tr, err := c.TriggerScheduleWithResponse(ctx, "e2e-dead", nil, client.TriggerRequest{})
+	require.NoError(t, err)
+	teststack.Decode(t, tr.Body, &trig)
 	require.NotNil(t, trig.Run)
 	runID := trig.Run.ID
 	run := func() api.RunView {
@@ -145,13 +147,26 @@ func TestHTTPActionEndToEnd(t *testing.T) {
 	require.Contains(t, failed.Error, "gave up after 3 attempts: max_attempts")
 	require.Len(t, failed.Attempts, 3)
 	var dead struct{ Items []api.ScheduleRunView }
-	st.JSON(t, http.MethodGet, "/api/v1/runs?status=FAILED&dead_letter=true", nil, http.StatusOK, &dead)
+	deadLetter := func(status string) {
+		yes := true
+		p := &client.ListRunsParams{DeadLetter: &yes}
+		if status != "" {
+			p.Status = &status
+		}
+		r, err := c.ListRunsWithResponse(ctx, p)
+		require.NoError(t, err)
+		teststack.Decode(t, r.Body, &dead)
+	}
+	deadLetter("FAILED")
 	require.Len(t, dead.Items, 1)
 	require.Equal(t, runID, dead.Items[0].ID)
 
 	failing.Store(false)
 	var redriven api.ScheduleRunView
-	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/runs/%d/redrive", runID), nil, http.StatusAccepted, &redriven)
+	rd, err := c.RedriveRunWithResponse(ctx, int(runID), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, rd.StatusCode())
+	teststack.Decode(t, rd.Body, &redriven)
 	require.Equal(t, domain.RunRunning, redriven.Status)
 	require.Eventually(t, func() bool { return run().Status == domain.RunSucceeded }, time.Minute, 200*time.Millisecond, "the redrive delivered")
 	done := run()
@@ -160,7 +175,7 @@ func TestHTTPActionEndToEnd(t *testing.T) {
 	require.Len(t, done.Attempts, 4)
 	require.Equal(t, 1, done.Attempts[3].Redrive)
 	require.Equal(t, "succeeded", done.Attempts[3].Outcome)
-	st.JSON(t, http.MethodGet, "/api/v1/runs?dead_letter=true", nil, http.StatusOK, &dead)
+	deadLetter("")
 	require.Empty(t, dead.Items)
 	var manual []receiver.Delivery
 	for _, d := range rcv.Deliveries() {
@@ -181,7 +196,10 @@ func TestHTTPActionEndToEnd(t *testing.T) {
 // listRuns lists a schedule's runs, newest first, as the API answers them.
 func listRuns(t *testing.T, st *teststack.Stack, name string) []api.RunView {
 	t.Helper()
+	limit := 500
+	r, err := st.Client(t).ListScheduleRunsWithResponse(t.Context(), name, &client.ListScheduleRunsParams{Limit: &limit})
+	require.NoError(t, err)
 	var page struct{ Items []api.RunView }
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/"+name+"/runs?limit=500", nil, http.StatusOK, &page)
+	teststack.Decode(t, r.Body, &page)
 	return page.Items
 }

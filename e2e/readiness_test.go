@@ -1,9 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,9 +23,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	tickgate "github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
+	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
 	"github.com/tickgate/tickgate/workflows"
@@ -75,14 +77,23 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 		require.Contains(t, r.Checks["postgres"].Error, pgProxy.addr, name)
 		require.NotEmpty(t, r.Checks["postgres"].For, name)
 		require.Equal(t, "waiting for postgres", r.Checks["temporal"].Error, name)
-		code, _, _ := doHTTP(t, http.MethodGet, base+"/healthz", "", nil)
-		require.Equal(t, http.StatusOK, code, "%s: alive while not ready", name)
+		_, err := probe(t, base).HealthWithResponse(context.Background())
+		require.NoError(t, err, "%s: alive while not ready", name)
 	}
-	code, header, body := doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", "", nil)
-	require.Equal(t, http.StatusServiceUnavailable, code)
-	require.Equal(t, "application/problem+json", header.Get("Content-Type"))
-	require.NotEmpty(t, header.Get("Retry-After"))
-	require.Contains(t, string(body), `"detail":"not ready: waiting for postgres, temporal`)
+	// The API's own routes, through the Go client (one attempt each: the test reads each answer).
+	api := func(token string) *tickgate.Client {
+		c, err := tickgate.New(apiURL, tickgate.WithToken(token), tickgate.WithRetries(1, 0), tickgate.WithHTTP(readyzHTTP))
+		require.NoError(t, err)
+		return c
+	}
+	ctx := context.Background()
+	_, err = api("").ListSchedulesWithResponse(ctx, nil)
+	var refused *tickgate.Error
+	require.ErrorAs(t, err, &refused)
+	require.Equal(t, http.StatusServiceUnavailable, refused.Status)
+	require.Equal(t, "application/problem+json", refused.ContentType)
+	require.NotEmpty(t, refused.RetryAfter)
+	require.True(t, strings.HasPrefix(refused.Detail, "not ready: waiting for postgres, temporal"), refused.Detail)
 	// Each retry is logged with the dependency, the error and the next delay.
 	require.Eventually(t, func() bool {
 		b, err := os.ReadFile(apiLog)
@@ -107,16 +118,16 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	require.NoError(t, err)
 	createSchedule := func(name string) {
 		t.Helper()
-		code, _, body := doHTTP(t, http.MethodPost, apiURL+"/api/v1/schedules", token, map[string]any{
+		_, err := api(token).CreateScheduleWithBodyWithResponse(ctx, nil, "application/json", teststack.Body(t, map[string]any{
 			"name": name, "spec": map[string]any{"interval": "1h"},
 			"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
-		})
-		require.Equal(t, http.StatusCreated, code, "%s", body)
+		}))
+		require.NoError(t, err, name)
 	}
 	createSchedule("readiness-1")
-	code, _, body = doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", token, nil)
-	require.Equal(t, http.StatusOK, code, "%s", body)
-	require.Contains(t, string(body), `"readiness-1"`)
+	list, err := api(token).ListSchedulesWithResponse(ctx, nil)
+	require.NoError(t, err)
+	require.Contains(t, string(list.Body), `"readiness-1"`)
 
 	// PostgreSQL goes away (listener and live connections) and comes back.
 	pgProxy.Stop()
@@ -130,19 +141,20 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	}
 	// Meanwhile a request is refused as worth resending — 503 with Retry-After — not
 	// answered 500 as if the request itself had broken something.
-	code, header, body = doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", token, nil)
-	require.Equal(t, http.StatusServiceUnavailable, code, "%s", body)
-	require.Equal(t, "application/problem+json", header.Get("Content-Type"))
-	require.Equal(t, "1", header.Get("Retry-After"))
-	require.Contains(t, string(body), "database unavailable")
+	_, err = api(token).ListSchedulesWithResponse(ctx, nil)
+	require.ErrorAs(t, err, &refused)
+	require.Equal(t, http.StatusServiceUnavailable, refused.Status, "%v", err)
+	require.Equal(t, "application/problem+json", refused.ContentType)
+	require.Equal(t, "1", refused.RetryAfter)
+	require.Contains(t, refused.Detail, "database unavailable")
 	back := time.Now()
 	pgProxy.Start()
 	for _, name := range []string{"api", "worker"} {
 		waitReadyz(t, processes[name], http.StatusOK)
 		t.Logf("%s: /readyz 503→200 in %s after PostgreSQL came back", name, time.Since(back).Round(time.Millisecond))
 	}
-	code, _, body = doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", token, nil)
-	require.Equal(t, http.StatusOK, code, "the pool reconnected: %s", body)
+	_, err = api(token).ListSchedulesWithResponse(ctx, nil)
+	require.NoError(t, err, "the pool reconnected")
 
 	// Temporal goes away and comes back.
 	temporalProxy.Stop()
@@ -173,16 +185,31 @@ type readyzAnswer struct {
 	Checks      map[string]readiness.Check `json:"checks"`
 }
 
+// probe is the Go client of a process's /healthz and /readyz (the API's or the worker's:
+// both serve them), one attempt a request.
+func probe(t *testing.T, base string) *tickgate.Client {
+	t.Helper()
+	c, err := tickgate.New(base, tickgate.WithRetries(1, 0), tickgate.WithHTTP(readyzHTTP))
+	require.NoError(t, err)
+	return c
+}
+
 // getReadyz asks base's /readyz; code is 0 while nothing listens there yet.
 func getReadyz(t *testing.T, base string) readyzAnswer {
 	t.Helper()
-	resp, err := readyzHTTP.Get(base + "/readyz")
-	if err != nil {
-		return readyzAnswer{}
+	resp, err := probe(t, base).ReadyWithResponse(context.Background())
+	var r readyzAnswer
+	var body []byte
+	var refused *tickgate.Error
+	switch {
+	case err == nil:
+		r.code, r.contentType, body = resp.StatusCode(), resp.HTTPResponse.Header.Get("Content-Type"), resp.Body
+	case errors.As(err, &refused):
+		r.code, r.contentType, body = refused.Status, refused.ContentType, refused.Body
+	default:
+		return readyzAnswer{} // nothing listens there yet
 	}
-	defer resp.Body.Close()
-	r := readyzAnswer{code: resp.StatusCode, contentType: resp.Header.Get("Content-Type")}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+	require.NoError(t, json.Unmarshal(body, &r), "%s", body)
 	return r
 }
 
@@ -199,30 +226,6 @@ func waitReadyz(t *testing.T, base string, code int) readyzAnswer {
 
 // readyzHTTP bounds every request: /readyz answers within its probe timeout.
 var readyzHTTP = &http.Client{Timeout: 15 * time.Second}
-
-func doHTTP(t *testing.T, method, url, token string, body any) (int, http.Header, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		require.NoError(t, err)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	require.NoError(t, err)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := readyzHTTP.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, resp.Header, b
-}
 
 // newNamespace registers a fresh Temporal namespace and waits until it serves requests.
 func newNamespace(t *testing.T) string {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -33,13 +32,13 @@ func TestScheduleCalendarsHistoryReplays(t *testing.T) {
 	ctx := context.Background()
 
 	now := time.Now().UTC()
-	st.JSON(t, http.MethodPost, "/api/v1/calendars", map[string]any{"name": "recorded-freeze", "ranges": []map[string]string{
-		{"start": now.Add(5 * time.Second).Format(time.RFC3339), "end": now.Add(9 * time.Second).Format(time.RFC3339)}}}, http.StatusCreated, nil)
+	st.CreateCalendar(t, map[string]any{"name": "recorded-freeze", "ranges": []map[string]string{
+		{"start": now.Add(5 * time.Second).Format(time.RFC3339), "end": now.Add(9 * time.Second).Format(time.RFC3339)}}})
 	action := map[string]any{"kind": "workflow", "workflow_type": "RecordTarget", "task_queue": queue}
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "calendars", "spec": map[string]any{"interval": "2s", "exclude_calendars": []string{"recorded-freeze"}},
 		"action": action, "policies": map[string]any{"overlap": "allow_all"},
-	}, http.StatusCreated, nil)
+	})
 	row, err := st.Store.GetSchedule(ctx, "calendars")
 	require.NoError(t, err)
 	count := func(query string) int {
@@ -53,9 +52,9 @@ func TestScheduleCalendarsHistoryReplays(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond, "ticks fired, and the excluded ones were skipped")
 
 	at := time.Now().UTC().Add(3 * time.Second)
-	st.JSON(t, http.MethodPatch, "/api/v1/schedules/calendars", map[string]any{
+	st.PatchSchedule(t, "calendars", map[string]any{
 		"spec": map[string]any{"at": at.Format(time.RFC3339Nano), "exclude_calendars": []string{"recorded-freeze"}},
-	}, http.StatusOK, nil)
+	})
 	oneTime := func() int {
 		var n int
 		require.NoError(t, st.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'SUCCEEDED'
@@ -86,7 +85,7 @@ func TestScheduleCalendarsHistoryReplays(t *testing.T) {
 		var v struct {
 			State string `json:"state"`
 		}
-		st.JSON(t, http.MethodGet, "/api/v1/schedules/calendars", nil, http.StatusOK, &v)
+		st.GetSchedule(t, "calendars", &v)
 		return v.State == "completed"
 	}, time.Minute, 200*time.Millisecond, "the planner completed it once it rested")
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/tickgate/tickgate/api"
+	tickgate "github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
@@ -90,14 +90,14 @@ func TestHistoriesOfARealRunReplay(t *testing.T) {
 // second is canceled as a whole while its external task runs (cancel signal).
 func recordRollouts(t *testing.T, st *teststack.Stack, rec *recorder) {
 	var r1 api.RolloutView
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "replay-gates", "parallel_limit": 2, "tasks": []map[string]any{
+	st.CreateRollout(t, map[string]any{"name": "replay-gates", "parallel_limit": 2, "tasks": []map[string]any{
 		{"database": "db-a", "type": "DDL", "version": "1.0", "executor": "noop", "payload": map[string]any{"sleep": "100ms"}},
 		{"database": "db-a", "type": "DML", "version": "1.1", "executor": "noop"},
 		{"database": "db-a", "type": "DDL", "version": "1.2", "executor": "noop", "payload": map[string]any{"sleep": "50ms"}},
 		{"database": "db-b", "type": "DDL", "version": "1", "executor": "external", "payload": map[string]any{"ticket": "OPS-1"}},
 		{"database": "db-b", "type": "DML", "version": "2", "executor": "noop"},
 		{"database": "db-b", "type": "DDL", "version": "3", "executor": "external", "payload": map[string]any{"ticket": "OPS-2"}},
-	}}, http.StatusCreated, &r1)
+	}}, &r1)
 	tasks := map[string]api.TaskRunView{}
 	for _, tr := range listTasks(t, st, r1.ID) {
 		tasks[tr.Database+"/"+tr.Version] = tr
@@ -106,15 +106,15 @@ func recordRollouts(t *testing.T, st *teststack.Stack, rec *recorder) {
 	ext1, ext3 := tasks["db-b/1"].ID, tasks["db-b/3"].ID
 
 	waitTask(t, st, ext1, "RUNNING")
-	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/result", ext1), map[string]any{"status": "FAILED", "error": "ticket rejected"}, http.StatusAccepted, nil)
+	st.TaskRunResult(t, ext1, map[string]any{"status": "FAILED", "error": "ticket rejected"})
 	waitTask(t, st, ext1, "FAILED")
 	// The failed version no longer blocks db-b: DML 2 runs, then DDL 3 holds the database,
 	// so the retried DDL 1 waits for it (R1) and the workflow stays the same run.
 	waitTask(t, st, ext3, "RUNNING")
-	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/retry", ext1), nil, http.StatusOK, nil)
-	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/cancel", ext3), nil, http.StatusOK, nil)
+	st.TaskRunAct(t, ext1, "retry")
+	st.TaskRunAct(t, ext3, "cancel")
 	waitTask(t, st, ext1, "RUNNING")
-	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/task-runs/%d/result", ext1), map[string]any{"status": "DONE", "output": map[string]any{"approved_by": "dba"}}, http.StatusAccepted, nil)
+	st.TaskRunResult(t, ext1, map[string]any{"status": "DONE", "output": map[string]any{"approved_by": "dba"}})
 	// Every other task is DONE, but DDL 3 was canceled: the rollout did not do all it was
 	// asked to, so it ends CANCELED, never DONE (docs/rollouts.md, "Rollout status").
 	waitRollout(t, st, r1.ID, "CANCELED")
@@ -122,16 +122,16 @@ func recordRollouts(t *testing.T, st *teststack.Stack, rec *recorder) {
 	rec.write(workflows.RolloutWorkflowID(r1.ID), workflows.RolloutWorkflowType, "rollout_gates_retry_cancel_task")
 
 	var r2 api.RolloutView
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "replay-cancel", "parallel_limit": 1, "tasks": []map[string]any{
+	st.CreateRollout(t, map[string]any{"name": "replay-cancel", "parallel_limit": 1, "tasks": []map[string]any{
 		{"database": "db-c", "type": "SDL", "version": "1", "executor": "external"},
 		{"database": "db-c", "type": "SDL", "version": "2", "executor": "noop"},
-	}}, http.StatusCreated, &r2)
+	}}, &r2)
 	for _, tr := range listTasks(t, st, r2.ID) {
 		if tr.Executor == "external" {
 			waitTask(t, st, tr.ID, "RUNNING")
 		}
 	}
-	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/cancel", r2.ID), nil, http.StatusOK, nil)
+	st.RolloutAct(t, r2.ID, "cancel")
 	rec.waitClosed(workflows.RolloutWorkflowID(r2.ID))
 	rec.write(workflows.RolloutWorkflowID(r2.ID), workflows.RolloutWorkflowType, "rollout_cancel")
 }
@@ -161,7 +161,7 @@ func recordWaves(t *testing.T, st *teststack.Stack, rec *recorder, targets map[s
 	}
 	execSQL("w-b", `CREATE TABLE broken (id int)`)
 	var r api.RolloutView
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "replay-waves", "parallel_limit": 2,
+	st.CreateRollout(t, map[string]any{"name": "replay-waves", "parallel_limit": 2,
 		"tasks": []map[string]any{
 			{"database": "w-a", "type": "DDL", "version": "1", "executor": "noop"},
 			{"database": "w-b", "type": "DDL", "version": "1", "executor": "noop"},
@@ -171,13 +171,13 @@ func recordWaves(t *testing.T, st *teststack.Stack, rec *recorder, targets map[s
 			"waves":  []any{map[string]any{"databases": []string{"w-a"}}, map[string]any{"databases": []string{"w-b"}}, map[string]any{"percent": 100}},
 			"bake":   "1s",
 			"health": map[string]any{"sql": "SELECT NOT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'broken')", "timeout": "5s"},
-		}}, http.StatusCreated, &r)
+		}}, &r)
 	waitRollout(t, st, r.ID, "PAUSED")
 	var got api.RolloutView
-	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d", r.ID), nil, http.StatusOK, &got)
+	st.GetRollout(t, r.ID, &got)
 	require.Equal(t, "wave 2: health check failed on w-b: the probe answered false", got.StatusReason)
 	execSQL("w-b", `DROP TABLE broken`)
-	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/rollouts/%d/resume", r.ID), nil, http.StatusOK, nil)
+	st.RolloutAct(t, r.ID, "resume")
 	waitRollout(t, st, r.ID, "DONE")
 	id := workflows.RolloutWorkflowID(r.ID)
 	rec.waitClosed(id)
@@ -203,12 +203,12 @@ func recordWaves(t *testing.T, st *teststack.Stack, rec *recorder, targets map[s
 func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "rack-1", "device_capacity": 2}, http.StatusCreated, nil)
+	st.CreatePC(t, "rack-1", 2)
 	for _, serial := range []string{"dev-ok", "dev-retry", "dev-timeout", "dev-fatal"} {
-		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "rack-1", "serial": serial}, http.StatusCreated, nil)
+		st.CreateDevice(t, "rack-1", serial)
 	}
 	var task api.DeviceTaskView
-	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash", "build": 7}}, http.StatusCreated, &task)
+	st.CreateTask(t, map[string]any{"payload": map[string]any{"cmd": "flash", "build": 7}}, &task)
 	fleet := agentsim.Start(ctx, agentsim.Options{
 		BaseURL: st.URL + "/api/v1", PCs: []string{"rack-1"}, Latency: 50 * time.Millisecond, Ack: true,
 		Decide: func(c agentsim.Command) agentsim.Outcome {
@@ -230,7 +230,7 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 
 	var got api.DeviceTaskView
 	require.Eventually(t, func() bool {
-		st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", task.ID), nil, http.StatusOK, &got)
+		st.GetTask(t, task.ID, &got)
 		return got.Status != "pending" && got.Status != "running"
 	}, 2*time.Minute, 100*time.Millisecond, "device task never finished: %s", fleet.Stats.String())
 	cancel()
@@ -267,29 +267,32 @@ func listTasks(t *testing.T, st *teststack.Stack, rolloutID int64) []api.TaskRun
 	var page struct {
 		Items []api.TaskRunView `json:"items"`
 	}
-	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/rollouts/%d/tasks?limit=100", rolloutID), nil, http.StatusOK, &page)
+	limit := 100
+	r, err := st.Client(t).ListRolloutTasksWithResponse(t.Context(), rolloutID, &tickgate.ListRolloutTasksParams{Limit: &limit})
+	require.NoError(t, err)
+	teststack.Decode(t, r.Body, &page)
 	return page.Items
 }
 
 func waitTask(t *testing.T, st *teststack.Stack, id int64, status string) {
 	t.Helper()
-	waitStatus(t, st, fmt.Sprintf("/api/v1/task-runs/%d", id), status)
+	waitStatus(t, fmt.Sprintf("task run %d", id), func(out any) { st.GetTaskRun(t, id, out) }, status)
 }
 
 func waitRollout(t *testing.T, st *teststack.Stack, id int64, status string) {
 	t.Helper()
-	waitStatus(t, st, fmt.Sprintf("/api/v1/rollouts/%d", id), status)
+	waitStatus(t, fmt.Sprintf("rollout %d", id), func(out any) { st.GetRollout(t, id, out) }, status)
 }
 
-// waitStatus polls path until the resource's status is status.
-func waitStatus(t *testing.T, st *teststack.Stack, path, status string) {
+// waitStatus polls a resource (get reads it) until its status is status.
+func waitStatus(t *testing.T, path string, get func(out any), status string) {
 	t.Helper()
 	var v struct {
 		Status string `json:"status"`
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		st.JSON(t, http.MethodGet, path, nil, http.StatusOK, &v)
+		get(&v)
 		if v.Status == status {
 			return
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
 
-	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/receiver"
@@ -48,13 +47,12 @@ func TestHTTPDeliveryHistoryReplays(t *testing.T) {
 	}})
 	rec := &recorder{t: t, tc: st.Temporal, dir: recordDir(t), recorded: map[string]*historypb.History{}}
 	record := func(name, scenario string, want domain.RunStatus) {
-		st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		st.CreateSchedule(t, map[string]any{
 			"name": name, "spec": map[string]any{"interval": "1h"},
 			"action": map[string]any{"kind": "http", "url": rcv.URL() + "/" + name, "body": map[string]any{"recorded": true}},
 			"retry":  map[string]any{"max_attempts": 3, "initial_backoff": "200ms"},
-		}, http.StatusCreated, nil)
-		var trig api.TriggerView
-		st.JSON(t, http.MethodPost, "/api/v1/schedules/"+name+"/trigger", nil, http.StatusOK, &trig)
+		})
+		trig := st.Trigger(t, name)
 		require.NotNil(t, trig.Run)
 		rec.waitClosed(trig.Run.WorkflowID)
 		require.Eventually(t, func() bool {

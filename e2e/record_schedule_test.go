@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -51,11 +50,11 @@ func TestScheduleCommandsHistoryReplays(t *testing.T) {
 	ctx := context.Background()
 
 	start := time.Now().UTC()
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "commands", "spec": map[string]any{"interval": "5s"},
 		"action":   map[string]any{"kind": "workflow", "workflow_type": "RecordTarget", "task_queue": queue},
 		"policies": map[string]any{"overlap": "buffer_one"},
-	}, http.StatusCreated, nil)
+	})
 	row, err := st.Store.GetSchedule(ctx, "commands")
 	require.NoError(t, err)
 	count := func(query string) int {
@@ -66,25 +65,25 @@ func TestScheduleCommandsHistoryReplays(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'SUCCEEDED'`) >= 2
 	}, time.Minute, 50*time.Millisecond, "two ticks ran")
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/commands/trigger", nil, http.StatusOK, nil)
+	st.Trigger(t, "commands")
 	require.Eventually(t, func() bool {
 		return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND trigger = 'manual' AND status = 'SUCCEEDED'`) >= 1
 	}, time.Minute, 50*time.Millisecond, "the manual run ran")
 	require.NoError(t, signalSchedule(ctx, st, "commands", workflows.ScheduleBackfill, rawJSON(`{"start":"yesterday"}`)))
 	require.Eventually(t, func() bool { return count(`SELECT count(*) FROM schedule_refusals WHERE schedule_id = $1`) == 1 },
 		20*time.Second, 50*time.Millisecond, "the bad signal was refused and recorded")
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/commands/pause", map[string]any{"note": "recorded"}, http.StatusOK, nil)
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/commands/backfill", map[string]any{
+	st.Pause(t, "commands", "recorded")
+	st.Backfill(t, "commands", map[string]any{
 		"start": start.Add(-21 * time.Second).Format(time.RFC3339), "end": start.Add(-6 * time.Second).Format(time.RFC3339),
-	}, http.StatusAccepted, nil)
+	})
 	require.Eventually(t, func() bool {
 		return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND trigger = 'backfill' AND status IN ('SUCCEEDED', 'SKIPPED')`) == 3
 	}, time.Minute, 50*time.Millisecond, "the backfill ran while paused")
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/commands/resume", nil, http.StatusOK, nil)
+	st.Resume(t, "commands")
 	require.Eventually(t, func() bool {
 		return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND trigger = 'scheduled' AND fired_at > now() - interval '4 seconds'`) >= 1
 	}, time.Minute, 50*time.Millisecond, "fires again after the resume")
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/commands/pause", map[string]any{"note": "recorded"}, http.StatusOK, nil)
+	st.Pause(t, "commands", "recorded")
 
 	id := workflows.ScheduleWorkflowID("commands")
 	rec.waitRested(id) // paused, nothing in flight: it rests (after its linger)
@@ -108,17 +107,17 @@ func TestScheduleOneTimeReloadHistoryReplays(t *testing.T) {
 	rec := &recorder{t: t, tc: st.Temporal, dir: recordDir(t), recorded: map[string]*historypb.History{}}
 	ctx := context.Background()
 
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "one-time-reload", "spec": map[string]any{"interval": "1h"},
 		"action": map[string]any{"kind": "event", "topic": "record", "type": "tick"},
-	}, http.StatusCreated, nil)
+	})
 	row, err := st.Store.GetSchedule(ctx, "one-time-reload")
 	require.NoError(t, err)
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/one-time-reload/trigger", nil, http.StatusOK, nil) // its workflow is awake
+	st.Trigger(t, "one-time-reload") // its workflow is awake
 	at := time.Now().UTC().Add(-3 * time.Second).Truncate(time.Millisecond)
-	st.JSON(t, http.MethodPatch, "/api/v1/schedules/one-time-reload", map[string]any{
+	st.PatchSchedule(t, "one-time-reload", map[string]any{
 		"spec": map[string]any{"at": at.Format(time.RFC3339Nano)},
-	}, http.StatusOK, nil)
+	})
 	require.Eventually(t, func() bool {
 		var n int
 		require.NoError(t, st.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND trigger = 'scheduled'
@@ -149,10 +148,10 @@ func TestScheduleTakeoverHistoryReplays(t *testing.T) {
 	r, err := worker.NewReplayer()
 	require.NoError(t, err)
 
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "takeover-pause", "spec": map[string]any{"interval": "2s"},
 		"action": map[string]any{"kind": "event", "topic": "record", "type": "tick"},
-	}, http.StatusCreated, nil)
+	})
 	paused, err := st.Store.GetSchedule(ctx, "takeover-pause")
 	require.NoError(t, err)
 	armed := func(id int64) int {
@@ -161,7 +160,7 @@ func TestScheduleTakeoverHistoryReplays(t *testing.T) {
 		return n
 	}
 	require.Eventually(t, func() bool { return armed(paused.ID) > 0 }, time.Minute, 50*time.Millisecond, "the planner armed its fires")
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/takeover-pause/pause", map[string]any{"note": "recorded"}, http.StatusOK, nil)
+	st.Pause(t, "takeover-pause", "recorded")
 	require.Zero(t, armed(paused.ID), "the pause retracted the fires the planner armed")
 	id := workflows.ScheduleWorkflowID("takeover-pause")
 	rec.waitRested(id)
@@ -173,11 +172,11 @@ func TestScheduleTakeoverHistoryReplays(t *testing.T) {
 	// takes the armed run over (its delayed start), runs the manual one, watches both to
 	// their end and rests.
 	fire := time.Now().UTC().Add(65 * time.Second).Truncate(time.Second)
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "takeover-watch", "spec": map[string]any{"interval": "1h", "start_at": fire.Format(time.RFC3339)},
 		"action":   map[string]any{"kind": "workflow", "workflow_type": "RecordTarget", "task_queue": queue},
 		"policies": map[string]any{"overlap": "allow_all"},
-	}, http.StatusCreated, nil)
+	})
 	watched, err := st.Store.GetSchedule(ctx, "takeover-watch")
 	require.NoError(t, err)
 	count := func(query string) int {
@@ -187,7 +186,7 @@ func TestScheduleTakeoverHistoryReplays(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND armed`) == 1 },
 		time.Minute, 100*time.Millisecond, "the planner armed the fire")
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/takeover-watch/trigger", nil, http.StatusOK, nil)
+	st.Trigger(t, "takeover-watch")
 	require.Eventually(t, func() bool {
 		return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'SUCCEEDED'`) == 2
 	}, 3*time.Minute, 200*time.Millisecond, "the armed run and the manual one ran and were watched to their end")
@@ -216,11 +215,11 @@ func TestReplayKeepsTheNextFireTheRecordsAnswered(t *testing.T) {
 	ctx := context.Background()
 
 	// skip_if_successful: every tick is its workflow's, recorded at its time through RecordTick.
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "other-zone-data", "spec": map[string]any{"interval": "2s"},
 		"action":   map[string]any{"kind": "event", "topic": "record", "type": "tick"},
 		"policies": map[string]any{"skip_if_successful": true},
-	}, http.StatusCreated, nil)
+	})
 	row, err := st.Store.GetSchedule(ctx, "other-zone-data")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {

@@ -14,6 +14,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/worker"
 	"github.com/tickgate/tickgate/workflows"
@@ -55,7 +56,7 @@ func maxOverlap(spans []span) int {
 }
 
 // TestMaxConcurrentOnTheWholeProduct runs a capped schedule on the whole product, through
-// HTTP: a tick every 2 s of a workflow whose runs last 7 s, max_concurrent 2. The planner arms
+// the Go client: a tick every 2 s of a workflow whose runs last 7 s, max_concurrent 2. The planner arms
 // up to the cap and wakes the workflow when it is full; ticks beyond wait BUFFERED, and the
 // schedule's view shows them with their reason; a manual trigger while full waits too. What
 // Temporal saw of the targets — when each really started and closed — never has more than 2
@@ -73,32 +74,30 @@ func TestMaxConcurrentOnTheWholeProduct(t *testing.T) {
 	rec := &recorder{t: t, tc: st.Temporal, dir: recordDir(t), recorded: map[string]*historypb.History{}}
 	ctx := context.Background()
 
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	c := st.Client(t)
+	_, err := c.CreateScheduleWithBodyWithResponse(ctx, nil, "application/json", teststack.Body(t, map[string]any{
 		"name": "capped", "spec": map[string]any{"interval": "2s"},
 		"action":   map[string]any{"kind": "workflow", "workflow_type": "CapTarget", "task_queue": queue},
 		"policies": map[string]any{"overlap": "allow_all", "max_concurrent": 2},
 		"labels":   map[string]string{"cap": "e2e"},
-	}, http.StatusCreated, nil)
-	var view struct {
-		Waiting struct {
-			BufferedTicks []struct {
-				Reason string `json:"reason"`
-			} `json:"buffered_ticks"`
-		} `json:"waiting"`
-	}
+	}))
+	require.NoError(t, err)
+	var reason string
 	require.Eventually(t, func() bool {
-		st.JSON(t, http.MethodGet, "/api/v1/schedules/capped", nil, http.StatusOK, &view)
-		return len(view.Waiting.BufferedTicks) > 0
+		r, err := c.GetScheduleWithResponse(ctx, "capped")
+		require.NoError(t, err)
+		if w := r.JSON200.Waiting; w != nil && w.BufferedTicks != nil && len(*w.BufferedTicks) > 0 {
+			reason = *(*w.BufferedTicks)[0].Reason
+			return true
+		}
+		return false
 	}, time.Minute, 200*time.Millisecond, "a tick waits for the cap")
-	require.True(t, strings.HasPrefix(view.Waiting.BufferedTicks[0].Reason, "max_concurrent 2: 2 runs in flight"), view.Waiting.BufferedTicks[0].Reason)
+	require.True(t, strings.HasPrefix(reason, "max_concurrent 2: 2 runs in flight"), reason)
 
-	var trig struct {
-		Status string `json:"status"`
-		Reason string `json:"reason"`
-	}
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/capped/trigger", nil, http.StatusOK, &trig)
-	require.Equal(t, "BUFFERED", trig.Status, "a manual run waits for the cap like a tick")
-	require.Contains(t, trig.Reason, "max_concurrent 2:")
+	trig, err := c.TriggerScheduleWithResponse(ctx, "capped", nil, client.TriggerRequest{})
+	require.NoError(t, err)
+	require.Equal(t, "BUFFERED", *trig.JSON200.Status, "a manual run waits for the cap like a tick")
+	require.Contains(t, *trig.JSON200.Reason, "max_concurrent 2:")
 
 	row, err := st.Store.GetSchedule(ctx, "capped")
 	require.NoError(t, err)
@@ -111,10 +110,13 @@ func TestMaxConcurrentOnTheWholeProduct(t *testing.T) {
 		return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'SUCCEEDED' AND trigger = 'manual'`) == 1
 	}, 2*time.Minute, 200*time.Millisecond, "the manual run ran when a place freed")
 	// (A 503 asks for a retry: a workflow that did not take its pause in time, on a loaded machine.)
+	note := "enough"
 	require.Eventually(t, func() bool {
-		status, _ := st.Do(t, http.MethodPost, "/api/v1/schedules/pause", map[string]any{"selector": "cap=e2e", "note": "enough"})
-		require.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, status)
-		return status == http.StatusOK
+		_, err := c.PauseSelectedSchedulesWithResponse(ctx, nil, client.BulkStateRequest{Selector: "cap=e2e", Note: &note})
+		if err != nil {
+			require.Equal(t, http.StatusServiceUnavailable, client.StatusOf(err), "%v", err)
+		}
+		return err == nil
 	}, 2*time.Minute, time.Second, "paused by its label")
 	require.Eventually(t, func() bool {
 		return count(`SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING'`) == 0

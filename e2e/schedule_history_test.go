@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +76,7 @@ func scheduleHistory(t *testing.T, st *teststack.Stack, name string) []historyEn
 	var page struct {
 		Items []historyEntry `json:"items"`
 	}
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/"+name+"/history", nil, http.StatusOK, &page)
+	st.ScheduleHistory(t, name, &page)
 	return page.Items
 }
 
@@ -157,7 +156,7 @@ func TestLabelsBulkPauseAndHistoryAtEveryDoor(t *testing.T) {
 			OverlapWhenFull string `json:"overlap_when_full"`
 		} `json:"policies"`
 	}
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/books-capped", nil, http.StatusOK, &capped)
+	st.GetSchedule(t, "books-capped", &capped)
 	require.Equal(t, 3, capped.Policies.MaxConcurrent)
 	require.Equal(t, "skip", capped.Policies.OverlapWhenFull)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
@@ -25,10 +26,10 @@ func TestScheduleSignalsFromAnotherService(t *testing.T) {
 	st := teststack.Start(t, teststack.Options{})
 	ctx := context.Background()
 	const name = "signalled"
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": name, "spec": map[string]any{"cron": "0 * * * *"},
 		"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
-	}, http.StatusCreated, nil)
+	})
 	signal := func(signalName string, arg any) {
 		t.Helper()
 		require.NoError(t, signalSchedule(ctx, st, name, signalName, arg), signalName)
@@ -111,22 +112,20 @@ func TestBackfillBeforeCreationThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})
 	ctx := context.Background()
+	api := st.Client(t)
 	yesterday := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	for _, c := range []struct {
 		name string
 		spec map[string]any
 	}{{"hourly-cron", map[string]any{"cron": "0 * * * *"}}, {"hourly-interval", map[string]any{"interval": "1h"}}} {
 		name, spec := c.name, c.spec
-		st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+		st.CreateSchedule(t, map[string]any{
 			"name": name, "spec": spec, "action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
-		}, http.StatusCreated, nil)
-		var bf struct {
-			Ticks int `json:"ticks"`
-		}
-		st.JSON(t, http.MethodPost, "/api/v1/schedules/"+name+"/backfill", map[string]any{
-			"start": yesterday.Format(time.RFC3339), "end": yesterday.Add(24*time.Hour - time.Second).Format(time.RFC3339),
-		}, http.StatusAccepted, &bf)
-		require.Equal(t, 24, bf.Ticks, name)
+		})
+		bf, err := api.BackfillScheduleWithResponse(ctx, name, client.BackfillRequest{Start: yesterday, End: yesterday.Add(24*time.Hour - time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusAccepted, bf.StatusCode())
+		require.Equal(t, 24, *bf.JSON202.Ticks, name)
 		row, err := st.Store.GetSchedule(ctx, name)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
@@ -142,17 +141,17 @@ func TestBackfillBeforeCreationThroughTheAPI(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "%s: yesterday's ticks ran", name)
 	}
 
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "yearly", "spec": map[string]any{"cron": "0 0 1 1 *"}, "action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
-	}, http.StatusCreated, nil)
+	})
 	// A mid-year hour of last year: yesterday would hold the yearly tick on January 2nd.
 	midYear := time.Date(time.Now().UTC().Year()-1, 6, 15, 0, 0, 0, 0, time.UTC)
-	status, body := st.Do(t, http.MethodPost, "/api/v1/schedules/yearly/backfill", map[string]any{
-		"start": midYear.Format(time.RFC3339), "end": midYear.Add(time.Hour).Format(time.RFC3339),
-	})
-	require.Equal(t, http.StatusUnprocessableEntity, status, "%s", body)
-	require.Contains(t, string(body), `no tick of cron \"0 0 1 1 *\"`)
-	require.Contains(t, string(body), `"field":"start"`)
+	_, err := api.BackfillScheduleWithResponse(ctx, "yearly", client.BackfillRequest{Start: midYear, End: midYear.Add(time.Hour)})
+	var refused *client.Error
+	require.ErrorAs(t, err, &refused)
+	require.Equal(t, http.StatusUnprocessableEntity, refused.Status)
+	require.Contains(t, refused.Detail, `no tick of cron "0 0 1 1 *"`)
+	require.Equal(t, "start", refused.Field)
 	row, err := st.Store.GetSchedule(ctx, "yearly")
 	require.NoError(t, err)
 	runs, err := st.Store.ListRuns(ctx, row.ID, 0, 10)

@@ -124,14 +124,14 @@ func TestAFireIsOneTraceFromTickToCommit(t *testing.T) {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "traced-event", "spec": map[string]any{"interval": "15s"},
 		"action": map[string]any{"kind": "event", "topic": "billing", "type": "invoice.due"},
-	}, http.StatusCreated, nil)
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	})
+	st.CreateSchedule(t, map[string]any{
 		"name": "traced-workflow", "spec": map[string]any{"interval": "15s"},
 		"action": map[string]any{"kind": "workflow", "workflow_type": "TracedTarget", "task_queue": queue},
-	}, http.StatusCreated, nil)
+	})
 
 	t.Run("event", func(t *testing.T) {
 		run := releasedRun(t, st, "traced-event")
@@ -165,7 +165,7 @@ func TestAFireIsOneTraceFromTickToCommit(t *testing.T) {
 
 		// The run's answer names its trace (the dashboard links it to the viewer).
 		var sched api.ScheduleView
-		st.JSON(t, http.MethodGet, "/api/v1/schedules/traced-event", nil, http.StatusOK, &sched)
+		st.GetSchedule(t, "traced-event", &sched)
 		found := false
 		for _, r := range sched.RecentRuns {
 			if r.ID == run.ID {
@@ -269,22 +269,21 @@ func TestATraceparentSentToTheAPIReachesTheWorkflowItStarts(t *testing.T) {
 func TestADeviceExecutionIsOneTrace(t *testing.T) {
 	t.Parallel()
 	st, exp := tracedStack(t)
-	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "traced-rack", "device_capacity": 1}, http.StatusCreated, nil)
+	st.CreatePC(t, "traced-rack", 1)
 	for _, serial := range []string{"traced-a", "traced-b"} {
-		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "traced-rack", "serial": serial}, http.StatusCreated, nil)
+		st.CreateDevice(t, "traced-rack", serial)
 	}
-	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash"}}, http.StatusCreated, nil)
+	st.CreateTask(t, map[string]any{"payload": map[string]any{"cmd": "flash"}}, nil)
 	var claim struct {
 		Items []api.DeviceExecutionDTO `json:"items"`
 	}
 	require.Eventually(t, func() bool {
-		st.JSON(t, http.MethodPost, "/api/v1/agent/pcs/traced-rack/claim", map[string]any{"max": 5}, http.StatusOK, &claim)
+		st.Claim(t, "traced-rack", 5, &claim)
 		return len(claim.Items) == 1
 	}, 30*time.Second, 50*time.Millisecond)
 	cmd := claim.Items[0]
 	var res api.ResultView
-	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/agent/task-devices/%d/result", cmd.ID),
-		map[string]any{"status": "succeeded", "attempt": cmd.Attempt, "claim_next": true}, http.StatusOK, &res)
+	st.AgentResult(t, cmd.ID, map[string]any{"status": "succeeded", "attempt": cmd.Attempt, "claim_next": true}, &res)
 	require.NotNil(t, res.Next, "the freed slot was refilled and handed out")
 
 	scope, err := st.Store.InstallID(context.Background())
@@ -324,9 +323,9 @@ func TestARolloutTaskRunIsOneTrace(t *testing.T) {
 	t.Parallel()
 	st, exp := tracedStack(t)
 	var created api.RolloutView
-	st.JSON(t, http.MethodPost, "/api/v1/rollouts", map[string]any{"name": "traced-rollout", "parallel_limit": 1, "tasks": []map[string]any{
+	st.CreateRollout(t, map[string]any{"name": "traced-rollout", "parallel_limit": 1, "tasks": []map[string]any{
 		{"database": "orders", "type": "DDL", "version": "7", "executor": "noop"},
-	}}, http.StatusCreated, &created)
+	}}, &created)
 	var finish tracetest.SpanStub
 	require.Eventually(t, func() bool {
 		for _, s := range exp.GetSpans() {
@@ -357,21 +356,22 @@ func TestARolloutTaskRunIsOneTrace(t *testing.T) {
 func TestTracingOffWritesNothing(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	st.CreateSchedule(t, map[string]any{
 		"name": "untraced", "spec": map[string]any{"interval": "15s"},
 		"action": map[string]any{"kind": "event", "topic": "t", "type": "x"},
-	}, http.StatusCreated, nil)
+	})
 	run := releasedRun(t, st, "untraced")
 	require.Nil(t, run.TraceContext, "nothing written for tracing")
 	var n int
 	require.NoError(t, st.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM schedule_runs WHERE trace_context IS NOT NULL").Scan(&n))
 	require.Zero(t, n)
 	var sched api.ScheduleView
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/untraced", nil, http.StatusOK, &sched)
+	st.GetSchedule(t, "untraced", &sched)
 	require.NotEmpty(t, sched.RecentRuns)
 	for _, r := range sched.RecentRuns {
 		require.Empty(t, r.TraceID)
 	}
-	_, body := st.Do(t, http.MethodGet, "/api/v1/schedules/untraced", nil)
-	require.False(t, strings.Contains(string(body), "trace_id"), "no trace_id in the answer")
+	raw, err := st.Client(t).GetScheduleWithResponse(t.Context(), "untraced")
+	require.NoError(t, err)
+	require.False(t, strings.Contains(string(raw.Body), "trace_id"), "no trace_id in the answer")
 }

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
+	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -67,21 +66,31 @@ func TestTwoAPIsAndTwoWorkersShareOneState(t *testing.T) {
 	_, admin, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "two-apis e2e"})
 	require.NoError(t, err)
 
+	// Each API through the Go client, as a token's holder: every request sent once (no
+	// retries), so the test sees each API's own answer.
+	as := func(base, token string) *client.Client {
+		c, err := client.New(base, client.WithToken(token), client.WithRetries(1, 0), client.WithHTTP(readyzHTTP))
+		require.NoError(t, err)
+		return c
+	}
 	// Idempotency-Key: the replay reaches the other API.
-	schedule := func(name string) map[string]any {
-		return map[string]any{"name": name, "spec": map[string]any{"interval": "1s"},
-			"action": map[string]any{"kind": "event", "topic": "two-apis", "type": "tick"}}
+	schedule := func(name string) client.CreateScheduleRequest {
+		interval, topic, typ := client.Spec_Interval{}, "two-apis", "tick"
+		require.NoError(t, interval.FromDuration("1s"))
+		return client.CreateScheduleRequest{Name: name, Spec: client.Spec{Interval: &interval},
+			Action: client.Action{Kind: client.ActionKindEvent, Topic: &topic, Type: &typ}}
 	}
-	post := func(base, path, key string, body any) (int, http.Header, []byte) {
+	create := func(base, key, name string) *client.CreateScheduleResponse {
 		t.Helper()
-		return doHTTPWith(t, http.MethodPost, base+path, admin, map[string]string{"Idempotency-Key": key}, body)
+		r, err := as(base, admin).CreateScheduleWithResponse(ctx, nil, schedule(name), client.WithIdempotencyKey(key))
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, r.StatusCode(), "%s", r.Body)
+		return r
 	}
-	code, _, first := post(apis[0], "/api/v1/schedules", "create-across-1", schedule("across-1"))
-	require.Equal(t, http.StatusCreated, code, "%s", first)
-	code, header, replay := post(apis[1], "/api/v1/schedules", "create-across-1", schedule("across-1"))
-	require.Equal(t, http.StatusCreated, code, "%s", replay)
-	require.Equal(t, "true", header.Get("Idempotent-Replayed"), "the other API replays the stored answer")
-	require.JSONEq(t, string(first), string(replay))
+	first := create(apis[0], "create-across-1", "across-1")
+	replay := create(apis[1], "create-across-1", "across-1")
+	require.Equal(t, "true", replay.HTTPResponse.Header.Get("Idempotent-Replayed"), "the other API replays the stored answer")
+	require.JSONEq(t, string(first.Body), string(replay.Body))
 
 	// The same key at both APIs at once: one creates, the other replays or is told the
 	// first is in flight (409); never two.
@@ -91,9 +100,12 @@ func TestTwoAPIsAndTwoWorkersShareOneState(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes[i], _, _ = post(base, "/api/v1/rollouts", "rollout-across", map[string]any{
-				"name": "across", "parallel_limit": 4, "tasks": noopTasks(8),
-			})
+			r, err := as(base, admin).CreateRolloutWithBodyWithResponse(ctx, nil, "application/json",
+				teststack.Body(t, map[string]any{"name": "across", "parallel_limit": 4, "tasks": noopTasks(8)}), client.WithIdempotencyKey("rollout-across"))
+			codes[i] = client.StatusOf(err)
+			if err == nil {
+				codes[i] = r.StatusCode()
+			}
 		}()
 	}
 	wg.Wait()
@@ -108,29 +120,24 @@ func TestTwoAPIsAndTwoWorkersShareOneState(t *testing.T) {
 	require.Equal(t, 1, rollouts, "one rollout for one key")
 
 	// Tokens: created through API 1, used on API 2, revoked through API 2, refused by both.
-	code, _, body := doHTTP(t, http.MethodPost, apis[0]+"/api/v1/tokens", admin, map[string]any{"role": "viewer"})
-	require.Equal(t, http.StatusCreated, code, "%s", body)
-	var viewer struct {
-		ID    json.Number `json:"id"`
-		Token string      `json:"token"`
-	}
-	require.NoError(t, json.Unmarshal(body, &viewer))
+	tok, err := as(apis[0], admin).CreateTokenWithResponse(ctx, client.CreateTokenRequest{Role: client.CreateTokenRequestRoleViewer})
+	require.NoError(t, err)
+	viewer := *tok.JSON201
 	for _, base := range apis {
-		code, _, body := doHTTP(t, http.MethodGet, base+"/api/v1/schedules", viewer.Token, nil)
-		require.Equal(t, http.StatusOK, code, "%s: %s", base, body)
-		code, _, _ = doHTTP(t, http.MethodPost, base+"/api/v1/schedules", viewer.Token, schedule("viewer-may-not"))
-		require.Equal(t, http.StatusForbidden, code, "%s: a viewer cannot create", base)
+		_, err := as(base, *viewer.Token).ListSchedulesWithResponse(ctx, nil)
+		require.NoError(t, err, base)
+		_, err = as(base, *viewer.Token).CreateScheduleWithResponse(ctx, nil, schedule("viewer-may-not"))
+		require.Equal(t, http.StatusForbidden, client.StatusOf(err), "%s: a viewer cannot create", base)
 	}
-	code, _, body = doHTTP(t, http.MethodDelete, apis[1]+"/api/v1/tokens/"+viewer.ID.String(), admin, nil)
-	require.Less(t, code, 300, "%s", body)
+	_, err = as(apis[1], admin).RevokeTokenWithResponse(ctx, int64(*viewer.Id))
+	require.NoError(t, err)
 	for _, base := range apis {
-		code, _, _ := doHTTP(t, http.MethodGet, base+"/api/v1/schedules", viewer.Token, nil)
-		require.Equal(t, http.StatusUnauthorized, code, "%s: a revoked token is refused at once", base)
+		_, err := as(base, *viewer.Token).ListSchedulesWithResponse(ctx, nil)
+		require.Equal(t, http.StatusUnauthorized, client.StatusOf(err), "%s: a revoked token is refused at once", base)
 	}
 
 	// The work handed to either API gets done by the two workers.
-	code, _, body = post(apis[1], "/api/v1/schedules", "create-across-2", schedule("across-2"))
-	require.Equal(t, http.StatusCreated, code, "%s", body)
+	create(apis[1], "create-across-2", "across-2")
 	require.Eventually(t, func() bool {
 		var fired int
 		require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(DISTINCT s.name) FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id
@@ -149,12 +156,12 @@ func TestTwoAPIsAndTwoWorkersShareOneState(t *testing.T) {
 	r := waitReadyz(t, apis[1], http.StatusServiceUnavailable)
 	require.False(t, r.Checks["postgres"].OK, "API 2 names postgres: %+v", r)
 	require.Equal(t, http.StatusOK, getReadyz(t, apis[0]).code, "API 1 still reaches PostgreSQL")
-	code, _, body = doHTTP(t, http.MethodGet, apis[0]+"/api/v1/schedules", admin, nil)
-	require.Equal(t, http.StatusOK, code, "API 1 serves meanwhile: %s", body)
+	_, err = as(apis[0], admin).ListSchedulesWithResponse(ctx, nil)
+	require.NoError(t, err, "API 1 serves meanwhile")
 	pgProxy.Start()
 	waitReadyz(t, apis[1], http.StatusOK)
-	code, _, body = doHTTP(t, http.MethodGet, apis[1]+"/api/v1/schedules", admin, nil)
-	require.Equal(t, http.StatusOK, code, "API 2 serves again: %s", body)
+	_, err = as(apis[1], admin).ListSchedulesWithResponse(ctx, nil)
+	require.NoError(t, err, "API 2 serves again")
 }
 
 // noopTasks are n DML task runs on four databases that the noop executor finishes at once.
@@ -165,24 +172,4 @@ func noopTasks(n int) []map[string]any {
 			"executor": "noop", "payload": map[string]any{}}
 	}
 	return tasks
-}
-
-// doHTTPWith is doHTTP with extra request headers.
-func doHTTPWith(t *testing.T, method, url, token string, headers map[string]string, body any) (int, http.Header, []byte) {
-	t.Helper()
-	b, err := json.Marshal(body)
-	require.NoError(t, err)
-	req, err := http.NewRequest(method, url, bytes.NewReader(b))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := readyzHTTP.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, resp.Header, out
 }

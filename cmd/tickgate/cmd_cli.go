@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/tickgate/tickgate/cli"
 	"github.com/tickgate/tickgate/domain"
@@ -14,19 +19,49 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-func init() {
-	for group, summary := range cli.Groups {
-		register(group, summary, func(ctx context.Context, args []string) error {
-			err := cli.Run(ctx, group, args, cliEnv())
-			if err != nil {
-				// Exit codes a script can rely on (cli.Exit*): 3 not found, 4 conflict,
-				// 5 unauthorised, 6 invalid, 7 unavailable, 8 watched work failed.
-				fmt.Fprintf(os.Stderr, "tickgate %s: %v\n", group, err)
-				os.Exit(cli.ExitCode(err))
-			}
-			return nil
+// runCommandLine runs `tickgate <args…>`: the CLI's commands (package cli, on cobra) with
+// the binary's own (worker, api, dev, …) beside them in one tree, so help and shell
+// completion know them all. It answers the process's exit code.
+func runCommandLine(ctx context.Context, args []string) int {
+	err := cli.Execute(ctx, args, cliEnv(), serverCommands()...)
+	if err == nil {
+		return 0
+	}
+	// Exit codes a script can rely on (cli.Exit*): 2 usage, 3 not found, 4 conflict,
+	// 5 unauthorised, 6 invalid, 7 unavailable, 8 watched work failed; 1 anything else.
+	fmt.Fprintf(os.Stderr, "tickgate: %v\n", err)
+	return cli.ExitCode(err)
+}
+
+// serverCommands are the registered commands as cobra commands that parse their own flags.
+func serverCommands() []*cobra.Command {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []*cobra.Command
+	for _, name := range names {
+		c := commands[name]
+		out = append(out, &cobra.Command{
+			Use:                name,
+			Short:              c.summary,
+			DisableFlagParsing: true,
+			// No API client: these run the stack, they do not call it.
+			PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
+			RunE: func(cmd *cobra.Command, args []string) error {
+				err := c.run(cmd.Context(), args)
+				if errors.Is(err, flag.ErrHelp) {
+					return &cli.UsageError{Msg: name + ": see the flags above"}
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				return nil
+			},
 		})
 	}
+	return out
 }
 
 func cliEnv() cli.Env {
@@ -35,7 +70,7 @@ func cliEnv() cli.Env {
 		tty = fi.Mode()&os.ModeCharDevice != 0
 	}
 	return cli.Env{
-		Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, TTY: tty,
+		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, Getenv: os.Getenv, TTY: tty,
 		DefaultToken:    devAdminToken,
 		CreateTokenInDB: createTokenInDB,
 	}

@@ -1,13 +1,11 @@
-// Command tickgate is the single binary: `tickgate dev|worker|api|migrate|…`.
+// Command tickgate is the single binary: `tickgate dev|worker|api|migrate|…` and the CLI's
+// commands (package cli), in one cobra tree.
 package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
 )
 
@@ -23,36 +21,9 @@ func register(name, summary string, run func(ctx context.Context, args []string)
 	commands[name] = command{summary: summary, run: run}
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: tickgate <command> [flags]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, commands[n].summary)
-	}
-}
-
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		os.Exit(2)
-	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "tickgate: unknown command %q\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cmd.run(ctx, os.Args[2:]); err != nil {
-		if err == flag.ErrHelp {
-			os.Exit(2)
-		}
-		fmt.Fprintf(os.Stderr, "tickgate %s: %v\n", os.Args[1], err)
-		os.Exit(1)
-	}
+	code := runCommandLine(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
 }

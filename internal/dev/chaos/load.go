@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -13,7 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/tickgate/tickgate/cli"
+	"github.com/tickgate/tickgate/client"
 )
 
 // overlapPolicies are cycled through by the workflow-action schedules.
@@ -26,32 +27,38 @@ var overlapPolicies = []string{"skip", "buffer_one", "buffer_all", "cancel_other
 // that its resends keep, so a create whose first answer was lost — whichever API it
 // reached — does not create twice.
 type apiClient struct {
-	clients []cli.Client
+	clients []*client.Client
 	next    atomic.Uint64
 }
 
 func newAPIClient(token string, addrs []string) *apiClient {
 	c := &apiClient{}
 	for _, a := range addrs {
-		c.clients = append(c.clients, cli.Client{Server: "http://" + a, Token: token})
+		// One attempt per call: do() itself sends it to the other API when this one is down.
+		api, err := client.New("http://"+a, client.WithToken(token), client.WithRetries(1, 0))
+		if err != nil {
+			panic(err) // addrs are the run's own host:port pairs
+		}
+		c.clients = append(c.clients, api)
 	}
 	return c
 }
 
 func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
-	var headers map[string]string
+	var key []client.RequestEditorFn
 	if method == http.MethodPost {
-		headers = map[string]string{"Idempotency-Key": fmt.Sprintf("chaos-%d", rand.Uint64())}
+		key = append(key, client.WithIdempotencyKey(fmt.Sprintf("chaos-%d", rand.Uint64())))
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		call := c.clients[c.next.Add(1)%uint64(len(c.clients))]
-		call.Headers = headers
-		err := call.Do(ctx, method, path, body, out)
+		err := call.DoJSON(ctx, method, path, body, out, key...)
 		if err == nil {
 			return nil
 		}
-		if cli.ExitCode(err) != cli.ExitUnavailable || time.Now().After(deadline) || ctx.Err() != nil {
+		var unreachable *client.TransportError
+		down := errors.As(err, &unreachable) || client.StatusOf(err) >= 500
+		if !down || time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("%s %s%s: %w", method, call.Server, path, err)
 		}
 		sleepCtx(ctx, 500*time.Millisecond)

@@ -77,7 +77,7 @@ func TestImportRulesCatchPlantedViolations(t *testing.T) {
 		"domain/planted.go → os: domain does no I/O",
 		"domain/planted.go → store: domain does no I/O",
 		"metrics/planted.go → internal/testing/testenv: the product does not depend on tooling",
-		"cli/planted.go → store: layers: cli may import no tickgate package",
+		"cli/planted.go → store: layers: cli may import only client",
 		"storefront/planted.go → api: layers: storefront has no row in docs/architecture.md's package table",
 	}, violationLines(rep, module))
 
@@ -133,7 +133,7 @@ func TestCheckFailsOnForbiddenImportsPlantedInACopy(t *testing.T) {
 		"workflows/zz_planted.go → go.temporal.io/sdk/client: workflows do no I/O",
 		"workflows/zz_planted.go → metrics: workflows do no I/O",
 		"api/zz_planted.go → worker: layers: api may import only starter, store, domain, metrics, web, internal/readiness, internal/schedulespec, internal/scheduleplan, internal/telemetry, internal/version, internal/outbound, workflows",
-		"cli/zz_planted.go → store: layers: cli may import no tickgate package",
+		"cli/zz_planted.go → store: layers: cli may import only client",
 	}, violationLines(rep, module))
 }
 

@@ -66,7 +66,8 @@ func Layers() []Layer {
 		},
 		{Path: "migrations"},
 		{Path: "metrics", MayImport: []string{"store"}, ThirdParty: slices.Concat(prometheus, []string{"go.temporal.io/sdk/client"})},
-		{Path: "cli"},
+		{Path: "cli", MayImport: []string{"client"}, ThirdParty: []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "go.yaml.in/yaml/v3"}},
+		{Path: "client", ThirdParty: []string{"github.com/oapi-codegen/runtime", "go.yaml.in/yaml/v3"}},
 		{Path: "web"},
 		{
 			Path:       "internal/config",
