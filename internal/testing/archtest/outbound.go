@@ -32,6 +32,7 @@ type OutboundExemption struct {
 var OutboundExemptions = []OutboundExemption{
 	{"internal/outbound", "the one constructor itself"},
 	{"cli", "the CLI talks to tickgate's own API, at the address its user runs it against"},
+	{"client", "the Go client library talks to tickgate's own API, in its user's process, at the address its user gives it"},
 	{"cmd/tickgate/httputil.go", "`tickgate dev` waits for the local stack's own health endpoints"},
 	{"cmd/tickgate/cmd_agentsim.go", "`tickgate agent-sim` talks to tickgate's own API, as agents do"},
 	{"internal/dev", "tooling: the local stack, the chaos run and the agent simulator call tickgate's own API and local servers"},
