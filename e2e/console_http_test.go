@@ -96,7 +96,7 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	require.NotEqual(t, shown, rotated)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
 	var hist struct{ Items []api.HistoryEntryView }
-	st.JSON(t, http.MethodGet, "/api/v1/schedules/console-hook/history", nil, http.StatusOK, &hist)
+	st.ScheduleHistory(t, "console-hook", &hist)
 	require.Equal(t, domain.HistoryRotateSecret, hist.Items[0].Kind)
 	require.Contains(t, hist.Items[0].Note, "signs too until")
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/outbound"
@@ -44,20 +46,23 @@ func TestHTTPActionVerifiesWithTheStandardWebhooksLibrary(t *testing.T) {
 		require.NoError(t, err)
 		c.HTTPAllow = rule
 	}})
-	var created api.CreatedScheduleView
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", map[string]any{
+	created := st.CreateSchedule(t, map[string]any{
 		"name": "standard", "spec": map[string]any{"interval": "1h"},
 		"action": map[string]any{"kind": "http", "url": rcv.URL + "/hook", "headers": map[string]any{"Authorization": "Bearer receiver-token"},
 			"body": map[string]any{"invoice": 42}},
-	}, http.StatusCreated, &created)
+	})
+	secret := *created.SigningSecret
 	deliver := func() got {
 		t.Helper()
 		mu.Lock()
 		n := len(requests)
 		mu.Unlock()
 		// allow_all: the run before may not be recorded ended yet, and must not skip this one.
+		overlap := client.TriggerRequestOverlapAllowAll
+		r, err := st.Client(t).TriggerScheduleWithResponse(context.Background(), "standard", nil, client.TriggerRequest{Overlap: &overlap})
+		require.NoError(t, err)
 		var trig api.TriggerView
-		st.JSON(t, http.MethodPost, "/api/v1/schedules/standard/trigger", map[string]any{"overlap": "allow_all"}, http.StatusOK, &trig)
+		teststack.Decode(t, r.Body, &trig)
 		require.NotNil(t, trig.Run, "the trigger started a run (%s: %s)", trig.Status, trig.Reason)
 		require.Eventually(t, func() bool {
 			mu.Lock()
@@ -75,21 +80,24 @@ func TestHTTPActionVerifiesWithTheStandardWebhooksLibrary(t *testing.T) {
 	}
 
 	first := deliver()
-	require.NoError(t, verify(created.SigningSecret, first), "the library verifies the request")
+	require.NoError(t, verify(secret, first), "the library verifies the request")
 	require.Equal(t, first.header.Get("Idempotency-Key"), first.header.Get("webhook-id"))
 	require.Contains(t, first.header.Get("Idempotency-Key"), "@manual/")
 	require.Equal(t, "Bearer receiver-token", first.header.Get("Authorization"))
 	require.JSONEq(t, `{"invoice":42}`, string(first.body))
 	forged := first.header.Clone()
 	forged.Set("webhook-id", "1@manual/replayed-under-another-key")
-	wh, err := standardwebhooks.NewWebhook(created.SigningSecret)
+	wh, err := standardwebhooks.NewWebhook(secret)
 	require.NoError(t, err)
 	require.ErrorIs(t, wh.Verify(first.body, forged), standardwebhooks.ErrNoMatchingSignature, "a replay under another key fails")
 
+	grace := "1h"
+	rr, err := st.Client(t).RotateScheduleSecretWithResponse(context.Background(), "standard", nil, client.RotateSecretRequest{Grace: &grace})
+	require.NoError(t, err)
 	var rot api.SecretView
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/standard/secret", map[string]any{"grace": "1h"}, http.StatusOK, &rot)
+	teststack.Decode(t, rr.Body, &rot)
 	second := deliver()
-	require.NoError(t, verify(created.SigningSecret, second), "the old secret verifies during the grace")
+	require.NoError(t, verify(secret, second), "the old secret verifies during the grace")
 	require.NoError(t, verify(rot.SigningSecret, second), "and the new one")
 	require.Contains(t, second.header.Get("webhook-signature"), " ", "two signatures")
 	require.True(t, len(rot.SigningSecret) > len(domain.SigningSecretPrefix))

@@ -8,6 +8,7 @@ package outbound_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,7 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/outbound"
@@ -173,15 +174,15 @@ func TestEveryDoorRefusesEveryRefusedForm(t *testing.T) {
 		send func(i int, url string) (wait func() (failed bool, why string))
 	}{
 		{"http action", "action.url", func(i int, url string) (int, string) {
-			return createProblem(t, st, "/api/v1/schedules", httpSchedule(fmt.Sprintf("create-%d", i), url))
+			return createProblem(t, st, httpSchedule(fmt.Sprintf("create-%d", i), url))
 		}, func(i int, url string) func() (bool, string) {
 			return sendHTTPAction(t, st, fmt.Sprintf("send-%d", i), url)
 		}},
 		{"health check", "strategy.health.http", func(i int, url string) (int, string) {
-			return createProblem(t, st, "/api/v1/rollouts", healthRollout(fmt.Sprintf("create-health-%d", i), url))
+			return createRolloutProblem(t, st, healthRollout(fmt.Sprintf("create-health-%d", i), url))
 		}, func(i int, url string) func() (bool, string) { return sendHealthCheck(t, st, starts, i, url) }},
 		{"rollout http executor", "tasks[0].payload.url", func(i int, url string) (int, string) {
-			return createProblem(t, st, "/api/v1/rollouts", executorRollout(fmt.Sprintf("create-exec-%d", i), url))
+			return createRolloutProblem(t, st, executorRollout(fmt.Sprintf("create-exec-%d", i), url))
 		}, func(i int, url string) func() (bool, string) { return sendExecutor(t, st, starts, i, url) }},
 	}
 
@@ -227,13 +228,37 @@ func TestEveryDoorRefusesEveryRefusedForm(t *testing.T) {
 	require.NotZero(t, redirector.hits.Load(), "the redirect row's requests reached the redirector")
 }
 
-// createProblem posts body and answers the status and the problem's field ("" when none).
-func createProblem(t *testing.T, st *teststack.Stack, path string, body any) (int, string) {
+// createProblem creates a schedule from body through the Go client and answers the status
+// and the problem's field ("" when none).
+func createProblem(t *testing.T, st *teststack.Stack, body any) (int, string) {
 	t.Helper()
-	status, b := st.Do(t, http.MethodPost, path, body)
-	var p api.Problem
-	_ = json.Unmarshal(b, &p)
-	return status, p.Field
+	r, err := st.Client(t).CreateScheduleWithBodyWithResponse(context.Background(), nil, "application/json", teststack.Body(t, body))
+	if status, field, ok := problemOf(err); ok {
+		return status, field
+	}
+	require.NoError(t, err)
+	return r.StatusCode(), ""
+}
+
+// createRolloutProblem is createProblem for a rollout.
+func createRolloutProblem(t *testing.T, st *teststack.Stack, body any) (int, string) {
+	t.Helper()
+	r, err := st.Client(t).CreateRolloutWithBodyWithResponse(context.Background(), nil, "application/json", teststack.Body(t, body))
+	if status, field, ok := problemOf(err); ok {
+		return status, field
+	}
+	require.NoError(t, err)
+	return r.StatusCode(), ""
+}
+
+// problemOf is the status and field of the API's problem answer that err is (ok false when
+// it is none).
+func problemOf(err error) (status int, field string, ok bool) {
+	var p *client.Error
+	if errors.As(err, &p) {
+		return p.Status, p.Field, true
+	}
+	return 0, "", false
 }
 
 func httpSchedule(name, url string) map[string]any {
@@ -276,11 +301,10 @@ func eventually(t *testing.T, what string, done func() (bool, string, bool)) (bo
 // triggers it; its run's outcome is the send's.
 func sendHTTPAction(t *testing.T, st *teststack.Stack, name, url string) func() (bool, string) {
 	ctx := context.Background()
-	st.JSON(t, http.MethodPost, "/api/v1/schedules", httpSchedule(name, "https://example.com/placeholder"), http.StatusCreated, nil)
+	st.CreateSchedule(t, httpSchedule(name, "https://example.com/placeholder"))
 	_, err := st.Store.Pool.Exec(ctx, `UPDATE schedules SET action = jsonb_set(action, '{url}', to_jsonb($1::text)) WHERE name = $2`, url, name)
 	require.NoError(t, err)
-	var trig api.TriggerView
-	st.JSON(t, http.MethodPost, "/api/v1/schedules/"+name+"/trigger", nil, http.StatusOK, &trig)
+	trig := st.Trigger(t, name)
 	require.NotNil(t, trig.Run)
 	return func() (bool, string) {
 		return eventually(t, name, func() (bool, string, bool) {
