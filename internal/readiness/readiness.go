@@ -303,6 +303,17 @@ func (t *Tracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refuse(w, r, p)
 }
 
+// ServeStatus answers /readyz with the status alone, for callers who may not see why a
+// dependency fails (an error names its host and port): 200 {"status":"ready"}, or 503
+// problem+json "not ready" with Retry-After. The probes run live as for ServeHTTP.
+func (t *Tracker) ServeStatus(w http.ResponseWriter, r *http.Request) {
+	if t.Report(r.Context()).Ready {
+		writeJSON(w, r, "application/json", http.StatusOK, map[string]any{"status": "ready"})
+		return
+	}
+	refuse(w, r, unavailable("not ready"))
+}
+
 // refuse answers 503 problem+json with Retry-After.
 func refuse(w http.ResponseWriter, r *http.Request, p problem) {
 	w.Header().Set("Retry-After", retryAfter)
@@ -315,18 +326,20 @@ func Healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, "application/json", http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// NotReady is the whole HTTP surface of a process that is still connecting: /healthz and
-// /readyz answer, every other request is refused with 503 problem+json and Retry-After.
+// NotReady is the whole HTTP surface of an API process that is still connecting: /healthz
+// and /readyz answer, every other request is refused with 503 problem+json and
+// Retry-After. Its /readyz gives the status alone (ServeStatus): no token can be checked
+// yet, and the dependencies' errors stay in the process's log.
 func (t *Tracker) NotReady() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", Healthz)
-	mux.Handle("GET /readyz", t)
+	mux.HandleFunc("GET /readyz", t.ServeStatus)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// No live probes: this only reports what the connecting loop last saw, and the
-		// error texts stay on /readyz (this route may be anything a client asked for).
+		// error texts stay in the log (this route may be anything a client asked for).
 		detail := "not ready: starting"
 		if waiting := t.report().Failing(); len(waiting) > 0 {
-			detail = "not ready: waiting for " + strings.Join(waiting, ", ") + " (GET /readyz says why)"
+			detail = "not ready: waiting for " + strings.Join(waiting, ", ") + " (the log says why)"
 		}
 		refuse(w, r, unavailable(detail))
 	})
