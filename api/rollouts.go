@@ -195,6 +195,9 @@ func (s *Server) createRollout(c echo.Context) error {
 	if err := s.validateStrategy(req.Strategy, tasks); err != nil {
 		return err
 	}
+	if err := mayRunCode(PrincipalOf(c), req.Strategy, tasks); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	r, err := s.Store.CreateRolloutWith(ctx, store.NewRollout{Name: req.Name, ParallelLimit: int32(*req.ParallelLimit), Strategy: req.Strategy, Tasks: tasks})
 	if err != nil {
@@ -211,6 +214,31 @@ func (s *Server) createRollout(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, view)
+}
+
+// mayRunCode refuses a rollout that would run code on its targets — a task whose executor
+// runs its payload there (sql, http) or a wave's SQL probe — unless the caller's role may
+// (deployer, admin): an operator keeps noop and external tasks. 403 naming the first such
+// field.
+func mayRunCode(p *Principal, strategy *domain.Strategy, tasks []store.NewTaskRun) error {
+	role := domain.TokenRole("anonymous")
+	if p != nil {
+		role = p.Role
+	}
+	if role.RunsCodeOnTargets() {
+		return nil
+	}
+	for i, t := range tasks {
+		if t.Executor.RunsCode() {
+			return NewProblem(http.StatusForbidden, fmt.Sprintf("tasks[%d].executor", i),
+				"a %s token may not create a %s task: it runs code on the target; that needs a deployer or admin token", role, t.Executor)
+		}
+	}
+	if strategy != nil && strategy.Health != nil && strategy.Health.SQL != "" {
+		return NewProblem(http.StatusForbidden, "strategy.health.sql",
+			"a %s token may not give an SQL health probe: it runs on the target databases; that needs a deployer or admin token", role)
+	}
+	return nil
 }
 
 func (s *Server) kickPromoter(ctx context.Context) {
