@@ -1,6 +1,11 @@
 package activities
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/tickgate/tickgate/store"
+)
 
 // PlayRetry makes runners started with ctx behave as attempt n of their activity.
 func PlayRetry(n int32) (restore func()) {
@@ -12,4 +17,9 @@ func PlayRetry(n int32) (restore func()) {
 // WaitOutOutage is waitOutOutage for a test.
 func WaitOutOutage(ctx context.Context, fn func() (int, error)) (int, error) {
 	return waitOutOutage(ctx, fn)
+}
+
+// SQLProbe is sqlProbe for a test.
+func (a *RolloutActivities) SQLProbe(ctx context.Context, db, query string, timeout time.Duration) store.HealthResult {
+	return a.sqlProbe(ctx, db, query, timeout)
 }
