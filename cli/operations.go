@@ -556,8 +556,8 @@ var operations = map[string]map[string]op{
 	"token": {
 		"list":   listOp("[--limit N] [--all]", "/api/v1/tokens", tokenCols),
 		"revoke": simple("ID", 1, "DELETE", func(a []string) string { return "/api/v1/tokens/" + esc(a[0]) }, tokenCols),
-		"create": {usage: "--role admin|operator|viewer|agent [--pc PC] [--note TEXT] [--database-url URL] [-q]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
-			role := fs.String("role", "", "admin, operator, viewer or agent")
+		"create": {usage: "--role admin|deployer|operator|viewer|agent [--pc PC] [--note TEXT] [--database-url URL] [-q]", flags: func(fs *flag.FlagSet) func(c *cmd) error {
+			role := fs.String("role", "", "admin, deployer, operator, viewer or agent")
 			pc := fs.String("pc", "", "the PC an agent token is bound to")
 			note := fs.String("note", "", "what the token is for")
 			quiet := fs.Bool("q", false, "print only the token (for TOKEN=$(tickgate token create … -q))")
@@ -571,9 +571,9 @@ var operations = map[string]map[string]op{
 					direct = c.env.Getenv("DATABASE_URL")
 				}
 				switch *role {
-				case "admin", "operator", "viewer", "agent":
+				case "admin", "deployer", "operator", "viewer", "agent":
 				default:
-					return usagef("--role must be admin, operator, viewer or agent, got %q", *role)
+					return usagef("--role must be admin, deployer, operator, viewer or agent, got %q", *role)
 				}
 				if direct != "" {
 					if c.env.CreateTokenInDB == nil {

@@ -171,3 +171,38 @@ func FuzzCheckOneStatement(f *testing.F) {
 		require.NoError(t, domain.CheckOneStatement(text+"\n;"), "%q", text)
 	})
 }
+
+// A task's sql statement and a wave's SQL probe are judged by CheckOneStatement when given,
+// naming the field.
+func TestSQLTextIsOneStatementWhereverItIsGiven(t *testing.T) {
+	t.Parallel()
+	err := domain.ValidatePayload(domain.ExecutorSQL, []byte(`{"statement":"UPDATE t SET x = 1; DROP TABLE t"}`))
+	var pe *domain.PayloadError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "statement", pe.Field)
+	require.Contains(t, pe.Msg, "more than one statement")
+	require.NoError(t, domain.ValidatePayload(domain.ExecutorSQL, []byte(`{"statement":"UPDATE t SET x = ';'; -- done"}`)))
+
+	s := domain.Strategy{Waves: []domain.Wave{{Databases: []string{"a"}}, {Databases: []string{"b"}}}, Bake: "1m",
+		Health: &domain.HealthCheck{SQL: "SELECT true; SELECT false"}}
+	err = s.Validate([]string{"a", "b"})
+	var fe *domain.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "health.sql", fe.Field)
+	s.Health.SQL = "SELECT count(*) = 0 FROM broken;"
+	require.NoError(t, s.Validate([]string{"a", "b"}))
+}
+
+// Only admin and deployer tokens may create what runs code on targets; the sql and http
+// executors are what does.
+func TestWhoRunsCodeOnTargets(t *testing.T) {
+	t.Parallel()
+	for _, r := range domain.Roles {
+		require.True(t, r.Valid(), r)
+		require.Equal(t, r == domain.RoleAdmin || r == domain.RoleDeployer, r.RunsCodeOnTargets(), r)
+	}
+	require.False(t, domain.TokenRole("root").Valid())
+	for e, want := range map[domain.Executor]bool{domain.ExecutorSQL: true, domain.ExecutorHTTP: true, domain.ExecutorNoop: false, domain.ExecutorExternal: false} {
+		require.Equal(t, want, e.RunsCode(), e)
+	}
+}
