@@ -406,11 +406,7 @@ var pcNameOK = func(s string) bool {
 	return true
 }
 
-func (s *Server) createToken(c echo.Context) error {
-	var req TokenRequest
-	if err := Decode(c, &req, false); err != nil {
-		return err
-	}
+func (req TokenRequest) validate() error {
 	if !req.Role.Valid() {
 		return BadRequest("role", "must be admin, deployer, operator, viewer or agent, got %q", req.Role)
 	}
@@ -422,6 +418,17 @@ func (s *Server) createToken(c echo.Context) error {
 	}
 	if len(req.Note) > 200 {
 		return BadRequest("note", "at most 200 characters")
+	}
+	return nil
+}
+
+func (s *Server) createToken(c echo.Context) error {
+	var req TokenRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
 	}
 	row, token, err := s.Store.CreateToken(c.Request().Context(), store.NewToken{Role: req.Role, PC: req.PC, Note: req.Note})
 	if err != nil {

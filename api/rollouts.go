@@ -510,6 +510,16 @@ type TaskResultRequest struct {
 	Error  string               `json:"error,omitempty"`
 }
 
+func (req TaskResultRequest) validate() error {
+	if req.Status != domain.TaskRunDone && req.Status != domain.TaskRunFailed {
+		return BadRequest("status", "must be DONE or FAILED, got %q", req.Status)
+	}
+	if len(req.Error) > 10000 {
+		return BadRequest("error", "at most 10000 characters")
+	}
+	return nil
+}
+
 func (s *Server) taskRunResult(c echo.Context) error {
 	id, err := pathID(c, "task run")
 	if err != nil {
@@ -519,11 +529,8 @@ func (s *Server) taskRunResult(c echo.Context) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	if req.Status != domain.TaskRunDone && req.Status != domain.TaskRunFailed {
-		return BadRequest("status", "must be DONE or FAILED, got %q", req.Status)
-	}
-	if len(req.Error) > 10000 {
-		return BadRequest("error", "at most 10000 characters")
+	if err := req.validate(); err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	t, err := s.Store.GetTaskRun(ctx, id)
