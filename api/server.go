@@ -3,6 +3,7 @@
 package api
 
 import (
+	"errors"
 	"log"
 	"net/http"
 	"net/netip"
@@ -135,15 +136,21 @@ func (s *Server) healthz(c echo.Context) error {
 // within a few seconds), otherwise 503. Only a caller whose token may read learns which
 // dependency fails and why (problem+json naming each, with their checks); anyone else
 // gets the status alone: raw dependency errors name hosts and ports. A token that is
-// shown is checked as on any route (401, 429).
+// shown is checked as on any route (401, 429); one that cannot be checked (PostgreSQL is
+// away) gets the status alone too, which is then "not ready".
 func (s *Server) readyz(c echo.Context) error {
 	if c.Request().Header.Get(echo.HeaderAuthorization) == "" {
 		s.Readiness.ServeStatus(c.Response(), c.Request())
 		return nil
 	}
 	p, err := s.principal(c)
-	if err != nil {
+	var refused *Problem
+	if errors.As(err, &refused) && (refused.Status == http.StatusUnauthorized || refused.Status == http.StatusTooManyRequests) {
 		return err
+	}
+	if err != nil {
+		s.Readiness.ServeStatus(c.Response(), c.Request())
+		return nil
 	}
 	if !roleGrants(p.Role, PermRead) {
 		s.Readiness.ServeStatus(c.Response(), c.Request())

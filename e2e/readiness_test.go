@@ -33,10 +33,12 @@ import (
 
 // TestReadinessWaitsForDependenciesAndFollowsOutages starts `tickgate api` and `tickgate
 // worker` while PostgreSQL and Temporal are unreachable (their addresses are proxies that
-// do not listen yet): both answer at once, /readyz says what they wait for and why, API
-// routes answer 503 with Retry-After. Once the proxies listen, both turn ready without a
-// restart and the API works. Then PostgreSQL, and after it Temporal, go away and come back:
-// /readyz names the missing one and recovers by itself.
+// do not listen yet): both answer at once, /readyz says not ready — the worker's (on its
+// own port) says what it waits for and why, the API's says no more than "not ready" to
+// anyone, as no token can be checked yet — and API routes answer 503 with Retry-After. Once
+// the proxies listen, both turn ready without a restart and the API works. Then
+// PostgreSQL, and after it Temporal, go away and come back: /readyz names the missing one
+// (the API's to a reader's token, when it can check one) and recovers by itself.
 func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	t.Parallel()
 	bin := buildTickgate(t)
@@ -60,21 +62,26 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	startTickgate(t, bin, "worker", env, "worker")
 	processes := map[string]string{"api": apiURL, "worker": workerURL}
 
-	// Neither dependency reachable: both processes serve at once and say why.
+	// Neither dependency reachable: both processes serve at once; the worker says why.
+	var r readyzAnswer
+	require.Eventually(t, func() bool {
+		r = getReadyz(t, workerURL)
+		return r.code == http.StatusServiceUnavailable && r.Checks["postgres"].Error != readiness.ErrNotChecked.Error()
+	}, 30*time.Second, 50*time.Millisecond, "worker: /readyz never said what it waits for")
+	require.Equal(t, "application/problem+json", r.contentType)
+	require.Equal(t, readiness.PhaseStarting, r.Phase)
+	require.Contains(t, r.Detail, "not ready: postgres: ")
+	require.False(t, r.Checks["postgres"].OK)
+	require.Contains(t, r.Checks["postgres"].Error, "connection refused")
+	require.Contains(t, r.Checks["postgres"].Error, pgProxy.addr)
+	require.NotEmpty(t, r.Checks["postgres"].For)
+	require.Equal(t, "waiting for postgres", r.Checks["temporal"].Error)
+	r = waitReadyz(t, apiURL, http.StatusServiceUnavailable)
+	require.Equal(t, "application/problem+json", r.contentType)
+	require.Equal(t, "not ready", r.Detail, "the API's /readyz gives no detail to a caller it cannot check")
+	require.Empty(t, r.Checks)
+	require.Empty(t, r.Phase)
 	for name, base := range processes {
-		var r readyzAnswer
-		require.Eventually(t, func() bool {
-			r = getReadyz(t, base)
-			return r.code == http.StatusServiceUnavailable && r.Checks["postgres"].Error != readiness.ErrNotChecked.Error()
-		}, 30*time.Second, 50*time.Millisecond, "%s: /readyz never said what it waits for", name)
-		require.Equal(t, "application/problem+json", r.contentType, name)
-		require.Equal(t, readiness.PhaseStarting, r.Phase, name)
-		require.Contains(t, r.Detail, "not ready: postgres: ", name)
-		require.False(t, r.Checks["postgres"].OK, name)
-		require.Contains(t, r.Checks["postgres"].Error, "connection refused", name)
-		require.Contains(t, r.Checks["postgres"].Error, pgProxy.addr, name)
-		require.NotEmpty(t, r.Checks["postgres"].For, name)
-		require.Equal(t, "waiting for postgres", r.Checks["temporal"].Error, name)
 		code, _, _ := doHTTP(t, http.MethodGet, base+"/healthz", "", nil)
 		require.Equal(t, http.StatusOK, code, "%s: alive while not ready", name)
 	}
@@ -82,7 +89,7 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, "application/problem+json", header.Get("Content-Type"))
 	require.NotEmpty(t, header.Get("Retry-After"))
-	require.Contains(t, string(body), `"detail":"not ready: waiting for postgres, temporal`)
+	require.Contains(t, string(body), `"detail":"not ready: waiting for postgres, temporal (the log says why)"`)
 	// Each retry is logged with the dependency, the error and the next delay.
 	require.Eventually(t, func() bool {
 		b, err := os.ReadFile(apiLog)
@@ -114,20 +121,25 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 		require.Equal(t, http.StatusCreated, code, "%s", body)
 	}
 	createSchedule("readiness-1")
+	// Ready: the API's /readyz gives its checks to a reader's token, the status alone to anyone.
+	require.Equal(t, http.StatusOK, getReadyz(t, apiURL).code)
+	require.Empty(t, getReadyz(t, apiURL).Checks)
+	require.True(t, getReadyzAs(t, apiURL, token).Checks["postgres"].OK)
 	code, _, body = doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", token, nil)
 	require.Equal(t, http.StatusOK, code, "%s", body)
 	require.Contains(t, string(body), `"readiness-1"`)
 
-	// PostgreSQL goes away (listener and live connections) and comes back.
+	// PostgreSQL goes away (listener and live connections) and comes back. The worker names
+	// it; the API says not ready, to a token too: it cannot check one meanwhile.
 	pgProxy.Stop()
-	for name, base := range processes {
-		r := waitReadyz(t, base, http.StatusServiceUnavailable)
-		require.Equal(t, readiness.PhaseRunning, r.Phase, name)
-		require.False(t, r.Checks["postgres"].OK, name)
-		require.NotEmpty(t, r.Checks["postgres"].Error, name)
-		require.Contains(t, r.Detail, "not ready: postgres: ", name)
-		require.True(t, r.Checks["temporal"].OK, name)
-	}
+	r = waitReadyz(t, workerURL, http.StatusServiceUnavailable)
+	require.Equal(t, readiness.PhaseRunning, r.Phase)
+	require.False(t, r.Checks["postgres"].OK)
+	require.NotEmpty(t, r.Checks["postgres"].Error)
+	require.Contains(t, r.Detail, "not ready: postgres: ")
+	require.True(t, r.Checks["temporal"].OK)
+	r = waitReadyzAs(t, apiURL, token, http.StatusServiceUnavailable)
+	require.Equal(t, "not ready", r.Detail)
 	// Meanwhile a request is refused as worth resending — 503 with Retry-After — not
 	// answered 500 as if the request itself had broken something.
 	code, header, body = doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", token, nil)
@@ -144,10 +156,10 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	code, _, body = doHTTP(t, http.MethodGet, apiURL+"/api/v1/schedules", token, nil)
 	require.Equal(t, http.StatusOK, code, "the pool reconnected: %s", body)
 
-	// Temporal goes away and comes back.
+	// Temporal goes away and comes back: each names it (the API to a reader's token).
 	temporalProxy.Stop()
 	for name, base := range processes {
-		r := waitReadyz(t, base, http.StatusServiceUnavailable)
+		r := waitReadyzAs(t, base, token, http.StatusServiceUnavailable)
 		require.False(t, r.Checks["temporal"].OK, name)
 		require.NotEmpty(t, r.Checks["temporal"].Error, name)
 		require.Contains(t, r.Detail, "temporal: ", name)
@@ -173,10 +185,21 @@ type readyzAnswer struct {
 	Checks      map[string]readiness.Check `json:"checks"`
 }
 
-// getReadyz asks base's /readyz; code is 0 while nothing listens there yet.
+// getReadyz asks base's /readyz without a token; code is 0 while nothing listens there yet.
 func getReadyz(t *testing.T, base string) readyzAnswer {
 	t.Helper()
-	resp, err := readyzHTTP.Get(base + "/readyz")
+	return getReadyzAs(t, base, "")
+}
+
+// getReadyzAs asks base's /readyz with token (none when empty).
+func getReadyzAs(t *testing.T, base, token string) readyzAnswer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/readyz", nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := readyzHTTP.Do(req)
 	if err != nil {
 		return readyzAnswer{}
 	}
@@ -189,9 +212,15 @@ func getReadyz(t *testing.T, base string) readyzAnswer {
 // waitReadyz waits until base's /readyz answers code and returns that answer.
 func waitReadyz(t *testing.T, base string, code int) readyzAnswer {
 	t.Helper()
+	return waitReadyzAs(t, base, "", code)
+}
+
+// waitReadyzAs is waitReadyz with token.
+func waitReadyzAs(t *testing.T, base, token string, code int) readyzAnswer {
+	t.Helper()
 	var r readyzAnswer
 	require.Eventually(t, func() bool {
-		r = getReadyz(t, base)
+		r = getReadyzAs(t, base, token)
 		return r.code == code
 	}, 60*time.Second, 50*time.Millisecond, "%s/readyz never answered %d; last: %d %+v", base, code, r.code, r)
 	return r
