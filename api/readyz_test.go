@@ -25,6 +25,7 @@ func TestReadyzGivesDetailsOnlyToReaders(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	tr := readiness.New()
+	tr.StatusReuse = 0 // the anonymous answer follows each change at once
 	var failing atomic.Pointer[error]
 	refused := errors.New("dial tcp 10.9.8.7:7233: connect: connection refused")
 	failing.Store(&refused)

@@ -120,6 +120,7 @@ func TestReadyzSaysWhichDependencyAndWhySinceWhen(t *testing.T) {
 func TestServeStatusGivesTheStatusAlone(t *testing.T) {
 	t.Parallel()
 	tr, _ := newTracker(t, "postgres", "temporal")
+	tr.StatusReuse = 0 // each request its own round (TestStatusProbesShareARound shares them)
 	tr.Set("postgres", errors.New("dial tcp 10.1.2.3:5432: connect: connection refused"))
 	status := http.HandlerFunc(tr.ServeStatus)
 	rec, body := get(t, status, http.MethodGet, "/readyz")
@@ -138,6 +139,47 @@ func TestServeStatusGivesTheStatusAlone(t *testing.T) {
 	status.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.JSONEq(t, `{"status":"ready"}`, rec.Body.String())
+}
+
+// TestStatusProbesShareARound: however many unauthenticated probes come at once, or
+// within StatusReuse of a round, the dependencies are asked once; after it, again.
+func TestStatusProbesShareARound(t *testing.T) {
+	t.Parallel()
+	tr, _ := newTracker(t)
+	tr.StatusReuse = time.Hour
+	var calls atomic.Int64
+	release := make(chan struct{})
+	tr.Probe("postgres", func(ctx context.Context) error {
+		calls.Add(1)
+		<-release
+		return nil
+	})
+	status := http.HandlerFunc(tr.ServeStatus)
+	var wg sync.WaitGroup
+	codes := make([]int, 50)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := httptest.NewRecorder()
+			status.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+			codes[i] = rec.Code
+		}()
+		if i == 0 {
+			require.Eventually(t, func() bool { return calls.Load() == 1 }, 10*time.Second, time.Millisecond, "the first probe runs")
+		}
+	}
+	close(release)
+	wg.Wait()
+	for _, c := range codes {
+		require.Equal(t, http.StatusOK, c)
+	}
+	require.EqualValues(t, 1, calls.Load(), "fifty probes, one round")
+
+	tr.StatusReuse = 0 // the round is over: the next asks again
+	rec := httptest.NewRecorder()
+	status.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	require.EqualValues(t, 2, calls.Load())
 }
 
 // TestProbesRunOnEveryRequestWithinTheirTimeout: once started, /readyz checks live, so an
