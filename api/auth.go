@@ -267,8 +267,8 @@ func (s *Server) knownToken(token string) (store.Token, bool) {
 }
 
 // authenticateToken reads a token from the process's cache when it has a fresh one, else
-// from the database; a token found bad is remembered (badTokens), so showing it again
-// costs no statement.
+// from the database; a token found bad is remembered (authGuard.rememberBad), so showing
+// it again costs no statement.
 func (s *Server) authenticateToken(ctx context.Context, token string) (store.Token, error) {
 	if s.authGuard.knownBad(token) {
 		return store.Token{}, store.ErrNotFound
