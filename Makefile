@@ -119,6 +119,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzUpdateScheduleRequest$$' -fuzztime $(FUZZTIME) ./api/
 	$(GO) test -run '^$$' -fuzz '^FuzzRolloutRequest$$' -fuzztime $(FUZZTIME) ./api/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzTokenRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzCalendarRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzFreezeRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzBulkCreateRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzBulkStateRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzTaskResultRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzScheduleCommand$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckOneStatement$$' -fuzztime $(FUZZTIME) ./domain/
 	$(GO) test -run '^$$' -fuzz '^FuzzRouteParams$$' -fuzztime $(FUZZTIME) -parallel 1 ./api/
 
 # Re-record workflows/testdata/*.json (the replay tests' histories) from a real run: e2e/record_histories_test.go.

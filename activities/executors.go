@@ -111,6 +111,10 @@ func (a *RolloutActivities) executeHTTP(ctx context.Context, t ClaimedTaskRun) (
 	return nil, fmt.Errorf("POST %s answered %d", p.URL, resp.StatusCode)
 }
 
+// executeSQL runs an sql task's statement on its database: in one transaction, under the
+// server-side timeouts (sql_targets.go), sent over the extended query protocol so that
+// PostgreSQL itself refuses a text of more than one statement, whatever the lexer that
+// judged it (domain.CheckOneStatement, in ValidatePayload) made of it.
 func (a *RolloutActivities) executeSQL(ctx context.Context, t ClaimedTaskRun) (json.RawMessage, error) {
 	var p domain.SQLPayload
 	_ = json.Unmarshal(t.Payload, &p)
@@ -127,13 +131,21 @@ func (a *RolloutActivities) executeSQL(ctx context.Context, t ClaimedTaskRun) (j
 	defer conn.Close(context.WithoutCancel(ctx))
 	var rows int64
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, p.Statement)
+		if err := setLocalTimeouts(ctx, tx, a.statementTimeout(), a.lockTimeout()); err != nil {
+			return err
+		}
+		tag, err := execOneStatement(ctx, tx, p.Statement)
 		rows = tag.RowsAffected()
 		return err
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if lockTimedOut(err) {
+			// Another transaction held the lock longer than the lock timeout: worth another
+			// attempt, later, rather than a failed task.
+			return nil, fmt.Errorf("statement on %q: %w", t.Database, err)
 		}
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("statement on %q failed: %v", t.Database, err), "SQLFailed", nil)
 	}

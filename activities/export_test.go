@@ -1,6 +1,11 @@
 package activities
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/tickgate/tickgate/store"
+)
 
 // PlayRetry makes runners started with ctx behave as attempt n of their activity.
 func PlayRetry(n int32) (restore func()) {
@@ -16,3 +21,8 @@ func WaitOutOutage(ctx context.Context, fn func() (int, error)) (int, error) {
 
 // TargetEnd is targetEnd for a test.
 func TargetEnd(err error) (RunOutcome, bool) { return targetEnd(err) }
+
+// SQLProbe is sqlProbe for a test.
+func (a *RolloutActivities) SQLProbe(ctx context.Context, db, query string, timeout time.Duration) store.HealthResult {
+	return a.sqlProbe(ctx, db, query, timeout)
+}

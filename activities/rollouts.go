@@ -37,6 +37,13 @@ type RolloutActivities struct {
 	Waker RolloutWaker
 	// SQLTargets maps a target database name to the DSN the sql executor uses.
 	SQLTargets map[string]string
+	// SQLProbeTargets maps a target database name to the read-only DSN its waves' SQL
+	// health probes use (TICKGATE_SQL_PROBE_TARGETS); a database without one is probed
+	// through its SQLTargets DSN, in a read-only transaction.
+	SQLProbeTargets map[string]string
+	// SQLStatementTimeout and SQLLockTimeout bound an sql task's statement, server-side
+	// (sql_targets.go; zero: domain.DefaultSQLStatementTimeout, DefaultSQLLockTimeout).
+	SQLStatementTimeout, SQLLockTimeout time.Duration
 	// Tracer records each task run's trace (rollouts_trace.go); nil when tracing is off.
 	Tracer trace.Tracer
 	// Outbound is the rule of the http executor's calls and of a wave's HTTP health check

@@ -179,14 +179,24 @@ func sortResults(rs []store.HealthResult, order map[string]int) {
 	slices.SortStableFunc(rs, func(a, b store.HealthResult) int { return rank(a) - rank(b) })
 }
 
-// sqlProbe runs the probe on one database in a read-only transaction. It passes when the
-// statement runs and its first row's first value is not false, NULL or zero; it fails on
-// an error, on no row, or on such a value. A database that cannot be reached is tried
-// again until the timeout: a restart of a few seconds is not a failed check.
+// sqlProbe runs the probe on one database in a read-only transaction, through the
+// database's read-only DSN when TICKGATE_SQL_PROBE_TARGETS gives one (else the sql
+// executor's), under a server-side statement_timeout of the check's timeout and the lock
+// timeout (sql_targets.go), over the extended query protocol (one statement). It passes
+// when the statement runs and its first row's first value is not false, NULL or zero; it
+// fails on an error, on no row, or on such a value. A database that cannot be reached is
+// tried again until the timeout: a restart of a few seconds is not a failed check.
 func (a *RolloutActivities) sqlProbe(ctx context.Context, db, query string, timeout time.Duration) (res store.HealthResult) {
 	res = store.HealthResult{Check: "sql", Target: db}
 	defer func() { res.At = time.Now().UTC() }()
-	dsn, ok := a.SQLTargets[db]
+	if err := domain.CheckOneStatement(query); err != nil {
+		res.Detail = "the probe " + err.Error()
+		return res
+	}
+	dsn, ok := a.SQLProbeTargets[db]
+	if !ok {
+		dsn, ok = a.SQLTargets[db]
+	}
 	if !ok {
 		res.Detail = fmt.Sprintf("no SQL target configured for database %q (TICKGATE_SQL_TARGETS)", db)
 		return res
@@ -210,7 +220,11 @@ func (a *RolloutActivities) sqlProbe(ctx context.Context, db, query string, time
 	defer conn.Close(context.WithoutCancel(ctx))
 	var value any
 	err := pgx.BeginTxFunc(cctx, conn, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(cctx, query)
+		if err := setLocalTimeouts(cctx, tx, timeout, min(a.lockTimeout(), timeout)); err != nil {
+			return err
+		}
+		// QueryExecModeExec: the extended protocol (one statement) whatever the DSN says.
+		rows, err := tx.Query(cctx, query, pgx.QueryExecModeExec)
 		if err != nil {
 			return err
 		}

@@ -54,6 +54,7 @@ func (s *Server) agentClaim(c echo.Context) error {
 		}
 	}
 	pc := c.Param("name")
+	s.extendWriteDeadline(c, wait)
 	start := time.Now()
 	cmds, err := s.Store.ClaimWithin(c.Request().Context(), s.Listener, pc, max, wait)
 	if err != nil {

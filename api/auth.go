@@ -22,8 +22,8 @@ type Permission int
 // must own the PC or task_device the route names.
 const (
 	PermPublic         Permission = iota + 1 // no token (health checks, the dashboard's static files)
-	PermRead                                 // viewer, operator, admin
-	PermWrite                                // operator, admin: create and change
+	PermRead                                 // viewer, operator, deployer, admin
+	PermWrite                                // operator, deployer, admin: create and change (what runs code on targets: deployer, admin; see mayRunCode)
 	PermAdmin                                // admin only: tokens
 	PermAgentPC                              // an agent of PC :name, or admin
 	PermAgentExecution                       // an agent of the PC running task_device :id, or admin
@@ -161,7 +161,7 @@ func roleGrants(role domain.TokenRole, p Permission) bool {
 	switch role {
 	case store.RoleAdmin:
 		return true
-	case store.RoleOperator:
+	case store.RoleOperator, store.RoleDeployer:
 		return p == PermRead || p == PermWrite
 	case store.RoleViewer:
 		return p == PermRead
@@ -214,22 +214,42 @@ func (s *Server) authenticate(routes func() []*echo.Route) echo.MiddlewareFunc {
 	}
 }
 
-// principal reads and checks the bearer token.
+// principal reads and checks the bearer token. A failed check costs bounded work
+// (auth_failures.go): a token known to be bad costs no statement, and a client address
+// that failed too often is answered 429 for any token this process does not already know.
 func (s *Server) principal(c echo.Context) (*Principal, error) {
 	h := c.Request().Header.Get(echo.HeaderAuthorization)
 	scheme, token, ok := strings.Cut(h, " ")
 	if h == "" {
 		return nil, unauthorized(c, "an Authorization: Bearer token is required")
 	}
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+	token = strings.TrimSpace(token)
+	wellFormed := ok && strings.EqualFold(scheme, "Bearer") && token != ""
+	addr := clientKey(c)
+	var row store.Token
+	known := false
+	if wellFormed {
+		row, known = s.knownToken(token)
+	}
+	if !known {
+		if wait, blocked := s.authGuard.blocked(addr); blocked {
+			return nil, tooManyFailures(c, wait)
+		}
+	}
+	if !wellFormed {
+		s.authGuard.failed(addr)
 		return nil, unauthorized(c, "the Authorization header must be \"Bearer <token>\"")
 	}
-	row, err := s.authenticateToken(c.Request().Context(), strings.TrimSpace(token))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, unauthorized(c, "unknown or revoked token")
-	}
-	if err != nil {
-		return nil, err
+	if !known {
+		var err error
+		row, err = s.authenticateToken(c.Request().Context(), token)
+		if errors.Is(err, store.ErrNotFound) {
+			s.authGuard.failed(addr)
+			return nil, unauthorized(c, "unknown or revoked token")
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	p := &Principal{TokenID: row.ID, Role: row.Role, Note: row.Note}
 	if row.Pc != nil {
@@ -238,13 +258,33 @@ func (s *Server) principal(c echo.Context) (*Principal, error) {
 	return p, nil
 }
 
-// authenticateToken reads a token from the process's cache when it has a fresh one
-// (store.Listener's freshness rule), else from the database.
-func (s *Server) authenticateToken(ctx context.Context, token string) (store.Token, error) {
-	if s.Listener != nil {
-		return s.Listener.Authenticate(ctx, s.Store, token)
+// knownToken answers a token from the process's cache when it holds a fresh one
+// (store.Listener's freshness rule), at no statement.
+func (s *Server) knownToken(token string) (store.Token, bool) {
+	if s.Listener == nil {
+		return store.Token{}, false
 	}
-	return s.Store.Authenticate(ctx, token)
+	return s.Listener.Known(token)
+}
+
+// authenticateToken reads a token from the process's cache when it has a fresh one, else
+// from the database; a token found bad is remembered (authGuard.rememberBad), so showing
+// it again costs no statement.
+func (s *Server) authenticateToken(ctx context.Context, token string) (store.Token, error) {
+	if s.authGuard.knownBad(token) {
+		return store.Token{}, store.ErrNotFound
+	}
+	var row store.Token
+	var err error
+	if s.Listener != nil {
+		row, err = s.Listener.Authenticate(ctx, s.Store, token)
+	} else {
+		row, err = s.Store.Authenticate(ctx, token)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		s.authGuard.rememberBad(token)
+	}
+	return row, err
 }
 
 func unauthorized(c echo.Context, detail string) *Problem {
@@ -367,13 +407,9 @@ var pcNameOK = func(s string) bool {
 	return true
 }
 
-func (s *Server) createToken(c echo.Context) error {
-	var req TokenRequest
-	if err := Decode(c, &req, false); err != nil {
-		return err
-	}
+func (req TokenRequest) validate() error {
 	if !req.Role.Valid() {
-		return BadRequest("role", "must be admin, operator, viewer or agent, got %q", req.Role)
+		return BadRequest("role", "must be admin, deployer, operator, viewer or agent, got %q", req.Role)
 	}
 	if req.Role == store.RoleAgent && !pcNameOK(req.PC) {
 		return BadRequest("pc", "an agent token needs the name of its PC, got %q", req.PC)
@@ -383,6 +419,17 @@ func (s *Server) createToken(c echo.Context) error {
 	}
 	if len(req.Note) > 200 {
 		return BadRequest("note", "at most 200 characters")
+	}
+	return nil
+}
+
+func (s *Server) createToken(c echo.Context) error {
+	var req TokenRequest
+	if err := Decode(c, &req, false); err != nil {
+		return err
+	}
+	if err := req.validate(); err != nil {
+		return err
 	}
 	row, token, err := s.Store.CreateToken(c.Request().Context(), store.NewToken{Role: req.Role, PC: req.PC, Note: req.Note})
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,33 +91,58 @@ func concrete(path string) string {
 	})
 }
 
-// TestAuthorizationByRoute sends every route of the application as each role and checks
-// the answer is 401 without a token, 403 where the role lacks the permission, and neither
-// where it has it.
-func TestAuthorizationByRoute(t *testing.T) {
+// TestRouteRoleMatrix sends every route of the application's route table (e.Routes(), so a
+// new route without a rule in api.RoutePermissions fails here) as each actor — anonymous,
+// viewer, operator, deployer, admin, an agent of the PC (or of the task_device's PC) the
+// path names, and an agent of another PC — and checks the outcome the permission table
+// documents: 401 without a token, 403 where the role lacks the permission, and neither
+// where it has it. docs/security.md lists what each actor reaches.
+func TestRouteRoleMatrix(t *testing.T) {
 	t.Parallel()
 	a := newAuthApp(t)
-	tokens := map[string]string{
-		"admin":    a.stack.AdminToken,
-		"operator": a.stack.NewToken(t, store.RoleOperator, ""),
-		"viewer":   a.stack.NewToken(t, store.RoleViewer, ""),
-		"agent":    a.stack.NewToken(t, store.RoleAgent, "nothing-here-pc"),
+	ctx := context.Background()
+	ownPC, otherPC := "pc-own", "pc-other"
+	var taskID, pcID, devID, tdID int64
+	pool := a.stack.Store.Pool
+	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO tasks (payload, status, started_at, max_attempts, device_timeout_ms)
+		VALUES ('{}', 'running', now(), 3, 60000) RETURNING id`).Scan(&taskID))
+	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO pcs (name, device_capacity) VALUES ($1, 1) RETURNING id`, ownPC).Scan(&pcID))
+	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO devices (pc_id, serial) VALUES ($1, 'own-dev') RETURNING id`, pcID).Scan(&devID))
+	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO task_devices (task_id, device_id, pc_id, slot, max_attempts) VALUES ($1, $2, $3, 1, 3) RETURNING id`,
+		taskID, devID, pcID).Scan(&tdID))
+
+	actors := []struct{ name, token string }{
+		{"anonymous", ""},
+		{"viewer", a.stack.NewToken(t, store.RoleViewer, "")},
+		{"operator", a.stack.NewToken(t, store.RoleOperator, "")},
+		{"deployer", a.stack.NewToken(t, store.RoleDeployer, "")},
+		{"admin", a.stack.AdminToken},
+		{"agent of the PC", a.stack.NewToken(t, store.RoleAgent, ownPC)},
+		{"agent of another PC", a.stack.NewToken(t, store.RoleAgent, otherPC)},
 	}
-	allowed := func(role string, perm api.Permission) bool {
-		switch perm {
-		case api.PermPublic:
-			return true
-		case api.PermRead:
-			return role == "admin" || role == "operator" || role == "viewer"
-		case api.PermWrite:
-			return role == "admin" || role == "operator"
-		case api.PermAdmin:
-			return role == "admin"
-		case api.PermAgentPC, api.PermAgentExecution, api.PermAgentResult:
-			return role == "admin" // the agent here owns no PC the path names
+	// documented is the outcome api.RoutePermissions promises actor on a route needing
+	// perm: 0 (allowed: neither 401 nor 403), 401 or 403.
+	documented := func(actor string, perm api.Permission) int {
+		if perm == api.PermPublic {
+			return 0
 		}
-		return false
+		if actor == "anonymous" {
+			return http.StatusUnauthorized
+		}
+		allowed := map[api.Permission][]string{
+			api.PermRead:           {"viewer", "operator", "deployer", "admin"},
+			api.PermWrite:          {"operator", "deployer", "admin"},
+			api.PermAdmin:          {"admin"},
+			api.PermAgentPC:        {"admin", "agent of the PC"},
+			api.PermAgentExecution: {"admin", "agent of the PC"},
+			api.PermAgentResult:    {"admin", "agent of the PC"},
+		}[perm]
+		if slices.Contains(allowed, actor) {
+			return 0
+		}
+		return http.StatusForbidden
 	}
+	seen := 0
 	for _, r := range a.e.Routes() {
 		method := r.Method
 		if method == http.MethodHead {
@@ -125,36 +152,38 @@ func TestAuthorizationByRoute(t *testing.T) {
 		require.True(t, ok, "route %s %s has no entry in api.RoutePermissions", r.Method, r.Path)
 		path := concrete(r.Path)
 		body := ""
-		if r.Method == http.MethodPost || r.Method == http.MethodPatch {
+		if r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut {
 			body = `{"zz_unknown_field": 1}` // never valid: nothing gets created
 		}
-		status, b, h := a.do(t, r.Method, path, "", body)
-		if perm == api.PermPublic {
-			require.NotEqual(t, http.StatusUnauthorized, status, "%s %s without token: %s", r.Method, path, b)
-		} else {
-			require.Equal(t, http.StatusUnauthorized, status, "%s %s without token: %s", r.Method, path, b)
-			require.Equal(t, "application/problem+json", h.Get("Content-Type"))
-			require.Contains(t, h.Get("WWW-Authenticate"), "Bearer")
-		}
-		for role, tok := range tokens {
-			status, b, _ := a.do(t, r.Method, path, tok, body)
-			require.NotEqual(t, http.StatusUnauthorized, status, "%s %s as %s: %s", r.Method, path, role, b)
-			if role == "agent" && perm == api.PermAgentExecution {
-				// an agent learns only that the task_device is not there (TestAgentOnlyItsOwnPC
-				// checks another PC's is 403)
-				require.Equal(t, http.StatusNotFound, status, "%s %s as %s: %s", r.Method, path, role, b)
-			} else if role == "agent" && perm == api.PermAgentResult {
-				// a result's body is read before its execution's PC is checked (in the
-				// statement that records it): the bad body is the answer here, and
-				// TestAgentOnlyItsOwnPC checks another PC's result is 403
-				require.Equal(t, http.StatusBadRequest, status, "%s %s as %s: %s", r.Method, path, role, b)
-			} else if allowed(role, perm) {
-				require.NotEqual(t, http.StatusForbidden, status, "%s %s as %s: %s", r.Method, path, role, b)
-			} else {
-				require.Equal(t, http.StatusForbidden, status, "%s %s as %s: %s", r.Method, path, role, b)
+		switch perm {
+		case api.PermAgentPC:
+			path = strings.Replace(r.Path, ":name", ownPC, 1)
+		case api.PermAgentExecution, api.PermAgentResult:
+			path = strings.Replace(r.Path, ":id", itoa(tdID), 1)
+			if perm == api.PermAgentResult {
+				// A result's PC is checked by the statement that records it, after its body
+				// is read: a valid body reaches that check.
+				body = `{"status":"failed","error":"matrix","retryable":true}`
 			}
 		}
+		for _, actor := range actors {
+			status, b, h := a.do(t, r.Method, path, actor.token, body)
+			want := documented(actor.name, perm)
+			msg := fmt.Sprintf("%s %s as %s (%s): %s", r.Method, path, actor.name, perm, b)
+			switch want {
+			case 0:
+				require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests}, status, msg)
+			case http.StatusUnauthorized:
+				require.Equal(t, want, status, msg)
+				require.Equal(t, "application/problem+json", h.Get("Content-Type"), msg)
+				require.Contains(t, h.Get("WWW-Authenticate"), "Bearer", msg)
+			default:
+				require.Equal(t, want, status, msg)
+			}
+			seen++
+		}
 	}
+	require.Greater(t, seen, 7*60, "every route, as every actor")
 
 	// A bad or revoked token is 401 everywhere.
 	status, _, _ := a.do(t, http.MethodGet, "/api/v1/schedules", "tg_forged", "")
@@ -175,7 +204,7 @@ func TestAuthorizationByRoute(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, status)
 
 	// Unknown routes still answer 404 to a valid token, and 401 without one.
-	status, _, _ = a.do(t, http.MethodGet, "/api/v1/no-such-thing", tokens["viewer"], "")
+	status, _, _ = a.do(t, http.MethodGet, "/api/v1/no-such-thing", actors[1].token, "")
 	require.Equal(t, http.StatusNotFound, status)
 	status, _, _ = a.do(t, http.MethodGet, "/api/v1/no-such-thing", "", "")
 	require.Equal(t, http.StatusUnauthorized, status)

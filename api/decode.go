@@ -38,10 +38,19 @@ func Decode(c echo.Context, dst any, allowEmpty bool) error {
 				p.Field = path
 			}
 		}
-		if p.Field == "" {
+		var fe fieldError
+		switch {
+		case p.Field == "":
 			// Errors raised by a field's own UnmarshalJSON (a bad time, say) carry no path:
 			// find the field by decoding the body's fields one by one.
 			p.Field = locateField(body, reflect.TypeOf(dst), "")
+		case errors.As(err, &fe):
+			// A field's own UnmarshalJSON names its path from the value it decodes
+			// ("spec.interval" of a schedule): inside a list ("items[3]" of a bulk create)
+			// the path from the body's root is longer.
+			if full := locateField(body, reflect.TypeOf(dst), ""); strings.HasSuffix(full, "."+p.Field) {
+				p.Field = full
+			}
 		}
 		return p
 	}
@@ -119,6 +128,22 @@ func locateField(body []byte, t reflect.Type, prefix string) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t.Kind() == reflect.Slice && t != reflect.TypeFor[json.RawMessage]() {
+		var items []json.RawMessage
+		if json.Unmarshal(body, &items) != nil {
+			return ""
+		}
+		for i, item := range items {
+			if json.Unmarshal(item, reflect.New(t.Elem()).Interface()) != nil {
+				at := fmt.Sprintf("%s[%d]", strings.TrimSuffix(prefix, "."), i)
+				if inner := locateField(item, t.Elem(), at+"."); inner != "" {
+					return inner
+				}
+				return at
+			}
+		}
+		return ""
+	}
 	if t.Kind() != reflect.Struct {
 		return ""
 	}
@@ -133,6 +158,15 @@ func locateField(body []byte, t reflect.Type, prefix string) string {
 			continue
 		}
 		raw, ok := fields[name]
+		if !ok {
+			// json matches a key to its field case-insensitively when none matches exactly.
+			for key, v := range fields {
+				if strings.EqualFold(key, name) {
+					raw, ok = v, true
+					break
+				}
+			}
+		}
 		if !ok {
 			continue
 		}

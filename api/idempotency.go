@@ -223,3 +223,6 @@ func (r *recorder) Flush() {
 		f.Flush()
 	}
 }
+
+// Unwrap lets http.ResponseController reach the connection (a long-poll's write deadline).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -12,26 +14,47 @@ import (
 	"github.com/tickgate/tickgate/metrics"
 )
 
-// observeHTTP records every request's latency under its route (Echo's path pattern, so ids
-// do not explode the label set).
-func observeHTTP(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		if err := next(c); err != nil {
-			// Render the error here (as Echo would after the chain) so the status it
-			// writes is the one recorded.
-			c.Error(err)
+// observeHTTP records every request's latency under labels from a closed set, so no
+// request, authenticated or not, can add a series of its own: the method if it is one
+// the API knows (else "OTHER"), the route's template (Echo's path pattern: ids do not
+// explode the label set; a request that matched no route is "unmatched"), and the status.
+func observeHTTP(routes func() []*echo.Route) echo.MiddlewareFunc {
+	var once sync.Once
+	var templates map[string]bool
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			if err := next(c); err != nil {
+				// Render the error here (as Echo would after the chain) so the status it
+				// writes is the one recorded.
+				c.Error(err)
+			}
+			once.Do(func() {
+				templates = map[string]bool{}
+				for _, r := range routes() {
+					templates[r.Path] = true
+				}
+			})
+			route := c.Path()
+			if !templates[route] {
+				route = "unmatched"
+			}
+			metrics.HTTPDuration.WithLabelValues(methodLabel(c.Request().Method), route, strconv.Itoa(c.Response().Status)).
+				Observe(time.Since(start).Seconds())
+			return nil
 		}
-		status := c.Response().Status
-		// Echo's route pattern (an unmatched request gets the pattern of the nearest node,
-		// never its raw URL), so the label set stays bounded.
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
-		metrics.HTTPDuration.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
-		return nil
 	}
+}
+
+// methodLabel is a request's method as a metrics label: one of the methods of HTTP's own
+// vocabulary, or "OTHER" for anything a client made up.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
 }
 
 // registerMetrics serves /metrics: the process registry plus this server's SQL collector.

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,4 +58,69 @@ func TestMetricsEndpoint(t *testing.T) {
 	// Raw ids never become labels.
 	require.NotContains(t, text, "does-not-exist")
 	require.NotContains(t, text, "no-such-route-xyz")
+}
+
+// TestMetricsLabelsAreAClosedSet sends many requests with made-up methods and paths, none
+// authenticated (FOOA /healthz, …): none adds a series to /metrics beyond the few labels of
+// the closed set (method OTHER, route unmatched). Before, each new method added a
+// histogram (16 lines) an anonymous client could grow without bound. Not parallel: the
+// series are process-wide, and no other test may add some meanwhile.
+func TestMetricsLabelsAreAClosedSet(t *testing.T) {
+	st := teststack.Start(t, teststack.Options{NoWorker: true})
+	reader := st.As(st.NewToken(t, "viewer", ""))
+	series := func() (int, string) {
+		status, body := reader.Do(t, http.MethodGet, "/metrics", nil)
+		require.Equal(t, http.StatusOK, status)
+		n := 0
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "tickgate_http_request_duration_seconds_count{") {
+				n++
+			}
+		}
+		return n, string(body)
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	word := func() string {
+		const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		b := make([]byte, 4+rnd.IntN(8))
+		for i := range b {
+			b[i] = letters[rnd.IntN(len(letters))]
+		}
+		return string(b)
+	}
+	paths := []string{"/healthz", "/readyz", "/metrics", "/api/v1/schedules", "/api/v1/schedules/x/pause"}
+	send := func(n int) {
+		for range n {
+			path := paths[rnd.IntN(len(paths))]
+			if rnd.IntN(2) == 0 {
+				path = "/" + strings.ToLower(word()) + "/" + word()
+			}
+			req, err := http.NewRequest(word(), st.URL+path, nil)
+			require.NoError(t, err)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+	}
+	series() // the scrape's own series
+	before, _ := series()
+	send(100)
+	after, _ := series()
+	require.LessOrEqual(t, after-before, 6, "made-up methods and paths add at most the closed set's labels")
+	send(300)
+	again, _ := series()
+	require.Equal(t, after, again, "and no more, however many come")
+	for _, m := range []string{"FOOA", "FOOB"} {
+		req, err := http.NewRequest(m, st.URL+"/healthz", nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	}
+	last, text := series()
+	require.Equal(t, again, last)
+	require.NotContains(t, text, `method="FOOA"`)
+	require.Contains(t, text, `method="OTHER"`)
+	require.Contains(t, text, `route="unmatched"`)
 }

@@ -138,7 +138,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	require.Empty(t, missing, "routes missing from api/openapi.yaml")
 	require.Empty(t, extra, "api/openapi.yaml documents routes that do not exist")
 	// The permission table names no route that does not exist (every route having an entry
-	// is checked by TestAuthorizationByRoute).
+	// is checked by TestRouteRoleMatrix).
 	for key := range api.RoutePermissions {
 		require.True(t, routes[key], "api.RoutePermissions has an entry for a route that does not exist: %s", key)
 	}

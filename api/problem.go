@@ -39,6 +39,7 @@ var problemTitles = map[int]string{
 	http.StatusRequestEntityTooLarge: "payload-too-large",
 	http.StatusUnsupportedMediaType:  "unsupported-media-type",
 	http.StatusUnprocessableEntity:   "unprocessable",
+	http.StatusTooManyRequests:       "too-many-requests",
 	http.StatusServiceUnavailable:    "unavailable",
 	http.StatusInternalServerError:   "internal",
 }

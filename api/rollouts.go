@@ -198,6 +198,9 @@ func (s *Server) createRollout(c echo.Context) error {
 	if err := s.validateStrategy(req.Strategy, tasks); err != nil {
 		return err
 	}
+	if err := mayRunCode(PrincipalOf(c), req.Strategy, tasks); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	r, err := s.Store.CreateRolloutWith(ctx, store.NewRollout{Name: req.Name, ParallelLimit: int32(*req.ParallelLimit), Strategy: req.Strategy, Tasks: tasks})
 	if err != nil {
@@ -231,6 +234,31 @@ func (s *Server) checkExecutorURLs(tasks []store.NewTaskRun) error {
 		if err := s.HTTPAllow.CheckURL(p.URL); err != nil {
 			return BadRequest(fmt.Sprintf("tasks[%d].payload.url", i), "%v", err)
 		}
+	}
+	return nil
+}
+
+// mayRunCode refuses a rollout that would run code on its targets — a task whose executor
+// runs its payload there (sql, http) or a wave's SQL probe — unless the caller's role may
+// (deployer, admin): an operator keeps noop and external tasks. 403 naming the first such
+// field.
+func mayRunCode(p *Principal, strategy *domain.Strategy, tasks []store.NewTaskRun) error {
+	role := domain.TokenRole("anonymous")
+	if p != nil {
+		role = p.Role
+	}
+	if role.RunsCodeOnTargets() {
+		return nil
+	}
+	for i, t := range tasks {
+		if t.Executor.RunsCode() {
+			return NewProblem(http.StatusForbidden, fmt.Sprintf("tasks[%d].executor", i),
+				"a %s token may not create a %s task: it runs code on the target; that needs a deployer or admin token", role, t.Executor)
+		}
+	}
+	if strategy != nil && strategy.Health != nil && strategy.Health.SQL != "" {
+		return NewProblem(http.StatusForbidden, "strategy.health.sql",
+			"a %s token may not give an SQL health probe: it runs on the target databases; that needs a deployer or admin token", role)
 	}
 	return nil
 }
@@ -504,6 +532,16 @@ type TaskResultRequest struct {
 	Error  string               `json:"error,omitempty"`
 }
 
+func (req TaskResultRequest) validate() error {
+	if req.Status != domain.TaskRunDone && req.Status != domain.TaskRunFailed {
+		return BadRequest("status", "must be DONE or FAILED, got %q", req.Status)
+	}
+	if len(req.Error) > 10000 {
+		return BadRequest("error", "at most 10000 characters")
+	}
+	return nil
+}
+
 func (s *Server) taskRunResult(c echo.Context) error {
 	id, err := pathID(c, "task run")
 	if err != nil {
@@ -513,11 +551,8 @@ func (s *Server) taskRunResult(c echo.Context) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	if req.Status != domain.TaskRunDone && req.Status != domain.TaskRunFailed {
-		return BadRequest("status", "must be DONE or FAILED, got %q", req.Status)
-	}
-	if len(req.Error) > 10000 {
-		return BadRequest("error", "at most 10000 characters")
+	if err := req.validate(); err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	t, err := s.Store.GetTaskRun(ctx, id)

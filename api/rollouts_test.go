@@ -378,3 +378,61 @@ func TestRolloutBadInput(t *testing.T) {
 	require.Zero(t, n)
 	require.False(t, strings.Contains(string(body), "postgres://"))
 }
+
+// A rollout that runs code on its targets — a task with the sql or http executor, or a
+// wave's SQL health probe — is created only by a deployer or an admin token; an operator
+// keeps noop and external tasks, and its refusal is a 403 naming the field, creating
+// nothing. Before, an operator's http task POSTed wherever it said.
+func TestRolloutsThatRunCodeNeedADeployer(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{NoWorker: true})
+	operator := st.As(st.NewToken(t, domain.RoleOperator, ""))
+	deployer := st.As(st.NewToken(t, domain.RoleDeployer, ""))
+	task := func(db, executor, payload string) map[string]any {
+		return map[string]any{"database": db, "type": "DDL", "version": "1", "executor": executor, "payload": json.RawMessage(payload)}
+	}
+	sqlTask := task("a", "sql", `{"statement":"CREATE TABLE t (id int)"}`)
+	httpTask := task("a", "http", `{"url":"https://93.184.216.34/deploy"}`)
+	noopTask, externalTask := task("a", "noop", `{}`), task("b", "external", `{"ticket":"T-1"}`)
+	probed := map[string]any{"waves": []any{map[string]any{"databases": []string{"a"}}, map[string]any{"percent": 100}},
+		"bake": "1m", "health": map[string]any{"sql": "SELECT 1"}}
+	rollout := func(name string, strategy any, tasks ...map[string]any) map[string]any {
+		r := map[string]any{"name": name, "parallel_limit": 1, "tasks": tasks}
+		if strategy != nil {
+			r["strategy"] = strategy
+		}
+		return r
+	}
+	count := func() int {
+		var n int
+		require.NoError(t, st.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM rollouts`).Scan(&n))
+		return n
+	}
+	for _, c := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{rollout("op-sql", nil, sqlTask), "tasks[0].executor"},
+		{rollout("op-http", nil, httpTask), "tasks[0].executor"},
+		{rollout("op-mixed", nil, noopTask, task("b", "sql", `{"statement":"SELECT 1"}`)), "tasks[1].executor"},
+		{rollout("op-probe", probed, noopTask, externalTask), "strategy.health.sql"},
+	} {
+		status, b := operator.Do(t, http.MethodPost, "/api/v1/rollouts", c.body)
+		require.Equal(t, http.StatusForbidden, status, "%s", b)
+		var p api.Problem
+		require.NoError(t, json.Unmarshal(b, &p))
+		require.Equal(t, c.field, p.Field, "%s", b)
+		require.Contains(t, p.Detail, "deployer or admin")
+	}
+	require.Zero(t, count(), "a refused rollout creates nothing")
+
+	operator.JSON(t, http.MethodPost, "/api/v1/rollouts", rollout("op-ok", nil, noopTask, externalTask), http.StatusCreated, nil)
+	operator.JSON(t, http.MethodPost, "/api/v1/rollouts",
+		rollout("op-http-probe", map[string]any{"waves": probed["waves"], "bake": "1m", "health": map[string]any{"http": "https://93.184.216.34/health"}},
+			noopTask, externalTask), http.StatusCreated, nil)
+	for who, as := range map[string]*teststack.Stack{"deployer": deployer, "admin": st} {
+		as.JSON(t, http.MethodPost, "/api/v1/rollouts", rollout(who+"-code", probed, sqlTask, task("b", "http", `{"url":"https://93.184.216.34/deploy"}`)),
+			http.StatusCreated, nil)
+	}
+	require.Equal(t, 4, count())
+}

@@ -193,6 +193,10 @@ func (req *CreateScheduleRequest) validate(now time.Time, rule outbound.Rule) (*
 	if !scheduleNameRE.MatchString(req.Name) {
 		return nil, pol, BadRequest("name", "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
+	if len(req.Note) > workflows.MaxPauseNote {
+		// The pause note a paused create starts with: bounded as a pause's own note is.
+		return nil, pol, BadRequest("note", "must be at most %d bytes; got %d", workflows.MaxPauseNote, len(req.Note))
+	}
 	spec, err := schedulespec.Normalize(req.Spec, now)
 	if err != nil {
 		var fe *schedulespec.FieldError
@@ -734,6 +738,11 @@ func commandTarget(row store.Schedule) (workflows.CommandTarget, error) {
 		return t, fmt.Errorf("stored spec of schedule %q: %w", row.Name, err)
 	}
 	t.Spec = compiled
+	backfills, err := store.Backfills(row)
+	if err != nil {
+		return t, err
+	}
+	t.PendingBackfills = len(backfills)
 	return t, nil
 }
 

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -49,33 +51,20 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	switch {
-	case len(req.Items) == 0:
-		return BadRequest("items", "is required: at least one schedule")
-	case len(req.Items) > MaxBulkSchedules:
-		return BadRequest("items", "at most %d schedules per request; got %d", MaxBulkSchedules, len(req.Items))
+	rows, index, err := req.validate(s.Now().UTC(), s.HTTPAllow)
+	if err != nil {
+		return err
 	}
-	now := s.Now().UTC()
-	rows := make([]store.NewSchedule, len(req.Items))
-	index := make(map[string]int, len(req.Items))
+	// This server's rules too, as POST /schedules applies them: a workflow action's target,
+	// and an http action's header values given at create.
 	for i := range req.Items {
-		item := &req.Items[i]
-		field := fmt.Sprintf("items[%d]", i)
-		if item.Metrics {
-			return BadRequest(field+".metrics", "a bulk create does not take series of a schedule's own: set them with PATCH")
-		}
-		spec, pol, err := s.validateSchedule(item, now)
+		err := s.checkWorkflowTarget(req.Items[i].Action)
 		if err == nil {
-			_, err = headerValues(item.Action, nil)
+			_, err = headerValues(req.Items[i].Action, nil)
 		}
 		if err != nil {
-			return prefixProblem(field, err)
+			return prefixProblem(fmt.Sprintf("items[%d]", i), err)
 		}
-		if j, dup := index[item.Name]; dup {
-			return BadRequest(field+".name", "%q is also items[%d]'s name", item.Name, j)
-		}
-		index[item.Name] = i
-		rows[i] = NewScheduleRow(*item, spec, pol, now)
 	}
 	calendars, namedBy := calendarsNamed(req.Items)
 	res, err := s.Store.CreateSchedules(c.Request().Context(), rows, func(existing store.Schedule) error {
@@ -121,6 +110,36 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 		showsSecret(c, replay)
 	}
 	return c.JSON(status, out)
+}
+
+// validate judges every item as POST /schedules judges one (a bad item is a 400 naming
+// items[i].<field>) and returns the rows to create, and each name's item.
+func (req *BulkCreateRequest) validate(now time.Time, rule outbound.Rule) ([]store.NewSchedule, map[string]int, error) {
+	switch {
+	case len(req.Items) == 0:
+		return nil, nil, BadRequest("items", "is required: at least one schedule")
+	case len(req.Items) > MaxBulkSchedules:
+		return nil, nil, BadRequest("items", "at most %d schedules per request; got %d", MaxBulkSchedules, len(req.Items))
+	}
+	rows := make([]store.NewSchedule, len(req.Items))
+	index := make(map[string]int, len(req.Items))
+	for i := range req.Items {
+		item := &req.Items[i]
+		field := fmt.Sprintf("items[%d]", i)
+		if item.Metrics {
+			return nil, nil, BadRequest(field+".metrics", "a bulk create does not take series of a schedule's own: set them with PATCH")
+		}
+		spec, pol, err := item.validate(now, rule)
+		if err != nil {
+			return nil, nil, prefixProblem(field, err)
+		}
+		if j, dup := index[item.Name]; dup {
+			return nil, nil, BadRequest(field+".name", "%q is also items[%d]'s name", item.Name, j)
+		}
+		index[item.Name] = i
+		rows[i] = NewScheduleRow(*item, spec, pol, now)
+	}
+	return rows, index, nil
 }
 
 // sameDefinition reports whether an existing schedule is the one a create asks for: the

@@ -69,6 +69,26 @@ func (s *Server) pauseSelected(c echo.Context) error { return s.setSelectedPause
 
 func (s *Server) resumeSelected(c echo.Context) error { return s.setSelectedPaused(c, false) }
 
+// validate reads a bulk pause's (or resume's) selector and judges its note by the rules of
+// the command it sends each schedule, who being the caller's name.
+func (req BulkStateRequest) validate(pause bool, who string) (domain.Selector, error) {
+	if strings.TrimSpace(req.Selector) == "" {
+		return domain.Selector{}, BadRequest("selector", "is required, such as team=billing: an empty selector would reach every schedule")
+	}
+	sel, err := domain.ParseSelector(req.Selector)
+	if err != nil {
+		return domain.Selector{}, fieldProblem("selector", err)
+	}
+	refusal := workflows.CheckResume(workflows.ResumeRequest{Note: req.Note, Identity: who})
+	if pause {
+		refusal = workflows.CheckPause(workflows.PauseRequest{Note: req.Note, Identity: who})
+	}
+	if refusal != nil {
+		return domain.Selector{}, refusalProblem(refusal)
+	}
+	return sel, nil
+}
+
 // setSelectedPaused pauses (or resumes) every schedule the selector reaches, each through
 // the same command as POST /schedules/{name}/pause (or resume) — its workflow's update,
 // judged by the same rules, recorded in its history with the token's name and the note — at
@@ -83,22 +103,14 @@ func (s *Server) setSelectedPaused(c echo.Context, pause bool) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	if strings.TrimSpace(req.Selector) == "" {
-		return BadRequest("selector", "is required, such as team=billing: an empty selector would reach every schedule")
-	}
-	sel, err := domain.ParseSelector(req.Selector)
-	if err != nil {
-		return fieldProblem("selector", err)
-	}
 	who := PrincipalOf(c).Name()
+	sel, err := req.validate(pause, who)
+	if err != nil {
+		return err
+	}
 	command := workflows.ScheduleResume
-	refusal := workflows.CheckResume(workflows.ResumeRequest{Note: req.Note, Identity: who})
 	if pause {
 		command = workflows.SchedulePause
-		refusal = workflows.CheckPause(workflows.PauseRequest{Note: req.Note, Identity: who})
-	}
-	if refusal != nil {
-		return refusalProblem(refusal)
 	}
 	ctx := c.Request().Context()
 	reached, err := s.Store.SchedulesBySelector(ctx, sel, MaxSelected+1)

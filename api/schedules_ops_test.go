@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
 )
 
 // TestSchedulePatchIsOptimisticAndLive: PATCH with a stale version is 412 and changes
@@ -227,4 +231,45 @@ func TestBackfillOfAPausedScheduleRunsAndShowsWhatWaits(t *testing.T) {
 	st.JSON(t, http.MethodGet, "/api/v1/schedules", nil, http.StatusOK, &list)
 	require.Len(t, list.Items, 1)
 	require.Equal(t, &api.ScheduleWaiting{}, list.Items[0].Waiting, "the list answers the counts")
+}
+
+// The free text and the backlog a client can leave behind are bounded: a create's note is
+// a pause note, at most workflows.MaxPauseNote bytes (a 400 naming note, nothing created),
+// and a schedule holds at most workflows.MaxPendingBackfills backfills (one more is a 409
+// naming backfills, saying the cap, and nothing is sent to its workflow).
+func TestNotesAndPendingBackfillsAreBounded(t *testing.T) {
+	t.Parallel()
+	st := teststack.Start(t, teststack.Options{NoWorker: true})
+	schedule := func(name, note string) map[string]any {
+		return map[string]any{"name": name, "spec": map[string]any{"interval": "1h"},
+			"action": map[string]any{"kind": "event", "topic": "t", "type": "x"}, "paused": true, "note": note}
+	}
+	status, b := st.Do(t, http.MethodPost, "/api/v1/schedules", schedule("long-note", strings.Repeat("n", workflows.MaxPauseNote+1)))
+	require.Equal(t, http.StatusBadRequest, status, "%s", b)
+	var p api.Problem
+	require.NoError(t, json.Unmarshal(b, &p))
+	require.Equal(t, "note", p.Field)
+	status, _ = st.Do(t, http.MethodGet, "/api/v1/schedules/long-note", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	status, b = st.Do(t, http.MethodPost, "/api/v1/schedules/bulk", map[string]any{"items": []any{schedule("bulk-long-note", strings.Repeat("n", workflows.MaxPauseNote+1))}})
+	require.Equal(t, http.StatusBadRequest, status, "%s", b)
+	require.NoError(t, json.Unmarshal(b, &p))
+	require.Equal(t, "items[0].note", p.Field)
+
+	var created api.ScheduleView
+	st.JSON(t, http.MethodPost, "/api/v1/schedules", schedule("backfilled", strings.Repeat("n", workflows.MaxPauseNote)), http.StatusCreated, &created)
+	row, err := st.Store.GetSchedule(context.Background(), "backfilled")
+	require.NoError(t, err)
+	past := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Hour)
+	pending := make([]store.PendingBackfill, workflows.MaxPendingBackfills)
+	for i := range pending {
+		pending[i] = store.PendingBackfill{Start: past, End: past.Add(time.Hour), Remaining: 1}
+	}
+	require.NoError(t, st.Store.SetBackfills(context.Background(), row.ID, pending))
+	status, b = st.Do(t, http.MethodPost, "/api/v1/schedules/backfilled/backfill", map[string]any{
+		"start": past.Format(time.RFC3339), "end": past.Add(2 * time.Hour).Format(time.RFC3339)})
+	require.Equal(t, http.StatusConflict, status, "%s", b)
+	require.NoError(t, json.Unmarshal(b, &p))
+	require.Equal(t, "backfills", p.Field)
+	require.Contains(t, p.Detail, fmt.Sprintf("at most %d at once", workflows.MaxPendingBackfills))
 }

@@ -3,8 +3,10 @@
 package api
 
 import (
+	"errors"
 	"log"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -54,7 +56,19 @@ type Server struct {
 	// (TICKGATE_TRACE_URL_TEMPLATE): the dashboard links each run that recorded a trace to
 	// it. Empty: no links.
 	TraceURL string
+	// AuthFailures is how many failed authentications a minute one client address may make
+	// before it is answered 429 (TICKGATE_API_AUTH_FAILURES; 0: DefaultAuthFailures,
+	// negative: no limit). See auth_failures.go.
+	AuthFailures int
+	// TrustedProxies are the proxies in front of the API whose X-Forwarded-For is believed
+	// (TICKGATE_API_TRUSTED_PROXIES); none: the client is the connection's peer.
+	TrustedProxies []netip.Prefix
+	// Timeouts are the HTTP server's (NewHTTPServer); a long-poll extends its own write
+	// deadline past Timeouts.Write (extendWriteDeadline). Zero: the routes extend nothing.
+	Timeouts HTTPTimeouts
 
+	// authGuard bounds the work of failed authentications (auth_failures.go).
+	authGuard *authGuard
 	// timerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
 	timerSignals chan struct{}
 	// results group-commits agents' successes.
@@ -82,16 +96,18 @@ func New(s *Server) *echo.Echo {
 	// Tests that build the application without Temporal never ask /readyz.
 	s.Readiness.ProbeConnections(s.Store.Pool, s.Temporal)
 	s.Readiness.Started()
+	s.authGuard = newAuthGuard(s.AuthFailures, s.Now)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = ErrorHandler(s.Logf)
+	e.IPExtractor = clientIPExtractor(s.TrustedProxies)
 	answerHeadLikeGet(e)
 	e.Use(securityHeaders)
 	if s.Tracer != nil {
 		e.Use(nameRequestSpan)
 	}
 	e.Use(middleware.Recover())
-	e.Use(observeHTTP)
+	e.Use(observeHTTP(e.Routes))
 	e.Use(middleware.BodyLimit("1M"))
 	e.Use(s.authenticate(e.Routes))
 	e.Use(readableParams)
@@ -120,8 +136,29 @@ func (s *Server) healthz(c echo.Context) error {
 }
 
 // readyz answers 200 only when both PostgreSQL and Temporal answer (checked live, each
-// within a few seconds), otherwise 503 problem+json naming each one that does not and why.
+// within a few seconds), otherwise 503. Only a caller whose token may read learns which
+// dependency fails and why (problem+json naming each, with their checks); anyone else
+// gets the status alone: raw dependency errors name hosts and ports. A token that is
+// shown is checked as on any route (401, 429); one that cannot be checked (PostgreSQL is
+// away) gets the status alone too, which is then "not ready".
 func (s *Server) readyz(c echo.Context) error {
+	if c.Request().Header.Get(echo.HeaderAuthorization) == "" {
+		s.Readiness.ServeStatus(c.Response(), c.Request())
+		return nil
+	}
+	p, err := s.principal(c)
+	var refused *Problem
+	if errors.As(err, &refused) && (refused.Status == http.StatusUnauthorized || refused.Status == http.StatusTooManyRequests) {
+		return err
+	}
+	if err != nil {
+		s.Readiness.ServeStatus(c.Response(), c.Request())
+		return nil
+	}
+	if !roleGrants(p.Role, PermRead) {
+		s.Readiness.ServeStatus(c.Response(), c.Request())
+		return nil
+	}
 	s.Readiness.ServeHTTP(c.Response(), c.Request())
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 var (
 	tokenCols = []col{{"ID", "id"}, {"ROLE", "role"}, {"PC", "pc"}, {"PREFIX", "prefix"}, {"NOTE", "note"}, {"CREATED", "created_at"}, {"REVOKED", "revoked_at"}}
 	tokenRec  = []col{{"id", "id"}, {"role", "role"}, {"pc", "pc"}, {"note", "note"}, {"token", "token"}}
-	roles     = []string{"admin", "operator", "viewer", "agent"}
+	roles     = []string{"admin", "deployer", "operator", "viewer", "agent"}
 )
 
 func tokenCmd(a *app) *cobra.Command {
@@ -46,7 +46,7 @@ func tokenCreateCmd(a *app) *cobra.Command {
 	var role, pc, note, dbURL string
 	var quiet bool
 	cmd := &cobra.Command{
-		Use:   "create --role admin|operator|viewer|agent [--pc PC] [--note TEXT] [--database-url URL] [-q]",
+		Use:   "create --role admin|deployer|operator|viewer|agent [--pc PC] [--note TEXT] [--database-url URL] [-q]",
 		Short: "Create a token, shown once (with --database-url: straight in the database, the first admin's)",
 		Example: `  tickgate token create --role admin --database-url "$DATABASE_URL" -q   # the first admin token
   TOKEN=$(tickgate token create --role viewer --note dashboards -q)`,
@@ -57,9 +57,9 @@ func tokenCreateCmd(a *app) *cobra.Command {
 				direct = a.env.Getenv("DATABASE_URL")
 			}
 			switch role {
-			case "admin", "operator", "viewer", "agent":
+			case "admin", "deployer", "operator", "viewer", "agent":
 			default:
-				return usagef("--role must be admin, operator, viewer or agent, got %q", role)
+				return usagef("--role must be admin, deployer, operator, viewer or agent, got %q", role)
 			}
 			if direct != "" {
 				if a.env.CreateTokenInDB == nil {
@@ -98,7 +98,7 @@ func tokenCreateCmd(a *app) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&role, "role", "", "admin, operator, viewer or agent")
+	f.StringVar(&role, "role", "", "admin, deployer (runs code on targets: sql and http tasks), operator, viewer or agent")
 	f.StringVar(&pc, "pc", "", "the PC an agent token is bound to")
 	f.StringVar(&note, "note", "", "what the token is for")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the token (for TOKEN=$(tickgate token create … -q))")

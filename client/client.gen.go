@@ -273,6 +273,7 @@ func (e CreateScheduleRequestAfterCompletion) Valid() bool {
 const (
 	CreateTokenRequestRoleAdmin    CreateTokenRequestRole = "admin"
 	CreateTokenRequestRoleAgent    CreateTokenRequestRole = "agent"
+	CreateTokenRequestRoleDeployer CreateTokenRequestRole = "deployer"
 	CreateTokenRequestRoleOperator CreateTokenRequestRole = "operator"
 	CreateTokenRequestRoleViewer   CreateTokenRequestRole = "viewer"
 )
@@ -283,6 +284,8 @@ func (e CreateTokenRequestRole) Valid() bool {
 	case CreateTokenRequestRoleAdmin:
 		return true
 	case CreateTokenRequestRoleAgent:
+		return true
+	case CreateTokenRequestRoleDeployer:
 		return true
 	case CreateTokenRequestRoleOperator:
 		return true
@@ -1352,8 +1355,10 @@ type CreateScheduleRequest struct {
 	Labels *Labels `json:"labels,omitempty"`
 
 	// Metrics Prometheus series of the schedule's own (at most 100 schedules)
-	Metrics  *bool     `json:"metrics,omitempty"`
-	Name     string    `json:"name"`
+	Metrics *bool  `json:"metrics,omitempty"`
+	Name    string `json:"name"`
+
+	// Note the pause note of a schedule created paused (bytes)
 	Note     *string   `json:"note,omitempty"`
 	Paused   *bool     `json:"paused,omitempty"`
 	Policies *Policies `json:"policies,omitempty"`
@@ -2434,6 +2439,9 @@ type TickWindow = string
 // ProblemResponse defines model for Problem.
 type ProblemResponse = Problem
 
+// TooManyFailures defines model for TooManyFailures.
+type TooManyFailures = Problem
+
 // Unavailable defines model for Unavailable.
 type Unavailable = Problem
 
@@ -3123,14 +3131,28 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/rollouts (the `ListRollouts` operationId).
 	ListRollouts(ctx context.Context, params *ListRolloutsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateRolloutWithBody Create a rollout with its tasks (operator)
+	// CreateRolloutWithBody Create a rollout with its tasks (operator; deployer for code on targets)
+	//
+	// A rollout that runs code on its targets — a task with the `sql` or `http` executor, or
+	// a wave's SQL health probe (`strategy.health.sql`) — needs a deployer or admin token;
+	// an operator's is a 403 naming the field (`tasks[i].executor`, `strategy.health.sql`).
+	// An operator creates `noop` and `external` tasks. An `sql` statement (and a probe) is
+	// one statement: text of several is a 400 naming `tasks[i].payload.statement`
+	// (`strategy.health.sql`).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/rollouts (the `CreateRollout` operationId).
 	CreateRolloutWithBody(ctx context.Context, params *CreateRolloutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateRollout Create a rollout with its tasks (operator)
+	// CreateRollout Create a rollout with its tasks (operator; deployer for code on targets)
+	//
+	// A rollout that runs code on its targets — a task with the `sql` or `http` executor, or
+	// a wave's SQL health probe (`strategy.health.sql`) — needs a deployer or admin token;
+	// an operator's is a 403 naming the field (`tasks[i].executor`, `strategy.health.sql`).
+	// An operator creates `noop` and `external` tasks. An `sql` statement (and a probe) is
+	// one statement: text of several is a 400 naming `tasks[i].payload.statement`
+	// (`strategy.health.sql`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3621,6 +3643,12 @@ type ClientInterface interface {
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Ready Readiness (PostgreSQL and Temporal answer)
+	//
+	// Anyone may ask; only a caller whose token may read (viewer and up) learns which
+	// dependency fails and why: the answer then carries `phase` and `checks`, and a 503's
+	// detail names each failing dependency with its error. Without a token (a probe), or with
+	// an agent's, the answer is the status alone: 200 `{"status":"ready"}` or 503 "not ready".
+	// A token that is shown is checked as on any route.
 	//
 	// Corresponds with GET /readyz (the `Ready` operationId).
 	Ready(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4161,7 +4189,14 @@ func (c *RawClient) ListRollouts(ctx context.Context, params *ListRolloutsParams
 	return c.Client.Do(req)
 }
 
-// CreateRolloutWithBody Create a rollout with its tasks (operator)
+// CreateRolloutWithBody Create a rollout with its tasks (operator; deployer for code on targets)
+//
+// A rollout that runs code on its targets — a task with the `sql` or `http` executor, or
+// a wave's SQL health probe (`strategy.health.sql`) — needs a deployer or admin token;
+// an operator's is a 403 naming the field (`tasks[i].executor`, `strategy.health.sql`).
+// An operator creates `noop` and `external` tasks. An `sql` statement (and a probe) is
+// one statement: text of several is a 400 naming `tasks[i].payload.statement`
+// (`strategy.health.sql`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4178,7 +4213,14 @@ func (c *RawClient) CreateRolloutWithBody(ctx context.Context, params *CreateRol
 	return c.Client.Do(req)
 }
 
-// CreateRollout Create a rollout with its tasks (operator)
+// CreateRollout Create a rollout with its tasks (operator; deployer for code on targets)
+//
+// A rollout that runs code on its targets — a task with the `sql` or `http` executor, or
+// a wave's SQL health probe (`strategy.health.sql`) — needs a deployer or admin token;
+// an operator's is a 403 naming the field (`tasks[i].executor`, `strategy.health.sql`).
+// An operator creates `noop` and `external` tasks. An `sql` statement (and a probe) is
+// one statement: text of several is a 400 naming `tasks[i].payload.statement`
+// (`strategy.health.sql`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5309,6 +5351,12 @@ func (c *RawClient) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 }
 
 // Ready Readiness (PostgreSQL and Temporal answer)
+//
+// Anyone may ask; only a caller whose token may read (viewer and up) learns which
+// dependency fails and why: the answer then carries `phase` and `checks`, and a 503's
+// detail names each failing dependency with its error. Without a token (a probe), or with
+// an agent's, the answer is the status alone: 200 `{"status":"ready"}` or 503 "not ready".
+// A token that is shown is checked as on any route.
 //
 // Corresponds with GET /readyz (the `Ready` operationId).
 func (c *RawClient) Ready(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9250,14 +9298,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/rollouts (the `ListRollouts` operationId).
 	ListRolloutsWithResponse(ctx context.Context, params *ListRolloutsParams, reqEditors ...RequestEditorFn) (*ListRolloutsResponse, error)
 
-	// CreateRolloutWithBodyWithResponse Create a rollout with its tasks (operator)
+	// CreateRolloutWithBodyWithResponse Create a rollout with its tasks (operator; deployer for code on targets)
+	//
+	// A rollout that runs code on its targets — a task with the `sql` or `http` executor, or
+	// a wave's SQL health probe (`strategy.health.sql`) — needs a deployer or admin token;
+	// an operator's is a 403 naming the field (`tasks[i].executor`, `strategy.health.sql`).
+	// An operator creates `noop` and `external` tasks. An `sql` statement (and a probe) is
+	// one statement: text of several is a 400 naming `tasks[i].payload.statement`
+	// (`strategy.health.sql`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/rollouts (the `CreateRollout` operationId).
 	CreateRolloutWithBodyWithResponse(ctx context.Context, params *CreateRolloutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRolloutResponse, error)
 
-	// CreateRolloutWithResponse Create a rollout with its tasks (operator)
+	// CreateRolloutWithResponse Create a rollout with its tasks (operator; deployer for code on targets)
+	//
+	// A rollout that runs code on its targets — a task with the `sql` or `http` executor, or
+	// a wave's SQL health probe (`strategy.health.sql`) — needs a deployer or admin token;
+	// an operator's is a 403 naming the field (`tasks[i].executor`, `strategy.health.sql`).
+	// An operator creates `noop` and `external` tasks. An `sql` statement (and a probe) is
+	// one statement: text of several is a 400 naming `tasks[i].payload.statement`
+	// (`strategy.health.sql`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9807,6 +9869,12 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyWithResponse Readiness (PostgreSQL and Temporal answer)
 	//
+	// Anyone may ask; only a caller whose token may read (viewer and up) learns which
+	// dependency fails and why: the answer then carries `phase` and `checks`, and a 503's
+	// detail names each failing dependency with its error. Without a token (a probe), or with
+	// an agent's, the answer is the status alone: 200 `{"status":"ready"}` or 503 "not ready".
+	// A token that is shown is checked as on any route.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /readyz (the `Ready` operationId).
@@ -9854,6 +9922,11 @@ func (r DashboardResponse) ContentType() string {
 	return ""
 }
 
+// AgentClaimResponse429Headers the declared response headers of an HTTP 429 response for AgentClaim
+type AgentClaimResponse429Headers struct {
+	RetryAfter int
+}
+
 // AgentClaimResponse503Headers the declared response headers of an HTTP 503 response for AgentClaim
 type AgentClaimResponse503Headers struct {
 	RetryAfter int
@@ -9880,8 +9953,12 @@ type AgentClaimResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AgentClaimResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AgentClaimResponse503Headers
 }
@@ -9931,6 +10008,11 @@ func (r AgentClaimResponse) GetApplicationproblemJSON422() *ProblemResponse {
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AgentClaimResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r AgentClaimResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -9965,6 +10047,11 @@ func (r AgentClaimResponse) ContentType() string {
 	return ""
 }
 
+// AgentAckResponse429Headers the declared response headers of an HTTP 429 response for AgentAck
+type AgentAckResponse429Headers struct {
+	RetryAfter int
+}
+
 // AgentAckResponse503Headers the declared response headers of an HTTP 503 response for AgentAck
 type AgentAckResponse503Headers struct {
 	RetryAfter int
@@ -9989,8 +10076,12 @@ type AgentAckResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AgentAckResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AgentAckResponse503Headers
 }
@@ -10035,6 +10126,11 @@ func (r AgentAckResponse) GetApplicationproblemJSON415() *ProblemResponse {
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AgentAckResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r AgentAckResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -10069,6 +10165,11 @@ func (r AgentAckResponse) ContentType() string {
 	return ""
 }
 
+// AgentReportResultResponse429Headers the declared response headers of an HTTP 429 response for AgentReportResult
+type AgentReportResultResponse429Headers struct {
+	RetryAfter int
+}
+
 // AgentReportResultResponse503Headers the declared response headers of an HTTP 503 response for AgentReportResult
 type AgentReportResultResponse503Headers struct {
 	RetryAfter int
@@ -10095,8 +10196,12 @@ type AgentReportResultResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AgentReportResultResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AgentReportResultResponse503Headers
 }
@@ -10146,6 +10251,11 @@ func (r AgentReportResultResponse) GetApplicationproblemJSON422() *ProblemRespon
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AgentReportResultResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r AgentReportResultResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -10180,6 +10290,11 @@ func (r AgentReportResultResponse) ContentType() string {
 	return ""
 }
 
+// ListCalendarsResponse429Headers the declared response headers of an HTTP 429 response for ListCalendars
+type ListCalendarsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListCalendarsResponse503Headers the declared response headers of an HTTP 503 response for ListCalendars
 type ListCalendarsResponse503Headers struct {
 	RetryAfter int
@@ -10196,8 +10311,12 @@ type ListCalendarsResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCalendarsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListCalendarsResponse503Headers
 }
@@ -10220,6 +10339,11 @@ func (r ListCalendarsResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListCalendarsResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListCalendarsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -10256,6 +10380,11 @@ func (r ListCalendarsResponse) ContentType() string {
 	return ""
 }
 
+// CreateCalendarResponse429Headers the declared response headers of an HTTP 429 response for CreateCalendar
+type CreateCalendarResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreateCalendarResponse503Headers the declared response headers of an HTTP 503 response for CreateCalendar
 type CreateCalendarResponse503Headers struct {
 	RetryAfter int
@@ -10280,8 +10409,12 @@ type CreateCalendarResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateCalendarResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateCalendarResponse503Headers
 }
@@ -10326,6 +10459,11 @@ func (r CreateCalendarResponse) GetApplicationproblemJSON422() *ProblemResponse 
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateCalendarResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateCalendarResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -10360,6 +10498,11 @@ func (r CreateCalendarResponse) ContentType() string {
 	return ""
 }
 
+// DeleteCalendarResponse429Headers the declared response headers of an HTTP 429 response for DeleteCalendar
+type DeleteCalendarResponse429Headers struct {
+	RetryAfter int
+}
+
 // DeleteCalendarResponse503Headers the declared response headers of an HTTP 503 response for DeleteCalendar
 type DeleteCalendarResponse503Headers struct {
 	RetryAfter int
@@ -10378,8 +10521,12 @@ type DeleteCalendarResponse struct {
 	ApplicationproblemJSON404 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteCalendarResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteCalendarResponse503Headers
 }
@@ -10407,6 +10554,11 @@ func (r DeleteCalendarResponse) GetApplicationproblemJSON404() *ProblemResponse 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r DeleteCalendarResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteCalendarResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -10443,6 +10595,11 @@ func (r DeleteCalendarResponse) ContentType() string {
 	return ""
 }
 
+// GetCalendarResponse429Headers the declared response headers of an HTTP 429 response for GetCalendar
+type GetCalendarResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetCalendarResponse503Headers the declared response headers of an HTTP 503 response for GetCalendar
 type GetCalendarResponse503Headers struct {
 	RetryAfter int
@@ -10461,8 +10618,12 @@ type GetCalendarResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetCalendarResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCalendarResponse503Headers
 }
@@ -10490,6 +10651,11 @@ func (r GetCalendarResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetCalendarResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetCalendarResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -10526,6 +10692,11 @@ func (r GetCalendarResponse) ContentType() string {
 	return ""
 }
 
+// ReplaceCalendarResponse429Headers the declared response headers of an HTTP 429 response for ReplaceCalendar
+type ReplaceCalendarResponse429Headers struct {
+	RetryAfter int
+}
+
 // ReplaceCalendarResponse503Headers the declared response headers of an HTTP 503 response for ReplaceCalendar
 type ReplaceCalendarResponse503Headers struct {
 	RetryAfter int
@@ -10550,8 +10721,12 @@ type ReplaceCalendarResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReplaceCalendarResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ReplaceCalendarResponse503Headers
 }
@@ -10596,6 +10771,11 @@ func (r ReplaceCalendarResponse) GetApplicationproblemJSON415() *ProblemResponse
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReplaceCalendarResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r ReplaceCalendarResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -10630,6 +10810,11 @@ func (r ReplaceCalendarResponse) ContentType() string {
 	return ""
 }
 
+// ListDevicesResponse429Headers the declared response headers of an HTTP 429 response for ListDevices
+type ListDevicesResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListDevicesResponse503Headers the declared response headers of an HTTP 503 response for ListDevices
 type ListDevicesResponse503Headers struct {
 	RetryAfter int
@@ -10646,8 +10831,12 @@ type ListDevicesResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDevicesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListDevicesResponse503Headers
 }
@@ -10670,6 +10859,11 @@ func (r ListDevicesResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListDevicesResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListDevicesResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -10706,6 +10900,11 @@ func (r ListDevicesResponse) ContentType() string {
 	return ""
 }
 
+// CreateDeviceResponse429Headers the declared response headers of an HTTP 429 response for CreateDevice
+type CreateDeviceResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreateDeviceResponse503Headers the declared response headers of an HTTP 503 response for CreateDevice
 type CreateDeviceResponse503Headers struct {
 	RetryAfter int
@@ -10732,8 +10931,12 @@ type CreateDeviceResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateDeviceResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateDeviceResponse503Headers
 }
@@ -10783,6 +10986,11 @@ func (r CreateDeviceResponse) GetApplicationproblemJSON422() *ProblemResponse {
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateDeviceResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateDeviceResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -10817,6 +11025,11 @@ func (r CreateDeviceResponse) ContentType() string {
 	return ""
 }
 
+// GetDeviceResponse429Headers the declared response headers of an HTTP 429 response for GetDevice
+type GetDeviceResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetDeviceResponse503Headers the declared response headers of an HTTP 503 response for GetDevice
 type GetDeviceResponse503Headers struct {
 	RetryAfter int
@@ -10835,8 +11048,12 @@ type GetDeviceResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetDeviceResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetDeviceResponse503Headers
 }
@@ -10864,6 +11081,11 @@ func (r GetDeviceResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetDeviceResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetDeviceResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -10900,6 +11122,11 @@ func (r GetDeviceResponse) ContentType() string {
 	return ""
 }
 
+// SetDeviceStatusResponse429Headers the declared response headers of an HTTP 429 response for SetDeviceStatus
+type SetDeviceStatusResponse429Headers struct {
+	RetryAfter int
+}
+
 // SetDeviceStatusResponse503Headers the declared response headers of an HTTP 503 response for SetDeviceStatus
 type SetDeviceStatusResponse503Headers struct {
 	RetryAfter int
@@ -10922,8 +11149,12 @@ type SetDeviceStatusResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetDeviceStatusResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SetDeviceStatusResponse503Headers
 }
@@ -10963,6 +11194,11 @@ func (r SetDeviceStatusResponse) GetApplicationproblemJSON415() *ProblemResponse
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SetDeviceStatusResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r SetDeviceStatusResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -10997,6 +11233,11 @@ func (r SetDeviceStatusResponse) ContentType() string {
 	return ""
 }
 
+// ListEventsResponse429Headers the declared response headers of an HTTP 429 response for ListEvents
+type ListEventsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListEventsResponse503Headers the declared response headers of an HTTP 503 response for ListEvents
 type ListEventsResponse503Headers struct {
 	RetryAfter int
@@ -11013,8 +11254,12 @@ type ListEventsResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListEventsResponse503Headers
 }
@@ -11037,6 +11282,11 @@ func (r ListEventsResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListEventsResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11073,6 +11323,11 @@ func (r ListEventsResponse) ContentType() string {
 	return ""
 }
 
+// LiftFreezeResponse429Headers the declared response headers of an HTTP 429 response for LiftFreeze
+type LiftFreezeResponse429Headers struct {
+	RetryAfter int
+}
+
 // LiftFreezeResponse503Headers the declared response headers of an HTTP 503 response for LiftFreeze
 type LiftFreezeResponse503Headers struct {
 	RetryAfter int
@@ -11091,8 +11346,12 @@ type LiftFreezeResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *LiftFreezeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *LiftFreezeResponse503Headers
 }
@@ -11120,6 +11379,11 @@ func (r LiftFreezeResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r LiftFreezeResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r LiftFreezeResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11156,6 +11420,11 @@ func (r LiftFreezeResponse) ContentType() string {
 	return ""
 }
 
+// GetFreezeResponse429Headers the declared response headers of an HTTP 429 response for GetFreeze
+type GetFreezeResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetFreezeResponse503Headers the declared response headers of an HTTP 503 response for GetFreeze
 type GetFreezeResponse503Headers struct {
 	RetryAfter int
@@ -11170,8 +11439,12 @@ type GetFreezeResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetFreezeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetFreezeResponse503Headers
 }
@@ -11189,6 +11462,11 @@ func (r GetFreezeResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r GetFreezeResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetFreezeResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11225,6 +11503,11 @@ func (r GetFreezeResponse) ContentType() string {
 	return ""
 }
 
+// SetFreezeResponse429Headers the declared response headers of an HTTP 429 response for SetFreeze
+type SetFreezeResponse429Headers struct {
+	RetryAfter int
+}
+
 // SetFreezeResponse503Headers the declared response headers of an HTTP 503 response for SetFreeze
 type SetFreezeResponse503Headers struct {
 	RetryAfter int
@@ -11247,8 +11530,12 @@ type SetFreezeResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetFreezeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SetFreezeResponse503Headers
 }
@@ -11288,6 +11575,11 @@ func (r SetFreezeResponse) GetApplicationproblemJSON415() *ProblemResponse {
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SetFreezeResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r SetFreezeResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -11322,6 +11614,11 @@ func (r SetFreezeResponse) ContentType() string {
 	return ""
 }
 
+// OpenAPIDocumentResponse429Headers the declared response headers of an HTTP 429 response for OpenAPIDocument
+type OpenAPIDocumentResponse429Headers struct {
+	RetryAfter int
+}
+
 // OpenAPIDocumentResponse503Headers the declared response headers of an HTTP 503 response for OpenAPIDocument
 type OpenAPIDocumentResponse503Headers struct {
 	RetryAfter int
@@ -11336,8 +11633,12 @@ type OpenAPIDocumentResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *OpenAPIDocumentResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *OpenAPIDocumentResponse503Headers
 }
@@ -11355,6 +11656,11 @@ func (r OpenAPIDocumentResponse) GetApplicationproblemJSON401() *ProblemResponse
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r OpenAPIDocumentResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r OpenAPIDocumentResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11391,6 +11697,11 @@ func (r OpenAPIDocumentResponse) ContentType() string {
 	return ""
 }
 
+// ListPCsResponse429Headers the declared response headers of an HTTP 429 response for ListPCs
+type ListPCsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListPCsResponse503Headers the declared response headers of an HTTP 503 response for ListPCs
 type ListPCsResponse503Headers struct {
 	RetryAfter int
@@ -11407,8 +11718,12 @@ type ListPCsResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPCsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListPCsResponse503Headers
 }
@@ -11431,6 +11746,11 @@ func (r ListPCsResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListPCsResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListPCsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11467,6 +11787,11 @@ func (r ListPCsResponse) ContentType() string {
 	return ""
 }
 
+// CreatePCResponse429Headers the declared response headers of an HTTP 429 response for CreatePC
+type CreatePCResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreatePCResponse503Headers the declared response headers of an HTTP 503 response for CreatePC
 type CreatePCResponse503Headers struct {
 	RetryAfter int
@@ -11491,8 +11816,12 @@ type CreatePCResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePCResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreatePCResponse503Headers
 }
@@ -11537,6 +11866,11 @@ func (r CreatePCResponse) GetApplicationproblemJSON422() *ProblemResponse {
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreatePCResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreatePCResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -11571,6 +11905,11 @@ func (r CreatePCResponse) ContentType() string {
 	return ""
 }
 
+// GetPCResponse429Headers the declared response headers of an HTTP 429 response for GetPC
+type GetPCResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetPCResponse503Headers the declared response headers of an HTTP 503 response for GetPC
 type GetPCResponse503Headers struct {
 	RetryAfter int
@@ -11589,8 +11928,12 @@ type GetPCResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPCResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetPCResponse503Headers
 }
@@ -11618,6 +11961,11 @@ func (r GetPCResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetPCResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetPCResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11654,6 +12002,11 @@ func (r GetPCResponse) ContentType() string {
 	return ""
 }
 
+// GetPCSlotsResponse429Headers the declared response headers of an HTTP 429 response for GetPCSlots
+type GetPCSlotsResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetPCSlotsResponse503Headers the declared response headers of an HTTP 503 response for GetPCSlots
 type GetPCSlotsResponse503Headers struct {
 	RetryAfter int
@@ -11672,8 +12025,12 @@ type GetPCSlotsResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPCSlotsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetPCSlotsResponse503Headers
 }
@@ -11701,6 +12058,11 @@ func (r GetPCSlotsResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetPCSlotsResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetPCSlotsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11737,6 +12099,11 @@ func (r GetPCSlotsResponse) ContentType() string {
 	return ""
 }
 
+// ListRolloutsResponse429Headers the declared response headers of an HTTP 429 response for ListRollouts
+type ListRolloutsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListRolloutsResponse503Headers the declared response headers of an HTTP 503 response for ListRollouts
 type ListRolloutsResponse503Headers struct {
 	RetryAfter int
@@ -11753,8 +12120,12 @@ type ListRolloutsResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRolloutsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListRolloutsResponse503Headers
 }
@@ -11777,6 +12148,11 @@ func (r ListRolloutsResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListRolloutsResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListRolloutsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11813,6 +12189,11 @@ func (r ListRolloutsResponse) ContentType() string {
 	return ""
 }
 
+// CreateRolloutResponse429Headers the declared response headers of an HTTP 429 response for CreateRollout
+type CreateRolloutResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreateRolloutResponse503Headers the declared response headers of an HTTP 503 response for CreateRollout
 type CreateRolloutResponse503Headers struct {
 	RetryAfter int
@@ -11837,8 +12218,12 @@ type CreateRolloutResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateRolloutResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateRolloutResponse503Headers
 }
@@ -11883,6 +12268,11 @@ func (r CreateRolloutResponse) GetApplicationproblemJSON422() *ProblemResponse {
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateRolloutResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateRolloutResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -11917,6 +12307,11 @@ func (r CreateRolloutResponse) ContentType() string {
 	return ""
 }
 
+// GetRolloutResponse429Headers the declared response headers of an HTTP 429 response for GetRollout
+type GetRolloutResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetRolloutResponse503Headers the declared response headers of an HTTP 503 response for GetRollout
 type GetRolloutResponse503Headers struct {
 	RetryAfter int
@@ -11935,8 +12330,12 @@ type GetRolloutResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRolloutResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRolloutResponse503Headers
 }
@@ -11964,6 +12363,11 @@ func (r GetRolloutResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetRolloutResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRolloutResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -12000,6 +12404,11 @@ func (r GetRolloutResponse) ContentType() string {
 	return ""
 }
 
+// CancelRolloutResponse429Headers the declared response headers of an HTTP 429 response for CancelRollout
+type CancelRolloutResponse429Headers struct {
+	RetryAfter int
+}
+
 // CancelRolloutResponse503Headers the declared response headers of an HTTP 503 response for CancelRollout
 type CancelRolloutResponse503Headers struct {
 	RetryAfter int
@@ -12020,8 +12429,12 @@ type CancelRolloutResponse struct {
 	ApplicationproblemJSON404 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelRolloutResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelRolloutResponse503Headers
 }
@@ -12054,6 +12467,11 @@ func (r CancelRolloutResponse) GetApplicationproblemJSON404() *ProblemResponse {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CancelRolloutResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelRolloutResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -12090,6 +12508,11 @@ func (r CancelRolloutResponse) ContentType() string {
 	return ""
 }
 
+// FreezeRolloutResponse429Headers the declared response headers of an HTTP 429 response for FreezeRollout
+type FreezeRolloutResponse429Headers struct {
+	RetryAfter int
+}
+
 // FreezeRolloutResponse503Headers the declared response headers of an HTTP 503 response for FreezeRollout
 type FreezeRolloutResponse503Headers struct {
 	RetryAfter int
@@ -12112,8 +12535,12 @@ type FreezeRolloutResponse struct {
 	ApplicationproblemJSON409 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FreezeRolloutResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *FreezeRolloutResponse503Headers
 }
@@ -12153,6 +12580,11 @@ func (r FreezeRolloutResponse) GetApplicationproblemJSON415() *ProblemResponse {
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FreezeRolloutResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r FreezeRolloutResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -12187,6 +12619,11 @@ func (r FreezeRolloutResponse) ContentType() string {
 	return ""
 }
 
+// PauseRolloutResponse429Headers the declared response headers of an HTTP 429 response for PauseRollout
+type PauseRolloutResponse429Headers struct {
+	RetryAfter int
+}
+
 // PauseRolloutResponse503Headers the declared response headers of an HTTP 503 response for PauseRollout
 type PauseRolloutResponse503Headers struct {
 	RetryAfter int
@@ -12207,8 +12644,12 @@ type PauseRolloutResponse struct {
 	ApplicationproblemJSON404 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PauseRolloutResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PauseRolloutResponse503Headers
 }
@@ -12241,6 +12682,11 @@ func (r PauseRolloutResponse) GetApplicationproblemJSON404() *ProblemResponse {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r PauseRolloutResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PauseRolloutResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -12277,6 +12723,11 @@ func (r PauseRolloutResponse) ContentType() string {
 	return ""
 }
 
+// ResumeRolloutResponse429Headers the declared response headers of an HTTP 429 response for ResumeRollout
+type ResumeRolloutResponse429Headers struct {
+	RetryAfter int
+}
+
 // ResumeRolloutResponse503Headers the declared response headers of an HTTP 503 response for ResumeRollout
 type ResumeRolloutResponse503Headers struct {
 	RetryAfter int
@@ -12297,8 +12748,12 @@ type ResumeRolloutResponse struct {
 	ApplicationproblemJSON404 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResumeRolloutResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResumeRolloutResponse503Headers
 }
@@ -12331,6 +12786,11 @@ func (r ResumeRolloutResponse) GetApplicationproblemJSON404() *ProblemResponse {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r ResumeRolloutResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResumeRolloutResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -12367,6 +12827,11 @@ func (r ResumeRolloutResponse) ContentType() string {
 	return ""
 }
 
+// ListRolloutTasksResponse429Headers the declared response headers of an HTTP 429 response for ListRolloutTasks
+type ListRolloutTasksResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListRolloutTasksResponse503Headers the declared response headers of an HTTP 503 response for ListRolloutTasks
 type ListRolloutTasksResponse503Headers struct {
 	RetryAfter int
@@ -12385,8 +12850,12 @@ type ListRolloutTasksResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRolloutTasksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListRolloutTasksResponse503Headers
 }
@@ -12414,6 +12883,11 @@ func (r ListRolloutTasksResponse) GetApplicationproblemJSON403() *ProblemRespons
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListRolloutTasksResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListRolloutTasksResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -12450,6 +12924,11 @@ func (r ListRolloutTasksResponse) ContentType() string {
 	return ""
 }
 
+// UnfreezeRolloutResponse429Headers the declared response headers of an HTTP 429 response for UnfreezeRollout
+type UnfreezeRolloutResponse429Headers struct {
+	RetryAfter int
+}
+
 // UnfreezeRolloutResponse503Headers the declared response headers of an HTTP 503 response for UnfreezeRollout
 type UnfreezeRolloutResponse503Headers struct {
 	RetryAfter int
@@ -12470,8 +12949,12 @@ type UnfreezeRolloutResponse struct {
 	ApplicationproblemJSON404 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UnfreezeRolloutResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *UnfreezeRolloutResponse503Headers
 }
@@ -12504,6 +12987,11 @@ func (r UnfreezeRolloutResponse) GetApplicationproblemJSON404() *ProblemResponse
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r UnfreezeRolloutResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UnfreezeRolloutResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -12540,6 +13028,11 @@ func (r UnfreezeRolloutResponse) ContentType() string {
 	return ""
 }
 
+// ListRunsResponse429Headers the declared response headers of an HTTP 429 response for ListRuns
+type ListRunsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListRunsResponse503Headers the declared response headers of an HTTP 503 response for ListRuns
 type ListRunsResponse503Headers struct {
 	RetryAfter int
@@ -12556,8 +13049,12 @@ type ListRunsResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRunsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListRunsResponse503Headers
 }
@@ -12580,6 +13077,11 @@ func (r ListRunsResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListRunsResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -12616,6 +13118,11 @@ func (r ListRunsResponse) ContentType() string {
 	return ""
 }
 
+// RedriveRunResponse429Headers the declared response headers of an HTTP 429 response for RedriveRun
+type RedriveRunResponse429Headers struct {
+	RetryAfter int
+}
+
 // RedriveRunResponse503Headers the declared response headers of an HTTP 503 response for RedriveRun
 type RedriveRunResponse503Headers struct {
 	RetryAfter int
@@ -12640,8 +13147,12 @@ type RedriveRunResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RedriveRunResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RedriveRunResponse503Headers
 }
@@ -12686,6 +13197,11 @@ func (r RedriveRunResponse) GetApplicationproblemJSON422() *ProblemResponse {
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RedriveRunResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r RedriveRunResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -12720,6 +13236,11 @@ func (r RedriveRunResponse) ContentType() string {
 	return ""
 }
 
+// ListSchedulesResponse429Headers the declared response headers of an HTTP 429 response for ListSchedules
+type ListSchedulesResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListSchedulesResponse503Headers the declared response headers of an HTTP 503 response for ListSchedules
 type ListSchedulesResponse503Headers struct {
 	RetryAfter int
@@ -12736,8 +13257,12 @@ type ListSchedulesResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSchedulesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListSchedulesResponse503Headers
 }
@@ -12760,6 +13285,11 @@ func (r ListSchedulesResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListSchedulesResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSchedulesResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -12796,6 +13326,11 @@ func (r ListSchedulesResponse) ContentType() string {
 	return ""
 }
 
+// CreateScheduleResponse429Headers the declared response headers of an HTTP 429 response for CreateSchedule
+type CreateScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreateScheduleResponse503Headers the declared response headers of an HTTP 503 response for CreateSchedule
 type CreateScheduleResponse503Headers struct {
 	RetryAfter int
@@ -12820,8 +13355,12 @@ type CreateScheduleResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateScheduleResponse503Headers
 }
@@ -12866,6 +13405,11 @@ func (r CreateScheduleResponse) GetApplicationproblemJSON422() *ProblemResponse 
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateScheduleResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -12900,6 +13444,11 @@ func (r CreateScheduleResponse) ContentType() string {
 	return ""
 }
 
+// BulkCreateSchedulesResponse429Headers the declared response headers of an HTTP 429 response for BulkCreateSchedules
+type BulkCreateSchedulesResponse429Headers struct {
+	RetryAfter int
+}
+
 // BulkCreateSchedulesResponse503Headers the declared response headers of an HTTP 503 response for BulkCreateSchedules
 type BulkCreateSchedulesResponse503Headers struct {
 	RetryAfter int
@@ -12926,8 +13475,12 @@ type BulkCreateSchedulesResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BulkCreateSchedulesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *BulkCreateSchedulesResponse503Headers
 }
@@ -12977,6 +13530,11 @@ func (r BulkCreateSchedulesResponse) GetApplicationproblemJSON422() *ProblemResp
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r BulkCreateSchedulesResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r BulkCreateSchedulesResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -13011,6 +13569,11 @@ func (r BulkCreateSchedulesResponse) ContentType() string {
 	return ""
 }
 
+// PauseSelectedSchedulesResponse429Headers the declared response headers of an HTTP 429 response for PauseSelectedSchedules
+type PauseSelectedSchedulesResponse429Headers struct {
+	RetryAfter int
+}
+
 // PauseSelectedSchedulesResponse503Headers the declared response headers of an HTTP 503 response for PauseSelectedSchedules
 type PauseSelectedSchedulesResponse503Headers struct {
 	RetryAfter int
@@ -13035,8 +13598,12 @@ type PauseSelectedSchedulesResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PauseSelectedSchedulesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PauseSelectedSchedulesResponse503Headers
 }
@@ -13081,6 +13648,11 @@ func (r PauseSelectedSchedulesResponse) GetApplicationproblemJSON422() *ProblemR
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PauseSelectedSchedulesResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r PauseSelectedSchedulesResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -13115,6 +13687,11 @@ func (r PauseSelectedSchedulesResponse) ContentType() string {
 	return ""
 }
 
+// PreviewScheduleResponse429Headers the declared response headers of an HTTP 429 response for PreviewSchedule
+type PreviewScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // PreviewScheduleResponse503Headers the declared response headers of an HTTP 503 response for PreviewSchedule
 type PreviewScheduleResponse503Headers struct {
 	RetryAfter int
@@ -13135,8 +13712,12 @@ type PreviewScheduleResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PreviewScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PreviewScheduleResponse503Headers
 }
@@ -13169,6 +13750,11 @@ func (r PreviewScheduleResponse) GetApplicationproblemJSON413() *ProblemResponse
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r PreviewScheduleResponse) GetApplicationproblemJSON415() *ProblemResponse {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PreviewScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -13205,6 +13791,11 @@ func (r PreviewScheduleResponse) ContentType() string {
 	return ""
 }
 
+// ResumeSelectedSchedulesResponse429Headers the declared response headers of an HTTP 429 response for ResumeSelectedSchedules
+type ResumeSelectedSchedulesResponse429Headers struct {
+	RetryAfter int
+}
+
 // ResumeSelectedSchedulesResponse503Headers the declared response headers of an HTTP 503 response for ResumeSelectedSchedules
 type ResumeSelectedSchedulesResponse503Headers struct {
 	RetryAfter int
@@ -13229,8 +13820,12 @@ type ResumeSelectedSchedulesResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResumeSelectedSchedulesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResumeSelectedSchedulesResponse503Headers
 }
@@ -13275,6 +13870,11 @@ func (r ResumeSelectedSchedulesResponse) GetApplicationproblemJSON422() *Problem
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResumeSelectedSchedulesResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r ResumeSelectedSchedulesResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -13309,6 +13909,11 @@ func (r ResumeSelectedSchedulesResponse) ContentType() string {
 	return ""
 }
 
+// DeleteScheduleResponse429Headers the declared response headers of an HTTP 429 response for DeleteSchedule
+type DeleteScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // DeleteScheduleResponse503Headers the declared response headers of an HTTP 503 response for DeleteSchedule
 type DeleteScheduleResponse503Headers struct {
 	RetryAfter int
@@ -13325,8 +13930,12 @@ type DeleteScheduleResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteScheduleResponse503Headers
 }
@@ -13349,6 +13958,11 @@ func (r DeleteScheduleResponse) GetApplicationproblemJSON403() *ProblemResponse 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r DeleteScheduleResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -13385,6 +13999,11 @@ func (r DeleteScheduleResponse) ContentType() string {
 	return ""
 }
 
+// GetScheduleResponse429Headers the declared response headers of an HTTP 429 response for GetSchedule
+type GetScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetScheduleResponse503Headers the declared response headers of an HTTP 503 response for GetSchedule
 type GetScheduleResponse503Headers struct {
 	RetryAfter int
@@ -13403,8 +14022,12 @@ type GetScheduleResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetScheduleResponse503Headers
 }
@@ -13432,6 +14055,11 @@ func (r GetScheduleResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetScheduleResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -13468,6 +14096,11 @@ func (r GetScheduleResponse) ContentType() string {
 	return ""
 }
 
+// UpdateScheduleResponse429Headers the declared response headers of an HTTP 429 response for UpdateSchedule
+type UpdateScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // UpdateScheduleResponse503Headers the declared response headers of an HTTP 503 response for UpdateSchedule
 type UpdateScheduleResponse503Headers struct {
 	RetryAfter int
@@ -13494,8 +14127,12 @@ type UpdateScheduleResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *UpdateScheduleResponse503Headers
 }
@@ -13543,6 +14180,11 @@ func (r UpdateScheduleResponse) GetApplicationproblemJSON413() *ProblemResponse 
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r UpdateScheduleResponse) GetApplicationproblemJSON415() *ProblemResponse {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -13690,6 +14332,11 @@ func (r PutScheduleResponse) ContentType() string {
 	return ""
 }
 
+// BackfillScheduleResponse429Headers the declared response headers of an HTTP 429 response for BackfillSchedule
+type BackfillScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // BackfillScheduleResponse503Headers the declared response headers of an HTTP 503 response for BackfillSchedule
 type BackfillScheduleResponse503Headers struct {
 	RetryAfter int
@@ -13714,14 +14361,20 @@ type BackfillScheduleResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BackfillScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *BackfillScheduleResponse503Headers
 }
@@ -13760,6 +14413,11 @@ func (r BackfillScheduleResponse) GetApplicationproblemJSON404() *ProblemRespons
 	return r.ApplicationproblemJSON404
 }
 
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r BackfillScheduleResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r BackfillScheduleResponse) GetApplicationproblemJSON413() *ProblemResponse {
 	return r.ApplicationproblemJSON413
@@ -13773,6 +14431,11 @@ func (r BackfillScheduleResponse) GetApplicationproblemJSON415() *ProblemRespons
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r BackfillScheduleResponse) GetApplicationproblemJSON422() *ProblemResponse {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r BackfillScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -13809,6 +14472,11 @@ func (r BackfillScheduleResponse) ContentType() string {
 	return ""
 }
 
+// ListScheduleHistoryResponse429Headers the declared response headers of an HTTP 429 response for ListScheduleHistory
+type ListScheduleHistoryResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListScheduleHistoryResponse503Headers the declared response headers of an HTTP 503 response for ListScheduleHistory
 type ListScheduleHistoryResponse503Headers struct {
 	RetryAfter int
@@ -13827,8 +14495,12 @@ type ListScheduleHistoryResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListScheduleHistoryResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListScheduleHistoryResponse503Headers
 }
@@ -13856,6 +14528,11 @@ func (r ListScheduleHistoryResponse) GetApplicationproblemJSON403() *ProblemResp
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListScheduleHistoryResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListScheduleHistoryResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -13892,6 +14569,11 @@ func (r ListScheduleHistoryResponse) ContentType() string {
 	return ""
 }
 
+// PauseScheduleResponse429Headers the declared response headers of an HTTP 429 response for PauseSchedule
+type PauseScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // PauseScheduleResponse503Headers the declared response headers of an HTTP 503 response for PauseSchedule
 type PauseScheduleResponse503Headers struct {
 	RetryAfter int
@@ -13914,8 +14596,12 @@ type PauseScheduleResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PauseScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PauseScheduleResponse503Headers
 }
@@ -13955,6 +14641,11 @@ func (r PauseScheduleResponse) GetApplicationproblemJSON415() *ProblemResponse {
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PauseScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r PauseScheduleResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -13989,6 +14680,11 @@ func (r PauseScheduleResponse) ContentType() string {
 	return ""
 }
 
+// RescheduleScheduleResponse429Headers the declared response headers of an HTTP 429 response for RescheduleSchedule
+type RescheduleScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // RescheduleScheduleResponse503Headers the declared response headers of an HTTP 503 response for RescheduleSchedule
 type RescheduleScheduleResponse503Headers struct {
 	RetryAfter int
@@ -14013,8 +14709,12 @@ type RescheduleScheduleResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RescheduleScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RescheduleScheduleResponse503Headers
 }
@@ -14059,6 +14759,11 @@ func (r RescheduleScheduleResponse) GetApplicationproblemJSON415() *ProblemRespo
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RescheduleScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r RescheduleScheduleResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -14093,6 +14798,11 @@ func (r RescheduleScheduleResponse) ContentType() string {
 	return ""
 }
 
+// ResumeScheduleResponse429Headers the declared response headers of an HTTP 429 response for ResumeSchedule
+type ResumeScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // ResumeScheduleResponse503Headers the declared response headers of an HTTP 503 response for ResumeSchedule
 type ResumeScheduleResponse503Headers struct {
 	RetryAfter int
@@ -14115,8 +14825,12 @@ type ResumeScheduleResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResumeScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResumeScheduleResponse503Headers
 }
@@ -14156,6 +14870,11 @@ func (r ResumeScheduleResponse) GetApplicationproblemJSON415() *ProblemResponse 
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResumeScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r ResumeScheduleResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -14190,6 +14909,11 @@ func (r ResumeScheduleResponse) ContentType() string {
 	return ""
 }
 
+// ListScheduleRunsResponse429Headers the declared response headers of an HTTP 429 response for ListScheduleRuns
+type ListScheduleRunsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListScheduleRunsResponse503Headers the declared response headers of an HTTP 503 response for ListScheduleRuns
 type ListScheduleRunsResponse503Headers struct {
 	RetryAfter int
@@ -14208,8 +14932,12 @@ type ListScheduleRunsResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListScheduleRunsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListScheduleRunsResponse503Headers
 }
@@ -14237,6 +14965,11 @@ func (r ListScheduleRunsResponse) GetApplicationproblemJSON403() *ProblemRespons
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListScheduleRunsResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListScheduleRunsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -14273,6 +15006,11 @@ func (r ListScheduleRunsResponse) ContentType() string {
 	return ""
 }
 
+// RotateScheduleSecretResponse429Headers the declared response headers of an HTTP 429 response for RotateScheduleSecret
+type RotateScheduleSecretResponse429Headers struct {
+	RetryAfter int
+}
+
 // RotateScheduleSecretResponse503Headers the declared response headers of an HTTP 503 response for RotateScheduleSecret
 type RotateScheduleSecretResponse503Headers struct {
 	RetryAfter int
@@ -14297,8 +15035,12 @@ type RotateScheduleSecretResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateScheduleSecretResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RotateScheduleSecretResponse503Headers
 }
@@ -14343,6 +15085,11 @@ func (r RotateScheduleSecretResponse) GetApplicationproblemJSON422() *ProblemRes
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RotateScheduleSecretResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r RotateScheduleSecretResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -14377,6 +15124,11 @@ func (r RotateScheduleSecretResponse) ContentType() string {
 	return ""
 }
 
+// ScheduleStatsResponse429Headers the declared response headers of an HTTP 429 response for ScheduleStats
+type ScheduleStatsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ScheduleStatsResponse503Headers the declared response headers of an HTTP 503 response for ScheduleStats
 type ScheduleStatsResponse503Headers struct {
 	RetryAfter int
@@ -14395,8 +15147,12 @@ type ScheduleStatsResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ScheduleStatsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ScheduleStatsResponse503Headers
 }
@@ -14424,6 +15180,11 @@ func (r ScheduleStatsResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ScheduleStatsResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ScheduleStatsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -14460,6 +15221,11 @@ func (r ScheduleStatsResponse) ContentType() string {
 	return ""
 }
 
+// TriggerScheduleResponse429Headers the declared response headers of an HTTP 429 response for TriggerSchedule
+type TriggerScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
 // TriggerScheduleResponse503Headers the declared response headers of an HTTP 503 response for TriggerSchedule
 type TriggerScheduleResponse503Headers struct {
 	RetryAfter int
@@ -14488,8 +15254,12 @@ type TriggerScheduleResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TriggerScheduleResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *TriggerScheduleResponse503Headers
 }
@@ -14544,6 +15314,11 @@ func (r TriggerScheduleResponse) GetApplicationproblemJSON422() *ProblemResponse
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r TriggerScheduleResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -14578,6 +15353,11 @@ func (r TriggerScheduleResponse) ContentType() string {
 	return ""
 }
 
+// StatsOverviewResponse429Headers the declared response headers of an HTTP 429 response for StatsOverview
+type StatsOverviewResponse429Headers struct {
+	RetryAfter int
+}
+
 // StatsOverviewResponse503Headers the declared response headers of an HTTP 503 response for StatsOverview
 type StatsOverviewResponse503Headers struct {
 	RetryAfter int
@@ -14594,8 +15374,12 @@ type StatsOverviewResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StatsOverviewResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StatsOverviewResponse503Headers
 }
@@ -14618,6 +15402,11 @@ func (r StatsOverviewResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r StatsOverviewResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StatsOverviewResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -14654,6 +15443,11 @@ func (r StatsOverviewResponse) ContentType() string {
 	return ""
 }
 
+// GetTaskDeviceResponse429Headers the declared response headers of an HTTP 429 response for GetTaskDevice
+type GetTaskDeviceResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetTaskDeviceResponse503Headers the declared response headers of an HTTP 503 response for GetTaskDevice
 type GetTaskDeviceResponse503Headers struct {
 	RetryAfter int
@@ -14672,8 +15466,12 @@ type GetTaskDeviceResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTaskDeviceResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetTaskDeviceResponse503Headers
 }
@@ -14701,6 +15499,11 @@ func (r GetTaskDeviceResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetTaskDeviceResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTaskDeviceResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -14737,6 +15540,11 @@ func (r GetTaskDeviceResponse) ContentType() string {
 	return ""
 }
 
+// ListTaskDeviceEventsResponse429Headers the declared response headers of an HTTP 429 response for ListTaskDeviceEvents
+type ListTaskDeviceEventsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListTaskDeviceEventsResponse503Headers the declared response headers of an HTTP 503 response for ListTaskDeviceEvents
 type ListTaskDeviceEventsResponse503Headers struct {
 	RetryAfter int
@@ -14755,8 +15563,12 @@ type ListTaskDeviceEventsResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTaskDeviceEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListTaskDeviceEventsResponse503Headers
 }
@@ -14784,6 +15596,11 @@ func (r ListTaskDeviceEventsResponse) GetApplicationproblemJSON403() *ProblemRes
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListTaskDeviceEventsResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTaskDeviceEventsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -14820,6 +15637,11 @@ func (r ListTaskDeviceEventsResponse) ContentType() string {
 	return ""
 }
 
+// GetTaskRunResponse429Headers the declared response headers of an HTTP 429 response for GetTaskRun
+type GetTaskRunResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetTaskRunResponse503Headers the declared response headers of an HTTP 503 response for GetTaskRun
 type GetTaskRunResponse503Headers struct {
 	RetryAfter int
@@ -14838,8 +15660,12 @@ type GetTaskRunResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTaskRunResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetTaskRunResponse503Headers
 }
@@ -14867,6 +15693,11 @@ func (r GetTaskRunResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetTaskRunResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTaskRunResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -14903,6 +15734,11 @@ func (r GetTaskRunResponse) ContentType() string {
 	return ""
 }
 
+// CancelTaskRunResponse429Headers the declared response headers of an HTTP 429 response for CancelTaskRun
+type CancelTaskRunResponse429Headers struct {
+	RetryAfter int
+}
+
 // CancelTaskRunResponse503Headers the declared response headers of an HTTP 503 response for CancelTaskRun
 type CancelTaskRunResponse503Headers struct {
 	RetryAfter int
@@ -14923,8 +15759,12 @@ type CancelTaskRunResponse struct {
 	ApplicationproblemJSON404 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelTaskRunResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelTaskRunResponse503Headers
 }
@@ -14957,6 +15797,11 @@ func (r CancelTaskRunResponse) GetApplicationproblemJSON404() *ProblemResponse {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CancelTaskRunResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelTaskRunResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -14993,6 +15838,11 @@ func (r CancelTaskRunResponse) ContentType() string {
 	return ""
 }
 
+// ReportTaskRunResultResponse429Headers the declared response headers of an HTTP 429 response for ReportTaskRunResult
+type ReportTaskRunResultResponse429Headers struct {
+	RetryAfter int
+}
+
 // ReportTaskRunResultResponse503Headers the declared response headers of an HTTP 503 response for ReportTaskRunResult
 type ReportTaskRunResultResponse503Headers struct {
 	RetryAfter int
@@ -15019,8 +15869,12 @@ type ReportTaskRunResultResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReportTaskRunResultResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ReportTaskRunResultResponse503Headers
 }
@@ -15070,6 +15924,11 @@ func (r ReportTaskRunResultResponse) GetApplicationproblemJSON415() *ProblemResp
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReportTaskRunResultResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r ReportTaskRunResultResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -15104,6 +15963,11 @@ func (r ReportTaskRunResultResponse) ContentType() string {
 	return ""
 }
 
+// RetryTaskRunResponse429Headers the declared response headers of an HTTP 429 response for RetryTaskRun
+type RetryTaskRunResponse429Headers struct {
+	RetryAfter int
+}
+
 // RetryTaskRunResponse503Headers the declared response headers of an HTTP 503 response for RetryTaskRun
 type RetryTaskRunResponse503Headers struct {
 	RetryAfter int
@@ -15124,8 +15988,12 @@ type RetryTaskRunResponse struct {
 	ApplicationproblemJSON404 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetryTaskRunResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RetryTaskRunResponse503Headers
 }
@@ -15158,6 +16026,11 @@ func (r RetryTaskRunResponse) GetApplicationproblemJSON404() *ProblemResponse {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r RetryTaskRunResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RetryTaskRunResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -15194,6 +16067,11 @@ func (r RetryTaskRunResponse) ContentType() string {
 	return ""
 }
 
+// SkipTaskRunResponse429Headers the declared response headers of an HTTP 429 response for SkipTaskRun
+type SkipTaskRunResponse429Headers struct {
+	RetryAfter int
+}
+
 // SkipTaskRunResponse503Headers the declared response headers of an HTTP 503 response for SkipTaskRun
 type SkipTaskRunResponse503Headers struct {
 	RetryAfter int
@@ -15214,8 +16092,12 @@ type SkipTaskRunResponse struct {
 	ApplicationproblemJSON404 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SkipTaskRunResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SkipTaskRunResponse503Headers
 }
@@ -15248,6 +16130,11 @@ func (r SkipTaskRunResponse) GetApplicationproblemJSON404() *ProblemResponse {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r SkipTaskRunResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SkipTaskRunResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -15284,6 +16171,11 @@ func (r SkipTaskRunResponse) ContentType() string {
 	return ""
 }
 
+// ListTasksResponse429Headers the declared response headers of an HTTP 429 response for ListTasks
+type ListTasksResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListTasksResponse503Headers the declared response headers of an HTTP 503 response for ListTasks
 type ListTasksResponse503Headers struct {
 	RetryAfter int
@@ -15300,8 +16192,12 @@ type ListTasksResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTasksResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListTasksResponse503Headers
 }
@@ -15324,6 +16220,11 @@ func (r ListTasksResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListTasksResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTasksResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -15360,6 +16261,11 @@ func (r ListTasksResponse) ContentType() string {
 	return ""
 }
 
+// CreateTaskResponse429Headers the declared response headers of an HTTP 429 response for CreateTask
+type CreateTaskResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreateTaskResponse503Headers the declared response headers of an HTTP 503 response for CreateTask
 type CreateTaskResponse503Headers struct {
 	RetryAfter int
@@ -15384,8 +16290,12 @@ type CreateTaskResponse struct {
 	ApplicationproblemJSON415 *ProblemResponse
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateTaskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateTaskResponse503Headers
 }
@@ -15430,6 +16340,11 @@ func (r CreateTaskResponse) GetApplicationproblemJSON422() *ProblemResponse {
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateTaskResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateTaskResponse) GetApplicationproblemJSON503() *Unavailable {
 	return r.ApplicationproblemJSON503
@@ -15464,6 +16379,11 @@ func (r CreateTaskResponse) ContentType() string {
 	return ""
 }
 
+// GetTaskResponse429Headers the declared response headers of an HTTP 429 response for GetTask
+type GetTaskResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetTaskResponse503Headers the declared response headers of an HTTP 503 response for GetTask
 type GetTaskResponse503Headers struct {
 	RetryAfter int
@@ -15482,8 +16402,12 @@ type GetTaskResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTaskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetTaskResponse503Headers
 }
@@ -15511,6 +16435,11 @@ func (r GetTaskResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetTaskResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTaskResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -15547,6 +16476,11 @@ func (r GetTaskResponse) ContentType() string {
 	return ""
 }
 
+// CancelTaskResponse429Headers the declared response headers of an HTTP 429 response for CancelTask
+type CancelTaskResponse429Headers struct {
+	RetryAfter int
+}
+
 // CancelTaskResponse503Headers the declared response headers of an HTTP 503 response for CancelTask
 type CancelTaskResponse503Headers struct {
 	RetryAfter int
@@ -15567,8 +16501,12 @@ type CancelTaskResponse struct {
 	ApplicationproblemJSON404 *ProblemResponse
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelTaskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelTaskResponse503Headers
 }
@@ -15601,6 +16539,11 @@ func (r CancelTaskResponse) GetApplicationproblemJSON404() *ProblemResponse {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CancelTaskResponse) GetApplicationproblemJSON409() *ProblemResponse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -15637,6 +16580,11 @@ func (r CancelTaskResponse) ContentType() string {
 	return ""
 }
 
+// ListTaskDevicesResponse429Headers the declared response headers of an HTTP 429 response for ListTaskDevices
+type ListTaskDevicesResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListTaskDevicesResponse503Headers the declared response headers of an HTTP 503 response for ListTaskDevices
 type ListTaskDevicesResponse503Headers struct {
 	RetryAfter int
@@ -15655,8 +16603,12 @@ type ListTaskDevicesResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTaskDevicesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListTaskDevicesResponse503Headers
 }
@@ -15684,6 +16636,11 @@ func (r ListTaskDevicesResponse) GetApplicationproblemJSON403() *ProblemResponse
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListTaskDevicesResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTaskDevicesResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -15720,6 +16677,11 @@ func (r ListTaskDevicesResponse) ContentType() string {
 	return ""
 }
 
+// ListTokensResponse429Headers the declared response headers of an HTTP 429 response for ListTokens
+type ListTokensResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListTokensResponse503Headers the declared response headers of an HTTP 503 response for ListTokens
 type ListTokensResponse503Headers struct {
 	RetryAfter int
@@ -15736,8 +16698,12 @@ type ListTokensResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTokensResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListTokensResponse503Headers
 }
@@ -15760,6 +16726,11 @@ func (r ListTokensResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListTokensResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTokensResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -15796,6 +16767,11 @@ func (r ListTokensResponse) ContentType() string {
 	return ""
 }
 
+// CreateTokenResponse429Headers the declared response headers of an HTTP 429 response for CreateToken
+type CreateTokenResponse429Headers struct {
+	RetryAfter int
+}
+
 // CreateTokenResponse503Headers the declared response headers of an HTTP 503 response for CreateToken
 type CreateTokenResponse503Headers struct {
 	RetryAfter int
@@ -15816,8 +16792,12 @@ type CreateTokenResponse struct {
 	ApplicationproblemJSON413 *ProblemResponse
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateTokenResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateTokenResponse503Headers
 }
@@ -15850,6 +16830,11 @@ func (r CreateTokenResponse) GetApplicationproblemJSON413() *ProblemResponse {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r CreateTokenResponse) GetApplicationproblemJSON415() *ProblemResponse {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateTokenResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -15886,6 +16871,11 @@ func (r CreateTokenResponse) ContentType() string {
 	return ""
 }
 
+// RevokeTokenResponse429Headers the declared response headers of an HTTP 429 response for RevokeToken
+type RevokeTokenResponse429Headers struct {
+	RetryAfter int
+}
+
 // RevokeTokenResponse503Headers the declared response headers of an HTTP 503 response for RevokeToken
 type RevokeTokenResponse503Headers struct {
 	RetryAfter int
@@ -15904,8 +16894,12 @@ type RevokeTokenResponse struct {
 	ApplicationproblemJSON403 *ProblemResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeTokenResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RevokeTokenResponse503Headers
 }
@@ -15933,6 +16927,11 @@ func (r RevokeTokenResponse) GetApplicationproblemJSON403() *ProblemResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RevokeTokenResponse) GetApplicationproblemJSON404() *ProblemResponse {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RevokeTokenResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -16010,6 +17009,11 @@ func (r HealthResponse) ContentType() string {
 	return ""
 }
 
+// MetricsResponse429Headers the declared response headers of an HTTP 429 response for Metrics
+type MetricsResponse429Headers struct {
+	RetryAfter int
+}
+
 // MetricsResponse503Headers the declared response headers of an HTTP 503 response for Metrics
 type MetricsResponse503Headers struct {
 	RetryAfter int
@@ -16022,8 +17026,12 @@ type MetricsResponse struct {
 	ApplicationproblemJSON401 *ProblemResponse
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MetricsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *MetricsResponse503Headers
 }
@@ -16036,6 +17044,11 @@ func (r MetricsResponse) GetApplicationproblemJSON401() *ProblemResponse {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r MetricsResponse) GetApplicationproblemJSON403() *ProblemResponse {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -16072,18 +17085,39 @@ func (r MetricsResponse) ContentType() string {
 	return ""
 }
 
+// ReadyResponse429Headers the declared response headers of an HTTP 429 response for Ready
+type ReadyResponse429Headers struct {
+	RetryAfter int
+}
+
 type ReadyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *map[string]interface{}
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *ProblemResponse
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyFailures
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ProblemResponse
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReadyResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ReadyResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReadyResponse) GetApplicationproblemJSON401() *ProblemResponse {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReadyResponse) GetApplicationproblemJSON429() *TooManyFailures {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -16598,7 +17632,14 @@ func (c *ClientWithResponses) ListRolloutsWithResponse(ctx context.Context, para
 	return ParseListRolloutsResponse(rsp)
 }
 
-// CreateRolloutWithBodyWithResponse Create a rollout with its tasks (operator)
+// CreateRolloutWithBodyWithResponse Create a rollout with its tasks (operator; deployer for code on targets)
+//
+// A rollout that runs code on its targets — a task with the `sql` or `http` executor, or
+// a wave's SQL health probe (`strategy.health.sql`) — needs a deployer or admin token;
+// an operator's is a 403 naming the field (`tasks[i].executor`, `strategy.health.sql`).
+// An operator creates `noop` and `external` tasks. An `sql` statement (and a probe) is
+// one statement: text of several is a 400 naming `tasks[i].payload.statement`
+// (`strategy.health.sql`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16611,7 +17652,14 @@ func (c *ClientWithResponses) CreateRolloutWithBodyWithResponse(ctx context.Cont
 	return ParseCreateRolloutResponse(rsp)
 }
 
-// CreateRolloutWithResponse Create a rollout with its tasks (operator)
+// CreateRolloutWithResponse Create a rollout with its tasks (operator; deployer for code on targets)
+//
+// A rollout that runs code on its targets — a task with the `sql` or `http` executor, or
+// a wave's SQL health probe (`strategy.health.sql`) — needs a deployer or admin token;
+// an operator's is a 403 naming the field (`tasks[i].executor`, `strategy.health.sql`).
+// An operator creates `noop` and `external` tasks. An `sql` statement (and a probe) is
+// one statement: text of several is a 400 naming `tasks[i].payload.statement`
+// (`strategy.health.sql`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17545,6 +18593,12 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 
 // ReadyWithResponse Readiness (PostgreSQL and Temporal answer)
 //
+// Anyone may ask; only a caller whose token may read (viewer and up) learns which
+// dependency fails and why: the answer then carries `phase` and `checks`, and a 503's
+// detail names each failing dependency with its error. Without a token (a probe), or with
+// an agent's, the answer is the status alone: 200 `{"status":"ready"}` or 503 "not ready".
+// A token that is shown is checked as on any route.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /readyz (the `Ready` operationId).
@@ -17662,6 +18716,13 @@ func ParseAgentClaimResponse(rsp *http.Response) (*AgentClaimResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17672,6 +18733,16 @@ func ParseAgentClaimResponse(rsp *http.Response) (*AgentClaimResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers AgentClaimResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AgentClaimResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17757,6 +18828,13 @@ func ParseAgentAckResponse(rsp *http.Response) (*AgentAckResponse, error) {
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17767,6 +18845,16 @@ func ParseAgentAckResponse(rsp *http.Response) (*AgentAckResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers AgentAckResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AgentAckResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17859,6 +18947,13 @@ func ParseAgentReportResultResponse(rsp *http.Response) (*AgentReportResultRespo
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17869,6 +18964,16 @@ func ParseAgentReportResultResponse(rsp *http.Response) (*AgentReportResultRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers AgentReportResultResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AgentReportResultResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17926,6 +19031,13 @@ func ParseListCalendarsResponse(rsp *http.Response) (*ListCalendarsResponse, err
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17936,6 +19048,16 @@ func ParseListCalendarsResponse(rsp *http.Response) (*ListCalendarsResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListCalendarsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListCalendarsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18021,6 +19143,13 @@ func ParseCreateCalendarResponse(rsp *http.Response) (*CreateCalendarResponse, e
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18031,6 +19160,16 @@ func ParseCreateCalendarResponse(rsp *http.Response) (*CreateCalendarResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateCalendarResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateCalendarResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18098,6 +19237,13 @@ func ParseDeleteCalendarResponse(rsp *http.Response) (*DeleteCalendarResponse, e
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18108,6 +19254,16 @@ func ParseDeleteCalendarResponse(rsp *http.Response) (*DeleteCalendarResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteCalendarResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteCalendarResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18172,6 +19328,13 @@ func ParseGetCalendarResponse(rsp *http.Response) (*GetCalendarResponse, error) 
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18182,6 +19345,16 @@ func ParseGetCalendarResponse(rsp *http.Response) (*GetCalendarResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetCalendarResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetCalendarResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18267,6 +19440,13 @@ func ParseReplaceCalendarResponse(rsp *http.Response) (*ReplaceCalendarResponse,
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18277,6 +19457,16 @@ func ParseReplaceCalendarResponse(rsp *http.Response) (*ReplaceCalendarResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ReplaceCalendarResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ReplaceCalendarResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18334,6 +19524,13 @@ func ParseListDevicesResponse(rsp *http.Response) (*ListDevicesResponse, error) 
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18344,6 +19541,16 @@ func ParseListDevicesResponse(rsp *http.Response) (*ListDevicesResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListDevicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListDevicesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18436,6 +19643,13 @@ func ParseCreateDeviceResponse(rsp *http.Response) (*CreateDeviceResponse, error
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18446,6 +19660,16 @@ func ParseCreateDeviceResponse(rsp *http.Response) (*CreateDeviceResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateDeviceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateDeviceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18510,6 +19734,13 @@ func ParseGetDeviceResponse(rsp *http.Response) (*GetDeviceResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18520,6 +19751,16 @@ func ParseGetDeviceResponse(rsp *http.Response) (*GetDeviceResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetDeviceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetDeviceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18598,6 +19839,13 @@ func ParseSetDeviceStatusResponse(rsp *http.Response) (*SetDeviceStatusResponse,
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18608,6 +19856,16 @@ func ParseSetDeviceStatusResponse(rsp *http.Response) (*SetDeviceStatusResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers SetDeviceStatusResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetDeviceStatusResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18665,6 +19923,13 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18675,6 +19940,16 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18739,6 +20014,13 @@ func ParseLiftFreezeResponse(rsp *http.Response) (*LiftFreezeResponse, error) {
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18749,6 +20031,16 @@ func ParseLiftFreezeResponse(rsp *http.Response) (*LiftFreezeResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers LiftFreezeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers LiftFreezeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18799,6 +20091,13 @@ func ParseGetFreezeResponse(rsp *http.Response) (*GetFreezeResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18809,6 +20108,16 @@ func ParseGetFreezeResponse(rsp *http.Response) (*GetFreezeResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetFreezeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetFreezeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18887,6 +20196,13 @@ func ParseSetFreezeResponse(rsp *http.Response) (*SetFreezeResponse, error) {
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18897,6 +20213,16 @@ func ParseSetFreezeResponse(rsp *http.Response) (*SetFreezeResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers SetFreezeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetFreezeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18947,6 +20273,13 @@ func ParseOpenAPIDocumentResponse(rsp *http.Response) (*OpenAPIDocumentResponse,
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18957,6 +20290,16 @@ func ParseOpenAPIDocumentResponse(rsp *http.Response) (*OpenAPIDocumentResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers OpenAPIDocumentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers OpenAPIDocumentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19014,6 +20357,13 @@ func ParseListPCsResponse(rsp *http.Response) (*ListPCsResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19024,6 +20374,16 @@ func ParseListPCsResponse(rsp *http.Response) (*ListPCsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListPCsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListPCsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19109,6 +20469,13 @@ func ParseCreatePCResponse(rsp *http.Response) (*CreatePCResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19119,6 +20486,16 @@ func ParseCreatePCResponse(rsp *http.Response) (*CreatePCResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CreatePCResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreatePCResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19183,6 +20560,13 @@ func ParseGetPCResponse(rsp *http.Response) (*GetPCResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19193,6 +20577,16 @@ func ParseGetPCResponse(rsp *http.Response) (*GetPCResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetPCResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetPCResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19257,6 +20651,13 @@ func ParseGetPCSlotsResponse(rsp *http.Response) (*GetPCSlotsResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19267,6 +20668,16 @@ func ParseGetPCSlotsResponse(rsp *http.Response) (*GetPCSlotsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetPCSlotsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetPCSlotsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19324,6 +20735,13 @@ func ParseListRolloutsResponse(rsp *http.Response) (*ListRolloutsResponse, error
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19334,6 +20752,16 @@ func ParseListRolloutsResponse(rsp *http.Response) (*ListRolloutsResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListRolloutsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListRolloutsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19419,6 +20847,13 @@ func ParseCreateRolloutResponse(rsp *http.Response) (*CreateRolloutResponse, err
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19429,6 +20864,16 @@ func ParseCreateRolloutResponse(rsp *http.Response) (*CreateRolloutResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateRolloutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateRolloutResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19493,6 +20938,13 @@ func ParseGetRolloutResponse(rsp *http.Response) (*GetRolloutResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19503,6 +20955,16 @@ func ParseGetRolloutResponse(rsp *http.Response) (*GetRolloutResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetRolloutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetRolloutResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19574,6 +21036,13 @@ func ParseCancelRolloutResponse(rsp *http.Response) (*CancelRolloutResponse, err
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19584,6 +21053,16 @@ func ParseCancelRolloutResponse(rsp *http.Response) (*CancelRolloutResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CancelRolloutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelRolloutResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19662,6 +21141,13 @@ func ParseFreezeRolloutResponse(rsp *http.Response) (*FreezeRolloutResponse, err
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19672,6 +21158,16 @@ func ParseFreezeRolloutResponse(rsp *http.Response) (*FreezeRolloutResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers FreezeRolloutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers FreezeRolloutResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19743,6 +21239,13 @@ func ParsePauseRolloutResponse(rsp *http.Response) (*PauseRolloutResponse, error
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19753,6 +21256,16 @@ func ParsePauseRolloutResponse(rsp *http.Response) (*PauseRolloutResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers PauseRolloutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PauseRolloutResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19824,6 +21337,13 @@ func ParseResumeRolloutResponse(rsp *http.Response) (*ResumeRolloutResponse, err
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19834,6 +21354,16 @@ func ParseResumeRolloutResponse(rsp *http.Response) (*ResumeRolloutResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ResumeRolloutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResumeRolloutResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19898,6 +21428,13 @@ func ParseListRolloutTasksResponse(rsp *http.Response) (*ListRolloutTasksRespons
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19908,6 +21445,16 @@ func ParseListRolloutTasksResponse(rsp *http.Response) (*ListRolloutTasksRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListRolloutTasksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListRolloutTasksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19979,6 +21526,13 @@ func ParseUnfreezeRolloutResponse(rsp *http.Response) (*UnfreezeRolloutResponse,
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19989,6 +21543,16 @@ func ParseUnfreezeRolloutResponse(rsp *http.Response) (*UnfreezeRolloutResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers UnfreezeRolloutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UnfreezeRolloutResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20046,6 +21610,13 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20056,6 +21627,16 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListRunsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListRunsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20141,6 +21722,13 @@ func ParseRedriveRunResponse(rsp *http.Response) (*RedriveRunResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20151,6 +21739,16 @@ func ParseRedriveRunResponse(rsp *http.Response) (*RedriveRunResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers RedriveRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RedriveRunResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20208,6 +21806,13 @@ func ParseListSchedulesResponse(rsp *http.Response) (*ListSchedulesResponse, err
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20218,6 +21823,16 @@ func ParseListSchedulesResponse(rsp *http.Response) (*ListSchedulesResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListSchedulesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListSchedulesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20303,6 +21918,13 @@ func ParseCreateScheduleResponse(rsp *http.Response) (*CreateScheduleResponse, e
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20313,6 +21935,16 @@ func ParseCreateScheduleResponse(rsp *http.Response) (*CreateScheduleResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20405,6 +22037,13 @@ func ParseBulkCreateSchedulesResponse(rsp *http.Response) (*BulkCreateSchedulesR
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20415,6 +22054,16 @@ func ParseBulkCreateSchedulesResponse(rsp *http.Response) (*BulkCreateSchedulesR
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers BulkCreateSchedulesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers BulkCreateSchedulesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20500,6 +22149,13 @@ func ParsePauseSelectedSchedulesResponse(rsp *http.Response) (*PauseSelectedSche
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20510,6 +22166,16 @@ func ParsePauseSelectedSchedulesResponse(rsp *http.Response) (*PauseSelectedSche
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers PauseSelectedSchedulesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PauseSelectedSchedulesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20581,6 +22247,13 @@ func ParsePreviewScheduleResponse(rsp *http.Response) (*PreviewScheduleResponse,
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20591,6 +22264,16 @@ func ParsePreviewScheduleResponse(rsp *http.Response) (*PreviewScheduleResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers PreviewScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PreviewScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20676,6 +22359,13 @@ func ParseResumeSelectedSchedulesResponse(rsp *http.Response) (*ResumeSelectedSc
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20686,6 +22376,16 @@ func ParseResumeSelectedSchedulesResponse(rsp *http.Response) (*ResumeSelectedSc
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ResumeSelectedSchedulesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResumeSelectedSchedulesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20749,6 +22449,13 @@ func ParseDeleteScheduleResponse(rsp *http.Response) (*DeleteScheduleResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20759,6 +22466,16 @@ func ParseDeleteScheduleResponse(rsp *http.Response) (*DeleteScheduleResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20823,6 +22540,13 @@ func ParseGetScheduleResponse(rsp *http.Response) (*GetScheduleResponse, error) 
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20833,6 +22557,16 @@ func ParseGetScheduleResponse(rsp *http.Response) (*GetScheduleResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20925,6 +22659,13 @@ func ParseUpdateScheduleResponse(rsp *http.Response) (*UpdateScheduleResponse, e
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20935,6 +22676,16 @@ func ParseUpdateScheduleResponse(rsp *http.Response) (*UpdateScheduleResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers UpdateScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21112,6 +22863,13 @@ func ParseBackfillScheduleResponse(rsp *http.Response) (*BackfillScheduleRespons
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ProblemResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21133,6 +22891,13 @@ func ParseBackfillScheduleResponse(rsp *http.Response) (*BackfillScheduleRespons
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21143,6 +22908,16 @@ func ParseBackfillScheduleResponse(rsp *http.Response) (*BackfillScheduleRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers BackfillScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers BackfillScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21207,6 +22982,13 @@ func ParseListScheduleHistoryResponse(rsp *http.Response) (*ListScheduleHistoryR
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21217,6 +22999,16 @@ func ParseListScheduleHistoryResponse(rsp *http.Response) (*ListScheduleHistoryR
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListScheduleHistoryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListScheduleHistoryResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21295,6 +23087,13 @@ func ParsePauseScheduleResponse(rsp *http.Response) (*PauseScheduleResponse, err
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21305,6 +23104,16 @@ func ParsePauseScheduleResponse(rsp *http.Response) (*PauseScheduleResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers PauseScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PauseScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21390,6 +23199,13 @@ func ParseRescheduleScheduleResponse(rsp *http.Response) (*RescheduleScheduleRes
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21400,6 +23216,16 @@ func ParseRescheduleScheduleResponse(rsp *http.Response) (*RescheduleScheduleRes
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers RescheduleScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RescheduleScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21478,6 +23304,13 @@ func ParseResumeScheduleResponse(rsp *http.Response) (*ResumeScheduleResponse, e
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21488,6 +23321,16 @@ func ParseResumeScheduleResponse(rsp *http.Response) (*ResumeScheduleResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ResumeScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResumeScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21552,6 +23395,13 @@ func ParseListScheduleRunsResponse(rsp *http.Response) (*ListScheduleRunsRespons
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21562,6 +23412,16 @@ func ParseListScheduleRunsResponse(rsp *http.Response) (*ListScheduleRunsRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListScheduleRunsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListScheduleRunsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21647,6 +23507,13 @@ func ParseRotateScheduleSecretResponse(rsp *http.Response) (*RotateScheduleSecre
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21657,6 +23524,16 @@ func ParseRotateScheduleSecretResponse(rsp *http.Response) (*RotateScheduleSecre
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers RotateScheduleSecretResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RotateScheduleSecretResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21721,6 +23598,13 @@ func ParseScheduleStatsResponse(rsp *http.Response) (*ScheduleStatsResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21731,6 +23615,16 @@ func ParseScheduleStatsResponse(rsp *http.Response) (*ScheduleStatsResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ScheduleStatsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ScheduleStatsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21830,6 +23724,13 @@ func ParseTriggerScheduleResponse(rsp *http.Response) (*TriggerScheduleResponse,
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21840,6 +23741,16 @@ func ParseTriggerScheduleResponse(rsp *http.Response) (*TriggerScheduleResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers TriggerScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers TriggerScheduleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21897,6 +23808,13 @@ func ParseStatsOverviewResponse(rsp *http.Response) (*StatsOverviewResponse, err
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21907,6 +23825,16 @@ func ParseStatsOverviewResponse(rsp *http.Response) (*StatsOverviewResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers StatsOverviewResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StatsOverviewResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21971,6 +23899,13 @@ func ParseGetTaskDeviceResponse(rsp *http.Response) (*GetTaskDeviceResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21981,6 +23916,16 @@ func ParseGetTaskDeviceResponse(rsp *http.Response) (*GetTaskDeviceResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetTaskDeviceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetTaskDeviceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22045,6 +23990,13 @@ func ParseListTaskDeviceEventsResponse(rsp *http.Response) (*ListTaskDeviceEvent
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22055,6 +24007,16 @@ func ParseListTaskDeviceEventsResponse(rsp *http.Response) (*ListTaskDeviceEvent
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListTaskDeviceEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListTaskDeviceEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22119,6 +24081,13 @@ func ParseGetTaskRunResponse(rsp *http.Response) (*GetTaskRunResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22129,6 +24098,16 @@ func ParseGetTaskRunResponse(rsp *http.Response) (*GetTaskRunResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetTaskRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetTaskRunResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22200,6 +24179,13 @@ func ParseCancelTaskRunResponse(rsp *http.Response) (*CancelTaskRunResponse, err
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22210,6 +24196,16 @@ func ParseCancelTaskRunResponse(rsp *http.Response) (*CancelTaskRunResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CancelTaskRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelTaskRunResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22302,6 +24298,13 @@ func ParseReportTaskRunResultResponse(rsp *http.Response) (*ReportTaskRunResultR
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22312,6 +24315,16 @@ func ParseReportTaskRunResultResponse(rsp *http.Response) (*ReportTaskRunResultR
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ReportTaskRunResultResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ReportTaskRunResultResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22383,6 +24396,13 @@ func ParseRetryTaskRunResponse(rsp *http.Response) (*RetryTaskRunResponse, error
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22393,6 +24413,16 @@ func ParseRetryTaskRunResponse(rsp *http.Response) (*RetryTaskRunResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers RetryTaskRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RetryTaskRunResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22464,6 +24494,13 @@ func ParseSkipTaskRunResponse(rsp *http.Response) (*SkipTaskRunResponse, error) 
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22474,6 +24511,16 @@ func ParseSkipTaskRunResponse(rsp *http.Response) (*SkipTaskRunResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers SkipTaskRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SkipTaskRunResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22531,6 +24578,13 @@ func ParseListTasksResponse(rsp *http.Response) (*ListTasksResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22541,6 +24595,16 @@ func ParseListTasksResponse(rsp *http.Response) (*ListTasksResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListTasksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListTasksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22626,6 +24690,13 @@ func ParseCreateTaskResponse(rsp *http.Response) (*CreateTaskResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22636,6 +24707,16 @@ func ParseCreateTaskResponse(rsp *http.Response) (*CreateTaskResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateTaskResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22700,6 +24781,13 @@ func ParseGetTaskResponse(rsp *http.Response) (*GetTaskResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22710,6 +24798,16 @@ func ParseGetTaskResponse(rsp *http.Response) (*GetTaskResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetTaskResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22781,6 +24879,13 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22791,6 +24896,16 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CancelTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelTaskResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22855,6 +24970,13 @@ func ParseListTaskDevicesResponse(rsp *http.Response) (*ListTaskDevicesResponse,
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22865,6 +24987,16 @@ func ParseListTaskDevicesResponse(rsp *http.Response) (*ListTaskDevicesResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListTaskDevicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListTaskDevicesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22922,6 +25054,13 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22932,6 +25071,16 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListTokensResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListTokensResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23003,6 +25152,13 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23013,6 +25169,16 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateTokenResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateTokenResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23077,6 +25243,13 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23087,6 +25260,16 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers RevokeTokenResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeTokenResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23156,6 +25339,13 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23166,6 +25356,16 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers MetricsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers MetricsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23202,6 +25402,20 @@ func ParseReadyResponse(rsp *http.Response) (*ReadyResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyFailures
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ProblemResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23209,6 +25423,19 @@ func ParseReadyResponse(rsp *http.Response) (*ReadyResponse, error) {
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ReadyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

@@ -21,6 +21,13 @@ const (
 	ExecutorExternal Executor = "external"
 )
 
+// RunsCode reports whether the executor runs what its payload says on a rollout's targets
+// (a statement on the database, a request to a URL): only a role that RunsCodeOnTargets
+// may create such a task.
+func (e Executor) RunsCode() bool {
+	return e == ExecutorSQL || e == ExecutorHTTP
+}
+
 // NoopPayload: {"sleep": "200ms"} (optional).
 type NoopPayload struct {
 	Sleep string `json:"sleep,omitempty"`
@@ -32,6 +39,19 @@ type HTTPPayload struct {
 	Body    json.RawMessage   `json:"body,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 }
+
+// SQL on a target database runs under server-side timeouts (SET LOCAL in its transaction),
+// so a statement that hangs or waits on a lock is ended by the database itself.
+const (
+	// DefaultSQLStatementTimeout bounds an sql task's statement
+	// (TICKGATE_SQL_STATEMENT_TIMEOUT): below the task's own two hours, so the database ends
+	// it before the worker gives up on it.
+	DefaultSQLStatementTimeout = time.Hour
+	// DefaultSQLLockTimeout bounds a statement's wait for a lock (TICKGATE_SQL_LOCK_TIMEOUT):
+	// a migration queued behind a long transaction would otherwise block every query queued
+	// behind it. A task that times out on a lock is tried again.
+	DefaultSQLLockTimeout = 10 * time.Second
+)
 
 // SQLPayload: run statement in one transaction on the task's database (DSN from the
 // worker's TICKGATE_SQL_TARGETS, never from the request).
@@ -96,6 +116,9 @@ func ValidatePayload(executor Executor, payload json.RawMessage) error {
 		}
 		if strings.TrimSpace(p.Statement) == "" {
 			return &PayloadError{Field: "statement", Msg: "is required"}
+		}
+		if err := CheckOneStatement(p.Statement); err != nil {
+			return &PayloadError{Field: "statement", Msg: err.Error()}
 		}
 	case ExecutorExternal:
 		var m map[string]any

@@ -174,6 +174,11 @@ func (h *HealthCheck) validate() error {
 	if len(h.SQL) > 10000 {
 		return fieldErrorf("health.sql", "at most 10000 characters")
 	}
+	if h.SQL != "" {
+		if err := CheckOneStatement(h.SQL); err != nil {
+			return fieldErrorf("health.sql", "%v", err)
+		}
+	}
 	if h.HTTP != "" {
 		u, err := url.Parse(h.HTTP)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -35,10 +35,12 @@ import (
 
 // TestReadinessWaitsForDependenciesAndFollowsOutages starts `tickgate api` and `tickgate
 // worker` while PostgreSQL and Temporal are unreachable (their addresses are proxies that
-// do not listen yet): both answer at once, /readyz says what they wait for and why, API
-// routes answer 503 with Retry-After. Once the proxies listen, both turn ready without a
-// restart and the API works. Then PostgreSQL, and after it Temporal, go away and come back:
-// /readyz names the missing one and recovers by itself.
+// do not listen yet): both answer at once, /readyz says not ready — the worker's (on its
+// own port) says what it waits for and why, the API's says no more than "not ready" to
+// anyone, as no token can be checked yet — and API routes answer 503 with Retry-After. Once
+// the proxies listen, both turn ready without a restart and the API works. Then
+// PostgreSQL, and after it Temporal, go away and come back: /readyz names the missing one
+// (the API's to a reader's token, when it can check one) and recovers by itself.
 func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	t.Parallel()
 	bin := buildTickgate(t)
@@ -62,21 +64,26 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	startTickgate(t, bin, "worker", env, "worker")
 	processes := map[string]string{"api": apiURL, "worker": workerURL}
 
-	// Neither dependency reachable: both processes serve at once and say why.
+	// Neither dependency reachable: both processes serve at once; the worker says why.
+	var r readyzAnswer
+	require.Eventually(t, func() bool {
+		r = getReadyz(t, workerURL)
+		return r.code == http.StatusServiceUnavailable && r.Checks["postgres"].Error != readiness.ErrNotChecked.Error()
+	}, 30*time.Second, 50*time.Millisecond, "worker: /readyz never said what it waits for")
+	require.Equal(t, "application/problem+json", r.contentType)
+	require.Equal(t, readiness.PhaseStarting, r.Phase)
+	require.Contains(t, r.Detail, "not ready: postgres: ")
+	require.False(t, r.Checks["postgres"].OK)
+	require.Contains(t, r.Checks["postgres"].Error, "connection refused")
+	require.Contains(t, r.Checks["postgres"].Error, pgProxy.addr)
+	require.NotEmpty(t, r.Checks["postgres"].For)
+	require.Equal(t, "waiting for postgres", r.Checks["temporal"].Error)
+	r = waitReadyz(t, apiURL, http.StatusServiceUnavailable)
+	require.Equal(t, "application/problem+json", r.contentType)
+	require.Equal(t, "not ready", r.Detail, "the API's /readyz gives no detail to a caller it cannot check")
+	require.Empty(t, r.Checks)
+	require.Empty(t, r.Phase)
 	for name, base := range processes {
-		var r readyzAnswer
-		require.Eventually(t, func() bool {
-			r = getReadyz(t, base)
-			return r.code == http.StatusServiceUnavailable && r.Checks["postgres"].Error != readiness.ErrNotChecked.Error()
-		}, 30*time.Second, 50*time.Millisecond, "%s: /readyz never said what it waits for", name)
-		require.Equal(t, "application/problem+json", r.contentType, name)
-		require.Equal(t, readiness.PhaseStarting, r.Phase, name)
-		require.Contains(t, r.Detail, "not ready: postgres: ", name)
-		require.False(t, r.Checks["postgres"].OK, name)
-		require.Contains(t, r.Checks["postgres"].Error, "connection refused", name)
-		require.Contains(t, r.Checks["postgres"].Error, pgProxy.addr, name)
-		require.NotEmpty(t, r.Checks["postgres"].For, name)
-		require.Equal(t, "waiting for postgres", r.Checks["temporal"].Error, name)
 		_, err := probe(t, base).HealthWithResponse(context.Background())
 		require.NoError(t, err, "%s: alive while not ready", name)
 	}
@@ -93,7 +100,7 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, refused.Status)
 	require.Equal(t, "application/problem+json", refused.ContentType)
 	require.NotEmpty(t, refused.RetryAfter)
-	require.True(t, strings.HasPrefix(refused.Detail, "not ready: waiting for postgres, temporal"), refused.Detail)
+	require.Equal(t, "not ready: waiting for postgres, temporal (the log says why)", refused.Detail)
 	// Each retry is logged with the dependency, the error and the next delay.
 	require.Eventually(t, func() bool {
 		b, err := os.ReadFile(apiLog)
@@ -125,20 +132,25 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 		require.NoError(t, err, name)
 	}
 	createSchedule("readiness-1")
+	// Ready: the API's /readyz gives its checks to a reader's token, the status alone to anyone.
+	require.Equal(t, http.StatusOK, getReadyz(t, apiURL).code)
+	require.Empty(t, getReadyz(t, apiURL).Checks)
+	require.True(t, getReadyzAs(t, apiURL, token).Checks["postgres"].OK)
 	list, err := api(token).ListSchedulesWithResponse(ctx, nil)
 	require.NoError(t, err)
 	require.Contains(t, string(list.Body), `"readiness-1"`)
 
-	// PostgreSQL goes away (listener and live connections) and comes back.
+	// PostgreSQL goes away (listener and live connections) and comes back. The worker names
+	// it; so does the API to a reader's token while it can still check it (its cache stays
+	// fresh a moment), and says "not ready" alone once it cannot.
 	pgProxy.Stop()
-	for name, base := range processes {
-		r := waitReadyz(t, base, http.StatusServiceUnavailable)
-		require.Equal(t, readiness.PhaseRunning, r.Phase, name)
-		require.False(t, r.Checks["postgres"].OK, name)
-		require.NotEmpty(t, r.Checks["postgres"].Error, name)
-		require.Contains(t, r.Detail, "not ready: postgres: ", name)
-		require.True(t, r.Checks["temporal"].OK, name)
-	}
+	r = waitReadyz(t, workerURL, http.StatusServiceUnavailable)
+	require.Equal(t, readiness.PhaseRunning, r.Phase)
+	require.False(t, r.Checks["postgres"].OK)
+	require.NotEmpty(t, r.Checks["postgres"].Error)
+	require.Contains(t, r.Detail, "not ready: postgres: ")
+	require.True(t, r.Checks["temporal"].OK)
+	requireNamesOrSaysNotReady(t, waitReadyzAs(t, apiURL, token, http.StatusServiceUnavailable), "postgres")
 	// Meanwhile a request is refused as worth resending — 503 with Retry-After — not
 	// answered 500 as if the request itself had broken something.
 	_, err = api(token).ListSchedulesWithResponse(ctx, nil)
@@ -156,10 +168,10 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	_, err = api(token).ListSchedulesWithResponse(ctx, nil)
 	require.NoError(t, err, "the pool reconnected")
 
-	// Temporal goes away and comes back.
+	// Temporal goes away and comes back: each names it (the API to a reader's token).
 	temporalProxy.Stop()
 	for name, base := range processes {
-		r := waitReadyz(t, base, http.StatusServiceUnavailable)
+		r := waitReadyzAs(t, base, token, http.StatusServiceUnavailable)
 		require.False(t, r.Checks["temporal"].OK, name)
 		require.NotEmpty(t, r.Checks["temporal"].Error, name)
 		require.Contains(t, r.Detail, "temporal: ", name)
@@ -186,18 +198,28 @@ type readyzAnswer struct {
 }
 
 // probe is the Go client of a process's /healthz and /readyz (the API's or the worker's:
-// both serve them), one attempt a request.
-func probe(t *testing.T, base string) *tickgate.Client {
+// both serve them), one attempt a request, with token when one is given.
+func probe(t *testing.T, base string, token ...string) *tickgate.Client {
 	t.Helper()
-	c, err := tickgate.New(base, tickgate.WithRetries(1, 0), tickgate.WithHTTP(readyzHTTP))
+	opts := []tickgate.Option{tickgate.WithRetries(1, 0), tickgate.WithHTTP(readyzHTTP)}
+	if len(token) > 0 && token[0] != "" {
+		opts = append(opts, tickgate.WithToken(token[0]))
+	}
+	c, err := tickgate.New(base, opts...)
 	require.NoError(t, err)
 	return c
 }
 
-// getReadyz asks base's /readyz; code is 0 while nothing listens there yet.
+// getReadyz asks base's /readyz without a token; code is 0 while nothing listens there yet.
 func getReadyz(t *testing.T, base string) readyzAnswer {
 	t.Helper()
-	resp, err := probe(t, base).ReadyWithResponse(context.Background())
+	return getReadyzAs(t, base, "")
+}
+
+// getReadyzAs asks base's /readyz with token (none when empty).
+func getReadyzAs(t *testing.T, base, token string) readyzAnswer {
+	t.Helper()
+	resp, err := probe(t, base, token).ReadyWithResponse(context.Background())
 	var r readyzAnswer
 	var body []byte
 	var refused *tickgate.Error
@@ -216,12 +238,31 @@ func getReadyz(t *testing.T, base string) readyzAnswer {
 // waitReadyz waits until base's /readyz answers code and returns that answer.
 func waitReadyz(t *testing.T, base string, code int) readyzAnswer {
 	t.Helper()
+	return waitReadyzAs(t, base, "", code)
+}
+
+// waitReadyzAs is waitReadyz with token.
+func waitReadyzAs(t *testing.T, base, token string, code int) readyzAnswer {
+	t.Helper()
 	var r readyzAnswer
 	require.Eventually(t, func() bool {
-		r = getReadyz(t, base)
+		r = getReadyzAs(t, base, token)
 		return r.code == code
 	}, 60*time.Second, 50*time.Millisecond, "%s/readyz never answered %d; last: %d %+v", base, code, r.code, r)
 	return r
+}
+
+// requireNamesOrSaysNotReady: an API's /readyz answer to a reader's token while PostgreSQL
+// is away names the failing dependency when the API could still check the token, and is
+// the status alone when it could not.
+func requireNamesOrSaysNotReady(t *testing.T, r readyzAnswer, dependency string) {
+	t.Helper()
+	if len(r.Checks) == 0 {
+		require.Equal(t, "not ready", r.Detail, "%+v", r)
+		return
+	}
+	require.False(t, r.Checks[dependency].OK, "%+v", r)
+	require.Contains(t, r.Detail, dependency+": ", "%+v", r)
 }
 
 // readyzHTTP bounds every request: /readyz answers within its probe timeout.

@@ -287,6 +287,22 @@ func (l *Listener) Fresh() bool {
 	return l.connected && time.Since(l.freshAt) < l.freshFor
 }
 
+// Known returns the token's row when this process's cache holds it and may answer now (the
+// freshness rule), at no statement; false sends the caller to Authenticate.
+func (l *Listener) Known(token string) (Token, bool) {
+	if !validTokenShape(token) {
+		return Token{}, false
+	}
+	h := tokenHash(token)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.tokens[h]
+	if !ok || c.epoch != l.epoch || !l.connected || time.Since(l.freshAt) >= l.freshFor {
+		return Token{}, false
+	}
+	return c.row, true
+}
+
 // Authenticate is Store.Authenticate answered from this process's cache when the cache is
 // fresh; a token read from the database is kept only if no change was heard meanwhile.
 func (l *Listener) Authenticate(ctx context.Context, s *Store, token string) (Token, error) {

@@ -21,6 +21,7 @@ type Token = dbgen.ApiToken
 // Token roles (domain.TokenRole), named here too for the store's callers.
 const (
 	RoleAdmin    = domain.RoleAdmin
+	RoleDeployer = domain.RoleDeployer
 	RoleOperator = domain.RoleOperator
 	RoleViewer   = domain.RoleViewer
 	RoleAgent    = domain.RoleAgent
@@ -54,7 +55,7 @@ type NewToken struct {
 // which is never stored and cannot be read back.
 func (s *Store) CreateToken(ctx context.Context, n NewToken) (Token, string, error) {
 	if !n.Role.Valid() {
-		return Token{}, "", fmt.Errorf("create token: unknown role %q (admin, operator, viewer, agent)", n.Role)
+		return Token{}, "", fmt.Errorf("create token: unknown role %q (admin, deployer, operator, viewer, agent)", n.Role)
 	}
 	if (n.Role == RoleAgent) != (n.PC != "") {
 		return Token{}, "", errors.New("create token: an agent token needs a pc, and only an agent token may have one")

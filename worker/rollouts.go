@@ -15,7 +15,9 @@ func registerRollouts(r sdkworker.Registry, d Deps) {
 		Store:      d.Store,
 		Waker:      &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
 		SQLTargets: d.Config.SQLTargets,
-		Tracer:     d.Telemetry.Tracer(),
+		// The probes' read-only DSNs and the server-side bounds of SQL on targets.
+		SQLProbeTargets: d.Config.SQLProbeTargets, SQLStatementTimeout: d.Config.SQLStatementTimeout, SQLLockTimeout: d.Config.SQLLockTimeout,
+		Tracer: d.Telemetry.Tracer(),
 		// With tracing on, an http executor's call is a span of its task run's trace and
 		// carries its traceparent to the endpoint.
 		Outbound: d.Config.HTTPAllow,

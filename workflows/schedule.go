@@ -187,7 +187,7 @@ func (w *scheduleWorkflow) served(ctx workflow.Context) {
 // target is what the command rules read of this schedule (Spec nil and Action "" until the
 // definition is loaded: the loop judges the command again when it decides it).
 func (w *scheduleWorkflow) target() CommandTarget {
-	t := CommandTarget{Paused: w.carry.Paused}
+	t := CommandTarget{Paused: w.carry.Paused, PendingBackfills: len(w.carry.Backfills)}
 	if w.ready {
 		t.Spec = w.spec
 		t.Action, t.CreatedAt = w.def.Action.Kind, w.def.CreatedAt

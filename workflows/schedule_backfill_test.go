@@ -284,3 +284,61 @@ func (s *ScheduleWorkflowSuite) TestCommandsAreJudgedByTheWorkflowsClock() {
 	s.Require().NotNil(row.NextRunAt)
 	s.Equal(s.t0.Add(time.Hour), row.NextRunAt.UTC(), "its next fire is the next hourly tick, not an early one")
 }
+
+// A schedule holds at most MaxPendingBackfills backfills at once: one more is refused, on
+// the update path and on the signal path alike, with a conflict naming the backfills, and
+// queues nothing; the ones held go on.
+func (s *ScheduleWorkflowSuite) TestPendingBackfillsAreCapped() {
+	in := s.createSchedule("bf-cap", schedulespec.Spec{Cron: "* * * * *"}, s.t0.Add(-48*time.Hour), func(p *store.NewSchedule) {
+		workflowAction(p)
+		p.Overlap = domain.OverlapBufferAll
+		p.Paused = true
+	})
+	s.mockTargets(time.Hour)
+	// Each range holds 120 ticks: at 10 a round, none is done within the first round.
+	ranges := make([]workflows.BackfillRequest, workflows.MaxPendingBackfills+1)
+	for i := range ranges {
+		start := s.t0.Add(-time.Duration(2*(i+1)) * time.Hour)
+		ranges[i] = workflows.BackfillRequest{Start: start, End: start.Add(2*time.Hour - time.Second)}
+	}
+	accepted := 0
+	var refused error
+	var described workflows.ScheduleDescription
+	s.env.RegisterDelayedCallback(func() {
+		for _, r := range ranges[:workflows.MaxPendingBackfills] {
+			s.update(workflows.ScheduleBackfill, r, func(_ any, err error) {
+				s.NoError(err)
+				accepted++
+			})
+		}
+		s.refusedUpdate(workflows.ScheduleBackfill, ranges[workflows.MaxPendingBackfills], &refused)
+		s.env.SignalWorkflow(workflows.ScheduleBackfill, ranges[workflows.MaxPendingBackfills])
+	}, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		v, err := s.env.QueryWorkflow(workflows.ScheduleDescribe)
+		s.Require().NoError(err)
+		s.Require().NoError(v.Get(&described))
+	}, time.Minute+time.Second)
+	s.stopAt(2 * time.Minute)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Equal(workflows.MaxPendingBackfills, accepted)
+	r := workflows.RefusalOf(refused)
+	s.Require().NotNil(r, "%v", refused)
+	s.Equal(workflows.ErrCommandConflict, r.Kind)
+	s.Equal("backfills", r.Field)
+	s.Contains(r.Reason, "at most 10 at once")
+	s.LessOrEqual(described.Backfills, workflows.MaxPendingBackfills, "the refused backfill was not queued")
+	row, err := s.store.GetSchedule(context.Background(), "bf-cap")
+	s.Require().NoError(err)
+	recorded, err := s.store.ScheduleRefusals(context.Background(), row.ID, 10)
+	s.Require().NoError(err)
+	s.Require().Len(recorded, 1, "the refused signal is recorded")
+	s.Equal("backfills", recorded[0].Field)
+	s.Equal("signal", recorded[0].Door)
+	last := ranges[workflows.MaxPendingBackfills]
+	for _, run := range s.runs("bf-cap") {
+		at := run.ScheduledAt.UTC()
+		s.True(at.Before(last.Start) || at.After(last.End), "no tick of the refused range fired: %s", at)
+	}
+}

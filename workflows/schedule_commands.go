@@ -39,6 +39,9 @@ const (
 const (
 	// MaxBackfillTicks bounds one backfill request.
 	MaxBackfillTicks = 10000
+	// MaxPendingBackfills bounds the backfills a schedule holds at once (its workflow
+	// carries each until its last tick fired): one more is refused until one is done.
+	MaxPendingBackfills = 10
 	// MaxPauseNote is the longest pause (or resume) note, in bytes.
 	MaxPauseNote = 1000
 	// MaxIdentity is the longest identity a pause or resume gives, in bytes.
@@ -99,6 +102,8 @@ type CommandTarget struct {
 	Action    domain.ActionKind
 	Spec      *schedulespec.Compiled // nil while a workflow has not loaded it yet
 	CreatedAt time.Time
+	// PendingBackfills is how many backfills the schedule holds, not yet all fired.
+	PendingBackfills int
 }
 
 // CheckPause judges a pause.
@@ -165,6 +170,9 @@ func CheckBackfill(req BackfillRequest, t CommandTarget, now time.Time) (ticks i
 			"%s is in the future: a backfill fills past ticks", req.End.UTC().Format(time.RFC3339))
 	case req.Overlap != "" && !req.Overlap.Valid():
 		return 0, refuse(ScheduleBackfill, ErrBadCommand, "overlap", "must be one of %s; got %q", overlapList(), req.Overlap)
+	case t.PendingBackfills >= MaxPendingBackfills:
+		return 0, refuse(ScheduleBackfill, ErrCommandConflict, "backfills",
+			"the schedule holds %d backfills not yet done (at most %d at once): wait for one to finish", t.PendingBackfills, MaxPendingBackfills)
 	case t.Spec == nil:
 		return 0, nil // not loaded yet: judged again once it is
 	}

@@ -183,7 +183,9 @@ func (w *scheduleWorkflow) backfill(ctx workflow.Context, req BackfillRequest) (
 		Refusal *Refusal
 	}
 	// Counting ticks reads the spec: a side effect, so a replay under other time-zone data
-	// decides as the run did.
+	// decides as the run did. So does a replay of a history recorded before a rule changed
+	// (the cap on pending backfills): the judgement is read back from the history, not
+	// made again.
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
 		n, r := CheckBackfill(req, w.target(), now)
 		judged.Ticks, judged.Refusal = n, r

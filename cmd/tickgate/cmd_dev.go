@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/internal/dev/traceview"
@@ -220,7 +221,7 @@ func devTemporal(ctx context.Context, shape, root, devDir string, pg *devstack.P
 // trace links (TICKGATE_TRACE_URL_TEMPLATE, unless set).
 func devTraceViewer(logf func(string, ...any)) (stop func(), err error) {
 	addr := fmt.Sprintf("127.0.0.1:%d", devTracesPort)
-	srv, errc, err := listen(addr, traceview.NewStore(5000).Handler())
+	srv, errc, err := listen(addr, traceview.NewStore(5000).Handler(), api.DefaultHTTPTimeouts)
 	if err != nil {
 		return nil, fmt.Errorf("trace viewer: %w", err)
 	}

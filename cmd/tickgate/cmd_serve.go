@@ -127,12 +127,13 @@ func connect(ctx context.Context, cfg config.Config, tr *readiness.Tracker, tel 
 }
 
 // listen binds addr at once, so a taken port fails the start instead of a background log.
-func listen(addr string, h http.Handler) (*http.Server, <-chan error, error) {
+// The server has the configured read, write and idle timeouts (api.NewHTTPServer).
+func listen(addr string, h http.Handler, timeouts api.HTTPTimeouts) (*http.Server, <-chan error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := api.NewHTTPServer(h, timeouts)
 	errc := make(chan error, 1)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -140,6 +141,11 @@ func listen(addr string, h http.Handler) (*http.Server, <-chan error, error) {
 		}
 	}()
 	return srv, errc, nil
+}
+
+// httpTimeouts are the configured HTTP server timeouts, defaults filled in.
+func httpTimeouts(cfg config.Config) api.HTTPTimeouts {
+	return api.HTTPTimeouts{Read: cfg.APIReadTimeout, Write: cfg.APIWriteTimeout, Idle: cfg.APIIdleTimeout}.WithDefaults()
 }
 
 // errWorkerNotStarted is the SDK worker's state until it polls.
@@ -161,7 +167,7 @@ func serveWorker(ctx context.Context, cfg config.Config) error {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", readiness.Healthz)
 		mux.Handle("GET /readyz", tr)
-		srv, errc, err := listen(cfg.WorkerMetricsAddr, mux)
+		srv, errc, err := listen(cfg.WorkerMetricsAddr, mux, httpTimeouts(cfg))
 		if err != nil {
 			return fmt.Errorf("worker metrics: %w", err)
 		}
@@ -242,7 +248,7 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	tr := readiness.New("postgres", "temporal")
 	var h readiness.Switch
 	h.Set(tr.NotReady())
-	srv, errc, err := listen(cfg.HTTPAddr, &h)
+	srv, errc, err := listen(cfg.HTTPAddr, &h, httpTimeouts(cfg))
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
@@ -312,7 +318,8 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	listener = conn.st.StartListener(store.ListenerOptions{Logf: log.Printf})
 	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer, Listener: listener,
 		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow,
-		WorkflowTaskQueues: cfg.WorkflowTaskQueues}
+		WorkflowTaskQueues: cfg.WorkflowTaskQueues,
+		AuthFailures:       cfg.APIAuthFailures, TrustedProxies: cfg.APITrustedProxies, Timeouts: httpTimeouts(cfg)}
 	h.Set(tel.HTTPHandler(api.New(app), "tickgate.api", untracedRequest))
 	log.Printf("api ready on http://%s", cfg.HTTPAddr)
 	select {

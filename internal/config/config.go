@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -62,6 +63,26 @@ type Config struct {
 	// dashboard links each run that recorded a trace to it. Tracing itself is turned on by
 	// the standard OTEL_* variables (internal/telemetry).
 	TraceURLTemplate string
+
+	// The API's HTTP server timeouts (TICKGATE_API_READ_TIMEOUT, TICKGATE_API_WRITE_TIMEOUT,
+	// TICKGATE_API_IDLE_TIMEOUT; zero: api.DefaultHTTPTimeouts). The worker's metrics port
+	// uses them too.
+	APIReadTimeout, APIWriteTimeout, APIIdleTimeout time.Duration
+	// APIAuthFailures is how many failed authentications a minute one client address may
+	// make before the API answers it 429 (TICKGATE_API_AUTH_FAILURES; 0: the API's default,
+	// negative: no limit).
+	APIAuthFailures int
+	// APITrustedProxies are the proxies in front of the API whose X-Forwarded-For names the
+	// client (TICKGATE_API_TRUSTED_PROXIES, comma-separated addresses or CIDR prefixes).
+	APITrustedProxies []netip.Prefix
+	// SQLStatementTimeout and SQLLockTimeout are set server-side (SET LOCAL) in every sql
+	// executor transaction (TICKGATE_SQL_STATEMENT_TIMEOUT, TICKGATE_SQL_LOCK_TIMEOUT); a
+	// wave's SQL probe runs under its check's timeout and at most the same lock timeout.
+	SQLStatementTimeout, SQLLockTimeout time.Duration
+	// SQLProbeTargets maps a target database name to a read-only DSN for the waves' SQL
+	// health probes (TICKGATE_SQL_PROBE_TARGETS, a JSON object); a database without one is
+	// probed through its SQLTargets DSN, in a read-only transaction.
+	SQLProbeTargets map[string]string
 }
 
 // DefaultSchedulePlanners is how many schedule planners run unless configured: two, so
@@ -138,6 +159,9 @@ func FromEnv() (Config, error) {
 		if err := json.Unmarshal([]byte(v), &c.SQLTargets); err != nil {
 			return c, fmt.Errorf("TICKGATE_SQL_TARGETS: want a JSON object {\"database\": \"dsn\"}: %w", err)
 		}
+	}
+	if err := c.readBounds(); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -52,13 +52,27 @@ type Tracker struct {
 	Now func() time.Time
 	// ProbeTimeout bounds each probe (DefaultProbeTimeout by default).
 	ProbeTimeout time.Duration
+	// StatusReuse is how long one round of probes answers ServeStatus (DefaultStatusReuse
+	// by default): however many unauthenticated probes come, the dependencies are asked at
+	// most once per StatusReuse, and the probes that come while a round runs wait for it.
+	StatusReuse time.Duration
 
 	mu     sync.Mutex
 	names  []string
 	states map[string]*state
 	probes map[string]func(context.Context) error
 	phase  string
+
+	// The shared round of ServeStatus.
+	statusMu      sync.Mutex
+	statusAt      time.Time     // when the last shared round ended (zero: none yet)
+	statusReady   bool          // its verdict
+	statusRunning chan struct{} // closed when the round running now ends (nil: none runs)
 }
+
+// DefaultStatusReuse: a flood of anonymous readiness probes costs the dependencies one
+// round a second, and an outage shows within a second.
+const DefaultStatusReuse = time.Second
 
 type state struct {
 	err   error
@@ -67,7 +81,7 @@ type state struct {
 
 // New tracks names, each not ready until Set (or a probe) says otherwise.
 func New(names ...string) *Tracker {
-	t := &Tracker{Logf: log.Printf, Backoff: DefaultBackoff, Now: time.Now, ProbeTimeout: DefaultProbeTimeout,
+	t := &Tracker{Logf: log.Printf, Backoff: DefaultBackoff, Now: time.Now, ProbeTimeout: DefaultProbeTimeout, StatusReuse: DefaultStatusReuse,
 		states: map[string]*state{}, probes: map[string]func(context.Context) error{}, phase: PhaseStarting}
 	now := t.Now()
 	for _, n := range names {
@@ -303,6 +317,50 @@ func (t *Tracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refuse(w, r, p)
 }
 
+// ServeStatus answers /readyz with the status alone, for callers who may not see why a
+// dependency fails (an error names its host and port): 200 {"status":"ready"}, or 503
+// problem+json "not ready" with Retry-After. Its callers share the rounds of probes
+// (sharedReady), so anyone may ask it as often as they like.
+func (t *Tracker) ServeStatus(w http.ResponseWriter, r *http.Request) {
+	if t.sharedReady(r.Context()) {
+		writeJSON(w, r, "application/json", http.StatusOK, map[string]any{"status": "ready"})
+		return
+	}
+	refuse(w, r, unavailable("not ready"))
+}
+
+// sharedReady is the verdict of the last round of probes if it ended less than StatusReuse
+// ago, else of the round running now, else of a new round, which the callers arriving
+// meanwhile wait for. (Monotonic time: Now may be a test's clock.)
+func (t *Tracker) sharedReady(ctx context.Context) bool {
+	t.statusMu.Lock()
+	if !t.statusAt.IsZero() && time.Since(t.statusAt) < t.StatusReuse {
+		defer t.statusMu.Unlock()
+		return t.statusReady
+	}
+	if running := t.statusRunning; running != nil {
+		t.statusMu.Unlock()
+		select {
+		case <-running:
+		case <-ctx.Done():
+			return false
+		}
+		t.statusMu.Lock()
+		defer t.statusMu.Unlock()
+		return t.statusReady
+	}
+	running := make(chan struct{})
+	t.statusRunning = running
+	t.statusMu.Unlock()
+	// The round is everyone's: a caller that leaves does not cut it short.
+	ready := t.Report(context.WithoutCancel(ctx)).Ready
+	t.statusMu.Lock()
+	t.statusReady, t.statusAt, t.statusRunning = ready, time.Now(), nil
+	t.statusMu.Unlock()
+	close(running)
+	return ready
+}
+
 // refuse answers 503 problem+json with Retry-After.
 func refuse(w http.ResponseWriter, r *http.Request, p problem) {
 	w.Header().Set("Retry-After", retryAfter)
@@ -315,18 +373,20 @@ func Healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, "application/json", http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// NotReady is the whole HTTP surface of a process that is still connecting: /healthz and
-// /readyz answer, every other request is refused with 503 problem+json and Retry-After.
+// NotReady is the whole HTTP surface of an API process that is still connecting: /healthz
+// and /readyz answer, every other request is refused with 503 problem+json and
+// Retry-After. Its /readyz gives the status alone (ServeStatus): no token can be checked
+// yet, and the dependencies' errors stay in the process's log.
 func (t *Tracker) NotReady() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", Healthz)
-	mux.Handle("GET /readyz", t)
+	mux.HandleFunc("GET /readyz", t.ServeStatus)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// No live probes: this only reports what the connecting loop last saw, and the
-		// error texts stay on /readyz (this route may be anything a client asked for).
+		// error texts stay in the log (this route may be anything a client asked for).
 		detail := "not ready: starting"
 		if waiting := t.report().Failing(); len(waiting) > 0 {
-			detail = "not ready: waiting for " + strings.Join(waiting, ", ") + " (GET /readyz says why)"
+			detail = "not ready: waiting for " + strings.Join(waiting, ", ") + " (the log says why)"
 		}
 		refuse(w, r, unavailable(detail))
 	})

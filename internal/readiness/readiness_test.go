@@ -115,6 +115,73 @@ func TestReadyzSaysWhichDependencyAndWhySinceWhen(t *testing.T) {
 	require.Zero(t, rec.Body.Len())
 }
 
+// TestServeStatusGivesTheStatusAlone: the answer for callers who may not see details says
+// ready or not ready, with no dependency's name, error or phase.
+func TestServeStatusGivesTheStatusAlone(t *testing.T) {
+	t.Parallel()
+	tr, _ := newTracker(t, "postgres", "temporal")
+	tr.StatusReuse = 0 // each request its own round (TestStatusProbesShareARound shares them)
+	tr.Set("postgres", errors.New("dial tcp 10.1.2.3:5432: connect: connection refused"))
+	status := http.HandlerFunc(tr.ServeStatus)
+	rec, body := get(t, status, http.MethodGet, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
+	require.Equal(t, "2", rec.Header().Get("Retry-After"))
+	require.Equal(t, problemBody{Type: "https://tickgate.dev/problems/unavailable", Title: "Service Unavailable",
+		Status: float64(http.StatusServiceUnavailable), Detail: "not ready"}, body)
+	for _, leak := range []string{"10.1.2.3", "postgres", "temporal", "starting"} {
+		require.NotContains(t, rec.Body.String(), leak)
+	}
+
+	tr.Set("postgres", nil)
+	tr.Set("temporal", nil)
+	rec = httptest.NewRecorder()
+	status.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.JSONEq(t, `{"status":"ready"}`, rec.Body.String())
+}
+
+// TestStatusProbesShareARound: however many unauthenticated probes come at once, or
+// within StatusReuse of a round, the dependencies are asked once; after it, again.
+func TestStatusProbesShareARound(t *testing.T) {
+	t.Parallel()
+	tr, _ := newTracker(t)
+	tr.StatusReuse = time.Hour
+	var calls atomic.Int64
+	release := make(chan struct{})
+	tr.Probe("postgres", func(ctx context.Context) error {
+		calls.Add(1)
+		<-release
+		return nil
+	})
+	status := http.HandlerFunc(tr.ServeStatus)
+	var wg sync.WaitGroup
+	codes := make([]int, 50)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := httptest.NewRecorder()
+			status.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+			codes[i] = rec.Code
+		}()
+		if i == 0 {
+			require.Eventually(t, func() bool { return calls.Load() == 1 }, 10*time.Second, time.Millisecond, "the first probe runs")
+		}
+	}
+	close(release)
+	wg.Wait()
+	for _, c := range codes {
+		require.Equal(t, http.StatusOK, c)
+	}
+	require.EqualValues(t, 1, calls.Load(), "fifty probes, one round")
+
+	tr.StatusReuse = 0 // the round is over: the next asks again
+	rec := httptest.NewRecorder()
+	status.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	require.EqualValues(t, 2, calls.Load())
+}
+
 // TestProbesRunOnEveryRequestWithinTheirTimeout: once started, /readyz checks live, so an
 // outage and its end both show on the next request; a hanging probe costs at most the
 // probe timeout.
@@ -214,8 +281,9 @@ func TestWaitStopsWithItsContext(t *testing.T) {
 }
 
 // TestNotReadyRefusesEverythingButHealthAndReadiness: while connecting, liveness is fine,
-// readiness says why not, and every other request gets 503 problem+json with Retry-After
-// and without the dependency's error text.
+// readiness says not ready (the status alone: no token can be checked yet), and every
+// other request gets 503 problem+json with Retry-After; none carries the dependency's
+// error text.
 func TestNotReadyRefusesEverythingButHealthAndReadiness(t *testing.T) {
 	t.Parallel()
 	tr, _ := newTracker(t, "postgres", "temporal")
@@ -229,7 +297,11 @@ func TestNotReadyRefusesEverythingButHealthAndReadiness(t *testing.T) {
 
 	rec, body := get(t, h, http.MethodGet, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	require.Equal(t, "connect: connection refused", body.Checks["postgres"].Error)
+	require.Equal(t, "not ready", body.Detail)
+	require.Empty(t, body.Checks)
+	require.Empty(t, body.Phase)
+	require.NotContains(t, rec.Body.String(), "connection refused")
+	require.NotContains(t, rec.Body.String(), "postgres")
 
 	for _, req := range []struct{ method, path string }{
 		{http.MethodGet, "/api/v1/schedules"}, {http.MethodPost, "/api/v1/schedules"},
@@ -239,7 +311,7 @@ func TestNotReadyRefusesEverythingButHealthAndReadiness(t *testing.T) {
 		require.Equal(t, http.StatusServiceUnavailable, rec.Code, "%s %s", req.method, req.path)
 		require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
 		require.Equal(t, "2", rec.Header().Get("Retry-After"))
-		require.Equal(t, "not ready: waiting for postgres, temporal (GET /readyz says why)", body.Detail)
+		require.Equal(t, "not ready: waiting for postgres, temporal (the log says why)", body.Detail)
 		require.NotContains(t, rec.Body.String(), "connection refused")
 	}
 }

@@ -107,10 +107,17 @@ func Start(t *testing.T, opts Options) *Stack {
 	require.NoError(t, err)
 	advancer.Start()
 	listener := st.StartListener(store.ListenerOptions{Logf: t.Logf})
+	// The API as the binary serves it: its HTTP server's timeouts, failed-authentication
+	// limit and trusted proxies from the configuration.
+	timeouts := api.HTTPTimeouts{Read: cfg.APIReadTimeout, Write: cfg.APIWriteTimeout, Idle: cfg.APIIdleTimeout}.WithDefaults()
 	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf,
 		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow,
-		WorkflowTaskQueues: cfg.WorkflowTaskQueues}
-	srv := httptest.NewServer(tel.HTTPHandler(api.New(app), "tickgate.api", nil))
+		WorkflowTaskQueues: cfg.WorkflowTaskQueues,
+		AuthFailures:       cfg.APIAuthFailures, TrustedProxies: cfg.APITrustedProxies, Timeouts: timeouts}
+	h := tel.HTTPHandler(api.New(app), "tickgate.api", nil)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config = api.NewHTTPServer(h, timeouts)
+	srv.Start()
 	t.Cleanup(listener.Close)
 	// Cleanups run last-in first-out: the server stops, then the calls and the advances
 	// its requests left behind finish.
