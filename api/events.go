@@ -69,10 +69,8 @@ func (s *Server) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if wait > 0 {
-		// The long-poll keeps its own bound, past the server's write timeout.
-		_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(wait + 10*time.Second))
-	}
+	// The long-poll keeps its own bound, past the server's write timeout.
+	s.extendWriteDeadline(c, wait)
 	page, err := s.Store.WaitFeed(ctx, s.Listener, after, topic, limit, wait)
 	if err != nil {
 		return err

@@ -119,3 +119,24 @@ func TestALongPollOutlivesTheWriteTimeout(t *testing.T) {
 	require.JSONEq(t, `{"items":[],"next_cursor":""}`, string(body))
 	require.GreaterOrEqual(t, time.Since(start), 1500*time.Millisecond, "the claim waited its wait (nothing to claim)")
 }
+
+// The events feed's long-poll extends its write deadline as the claim's does: a wait longer
+// than the write timeout answers, empty, after its wait.
+func TestAFeedLongPollOutlivesTheWriteTimeout(t *testing.T) {
+	t.Parallel()
+	addr, st := serveAPI(t, api.HTTPTimeouts{Write: 300 * time.Millisecond})
+	_, viewer, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/events?after=now&wait=1500ms", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+viewer)
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err, "the answer came after the write timeout")
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	require.Contains(t, string(body), `"items":[]`)
+	require.GreaterOrEqual(t, time.Since(start), 1500*time.Millisecond, "the read waited its wait (nothing came)")
+}
