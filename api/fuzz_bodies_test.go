@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -52,6 +53,7 @@ var fuzzedDecoders = map[string]string{
 	"Decode BulkCreateRequest":                   "FuzzBulkCreateRequest",
 	"Decode BulkStateRequest":                    "FuzzBulkStateRequest",
 	"Decode TaskResultRequest":                   "FuzzTaskResultRequest",
+	"Decode RotateSecretRequest":                 "FuzzRotateSecretRequest",
 	"decodeCommand PauseScheduleRequest":         "FuzzScheduleCommand",
 	"decodeCommand ResumeScheduleRequest":        "FuzzScheduleCommand",
 	"decodeCommand TriggerScheduleRequest":       "FuzzScheduleCommand",
@@ -189,6 +191,27 @@ func FuzzFreezeRequest(f *testing.F) {
 		require.Equal(t, strings.TrimSpace(reason), reason)
 		require.NotEmpty(t, reason)
 		require.LessOrEqual(t, len(reason), 1000)
+	})
+}
+
+// FuzzRotateSecretRequest decodes and judges POST /schedules/{name}/secret bodies: a grace
+// from 0 to MaxSecretGrace, or a problem naming the field.
+func FuzzRotateSecretRequest(f *testing.F) {
+	for _, seed := range []string{
+		``, `{}`, `{"grace":"24h"}`, `{"grace":"0s"}`, `{"grace":"169h"}`, `{"grace":"-1s"}`, `{"grace":7}`,
+		`{"grace":"soon"}`, `{"grace":null}`, `{"graces":"1h"}`, `[]`, `{"grace":"1h","grace":"2h"}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := decodeRotateSecret(fuzzContext(body))
+		if err != nil {
+			requireProblem(t, err, reflect.TypeFor[RotateSecretRequest](), body)
+			return
+		}
+		d := time.Duration(req.Grace)
+		require.GreaterOrEqual(t, d, time.Duration(0))
+		require.LessOrEqual(t, d, MaxSecretGrace)
 	})
 }
 

@@ -157,6 +157,19 @@ func checkOutbound(act domain.Action, rule outbound.Rule) error {
 	return nil
 }
 
+// decodeRotateSecret reads a rotation's body (empty, {} or {"grace": "24h"}) and judges its
+// grace: 0 to MaxSecretGrace.
+func decodeRotateSecret(c echo.Context) (RotateSecretRequest, error) {
+	var req RotateSecretRequest
+	if err := Decode(c, &req, true); err != nil {
+		return req, err
+	}
+	if d := time.Duration(req.Grace); d < 0 || d > MaxSecretGrace {
+		return req, BadRequest("grace", "want a duration from 0 to %s such as \"24h\", got %s", MaxSecretGrace, d)
+	}
+	return req, nil
+}
+
 // rotateScheduleSecret gives an http schedule a new signing secret and shows it, once. The
 // old one may go on signing beside it for a grace period; the rotation is recorded in the
 // schedule's history (never the secret). Requests signed from then on carry the new one; an
@@ -166,12 +179,9 @@ func (s *Server) rotateScheduleSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req RotateSecretRequest
-	if err := Decode(c, &req, true); err != nil {
+	req, err := decodeRotateSecret(c)
+	if err != nil {
 		return err
-	}
-	if d := time.Duration(req.Grace); d < 0 || d > MaxSecretGrace {
-		return BadRequest("grace", "want a duration from 0 to %s such as \"24h\", got %s", MaxSecretGrace, d)
 	}
 	var act domain.Action
 	if err := json.Unmarshal(row.Action, &act); err != nil {

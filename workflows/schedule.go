@@ -119,13 +119,15 @@ func (w *scheduleWorkflow) setup(ctx workflow.Context) error {
 		}, w.trigger),
 		workflow.SetUpdateHandler(ctx, ScheduleRefresh, func(ctx workflow.Context) (ScheduleDescription, error) {
 			w.served(ctx)
-			return decideCommand(ctx, w, w.refresh)
+			return decideCommand(ctx, w, ScheduleRefresh, w.refresh)
 		}),
 		registerCommand(ctx, w, ScheduleReschedule, func(ctx workflow.Context, req RescheduleRequest) *Refusal {
 			return CheckReschedule(req, w.target(), workflow.Now(ctx))
 		}, w.reschedule),
 		registerCommand(ctx, w, ScheduleBackfill, func(ctx workflow.Context, req BackfillRequest) *Refusal {
-			_, refusal := CheckBackfill(req, w.target(), workflow.Now(ctx))
+			t := w.target()
+			t.PendingBackfills += w.queued(ScheduleBackfill) // asked, not yet taken by the loop
+			_, refusal := CheckBackfill(req, t, workflow.Now(ctx))
 			return refusal
 		}, w.backfill),
 	}
@@ -154,7 +156,7 @@ func registerCommand[Req, Res any](ctx workflow.Context, w *scheduleWorkflow, na
 			var zero Res
 			return zero, refusal.ApplicationError()
 		}
-		return decideCommand(ctx, w, func(ctx workflow.Context) (Res, error) { return run(ctx, req) })
+		return decideCommand(ctx, w, name, func(ctx workflow.Context) (Res, error) { return run(ctx, req) })
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error {
 		req, refusal := decode(raw)
 		if refusal == nil {
@@ -166,12 +168,12 @@ func registerCommand[Req, Res any](ctx workflow.Context, w *scheduleWorkflow, na
 
 // decideCommand has the loop decide an update's command and returns the loop's answer. (A
 // run pinned before scheduleOneWriterChange decides it in the update's handler.)
-func decideCommand[Res any](ctx workflow.Context, w *scheduleWorkflow, run func(workflow.Context) (Res, error)) (Res, error) {
+func decideCommand[Res any](ctx workflow.Context, w *scheduleWorkflow, command string, run func(workflow.Context) (Res, error)) (Res, error) {
 	if w.legacy != nil {
 		return run(ctx)
 	}
 	var res Res
-	err := w.askLoop(ctx, func(ctx workflow.Context) (err error) {
+	err := w.askLoop(ctx, command, func(ctx workflow.Context) (err error) {
 		res, err = run(ctx)
 		return err
 	})
@@ -223,7 +225,7 @@ func (w *scheduleWorkflow) handleSignals(ctx workflow.Context) {
 					w.serveSignal(ctx, cmd, raw)
 					return
 				}
-				w.arrive(ctx, &arrival{decide: func(ctx workflow.Context) error {
+				w.arrive(ctx, &arrival{command: cmd.name, decide: func(ctx workflow.Context) error {
 					w.serveSignal(ctx, cmd, raw)
 					return nil // a signal has no caller: its failure is recorded by serveSignal
 				}})

@@ -26,6 +26,9 @@ import (
 type arrival struct {
 	// at is when it arrived, on the workflow's clock: the ticks due by then come first.
 	at time.Time
+	// command is the command's name ("" for a run's end): a door counts what of its kind
+	// waits in the inbox (queued).
+	command string
 	// decide decides a command with the loop's context and leaves its answer where its door
 	// reads it (nil for a run's end).
 	decide func(ctx workflow.Context) error
@@ -48,11 +51,24 @@ func (w *scheduleWorkflow) arrive(ctx workflow.Context, a *arrival) {
 	w.inbox = append(w.inbox, a)
 }
 
+// queued is how many commands named command wait in the inbox, not yet taken by the loop.
+// A door judges a command against what waits as well as what the loop holds: ten backfills
+// asked at one instant are ten pending backfills before the loop has taken the first.
+func (w *scheduleWorkflow) queued(command string) int {
+	n := 0
+	for _, a := range w.inbox {
+		if a.command == command && !a.done {
+			n++
+		}
+	}
+	return n
+}
+
 // askLoop puts a command in the inbox and waits until the loop has decided it, so that an
 // update answers its caller with the true outcome (the run a trigger recorded, whether a
 // pause changed anything).
-func (w *scheduleWorkflow) askLoop(ctx workflow.Context, decide func(ctx workflow.Context) error) error {
-	a := &arrival{decide: decide}
+func (w *scheduleWorkflow) askLoop(ctx workflow.Context, command string, decide func(ctx workflow.Context) error) error {
+	a := &arrival{command: command, decide: decide}
 	w.arrive(ctx, a)
 	if err := workflow.Await(ctx, func() bool { return a.done }); err != nil {
 		return err
