@@ -77,7 +77,7 @@ func FromEnv() (Config, error) {
 		DatabaseURL:       os.Getenv("DATABASE_URL"),
 		TemporalAddress:   getenv("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		TemporalNamespace: getenv("TEMPORAL_NAMESPACE", "default"),
-		TaskQueue:         getenv("TICKGATE_TASK_QUEUE", "tickgate"),
+		TaskQueue:         getenv("TICKGATE_TASK_QUEUE", domain.DefaultTaskQueue),
 		HTTPAddr:          getenv("TICKGATE_HTTP_ADDR", "127.0.0.1:8080"),
 		DeviceTimeout:     domain.DefaultDeviceTimeout,
 		DeviceMaxAttempts: domain.DefaultDeviceMaxAttempts,
