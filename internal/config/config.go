@@ -89,17 +89,24 @@ func FromEnv() (Config, error) {
 		SchedulePlanners:  DefaultSchedulePlanners,
 		TraceURLTemplate:  os.Getenv("TICKGATE_TRACE_URL_TEMPLATE"),
 	}
+	// The device settings follow the rule every taker of them applies (domain.DeviceSettings).
 	if v := os.Getenv("TICKGATE_DEVICE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("TICKGATE_DEVICE_TIMEOUT: want a positive duration such as 20m, got %q", v)
+		if err != nil {
+			return c, fmt.Errorf("TICKGATE_DEVICE_TIMEOUT: want a duration such as 20m, got %q", v)
+		}
+		if err := domain.ValidateDeviceTimeout(d); err != nil {
+			return c, fmt.Errorf("TICKGATE_DEVICE_TIMEOUT: %w", err)
 		}
 		c.DeviceTimeout = d
 	}
 	if v := os.Getenv("TICKGATE_DEVICE_MAX_ATTEMPTS"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return c, fmt.Errorf("TICKGATE_DEVICE_MAX_ATTEMPTS: want a positive integer, got %q", v)
+		if err != nil {
+			return c, fmt.Errorf("TICKGATE_DEVICE_MAX_ATTEMPTS: want an integer such as 3, got %q", v)
+		}
+		if err := domain.ValidateDeviceMaxAttempts(n); err != nil {
+			return c, fmt.Errorf("TICKGATE_DEVICE_MAX_ATTEMPTS: %w", err)
 		}
 		c.DeviceMaxAttempts = n
 	}
@@ -131,6 +138,13 @@ func FromEnv() (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// DeviceSettings are the attempt limit and device timeout a device task takes when it
+// becomes active, as configured; the dispatcher's worker and the API process's engine take
+// the same. A field left zero (a Config built by hand, not by FromEnv) takes its default.
+func (c Config) DeviceSettings() domain.DeviceSettings {
+	return domain.DeviceSettings{MaxAttempts: c.DeviceMaxAttempts, Timeout: c.DeviceTimeout}.OrDefaults()
 }
 
 func getenv(key, def string) string {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/deviceengine"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/telemetry"
@@ -103,18 +104,18 @@ func Start(t *testing.T, opts Options) *Stack {
 		require.NoError(t, starter.StartSchedulePlanners(ctx, 1))
 		t.Cleanup(func() { _ = starter.StopSchedulePlanners(context.Background(), 1) })
 	}
-	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Notify: starter.CheckDispatcher})
+	advancer, err := deviceengine.NewTaskAdvancer(st, deviceengine.TaskAdvancerOptions{Settings: cfg.DeviceSettings(), Notify: starter.CheckDispatcher})
 	require.NoError(t, err)
 	advancer.Start()
 	listener := st.StartListener(store.ListenerOptions{Logf: t.Logf})
-	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf,
+	engine := deviceengine.New(deviceengine.Options{Store: st, Starter: starter, Listener: listener, Advancer: advancer, Tracer: tel.Tracer(), Logf: t.Logf})
+	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Devices: engine, Listener: listener, Logf: t.Logf,
 		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow}
 	srv := httptest.NewServer(tel.HTTPHandler(api.New(app), "tickgate.api", nil))
 	t.Cleanup(listener.Close)
 	// Cleanups run last-in first-out: the server stops, then the calls and the advances
 	// its requests left behind finish.
-	t.Cleanup(func() { require.NoError(t, advancer.Close(context.Background())) })
-	t.Cleanup(func() { require.NoError(t, app.Drain(context.Background())) })
+	t.Cleanup(func() { require.NoError(t, engine.Close(context.Background())) })
 	t.Cleanup(srv.Close)
 	stack := &Stack{URL: srv.URL, Store: st, Temporal: tc, Config: cfg}
 	stack.AdminToken = stack.NewToken(t, store.RoleAdmin, "")
