@@ -1,11 +1,12 @@
-// Package deviceengine is the device engine's part that runs in the API process (docs/devices.md,
-// "What the API process does, and what the workflows do"): the steps an agent's request
-// takes at once, so that it never waits for a Temporal round trip. An agent's claim marks
-// its executions SENT and tells the PC's timer of their deadline; an agent's result is
-// recorded, its freed slot refilled and the next execution handed out by one statement
-// (group-committed with the results arriving together); after a commit that may have ended
-// the active task, the task advancer activates the next one. Every other write of device
-// state an HTTP request makes goes through the Engine too, with the step that follows it.
+// Package deviceengine is the device engine's part that runs in the API process
+// (docs/devices.md, "What the API process does, and what the workflows do"): the steps an
+// agent's request takes at once, so that it never waits for a Temporal round trip. An
+// agent's claim marks its executions SENT and tells the PC's timer of their deadline; an
+// agent's result is recorded, its freed slot refilled and the next execution handed out by
+// one statement (group-committed with the results arriving together); after a commit that
+// may have ended the active task, the task advancer activates the next one. Every other
+// write of device state an HTTP request makes goes through the Engine too, with the step
+// that follows it.
 //
 // The steps themselves are store transactions and SQL functions; the durable parts (the
 // dispatcher, the PC workflows, the PC timers) are workflows, which redo whatever an API

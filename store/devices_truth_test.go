@@ -93,7 +93,7 @@ func requireCheckViolation(t *testing.T, err error, table string) {
 }
 
 // TestDevicesSettingsHaveNoSQLDefault: a device setting's default is written once, in
-// domain/device_defaults.go. No column carries a copy: a pending task has no attempt limit
+// domain/device_settings.go. No column carries a copy: a pending task has no attempt limit
 // or timeout until it becomes active and takes the configuration's, and a PC or an
 // execution is always given its capacity or attempt limit by the code.
 func TestDevicesSettingsHaveNoSQLDefault(t *testing.T) {
