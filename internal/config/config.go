@@ -30,6 +30,9 @@ type Config struct {
 	TemporalNamespace string
 	TaskQueue         string
 	HTTPAddr          string
+	// DeviceTimeout and DeviceMaxAttempts are the device settings configured
+	// (TICKGATE_DEVICE_TIMEOUT, TICKGATE_DEVICE_MAX_ATTEMPTS); zero when unset. A device
+	// task takes DeviceSettings, which fills them with their defaults.
 	DeviceTimeout     time.Duration
 	DeviceMaxAttempts int
 	// Remote clusters (Temporal Cloud): mTLS files or an API key.
@@ -79,8 +82,6 @@ func FromEnv() (Config, error) {
 		TemporalNamespace: getenv("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:         getenv("TICKGATE_TASK_QUEUE", domain.DefaultTaskQueue),
 		HTTPAddr:          getenv("TICKGATE_HTTP_ADDR", "127.0.0.1:8080"),
-		DeviceTimeout:     domain.DefaultDeviceTimeout,
-		DeviceMaxAttempts: domain.DefaultDeviceMaxAttempts,
 		TemporalTLSCert:   os.Getenv("TEMPORAL_TLS_CERT"),
 		TemporalTLSKey:    os.Getenv("TEMPORAL_TLS_KEY"),
 		TemporalAPIKey:    os.Getenv("TEMPORAL_API_KEY"),

@@ -60,7 +60,7 @@ func Start(t *testing.T, opts Options) *Stack {
 	dbURL := testenv.DatabaseURL(t)
 	cfg := config.Config{
 		DatabaseURL: dbURL, TemporalAddress: testenv.TemporalAddress(t), TemporalNamespace: "default",
-		TaskQueue: "tq-" + t.Name(), DeviceTimeout: domain.DefaultDeviceTimeout, DeviceMaxAttempts: domain.DefaultDeviceMaxAttempts,
+		TaskQueue: "tq-" + t.Name(),
 	}
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
