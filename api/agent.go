@@ -148,8 +148,9 @@ func (s *Server) agentResult(c echo.Context) error {
 }
 
 // recordSuccess reports a success to the device engine's group commit
-// (deviceengine.Engine.ReportSuccess) and answers what its statement decided. handled is false
-// when the statement left the result to the general path; pc is then the execution's PC.
+// (deviceengine.Engine.ReportSuccess) and answers what its statement decided. handled is
+// false when the statement left the result to the general path; pc is then the execution's
+// PC.
 func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *Principal, kr *keyedRequest) (handled bool, pc string, err error) {
 	rep := store.SuccessReport{ID: id, Attempt: req.Attempt, ClaimNext: req.ClaimNext}
 	if p != nil && p.Role == store.RoleAgent {

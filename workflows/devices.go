@@ -27,7 +27,8 @@ const (
 // The device engine's workflow ids, for other services' Go code: the ids are domain's
 // (domain/workflow_ids.go).
 
-// DefaultTaskQueue is the task queue whose workflow ids carry no scope (domain.DefaultTaskQueue).
+// DefaultTaskQueue is the task queue whose workflow ids carry no scope
+// (domain.DefaultTaskQueue).
 const DefaultTaskQueue = domain.DefaultTaskQueue
 
 // DeviceScope is the prefix of the device engine's workflow ids for a task queue
