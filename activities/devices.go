@@ -21,7 +21,7 @@ type DeviceActivities struct {
 	Store *store.Store
 	// Settings are the attempt limit and device timeout a task takes when the dispatcher
 	// activates it: the worker's configuration in force.
-	Settings store.DeviceSettings
+	Settings domain.DeviceSettings
 	// SweepGrace is how long past its deadline an in-flight execution may stay before the
 	// dispatcher's safety sweep times it out itself (its PC timer normally does it on
 	// the dot). Default 1 minute.
@@ -85,76 +85,6 @@ func (a *DeviceActivities) RefillPC(ctx context.Context, pcName string) (int, er
 	ids, err := a.Store.RefillPC(ctx, pc.ID)
 	return len(ids), err
 }
-
-// SlotState is an execution's state as its slot workflow sees it.
-type SlotState struct {
-	Status    domain.ExecutionStatus
-	Attempt   int32
-	SentAt    *time.Time
-	TimeoutAt *time.Time
-	// CheckTask asks the dispatcher to re-check the task (see store.Outcome).
-	CheckTask bool
-	// Stale: the timeout found the attempt already resolved and changed nothing.
-	Stale bool
-}
-
-// Final reports whether the execution is over.
-func (s SlotState) Final() bool { return IsFinalStatus(s.Status) }
-
-// InFlight reports whether an attempt is out on the device.
-func (s SlotState) InFlight() bool {
-	return s.Status == domain.ExecutionSent || s.Status == domain.ExecutionAcked
-}
-
-// TimeoutInput names the attempt whose deadline passed.
-type TimeoutInput struct {
-	// ExecutionID keeps its wire name of releases before the rename (TaskDeviceID): the
-	// input of an activity scheduled before an upgrade decodes after it.
-	ExecutionID int64 `json:"TaskDeviceID"`
-	Attempt     int32
-}
-
-// TimeoutAttempt marks the attempt TIMEOUT if it is still in flight — then RETRY_SCHEDULED
-// or FAILED_FINAL (device error, slot refilled) — and otherwise changes nothing: SQL
-// decides the race between the agent's result and the timer.
-func (a *DeviceActivities) TimeoutAttempt(ctx context.Context, in TimeoutInput) (SlotState, error) {
-	out, err := a.Store.TimeoutAttempt(ctx, in.ExecutionID, in.Attempt)
-	if errors.Is(err, store.ErrNotFound) {
-		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("execution %d is gone", in.ExecutionID), ErrDeviceGone, err)
-	}
-	if err != nil {
-		return SlotState{}, err
-	}
-	st := SlotState{Status: out.Status, Attempt: out.Attempt, CheckTask: out.CheckTask, Stale: out.Stale}
-	if out.Stale && (out.Status == domain.ExecutionSent || out.Status == domain.ExecutionAcked) {
-		// A newer attempt is out: hand its deadline to the workflow.
-		return a.GetSlotState(ctx, in.ExecutionID)
-	}
-	return st, nil
-}
-
-// GetSlotState reads an execution's state.
-func (a *DeviceActivities) GetSlotState(ctx context.Context, id int64) (SlotState, error) {
-	td, err := a.Store.GetDeviceExecution(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return SlotState{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("execution %d is gone", id), ErrDeviceGone, err)
-	}
-	if err != nil {
-		return SlotState{}, err
-	}
-	return SlotState{Status: td.Status, Attempt: td.Attempt, SentAt: td.SentAt, TimeoutAt: td.TimeoutAt}, nil
-}
-
-// IsFinalStatus reports whether an execution status is final, for the per-execution
-// DeviceSlotWorkflow. It also takes "CANCELLED", the spelling before migration 00044: an
-// activity result or signal recorded in a history before the upgrade carries it, and the
-// workflow must take the same branch when it replays that history.
-func IsFinalStatus(status domain.ExecutionStatus) bool {
-	return domain.ExecutionFinal(status) || status == canceledBefore00044
-}
-
-// canceledBefore00044 is how ExecutionCanceled was spelled before migration 00044.
-const canceledBefore00044 domain.ExecutionStatus = "CANCELLED"
 
 // PCTimerRef names the PC whose timer woke, and when (the workflow's clock): a deadline
 // not after AsOf has passed.

@@ -383,7 +383,7 @@ func (a *ScheduleActivities) adoptLegacy(ctx context.Context) (int, error) {
 
 // runOpen reports whether the owning run of a schedule still runs.
 func (a *ScheduleActivities) runOpen(ctx context.Context, o store.OwnedSchedule) (bool, error) {
-	d, err := a.Temporal.DescribeWorkflowExecution(ctx, scheduleWorkflowID(o.Name), o.Owner)
+	d, err := a.Temporal.DescribeWorkflowExecution(ctx, domain.ScheduleWorkflowID(o.Name), o.Owner)
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		return false, nil
@@ -393,7 +393,3 @@ func (a *ScheduleActivities) runOpen(ctx context.Context, o store.OwnedSchedule)
 	}
 	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
 }
-
-// scheduleWorkflowID is the one workflow id of a schedule (workflows.ScheduleWorkflowID,
-// which activities cannot import).
-func scheduleWorkflowID(name string) string { return "schedule/" + name }

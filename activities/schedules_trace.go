@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -45,12 +44,12 @@ const (
 	AttrWindow     = attribute.Key("tickgate.arm.window_ticks")
 )
 
-// scheduleOfActivity is the schedule whose workflow (id schedule/<name>) runs the activity.
+// scheduleOfActivity is the schedule whose workflow runs the activity.
 func scheduleOfActivity(ctx context.Context) string {
 	if !activity.IsActivity(ctx) {
 		return ""
 	}
-	return strings.TrimPrefix(activity.GetInfo(ctx).WorkflowExecution.ID, "schedule/")
+	return domain.ScheduleOfWorkflowID(activity.GetInfo(ctx).WorkflowExecution.ID)
 }
 
 // startTick begins a fire's trace: a new root linked to the calling span (the schedule

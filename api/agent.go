@@ -1,9 +1,7 @@
 package api
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -11,11 +9,10 @@ import (
 
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
-	"github.com/tickgate/tickgate/workflows"
 )
 
 // POST /agent/pcs/{name}/claim, POST /agent/task-devices/{id}/ack and /result: what a PC's
-// agent calls (docs/devices.md).
+// agent calls (docs/devices.md). The steps are the device engine's (package deviceengine).
 
 // ClaimRequest is the body of POST /agent/pcs/{name}/claim.
 type ClaimRequest struct {
@@ -30,9 +27,6 @@ const maxClaim = 1000
 
 // maxClaimWait caps a claim's long-poll.
 const maxClaimWait = time.Minute
-
-// maxTimerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
-const maxTimerSignals = 64
 
 func (s *Server) agentClaim(c echo.Context) error {
 	var req ClaimRequest
@@ -55,55 +49,15 @@ func (s *Server) agentClaim(c echo.Context) error {
 	}
 	pc := c.Param("name")
 	s.extendWriteDeadline(c, wait)
-	start := time.Now()
-	cmds, err := s.Store.ClaimWithin(c.Request().Context(), s.Listener, pc, max, wait)
+	cmds, err := s.devices.Claim(c.Request().Context(), pc, max, wait)
 	if err != nil {
 		return err
 	}
-	s.traceClaimed(c.Request().Context(), pc, "claim", cmds, start)
-	// Each sent attempt's deadline is watched by its PC's timer. Telling the timer happens
-	// after the answer, so agents never wait on Temporal: the deadline itself is already
-	// committed (timeout_at), and the dispatcher's sweep times out an attempt whose timer
-	// was never told.
-	s.wakePCTimerAfterAnswer(pc, cmds)
 	page := Page[DeviceExecutionDTO]{Items: make([]DeviceExecutionDTO, 0, len(cmds))}
 	for _, cmd := range cmds {
 		page.Items = append(page.Items, claimedView(pc, cmd))
 	}
 	return c.JSON(http.StatusOK, page)
-}
-
-// wakePCTimerAfterAnswer tells the PC's timer a wake-up for attempts just sent, after the
-// answer: agents never wait on Temporal.
-func (s *Server) wakePCTimerAfterAnswer(pc string, cmds []store.ClaimedCommand) {
-	if s.Starter != nil && len(cmds) > 0 {
-		s.afterAnswer(time.Minute, func(ctx context.Context) { s.wakePCTimer(ctx, pc, cmds) })
-	}
-}
-
-// wakePCTimer tells the PC's timer (workflows.PCTimerWorkflow) a wake-up wakeupLead before
-// the earliest deadline among the sent attempts, unless it already wakes in time
-// (pcWakeups).
-func (s *Server) wakePCTimer(ctx context.Context, pc string, cmds []store.ClaimedCommand) {
-	var first *store.ClaimedCommand
-	for i, cmd := range cmds {
-		if cmd.TimeoutAt != nil && (first == nil || cmd.TimeoutAt.Before(*first.TimeoutAt)) {
-			first = &cmds[i]
-		}
-	}
-	now := time.Now()
-	if first == nil || !s.pcWakeups.needsSignal(pc, first.TimeoutAt.UTC(), now) {
-		return
-	}
-	wake := first.TimeoutAt.UTC().Add(-wakeupLead)
-	s.pcWakeups.toldAt(pc, wake, now)
-	s.timerSignals <- struct{}{}
-	defer func() { <-s.timerSignals }()
-	w := workflows.PCTimerWakeup{ExecutionID: first.ID, Attempt: first.Attempt, At: wake}
-	if err := s.Starter.WakePCTimer(ctx, pc, w); err != nil {
-		s.pcWakeups.forget(pc, wake)
-		s.Logf("devices: %v", err)
-	}
 }
 
 // AckRequest is the optional body of POST /agent/task-devices/{id}/ack.
@@ -120,7 +74,7 @@ func (s *Server) agentAck(c echo.Context) error {
 	if err := Decode(c, &req, true); err != nil {
 		return err
 	}
-	if _, err := s.Store.Ack(c.Request().Context(), id, req.Attempt); err != nil {
+	if err := s.devices.Ack(c.Request().Context(), id, req.Attempt); err != nil {
 		if errors.Is(err, store.ErrNotInFlight) {
 			return Conflict("attempt", "%v", err)
 		}
@@ -194,10 +148,10 @@ func (s *Server) agentResult(c echo.Context) error {
 	return record(c)
 }
 
-// recordSuccess reports a success to the group commit (store.ResultBatcher): one statement
-// for the results arriving together checks the agent's PC and the Idempotency-Key, records
-// the result, refills the slot and hands the agent its next execution. handled is false
-// when the statement left the result to the general path; pc is then the execution's PC.
+// recordSuccess reports a success to the device engine's group commit
+// (deviceengine.Engine.ReportSuccess) and answers what its statement decided. handled is
+// false when the statement left the result to the general path; pc is then the execution's
+// PC.
 func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *Principal, kr *keyedRequest) (handled bool, pc string, err error) {
 	rep := store.SuccessReport{ID: id, Attempt: req.Attempt, ClaimNext: req.ClaimNext}
 	if p != nil && p.Role == store.RoleAgent {
@@ -206,19 +160,12 @@ func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *P
 	if kr != nil {
 		rep.Key, rep.RequestHash = kr.key, kr.hash
 	}
-	start := time.Now()
-	ans, err := s.results.Report(c.Request().Context(), rep)
+	ans, err := s.devices.ReportSuccess(c.Request().Context(), rep)
 	if err != nil {
 		return true, "", err
 	}
 	switch ans.Verdict {
 	case store.SuccessRecorded:
-		s.traceResult(c.Request().Context(), id, req.Attempt, req.Status, &ans.Outcome, start, nil)
-		s.afterResult(id, ans.Outcome)
-		if ans.Next != nil {
-			s.traceClaimed(c.Request().Context(), ans.PCName, "claim_next", []store.ClaimedCommand{*ans.Next}, start)
-			s.wakePCTimerAfterAnswer(ans.PCName, []store.ClaimedCommand{*ans.Next})
-		}
 		return true, "", c.JSON(http.StatusOK, resultView(*ans.Done, ans.Next))
 	case store.SuccessReplayed:
 		if ans.Stored != nil {
@@ -239,22 +186,16 @@ func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *P
 	return false, ans.PCName, nil
 }
 
-// recordResult is the general path: one transaction decides any result.
+// recordResult is the general path: one transaction decides any result
+// (deviceengine.Engine.RecordResult).
 func (s *Server) recordResult(c echo.Context, id int64, r store.Result) error {
-	start := time.Now()
-	out, err := s.Store.ReportResult(c.Request().Context(), id, r)
-	status := "failed"
-	if r.Succeeded {
-		status = "succeeded"
-	}
-	s.traceResult(c.Request().Context(), id, r.Attempt, status, &out, start, err)
+	out, err := s.devices.RecordResult(c.Request().Context(), id, r)
 	if err != nil {
 		if errors.Is(err, store.ErrNotInFlight) {
 			return Conflict("attempt", "%v", err)
 		}
 		return err
 	}
-	s.afterResult(id, out)
 	if out.View != nil {
 		return c.JSON(http.StatusOK, resultView(*out.View, nil))
 	}
@@ -263,15 +204,6 @@ func (s *Server) recordResult(c echo.Context, id int64, r store.Result) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, resultView(td, nil))
-}
-
-// afterResult hands over what a committed result leaves to do. The PC's timer is not
-// told: when it wakes it finds the attempt resolved in SQL (the race has one winner there)
-// and sleeps until whatever is in flight on the PC by then.
-func (s *Server) afterResult(id int64, out store.Outcome) {
-	if out.CheckTask {
-		s.advanceSoon(fmt.Sprintf("execution %d of task %d %s", id, out.TaskID, out.Status))
-	}
 }
 
 // replayResultAnswer renders a result's first answer kept with its Idempotency-Key.

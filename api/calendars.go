@@ -13,8 +13,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tickgate/tickgate/domain"
-	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 )
@@ -156,10 +154,9 @@ func (s *Server) getCalendar(c echo.Context) error {
 }
 
 // putCalendar replaces a calendar's time zone, dates and ranges. The edit takes effect at
-// once for every schedule excluding it: in its transaction, their fires armed ahead and not
-// yet released are judged again (store.EditCalendar, scheduleplan.Rejudge) — a fire the
-// calendar now excludes is SKIPPED before its release, a tick it no longer excludes fires —
-// and their workflows, which decide their ticks at their time, read the calendar then.
+// once for every schedule excluding it: store.EditCalendar judges their fires armed ahead
+// again in its transaction (scheduleplan.RejudgeArmed), and their workflows, which decide
+// their ticks at their time, read the calendar then.
 func (s *Server) putCalendar(c echo.Context) error {
 	name := c.Param("name")
 	var req CalendarRequest
@@ -188,7 +185,7 @@ func (s *Server) putCalendar(c echo.Context) error {
 		c.Response().Header().Set("ETag", etag(cur.Version))
 		return c.JSON(http.StatusOK, v)
 	}
-	row, done, err := s.Store.EditCalendar(c.Request().Context(), cal, expected, rejudgeArmed)
+	row, done, err := s.Store.EditCalendar(c.Request().Context(), cal, expected)
 	switch {
 	case errors.Is(err, store.ErrStale):
 		return NewProblem(http.StatusPreconditionFailed, "version", "the calendar changed since version %d; read it again and retry", expected)
@@ -206,38 +203,6 @@ func (s *Server) putCalendar(c echo.Context) error {
 // sameCalendar reports whether a stored calendar is the one a PUT asks for.
 func sameCalendar(cur store.Calendar, asked store.NewCalendar) bool {
 	return cur.Timezone == asked.Timezone && slices.Equal(cur.Dates, asked.Dates) && jsonEqual(cur.Ranges, asked.Ranges)
-}
-
-// rejudgeArmed is a calendar edit's judgement of the armed fires of the schedules excluding
-// it, under the calendars as the edit leaves them (cals, locked by the edit): the ones whose
-// outcome changes, each with the event it appends when it fires after all.
-func rejudgeArmed(cals []store.Calendar, armed []store.ArmedTick) ([]store.TickVerdict, error) {
-	all, err := compileCalendars(cals)
-	if err != nil {
-		return nil, err
-	}
-	var out []store.TickVerdict
-	for _, a := range armed {
-		var spec schedulespec.Spec
-		var act domain.Action
-		if err := json.Unmarshal(a.Spec, &spec); err != nil {
-			return nil, fmt.Errorf("spec of schedule %q: %w", a.ScheduleName, err)
-		}
-		if err := json.Unmarshal(a.Action, &act); err != nil {
-			return nil, fmt.Errorf("action of schedule %q: %w", a.ScheduleName, err)
-		}
-		picked, _ := schedulespec.Pick(all, spec.ExcludeCalendars)
-		skip, changed := scheduleplan.Rejudge(scheduleplan.ArmedTick{Tick: a.ScheduledAt.UTC(), Status: a.Status, Reason: a.Reason}, picked)
-		if !changed {
-			continue
-		}
-		v := store.TickVerdict{RunID: a.ID, SkipReason: skip, ScheduleName: a.ScheduleName}
-		if skip == "" {
-			v.Event = domain.FireEvent(a.ScheduleName, act, a.ScheduledAt, domain.TriggerScheduled, a.VisibleAt)
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 // deleteCalendar deletes a calendar no schedule excludes; one in use is a 409 naming the

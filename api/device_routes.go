@@ -6,14 +6,36 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tickgate/tickgate/deviceengine"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store"
 )
+
+// DeviceEngine is the device engine as the device routes call it (deviceengine.Engine): every
+// write of device state a request makes, with the step that follows it (a PC's workflow
+// started, the PC's timer told of new deadlines, the active task advanced). The routes
+// read through the store.
+type DeviceEngine interface {
+	CreatePC(ctx context.Context, name string, capacity int32) (store.PC, error)
+	CreateDevice(ctx context.Context, pc, serial string) (store.Device, error)
+	SetDeviceStatus(ctx context.Context, serial string, status domain.DeviceStatus, why string) (store.Device, error)
+	CreateTask(ctx context.Context, t store.NewDeviceTask) (store.DeviceTask, error)
+	CancelTask(ctx context.Context, id int64) (store.DeviceTask, error)
+	Claim(ctx context.Context, pc string, max int, wait time.Duration) ([]store.ClaimedCommand, error)
+	Ack(ctx context.Context, id int64, attempt *int32) error
+	ReportSuccess(ctx context.Context, r store.SuccessReport) (store.SuccessAnswer, error)
+	RecordResult(ctx context.Context, id int64, r store.Result) (store.Outcome, error)
+	// Drain waits for the calls the engine made after its answers.
+	Drain(ctx context.Context) error
+}
 
 // registerDevices mounts /pcs, /devices, /tasks, /task-devices and /agent (docs/devices.md):
 // one file per resource beside this one.
 func (s *Server) registerDevices(g *echo.Group) {
-	s.timerSignals = make(chan struct{}, maxTimerSignals)
-	s.results = s.Store.NewResultBatcher(store.ResultBatcherOptions{})
+	s.devices = s.Devices
+	if s.devices == nil {
+		s.devices = deviceengine.New(deviceengine.Options{Store: s.Store, Starter: s.Starter, Listener: s.Listener, Tracer: s.Tracer, Logf: s.Logf})
+	}
 	g.POST("/pcs", s.createPC)
 	g.GET("/pcs", s.listPCs)
 	g.GET("/pcs/:name", s.getPC)
@@ -34,29 +56,12 @@ func (s *Server) registerDevices(g *echo.Group) {
 	g.POST("/agent/task-devices/:id/result", s.agentResult)
 }
 
-// signalTimeout bounds one Temporal call made after a device commit.
-const signalTimeout = 10 * time.Second
-
-// nudgeDispatcher asks the dispatcher to re-check the active task. SQL already holds the
-// truth, and the dispatcher's safety poll re-checks, so a failure is logged, not returned.
-func (s *Server) nudgeDispatcher(ctx context.Context) {
-	if s.Starter == nil {
-		return
+// Drain waits until the calls the device engine started after answers (a PC timer told a
+// wake-up, the dispatcher nudged) are done, or ctx ends. Call it once the HTTP server
+// stopped taking requests.
+func (s *Server) Drain(ctx context.Context) error {
+	if s.devices == nil {
+		return nil
 	}
-	if err := s.Starter.CheckDispatcher(ctx); err != nil {
-		s.Logf("devices: %v", err)
-	}
-}
-
-// advanceSoon hands "advance the active task" over after a commit that may have ended it
-// (its last execution final, an abort, a cancel, a device leaving): to the task advancer,
-// which activates the next task at once with the configured settings, or — in a server
-// built without one — to the dispatcher workflow, signalled after the answer. The API
-// never advances tasks itself.
-func (s *Server) advanceSoon(why string) {
-	if s.Advancer != nil {
-		s.Advancer.AdvanceSoon(why)
-		return
-	}
-	s.afterAnswer(signalTimeout, s.nudgeDispatcher)
+	return s.devices.Drain(ctx)
 }

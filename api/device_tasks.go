@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -65,11 +64,10 @@ func (s *Server) createDeviceTask(c echo.Context) error {
 		}
 		nt.Windows = req.Windows
 	}
-	t, err := s.Store.CreateDeviceTask(c.Request().Context(), nt)
+	t, err := s.devices.CreateTask(c.Request().Context(), nt)
 	if err != nil {
 		return err
 	}
-	s.advanceSoon(fmt.Sprintf("task %d created", t.ID)) // it becomes active if none is
 	return c.JSON(http.StatusCreated, deviceTaskView(t))
 }
 
@@ -138,13 +136,12 @@ func (s *Server) cancelDeviceTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.Store.CancelDeviceTask(c.Request().Context(), id)
+	t, err := s.devices.CancelTask(c.Request().Context(), id)
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return Conflict("", "%v", err)
 		}
 		return err
 	}
-	s.advanceSoon(fmt.Sprintf("task %d canceled", t.ID)) // the next task becomes active at once
 	return c.JSON(http.StatusOK, deviceTaskView(t))
 }

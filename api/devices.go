@@ -39,8 +39,7 @@ func (s *Server) createDevice(c echo.Context) error {
 	if !devSerialPattern.MatchString(req.Serial) {
 		return BadRequest("serial", "must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit")
 	}
-	// The device joins the PC's slots in the same transaction (refilled at once).
-	dev, _, err := s.Store.CreateDevice(c.Request().Context(), req.PC, req.Serial)
+	dev, err := s.devices.CreateDevice(c.Request().Context(), req.PC, req.Serial)
 	if err != nil {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -78,13 +77,10 @@ func (s *Server) patchDevice(c echo.Context) error {
 	if !deviceStatusNames[req.Status] {
 		return BadRequest("status", "must be online or offline, got %q", req.Status)
 	}
-	// Applied to the PC's slots in the same transaction: an execution on a device that left
-	// the eligible set is canceled, free slots are refilled.
-	d, _, err := s.Store.SetDeviceStatus(c.Request().Context(), c.Param("serial"), req.Status, "set by operator")
+	d, err := s.devices.SetDeviceStatus(c.Request().Context(), c.Param("serial"), req.Status, "set by operator")
 	if err != nil {
 		return err
 	}
-	s.advanceSoon("device " + d.Serial + " set " + string(d.Status)) // a canceled execution may have been its task's last
 	row, err := s.Store.GetDevice(c.Request().Context(), d.Serial)
 	if err != nil {
 		return err

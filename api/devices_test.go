@@ -18,7 +18,6 @@ import (
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
-	"github.com/tickgate/tickgate/worker"
 )
 
 // deviceStack starts a stack on a task queue of its own: the device engine's workflow ids
@@ -303,7 +302,7 @@ func TestDevicesNextTaskTakesTheConfiguredSettings(t *testing.T) {
 		c.DeviceTimeout, c.DeviceMaxAttempts = 5*time.Minute, 5
 	}})
 	ctx := context.Background()
-	old := store.DeviceSettings{MaxAttempts: 3, DeviceTimeout: 20 * time.Minute}
+	old := domain.DeviceSettings{MaxAttempts: 3, Timeout: 20 * time.Minute}
 	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "solo", "device_capacity": 1}, http.StatusCreated, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "solo", "serial": "only-one"}, http.StatusCreated, nil)
 	var tasks []store.DeviceTask
@@ -312,10 +311,10 @@ func TestDevicesNextTaskTakesTheConfiguredSettings(t *testing.T) {
 		require.NoError(t, err)
 		tasks = append(tasks, task)
 	}
-	requireSettings := func(cmd api.DeviceExecutionDTO, task store.DeviceTask, want store.DeviceSettings) {
+	requireSettings := func(cmd api.DeviceExecutionDTO, task store.DeviceTask, want domain.DeviceSettings) {
 		t.Helper()
 		require.Equal(t, task.ID, cmd.TaskID)
-		require.Equal(t, want.DeviceTimeout, cmd.TimeoutAt.Sub(*cmd.SentAt), "deadline of task %d", task.ID)
+		require.Equal(t, want.Timeout, cmd.TimeoutAt.Sub(*cmd.SentAt), "deadline of task %d", task.ID)
 		require.Equal(t, int32(want.MaxAttempts), cmd.MaxAttempts, "attempts of task %d", task.ID)
 	}
 
@@ -324,7 +323,7 @@ func TestDevicesNextTaskTakesTheConfiguredSettings(t *testing.T) {
 	require.NoError(t, err)
 	requireSettings(claimOne(t, st, "solo"), tasks[0], old)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", tasks[0].ID), nil, http.StatusOK, nil)
-	requireSettings(claimOne(t, st, "solo"), tasks[1], worker.DeviceSettings(st.Config))
+	requireSettings(claimOne(t, st, "solo"), tasks[1], st.Config.DeviceSettings())
 
 	// Ended by its last result.
 	_, err = st.Store.CancelDeviceTask(ctx, tasks[1].ID)
@@ -334,7 +333,7 @@ func TestDevicesNextTaskTakesTheConfiguredSettings(t *testing.T) {
 	cmd := claimOne(t, st, "solo")
 	requireSettings(cmd, tasks[2], old)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/agent/task-devices/%d/result", cmd.ID), map[string]any{"status": "succeeded"}, http.StatusOK, nil)
-	requireSettings(claimOne(t, st, "solo"), tasks[3], worker.DeviceSettings(st.Config))
+	requireSettings(claimOne(t, st, "solo"), tasks[3], st.Config.DeviceSettings())
 }
 
 // TestDevicesTaskWithNoEligibleDeviceFailsVisibly: a task created while no device can run

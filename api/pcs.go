@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"regexp"
@@ -37,20 +36,12 @@ func (s *Server) createPC(c echo.Context) error {
 			return BadRequest("device_capacity", "must be from 1 to %d, got %d", domain.MaxDeviceCapacity, capacity)
 		}
 	}
-	pc, err := s.Store.CreatePC(c.Request().Context(), req.Name, capacity)
+	pc, err := s.devices.CreatePC(c.Request().Context(), req.Name, capacity)
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return Conflict("name", "pc %q already exists", req.Name)
 		}
 		return err
-	}
-	if s.Starter != nil {
-		// Starts the PC's workflow, which keeps its slots full from now on.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), signalTimeout)
-		defer cancel()
-		if err := s.Starter.RefillPC(ctx, pc.Name); err != nil {
-			s.Logf("devices: %v", err)
-		}
 	}
 	return c.JSON(http.StatusCreated, pcView(pc))
 }

@@ -1,5 +1,10 @@
-// Package api maps tickgate's HTTP contract (docs/spec.md) onto starter calls and store reads,
-// and nothing else: rules live in workflows and SQL.
+// Package api maps tickgate's HTTP contract (docs/spec.md) to calls, and nothing else: it
+// decodes and checks requests (the field a bad one names, the token's role, an
+// Idempotency-Key), calls the engine that owns the step — starter for the workflows of
+// schedules and rollouts, the device engine (package deviceengine) for device dispatch, the
+// store for reads and its transactions — and renders the answer as JSON or problem+json.
+// The rules those calls apply live in the engines: the workflows, the SQL in store,
+// internal/scheduleplan and internal/schedulespec, package deviceengine.
 package api
 
 import (
@@ -7,7 +12,6 @@ import (
 	"log"
 	"net/http"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -27,9 +31,11 @@ type Server struct {
 	Store    *store.Store
 	Temporal client.Client
 	Starter  *starter.Starter
-	// Advancer advances the active device task after a commit that may have ended it, with
-	// the configured device settings; nil hands that step to the dispatcher workflow.
-	Advancer *store.TaskAdvancer
+	// Devices is the device engine the device routes call (deviceengine.Engine, built with the
+	// configured device settings so that it advances the active task itself); nil: New
+	// builds one on Store, Starter, Listener and Tracer that leaves advancing to the
+	// dispatcher workflow.
+	Devices DeviceEngine
 	// Listener is the process's listening connection (store.StartListener): it keeps the
 	// token cache and wakes agents' long-polls. nil: every request reads its token from
 	// the database, and a claim's wait is not honoured (it answers at once).
@@ -69,17 +75,8 @@ type Server struct {
 
 	// authGuard bounds the work of failed authentications (auth_failures.go).
 	authGuard *authGuard
-	// timerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
-	timerSignals chan struct{}
-	// results group-commits agents' successes.
-	results *store.ResultBatcher
-	// pcWakeups remembers the wake-ups this process told each PC's timer.
-	pcWakeups pcWakeups
-	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).
-	afterAnswers sync.WaitGroup
-	// traceScope scopes the derived traces of device executions (workContext).
-	traceScope     string
-	traceScopeOnce sync.Once
+	// devices is the device engine in use: Devices, or the one New built.
+	devices DeviceEngine
 }
 
 // New builds the Echo application with every route of the contract.

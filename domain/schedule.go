@@ -3,7 +3,6 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tickgate/tickgate/internal/schedulespec"
@@ -144,17 +143,6 @@ func TickKey(scheduleID int64, tick time.Time) string {
 // ManualKey is the idempotency key of a manual trigger, unique per trigger request.
 func ManualKey(scheduleID int64, requestID string) string {
 	return fmt.Sprintf("%d@manual/%s", scheduleID, requestID)
-}
-
-// RunWorkflowID is the workflow id of a workflow action's run, from its idempotency key:
-// schedule/<name>/run/<tick or request>. A tick fired again after a retraction gets a suffix
-// of its own when recorded (~2, ~3, …).
-func RunWorkflowID(schedule, key string) string {
-	suffix := key
-	if _, after, found := strings.Cut(key, "@"); found {
-		suffix = after
-	}
-	return fmt.Sprintf("schedule/%s/run/%s", schedule, suffix)
 }
 
 // FireEvent is the event appended with a fire: an event action's own topic, type and data;

@@ -8,14 +8,15 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// deviceScope scopes the device engine's workflow ids by task queue (see workflows.DeviceScope).
-func (s *Starter) deviceScope() string { return workflows.DeviceScope(s.TaskQueue) }
+// deviceScope scopes the device engine's workflow ids by task queue (domain.DeviceScope).
+func (s *Starter) deviceScope() string { return domain.DeviceScope(s.TaskQueue) }
 
 // DispatcherID is the device dispatcher's workflow id on this starter's task queue.
-func (s *Starter) DispatcherID() string { return workflows.DispatcherWorkflowID(s.deviceScope()) }
+func (s *Starter) DispatcherID() string { return domain.DispatcherWorkflowID(s.deviceScope()) }
 
 func (s *Starter) dispatcherOptions() client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
@@ -49,7 +50,7 @@ func (s *Starter) CheckDispatcher(ctx context.Context) error {
 
 // RefillPC signals a PC's workflow (starting it if needed) to fill its free slots.
 func (s *Starter) RefillPC(ctx context.Context, pc string) error {
-	id := workflows.PCWorkflowID(s.deviceScope(), pc)
+	id := domain.PCWorkflowID(s.deviceScope(), pc)
 	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCRefill, nil, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             s.TaskQueue,
@@ -66,7 +67,7 @@ func (s *Starter) RefillPC(ctx context.Context, pc string) error {
 // WakePCTimer tells a PC's timer (starting it if needed) a wake-up: it wakes at w.At at
 // the latest and then times out what is overdue on the PC.
 func (s *Starter) WakePCTimer(ctx context.Context, pc string, w workflows.PCTimerWakeup) error {
-	id := workflows.PCTimerWorkflowID(s.deviceScope(), pc)
+	id := domain.PCTimerWorkflowID(s.deviceScope(), pc)
 	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCTimerWakeup, w, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             s.TaskQueue,

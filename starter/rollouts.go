@@ -11,13 +11,14 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/workflows"
 )
 
 func (s *Starter) rolloutOptions(rolloutID int64) client.StartWorkflowOptions {
 	id := strconv.FormatInt(rolloutID, 10)
 	return client.StartWorkflowOptions{
-		ID:                       workflows.RolloutWorkflowID(rolloutID),
+		ID:                       domain.RolloutWorkflowID(rolloutID),
 		TaskQueue:                s.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -60,9 +61,9 @@ func (s *Starter) WakeRollouts(ctx context.Context, rolloutIDs []int64) error {
 
 // KickPromoter asks the promoter singleton for a round, starting it if needed.
 func (s *Starter) KickPromoter(ctx context.Context) error {
-	_, err := s.Client.SignalWithStartWorkflow(ctx, workflows.PromoterWorkflowID(s.TaskQueue), workflows.SignalKick, nil,
+	_, err := s.Client.SignalWithStartWorkflow(ctx, domain.PromoterWorkflowID(s.TaskQueue), workflows.SignalKick, nil,
 		client.StartWorkflowOptions{
-			ID:                    workflows.PromoterWorkflowID(s.TaskQueue),
+			ID:                    domain.PromoterWorkflowID(s.TaskQueue),
 			TaskQueue:             s.TaskQueue,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			TypedSearchAttributes: temporal.NewSearchAttributes(
@@ -88,7 +89,7 @@ func (s *Starter) CancelRunningTaskRun(ctx context.Context, rolloutID, taskID in
 // StopRollout tells a canceled rollout's workflow to cancel its RUNNING tasks and end; a
 // workflow that is not running has nothing to stop.
 func (s *Starter) StopRollout(ctx context.Context, rolloutID int64) error {
-	err := s.Client.SignalWorkflow(ctx, workflows.RolloutWorkflowID(rolloutID), "", workflows.SignalCancelRollout, nil)
+	err := s.Client.SignalWorkflow(ctx, domain.RolloutWorkflowID(rolloutID), "", workflows.SignalCancelRollout, nil)
 	var notFound *serviceerror.NotFound
 	if err != nil && !errors.As(err, &notFound) {
 		return fmt.Errorf("stop rollout workflow %d: %w", rolloutID, err)

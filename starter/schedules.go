@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -19,7 +20,7 @@ import (
 // run that rested, or a deleted schedule's with the same name) does not block the new one.
 func (s *Starter) scheduleStart(id int64, name string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
-		ID:                       workflows.ScheduleWorkflowID(name),
+		ID:                       domain.ScheduleWorkflowID(name),
 		TaskQueue:                s.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -42,7 +43,7 @@ func (s *Starter) WakeSchedule(ctx context.Context, id int64, name string) error
 
 // StopSchedule ends a schedule's workflow; one already gone is fine.
 func (s *Starter) StopSchedule(ctx context.Context, name, reason string) error {
-	err := s.Client.TerminateWorkflow(ctx, workflows.ScheduleWorkflowID(name), "", reason)
+	err := s.Client.TerminateWorkflow(ctx, domain.ScheduleWorkflowID(name), "", reason)
 	var notFound *serviceerror.NotFound
 	if err != nil && !errors.As(err, &notFound) {
 		return fmt.Errorf("stop schedule workflow %s: %w", name, err)
@@ -75,7 +76,7 @@ func (s *Starter) updateSchedule(ctx context.Context, id int64, name, update str
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID: workflows.ScheduleWorkflowID(name), UpdateName: update, Args: args,
+			WorkflowID: domain.ScheduleWorkflowID(name), UpdateName: update, Args: args,
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
 	})
@@ -124,7 +125,7 @@ func (s *Starter) StartSchedulePlanners(ctx context.Context, n int) error {
 	var errs []error
 	for i := range n {
 		_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID:                       workflows.SchedulePlannerID(s.TaskQueue, i),
+			ID:                       domain.SchedulePlannerWorkflowID(s.TaskQueue, i),
 			TaskQueue:                s.TaskQueue,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -147,7 +148,7 @@ func (s *Starter) StartSchedulePlanners(ctx context.Context, n int) error {
 func (s *Starter) StopSchedulePlanners(ctx context.Context, n int) error {
 	var errs []error
 	for i := range n {
-		err := s.Client.TerminateWorkflow(ctx, workflows.SchedulePlannerID(s.TaskQueue, i), "", "stack stopped")
+		err := s.Client.TerminateWorkflow(ctx, domain.SchedulePlannerWorkflowID(s.TaskQueue, i), "", "stack stopped")
 		var notFound *serviceerror.NotFound
 		if err != nil && !errors.As(err, &notFound) {
 			errs = append(errs, err)

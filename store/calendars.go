@@ -11,15 +11,17 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/scheduleplan"
+	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
 // Calendars (docs/schedules.md "Calendars"): named days and ranges that schedules exclude.
-// Which times a calendar excludes is internal/schedulespec's rule; the store keeps the rows
-// and runs every judgement in a transaction that holds the calendars it reads FOR SHARE, so
-// that an edit (which updates the row) and a judgement of ticks against it never interleave:
-// one waits for the other.
+// Which times a calendar excludes is internal/schedulespec's rule, and what an edit makes
+// of the fires armed ahead internal/scheduleplan's; the store keeps the rows and runs every
+// judgement in a transaction that holds the calendars it reads FOR SHARE, so that an edit
+// (which updates the row) and a judgement of ticks against it never interleave: one waits
+// for the other.
 
 // Calendar is a calendars row; its Ranges are a JSON array of {start, end}.
 type Calendar = dbgen.Calendar
@@ -186,20 +188,6 @@ func requireCalendars(ctx context.Context, q *dbgen.Queries, names []string) err
 	return nil
 }
 
-// ArmedTick is an armed fire not yet released of a schedule excluding an edited calendar:
-// an event fire (SUCCEEDED at its release) or a tick armed SKIPPED by a calendar.
-type ArmedTick = dbgen.ArmedRunsNamingCalendarRow
-
-// TickVerdict is what a calendar edit makes of an armed tick whose outcome changes: SKIPPED
-// with SkipReason, or (SkipReason "") the event fire it is, appending Event.
-type TickVerdict struct {
-	RunID        int64
-	SkipReason   string
-	Event        domain.Event
-	AggregateID  string
-	ScheduleName string
-}
-
 // CalendarEdit is what an edit did to the armed fires of the schedules excluding it.
 type CalendarEdit struct {
 	Skipped, Unskipped int
@@ -207,15 +195,14 @@ type CalendarEdit struct {
 
 // EditCalendar replaces a calendar's time zone, dates and ranges — optimistically, when
 // expectedVersion is not 0 (ErrStale) — and makes the change true for every schedule
-// excluding it at once: in the same transaction, judge is given the calendars those
-// schedules exclude as they now stand and their armed fires not yet released, and answers
-// the ones whose outcome changes (a fire the calendar now excludes is SKIPPED, a tick it no
-// longer excludes fires). The transaction holds the release lock shared, so no release
-// runs meanwhile: a fire is judged anew before its release, or was released before the edit
-// (a fact the edit leaves alone). Calendars are locked in name order, the edited one by its
+// excluding it at once: in the same transaction, their armed fires not yet released are
+// judged again under the calendars they exclude as they now stand
+// (scheduleplan.RejudgeArmed): a fire the calendar now excludes is SKIPPED, a tick it no
+// longer excludes fires. The transaction holds the release lock shared, so no release runs
+// meanwhile: a fire is judged anew before its release, or was released before the edit (a
+// fact the edit leaves alone). Calendars are locked in name order, the edited one by its
 // update, the others FOR SHARE, as every judge reads them.
-func (s *Store) EditCalendar(ctx context.Context, c NewCalendar, expectedVersion int64,
-	judge func(cals []Calendar, armed []ArmedTick) ([]TickVerdict, error)) (Calendar, CalendarEdit, error) {
+func (s *Store) EditCalendar(ctx context.Context, c NewCalendar, expectedVersion int64) (Calendar, CalendarEdit, error) {
 	var row Calendar
 	var done CalendarEdit
 	err := s.retractingTx(ctx, func(q *dbgen.Queries) error {
@@ -253,7 +240,7 @@ func (s *Store) EditCalendar(ctx context.Context, c NewCalendar, expectedVersion
 		if len(armed) == 0 {
 			return nil
 		}
-		verdicts, err := judge(cals, armed)
+		verdicts, err := scheduleplan.RejudgeArmed(storedCalendars(cals), armedFires(armed))
 		if err != nil {
 			return err
 		}
@@ -272,7 +259,7 @@ func (s *Store) EditCalendar(ctx context.Context, c NewCalendar, expectedVersion
 			fire.Ids = append(fire.Ids, v.RunID)
 			fire.Topics = append(fire.Topics, v.Event.Topic)
 			fire.Types = append(fire.Types, v.Event.Type)
-			fire.AggregateIds = append(fire.AggregateIds, v.ScheduleName)
+			fire.AggregateIds = append(fire.AggregateIds, v.Schedule)
 			fire.Data = append(fire.Data, data)
 		}
 		if len(skip.Ids) > 0 {
@@ -298,4 +285,23 @@ func (s *Store) EditCalendar(ctx context.Context, c NewCalendar, expectedVersion
 		return Calendar{}, CalendarEdit{}, getErr
 	}
 	return Calendar{}, CalendarEdit{}, fmt.Errorf("edit calendar %q: version %d expected: %w", c.Name, expectedVersion, ErrStale)
+}
+
+// storedCalendars are calendars rows as the rules read them.
+func storedCalendars(rows []Calendar) []schedulespec.StoredCalendar {
+	out := make([]schedulespec.StoredCalendar, len(rows))
+	for i, r := range rows {
+		out[i] = schedulespec.StoredCalendar{Name: r.Name, Timezone: r.Timezone, Dates: r.Dates, Ranges: r.Ranges}
+	}
+	return out
+}
+
+// armedFires are a calendar edit's armed fires as its judgement reads them.
+func armedFires(rows []dbgen.ArmedRunsNamingCalendarRow) []scheduleplan.ArmedFire {
+	out := make([]scheduleplan.ArmedFire, len(rows))
+	for i, r := range rows {
+		out[i] = scheduleplan.ArmedFire{RunID: r.ID, Schedule: r.ScheduleName, Spec: r.Spec, Action: r.Action,
+			Tick: r.ScheduledAt, VisibleAt: r.VisibleAt, Status: r.Status, Reason: r.Reason}
+	}
+	return out
 }

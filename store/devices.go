@@ -2,10 +2,7 @@ package store
 
 import (
 	"errors"
-	"fmt"
-	"time"
 
-	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
@@ -31,28 +28,3 @@ type (
 // ErrNotInFlight is returned when an ack or result names an attempt that is no longer out
 // on the device (it timed out, was canceled, or a newer attempt was sent): HTTP 409.
 var ErrNotInFlight = errors.New("attempt is not in flight")
-
-// DeviceSettings are the execution rules a task takes when it becomes active (D3): every
-// execution of it is attempted at most MaxAttempts times, each attempt timing out
-// DeviceTimeout after SENT. They come from the configuration in force
-// (TICKGATE_DEVICE_MAX_ATTEMPTS, TICKGATE_DEVICE_TIMEOUT), never from an earlier task.
-type DeviceSettings struct {
-	MaxAttempts   int
-	DeviceTimeout time.Duration
-}
-
-// DefaultDeviceSettings are the defaults of domain/device_defaults.go: 3 attempts, 20 minutes.
-func DefaultDeviceSettings() DeviceSettings {
-	return DeviceSettings{MaxAttempts: domain.DefaultDeviceMaxAttempts, DeviceTimeout: domain.DefaultDeviceTimeout}
-}
-
-// Validate rejects settings no task may carry (the tasks CHECKs, said in words).
-func (d DeviceSettings) Validate() error {
-	if d.MaxAttempts < 1 {
-		return fmt.Errorf("device max attempts must be at least 1, got %d", d.MaxAttempts)
-	}
-	if d.DeviceTimeout < time.Millisecond {
-		return fmt.Errorf("device timeout must be at least 1ms, got %s", d.DeviceTimeout)
-	}
-	return nil
-}

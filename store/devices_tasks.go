@@ -160,7 +160,7 @@ type Advanced struct {
 // every PC's slots with it in the same transaction. One advisory lock serialises concurrent
 // callers; the PC locks (taken before any task row, the order of every refill) keep
 // refills out while it decides.
-func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced, error) {
+func (s *Store) Advance(ctx context.Context, settings domain.DeviceSettings) (Advanced, error) {
 	if err := settings.Validate(); err != nil {
 		return Advanced{}, fmt.Errorf("advance device tasks: %w", err)
 	}
@@ -207,7 +207,7 @@ func (s *Store) Advance(ctx context.Context, settings DeviceSettings) (Advanced,
 				res.Finished = append(res.Finished, t.ID)
 			}
 			next, err := q.ActivateNextDeviceTask(ctx, dbgen.ActivateNextDeviceTaskParams{
-				MaxAttempts: int32(settings.MaxAttempts), DeviceTimeoutMs: settings.DeviceTimeout.Milliseconds(),
+				MaxAttempts: int32(settings.MaxAttempts), DeviceTimeoutMs: settings.Timeout.Milliseconds(),
 			})
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil

@@ -18,7 +18,7 @@ import (
 )
 
 // oneMinute are device settings whose timeout differs from the default.
-var oneMinute = store.DeviceSettings{MaxAttempts: 3, DeviceTimeout: time.Minute}
+var oneMinute = domain.DeviceSettings{MaxAttempts: 3, Timeout: time.Minute}
 
 // devFarm creates a PC with n devices and returns its name.
 func devFarm(t *testing.T, st *store.Store, name string, capacity int32, n int) store.PC {
@@ -39,7 +39,7 @@ func activate(t *testing.T, st *store.Store, nt store.NewDeviceTask) store.Devic
 	ctx := context.Background()
 	task, err := st.CreateDeviceTask(ctx, nt)
 	require.NoError(t, err)
-	adv, err := st.Advance(ctx, store.DefaultDeviceSettings())
+	adv, err := st.Advance(ctx, domain.DefaultDeviceSettings())
 	require.NoError(t, err)
 	require.Equal(t, task.ID, adv.ActiveTaskID)
 	_, err = st.RefillAll(ctx)

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,7 +93,7 @@ func requireCheckViolation(t *testing.T, err error, table string) {
 }
 
 // TestDevicesSettingsHaveNoSQLDefault: a device setting's default is written once, in
-// domain/device_defaults.go. No column carries a copy: a pending task has no attempt limit
+// domain/device_settings.go. No column carries a copy: a pending task has no attempt limit
 // or timeout until it becomes active and takes the configuration's, and a PC or an
 // execution is always given its capacity or attempt limit by the code.
 func TestDevicesSettingsHaveNoSQLDefault(t *testing.T) {
@@ -129,7 +128,7 @@ func TestDevicesAdvanceTakesTheSettingsItIsGiven(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.CancelDeviceTask(ctx, t1.ID)
 	require.NoError(t, err)
-	adv, err := st.Advance(ctx, store.DeviceSettings{MaxAttempts: 5, DeviceTimeout: 5 * time.Minute})
+	adv, err := st.Advance(ctx, domain.DeviceSettings{MaxAttempts: 5, Timeout: 5 * time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, []int64{t2.ID}, adv.Activated)
 	got, err := st.GetDeviceTask(ctx, t2.ID)
@@ -137,69 +136,6 @@ func TestDevicesAdvanceTakesTheSettingsItIsGiven(t *testing.T) {
 	require.Equal(t, int32(5), *got.MaxAttempts)
 	require.Equal(t, (5 * time.Minute).Milliseconds(), *got.DeviceTimeoutMs)
 
-	_, err = st.Advance(ctx, store.DeviceSettings{})
+	_, err = st.Advance(ctx, domain.DeviceSettings{})
 	require.ErrorContains(t, err, "max attempts")
-}
-
-// TestTaskAdvancer: a request after a commit activates the next task with the advancer's
-// settings; Close finishes the queued request before it returns; an advance that changed
-// the active task, or failed, notifies the dispatcher, and one that found nothing to do
-// does not.
-func TestTaskAdvancer(t *testing.T) {
-	t.Parallel()
-	st := testenv.Store(t)
-	ctx := context.Background()
-	devFarm(t, st, "pc1", 5, 1)
-	settings := store.DeviceSettings{MaxAttempts: 4, DeviceTimeout: 7 * time.Minute}
-
-	var mu sync.Mutex
-	notified := 0
-	notify := func(context.Context) error {
-		mu.Lock()
-		defer mu.Unlock()
-		notified++
-		return nil
-	}
-	notifications := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return notified
-	}
-	adv, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: settings, Notify: notify})
-	require.NoError(t, err)
-	t1, err := st.CreateDeviceTask(ctx, store.NewDeviceTask{})
-	require.NoError(t, err)
-	adv.AdvanceSoon("queued before Start")
-	adv.Start()
-	require.NoError(t, adv.Close(ctx))
-	got, err := st.GetDeviceTask(ctx, t1.ID)
-	require.NoError(t, err)
-	require.Equal(t, domain.DeviceTaskRunning, got.Status, "Close drained the queued request")
-	require.Equal(t, int32(4), *got.MaxAttempts)
-	require.Equal(t, (7 * time.Minute).Milliseconds(), *got.DeviceTimeoutMs)
-	require.Equal(t, 1, notifications())
-	adv.AdvanceSoon("after Close: ignored, not a panic")
-	require.Equal(t, 1, notifications())
-
-	// The running task has work left: the advance changes nothing and tells no one.
-	adv, err = store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: settings, Notify: notify})
-	require.NoError(t, err)
-	adv.Start()
-	adv.AdvanceSoon("a result that left work")
-	require.NoError(t, adv.Close(ctx))
-	require.Equal(t, 1, notifications())
-
-	// A store whose pool is closed fails every Advance: the dispatcher is told all the same,
-	// and retries the step.
-	broken := store.New(testenv.Store(t).Pool)
-	broken.Pool.Close()
-	adv, err = store.NewTaskAdvancer(broken, store.TaskAdvancerOptions{Settings: settings, Notify: notify})
-	require.NoError(t, err)
-	adv.Start()
-	adv.AdvanceSoon("a result")
-	require.NoError(t, adv.Close(ctx))
-	require.Equal(t, 2, notifications(), "a failed advance is handed to the dispatcher")
-
-	_, err = store.NewTaskAdvancer(st, store.TaskAdvancerOptions{})
-	require.Error(t, err, "an advancer needs its settings")
 }

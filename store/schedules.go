@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
@@ -57,10 +58,11 @@ func (s *Store) CreateSchedule(ctx context.Context, p NewSchedule, opts ...Creat
 	return row, nil
 }
 
-// What a one-time schedule does once its run has ended (schedules.after_completion).
+// What a one-time schedule does once its run has ended (schedules.after_completion): the
+// values of internal/scheduleplan's one-time rule.
 const (
-	AfterCompletionKeep   = "keep"   // it stays, completed
-	AfterCompletionDelete = "delete" // it is deleted, with its runs
+	AfterCompletionKeep   = scheduleplan.AfterCompletionKeep
+	AfterCompletionDelete = scheduleplan.AfterCompletionDelete
 )
 
 // CreateOption adds to a create.

@@ -1,5 +1,6 @@
 // Package workflows holds tickgate's workflow functions and, with them, the contract other
-// services use: workflow ids, signal / query / update names and their payload types.
+// services use: signal / query / update names, their payload types, and the workflow ids
+// under the names other services call (domain/workflow_ids.go spells each id once).
 package workflows
 
 import (

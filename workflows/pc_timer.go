@@ -14,11 +14,6 @@ import (
 // it when it hands out attempts whose deadlines the timer may not wake for in time.
 const SignalPCTimerWakeup = "wake-up"
 
-// PCTimerWorkflowID is the id of PC pc's timer (PCTimerWorkflow), in its device scope.
-func PCTimerWorkflowID(scope, pc string) string {
-	return fmt.Sprintf("%spc-timer/%s", scope, pc)
-}
-
 // PCTimerWakeup is the payload of SignalPCTimerWakeup: wake at At at the latest. The
 // attempt that asked for it is named for the record; the timer reads what is in flight
 // from SQL when it wakes.

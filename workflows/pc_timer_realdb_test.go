@@ -21,7 +21,7 @@ import (
 func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
 	ctx := context.Background()
 	st := testenv.Store(t)
-	acts := &activities.DeviceActivities{Store: st, Settings: store.DeviceSettings{MaxAttempts: 1, DeviceTimeout: 20 * time.Minute}}
+	acts := &activities.DeviceActivities{Store: st, Settings: domain.DeviceSettings{MaxAttempts: 1, Timeout: 20 * time.Minute}}
 	_, err := st.CreatePC(ctx, "pc1", 2)
 	require.NoError(t, err)
 	for _, d := range []string{"pc1-d0", "pc1-d1"} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -21,18 +20,12 @@ const (
 	PromoterWorkflowType = "RolloutPromoterWorkflow"
 )
 
-// PromoterWorkflowID is the promoter singleton's fixed id for the deployment that runs on
-// taskQueue: "rollout-promoter" on the default queue ("tickgate"), "rollout-promoter/<queue>"
-// otherwise, so stacks sharing a Temporal namespace (tests, staging) keep their own promoter.
-func PromoterWorkflowID(taskQueue string) string {
-	if taskQueue == "" || taskQueue == "tickgate" {
-		return "rollout-promoter"
-	}
-	return "rollout-promoter/" + taskQueue
-}
+// PromoterWorkflowID is the promoter singleton's id for the stack on taskQueue
+// (domain.PromoterWorkflowID).
+func PromoterWorkflowID(taskQueue string) string { return domain.PromoterWorkflowID(taskQueue) }
 
-// RolloutWorkflowID is the one workflow id of a rollout.
-func RolloutWorkflowID(rolloutID int64) string { return "rollout/" + strconv.FormatInt(rolloutID, 10) }
+// RolloutWorkflowID is the one workflow id of a rollout (domain.RolloutWorkflowID).
+func RolloutWorkflowID(rolloutID int64) string { return domain.RolloutWorkflowID(rolloutID) }
 
 // Signals of the rollout engine. Other services may send them directly.
 const (

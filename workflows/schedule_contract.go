@@ -27,8 +27,8 @@ const (
 	ScheduleDescribe = "describe"
 )
 
-// ScheduleWorkflowID is the one workflow id of a schedule.
-func ScheduleWorkflowID(name string) string { return "schedule/" + name }
+// ScheduleWorkflowID is the one workflow id of a schedule (domain.ScheduleWorkflowID).
+func ScheduleWorkflowID(name string) string { return domain.ScheduleWorkflowID(name) }
 
 // ScheduleInput starts (or continues) a schedule's workflow. Another service starting it
 // with signal-with-start or update-with-start gives the Name alone (ScheduleID 0).

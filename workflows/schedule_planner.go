@@ -1,26 +1,22 @@
 package workflows
 
 import (
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/domain"
 )
 
 // SchedulePlannerType is the registered name of the schedule planner workflow.
 const SchedulePlannerType = "SchedulePlannerWorkflow"
 
-// SchedulePlannerID is the id of planner n of a task queue's stack: a singleton each,
-// started by every worker (workflow-id uniqueness keeps one of each). Stacks on other task
-// queues sharing the namespace (tests) have planners of their own.
+// SchedulePlannerID is the id of planner n of a task queue's stack
+// (domain.SchedulePlannerWorkflowID).
 func SchedulePlannerID(taskQueue string, n int) string {
-	if taskQueue == "" || taskQueue == DefaultTaskQueue {
-		return fmt.Sprintf("schedule-planner/%d", n)
-	}
-	return fmt.Sprintf("schedule-planner/%s/%d", taskQueue, n)
+	return domain.SchedulePlannerWorkflowID(taskQueue, n)
 }
 
 // PlannerInput starts a planner.

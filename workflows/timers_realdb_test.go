@@ -22,7 +22,6 @@ import (
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/version"
 	"github.com/tickgate/tickgate/store"
-	"github.com/tickgate/tickgate/worker"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -93,7 +92,7 @@ func TestPCTimerTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	ctx := context.Background()
 	st := testenv.Store(t)
 	// Wired as worker/devices.go wires them.
-	acts := &activities.DeviceActivities{Store: st, Settings: worker.DeviceSettings(cfg)}
+	acts := &activities.DeviceActivities{Store: st, Settings: cfg.DeviceSettings()}
 	_, err = st.CreatePC(ctx, "pc1", 20)
 	require.NoError(t, err)
 	_, _, err = st.CreateDevice(ctx, "pc1", "pc1-d0")

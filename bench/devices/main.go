@@ -34,6 +34,7 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
+	"github.com/tickgate/tickgate/deviceengine"
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -123,22 +124,23 @@ func run(ctx context.Context) (string, error) {
 	// Wired as `tickgate serve` wires it: the task advancer activates the next task in the
 	// API process, and nudges the dispatcher after.
 	starter := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}
-	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Notify: starter.CheckDispatcher})
+	advancer, err := deviceengine.NewTaskAdvancer(st, deviceengine.TaskAdvancerOptions{Settings: cfg.DeviceSettings(), Notify: starter.CheckDispatcher})
 	if err != nil {
 		return "", err
 	}
 	advancer.Start()
+	// Wired as `tickgate api` wires it: the listening connection keeps the token cache and
+	// wakes the agents' long-polls; the device engine takes the agents' steps.
+	listener := st.StartListener(store.ListenerOptions{Logf: log.Printf})
+	defer listener.Close()
+	logf := func(f string, a ...any) { log.Printf("api: "+f, a...) }
+	engine := deviceengine.New(deviceengine.Options{Store: st, Starter: starter, Listener: listener, Advancer: advancer, Logf: logf})
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = advancer.Close(closeCtx)
+		_ = engine.Close(closeCtx)
 	}()
-	// Wired as `tickgate api` wires it: the listening connection keeps the token cache and
-	// wakes the agents' long-polls.
-	listener := st.StartListener(store.ListenerOptions{Logf: log.Printf})
-	defer listener.Close()
-	app := api.New(&api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener,
-		Logf: func(f string, a ...any) { log.Printf("api: "+f, a...) }})
+	app := api.New(&api.Server{Store: st, Temporal: tc, Starter: starter, Devices: engine, Listener: listener, Logf: logf})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/result") {
 			app.ServeHTTP(w, r)

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/deviceengine"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/internal/telemetry"
@@ -268,8 +269,7 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 		done <- connection{st, tc, closeAll, err}
 	}()
 	var conn connection
-	var app *api.Server
-	var advancer *store.TaskAdvancer
+	var engine *deviceengine.Engine
 	var listener *store.Listener
 	// In-flight requests finish, then the Temporal calls and device task advances they
 	// left behind, before the connections they use are closed.
@@ -280,13 +280,8 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 			listener.Close()
 		}
 		_ = srv.Shutdown(shutdownCtx)
-		if app != nil {
-			if err := app.Drain(shutdownCtx); err != nil {
-				log.Printf("%v", err)
-			}
-		}
-		if advancer != nil {
-			if err := advancer.Close(shutdownCtx); err != nil {
+		if engine != nil {
+			if err := engine.Close(shutdownCtx); err != nil {
 				log.Printf("api: %v", err)
 			}
 		}
@@ -308,15 +303,16 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 		return conn.err
 	}
 	st := &starter.Starter{Client: conn.tc, TaskQueue: cfg.TaskQueue}
-	advancer, err = store.NewTaskAdvancer(conn.st, store.TaskAdvancerOptions{
-		Settings: worker.DeviceSettings(cfg), Notify: st.CheckDispatcher, Logger: slog.Default(),
+	advancer, err := deviceengine.NewTaskAdvancer(conn.st, deviceengine.TaskAdvancerOptions{
+		Settings: cfg.DeviceSettings(), Notify: st.CheckDispatcher, Logger: slog.Default(),
 	})
 	if err != nil {
 		return err
 	}
 	advancer.Start()
 	listener = conn.st.StartListener(store.ListenerOptions{Logf: log.Printf})
-	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer, Listener: listener,
+	engine = deviceengine.New(deviceengine.Options{Store: conn.st, Starter: st, Listener: listener, Advancer: advancer, Tracer: tel.Tracer()})
+	app := &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Devices: engine, Listener: listener,
 		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow,
 		WorkflowTaskQueues: cfg.WorkflowTaskQueues,
 		AuthFailures:       cfg.APIAuthFailures, TrustedProxies: cfg.APITrustedProxies, Timeouts: httpTimeouts(cfg)}

@@ -31,6 +31,9 @@ type Config struct {
 	TemporalNamespace string
 	TaskQueue         string
 	HTTPAddr          string
+	// DeviceTimeout and DeviceMaxAttempts are the device settings configured
+	// (TICKGATE_DEVICE_TIMEOUT, TICKGATE_DEVICE_MAX_ATTEMPTS); zero when unset. A device
+	// task takes DeviceSettings, which fills them with their defaults.
 	DeviceTimeout     time.Duration
 	DeviceMaxAttempts int
 	// Remote clusters (Temporal Cloud): mTLS files or an API key.
@@ -102,10 +105,8 @@ func FromEnv() (Config, error) {
 		DatabaseURL:       os.Getenv("DATABASE_URL"),
 		TemporalAddress:   getenv("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		TemporalNamespace: getenv("TEMPORAL_NAMESPACE", "default"),
-		TaskQueue:         getenv("TICKGATE_TASK_QUEUE", "tickgate"),
+		TaskQueue:         getenv("TICKGATE_TASK_QUEUE", domain.DefaultTaskQueue),
 		HTTPAddr:          getenv("TICKGATE_HTTP_ADDR", "127.0.0.1:8080"),
-		DeviceTimeout:     domain.DefaultDeviceTimeout,
-		DeviceMaxAttempts: domain.DefaultDeviceMaxAttempts,
 		TemporalTLSCert:   os.Getenv("TEMPORAL_TLS_CERT"),
 		TemporalTLSKey:    os.Getenv("TEMPORAL_TLS_KEY"),
 		TemporalAPIKey:    os.Getenv("TEMPORAL_API_KEY"),
@@ -114,17 +115,24 @@ func FromEnv() (Config, error) {
 		SchedulePlanners:  DefaultSchedulePlanners,
 		TraceURLTemplate:  os.Getenv("TICKGATE_TRACE_URL_TEMPLATE"),
 	}
+	// The device settings follow the rule every taker of them applies (domain.DeviceSettings).
 	if v := os.Getenv("TICKGATE_DEVICE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("TICKGATE_DEVICE_TIMEOUT: want a positive duration such as 20m, got %q", v)
+		if err != nil {
+			return c, fmt.Errorf("TICKGATE_DEVICE_TIMEOUT: want a duration such as 20m, got %q", v)
+		}
+		if err := domain.ValidateDeviceTimeout(d); err != nil {
+			return c, fmt.Errorf("TICKGATE_DEVICE_TIMEOUT: %w", err)
 		}
 		c.DeviceTimeout = d
 	}
 	if v := os.Getenv("TICKGATE_DEVICE_MAX_ATTEMPTS"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return c, fmt.Errorf("TICKGATE_DEVICE_MAX_ATTEMPTS: want a positive integer, got %q", v)
+		if err != nil {
+			return c, fmt.Errorf("TICKGATE_DEVICE_MAX_ATTEMPTS: want an integer such as 3, got %q", v)
+		}
+		if err := domain.ValidateDeviceMaxAttempts(n); err != nil {
+			return c, fmt.Errorf("TICKGATE_DEVICE_MAX_ATTEMPTS: %w", err)
 		}
 		c.DeviceMaxAttempts = n
 	}
@@ -164,6 +172,13 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// DeviceSettings are the attempt limit and device timeout a device task takes when it
+// becomes active, as configured; the dispatcher's worker and the API process's engine take
+// the same. A field left zero (a Config built by hand, not by FromEnv) takes its default.
+func (c Config) DeviceSettings() domain.DeviceSettings {
+	return domain.DeviceSettings{MaxAttempts: c.DeviceMaxAttempts, Timeout: c.DeviceTimeout}.OrDefaults()
 }
 
 func getenv(key, def string) string {

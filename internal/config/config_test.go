@@ -3,9 +3,11 @@ package config_test
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 )
 
@@ -28,4 +30,41 @@ func TestTrustSettingsFromEnv(t *testing.T) {
 	t.Setenv("TICKGATE_HTTP_ALLOW", "not-an-address")
 	_, err = config.FromEnv()
 	require.ErrorContains(t, err, "TICKGATE_HTTP_ALLOW")
+}
+
+// The device settings are judged by the one rule every taker of them applies
+// (domain.DeviceSettings.Validate, which the store applies again when a task becomes
+// active): a value the store would refuse is refused at start-up, naming the variable,
+// and never reaches a worker or an API process.
+func TestDeviceSettingsFromEnvFollowTheOneRule(t *testing.T) {
+	for _, tc := range []struct {
+		timeout, attempts string
+		want              domain.DeviceSettings
+		refused           string
+	}{
+		{want: domain.DefaultDeviceSettings()},
+		{timeout: "5s", attempts: "5", want: domain.DeviceSettings{MaxAttempts: 5, Timeout: 5 * time.Second}},
+		{timeout: "1ms", want: domain.DeviceSettings{MaxAttempts: domain.DefaultDeviceMaxAttempts, Timeout: time.Millisecond}},
+		{timeout: "500us", refused: "TICKGATE_DEVICE_TIMEOUT"},
+		{timeout: "0s", refused: "TICKGATE_DEVICE_TIMEOUT"},
+		{timeout: "-1m", refused: "TICKGATE_DEVICE_TIMEOUT"},
+		{timeout: "soon", refused: "TICKGATE_DEVICE_TIMEOUT"},
+		{attempts: "0", refused: "TICKGATE_DEVICE_MAX_ATTEMPTS"},
+		{attempts: "three", refused: "TICKGATE_DEVICE_MAX_ATTEMPTS"},
+	} {
+		t.Run(tc.timeout+"/"+tc.attempts, func(t *testing.T) {
+			t.Setenv("TICKGATE_DEVICE_TIMEOUT", tc.timeout)
+			t.Setenv("TICKGATE_DEVICE_MAX_ATTEMPTS", tc.attempts)
+			c, err := config.FromEnv()
+			if tc.refused != "" {
+				require.ErrorContains(t, err, tc.refused)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, c.DeviceSettings())
+			require.NoError(t, c.DeviceSettings().Validate())
+		})
+	}
+	// A Config built by hand leaves the settings zero: they take their defaults.
+	require.Equal(t, domain.DefaultDeviceSettings(), config.Config{}.DeviceSettings())
 }

@@ -1,6 +1,9 @@
-// Package schedulespec parses schedule specs (cron with a time zone, or an anchored
-// interval) and computes their fire times. It is pure: the API validates with it, the
-// schedule workflow computes ticks with it, and both agree.
+// Package schedulespec parses schedule specs — cron with a time zone, an anchored interval,
+// or a one-time at — and computes their fire times: the DST rule, deterministic jitter,
+// backfill ranges. It also holds calendars (named days and ranges a spec excludes) and
+// which times they exclude. It is pure: the API validates with it, the planner, the
+// schedule workflow and the store's calendar judgements compute ticks with it, and all
+// agree.
 package schedulespec
 
 import (

@@ -247,29 +247,6 @@ func (q *Queries) DeviceTaskHold(ctx context.Context, id int64) (DeviceTaskHoldR
 	return i, err
 }
 
-const earliestDeadlineOnPC = `-- name: EarliestDeadlineOnPC :one
-SELECT p.id, d.timeout_at AS deadline
-FROM pcs p LEFT JOIN LATERAL (
-    SELECT td.timeout_at FROM task_devices td
-    WHERE td.pc_id = p.id AND td.holds_slot AND td.status IN ('SENT', 'ACKED')
-    ORDER BY td.timeout_at LIMIT 1) d ON true
-WHERE p.name = $1
-`
-
-type EarliestDeadlineOnPCRow struct {
-	ID       int64
-	Deadline *time.Time
-}
-
-// The earliest deadline in flight on a PC, for its timer (null: nothing in flight; no row:
-// no such PC).
-func (q *Queries) EarliestDeadlineOnPC(ctx context.Context, pcName string) (EarliestDeadlineOnPCRow, error) {
-	row := q.db.QueryRow(ctx, earliestDeadlineOnPC, pcName)
-	var i EarliestDeadlineOnPCRow
-	err := row.Scan(&i.ID, &i.Deadline)
-	return i, err
-}
-
 const failFinalDeviceExecution = `-- name: FailFinalDeviceExecution :exec
 UPDATE task_devices SET status = 'FAILED_FINAL', completed_at = clock_timestamp(), error = $1 WHERE id = $2
 `
@@ -521,80 +498,6 @@ func (q *Queries) LockDeviceExecution(ctx context.Context, id int64) (DeviceExec
 	return i, err
 }
 
-const overdueInFlight = `-- name: OverdueInFlight :many
-SELECT id, attempt FROM task_devices
-WHERE holds_slot AND status IN ('SENT', 'ACKED') AND timeout_at < $1::timestamptz
-ORDER BY timeout_at
-LIMIT 200
-`
-
-type OverdueInFlightRow struct {
-	ID      int64
-	Attempt int32
-}
-
-// Safety net for a PC timer never told: in-flight executions past deadline + grace, read
-// among the slot holders (a partial index), not every execution ever made.
-func (q *Queries) OverdueInFlight(ctx context.Context, before time.Time) ([]OverdueInFlightRow, error) {
-	rows, err := q.db.Query(ctx, overdueInFlight, before)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []OverdueInFlightRow
-	for rows.Next() {
-		var i OverdueInFlightRow
-		if err := rows.Scan(&i.ID, &i.Attempt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const overdueOnPC = `-- name: OverdueOnPC :many
-SELECT td.id, td.attempt
-FROM task_devices td JOIN pcs p ON p.id = td.pc_id
-WHERE p.name = $1 AND td.holds_slot AND td.status IN ('SENT', 'ACKED')
-  AND td.timeout_at <= $2::timestamptz
-ORDER BY td.timeout_at, td.id
-`
-
-type OverdueOnPCParams struct {
-	PcName string
-	AsOf   time.Time
-}
-
-type OverdueOnPCRow struct {
-	ID      int64
-	Attempt int32
-}
-
-// A PC's timer (docs/devices.md, "How it runs on Temporal"): the attempts in flight on the
-// PC whose deadline is not after as_of, to time out, earliest first.
-func (q *Queries) OverdueOnPC(ctx context.Context, arg OverdueOnPCParams) ([]OverdueOnPCRow, error) {
-	rows, err := q.db.Query(ctx, overdueOnPC, arg.PcName, arg.AsOf)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []OverdueOnPCRow
-	for rows.Next() {
-		var i OverdueOnPCRow
-		if err := rows.Scan(&i.ID, &i.Attempt); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const retryDeviceExecution = `-- name: RetryDeviceExecution :exec
 UPDATE task_devices
 SET status = 'RETRY_SCHEDULED', attempt = attempt + 1, error = $1, acked_at = NULL, timeout_at = NULL
@@ -624,39 +527,6 @@ type SetDeviceTaskWindowParams struct {
 func (q *Queries) SetDeviceTaskWindow(ctx context.Context, arg SetDeviceTaskWindowParams) error {
 	_, err := q.db.Exec(ctx, setDeviceTaskWindow, arg.WindowStart, arg.WindowEnd, arg.ID)
 	return err
-}
-
-const slotExecution = `-- name: SlotExecution :one
-SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
-FROM task_devices td JOIN pcs p ON p.id = td.pc_id
-WHERE p.name = $1 AND td.slot = $2::integer AND td.holds_slot
-`
-
-type SlotExecutionParams struct {
-	PcName string
-	Slot   int32
-}
-
-type SlotExecutionRow struct {
-	ID        int64
-	Status    domain.ExecutionStatus
-	Attempt   int32
-	SentAt    *time.Time
-	TimeoutAt *time.Time
-}
-
-// The execution holding a PC's numbered slot, for the legacy per-slot timer (ErrNoRows: the slot is empty).
-func (q *Queries) SlotExecution(ctx context.Context, arg SlotExecutionParams) (SlotExecutionRow, error) {
-	row := q.db.QueryRow(ctx, slotExecution, arg.PcName, arg.Slot)
-	var i SlotExecutionRow
-	err := row.Scan(
-		&i.ID,
-		&i.Status,
-		&i.Attempt,
-		&i.SentAt,
-		&i.TimeoutAt,
-	)
-	return i, err
 }
 
 const succeedDeviceExecution = `-- name: SucceedDeviceExecution :exec

@@ -138,38 +138,5 @@ LIMIT @max_rows;
 -- name: ListDeviceExecutionEvents :many
 SELECT * FROM task_device_events WHERE task_device_id = @task_device_id ORDER BY id;
 
--- name: OverdueInFlight :many
--- Safety net for a PC timer never told: in-flight executions past deadline + grace, read
--- among the slot holders (a partial index), not every execution ever made.
-SELECT id, attempt FROM task_devices
-WHERE holds_slot AND status IN ('SENT', 'ACKED') AND timeout_at < @before::timestamptz
-ORDER BY timeout_at
-LIMIT 200;
-
 -- name: CountActiveOfTaskOnPC :one
 SELECT device_pc_share_left(@pc_id::bigint, @task_id::bigint)::bigint;
-
--- name: OverdueOnPC :many
--- A PC's timer (docs/devices.md, "How it runs on Temporal"): the attempts in flight on the
--- PC whose deadline is not after as_of, to time out, earliest first.
-SELECT td.id, td.attempt
-FROM task_devices td JOIN pcs p ON p.id = td.pc_id
-WHERE p.name = @pc_name AND td.holds_slot AND td.status IN ('SENT', 'ACKED')
-  AND td.timeout_at <= @as_of::timestamptz
-ORDER BY td.timeout_at, td.id;
-
--- name: EarliestDeadlineOnPC :one
--- The earliest deadline in flight on a PC, for its timer (null: nothing in flight; no row:
--- no such PC).
-SELECT p.id, d.timeout_at AS deadline
-FROM pcs p LEFT JOIN LATERAL (
-    SELECT td.timeout_at FROM task_devices td
-    WHERE td.pc_id = p.id AND td.holds_slot AND td.status IN ('SENT', 'ACKED')
-    ORDER BY td.timeout_at LIMIT 1) d ON true
-WHERE p.name = @pc_name;
-
--- name: SlotExecution :one
--- The execution holding a PC's numbered slot, for the legacy per-slot timer (ErrNoRows: the slot is empty).
-SELECT td.id, td.status, td.attempt, td.sent_at, td.timeout_at
-FROM task_devices td JOIN pcs p ON p.id = td.pc_id
-WHERE p.name = @pc_name AND td.slot = @slot::integer AND td.holds_slot;

@@ -132,7 +132,7 @@ func TestCheckFailsOnForbiddenImportsPlantedInACopy(t *testing.T) {
 		"workflows/zz_planted.go → database/sql: workflows do no I/O",
 		"workflows/zz_planted.go → go.temporal.io/sdk/client: workflows do no I/O",
 		"workflows/zz_planted.go → metrics: workflows do no I/O",
-		"api/zz_planted.go → worker: layers: api may import only starter, store, domain, metrics, web, internal/readiness, internal/schedulespec, internal/scheduleplan, internal/telemetry, internal/version, internal/outbound, workflows",
+		"api/zz_planted.go → worker: layers: api may import only starter, store, deviceengine, domain, metrics, web, internal/readiness, internal/schedulespec, internal/scheduleplan, internal/telemetry, internal/version, internal/outbound, workflows",
 		"cli/zz_planted.go → store: layers: cli may import only client",
 	}, violationLines(rep, module))
 }

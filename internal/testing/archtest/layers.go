@@ -55,13 +55,18 @@ func Layers() []Layer {
 		{Path: "starter", MayImport: []string{"workflows", "domain"}, ThirdParty: temporalClient},
 		{
 			Path: "api",
-			MayImport: []string{"starter", "store", "domain", "metrics", "web", "internal/readiness",
+			MayImport: []string{"starter", "store", "deviceengine", "domain", "metrics", "web", "internal/readiness",
 				"internal/schedulespec", "internal/scheduleplan", "internal/telemetry", "internal/version", "internal/outbound", "workflows"},
 			ThirdParty: slices.Concat([]string{"github.com/labstack/echo"}, prometheus, temporalClient, otelAPI),
 		},
 		{
+			Path:       "deviceengine",
+			MayImport:  []string{"store", "starter", "domain", "workflows", "internal/telemetry"},
+			ThirdParty: otelAPI,
+		},
+		{
 			Path:       "store",
-			MayImport:  []string{"domain", "migrations", "internal/readiness"},
+			MayImport:  []string{"domain", "migrations", "internal/readiness", "internal/schedulespec", "internal/scheduleplan"},
 			ThirdParty: slices.Concat(pgx, []string{"github.com/pressly/goose"}),
 		},
 		{Path: "migrations"},

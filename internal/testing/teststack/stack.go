@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/deviceengine"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/telemetry"
@@ -59,7 +60,7 @@ func Start(t *testing.T, opts Options) *Stack {
 	dbURL := testenv.DatabaseURL(t)
 	cfg := config.Config{
 		DatabaseURL: dbURL, TemporalAddress: testenv.TemporalAddress(t), TemporalNamespace: "default",
-		TaskQueue: "tq-" + t.Name(), DeviceTimeout: domain.DefaultDeviceTimeout, DeviceMaxAttempts: domain.DefaultDeviceMaxAttempts,
+		TaskQueue: "tq-" + t.Name(),
 	}
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
@@ -103,14 +104,15 @@ func Start(t *testing.T, opts Options) *Stack {
 		require.NoError(t, starter.StartSchedulePlanners(ctx, 1))
 		t.Cleanup(func() { _ = starter.StopSchedulePlanners(context.Background(), 1) })
 	}
-	advancer, err := store.NewTaskAdvancer(st, store.TaskAdvancerOptions{Settings: worker.DeviceSettings(cfg), Notify: starter.CheckDispatcher})
+	advancer, err := deviceengine.NewTaskAdvancer(st, deviceengine.TaskAdvancerOptions{Settings: cfg.DeviceSettings(), Notify: starter.CheckDispatcher})
 	require.NoError(t, err)
 	advancer.Start()
 	listener := st.StartListener(store.ListenerOptions{Logf: t.Logf})
 	// The API as the binary serves it: its HTTP server's timeouts, failed-authentication
 	// limit and trusted proxies from the configuration.
 	timeouts := api.HTTPTimeouts{Read: cfg.APIReadTimeout, Write: cfg.APIWriteTimeout, Idle: cfg.APIIdleTimeout}.WithDefaults()
-	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf,
+	engine := deviceengine.New(deviceengine.Options{Store: st, Starter: starter, Listener: listener, Advancer: advancer, Tracer: tel.Tracer(), Logf: t.Logf})
+	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Devices: engine, Listener: listener, Logf: t.Logf,
 		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow,
 		WorkflowTaskQueues: cfg.WorkflowTaskQueues,
 		AuthFailures:       cfg.APIAuthFailures, TrustedProxies: cfg.APITrustedProxies, Timeouts: timeouts}
@@ -121,8 +123,7 @@ func Start(t *testing.T, opts Options) *Stack {
 	t.Cleanup(listener.Close)
 	// Cleanups run last-in first-out: the server stops, then the calls and the advances
 	// its requests left behind finish.
-	t.Cleanup(func() { require.NoError(t, advancer.Close(context.Background())) })
-	t.Cleanup(func() { require.NoError(t, app.Drain(context.Background())) })
+	t.Cleanup(func() { require.NoError(t, engine.Close(context.Background())) })
 	t.Cleanup(srv.Close)
 	stack := &Stack{URL: srv.URL, Store: st, Temporal: tc, Config: cfg}
 	stack.AdminToken = stack.NewToken(t, store.RoleAdmin, "")

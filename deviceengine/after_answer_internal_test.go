@@ -1,4 +1,4 @@
-package api
+package deviceengine
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // TestDrainWaitsForCallsAfterAnswers: a call started after an answer keeps Drain waiting
 // until it is done, and a Drain whose context ends first says so.
 func TestDrainWaitsForCallsAfterAnswers(t *testing.T) {
-	s := &Server{}
+	s := &Engine{}
 	release := make(chan struct{})
 	var finished atomic.Bool
 	s.afterAnswer(time.Minute, func(ctx context.Context) {

@@ -53,7 +53,7 @@ func (s *DeviceSuite) SetupTest() {
 	s.env.RegisterWorkflow(workflows.PCTimerWorkflow)
 	s.env.RegisterWorkflow(workflows.DispatcherWorkflow)
 	s.env.RegisterWorkflow(workflows.PCWorkflow)
-	s.env.RegisterActivity(&activities.DeviceActivities{Store: s.store, Settings: store.DefaultDeviceSettings()})
+	s.env.RegisterActivity(&activities.DeviceActivities{Store: s.store, Settings: domain.DefaultDeviceSettings()})
 	s.t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s.env.SetStartTime(s.t0)
 	s.started = nil
@@ -90,7 +90,7 @@ func (s *DeviceSuite) farm(pc string, capacity int32, n int) (store.DeviceTask, 
 	}
 	task, err := s.store.CreateDeviceTask(ctx, store.NewDeviceTask{})
 	s.Require().NoError(err)
-	_, err = s.store.Advance(ctx, store.DefaultDeviceSettings())
+	_, err = s.store.Advance(ctx, domain.DefaultDeviceSettings())
 	s.Require().NoError(err)
 	_, err = s.store.RefillAll(ctx)
 	s.Require().NoError(err)

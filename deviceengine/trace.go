@@ -1,4 +1,4 @@
-package api
+package deviceengine
 
 import (
 	"context"
@@ -40,22 +40,28 @@ const (
 
 const executionKind = "task_device"
 
+// How an execution was claimed (the claim span's tickgate.claim.via).
+const (
+	viaClaim     = "claim"      // an agent's claim
+	viaClaimNext = "claim_next" // handed out with the answer to the slot's last result
+)
+
 // workContext is the derived trace of execution id, scoped by the database's installation
 // (read once; store.InstallID).
-func (s *Server) workContext(ctx context.Context, id int64) trace.SpanContext {
-	s.traceScopeOnce.Do(func() {
+func (e *Engine) workContext(ctx context.Context, id int64) trace.SpanContext {
+	e.traceScopeOnce.Do(func() {
 		var err error
-		if s.traceScope, err = s.Store.InstallID(ctx); err != nil {
-			s.Logf("tracing: %v (device executions' traces are then not scoped by installation)", err)
+		if e.traceScope, err = e.store.InstallID(ctx); err != nil {
+			e.logf("tracing: %v (device executions' traces are then not scoped by installation)", err)
 		}
 	})
-	return telemetry.WorkContext(s.traceScope, executionKind, id)
+	return telemetry.WorkContext(e.traceScope, executionKind, id)
 }
 
 // traceClaimed draws each claimed execution's claim into its trace, over [start, now]:
 // its root first when this is its first attempt. via says which request claimed it.
-func (s *Server) traceClaimed(ctx context.Context, pc, via string, cmds []store.ClaimedCommand, start time.Time) {
-	if s.Tracer == nil || len(cmds) == 0 {
+func (e *Engine) traceClaimed(ctx context.Context, pc, via string, cmds []store.ClaimedCommand, start time.Time) {
+	if e.tracer == nil || len(cmds) == 0 {
 		return
 	}
 	end := time.Now()
@@ -63,30 +69,34 @@ func (s *Server) traceClaimed(ctx context.Context, pc, via string, cmds []store.
 	for _, cmd := range cmds {
 		attrs := trace.WithAttributes(attrTaskDevice.Int64(cmd.ID), attrTask.Int64(cmd.TaskID), attrPC.String(pc),
 			attrDevice.String(cmd.DeviceSerial), attrSlot.Int(int(cmd.Slot)), attrAttempt.Int(int(cmd.Attempt)), attrVia.String(via))
-		work := s.workContext(ctx, cmd.ID)
+		work := e.workContext(ctx, cmd.ID)
 		parent := trace.ContextWithRemoteSpanContext(context.Background(), work)
 		if cmd.Attempt == 1 {
 			var root trace.Span
-			parent, root = s.Tracer.Start(telemetry.WithRootIDs(context.Background(), work), spanExecution,
+			parent, root = e.tracer.Start(telemetry.WithRootIDs(context.Background(), work), spanExecution,
 				trace.WithNewRoot(), trace.WithTimestamp(start), attrs)
 			defer root.End(trace.WithTimestamp(end))
 		}
-		_, claim := s.Tracer.Start(parent, spanClaim, trace.WithTimestamp(start), attrs, link)
+		_, claim := e.tracer.Start(parent, spanClaim, trace.WithTimestamp(start), attrs, link)
 		claim.End(trace.WithTimestamp(end))
 	}
 }
 
 // traceResult draws a result into its execution's trace, over [start, now], and under it
 // the refill of the freed slot when the result's transaction refilled it.
-func (s *Server) traceResult(ctx context.Context, id int64, attempt *int32, status string, out *store.Outcome, start time.Time, err error) {
-	if s.Tracer == nil {
+func (e *Engine) traceResult(ctx context.Context, id int64, attempt *int32, succeeded bool, out *store.Outcome, start time.Time, err error) {
+	if e.tracer == nil {
 		return
+	}
+	status := "failed"
+	if succeeded {
+		status = "succeeded"
 	}
 	attrs := []attribute.KeyValue{attrTaskDevice.Int64(id), attrStatus.String(status)}
 	if attempt != nil {
 		attrs = append(attrs, attrAttempt.Int(int(*attempt)))
 	}
-	rctx, result := s.Tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), s.workContext(ctx, id)),
+	rctx, result := e.tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), e.workContext(ctx, id)),
 		spanResult, trace.WithTimestamp(start), trace.WithAttributes(attrs...), trace.WithLinks(trace.LinkFromContext(ctx)))
 	end := time.Now()
 	if err != nil {
@@ -96,9 +106,9 @@ func (s *Server) traceResult(ctx context.Context, id int64, attempt *int32, stat
 	if out != nil && len(out.Refilled) > 0 {
 		links := make([]trace.Link, 0, len(out.Refilled))
 		for _, next := range out.Refilled {
-			links = append(links, trace.Link{SpanContext: s.workContext(ctx, next)})
+			links = append(links, trace.Link{SpanContext: e.workContext(ctx, next)})
 		}
-		_, refill := s.Tracer.Start(rctx, spanRefill, trace.WithTimestamp(start),
+		_, refill := e.tracer.Start(rctx, spanRefill, trace.WithTimestamp(start),
 			trace.WithAttributes(attrRefilled.Int64Slice(out.Refilled)), trace.WithLinks(links...))
 		refill.End(trace.WithTimestamp(end))
 	}

@@ -1,4 +1,4 @@
-package store
+package deviceengine
 
 import (
 	"context"
@@ -6,9 +6,13 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/store"
 )
 
-// TaskAdvancer owns "advance the active task" (D1) for the API process. A request handler
+// TaskAdvancer owns "advance the active task" (D1) for the API process (store.Advance is
+// the step). A request handler
 // whose commit may have ended the active task (its last execution final, an abort, a
 // cancel) calls AdvanceSoon after the commit and returns at once; the advancer's own
 // goroutine then runs Advance — the one place a task becomes active — with the settings in
@@ -22,8 +26,8 @@ import (
 // dispatcher workflow (starting it if needed), which owns the step from there: it retries a
 // failed one, and its safety poll covers whatever a closed advancer left.
 type TaskAdvancer struct {
-	store    *Store
-	settings DeviceSettings
+	store    *store.Store
+	settings domain.DeviceSettings
 	notify   func(context.Context) error
 	logger   *slog.Logger
 	timeout  time.Duration
@@ -42,7 +46,7 @@ type TaskAdvancer struct {
 type TaskAdvancerOptions struct {
 	// Settings are the attempt limit and device timeout a task activated here takes: the
 	// process's configuration (internal/config), as the dispatcher's worker uses.
-	Settings DeviceSettings
+	Settings domain.DeviceSettings
 	// Notify, when set, is called after each Advance, committed or failed, to nudge the
 	// dispatcher workflow (starter.Starter.CheckDispatcher).
 	Notify func(context.Context) error
@@ -55,7 +59,7 @@ type TaskAdvancerOptions struct {
 }
 
 // NewTaskAdvancer builds an advancer for st; it does nothing until Start.
-func NewTaskAdvancer(st *Store, opts TaskAdvancerOptions) (*TaskAdvancer, error) {
+func NewTaskAdvancer(st *store.Store, opts TaskAdvancerOptions) (*TaskAdvancer, error) {
 	if err := opts.Settings.Validate(); err != nil {
 		return nil, fmt.Errorf("task advancer: %w", err)
 	}
@@ -76,7 +80,7 @@ func NewTaskAdvancer(st *Store, opts TaskAdvancerOptions) (*TaskAdvancer, error)
 }
 
 // Settings are the settings tasks activated here take.
-func (a *TaskAdvancer) Settings() DeviceSettings { return a.settings }
+func (a *TaskAdvancer) Settings() domain.DeviceSettings { return a.settings }
 
 // Start runs the advancer's goroutine; a second Start does nothing.
 func (a *TaskAdvancer) Start() {

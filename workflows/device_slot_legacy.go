@@ -1,51 +1,33 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/domain"
 )
 
-// Device dispatch workflow ids, signal names and payloads (docs/devices.md).
+// Legacy: the per-execution timer of releases before numbered slots (task-device/<id>),
+// which nothing starts any more. Those still open end with their execution; the worker
+// registers it (worker/devices_legacy.go) only so that they go on and their histories
+// (testdata/device_slot_*.json) replay. Delete this file, its registration, its histories
+// and its activities (TimeoutAttempt and GetSlotState, activities/devices_legacy.go) once
+// none is open:
+//
+//	temporal workflow count --query 'WorkflowType = "DeviceSlotWorkflow" AND ExecutionStatus = "Running"'
+
+// Signals of the legacy slot workflow.
 const (
-	// DispatcherWorkflowName is the dispatcher's id in the default scope.
-	DispatcherWorkflowName = "device-dispatcher"
-	// SignalDispatcherCheck asks the dispatcher to re-check the active task now.
-	SignalDispatcherCheck = "check"
-	// SignalPCRefill asks a PC workflow to fill its free slots now.
-	SignalPCRefill = "refill"
 	// SignalSlotSent tells a slot workflow an attempt was sent (claimed by the agent).
 	SignalSlotSent = "sent"
 	// SignalSlotResult tells a slot workflow the API recorded the agent's result.
 	SignalSlotResult = "result"
-	// DefaultTaskQueue is the task queue whose device workflow ids carry no scope prefix.
-	DefaultTaskQueue = "tickgate"
 )
 
-// DeviceScope is the prefix of the device engine's workflow ids for a task queue: none on
-// the default queue, "<queue>:" otherwise, so several tickgate stacks (tests, say) can
-// share one Temporal namespace without their singleton dispatchers colliding.
-func DeviceScope(taskQueue string) string {
-	if taskQueue == "" || taskQueue == DefaultTaskQueue {
-		return ""
-	}
-	return taskQueue + ":"
-}
-
-// DispatcherWorkflowID is the singleton dispatcher's id.
-func DispatcherWorkflowID(scope string) string { return scope + DispatcherWorkflowName }
-
-// PCWorkflowID is the id of the workflow keeping a PC's slots full.
-func PCWorkflowID(scope, pc string) string { return scope + "pc/" + pc }
-
-// SlotWorkflowID is the id of one device execution's workflow.
+// SlotWorkflowID is the id of one device execution's legacy workflow.
 func SlotWorkflowID(scope string, deviceExecutionID int64) string {
 	return fmt.Sprintf("%stask-device/%d", scope, deviceExecutionID)
 }
@@ -86,24 +68,7 @@ type SlotOutcome struct {
 	TimedOut int // attempts this workflow timed out
 }
 
-var deviceActs *activities.DeviceActivities
-
-func deviceActivityCtx(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrDeviceGone},
-		},
-	})
-}
-
-func isDeviceGone(err error) bool {
-	var appErr *temporal.ApplicationError
-	return errors.As(err, &appErr) && appErr.Type() == activities.ErrDeviceGone
-}
-
-// DeviceSlotWorkflow follows one device execution: for each attempt sent to the
+// DeviceSlotWorkflow (legacy) follows one device execution: for each attempt sent to the
 // device, a durable timer set to the attempt's deadline (20 minutes after SENT, not after
 // CREATED) races the agent's result. The timer firing runs TimeoutAttempt, whose
 // conditional update in SQL decides the race; a result recorded by the API arrives as a
@@ -259,16 +224,4 @@ func (s *slot) waitForResult(ctx workflow.Context) (bool, error) {
 		nudgeDispatcher(ctx, s.in.DispatcherID)
 	}
 	return s.onState(st), nil
-}
-
-// nudgeDispatcher asks the dispatcher to re-check the active task; a dispatcher that is
-// not running is started by the next API call or worker, and its safety poll re-checks.
-func nudgeDispatcher(ctx workflow.Context, dispatcherID string) {
-	if dispatcherID == "" {
-		return
-	}
-	err := workflow.SignalExternalWorkflow(ctx, dispatcherID, "", SignalDispatcherCheck, nil).Get(ctx, nil)
-	if err != nil && !strings.Contains(err.Error(), "not found") {
-		workflow.GetLogger(ctx).Warn("nudge dispatcher", "error", err)
-	}
 }

@@ -1,12 +1,17 @@
-package api
+package deviceengine
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
 )
 
-// The wake-ups this API process told the PC timers (workflows.PCTimerWorkflow). "Telling a
-// wake-up" is the PC timer's verb; "arming" is a schedule's (committing a fire ahead).
+// Telling a PC's timer (workflows.PCTimerWorkflow, D3) of the deadlines a claim started.
+// "Telling a wake-up" is the PC timer's verb; "arming" is a schedule's (committing a fire
+// ahead).
 
 // wakeupMargin is how far ahead a wake-up a PC's timer was told must still be for a claim to
 // rely on it instead of signalling: room for the time from this check to the claim's commit
@@ -20,6 +25,39 @@ const wakeupMargin = 2 * time.Second
 // concurrently, out of order, whose deadlines lie within wakeupLead before the told wake-up's
 // deadline need no signal of their own.
 const wakeupLead = time.Second
+
+// tellPCTimer tells the PC's timer a wake-up for attempts just sent, after the answer:
+// agents never wait on Temporal. The deadline itself is already committed (timeout_at), and
+// the dispatcher's sweep times out an attempt whose timer was never told.
+func (e *Engine) tellPCTimer(pc string, cmds []store.ClaimedCommand) {
+	if e.starter != nil && len(cmds) > 0 {
+		e.afterAnswer(time.Minute, func(ctx context.Context) { e.wakePCTimer(ctx, pc, cmds) })
+	}
+}
+
+// wakePCTimer tells the PC's timer a wake-up wakeupLead before the earliest deadline among
+// the sent attempts, unless it already wakes in time (pcWakeups).
+func (e *Engine) wakePCTimer(ctx context.Context, pc string, cmds []store.ClaimedCommand) {
+	var first *store.ClaimedCommand
+	for i, cmd := range cmds {
+		if cmd.TimeoutAt != nil && (first == nil || cmd.TimeoutAt.Before(*first.TimeoutAt)) {
+			first = &cmds[i]
+		}
+	}
+	now := time.Now()
+	if first == nil || !e.wakeups.needsSignal(pc, first.TimeoutAt.UTC(), now) {
+		return
+	}
+	wake := first.TimeoutAt.UTC().Add(-wakeupLead)
+	e.wakeups.toldAt(pc, wake, now)
+	e.timerSignals <- struct{}{}
+	defer func() { <-e.timerSignals }()
+	w := workflows.PCTimerWakeup{ExecutionID: first.ID, Attempt: first.Attempt, At: wake}
+	if err := e.starter.WakePCTimer(ctx, pc, w); err != nil {
+		e.wakeups.forget(pc, wake)
+		e.logf("devices: %v", err)
+	}
+}
 
 // pcWakeups remembers, per PC, the earliest wake-up this process told the PC's timer that is
 // still ahead (or is telling it: a signal in flight counts, so claims arriving while
