@@ -176,7 +176,8 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	sleepCtx(ctx, time.Until(l.startAt.Add(5*time.Second)))
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1|1))
 	plan := planFaults(p, rng)
-	logf("chaos: fault phase: %d faults over %s", len(plan), p.FaultPhase)
+	wirePlan := planWire(p, rng)
+	logf("chaos: fault phase: %d process faults and %d network faults over %s", len(plan), len(wirePlan), p.FaultPhase)
 	faultStart := time.Now()
 	driveCtx, stopDriving := context.WithDeadline(ctx, faultStart.Add(p.FaultPhase))
 	defer stopDriving()
@@ -187,7 +188,18 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		triggersSent, triggersFailed = triggerResting(driveCtx, api, p, l.resting, logf)
 	}()
 	go func() { defer close(driven); driveCapped(driveCtx, api, p, l, logf) }()
-	faults := (&injector{s: s, pool: pool, rng: rng, logf: logf}).run(ctx, faultStart, plan)
+	var wireFaults []Injected
+	wireDone := make(chan struct{})
+	go func() {
+		defer close(wireDone)
+		// A generator of its own: the worker picked for a split does not shift the process plan.
+		wireRng := rand.New(rand.NewPCG(opts.Seed^0x77697265, opts.Seed>>2|1))
+		wireFaults = (&injector{p: p, s: s, pool: pool, rng: wireRng, logf: logf}).runWire(ctx, faultStart, wirePlan)
+	}()
+	faults := (&injector{p: p, s: s, pool: pool, rng: rng, logf: logf}).run(ctx, faultStart, plan)
+	<-wireDone
+	faults = append(faults, wireFaults...)
+	slices.SortStableFunc(faults, func(a, b Injected) int { return a.At.Compare(b.At) })
 	sleepCtx(ctx, time.Until(faultStart.Add(p.FaultPhase)))
 	stopDriving()
 	<-triggersDone
@@ -361,9 +373,9 @@ func DefaultDir(root string) string {
 // Print writes the report's tables and its RESULT line.
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\n## Chaos run — profile %s, Temporal %s, seed %d, %s\n\n", r.Profile.Name, r.Temporal, r.Seed, r.Elapsed.Round(time.Second))
-	fmt.Fprintln(w, "| fault | injected | failed | down | recovery p50 | recovery max |")
+	fmt.Fprintln(w, "| fault | injected | failed | down or held | recovery p50 | recovery max |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
-	for _, kind := range []string{faultWorkerKill, faultPostgresRestart, faultTemporalRestart, faultAPIKill} {
+	for _, kind := range faultKinds {
 		var rec []time.Duration
 		var down time.Duration
 		failed := 0
@@ -384,7 +396,19 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s |\n", kind, len(rec), failed, (down / time.Duration(len(rec))).Round(100*time.Millisecond),
 			rec[len(rec)/2].Round(10*time.Millisecond), rec[len(rec)-1].Round(10*time.Millisecond))
 	}
-	fmt.Fprintln(w, "\nRecovery: from the fault until the component serves again (worker or API /readyz 200; after a server restart, all /readyz 200 and a new schedule fire committed). Down: how long it was left dead.")
+	fmt.Fprintf(w, "\nRecovery: from the fault until the component serves again (worker or API /readyz 200; after a server restart, all /readyz 200 and a new schedule fire committed). Down: how long it was left dead. A network fault's recovery is from its lift to the steady state: every worker and API ready, and every every-second event schedule's ticks of a %s window ending %s ago fired on schedule, lateness p99 ≤ %s.\n",
+		steadyWindow, steadyLag, steadyLateness)
+	fmt.Fprintln(w, "\n| network fault | on | at | held | steady again after the lift |\n| --- | --- | --- | ---: | ---: |")
+	for _, f := range r.Faults {
+		if !slices.Contains(faultKinds[4:], f.Kind) {
+			continue
+		}
+		rec := f.Recovery.Round(10 * time.Millisecond).String()
+		if f.Err != nil {
+			rec = "not steady: " + f.Err.Error()
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", f.Kind, f.Target, f.At.UTC().Format("15:04:05"), f.Down.Round(time.Second), rec)
+	}
 	fmt.Fprintf(w, "\n| invariant | samples | breaches |\n| --- | ---: | ---: |\n")
 	for _, c := range r.Checks {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", c.Name, c.Samples, c.Breaches)

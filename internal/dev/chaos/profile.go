@@ -85,6 +85,26 @@ type Profile struct {
 	PostgresRestarts int
 	TemporalRestarts int
 	APIKills         int
+	// RestartsFrom places the server restarts: PostgreSQL's at this fraction of the fault
+	// phase, the API kill and Temporal's each RestartsStep later.
+	RestartsFrom, RestartsStep float64
+
+	// Network faults (wire.go, faults_wire.go), on a track of their own from WireFrom into
+	// the fault phase, one after another, each lifted after its hold and the next waiting for
+	// the steady state (and at least WireGap): latency of Latency ± Jitter on every link for
+	// LatencyFor; a bandwidth limit of BandwidthKBps per connection for BandwidthFor; a
+	// blackhole of every link to PostgreSQL, later of every link to Temporal, each for
+	// BlackholeMin..BlackholeMax; one worker cut from PostgreSQL but not from Temporal for
+	// SplitFor, and then one cut from Temporal but not from PostgreSQL; ConnectionResets
+	// rounds of resetting every connection. WireFrom 0: no network faults.
+	WireFrom, WireGap          time.Duration
+	LatencyFor                 time.Duration
+	Latency, Jitter            time.Duration
+	BandwidthFor               time.Duration
+	BandwidthKBps              int
+	BlackholeMin, BlackholeMax time.Duration
+	SplitFor                   time.Duration
+	ConnectionResets           int
 
 	// Settle bounds the wait, after the faults, for every tick, task run and device
 	// execution to reach its final state.
@@ -93,7 +113,7 @@ type Profile struct {
 
 // Full is `make chaos`: the issue's load and faults.
 var Full = Profile{
-	Name: "full", FaultPhase: 5 * time.Minute,
+	Name: "full", FaultPhase: 12 * time.Minute,
 	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 5 * time.Second,
 	RestingSchedules: 8, RestingEvery: 4 * time.Minute, TriggerEvery: 10 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
@@ -104,12 +124,18 @@ var Full = Profile{
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
 	WorkerKills: 20, PostgresRestarts: 1, TemporalRestarts: 1, APIKills: 1,
+	RestartsFrom: 0.76, RestartsStep: 0.07,
+	WireFrom: 20 * time.Second, WireGap: 20 * time.Second,
+	LatencyFor: 2 * time.Minute, Latency: 200 * time.Millisecond, Jitter: 150 * time.Millisecond,
+	BandwidthFor: 45 * time.Second, BandwidthKBps: 64,
+	BlackholeMin: 30 * time.Second, BlackholeMax: 90 * time.Second,
+	SplitFor: 45 * time.Second, ConnectionResets: 1,
 	Settle: 10 * time.Minute,
 }
 
-// Short is the same run scaled to about two minutes, for `make test`.
+// Short is the same run scaled to a few minutes, for `make test`.
 var Short = Profile{
-	Name: "short", FaultPhase: 60 * time.Second,
+	Name: "short", FaultPhase: 3 * time.Minute,
 	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 5 * time.Second,
 	RestingSchedules: 2, RestingEvery: 4 * time.Minute, TriggerEvery: 15 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
@@ -120,6 +146,12 @@ var Short = Profile{
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
 	WorkerKills: 4, PostgresRestarts: 1, TemporalRestarts: 1, APIKills: 1,
+	RestartsFrom: 0.78, RestartsStep: 0.07,
+	WireFrom: 5 * time.Second, WireGap: 5 * time.Second,
+	LatencyFor: 15 * time.Second, Latency: 200 * time.Millisecond, Jitter: 150 * time.Millisecond,
+	BandwidthFor: 10 * time.Second, BandwidthKBps: 64,
+	BlackholeMin: 15 * time.Second, BlackholeMax: 20 * time.Second,
+	SplitFor: 10 * time.Second, ConnectionResets: 1,
 	Settle: 5 * time.Minute,
 }
 
