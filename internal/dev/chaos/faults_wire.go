@@ -144,43 +144,60 @@ func (in *injector) injectWire(ctx context.Context, f plannedFault) Injected {
 		return r
 	}
 	lifted := time.Now()
-	r.Err = in.waitSteady(ctx, lifted)
-	r.Recovery = time.Since(lifted)
+	var steadyFrom time.Time
+	steadyFrom, r.Err = in.waitSteady(ctx, lifted)
+	r.Recovery = steadyFrom.Sub(lifted)
+	if r.Err != nil {
+		r.Recovery = time.Since(lifted)
+	}
 	return r
 }
 
-// waitSteady waits, up to recoveryTimeout, for the steady state after since.
-func (in *injector) waitSteady(ctx context.Context, since time.Time) error {
+// waitSteady waits, up to recoveryTimeout, for the steady state after since, and answers
+// when it began: when the last process was ready again or, if later, the start of the
+// first window of ticks all fired on time (so the figure does not include the window's own
+// length and lag).
+func (in *injector) waitSteady(ctx context.Context, since time.Time) (time.Time, error) {
 	for _, p := range in.s.services() {
 		if err := p.waitReady(ctx, recoveryTimeout); err != nil {
-			return err
+			return time.Time{}, err
 		}
 	}
+	ready := time.Now()
 	deadline := time.Now().Add(recoveryTimeout)
 	last := ""
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		ok, why, err := in.onTime(ctx, since)
+	// Windows are tried from the lift on, one second at a time, as their ticks come due.
+	for begin := since.Truncate(time.Second).Add(time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
+		if wait := time.Until(begin.Add(steadyWindow + steadyLag)); wait > 0 {
+			sleepCtx(ctx, wait)
+		}
+		ok, why, err := in.onTime(ctx, begin)
 		if err == nil && ok {
-			return nil
+			if begin.After(ready) {
+				return begin, nil
+			}
+			return ready, nil
+		}
+		if err == nil {
+			begin = begin.Add(time.Second)
 		}
 		if err != nil {
 			why = err.Error()
 		}
 		last = why
-		sleepCtx(ctx, 250*time.Millisecond)
+		if err != nil {
+			sleepCtx(ctx, 250*time.Millisecond)
+		}
 	}
-	return fmt.Errorf("not steady within %s of the lift: %s", recoveryTimeout, last)
+	return time.Time{}, fmt.Errorf("not steady within %s of the lift: %s", recoveryTimeout, last)
 }
 
 // onTime reports whether the every-second event schedules' ticks of the window
-// [now − steadyLag − steadyWindow, now − steadyLag), after since, all fired as scheduled
-// ticks with lateness p99 at most steadyLateness.
-func (in *injector) onTime(ctx context.Context, since time.Time) (bool, string, error) {
-	end := time.Now().Add(-steadyLag).Truncate(time.Second)
-	begin := end.Add(-steadyWindow)
-	if !begin.After(since) {
-		return false, "window not yet past the lift", nil
-	}
+// [begin, begin + steadyWindow) all fired as scheduled ticks with lateness p99 at most
+// steadyLateness, read steadyLag after the window (an armed fire's row is settled just after
+// its release).
+func (in *injector) onTime(ctx context.Context, begin time.Time) (bool, string, error) {
+	end := begin.Add(steadyWindow)
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var schedules, fired int64

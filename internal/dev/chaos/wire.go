@@ -11,6 +11,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	zlog "github.com/rs/zerolog/log"
 )
 
 // The wire: a fault proxy on every link that crosses a process boundary of the run — each
@@ -45,6 +46,9 @@ type wire struct {
 }
 
 func newWire() *wire {
+	// Some toxics log through zerolog's global logger, at trace level, to stderr: nothing
+	// else here uses it.
+	zlog.Logger = zerolog.Nop()
 	return &wire{srv: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())}
 }
 
