@@ -74,7 +74,7 @@ type Options struct {
 	// Record, when set, receives each operation on a device execution as the agent saw it
 	// (a claim, an ack, a result), with when it was asked and when it was answered: the
 	// client-side history the chaos run checks for linearizability.
-	Record func(HistoryEvent)
+	Record     func(HistoryEvent)
 	HTTPClient *http.Client
 	Logf       func(string, ...any)
 	// Token is the bearer token sent with every request (an admin token, or an agent token

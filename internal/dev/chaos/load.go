@@ -65,6 +65,8 @@ type load struct {
 	rolloutID int64
 	// wavesRolloutID is the progressive scenario's rollout (0: none).
 	wavesRolloutID int64
+	// externalRolloutID is the external executors' rollout (0: none).
+	externalRolloutID int64
 	deviceTask     []int64
 	pcNames        []string
 }
@@ -111,6 +113,9 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 	if err := createCapped(ctx, c, p, l, targetQueue); err != nil {
 		return nil, err
 	}
+	if err := createCommandSchedules(ctx, c, p, l, targetQueue); err != nil {
+		return nil, err
+	}
 
 	for i := 0; i < p.RestingSchedules; i++ {
 		overlap := []string{"skip", "allow_all"}[i%2]
@@ -141,6 +146,12 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 			return nil, err
 		}
 		l.wavesRolloutID = rollout.ID
+	}
+	if p.ExternalTasks > 0 {
+		if err := c.do(ctx, http.MethodPost, "/api/v1/rollouts", externalRolloutRequest(p), &rollout); err != nil {
+			return nil, err
+		}
+		l.externalRolloutID = rollout.ID
 	}
 
 	for i := 0; i < p.PCs; i++ {

@@ -56,6 +56,15 @@ type Profile struct {
 	CappedTargetMin time.Duration
 	CappedTargetMax time.Duration
 
+	// CommandSchedules are paused, resumed and triggered by two clients each throughout the
+	// faults, every command with a request id, and read back (commands.go); they fire every
+	// CommandEvery. ExternalTasks are a rollout's tasks run by two executors in the run that
+	// report their results through the API, sometimes both at once (external.go). Their
+	// histories, and the agents', are checked for linearizability (histories/).
+	CommandSchedules int
+	CommandEvery     time.Duration
+	ExternalTasks    int
+
 	// Rollout: RolloutTasks over RolloutDatabases, DDL and DML, with ParallelLimit.
 	RolloutTasks     int
 	RolloutDatabases int
@@ -118,6 +127,7 @@ var Full = Profile{
 	RestingSchedules: 8, RestingEvery: 4 * time.Minute, TriggerEvery: 10 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	HTTPSchedules: 10, HTTPEvery: 5 * time.Second,
+	CommandSchedules: 4, CommandEvery: 20 * time.Second, ExternalTasks: 60,
 	CappedSchedules: 4, CappedEvery: 2 * time.Second, CappedMax: 2, CappedTargetMin: time.Second, CappedTargetMax: 5 * time.Second,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	WaveDatabases: 9, WaveTasks: 3, WaveTaskSleep: 5 * time.Second, WaveBake: time.Minute,
@@ -140,6 +150,7 @@ var Short = Profile{
 	RestingSchedules: 2, RestingEvery: 4 * time.Minute, TriggerEvery: 15 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	HTTPSchedules: 4, HTTPEvery: 5 * time.Second,
+	CommandSchedules: 2, CommandEvery: 20 * time.Second, ExternalTasks: 20,
 	CappedSchedules: 2, CappedEvery: 2 * time.Second, CappedMax: 2, CappedTargetMin: time.Second, CappedTargetMax: 5 * time.Second,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	WaveDatabases: 6, WaveTasks: 3, WaveTaskSleep: 4 * time.Second, WaveBake: 15 * time.Second,

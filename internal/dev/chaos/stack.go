@@ -362,6 +362,14 @@ func (s *stack) startAgents(p Profile, pcs []string) error {
 	return nil
 }
 
+// stopAgents stops the agent simulators (their histories are then complete: an answer cut
+// short is written as unknown).
+func (s *stack) stopAgents() {
+	for _, a := range s.agents {
+		a.stop()
+	}
+}
+
 // close stops everything the stack started; the directory stays for the logs.
 func (s *stack) close() error {
 	var errs []error

@@ -119,12 +119,12 @@ func freePortBelow32768(taken map[int]bool) (int, error) {
 // with all four services in one process, on PostgreSQL persistence in databases of its own
 // (<DBPrefix> and <DBPrefix>_visibility) with Shards history shards, plus the Web UI server.
 type TemporalServer struct {
-	Bins   ServerBinaries
-	PG     *Postgres // the cluster holding the two databases
+	Bins ServerBinaries
+	PG   *Postgres // the cluster holding the two databases
 	// PGAddr is the host:port the server's persistence dials (default PG's own address);
 	// the chaos run puts a fault proxy there. The schema tool always dials PG directly.
 	PGAddr string
-	Dir    string    // config files and logs
+	Dir    string // config files and logs
 	Ports  ServerPorts
 	Shards int
 	// DBPrefix names the databases; "temporal" when empty.
