@@ -67,8 +67,8 @@ type load struct {
 	wavesRolloutID int64
 	// externalRolloutID is the external executors' rollout (0: none).
 	externalRolloutID int64
-	deviceTask     []int64
-	pcNames        []string
+	deviceTask        []int64
+	pcNames           []string
 }
 
 // createLoad creates the schedules, the rollout, the PCs, devices and device tasks.
