@@ -6,6 +6,7 @@ package chaos
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -175,4 +176,9 @@ func ProfileByName(name string) (Profile, error) {
 		return Short, nil
 	}
 	return Profile{}, fmt.Errorf("unknown profile %q: want %q or %q", name, Full.Name, Short.Name)
+}
+
+// Faults is how many faults the profile injects: its process faults and its network faults.
+func (p Profile) Faults() int {
+	return p.WorkerKills + p.PostgresRestarts + p.TemporalRestarts + p.APIKills + len(planWire(p, rand.New(rand.NewPCG(1, 1))))
 }
