@@ -85,7 +85,7 @@ func (r *Report) Linearizable() bool {
 // outage of the run outlasts the catch-up window), every history is linearizable, and the
 // waves rollout stopped at its failed wave.
 func (r *Report) Passed() bool {
-	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Final.Missed == 0 && r.Final.HTTPBreaches == 0 && r.Unfinished() == 0 && r.faultErrors() == 0 &&
+	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Final.Missed == 0 && r.Final.FalseOutcomes == 0 && r.Final.HTTPBreaches == 0 && r.Unfinished() == 0 && r.faultErrors() == 0 &&
 		r.Linearizable() &&
 		(r.Profile.WaveDatabases == 0 || r.Final.Waves.Held(r.Profile)) && r.Capped.OverCap == 0 && r.Capped.Unread == 0
 }
@@ -310,6 +310,9 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("chaos: final http check: %w", err)
 	}
 	final.HTTPBreaches = int64(httpEnd.Count())
+	if final.FalseOutcomes, err = falseOutcomes(ctx, pool, logf); err != nil {
+		return nil, err
+	}
 	if httpEnd.Count() > 0 {
 		logf("chaos: http breaches at the end: %+v", httpEnd)
 	}
@@ -474,6 +477,7 @@ func (r *Report) Print(w io.Writer) {
 		{"ticks missed outside the window (recorded with reason)", n(f.Missed)},
 		{"runs succeeded / failed / canceled+terminated (an event fire succeeds at once)", fmt.Sprintf("%d / %d / %d", f.RunsSucceeded, f.RunsFailed, f.RunsCanceled)},
 		{"schedule runs still RUNNING", n(f.UnfinishedScheduleRuns)},
+		{"workflow runs ended otherwise than their target (a false FAILED or SUCCEEDED)", n(f.FalseOutcomes)},
 		{"http: keys delivered / requests / executed / re-deliveries of an executed key", fmt.Sprintf("%d / %d / %d / %d", f.HTTPKeys, f.HTTPRequests, f.HTTPExecuted, f.HTTPRedeliveries)},
 		{"http: breaches at the end (a key no run has, a run SUCCEEDED not executed or FAILED executed, a bad signature)", n(f.HTTPBreaches)},
 		{"task runs DONE", n(f.TasksDone)},
@@ -511,9 +515,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "- %s\n", h)
 	}
 	fmt.Fprintf(w, "\nsettled %s after the faults (%s)\n", r.SettleTime.Round(time.Second), r.SettleReason)
-	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d waves_held=%t later_wave_started=%d http_executed=%d http_breaches=%d capped_over_cap=%d capped_most_at_once=%d missed=%d linearizable=%t\n",
+	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d waves_held=%t later_wave_started=%d http_executed=%d http_breaches=%d capped_over_cap=%d capped_most_at_once=%d missed=%d false_outcomes=%d linearizable=%t\n",
 		len(r.Faults), f.Fires, f.Duplicates, r.Breaches, r.Unfinished(), f.LostTicks, f.TasksDone, f.DeviceExecutions, r.faultErrors(),
-		r.Profile.WaveDatabases == 0 || f.Waves.Held(r.Profile), f.Waves.LaterWaveStarted, f.HTTPExecuted, f.HTTPBreaches, r.Capped.OverCap, r.Capped.MostAtOnce, f.Missed, r.Linearizable())
+		r.Profile.WaveDatabases == 0 || f.Waves.Held(r.Profile), f.Waves.LaterWaveStarted, f.HTTPExecuted, f.HTTPBreaches, r.Capped.OverCap, r.Capped.MostAtOnce, f.Missed, f.FalseOutcomes, r.Linearizable())
 }
 
 // wavesLine is each wave's status and when its health checks last ran.

@@ -184,6 +184,8 @@ type FinalCounts struct {
 	TasksDone, TasksOther, UnfinishedTasks            int64
 	// ExternalDone counts the external rollout's tasks DONE (apart from TasksDone).
 	ExternalDone int64
+	// FalseOutcomes counts workflow-action runs ended otherwise than their target (truth.go).
+	FalseOutcomes int64
 	// Waves is how the progressive scenario's rollout ended (its tasks are not counted above).
 	Waves                                             WavesOutcome
 	DeviceExecutions, DeviceSucceeded, DeviceFailed   int64

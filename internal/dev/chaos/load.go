@@ -247,8 +247,9 @@ type TargetInput struct {
 // TargetWorkflow sleeps a duration between MinMs and MaxMs and fails FailPercent of the
 // time; both are derived from the workflow id, so replays decide the same.
 func TargetWorkflow(ctx workflow.Context, in TargetInput) error {
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(workflow.GetInfo(ctx).WorkflowExecution.ID))
+	_, _ = h.Write([]byte(id))
 	sum := h.Sum64()
 	d := time.Duration(in.MinMs) * time.Millisecond
 	if span := in.MaxMs - in.MinMs; span > 0 {
@@ -257,7 +258,7 @@ func TargetWorkflow(ctx workflow.Context, in TargetInput) error {
 	if err := workflow.Sleep(ctx, d); err != nil {
 		return err
 	}
-	if int(sum/7%100) < in.FailPercent {
+	if targetFails(id, in) {
 		return temporal.NewApplicationError("simulated failure of a scheduled run", "ChaosFailure")
 	}
 	return nil
