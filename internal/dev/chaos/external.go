@@ -56,7 +56,11 @@ func (x *externalExecutors) run(ctx context.Context) {
 			defer wg.Done()
 			answered := map[int64]bool{} // tasks this executor's result was definitely answered for
 			for ctx.Err() == nil {
-				for _, t := range x.read(ctx, ex.name) {
+				rows := x.read(ctx, ex.name)
+				if len(rows) > 0 && allFinal(rows) {
+					return // nothing left to report: the final read at the end sees the outcomes again
+				}
+				for _, t := range rows {
 					if answered[t.ID] || t.ID%int64(ex.every) != 0 || (t.Status != "AVAILABLE" && t.Status != "RUNNING") {
 						continue
 					}
@@ -69,6 +73,17 @@ func (x *externalExecutors) run(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+func allFinal(rows []taskRow) bool {
+	for _, t := range rows {
+		switch t.Status {
+		case "DONE", "FAILED", "CANCELED", "SKIPPED":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // read lists the rollout's tasks and records a read of each.
