@@ -13,3 +13,7 @@ func PlayRetry(n int32) (restore func()) {
 func WaitOutOutage(ctx context.Context, fn func() (int, error)) (int, error) {
 	return waitOutOutage(ctx, fn)
 }
+
+// TargetAnswered is targetAnswered for a test: the rule both the schedule workflow's wait
+// and the run watcher follow before ending a run.
+var TargetAnswered = targetAnswered

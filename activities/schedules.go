@@ -462,7 +462,23 @@ func (a *ScheduleActivities) AwaitRunWorkflow(ctx context.Context, workflowID st
 	if ctx.Err() != nil {
 		return RunOutcome{}, ctx.Err()
 	}
+	if !targetAnswered(err) {
+		// The wait failed, not the run: Temporal unreachable or too slow to answer (the chaos
+		// run's partition from Temporal turned such a wait into a FAILED run whose target
+		// went on to succeed). Only Temporal's word that the target closed ends a run: the
+		// activity is retried, and the run stays RUNNING meanwhile.
+		return RunOutcome{}, fmt.Errorf("wait for %s: %w", workflowID, err)
+	}
 	return outcomeOf(err), nil
+}
+
+// targetAnswered reports whether Get's answer is Temporal's word on the target: it closed
+// (nil: completed; a WorkflowExecutionError: failed, canceled, terminated or timed out), or
+// no such workflow exists. Any other error is the wait's own.
+func targetAnswered(err error) bool {
+	var closed *temporal.WorkflowExecutionError
+	var notFound *serviceerror.NotFound
+	return err == nil || errors.As(err, &closed) || errors.As(err, &notFound)
 }
 
 // RunOutcome is how a run's workflow ended.

@@ -102,6 +102,12 @@ func (w *RunWatcher) watch(ctx context.Context, r store.RunToWatch, logger *slog
 		}
 		return
 	}
+	if !targetAnswered(err) {
+		// The wait failed, not the target (Temporal unreachable or slow): only its word that
+		// the target closed ends the run; it is watched again on a later lease.
+		logger.Warn("wait for a run's target", "workflow_id", r.WorkflowID, "error", err)
+		return
+	}
 	out := outcomeOf(err)
 	if err := w.Acts.Store.FinishRun(ctx, r.ID, out.Status, out.Error); err != nil && ctx.Err() == nil {
 		logger.Warn("record a watched run's outcome", "run", r.ID, "error", err)
