@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -20,7 +21,6 @@ const historyTimeout = 3 * time.Minute
 // task_device_events), the command schedules' and the external rollout's. A history that
 // fails is drawn into dir.
 func checkHistories(ctx context.Context, s *stack, pool *pgxpool.Pool, commands, tasks *history, dir string) ([]histories.Result, error) {
-	end := time.Now()
 	var events []agentsim.HistoryEvent
 	for _, a := range s.agents {
 		e, err := agentsim.ReadHistory(s.agentHistory(a.name))
@@ -41,22 +41,19 @@ func checkHistories(ctx context.Context, s *stack, pool *pgxpool.Pool, commands,
 	if err != nil {
 		return nil, fmt.Errorf("chaos: timeouts: %w", err)
 	}
-	var out []histories.Result
-	for _, h := range []struct {
+	end := time.Now()
+	checks := []struct {
 		name  string
-		model func() (r histories.Result, err error)
+		model porcupine.Model
+		ops   []porcupine.Operation
 	}{
-		{"device executions", func() (histories.Result, error) {
-			return histories.Check("device executions", histories.DeviceModel.ToModel(), histories.DeviceOps(events, timeouts, end), dir, historyTimeout)
-		}},
-		{"schedule commands", func() (histories.Result, error) {
-			return histories.Check("schedule commands", histories.ScheduleModel.ToModel(), commands.operations(end), dir, historyTimeout)
-		}},
-		{"rollout tasks", func() (histories.Result, error) {
-			return histories.Check("rollout tasks", histories.TaskModel.ToModel(), tasks.operations(end), dir, historyTimeout)
-		}},
-	} {
-		r, err := h.model()
+		{"device executions", histories.DeviceModel.ToModel(), histories.DeviceOps(events, timeouts, end)},
+		{"schedule commands", histories.ScheduleModel.ToModel(), commands.operations(end)},
+		{"rollout tasks", histories.TaskModel.ToModel(), tasks.operations(end)},
+	}
+	var out []histories.Result
+	for _, c := range checks {
+		r, err := histories.Check(c.name, c.model, c.ops, dir, historyTimeout)
 		if err != nil {
 			return out, err
 		}
