@@ -9,18 +9,18 @@ import (
 
 // Network fault kinds, as the report names them.
 const (
-	faultLatency          = "latency with jitter, every link"
-	faultBandwidth        = "bandwidth limit, every link"
-	faultBlackholePG      = "blackhole partition from PostgreSQL (every link to it)"
-	faultBlackholeTempral = "blackhole partition from Temporal (every link to it)"
-	faultReset            = "reset connections (RST), every link"
-	faultSplitPG          = "asymmetric split: a worker cut from PostgreSQL, not Temporal"
-	faultSplitTemporal    = "asymmetric split: a worker cut from Temporal, not PostgreSQL"
+	faultLatency           = "latency with jitter, every link"
+	faultBandwidth         = "bandwidth limit, every link"
+	faultBlackholePG       = "blackhole partition from PostgreSQL (every link to it)"
+	faultBlackholeTemporal = "blackhole partition from Temporal (every link to it)"
+	faultReset             = "reset connections (RST), every link"
+	faultSplitPG           = "asymmetric split: a worker cut from PostgreSQL, not Temporal"
+	faultSplitTemporal     = "asymmetric split: a worker cut from Temporal, not PostgreSQL"
 )
 
 // faultKinds lists every fault kind in the report's order.
 var faultKinds = []string{faultWorkerKill, faultPostgresRestart, faultTemporalRestart, faultAPIKill,
-	faultLatency, faultBandwidth, faultBlackholePG, faultBlackholeTempral, faultReset, faultSplitPG, faultSplitTemporal}
+	faultLatency, faultBandwidth, faultBlackholePG, faultBlackholeTemporal, faultReset, faultSplitPG, faultSplitTemporal}
 
 // Steady state, which a network fault's recovery is measured to: every worker and API
 // ready, and the every-second event schedules' ticks of a window of steadyWindow ending
@@ -66,7 +66,7 @@ func planWire(p Profile, rng *rand.Rand) []plannedFault {
 		}
 	}
 	add(faultSplitTemporal, p.SplitFor)
-	add(faultBlackholeTempral, blackhole())
+	add(faultBlackholeTemporal, blackhole())
 	return plan
 }
 
@@ -111,9 +111,9 @@ func (in *injector) injectWire(ctx context.Context, f plannedFault) Injected {
 		links = w.all()
 		t = toxic{name: "bandwidth", kind: "bandwidth", attributes: map[string]any{"rate": p.BandwidthKBps}}
 		r.Target = fmt.Sprintf("%d KB/s per connection on %d links", p.BandwidthKBps, len(links))
-	case faultBlackholePG, faultBlackholeTempral:
+	case faultBlackholePG, faultBlackholeTemporal:
 		to := endPostgres
-		if f.kind == faultBlackholeTempral {
+		if f.kind == faultBlackholeTemporal {
 			to = endTemporal
 		}
 		links = w.to(to)

@@ -122,12 +122,12 @@ func TestWirePlanHasEveryNetworkFaultInOrder(t *testing.T) {
 			if i > 0 {
 				require.GreaterOrEqual(t, f.at, plan[i-1].at+plan[i-1].hold, "%s: one fault at a time", p.Name)
 			}
-			if f.kind == faultBlackholePG || f.kind == faultBlackholeTempral {
+			if f.kind == faultBlackholePG || f.kind == faultBlackholeTemporal {
 				require.GreaterOrEqual(t, f.hold, p.BlackholeMin)
 				require.LessOrEqual(t, f.hold, p.BlackholeMax)
 			}
 		}
-		require.Equal(t, []string{faultLatency, faultBandwidth, faultBlackholePG, faultSplitPG, faultReset, faultSplitTemporal, faultBlackholeTempral}, kinds, p.Name)
+		require.Equal(t, []string{faultLatency, faultBandwidth, faultBlackholePG, faultSplitPG, faultReset, faultSplitTemporal, faultBlackholeTemporal}, kinds, p.Name)
 		last := plan[len(plan)-1]
 		require.Less(t, last.at+last.hold, time.Duration(float64(p.FaultPhase)*p.RestartsFrom), "%s: the network faults end before the server restarts", p.Name)
 		require.Equal(t, p.WorkerKills+3+len(plan), p.Faults())
