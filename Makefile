@@ -190,7 +190,7 @@ bench-api: postgres
 # two workers and two APIs under 220 schedules, a 2,000-task rollout and device dispatch over
 # 10 PCs, while workers are killed 20 times and PostgreSQL, Temporal and the API restarted.
 # Prints the faults and invariant checks and exits non-zero on any breach. Not in `make test`
-# (a short profile of it is: e2e/chaos_test.go). CHAOS_FLAGS=-seed N repeats a fault plan;
+# (a short profile of it is: e2e/chaos_test.go, tickgate chaos -profile short). CHAOS_FLAGS=-seed N repeats a fault plan;
 # CHAOS_FLAGS='-temporal server' runs it on the real server (PostgreSQL, several shards); on
 # 2 cores add -event-schedules 50 (a fire costs the real server ~2.4x the dev server's CPU).
 chaos: build tools server-tools

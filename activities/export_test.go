@@ -26,3 +26,6 @@ func TargetEnd(err error) (RunOutcome, bool) { return targetEnd(err) }
 func (a *RolloutActivities) SQLProbe(ctx context.Context, db, query string, timeout time.Duration) store.HealthResult {
 	return a.sqlProbe(ctx, db, query, timeout)
 }
+
+// TargetAnswered reports whether a wait's error is Temporal's word on the target (targetEnd).
+func TargetAnswered(err error) bool { _, closed := targetEnd(err); return closed }

@@ -221,7 +221,14 @@ func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, code 
 		ms := wait.Milliseconds()
 		rec.RetryAfterMs = &ms
 	}
-	if err := d.Store.RecordAttempt(context.WithoutCancel(ctx), rec); err != nil {
+	// Bounded, and within the attempt's own deadline: a database cut off (a partition drops
+	// the statement, no error comes) must not hold the answer past the attempt's
+	// start-to-close timeout, where Temporal would count the attempt as timed out — a
+	// delivered request sent again, and at max_attempts a run FAILED whose request was
+	// delivered (found by the chaos run's blackhole partition from PostgreSQL).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptRecordBudget(ctx))
+	defer cancel()
+	if err := d.Store.RecordAttempt(rctx, rec); err != nil {
 		// The request was sent (or refused) all the same: its outcome stands, and a
 		// database that failed here must not make a delivered request be sent again.
 		slog.Warn("record an http attempt", "run", rec.RunID, "attempt", rec.Attempt, "error", err)
@@ -238,6 +245,19 @@ func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, code 
 		NextRetryDelay: wait,
 		Details:        []any{HTTPAttemptFailure{Attempt: int(rec.Attempt), StatusCode: code}},
 	})
+}
+
+// maxAttemptRecord bounds the record of an attempt's outcome.
+const maxAttemptRecord = 5 * time.Second
+
+// attemptRecordBudget is how long the record of an attempt may take: maxAttemptRecord, or
+// less so that the answer reaches Temporal a second before the attempt's deadline.
+func attemptRecordBudget(ctx context.Context) time.Duration {
+	budget := maxAttemptRecord
+	if deadline, ok := ctx.Deadline(); ok {
+		budget = min(budget, max(time.Until(deadline)-time.Second, 100*time.Millisecond))
+	}
+	return budget
 }
 
 // final ends the series before anything was sent.

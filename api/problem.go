@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/tickgate/tickgate/store"
 )
@@ -73,12 +74,18 @@ func Conflict(field, format string, args ...any) *Problem {
 
 // temporalBusy reports whether err is Temporal refusing a call for now: an update or query
 // of a workflow whose task is failing and being retried (WorkflowNotReady: the server under
-// load timed it out), the server shedding load, or not reachable.
+// load timed it out), the server shedding load, or not reachable; or a call it did not
+// answer in time (a gRPC DeadlineExceeded, which the SDK wraps for an update in
+// WorkflowUpdateServiceTimeoutOrCanceledError: the server or the workflow's worker cut off
+// by the network, as the chaos run's partitions from Temporal showed, when they were 500s).
 func temporalBusy(err error) bool {
 	var notReady *serviceerror.WorkflowNotReady
 	var exhausted *serviceerror.ResourceExhausted
 	var unavailable *serviceerror.Unavailable
-	return errors.As(err, &notReady) || errors.As(err, &exhausted) || errors.As(err, &unavailable)
+	var deadline *serviceerror.DeadlineExceeded
+	var updateTimeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
+	return errors.As(err, &notReady) || errors.As(err, &exhausted) || errors.As(err, &unavailable) ||
+		errors.As(err, &deadline) || errors.As(err, &updateTimeout)
 }
 
 // ErrorHandler renders every error as application/problem+json: a *Problem as is, Echo's
@@ -94,6 +101,9 @@ func ErrorHandler(logf func(string, ...any)) echo.HTTPErrorHandler {
 		var he *echo.HTTPError
 		switch {
 		case errors.As(err, &p):
+			if p.Status == http.StatusServiceUnavailable && c.Response().Header().Get("Retry-After") == "" {
+				c.Response().Header().Set("Retry-After", "1") // every 503 says when to come back
+			}
 		case errors.As(err, &he):
 			p = NewProblem(he.Code, "", "%v", he.Message)
 		case errors.Is(err, store.ErrNotFound):

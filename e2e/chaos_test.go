@@ -22,10 +22,14 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestChaosShortProfile is `make chaos` scaled to about two minutes: on its own PostgreSQL
+// TestChaosShortProfile is `make chaos` scaled to a few minutes: on its own PostgreSQL
 // cluster and Temporal dev server, two worker processes and the API under schedules, a
-// rollout and device dispatch, it kills workers and the API with SIGKILL and restarts
-// PostgreSQL and Temporal, sampling the invariants throughout. Nothing may be fired twice,
+// rollout and device dispatch, it puts every link through a fault proxy (latency, a
+// bandwidth limit, blackhole partitions from PostgreSQL and from Temporal, reset
+// connections, a worker cut from one but not the other), kills workers and the API with
+// SIGKILL and restarts PostgreSQL and Temporal, sampling the invariants throughout; the
+// clients' histories (device executions, schedule commands, external rollout tasks) must
+// be linearizable. Nothing may be fired twice,
 // lost, left unfinished or break S1–S2, R1–R4, D1–D3; each http action's tick is delivered
 // under its run's key and executed once, retries counting as one. A tenant migration in
 // three waves runs through the faults; its second wave's health check fails on the tenant
@@ -53,7 +57,8 @@ func TestChaosShortProfile(t *testing.T) {
 		injected[f.Kind]++
 		require.NoError(t, f.Err, "fault %s on %s was not recovered from", f.Kind, f.Target)
 	}
-	require.Equal(t, p.WorkerKills+p.PostgresRestarts+p.TemporalRestarts+p.APIKills, len(r.Faults), "every planned fault injected: %v", injected)
+	require.Equal(t, p.Faults(), len(r.Faults), "every planned fault injected: %v", injected)
+	require.Len(t, injected, 11, "every kind of fault, on the wire too: %v", injected)
 	require.Zero(t, r.Breaches, "no invariant broken in any sample")
 	for _, c := range r.Checks {
 		require.Positive(t, c.Samples, "invariant %q was sampled", c.Name)
@@ -81,6 +86,14 @@ func TestChaosShortProfile(t *testing.T) {
 	require.Zero(t, r.Capped.Unread, "every capped run's target is known to Temporal and closed")
 	require.Positive(t, r.Capped.Manual, "the capped schedules ran manual triggers")
 	require.Positive(t, r.Capped.Backfill, "and backfill ticks")
+	require.Zero(t, r.Final.Missed, "no outage outlasts the catch-up window: no tick MISSED")
+	require.Equal(t, int64(p.ExternalTasks), r.Final.ExternalDone, "every external task done on a result reported through the API")
+	require.Len(t, r.Histories, 3)
+	for _, h := range r.Histories {
+		require.Positive(t, h.Ops, "history %s recorded", h.Name)
+		require.True(t, h.Passed(), "%s", h)
+	}
+	require.True(t, r.Linearizable())
 	require.True(t, r.Passed())
 	// Kept only when the run fails, for its logs.
 	_ = devstack.RemoveClusterDir(filepath.Join(dir, "pg"))

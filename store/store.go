@@ -91,6 +91,7 @@ func poolConfig(databaseURL string, opts ...Option) (*pgxpool.Config, error) {
 	if cfg.MaxConns < 16 {
 		cfg.MaxConns = 16
 	}
+	withNetworkTimeouts(cfg, func(key string) bool { return urlSets(databaseURL, key) })
 	for _, o := range opts {
 		o(cfg)
 	}

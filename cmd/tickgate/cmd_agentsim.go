@@ -38,6 +38,7 @@ func runAgentSim(ctx context.Context, args []string) error {
 	every := fs.Duration("report", 5*time.Second, "how often to print the counters (0: never)")
 	wait := fs.Duration("wait", 20*time.Second, "how long a claim long-polls for work")
 	legacy := fs.Bool("legacy", false, "speak the protocol as an older agent does: claims do not wait, results do not ask for the next command")
+	history := fs.String("history", "", "append each claim, ack and result, with when it was asked and answered, to this file (JSON lines; the chaos run's linearizability check reads it)")
 	token := fs.String("token", os.Getenv("TICKGATE_TOKEN"), "API bearer token (default $TICKGATE_TOKEN, else .dev/admin-token); an agent token runs its own PC only")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -75,11 +76,24 @@ func runAgentSim(ctx context.Context, args []string) error {
 		}
 	}
 	log.Printf("agent-sim: %d PCs (%s), latency %s, fail %.2f, fatal %.2f, no answer %.2f", len(names), strings.Join(names, ","), *latency, *failRate, *fatalRate, *noAnswer)
-	fleet := agentsim.Start(ctx, agentsim.Options{
+	opts := agentsim.Options{
 		BaseURL: base, PCs: names, Max: *max, Latency: *latency, Jitter: *jitter,
 		FailRate: *failRate, FatalRate: *fatalRate, NoAnswerRate: *noAnswer, Ack: *ack, Logf: log.Printf, Token: *token,
 		Wait: *wait, Legacy: *legacy,
-	})
+	}
+	if *history != "" {
+		h, err := agentsim.CreateHistory(*history)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := h.Close(); err != nil {
+				log.Printf("agent-sim: history: %v", err)
+			}
+		}()
+		opts.Record = h.Record
+	}
+	fleet := agentsim.Start(ctx, opts)
 	if *every > 0 {
 		go func() {
 			t := time.NewTicker(*every)

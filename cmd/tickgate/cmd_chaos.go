@@ -19,7 +19,7 @@ func init() {
 
 func runChaos(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	profileName := fs.String("profile", chaos.Full.Name, "load and faults: full (make chaos) or short (about two minutes, in make test)")
+	profileName := fs.String("profile", chaos.Full.Name, "load and faults: full (make chaos) or short (three minutes of faults, in make test)")
 	dir := fs.String("dir", "", "where the run keeps its clusters and logs (default .dev/chaos/<time>)")
 	seed := fs.Uint64("seed", 0, "fault plan seed, to repeat a run (0: random)")
 	keep := fs.Bool("keep", false, "keep the clusters' data of a passing run (a failing run always keeps it)")

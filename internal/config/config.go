@@ -188,6 +188,17 @@ func getenv(key, def string) string {
 	return def
 }
 
+// The Temporal client's gRPC keepalive: a ping after TemporalKeepAliveTime without
+// traffic, the connection dropped and dialled again when no answer comes within
+// TemporalKeepAliveTimeout. A connection into a partition (packets dropped, no reset)
+// otherwise holds the worker's long polls, and the calls queued behind them, until the
+// SDK's defaults (30 s + 15 s) give up; the server refuses pings more often than every 10 s
+// (its keepalive enforcement), so 15 s is the shortest safe period.
+const (
+	TemporalKeepAliveTime    = 15 * time.Second
+	TemporalKeepAliveTimeout = 5 * time.Second
+)
+
 // ClientOptions are the Temporal client options for this configuration.
 func (c Config) ClientOptions() (client.Options, error) {
 	opts := client.Options{
@@ -196,6 +207,9 @@ func (c Config) ClientOptions() (client.Options, error) {
 		Logger: log.NewStructuredLogger(slog.Default()),
 		// The SDK's own worker metrics (polls, task latencies, slots) go to /metrics.
 		MetricsHandler: metrics.TemporalHandler(),
+		ConnectionOptions: client.ConnectionOptions{
+			KeepAliveTime: TemporalKeepAliveTime, KeepAliveTimeout: TemporalKeepAliveTimeout,
+		},
 	}
 	if c.TemporalTLSCert != "" || c.TemporalTLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(c.TemporalTLSCert, c.TemporalTLSKey)

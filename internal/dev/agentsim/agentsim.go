@@ -71,6 +71,10 @@ type Options struct {
 	OnAnswering func(Command, Outcome, time.Time)
 	// OnAnswered is called after the result was posted, with the HTTP status.
 	OnAnswered func(Command, Outcome, int, time.Time)
+	// Record, when set, receives each operation on a device execution as the agent saw it
+	// (a claim, an ack, a result), with when it was asked and when it was answered: the
+	// client-side history the chaos run checks for linearizability.
+	Record     func(HistoryEvent)
 	HTTPClient *http.Client
 	Logf       func(string, ...any)
 	// Token is the bearer token sent with every request (an admin token, or an agent token
@@ -88,6 +92,30 @@ type Options struct {
 	RetryBackoff time.Duration
 }
 
+// HistoryEvent is one operation of an agent on one device execution. Call and Return are
+// Unix nanoseconds: when the request was first sent and when its final answer came (a
+// delivery resent with the same Idempotency-Key is one operation). Code is that answer's
+// HTTP status; 0 means none came, so the outcome is unknown.
+type HistoryEvent struct {
+	Op      string `json:"op"` // HistoryClaim, HistoryAck or HistoryResult
+	Exec    int64  `json:"exec"`
+	Attempt int32  `json:"attempt"`
+	// Holder names the device answerer that held the command (its PC and a number).
+	Holder string `json:"holder"`
+	// Status is a result's: succeeded, failed or fatal.
+	Status string `json:"status,omitempty"`
+	Code   int    `json:"code"`
+	Call   int64  `json:"call"`
+	Return int64  `json:"return"`
+}
+
+// The operations of a HistoryEvent.
+const (
+	HistoryClaim  = "claim"
+	HistoryAck    = "ack"
+	HistoryResult = "result"
+)
+
 // Stats count what the fleet did.
 type Stats struct {
 	Claimed, Succeeded, Failed, Fatal, NoAnswer, Conflicts, Errors atomic.Int64
@@ -102,9 +130,10 @@ func (s *Stats) String() string {
 
 // Fleet is a running set of simulated agents.
 type Fleet struct {
-	opts  Options
-	Stats Stats
-	wg    sync.WaitGroup
+	opts    Options
+	Stats   Stats
+	wg      sync.WaitGroup
+	holders atomic.Int64 // numbers the device answerers, for the history
 }
 
 // Start runs one agent loop per PC until ctx ends; Wait waits for them.
@@ -179,7 +208,8 @@ func (f *Fleet) agent(ctx context.Context, pc string) {
 			continue
 		}
 		backoff = 0
-		f.handOut(ctx, pc, cmds, time.Now(), &inHand, wake)
+		got := time.Now()
+		f.handOut(ctx, pc, cmds, asked, got, &inHand, wake)
 		// Claim again at once when more may wait, or when the claim did wait (a long-poll
 		// that ended empty); an API that answered an empty long-poll at once (one that
 		// honours no wait) gets the Poll pause, as an older agent's claims do.
@@ -196,15 +226,17 @@ func (f *Fleet) agent(ctx context.Context, pc string) {
 
 // handOut gives each command a device answerer of its own, which answers it and then every
 // next command the answers carry; when the chain ends it leaves room for the claim loop.
-func (f *Fleet) handOut(ctx context.Context, pc string, cmds []Command, at time.Time, inHand *atomic.Int64, wake chan struct{}) {
+func (f *Fleet) handOut(ctx context.Context, pc string, cmds []Command, asked, at time.Time, inHand *atomic.Int64, wake chan struct{}) {
 	for _, cmd := range cmds {
 		inHand.Add(1)
+		holder := fmt.Sprintf("%s/%d", pc, f.holders.Add(1))
 		f.claimed(pc, &cmd, at)
+		f.record(HistoryEvent{Op: HistoryClaim, Exec: cmd.ID, Attempt: cmd.Attempt, Holder: holder, Code: http.StatusOK}, asked, at)
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
 			for next := &cmd; next != nil; {
-				next = f.answer(ctx, *next)
+				next = f.answer(ctx, *next, holder)
 				if next != nil {
 					f.claimed(pc, next, time.Now())
 				}
@@ -242,8 +274,18 @@ func (f *Fleet) decide(cmd Command) Outcome {
 	return Succeed
 }
 
-// answer answers cmd after its latency and returns the next command the answer carries.
-func (f *Fleet) answer(ctx context.Context, cmd Command) *Command {
+// record hands an operation to Options.Record, timed from call to ret.
+func (f *Fleet) record(e HistoryEvent, call, ret time.Time) {
+	if f.opts.Record == nil {
+		return
+	}
+	e.Call, e.Return = call.UnixNano(), ret.UnixNano()
+	f.opts.Record(e)
+}
+
+// answer answers cmd after its latency and returns the next command the answer carries,
+// which holder then holds.
+func (f *Fleet) answer(ctx context.Context, cmd Command, holder string) *Command {
 	delay := f.opts.Latency
 	if f.opts.Jitter > 0 {
 		delay += rand.N(f.opts.Jitter)
@@ -263,10 +305,13 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) *Command {
 	}
 	if f.opts.Ack {
 		path := fmt.Sprintf("/agent/task-devices/%d/ack", cmd.ID)
-		if _, err := f.deliver(ctx, cmd.PC, path, fmt.Sprintf("ack-%d-%d", cmd.ID, cmd.Attempt), map[string]any{"attempt": cmd.Attempt}, nil); err != nil && ctx.Err() == nil {
+		asked := time.Now()
+		code, err := f.deliver(ctx, cmd.PC, path, fmt.Sprintf("ack-%d-%d", cmd.ID, cmd.Attempt), map[string]any{"attempt": cmd.Attempt}, nil)
+		if err != nil && ctx.Err() == nil {
 			f.Stats.Errors.Add(1)
 			f.opts.Logf("agentsim: ack of %d: %v", cmd.ID, err)
 		}
+		f.record(HistoryEvent{Op: HistoryAck, Exec: cmd.ID, Attempt: cmd.Attempt, Holder: holder, Code: definite(code)}, asked, time.Now())
 	}
 	body := map[string]any{"status": "succeeded", "attempt": cmd.Attempt}
 	switch out {
@@ -281,7 +326,16 @@ func (f *Fleet) answer(ctx context.Context, cmd Command) *Command {
 	var answer struct {
 		Next *Command `json:"next"`
 	}
+	asked := time.Now()
 	code, err := f.deliver(ctx, cmd.PC, fmt.Sprintf("/agent/task-devices/%d/result", cmd.ID), fmt.Sprintf("result-%d-%d", cmd.ID, cmd.Attempt), body, &answer)
+	answered := time.Now()
+	status := map[Outcome]string{Succeed: "succeeded", Fail: "failed", Fatal: "fatal"}[out]
+	f.record(HistoryEvent{Op: HistoryResult, Exec: cmd.ID, Attempt: cmd.Attempt, Holder: holder, Status: status, Code: definite(code)}, asked, answered)
+	if code == http.StatusOK && answer.Next != nil {
+		// The answer handed this holder the slot's next command: a claim of it, in the
+		// same request.
+		f.record(HistoryEvent{Op: HistoryClaim, Exec: answer.Next.ID, Attempt: answer.Next.Attempt, Holder: holder, Code: http.StatusOK}, asked, answered)
+	}
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -326,6 +380,16 @@ func (f *Fleet) deliver(ctx context.Context, pc, path, key string, body, out any
 		wait = min(2*wait, 2*time.Second)
 		f.Stats.Resent.Add(1)
 	}
+}
+
+// definite is an answer's status as the history keeps it: 0 (unknown) unless the API gave
+// a definite answer — 2xx, or a 4xx other than 429 — since a 5xx or a lost answer may
+// come after the request committed.
+func definite(code int) int {
+	if worthResending(code, false) {
+		return 0
+	}
+	return code
 }
 
 // worthResending: no answer at all (0), the API not ready or overloaded, or the same

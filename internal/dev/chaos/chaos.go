@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/internal/config"
+	"github.com/tickgate/tickgate/internal/dev/chaos/histories"
 	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
 )
@@ -66,12 +67,26 @@ type Report struct {
 	// Triggers are the manual triggers of resting schedules the API answered during the
 	// faults; TriggersFailed those it did not take within a minute of resends.
 	Triggers, TriggersFailed int
+	// Histories are the linearizability checks of the clients' histories.
+	Histories []histories.Result
 }
 
-// Passed is true when no invariant was broken, everything finished, and the waves rollout
-// stopped at its failed wave.
+// Linearizable is true when every recorded history was checked and found linearizable.
+func (r *Report) Linearizable() bool {
+	for _, h := range r.Histories {
+		if !h.Passed() {
+			return false
+		}
+	}
+	return len(r.Histories) > 0
+}
+
+// Passed is true when no invariant was broken, everything finished, no tick was MISSED (no
+// outage of the run outlasts the catch-up window), every history is linearizable, and the
+// waves rollout stopped at its failed wave.
 func (r *Report) Passed() bool {
-	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Final.HTTPBreaches == 0 && r.Unfinished() == 0 && r.faultErrors() == 0 &&
+	return r.Breaches == 0 && r.Final.Duplicates == 0 && r.Final.LostTicks == 0 && r.Final.Missed == 0 && r.Final.FalseOutcomes == 0 && r.Final.HTTPBreaches == 0 && r.Unfinished() == 0 && r.faultErrors() == 0 &&
+		r.Linearizable() &&
 		(r.Profile.WaveDatabases == 0 || r.Final.Waves.Held(r.Profile)) && r.Capped.OverCap == 0 && r.Capped.Unread == 0
 }
 
@@ -165,6 +180,21 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		p.EventSchedules, p.WorkflowSchedules+p.RestingSchedules, p.HTTPSchedules, p.CappedSchedules, l.startAt.Format(time.RFC3339), l.rolloutID, p.RolloutTasks, p.PCs, p.DevicesPerPC, p.DeviceTasks,
 		l.wavesRolloutID, p.WaveDatabases, brokenOrNone(p))
 
+	// The recorded clients (their histories are checked at the end): the command schedules'
+	// clients during the faults, the external executors until the work has settled.
+	recorder := newRecordingClient(s.adminToken, s.apiAddrs)
+	commands := &commandDriver{c: recorder, h: newHistory(), logf: logf}
+	external := &externalExecutors{c: recorder, h: newHistory(), rolloutID: l.externalRolloutID}
+	externalCtx, stopExternal := context.WithCancel(ctx)
+	defer stopExternal()
+	externalDone := make(chan struct{})
+	go func() {
+		defer close(externalDone)
+		if l.externalRolloutID != 0 {
+			external.run(externalCtx)
+		}
+	}()
+
 	wavesID := l.wavesRolloutID
 	chk := newChecker(st, wavesCheck(&wavesID), hooks.httpCheck(pool))
 	checkCtx, stopChecks := context.WithCancel(ctx)
@@ -176,7 +206,8 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	sleepCtx(ctx, time.Until(l.startAt.Add(5*time.Second)))
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1|1))
 	plan := planFaults(p, rng)
-	logf("chaos: fault phase: %d faults over %s", len(plan), p.FaultPhase)
+	wirePlan := planWire(p, rng)
+	logf("chaos: fault phase: %d process faults and %d network faults over %s", len(plan), len(wirePlan), p.FaultPhase)
 	faultStart := time.Now()
 	driveCtx, stopDriving := context.WithDeadline(ctx, faultStart.Add(p.FaultPhase))
 	defer stopDriving()
@@ -187,11 +218,26 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		triggersSent, triggersFailed = triggerResting(driveCtx, api, p, l.resting, logf)
 	}()
 	go func() { defer close(driven); driveCapped(driveCtx, api, p, l, logf) }()
-	faults := (&injector{s: s, pool: pool, rng: rng, logf: logf}).run(ctx, faultStart, plan)
+	commanded := make(chan struct{})
+	go func() { defer close(commanded); commands.drive(driveCtx, p, opts.Seed) }()
+	var wireFaults []Injected
+	wireDone := make(chan struct{})
+	go func() {
+		defer close(wireDone)
+		// A generator of its own: the worker picked for a split does not shift the process plan.
+		wireRng := rand.New(rand.NewPCG(opts.Seed^0x77697265, opts.Seed>>2|1))
+		wireFaults = (&injector{p: p, s: s, pool: pool, rng: wireRng, logf: logf}).runWire(ctx, faultStart, wirePlan)
+	}()
+	faults := (&injector{p: p, s: s, pool: pool, rng: rng, logf: logf}).run(ctx, faultStart, plan)
+	<-wireDone
+	faults = append(faults, wireFaults...)
+	slices.SortStableFunc(faults, func(a, b Injected) int { return a.At.Compare(b.At) })
 	sleepCtx(ctx, time.Until(faultStart.Add(p.FaultPhase)))
 	stopDriving()
 	<-triggersDone
 	<-driven
+	<-commanded
+	commands.finish(ctx, p)
 	logf("chaos: %d manual triggers of resting schedules answered during the faults, %d failed", triggersSent, triggersFailed)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -222,6 +268,9 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		sleepCtx(ctx, 2*time.Second)
 	}
 	settleTime := time.Since(settleStart)
+	stopExternal()
+	<-externalDone
+	external.read(ctx, "final read")
 	logf("chaos: settled in %s; pausing the schedules and draining their runs", settleTime.Round(time.Millisecond))
 	pauseStart := time.Now()
 	reached, err := pauseBySelector(ctx, api)
@@ -241,10 +290,18 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 
 	stopChecks()
 	<-checksDone
+	s.stopAgents()
+	hist, err := checkHistories(ctx, s, pool, commands.h, external.h, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hist {
+		logf("chaos: history %s", h)
+	}
 	if err := chk.sample(ctx, true); err != nil {
 		logf("chaos: last sample: %v", err)
 	}
-	final, err := finalCheck(ctx, st, l.startAt, cutoff, l.wavesRolloutID)
+	final, err := finalCheck(ctx, st, l.startAt, cutoff, l.wavesRolloutID, l.externalRolloutID)
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +310,9 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("chaos: final http check: %w", err)
 	}
 	final.HTTPBreaches = int64(httpEnd.Count())
+	if final.FalseOutcomes, err = falseOutcomes(ctx, pool, logf); err != nil {
+		return nil, err
+	}
 	if httpEnd.Count() > 0 {
 		logf("chaos: http breaches at the end: %+v", httpEnd)
 	}
@@ -263,7 +323,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 		return nil, err
 	}
 	r := &Report{Profile: p, Temporal: opts.Temporal, Seed: opts.Seed, Faults: faults, Final: final, Capped: capped, SettleTime: settleTime, SettleReason: why,
-		Triggers: triggersSent, TriggersFailed: triggersFailed}
+		Triggers: triggersSent, TriggersFailed: triggersFailed, Histories: hist}
 	r.Checks, r.Unreachable = chk.snapshot()
 	for _, c := range r.Checks {
 		r.Breaches += c.Breaches
@@ -361,9 +421,9 @@ func DefaultDir(root string) string {
 // Print writes the report's tables and its RESULT line.
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\n## Chaos run — profile %s, Temporal %s, seed %d, %s\n\n", r.Profile.Name, r.Temporal, r.Seed, r.Elapsed.Round(time.Second))
-	fmt.Fprintln(w, "| fault | injected | failed | down | recovery p50 | recovery max |")
+	fmt.Fprintln(w, "| fault | injected | failed | down or held | recovery p50 | recovery max |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
-	for _, kind := range []string{faultWorkerKill, faultPostgresRestart, faultTemporalRestart, faultAPIKill} {
+	for _, kind := range faultKinds {
 		var rec []time.Duration
 		var down time.Duration
 		failed := 0
@@ -384,7 +444,19 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s |\n", kind, len(rec), failed, (down / time.Duration(len(rec))).Round(100*time.Millisecond),
 			rec[len(rec)/2].Round(10*time.Millisecond), rec[len(rec)-1].Round(10*time.Millisecond))
 	}
-	fmt.Fprintln(w, "\nRecovery: from the fault until the component serves again (worker or API /readyz 200; after a server restart, all /readyz 200 and a new schedule fire committed). Down: how long it was left dead.")
+	fmt.Fprintf(w, "\nRecovery: from the fault until the component serves again (worker or API /readyz 200; after a server restart, all /readyz 200 and a new schedule fire committed). Down: how long it was left dead. A network fault's recovery is from its lift to the start of the steady state: every worker and API ready again and, from then on, every every-second event schedule's ticks of a %s window fired as scheduled ticks with lateness p99 ≤ %s (read %s after the window, once armed fires are settled).\n",
+		steadyWindow, steadyLateness, steadyLag)
+	fmt.Fprintln(w, "\n| network fault | on | at | held | steady again after the lift |\n| --- | --- | --- | ---: | ---: |")
+	for _, f := range r.Faults {
+		if !slices.Contains(faultKinds[4:], f.Kind) {
+			continue
+		}
+		rec := f.Recovery.Round(10 * time.Millisecond).String()
+		if f.Err != nil {
+			rec = "not steady: " + f.Err.Error()
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", f.Kind, f.Target, f.At.UTC().Format("15:04:05"), f.Down.Round(time.Second), rec)
+	}
 	fmt.Fprintf(w, "\n| invariant | samples | breaches |\n| --- | ---: | ---: |\n")
 	for _, c := range r.Checks {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", c.Name, c.Samples, c.Breaches)
@@ -405,9 +477,11 @@ func (r *Report) Print(w io.Writer) {
 		{"ticks missed outside the window (recorded with reason)", n(f.Missed)},
 		{"runs succeeded / failed / canceled+terminated (an event fire succeeds at once)", fmt.Sprintf("%d / %d / %d", f.RunsSucceeded, f.RunsFailed, f.RunsCanceled)},
 		{"schedule runs still RUNNING", n(f.UnfinishedScheduleRuns)},
+		{"workflow runs ended otherwise than their target (a false FAILED or SUCCEEDED)", n(f.FalseOutcomes)},
 		{"http: keys delivered / requests / executed / re-deliveries of an executed key", fmt.Sprintf("%d / %d / %d / %d", f.HTTPKeys, f.HTTPRequests, f.HTTPExecuted, f.HTTPRedeliveries)},
 		{"http: breaches at the end (a key no run has, a run SUCCEEDED not executed or FAILED executed, a bad signature)", n(f.HTTPBreaches)},
 		{"task runs DONE", n(f.TasksDone)},
+		{"external rollout: task runs DONE (results reported through the API)", n(f.ExternalDone)},
 		{"task runs FAILED/CANCELED/SKIPPED", n(f.TasksOther)},
 		{"task runs unfinished", n(f.UnfinishedTasks)},
 		{"device executions", n(f.DeviceExecutions)},
@@ -436,10 +510,14 @@ func (r *Report) Print(w io.Writer) {
 	for _, row := range rows {
 		fmt.Fprintf(w, "| %s | %s |\n", row[0], row[1])
 	}
+	fmt.Fprintf(w, "\nHistories (porcupine; a failure is drawn as HTML beside the logs):\n\n")
+	for _, h := range r.Histories {
+		fmt.Fprintf(w, "- %s\n", h)
+	}
 	fmt.Fprintf(w, "\nsettled %s after the faults (%s)\n", r.SettleTime.Round(time.Second), r.SettleReason)
-	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d waves_held=%t later_wave_started=%d http_executed=%d http_breaches=%d capped_over_cap=%d capped_most_at_once=%d\n",
+	fmt.Fprintf(w, "RESULT faults=%d fires=%d duplicates=%d breaches=%d unfinished=%d lost_ticks=%d task_runs_done=%d device_executions=%d fault_errors=%d waves_held=%t later_wave_started=%d http_executed=%d http_breaches=%d capped_over_cap=%d capped_most_at_once=%d missed=%d false_outcomes=%d linearizable=%t\n",
 		len(r.Faults), f.Fires, f.Duplicates, r.Breaches, r.Unfinished(), f.LostTicks, f.TasksDone, f.DeviceExecutions, r.faultErrors(),
-		r.Profile.WaveDatabases == 0 || f.Waves.Held(r.Profile), f.Waves.LaterWaveStarted, f.HTTPExecuted, f.HTTPBreaches, r.Capped.OverCap, r.Capped.MostAtOnce)
+		r.Profile.WaveDatabases == 0 || f.Waves.Held(r.Profile), f.Waves.LaterWaveStarted, f.HTTPExecuted, f.HTTPBreaches, r.Capped.OverCap, r.Capped.MostAtOnce, f.Missed, f.FalseOutcomes, r.Linearizable())
 }
 
 // wavesLine is each wave's status and when its health checks last ran.

@@ -182,6 +182,10 @@ type FinalCounts struct {
 	ExpectedTicks                                     int64
 	UnfinishedScheduleRuns                            int64
 	TasksDone, TasksOther, UnfinishedTasks            int64
+	// ExternalDone counts the external rollout's tasks DONE (apart from TasksDone).
+	ExternalDone int64
+	// FalseOutcomes counts workflow-action runs ended otherwise than their target (truth.go).
+	FalseOutcomes int64
 	// Waves is how the progressive scenario's rollout ended (its tasks are not counted above).
 	Waves                                             WavesOutcome
 	DeviceExecutions, DeviceSucceeded, DeviceFailed   int64
@@ -195,7 +199,7 @@ type FinalCounts struct {
 
 // finalCheck counts the totals and checks S2 for the ticks from startAt to cutoff; the
 // waves rollout's tasks are counted apart (Waves).
-func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time, wavesRolloutID int64) (FinalCounts, error) {
+func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time, wavesRolloutID, externalRolloutID int64) (FinalCounts, error) {
 	var f FinalCounts
 	pool := st.Pool
 	err := pool.QueryRow(ctx, `
@@ -218,6 +222,8 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time,
 	}
 	// S2: every tick start_at + n·interval ≤ cutoff of every schedule has its row (fired,
 	// skipped or missed, each with its reason), counted against the ticks the spec implies.
+	// The command schedules are paused and resumed all along (a paused schedule records no
+	// tick): their history is checked instead (histories.ScheduleModel).
 	err = pool.QueryRow(ctx, `
 		WITH per AS (
 			SELECT s.id,
@@ -226,16 +232,17 @@ func finalCheck(ctx context.Context, st *store.Store, startAt, cutoff time.Time,
 			       (SELECT count(DISTINCT r.scheduled_at) FROM schedule_runs r
 			        WHERE r.schedule_id = s.id AND r.trigger IN ('scheduled', 'catchup') AND r.retracted_at IS NULL
 			          AND r.scheduled_at BETWEEN $1 AND $2) AS got
-			FROM schedules s)
+			FROM schedules s WHERE s.name NOT LIKE '`+commandPrefix+`%')
 		SELECT coalesce(sum(expected), 0)::bigint, coalesce(sum(greatest(expected - got, 0)), 0)::bigint FROM per`,
 		startAt, cutoff).Scan(&f.ExpectedTicks, &f.LostTicks)
 	if err != nil {
 		return f, fmt.Errorf("final: S2: %w", err)
 	}
 	err = pool.QueryRow(ctx, `
-		SELECT count(*) FILTER (WHERE status = 'DONE'),
-		       count(*) FILTER (WHERE status IN ('FAILED', 'CANCELED', 'SKIPPED'))
-		FROM task_runs WHERE rollout_id <> $1`, wavesRolloutID).Scan(&f.TasksDone, &f.TasksOther)
+		SELECT count(*) FILTER (WHERE status = 'DONE' AND rollout_id <> $2),
+		       count(*) FILTER (WHERE status IN ('FAILED', 'CANCELED', 'SKIPPED')),
+		       count(*) FILTER (WHERE status = 'DONE' AND rollout_id = $2)
+		FROM task_runs WHERE rollout_id <> $1`, wavesRolloutID, externalRolloutID).Scan(&f.TasksDone, &f.TasksOther, &f.ExternalDone)
 	if err != nil {
 		return f, fmt.Errorf("final: task runs: %w", err)
 	}

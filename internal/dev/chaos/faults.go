@@ -22,6 +22,7 @@ const (
 type plannedFault struct {
 	at   time.Duration
 	kind string
+	hold time.Duration // how long a network fault stays before it is lifted
 }
 
 // planFaults spreads the worker kills at random moments over the phase and puts the server
@@ -37,9 +38,13 @@ func planFaults(p Profile, rng *rand.Rand) []plannedFault {
 			plan = append(plan, plannedFault{at: time.Duration(float64(p.FaultPhase) * (frac + 0.05*float64(i))), kind: kind})
 		}
 	}
-	add(p.PostgresRestarts, 0.30, faultPostgresRestart)
-	add(p.APIKills, 0.45, faultAPIKill)
-	add(p.TemporalRestarts, 0.60, faultTemporalRestart)
+	from, step := p.RestartsFrom, p.RestartsStep
+	if from == 0 {
+		from, step = 0.30, 0.15
+	}
+	add(p.PostgresRestarts, from, faultPostgresRestart)
+	add(p.APIKills, from+step, faultAPIKill)
+	add(p.TemporalRestarts, from+2*step, faultTemporalRestart)
 	slices.SortStableFunc(plan, func(a, b plannedFault) int { return int(a.at - b.at) })
 	return plan
 }
@@ -56,6 +61,7 @@ type Injected struct {
 
 // injector carries out the plan against the stack.
 type injector struct {
+	p    Profile
 	s    *stack
 	pool *pgxpool.Pool
 	rng  *rand.Rand

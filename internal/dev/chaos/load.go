@@ -72,8 +72,10 @@ type load struct {
 	rolloutID int64
 	// wavesRolloutID is the progressive scenario's rollout (0: none).
 	wavesRolloutID int64
-	deviceTask     []int64
-	pcNames        []string
+	// externalRolloutID is the external executors' rollout (0: none).
+	externalRolloutID int64
+	deviceTask        []int64
+	pcNames           []string
 }
 
 // createLoad creates the schedules, the rollout, the PCs, devices and device tasks.
@@ -118,6 +120,9 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 	if err := createCapped(ctx, c, p, l, targetQueue); err != nil {
 		return nil, err
 	}
+	if err := createCommandSchedules(ctx, c, p, l, targetQueue); err != nil {
+		return nil, err
+	}
 
 	for i := 0; i < p.RestingSchedules; i++ {
 		overlap := []string{"skip", "allow_all"}[i%2]
@@ -148,6 +153,12 @@ func createLoad(ctx context.Context, c *apiClient, p Profile, targetQueue string
 			return nil, err
 		}
 		l.wavesRolloutID = rollout.ID
+	}
+	if p.ExternalTasks > 0 {
+		if err := c.do(ctx, http.MethodPost, "/api/v1/rollouts", externalRolloutRequest(p), &rollout); err != nil {
+			return nil, err
+		}
+		l.externalRolloutID = rollout.ID
 	}
 
 	for i := 0; i < p.PCs; i++ {
@@ -243,8 +254,9 @@ type TargetInput struct {
 // TargetWorkflow sleeps a duration between MinMs and MaxMs and fails FailPercent of the
 // time; both are derived from the workflow id, so replays decide the same.
 func TargetWorkflow(ctx workflow.Context, in TargetInput) error {
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(workflow.GetInfo(ctx).WorkflowExecution.ID))
+	_, _ = h.Write([]byte(id))
 	sum := h.Sum64()
 	d := time.Duration(in.MinMs) * time.Millisecond
 	if span := in.MaxMs - in.MinMs; span > 0 {
@@ -253,7 +265,7 @@ func TargetWorkflow(ctx workflow.Context, in TargetInput) error {
 	if err := workflow.Sleep(ctx, d); err != nil {
 		return err
 	}
-	if int(sum/7%100) < in.FailPercent {
+	if targetFails(id, in) {
 		return temporal.NewApplicationError("simulated failure of a scheduled run", "ChaosFailure")
 	}
 	return nil

@@ -6,6 +6,7 @@ package chaos
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -56,6 +57,15 @@ type Profile struct {
 	CappedTargetMin time.Duration
 	CappedTargetMax time.Duration
 
+	// CommandSchedules are paused, resumed and triggered by two clients each throughout the
+	// faults, every command with a request id, and read back (commands.go); they fire every
+	// CommandEvery. ExternalTasks are a rollout's tasks run by two executors in the run that
+	// report their results through the API, sometimes both at once (external.go). Their
+	// histories, and the agents', are checked for linearizability (histories/).
+	CommandSchedules int
+	CommandEvery     time.Duration
+	ExternalTasks    int
+
 	// Rollout: RolloutTasks over RolloutDatabases, DDL and DML, with ParallelLimit.
 	RolloutTasks     int
 	RolloutDatabases int
@@ -85,6 +95,26 @@ type Profile struct {
 	PostgresRestarts int
 	TemporalRestarts int
 	APIKills         int
+	// RestartsFrom places the server restarts: PostgreSQL's at this fraction of the fault
+	// phase, the API kill and Temporal's each RestartsStep later.
+	RestartsFrom, RestartsStep float64
+
+	// Network faults (wire.go, faults_wire.go), on a track of their own from WireFrom into
+	// the fault phase, one after another, each lifted after its hold and the next waiting for
+	// the steady state (and at least WireGap): latency of Latency ± Jitter on every link for
+	// LatencyFor; a bandwidth limit of BandwidthKBps per connection for BandwidthFor; a
+	// blackhole of every link to PostgreSQL, later of every link to Temporal, each for
+	// BlackholeMin..BlackholeMax; one worker cut from PostgreSQL but not from Temporal for
+	// SplitFor, and then one cut from Temporal but not from PostgreSQL; ConnectionResets
+	// rounds of resetting every connection. WireFrom 0: no network faults.
+	WireFrom, WireGap          time.Duration
+	LatencyFor                 time.Duration
+	Latency, Jitter            time.Duration
+	BandwidthFor               time.Duration
+	BandwidthKBps              int
+	BlackholeMin, BlackholeMax time.Duration
+	SplitFor                   time.Duration
+	ConnectionResets           int
 
 	// Settle bounds the wait, after the faults, for every tick, task run and device
 	// execution to reach its final state.
@@ -93,33 +123,47 @@ type Profile struct {
 
 // Full is `make chaos`: the issue's load and faults.
 var Full = Profile{
-	Name: "full", FaultPhase: 5 * time.Minute,
+	Name: "full", FaultPhase: 12 * time.Minute,
 	EventSchedules: 200, WorkflowSchedules: 20, WorkflowEvery: 5 * time.Second,
 	RestingSchedules: 8, RestingEvery: 4 * time.Minute, TriggerEvery: 10 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	HTTPSchedules: 10, HTTPEvery: 5 * time.Second,
+	CommandSchedules: 4, CommandEvery: 20 * time.Second, ExternalTasks: 60,
 	CappedSchedules: 4, CappedEvery: 2 * time.Second, CappedMax: 2, CappedTargetMin: time.Second, CappedTargetMax: 5 * time.Second,
 	RolloutTasks: 2000, RolloutDatabases: 20, ParallelLimit: 25,
 	WaveDatabases: 9, WaveTasks: 3, WaveTaskSleep: 5 * time.Second, WaveBake: time.Minute,
 	PCs: 10, DevicesPerPC: 25, DeviceTasks: 4, DeviceLatency: 500 * time.Millisecond, DeviceTimeout: 15 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
 	WorkerKills: 20, PostgresRestarts: 1, TemporalRestarts: 1, APIKills: 1,
+	RestartsFrom: 0.80, RestartsStep: 0.06,
+	WireFrom: 20 * time.Second, WireGap: 15 * time.Second,
+	LatencyFor: 2 * time.Minute, Latency: 200 * time.Millisecond, Jitter: 150 * time.Millisecond,
+	BandwidthFor: 45 * time.Second, BandwidthKBps: 64,
+	BlackholeMin: 30 * time.Second, BlackholeMax: 90 * time.Second,
+	SplitFor: 45 * time.Second, ConnectionResets: 1,
 	Settle: 10 * time.Minute,
 }
 
-// Short is the same run scaled to about two minutes, for `make test`.
+// Short is the same run scaled to a few minutes, for `make test`.
 var Short = Profile{
-	Name: "short", FaultPhase: 60 * time.Second,
+	Name: "short", FaultPhase: 3 * time.Minute,
 	EventSchedules: 20, WorkflowSchedules: 6, WorkflowEvery: 5 * time.Second,
 	RestingSchedules: 2, RestingEvery: 4 * time.Minute, TriggerEvery: 15 * time.Second,
 	TargetMin: 200 * time.Millisecond, TargetMax: 8 * time.Second, BufferedTargetMax: time.Second, CatchupWindow: 10 * time.Minute,
 	HTTPSchedules: 4, HTTPEvery: 5 * time.Second,
+	CommandSchedules: 2, CommandEvery: 20 * time.Second, ExternalTasks: 20,
 	CappedSchedules: 2, CappedEvery: 2 * time.Second, CappedMax: 2, CappedTargetMin: time.Second, CappedTargetMax: 5 * time.Second,
 	RolloutTasks: 200, RolloutDatabases: 5, ParallelLimit: 10,
 	WaveDatabases: 6, WaveTasks: 3, WaveTaskSleep: 4 * time.Second, WaveBake: 15 * time.Second,
 	PCs: 2, DevicesPerPC: 25, DeviceTasks: 2, DeviceLatency: 300 * time.Millisecond, DeviceTimeout: 4 * time.Second,
 	FailRate: 0.10, NoAnswerRate: 0.05,
 	WorkerKills: 4, PostgresRestarts: 1, TemporalRestarts: 1, APIKills: 1,
+	RestartsFrom: 0.85, RestartsStep: 0.05,
+	WireFrom: 5 * time.Second, WireGap: 5 * time.Second,
+	LatencyFor: 15 * time.Second, Latency: 200 * time.Millisecond, Jitter: 150 * time.Millisecond,
+	BandwidthFor: 10 * time.Second, BandwidthKBps: 64,
+	BlackholeMin: 15 * time.Second, BlackholeMax: 20 * time.Second,
+	SplitFor: 10 * time.Second, ConnectionResets: 1,
 	Settle: 5 * time.Minute,
 }
 
@@ -132,4 +176,9 @@ func ProfileByName(name string) (Profile, error) {
 		return Short, nil
 	}
 	return Profile{}, fmt.Errorf("unknown profile %q: want %q or %q", name, Full.Name, Short.Name)
+}
+
+// Faults is how many faults the profile injects: its process faults and its network faults.
+func (p Profile) Faults() int {
+	return p.WorkerKills + p.PostgresRestarts + p.TemporalRestarts + p.APIKills + len(planWire(p, rand.New(rand.NewPCG(1, 1))))
 }

@@ -36,6 +36,8 @@ type stack struct {
 	// sqlTargets is the workers' TICKGATE_SQL_TARGETS: the tenant databases of the waves
 	// scenario.
 	sqlTargets map[string]string
+	// wire holds the fault proxies every process dials its services through (wire.go).
+	wire *wire
 }
 
 // processCount is how many worker and API processes the run starts: more than one of
@@ -147,6 +149,11 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 
 var freePort = devstack.FreePort
 
+// agentHistory is where agent simulator name writes its history.
+func (s *stack) agentHistory(name string) string {
+	return filepath.Join(s.dir, name+".history.jsonl")
+}
+
 // startStack brings up PostgreSQL, Temporal, the database schema and an admin token.
 // The tickgate processes are started by startProcesses.
 func startStack(ctx context.Context, dir, bin, shape string, logf func(string, ...any)) (*stack, error) {
@@ -154,7 +161,7 @@ func startStack(ctx context.Context, dir, bin, shape string, logf func(string, .
 	if err != nil {
 		return nil, err
 	}
-	s := &stack{dir: dir, bin: bin, logf: logf}
+	s := &stack{dir: dir, bin: bin, logf: logf, wire: newWire()}
 	binDir, err := devstack.FindPostgresBinDir(true)
 	if err != nil {
 		return nil, err
@@ -173,7 +180,7 @@ func startStack(ctx context.Context, dir, bin, shape string, logf func(string, .
 	}
 	s.dbURL = s.pg.URL("tickgate")
 
-	if s.temporal, err = startTemporal(ctx, root, dir, shape, s.pg, logf); err != nil {
+	if s.temporal, err = startTemporal(ctx, root, dir, shape, s.pg, s.wire, logf); err != nil {
 		return s, err
 	}
 	if err := store.Migrate(ctx, s.dbURL); err != nil {
@@ -195,7 +202,7 @@ func startStack(ctx context.Context, dir, bin, shape string, logf func(string, .
 // startTemporal starts the run's Temporal: the CLI's dev server on a SQLite file, or the
 // real server with its persistence in the run's PostgreSQL cluster (so the PostgreSQL
 // restart hits Temporal too, as it would in production).
-func startTemporal(ctx context.Context, root, dir, shape string, pg *devstack.Postgres, logf func(string, ...any)) (devstack.TemporalService, error) {
+func startTemporal(ctx context.Context, root, dir, shape string, pg *devstack.Postgres, w *wire, logf func(string, ...any)) (devstack.TemporalService, error) {
 	if shape == TemporalServer {
 		bins, err := devstack.BuildServerBinaries(ctx, root, logf)
 		if err != nil {
@@ -205,7 +212,12 @@ func startTemporal(ctx context.Context, root, dir, shape string, pg *devstack.Po
 		if err != nil {
 			return nil, err
 		}
-		srv := &devstack.TemporalServer{Bins: bins, PG: pg, Dir: filepath.Join(dir, "temporal-server"), Ports: ports,
+		// Temporal's persistence crosses a process boundary too: through a proxy of its own.
+		pgAddr, err := w.link(endTemporal, endPostgres, pgHostPort(pg))
+		if err != nil {
+			return nil, err
+		}
+		srv := &devstack.TemporalServer{Bins: bins, PG: pg, PGAddr: pgAddr, Dir: filepath.Join(dir, "temporal-server"), Ports: ports,
 			Shards: devstack.DefaultHistoryShards, Log: logf}
 		return srv, srv.Start(ctx)
 	}
@@ -226,10 +238,41 @@ func startTemporal(ctx context.Context, root, dir, shape string, pg *devstack.Po
 	return dev, dev.Start(ctx)
 }
 
-// startProcesses starts the workers and the APIs and waits for them to be ready.
+// pgHostPort is the cluster's own address.
+func pgHostPort(pg *devstack.Postgres) string { return fmt.Sprintf("127.0.0.1:%d", pg.Port) }
+
+// viaProxy rewrites a PostgreSQL URL of the run's cluster to dial addr instead.
+func viaProxy(url string, pg *devstack.Postgres, addr string) string {
+	return strings.Replace(url, pgHostPort(pg), addr, 1)
+}
+
+// serviceEnv links process name to PostgreSQL and Temporal through proxies of its own and
+// answers the environment that dials them, with the workers' SQL targets rewritten alike.
+func (s *stack) serviceEnv(name string, common []string, sqlTargets bool) ([]string, error) {
+	pgAddr, err := s.wire.link(name, endPostgres, pgHostPort(s.pg))
+	if err != nil {
+		return nil, err
+	}
+	temporalAddr, err := s.wire.link(name, endTemporal, s.temporal.Address())
+	if err != nil {
+		return nil, err
+	}
+	env := append(append([]string{}, common...), "DATABASE_URL="+viaProxy(s.dbURL, s.pg, pgAddr), "TEMPORAL_ADDRESS="+temporalAddr)
+	if sqlTargets {
+		targets := map[string]string{}
+		for db, url := range s.sqlTargets {
+			targets[db] = viaProxy(url, s.pg, pgAddr)
+		}
+		env = append(env, sqlTargetsEnv(targets))
+	}
+	return env, nil
+}
+
+// startProcesses starts the workers and the APIs, each dialing PostgreSQL and Temporal
+// through fault proxies of its own, and waits for them to be ready.
 func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string) error {
 	common := []string{
-		"DATABASE_URL=" + s.dbURL, "TEMPORAL_ADDRESS=" + s.temporal.Address(), "TICKGATE_TASK_QUEUE=" + taskQueue,
+		"TICKGATE_TASK_QUEUE=" + taskQueue,
 		"TICKGATE_DEVICE_TIMEOUT=" + p.DeviceTimeout.String(),
 		// The http actions' receiver listens on loopback (internal/dev/receiver).
 		"TICKGATE_HTTP_ALLOW=127.0.0.1",
@@ -240,9 +283,14 @@ func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string)
 			return err
 		}
 		metricsAddr := fmt.Sprintf("127.0.0.1:%d", port)
+		name := fmt.Sprintf("worker-%d", i)
+		env, err := s.serviceEnv(name, common, true)
+		if err != nil {
+			return err
+		}
 		s.workers = append(s.workers, &process{
-			name: fmt.Sprintf("worker-%d", i), bin: s.bin, args: []string{"worker"},
-			env:     append(append([]string{}, common...), "TICKGATE_WORKER_METRICS_ADDR="+metricsAddr, sqlTargetsEnv(s.sqlTargets)),
+			name: name, bin: s.bin, args: []string{"worker"},
+			env:     append(env, "TICKGATE_WORKER_METRICS_ADDR="+metricsAddr),
 			logPath: filepath.Join(s.dir, fmt.Sprintf("worker-%d.log", i)), readyURL: "http://" + metricsAddr + "/readyz",
 		})
 	}
@@ -252,10 +300,15 @@ func (s *stack) startProcesses(ctx context.Context, p Profile, taskQueue string)
 			return err
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		name := fmt.Sprintf("api-%d", i)
+		env, err := s.serviceEnv(name, common, false)
+		if err != nil {
+			return err
+		}
 		s.apiAddrs = append(s.apiAddrs, addr)
 		s.apis = append(s.apis, &process{
-			name: fmt.Sprintf("api-%d", i), bin: s.bin, args: []string{"api"},
-			env:     append(append([]string{}, common...), "TICKGATE_HTTP_ADDR="+addr),
+			name: name, bin: s.bin, args: []string{"api"},
+			env:     append(env, "TICKGATE_HTTP_ADDR="+addr),
 			logPath: filepath.Join(s.dir, fmt.Sprintf("api-%d.log", i)), readyURL: "http://" + addr + "/readyz",
 		})
 	}
@@ -277,7 +330,8 @@ func (s *stack) services() []*process {
 	return append(append([]*process{}, s.workers...), s.apis...)
 }
 
-// startAgents runs one agent simulator per API, the PCs dealt out between them.
+// startAgents runs one agent simulator per API, the PCs dealt out between them, each
+// calling its API through a fault proxy and recording its history (histories.go).
 func (s *stack) startAgents(p Profile, pcs []string) error {
 	for i, addr := range s.apiAddrs {
 		var mine []string
@@ -287,11 +341,17 @@ func (s *stack) startAgents(p Profile, pcs []string) error {
 		if len(mine) == 0 {
 			continue
 		}
+		name := fmt.Sprintf("agent-sim-%d", i+1)
+		proxied, err := s.wire.link(name, fmt.Sprintf("api-%d", i+1), addr)
+		if err != nil {
+			return err
+		}
 		agents := &process{
-			name: fmt.Sprintf("agent-sim-%d", i+1), bin: s.bin,
-			args: []string{"agent-sim", "-server", "http://" + addr, "-pcs", strings.Join(mine, ","), "-token", s.adminToken,
+			name: name, bin: s.bin,
+			args: []string{"agent-sim", "-server", "http://" + proxied, "-pcs", strings.Join(mine, ","), "-token", s.adminToken,
 				"-latency", p.DeviceLatency.String(), "-jitter", p.DeviceLatency.String(),
-				"-fail-rate", fmt.Sprint(p.FailRate), "-no-answer-rate", fmt.Sprint(p.NoAnswerRate), "-report", "10s"},
+				"-fail-rate", fmt.Sprint(p.FailRate), "-no-answer-rate", fmt.Sprint(p.NoAnswerRate), "-report", "10s",
+				"-history", s.agentHistory(name)},
 			logPath: filepath.Join(s.dir, fmt.Sprintf("agent-sim-%d.log", i+1)),
 		}
 		if err := agents.start(); err != nil {
@@ -300,6 +360,14 @@ func (s *stack) startAgents(p Profile, pcs []string) error {
 		s.agents = append(s.agents, agents)
 	}
 	return nil
+}
+
+// stopAgents stops the agent simulators (their histories are then complete: an answer cut
+// short is written as unknown).
+func (s *stack) stopAgents() {
+	for _, a := range s.agents {
+		a.stop()
+	}
 }
 
 // close stops everything the stack started; the directory stays for the logs.
@@ -320,6 +388,7 @@ func (s *stack) close() error {
 	if s.pg != nil {
 		errs = append(errs, s.pg.Stop())
 	}
+	s.wire.close()
 	return errors.Join(errs...)
 }
 
@@ -330,7 +399,11 @@ func (s *stack) restartPostgres(ctx context.Context, down time.Duration) error {
 		return err
 	}
 	sleepCtx(ctx, down)
-	return s.pg.Start(ctx)
+	if err := s.pg.Start(ctx); err != nil {
+		return err
+	}
+	// Started on another port (its own was taken meanwhile): the proxies follow it.
+	return s.wire.repoint(endPostgres, pgHostPort(s.pg))
 }
 
 // restartTemporal stops the server and starts it again on the same ports and data after

@@ -119,9 +119,12 @@ func freePortBelow32768(taken map[int]bool) (int, error) {
 // with all four services in one process, on PostgreSQL persistence in databases of its own
 // (<DBPrefix> and <DBPrefix>_visibility) with Shards history shards, plus the Web UI server.
 type TemporalServer struct {
-	Bins   ServerBinaries
-	PG     *Postgres // the cluster holding the two databases
-	Dir    string    // config files and logs
+	Bins ServerBinaries
+	PG   *Postgres // the cluster holding the two databases
+	// PGAddr is the host:port the server's persistence dials (default PG's own address);
+	// the chaos run puts a fault proxy there. The schema tool always dials PG directly.
+	PGAddr string
+	Dir    string // config files and logs
 	Ports  ServerPorts
 	Shards int
 	// DBPrefix names the databases; "temporal" when empty.
@@ -401,10 +404,13 @@ func (t *TemporalServer) writeConfig() error {
 	data := struct {
 		ServerPorts
 		Shards            int
-		PGPort            int
+		PGAddr            string
 		Store, Visibility string
 		DynamicConfig     string
-	}{t.Ports, t.Shards, t.PG.Port, store, visibility, filepath.Join(t.Dir, "config", "dynamicconfig.yaml")}
+	}{t.Ports, t.Shards, t.PGAddr, store, visibility, filepath.Join(t.Dir, "config", "dynamicconfig.yaml")}
+	if data.PGAddr == "" {
+		data.PGAddr = fmt.Sprintf("127.0.0.1:%d", t.PG.Port)
+	}
 	var b strings.Builder
 	if err := serverConfig.Execute(&b, data); err != nil {
 		return fmt.Errorf("temporal server: render config: %w", err)
@@ -442,7 +448,7 @@ persistence:
       sql:
         pluginName: "postgres12"
         databaseName: "{{.Store}}"
-        connectAddr: "127.0.0.1:{{.PGPort}}"
+        connectAddr: "{{.PGAddr}}"
         connectProtocol: "tcp"
         user: "postgres"
         password: ""
@@ -453,7 +459,7 @@ persistence:
       sql:
         pluginName: "postgres12"
         databaseName: "{{.Visibility}}"
-        connectAddr: "127.0.0.1:{{.PGPort}}"
+        connectAddr: "{{.PGAddr}}"
         connectProtocol: "tcp"
         user: "postgres"
         password: ""
