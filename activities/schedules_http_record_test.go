@@ -46,13 +46,13 @@ func TestADeliveredAttemptAnswersThoughItsRecordHangs(t *testing.T) {
 	actionJSON, _ := json.Marshal(act)
 	retryJSON, _ := json.Marshal(retry)
 	row, err := st.CreateSchedule(ctx, store.NewSchedule{Name: name, Spec: json.RawMessage(`{"interval":"1h"}`), Action: actionJSON,
-		Overlap: domain.OverlapSkip, Retry: retryJSON, SigningSecret: domain.SigningSecretPrefix + "s"})
+		Overlap: domain.OverlapSkip, Retry: retryJSON, SigningSecret: domain.SigningSecret([]byte("a test signing key of 24 bytes+"))})
 	require.NoError(t, err)
 	tick := time.Date(2026, 11, 28, 1, 53, 20, 0, time.UTC)
 	key := domain.TickKey(row.ID, tick)
 	var runID int64
 	require.NoError(t, st.Pool.QueryRow(ctx, `INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, idempotency_key, workflow_id)
-		VALUES ($1, $2, $2, 'scheduled', 'RUNNING', $3, $4) RETURNING id`, row.ID, tick, key, domain.RunWorkflowID(name, key)).Scan(&runID))
+		VALUES ($1, $2, $2, 'scheduled', 'RUNNING', $3, $4) RETURNING id`, row.ID, tick, key, testActivityWorkflowID).Scan(&runID))
 
 	// Every record of an attempt waits on this lock until the test ends.
 	tx, err := st.Pool.Begin(ctx)
@@ -93,3 +93,8 @@ func TestADeliveredAttemptAnswersThoughItsRecordHangs(t *testing.T) {
 	require.Equal(t, http.StatusOK, got.out.StatusCode)
 	require.EqualValues(t, 1, requests.Load(), "sent once")
 }
+
+// testActivityWorkflowID is the workflow id the SDK's test activity environment runs an
+// activity under: a delivery sends only for the run its workflow is the target of
+// (HTTPDeliveryOf checks it), so the test's run names it.
+const testActivityWorkflowID = "default-test-workflow-id"
