@@ -84,6 +84,17 @@ type EventStore struct {
 	CreatedAt     time.Time
 }
 
+type ExecutorAttempt struct {
+	TaskRunID int64
+	Claim     int32
+	Attempt   int32
+	StartedAt time.Time
+	EndedAt   *time.Time
+	Outcome   *string
+	Retryable bool
+	Error     string
+}
+
 type FeedRelease struct {
 	TxID          pgtype.Uint64
 	ReleasedAfter time.Time

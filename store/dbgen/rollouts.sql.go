@@ -53,42 +53,6 @@ func (q *Queries) CancelRolloutTasks(ctx context.Context, rolloutID int64) ([]in
 	return items, nil
 }
 
-const cancelRunningTask = `-- name: CancelRunningTask :one
-UPDATE task_runs
-SET status = 'CANCELED', finished_at = now(), updated_at = now(), error = 'canceled by operator'
-WHERE id = $1 AND status = 'RUNNING'
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave
-`
-
-func (q *Queries) CancelRunningTask(ctx context.Context, id int64) (TaskRun, error) {
-	row := q.db.QueryRow(ctx, cancelRunningTask, id)
-	var i TaskRun
-	err := row.Scan(
-		&i.ID,
-		&i.RolloutID,
-		&i.Database,
-		&i.Type,
-		&i.Version,
-		&i.VersionKey,
-		&i.RunAt,
-		&i.Executor,
-		&i.Payload,
-		&i.Status,
-		&i.WaitingCause,
-		&i.WaitingKey,
-		&i.Attempt,
-		&i.Error,
-		&i.Output,
-		&i.PromotedAt,
-		&i.StartedAt,
-		&i.FinishedAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Wave,
-	)
-	return i, err
-}
-
 const cancelTask = `-- name: CancelTask :one
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(), error = 'canceled'
@@ -210,77 +174,40 @@ func (q *Queries) CountUnfinished(ctx context.Context, rolloutID int64) (int64, 
 	return column_1, err
 }
 
-const finishTask = `-- name: FinishTask :one
-UPDATE task_runs
-SET status = $1, finished_at = now(), error = $2, output = $3, updated_at = now()
-WHERE id = $4 AND status = 'RUNNING' AND attempt = $5
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave
-`
-
-type FinishTaskParams struct {
-	Status  domain.TaskRunStatus
-	Error   string
-	Output  []byte
-	ID      int64
-	Attempt int32
-}
-
-// RUNNING → DONE/FAILED/CANCELED for the attempt that claimed it (a stale attempt changes nothing).
-func (q *Queries) FinishTask(ctx context.Context, arg FinishTaskParams) (TaskRun, error) {
-	row := q.db.QueryRow(ctx, finishTask,
-		arg.Status,
-		arg.Error,
-		arg.Output,
-		arg.ID,
-		arg.Attempt,
-	)
-	var i TaskRun
-	err := row.Scan(
-		&i.ID,
-		&i.RolloutID,
-		&i.Database,
-		&i.Type,
-		&i.Version,
-		&i.VersionKey,
-		&i.RunAt,
-		&i.Executor,
-		&i.Payload,
-		&i.Status,
-		&i.WaitingCause,
-		&i.WaitingKey,
-		&i.Attempt,
-		&i.Error,
-		&i.Output,
-		&i.PromotedAt,
-		&i.StartedAt,
-		&i.FinishedAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Wave,
-	)
-	return i, err
-}
-
 const finishTasks = `-- name: FinishTasks :many
-UPDATE task_runs t
-SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
-FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
-WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
-  AND x.status IN ('DONE', 'FAILED', 'CANCELED')
-RETURNING t.id, t.status, t.rollout_id,
-    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = t.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule
+WITH finished AS (
+    UPDATE task_runs t
+    SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
+    FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
+    WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
+      AND x.status IN ('DONE', 'FAILED', 'CANCELED')
+    RETURNING t.id, t.attempt, t.status, t.rollout_id
+), attempt_ended AS (
+    UPDATE executor_attempts a
+    SET ended_at = now(), outcome = CASE f.status WHEN 'DONE' THEN 'succeeded' WHEN 'CANCELED' THEN 'canceled' ELSE 'lost' END
+    FROM finished f
+    WHERE a.task_run_id = f.id AND a.claim = f.attempt AND a.ended_at IS NULL
+)
+SELECT f.id, f.status, f.rollout_id,
+    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = f.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule
+FROM finished f
 `
 
 type FinishTasksRow struct {
 	ID        int64
-	Status    domain.TaskRunStatus
+	Status    string
 	RolloutID int64
 	AbortRule bool
 }
 
-// FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
-// error, output}; rows no longer that RUNNING claim are left alone. abort_rule says the
-// task's rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
+// RUNNING → DONE/FAILED/CANCELED for many tasks at once, each for the claim that holds it:
+// results is a JSON array of {id, attempt (the claim), status, error, output}; rows no
+// longer that RUNNING claim are left alone (a stale claim changes nothing). Every end of a
+// RUNNING task run is written here, and in the same statement the end of its executor
+// attempt still in flight (executor_attempts): succeeded with DONE, canceled with
+// CANCELED, lost with FAILED (a failed attempt was recorded when it failed: one still in
+// flight at a FAILED end is one the executor never finished). abort_rule says the task's
+// rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
 func (q *Queries) FinishTasks(ctx context.Context, results json.RawMessage) ([]FinishTasksRow, error) {
 	rows, err := q.db.Query(ctx, finishTasks, results)
 	if err != nil {

@@ -130,13 +130,6 @@ FROM picked
 WHERE t.id = picked.id AND t.status = 'AVAILABLE'
 RETURNING t.*;
 
--- name: FinishTask :one
--- RUNNING → DONE/FAILED/CANCELED for the attempt that claimed it (a stale attempt changes nothing).
-UPDATE task_runs
-SET status = @status, finished_at = now(), error = @error, output = @output, updated_at = now()
-WHERE id = @id AND status = 'RUNNING' AND attempt = @attempt
-RETURNING *;
-
 -- name: RunningTasks :many
 SELECT * FROM task_runs WHERE rollout_id = @rollout_id AND status = 'RUNNING' ORDER BY id;
 
@@ -163,12 +156,6 @@ SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key 
 WHERE id = @id AND status IN ('PENDING', 'AVAILABLE')
 RETURNING *;
 
--- name: CancelRunningTask :one
-UPDATE task_runs
-SET status = 'CANCELED', finished_at = now(), updated_at = now(), error = 'canceled by operator'
-WHERE id = @id AND status = 'RUNNING'
-RETURNING *;
-
 -- name: TaskRunStates :many
 SELECT id, status, attempt FROM task_runs WHERE id = ANY(@ids::bigint[]);
 
@@ -184,16 +171,30 @@ SELECT * FROM task_runs WHERE id = ANY(@ids::bigint[]) ORDER BY id;
 SELECT id FROM task_runs WHERE rollout_id = @rollout_id AND status = 'RUNNING' ORDER BY id;
 
 -- name: FinishTasks :many
--- FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
--- error, output}; rows no longer that RUNNING claim are left alone. abort_rule says the
--- task's rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
-UPDATE task_runs t
-SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
-FROM jsonb_to_recordset(@results::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
-WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
-  AND x.status IN ('DONE', 'FAILED', 'CANCELED')
-RETURNING t.id, t.status, t.rollout_id,
-    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = t.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule;
+-- RUNNING → DONE/FAILED/CANCELED for many tasks at once, each for the claim that holds it:
+-- results is a JSON array of {id, attempt (the claim), status, error, output}; rows no
+-- longer that RUNNING claim are left alone (a stale claim changes nothing). Every end of a
+-- RUNNING task run is written here, and in the same statement the end of its executor
+-- attempt still in flight (executor_attempts): succeeded with DONE, canceled with
+-- CANCELED, lost with FAILED (a failed attempt was recorded when it failed: one still in
+-- flight at a FAILED end is one the executor never finished). abort_rule says the task's
+-- rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
+WITH finished AS (
+    UPDATE task_runs t
+    SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
+    FROM jsonb_to_recordset(@results::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
+    WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
+      AND x.status IN ('DONE', 'FAILED', 'CANCELED')
+    RETURNING t.id, t.attempt, t.status, t.rollout_id
+), attempt_ended AS (
+    UPDATE executor_attempts a
+    SET ended_at = now(), outcome = CASE f.status WHEN 'DONE' THEN 'succeeded' WHEN 'CANCELED' THEN 'canceled' ELSE 'lost' END
+    FROM finished f
+    WHERE a.task_run_id = f.id AND a.claim = f.attempt AND a.ended_at IS NULL
+)
+SELECT f.id, f.status, f.rollout_id,
+    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = f.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule
+FROM finished f;
 
 -- name: RunningRunnableTasks :many
 -- A rollout's RUNNING tasks that an executor runs (not external): all held by its one
