@@ -16,7 +16,7 @@ SQLC      := $(BIN)/sqlc
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale clean record-histories chaos fuzz web-vendor bench-console
+.PHONY: all build chromium dev test test-short test-cluster test-deploy lint generate schema tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale clean record-histories chaos fuzz web-vendor bench-console
 
 all: build
 
@@ -115,6 +115,13 @@ record-histories: tools
 # Regenerate store/dbgen from store/queries/*.sql and migrations/*.sql.
 generate: $(SQLC)
 	$(SQLC) generate
+
+# Write store/schema.sql, the current schema in one readable file: the migrations applied to a
+# throwaway database on the test harness's PostgreSQL cluster (.dev/test), dumped by the
+# machine's pg_dump and normalised (internal/testing/schemadump). Run it after adding or
+# merging a migration: TestSchemaFileIsCurrent (./store) fails until then.
+schema:
+	$(GO) run ./internal/testing/schemadump/cmd/schema
 
 bench: bench-schedules bench-rollouts bench-devices
 
