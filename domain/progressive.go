@@ -379,7 +379,7 @@ func (s *Strategy) AssignWaves(databases []string) (WaveOfDatabase, error) {
 	return out, nil
 }
 
-// Wave statuses (rollout_waves.status; migrations/00090_progressive.sql says what each means).
+// Wave statuses (rollout_waves.status; its comment in store/schema.sql says what each means).
 const (
 	WaveWaiting  = "WAITING"
 	WaveRunning  = "RUNNING"

@@ -31,6 +31,7 @@ $$;
 -- +goose StatementEnd
 
 CREATE TYPE rollout_wait AS (reason text, key text, cause jsonb);
+COMMENT ON COLUMN rollout_waves.status IS 'The wave boundary''s progress, written by the rollout''s workflow: WAITING (an earlier wave is not through yet); RUNNING (open: its tasks may be promoted); BAKING (its tasks all ended DONE or SKIPPED; the next wave waits until bake_until); CHECKING (the bake is over; the health checks run); PASSED (checks passed, or none: the next wave is open); FAILED (a task ended FAILED or CANCELED, failure tasks, or a health check failed, failure health; the rollout was paused, and resuming it takes the wave back to RUNNING or CHECKING).';
 COMMENT ON TYPE rollout_wait IS 'A PENDING task''s waiting cause: the gate that holds it (reason), a compact key a round compares to write only the causes that changed, and, asked for detail, the cause as the API shows it (NULL without).';
 
 -- +goose StatementBegin
@@ -559,6 +560,7 @@ END $$;
 -- +goose StatementEnd
 
 -- +goose Down
+COMMENT ON COLUMN rollout_waves.status IS NULL;
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION device_results_record(ids bigint[], attempts integer[], agent_pcs text[], token_ids bigint[],
                                       keys text[], paths text[], hashes bytea[], claim_next boolean[])

@@ -616,6 +616,8 @@ CREATE TABLE public.rollout_waves (
     CONSTRAINT rollout_waves_wave_check CHECK ((wave >= 1))
 );
 
+COMMENT ON COLUMN public.rollout_waves.status IS 'The wave boundary''s progress, written by the rollout''s workflow: WAITING (an earlier wave is not through yet); RUNNING (open: its tasks may be promoted); BAKING (its tasks all ended DONE or SKIPPED; the next wave waits until bake_until); CHECKING (the bake is over; the health checks run); PASSED (checks passed, or none: the next wave is open); FAILED (a task ended FAILED or CANCELED, failure tasks, or a health check failed, failure health; the rollout was paused, and resuming it takes the wave back to RUNNING or CHECKING).';
+
 CREATE FUNCTION public.rollout_gate_wave(wave integer, r public.rollouts, w public.rollout_waves, detail boolean) RETURNS public.rollout_wait
     LANGUAGE sql STABLE
     AS $$

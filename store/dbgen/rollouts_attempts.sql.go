@@ -56,8 +56,8 @@ type BeginExecutorAttemptsRow struct {
 }
 
 // Executor attempts (docs/rollouts.md, "Attempts"): each start of an executor on a task
-// run's target and how it ended, counted per claim in executor_attempts
-// (migrations/00130_executor_attempts.sql). A task run's end (FinishTasks, in
+// run's target and how it ended, counted per claim in executor_attempts (store/schema.sql).
+// A task run's end (FinishTasks, in
 // rollouts.sql) writes the end of its attempt in flight in the same statement.
 // The executors of these claimed task runs start: for each that is still RUNNING under the
 // given claim, an attempt that was started and never ended is marked lost (whoever ran it

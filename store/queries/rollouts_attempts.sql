@@ -1,6 +1,6 @@
 -- Executor attempts (docs/rollouts.md, "Attempts"): each start of an executor on a task
--- run's target and how it ended, counted per claim in executor_attempts
--- (migrations/00130_executor_attempts.sql). A task run's end (FinishTasks, in
+-- run's target and how it ended, counted per claim in executor_attempts (store/schema.sql).
+-- A task run's end (FinishTasks, in
 -- rollouts.sql) writes the end of its attempt in flight in the same statement.
 
 -- name: BeginExecutorAttempts :many
