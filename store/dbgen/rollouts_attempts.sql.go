@@ -12,39 +12,46 @@ import (
 const beginExecutorAttempts = `-- name: BeginExecutorAttempts :many
 
 WITH req AS (
-    SELECT unnest($2::bigint[]) AS id, unnest($3::integer[]) AS claim
+    SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim
 ), live AS (
     SELECT req.id, req.claim FROM req
     JOIN task_runs t ON t.id = req.id AND t.status = 'RUNNING' AND t.attempt = req.claim
+), fresh AS (
+    INSERT INTO executor_attempts (task_run_id, claim, attempt)
+    SELECT live.id, live.claim, 1 FROM live
+    ON CONFLICT DO NOTHING
+    RETURNING task_run_id
+), resumed AS (
+    SELECT live.id, live.claim FROM live WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.task_run_id = live.id)
 ), lost AS (
     UPDATE executor_attempts a SET ended_at = now(), outcome = 'lost'
-    FROM live WHERE a.task_run_id = live.id AND a.claim = live.claim AND a.ended_at IS NULL
+    FROM resumed WHERE a.task_run_id = resumed.id AND a.claim = resumed.claim AND a.ended_at IS NULL
 ), spent AS (
-    SELECT live.id, live.claim,
+    SELECT resumed.id, resumed.claim,
            count(a.attempt) FILTER (WHERE a.outcome = 'failed') AS failed,
            coalesce(bool_or(NOT a.retryable) FILTER (WHERE a.outcome = 'failed'), false) AS final,
            coalesce(max(a.attempt), 0) AS last,
            coalesce((array_agg(a.error ORDER BY a.attempt DESC) FILTER (WHERE a.outcome = 'failed'))[1], '') AS last_error
-    FROM live LEFT JOIN executor_attempts a ON a.task_run_id = live.id AND a.claim = live.claim
-    GROUP BY live.id, live.claim
+    FROM resumed LEFT JOIN executor_attempts a ON a.task_run_id = resumed.id AND a.claim = resumed.claim
+    GROUP BY resumed.id, resumed.claim
 ), began AS (
     INSERT INTO executor_attempts (task_run_id, claim, attempt)
     SELECT s.id, s.claim, s.last + 1 FROM spent s
-    WHERE s.failed < $1::integer AND NOT s.final
+    WHERE s.failed < $3::integer AND NOT s.final
     ON CONFLICT DO NOTHING
     RETURNING task_run_id, attempt
 )
-SELECT s.id::bigint AS task_run_id, coalesce(b.attempt, 0)::integer AS attempt,
-       (s.failed >= $1::integer OR s.final)::boolean AS spent,
-       s.failed::integer AS failed, s.last_error::text AS last_error
+SELECT f.task_run_id::bigint AS task_run_id, 1::integer AS attempt, false::boolean AS spent, 0::integer AS failed, ''::text AS last_error
+FROM fresh f
+UNION ALL
+SELECT s.id, coalesce(b.attempt, 0), s.failed >= $3::integer OR s.final, s.failed::integer, s.last_error
 FROM spent s LEFT JOIN began b ON b.task_run_id = s.id
-ORDER BY s.id
 `
 
 type BeginExecutorAttemptsParams struct {
-	MaxAttempts int32
 	Ids         []int64
 	Claims      []int32
+	MaxAttempts int32
 }
 
 type BeginExecutorAttemptsRow struct {
@@ -59,16 +66,17 @@ type BeginExecutorAttemptsRow struct {
 // run's target and how it ended, counted per claim in executor_attempts (store/schema.sql).
 // A task run's end (FinishTasks, in
 // rollouts.sql) writes the end of its attempt in flight in the same statement.
-// The executors of these claimed task runs start: for each that is still RUNNING under the
-// given claim, an attempt that was started and never ended is marked lost (whoever ran it
-// is gone: it spends nothing), and a new attempt is recorded unless the claim has spent
-// max_attempts failed ones or one that could not be retried. Per task run: the new
-// attempt's number (0: none), whether the claim's attempts are spent, the failed attempts
-// so far and the last one's error. A task run missing from the answer is no longer that
-// RUNNING claim; one with no new attempt that is not spent had its next attempt recorded
-// by another runner first (ON CONFLICT): it is that runner's.
+// The executors of these claimed task runs start. A task run still RUNNING under the given
+// claim with no attempt recorded for it (a fresh claim: the common case) gets its first
+// attempt at once. For any other, an attempt of the claim that was started and never ended
+// is marked lost (whoever ran it is gone: it spends nothing), and a new attempt is recorded
+// unless the claim has spent max_attempts failed ones or one that could not be retried.
+// Per task run: the new attempt's number (0: none), whether the claim's attempts are
+// spent, the failed attempts so far and the last one's error. A task run missing from the
+// answer is no longer that RUNNING claim; one with no new attempt that is not spent had its
+// next attempt recorded by another runner first (ON CONFLICT): it is that runner's.
 func (q *Queries) BeginExecutorAttempts(ctx context.Context, arg BeginExecutorAttemptsParams) ([]BeginExecutorAttemptsRow, error) {
-	rows, err := q.db.Query(ctx, beginExecutorAttempts, arg.MaxAttempts, arg.Ids, arg.Claims)
+	rows, err := q.db.Query(ctx, beginExecutorAttempts, arg.Ids, arg.Claims, arg.MaxAttempts)
 	if err != nil {
 		return nil, err
 	}
