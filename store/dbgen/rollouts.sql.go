@@ -92,7 +92,7 @@ WITH picked AS MATERIALIZED (
 )
 UPDATE task_runs t
 SET status = 'RUNNING', started_at = now(), attempt = t.attempt + 1, updated_at = now()
-WHERE t.id = ANY (ARRAY(SELECT picked.id FROM picked)) AND t.status = 'AVAILABLE'
+WHERE t.id = ANY (ARRAY(SELECT picked.id FROM picked)) AND (t.status = 'AVAILABLE') IS TRUE
 RETURNING t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.run_at, t.executor, t.payload, t.status, t.waiting_cause, t.waiting_key, t.attempt, t.error, t.output, t.promoted_at, t.started_at, t.finished_at, t.created_at, t.updated_at, t.wave
 `
 
@@ -110,6 +110,8 @@ type ClaimTasksParams struct {
 // and so claims more than max_rows. It reads task_runs_available in its order, and the
 // update finds the picked rows by their ids (= ANY, an index probe each), whatever the
 // statistics say.
+// (… IS TRUE: found by the primary key, never by scanning a partial index on the status,
+// however few AVAILABLE rows the statistics promise.)
 func (q *Queries) ClaimTasks(ctx context.Context, arg ClaimTasksParams) ([]TaskRun, error) {
 	rows, err := q.db.Query(ctx, claimTasks, arg.RolloutID, arg.External, arg.MaxRows)
 	if err != nil {

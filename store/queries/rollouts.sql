@@ -106,7 +106,9 @@ WITH picked AS MATERIALIZED (
 )
 UPDATE task_runs t
 SET status = 'RUNNING', started_at = now(), attempt = t.attempt + 1, updated_at = now()
-WHERE t.id = ANY (ARRAY(SELECT picked.id FROM picked)) AND t.status = 'AVAILABLE'
+-- (… IS TRUE: found by the primary key, never by scanning a partial index on the status,
+-- however few AVAILABLE rows the statistics promise.)
+WHERE t.id = ANY (ARRAY(SELECT picked.id FROM picked)) AND (t.status = 'AVAILABLE') IS TRUE
 RETURNING t.*;
 
 -- name: RunningTasks :many
