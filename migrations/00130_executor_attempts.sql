@@ -28,7 +28,10 @@ CREATE TABLE executor_attempts (
     error       text        NOT NULL DEFAULT '',
     PRIMARY KEY (task_run_id, claim, attempt),
     CONSTRAINT executor_attempts_ended CHECK ((ended_at IS NULL) = (outcome IS NULL))
-);
+)
+-- Each row is updated once, when its attempt ends, soon after it was inserted: room on its
+-- page keeps that update off the primary key (a heap-only update).
+WITH (fillfactor = 50);
 COMMENT ON TABLE executor_attempts IS 'One row per start of an executor on a task run''s target, and how it ended (docs/rollouts.md, "Attempts"). A task run is FAILED after three failed attempts of a claim, or one failed that cannot be retried; a lost attempt (its runner went away) counts nothing.';
 COMMENT ON COLUMN executor_attempts.claim IS 'The task run''s claim (task_runs.attempt) the attempt belongs to: a retried task run has its three attempts again.';
 COMMENT ON COLUMN executor_attempts.outcome IS 'NULL while it runs; succeeded (written with the task''s DONE), failed (written as soon as it failed), canceled (the task was canceled meanwhile) or lost (whoever ran it went away before it ended, or the task was ended FAILED without its executor''s word).';

@@ -1052,7 +1052,8 @@ CREATE TABLE public.executor_attempts (
     CONSTRAINT executor_attempts_claim_check CHECK ((claim >= 1)),
     CONSTRAINT executor_attempts_ended CHECK (((ended_at IS NULL) = (outcome IS NULL))),
     CONSTRAINT executor_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'canceled'::text, 'lost'::text])))
-);
+)
+WITH (fillfactor='50');
 
 COMMENT ON TABLE public.executor_attempts IS 'One row per start of an executor on a task run''s target, and how it ended (docs/rollouts.md, "Attempts"). A task run is FAILED after three failed attempts of a claim, or one failed that cannot be retried; a lost attempt (its runner went away) counts nothing.';
 
