@@ -685,8 +685,10 @@ CREATE FUNCTION public.rollout_gates(as_of timestamp with time zone, with_causes
 --   3. the picked are promoted per rollout in version order while the parallel limit and
 --      the rate allow (their gates, against the ones promoted before it);
 --   4. the others' causes are the gates as of after the round (the promoted count as active).
--- The window functions and joins it is made of run in one pass each over the live tasks:
--- nested loops and sequential scans are off inside it (see the top of this file).
+-- Its plan does not depend on the statistics (the SET clauses above): with nested loops
+-- off its joins are hash joins, with sequential and bitmap scans off the live tasks are
+-- read in one ordered pass of task_runs_active, and each rollout is read by its key, once;
+-- one generic plan serves every call of a session.
 DECLARE
     clock timestamptz := rollout_clock(as_of);
 BEGIN
@@ -694,7 +696,7 @@ RETURN QUERY
 WITH ordered AS MATERIALIZED (
     -- With causes: every live task, in the order of task_runs_active (per database, by
     -- version), with its place among its database's versions and the task it waits for
-    -- directly (the first of the next smaller version), in one pass.
+    -- directly (the smallest id of the next smaller version), in one pass.
     SELECT t.id, t.rollout_id, t.database, t.version_key, t.status <> 'PENDING' AS active, t.run_at, t.waiting_key, t.wave,
            t.type IN ('DDL', 'SDL') AS seq, rank() OVER db AS rank,
            min(t.id) OVER before AS before_id, min(t.version) OVER before AS before_version
