@@ -17,7 +17,7 @@ OAPI_CODEGEN := $(BIN)/oapi-codegen
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: all build chromium dev test test-short test-cluster test-deploy test-observability lint generate generate-client generate-cli-docs tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale bench-apply clean record-histories chaos fuzz web-vendor bench-console
+.PHONY: all build chromium dev test test-short test-cluster test-deploy test-observability lint generate schema generate-client generate-cli-docs tools server-tools postgres bench bench-rollouts bench-devices bench-schedules bench-api bench-scale bench-apply clean record-histories chaos fuzz web-vendor bench-console
 
 all: build
 
@@ -148,6 +148,13 @@ generate-client: $(OAPI_CODEGEN)
 # fails until this is run after a change to a command.
 generate-cli-docs:
 	$(GO) run ./internal/dev/clidocs docs/cli
+
+# Write store/schema.sql, the current schema in one readable file: the migrations applied to a
+# throwaway database on the test harness's PostgreSQL cluster (.dev/test), dumped by the
+# machine's pg_dump and normalised (internal/testing/schemadump). Run it after adding or
+# merging a migration: TestSchemaFileIsCurrent (./store) fails until then.
+schema:
+	$(GO) run ./internal/testing/schemadump/cmd/schema
 
 bench: bench-schedules bench-rollouts bench-devices
 

@@ -98,7 +98,8 @@ type batchRun struct {
 // taskOutcome is how one task's executor ended.
 type taskOutcome struct {
 	store.FinishedTaskRun
-	skip         bool   // canceled: nothing to record
+	skip         bool   // canceled, or no longer this batch's: nothing to record
+	err          error  // a failed attempt could not be recorded: the batch stops
 	traceContext string // the task run's trace, for the span of its finish
 }
 
@@ -117,9 +118,32 @@ func (a *RolloutActivities) newBatchRun(ctx context.Context, in BatchInput) *bat
 	return b
 }
 
-// start runs each task's executor, with its retries, in a goroutine of its own.
+// start records the start of each task's executor attempt (one statement for all: the
+// attempts a lost runner recorded count, its attempts in flight are lost) and runs each
+// executor, with its retries, in a goroutine of its own. A task that is no longer its
+// RUNNING claim, or whose next attempt another runner recorded, is left alone; one whose
+// attempts are spent ends FAILED with its last error. A start that cannot be recorded
+// stops the batch (Temporal retries it, and the retry takes the tasks over).
 func (b *batchRun) start(tasks []ClaimedTaskRun) {
+	if len(tasks) == 0 {
+		return
+	}
+	refs := make([]store.ClaimRef, len(tasks))
+	for i, t := range tasks {
+		refs[i] = store.ClaimRef{ID: t.ID, Claim: t.Attempt}
+	}
+	began, err := waitOutOutage(b.ctx, func() (map[int64]store.AttemptStart, error) {
+		return b.a.Store.BeginExecutorAttempts(b.ctx, refs, b.maxAttempts)
+	})
+	if err != nil {
+		b.finErr = errors.Join(b.finErr, err)
+		return
+	}
 	for _, t := range tasks {
+		first, ok := began[t.ID]
+		if !ok || (first.Attempt == 0 && !first.Spent) {
+			continue
+		}
 		tctx, cancel := context.WithCancel(b.ctx)
 		b.mu.Lock()
 		b.cancels[t.ID], b.inflight[t.ID] = cancel, t
@@ -129,16 +153,16 @@ func (b *batchRun) start(tasks []ClaimedTaskRun) {
 		go func() {
 			defer b.wg.Done()
 			defer cancel()
-			status, out, msg := b.a.runWithRetries(b.a.resumeTaskRun(tctx, t), t, b.maxAttempts, b.backoff)
+			end := b.runAttempts(b.a.resumeTaskRun(tctx, t), t, first)
 			b.mu.Lock()
 			delete(b.inflight, t.ID)
 			delete(b.cancels, t.ID)
 			b.mu.Unlock()
-			// The activity was canceled (the workflow marks its tasks), or an operator
-			// canceled this task and its row already says so.
-			skip := b.ctx.Err() != nil || status == domain.TaskRunCanceled
-			b.results <- taskOutcome{skip: skip, traceContext: t.TraceContext,
-				FinishedTaskRun: store.FinishedTaskRun{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
+			// The activity was canceled (the workflow marks its tasks), an operator canceled
+			// this task and its row already says so, or another runner holds it now.
+			end.skip = end.skip || b.ctx.Err() != nil || end.Status == domain.TaskRunCanceled
+			end.traceContext = t.TraceContext
+			b.results <- end
 		}()
 	}
 }
@@ -192,6 +216,9 @@ func (b *batchRun) gather(first taskOutcome) []taskOutcome {
 func (b *batchRun) record(group []taskOutcome) int {
 	var rs []store.FinishedTaskRun
 	for _, r := range group {
+		if r.err != nil {
+			b.finErr = errors.Join(b.finErr, r.err)
+		}
 		if !r.skip {
 			rs = append(rs, r.FinishedTaskRun)
 		}
@@ -270,34 +297,67 @@ func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTas
 	return out, nil
 }
 
-// runWithRetries runs t's executor up to maxAttempts times and says how the task ends:
-// DONE with its output, FAILED with the last error, or CANCELED when ctx was canceled.
-func (a *RolloutActivities) runWithRetries(ctx context.Context, t ClaimedTaskRun, maxAttempts int32, backoff time.Duration) (domain.TaskRunStatus, []byte, string) {
-	var lastErr error
-	for attempt := int32(1); attempt <= maxAttempts; attempt++ {
-		out, err := a.executeTraced(ctx, t, attempt)
+// runAttempts runs t's executor from the attempt BeginExecutorAttempts recorded (first)
+// until it succeeds or its claim's attempts are spent, and says how the task ends: DONE
+// with its output, FAILED with the last error, or skip. Each failure is recorded at once
+// (FailExecutorAttempt), before the backoff, and each next attempt's start before it runs:
+// what counts is what PostgreSQL recorded, so a runner that takes over after this one was
+// lost spends only the attempts that failed. The success is recorded with the task's DONE.
+func (b *batchRun) runAttempts(ctx context.Context, t ClaimedTaskRun, first store.AttemptStart) taskOutcome {
+	a, claim := b.a, store.ClaimRef{ID: t.ID, Claim: t.Attempt}
+	end := func(status domain.TaskRunStatus, out []byte, msg string) taskOutcome {
+		return taskOutcome{FinishedTaskRun: store.FinishedTaskRun{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
+	}
+	backoff := b.backoff
+	at := first
+	for {
+		if at.Spent {
+			return end(domain.TaskRunFailed, nil, at.LastError)
+		}
+		if at.Attempt == 0 {
+			return taskOutcome{skip: true} // another runner recorded its attempt first
+		}
+		out, err := a.executeTraced(ctx, t, at.Attempt)
 		if err == nil {
-			return domain.TaskRunDone, out, ""
+			return end(domain.TaskRunDone, out, "")
 		}
 		if ctx.Err() != nil {
-			return domain.TaskRunCanceled, nil, "canceled"
+			// Canceled: the task's end (CANCELED, by an operator or the workflow) writes the
+			// attempt's. Nothing is recorded here, as nothing is by a worker that died.
+			return end(domain.TaskRunCanceled, nil, "canceled")
 		}
-		lastErr = err
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.NonRetryable() {
-			break
+		retryable := !errors.As(err, &appErr) || !appErr.NonRetryable()
+		recorded, rerr := waitOutOutage(ctx, func() (bool, error) {
+			return a.Store.FailExecutorAttempt(context.WithoutCancel(ctx), claim, at.Attempt, err.Error(), retryable)
+		})
+		if rerr != nil {
+			return taskOutcome{skip: true, err: rerr}
 		}
-		if attempt == maxAttempts {
-			break
+		if !recorded {
+			return taskOutcome{skip: true} // a runner that took over marked it lost: it is that runner's
+		}
+		if !retryable || at.Failed+1 >= b.maxAttempts {
+			return end(domain.TaskRunFailed, nil, err.Error())
 		}
 		select {
 		case <-ctx.Done():
-			return domain.TaskRunCanceled, nil, "canceled"
+			return end(domain.TaskRunCanceled, nil, "canceled")
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
+		began, berr := waitOutOutage(ctx, func() (map[int64]store.AttemptStart, error) {
+			return a.Store.BeginExecutorAttempts(context.WithoutCancel(ctx), []store.ClaimRef{claim}, b.maxAttempts)
+		})
+		if berr != nil {
+			return taskOutcome{skip: true, err: berr}
+		}
+		next, ok := began[t.ID]
+		if !ok {
+			return taskOutcome{skip: true} // no longer its RUNNING claim (canceled meanwhile)
+		}
+		at = next
 	}
-	return domain.TaskRunFailed, nil, lastErr.Error()
 }
 
 // kicker coalesces the kicks of the promoter that a burst of finishes asks for.

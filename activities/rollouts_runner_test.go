@@ -181,6 +181,21 @@ func TestRunnerRetryAdoptsItsRunningTasks(t *testing.T) {
 		}
 	}
 	require.EqualValues(t, 3, calls.Load(), "the dead attempt's call and one per adopted task")
+	// PostgreSQL's count: the first task's attempt in flight when its worker died is lost
+	// (it spent nothing), the retry's is its second; the other task started once.
+	outcomes := func(id int64) []string {
+		as, err := st.ExecutorAttemptsOf(ctx, id)
+		require.NoError(t, err)
+		var out []string
+		for _, a := range as {
+			require.NotNil(t, a.Outcome)
+			out = append(out, fmt.Sprintf("%d:%s", a.Attempt, *a.Outcome))
+		}
+		return out
+	}
+	require.Equal(t, []string{"1:lost", "2:succeeded"}, outcomes(tasks[0].ID))
+	require.Equal(t, []string{"1:succeeded"}, outcomes(tasks[1].ID))
+	require.Empty(t, outcomes(tasks[2].ID), "an external task has no executor attempts")
 }
 
 // A canceled rollout's workflow ends its runner's tasks without knowing them one by one

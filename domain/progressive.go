@@ -69,7 +69,8 @@ const (
 
 // Rate bounds how many tasks (rollouts) or executions (device tasks) start per minute, as
 // AWS IoT Jobs defines it: PerMinute caps it; Exponential starts at BasePerMinute and
-// multiplies it by Factor each time another AfterSucceeded succeeded.
+// multiplies it by Factor each time another AfterSucceeded succeeded. The rule is the SQL
+// function rollout_rate (store/schema.sql), which the rate gates of both engines call.
 type Rate struct {
 	PerMinute   *int             `json:"per_minute,omitempty"`
 	Exponential *ExponentialRate `json:"exponential,omitempty"`
@@ -80,28 +81,6 @@ type ExponentialRate struct {
 	BasePerMinute  int     `json:"base_per_minute"`
 	Factor         float64 `json:"factor"`
 	AfterSucceeded int     `json:"after_succeeded"`
-}
-
-// maxRateSteps caps the exponent (factor^steps), as the SQL of the gates does.
-const maxRateSteps = 100
-
-// PerMinuteAfter is the rate once succeeded tasks (or executions) succeeded: the
-// exponential rate (floor(base · factor^⌊succeeded / after_succeeded⌋)) capped by
-// per_minute. The gates compute the same in SQL (migrations/00090_progressive.sql,
-// rollout_rate); a test holds the two together.
-func (r Rate) PerMinuteAfter(succeeded int64) int64 {
-	limit := int64(math.MaxInt32)
-	if r.PerMinute != nil {
-		limit = int64(*r.PerMinute)
-	}
-	if e := r.Exponential; e != nil && e.AfterSucceeded > 0 {
-		steps := min(succeeded/int64(e.AfterSucceeded), maxRateSteps)
-		grown := math.Floor(float64(e.BasePerMinute) * math.Pow(e.Factor, float64(steps)))
-		if grown < float64(limit) {
-			limit = int64(grown)
-		}
-	}
-	return limit
 }
 
 // Window is a recurring span in which work may start: it opens at each fire of Cron (read
@@ -405,7 +384,7 @@ func (s *Strategy) AssignWaves(databases []string) (WaveOfDatabase, error) {
 	return out, nil
 }
 
-// Wave statuses (rollout_waves.status; migrations/00090_progressive.sql says what each means).
+// Wave statuses (rollout_waves.status; its comment in store/schema.sql says what each means).
 const (
 	WaveWaiting  = "WAITING"
 	WaveRunning  = "RUNNING"

@@ -114,11 +114,6 @@ func (s *Store) CreateRolloutWith(ctx context.Context, nr NewRollout) (Rollout, 
 	if err != nil {
 		return Rollout{}, fmt.Errorf("create rollout %q: %w", nr.Name, mapErr(err))
 	}
-	if len(tasks) >= analyzeAfter {
-		if err := s.Q.AnalyzeTaskRuns(ctx); err != nil {
-			return r, fmt.Errorf("analyze task_runs after creating rollout %d: %w", r.ID, err)
-		}
-	}
 	return r, nil
 }
 
@@ -152,13 +147,6 @@ func placeInWaves(st *domain.Strategy, tasks []NewTaskRun) ([]NewTaskRun, [][]st
 	}
 	return out, waves, nil
 }
-
-// analyzeAfter is the size of a rollout after whose insert task_runs is analyzed. Until
-// statistics count them, the promotion round is planned for the few PENDING rows the table
-// had, and a nested loop then applies the gates once per PENDING task: quadratic in the
-// rollout (400 tasks in waves: 94 ms a round; analyzed, 0.7 ms). ANALYZE samples a bounded
-// number of rows, so it costs the same for any table size.
-const analyzeAfter = 100
 
 // GetRollout reads a rollout.
 func (s *Store) GetRollout(ctx context.Context, id int64) (Rollout, error) {
@@ -257,21 +245,17 @@ func (s *Store) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 	return t, nil
 }
 
-// FinishTaskRun moves a RUNNING task claimed as attempt to DONE, FAILED or CANCELED. It
-// reports false when the task is no longer that RUNNING attempt (already finished,
-// canceled, or claimed again): the result is then ignored.
+// FinishTaskRun moves a RUNNING task claimed as attempt to DONE, FAILED or CANCELED
+// (FinishTaskRuns for one task), and returns it as it ended. It reports false when the task
+// is no longer that RUNNING attempt (already finished, canceled, or claimed again): the
+// result is then ignored.
 func (s *Store) FinishTaskRun(ctx context.Context, id int64, attempt int32, status domain.TaskRunStatus, errMsg string, output json.RawMessage) (TaskRun, bool, error) {
-	t, err := s.Q.FinishTask(ctx, dbgen.FinishTaskParams{ID: id, Attempt: attempt, Status: status, Error: errMsg, Output: []byte(output)})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return TaskRun{}, false, nil
+	done, err := s.FinishTaskRuns(ctx, []FinishedTaskRun{{ID: id, Attempt: attempt, Status: status, Error: errMsg, Output: output}})
+	if err != nil || len(done) == 0 {
+		return TaskRun{}, false, err
 	}
-	if err != nil {
-		return TaskRun{}, false, fmt.Errorf("finish task %d as %s: %w", id, status, mapErr(err))
-	}
-	if _, err := s.TripAbortThresholds(ctx, []int64{t.RolloutID}); err != nil {
-		return t, true, err
-	}
-	return t, true, nil
+	t, err := s.GetTaskRun(ctx, id)
+	return t, true, err
 }
 
 // RunningTaskRuns lists a rollout's RUNNING tasks.
@@ -414,10 +398,27 @@ func (s *Store) taskRunTransition(ctx context.Context, id int64, verb string, fn
 	return t, nil
 }
 
-// CancelRunningTaskRun marks a RUNNING task CANCELED; its executor notices at its next status
-// check and stops (a late result of that attempt is then ignored).
+// CancelRunningTaskRun marks a RUNNING task CANCELED (through FinishTaskRuns, which ends
+// its executor attempt in flight as canceled); its executor notices at its next status
+// check and stops (a late result of that claim is then ignored).
 func (s *Store) CancelRunningTaskRun(ctx context.Context, id int64) (TaskRun, error) {
-	return s.taskRunTransition(ctx, id, "cancel running", s.Q.CancelRunningTask)
+	cur, err := s.GetTaskRun(ctx, id)
+	if err != nil {
+		return TaskRun{}, fmt.Errorf("cancel running task run %d: %w", id, err)
+	}
+	if cur.Status == domain.TaskRunRunning {
+		t, ok, err := s.FinishTaskRun(ctx, id, cur.Attempt, domain.TaskRunCanceled, "canceled by operator", nil)
+		if err != nil {
+			return TaskRun{}, fmt.Errorf("cancel running task run %d: %w", id, err)
+		}
+		if ok {
+			return t, nil
+		}
+		if cur, err = s.GetTaskRun(ctx, id); err != nil {
+			return TaskRun{}, fmt.Errorf("cancel running task run %d: %w", id, err)
+		}
+	}
+	return TaskRun{}, fmt.Errorf("cancel running task run %d: it is %s: %w", id, cur.Status, ErrTaskState)
 }
 
 // TaskRunState is a task's status and claim number.

@@ -371,24 +371,35 @@ func TestRateGateBoundsPromotionsPerMinute(t *testing.T) {
 	require.Equal(t, "rate", p.NextWhy)
 }
 
-// The rate the gates compute in SQL (rollout_rate) is the one domain.Rate defines.
-func TestRolloutRateInSQLIsTheDomainsRate(t *testing.T) {
+// The rate the gates compute in SQL (rollout_rate): floor(base · factor^⌊succeeded /
+// after_succeeded⌋), the exponent capped at 100, capped by per_minute; no rate at all is
+// unbounded (2³¹−1). Each figure worked by hand.
+func TestRolloutRateIsTheDocumentedRule(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
-	rates := []domain.Rate{
-		{PerMinute: intp(30)},
-		{Exponential: &domain.ExponentialRate{BasePerMinute: 5, Factor: 2, AfterSucceeded: 10}},
-		{PerMinute: intp(100), Exponential: &domain.ExponentialRate{BasePerMinute: 3, Factor: 1.5, AfterSucceeded: 4}},
-		{Exponential: &domain.ExponentialRate{BasePerMinute: 1, Factor: 5, AfterSucceeded: 1}},
-	}
-	for _, rate := range rates {
-		body, err := json.Marshal(rate)
+	for _, c := range []struct {
+		rate      domain.Rate
+		succeeded int64
+		want      int64
+	}{
+		{domain.Rate{PerMinute: intp(30)}, 0, 30},
+		{domain.Rate{PerMinute: intp(30)}, 1000, 30},
+		{domain.Rate{Exponential: &domain.ExponentialRate{BasePerMinute: 5, Factor: 2, AfterSucceeded: 10}}, 0, 5},
+		{domain.Rate{Exponential: &domain.ExponentialRate{BasePerMinute: 5, Factor: 2, AfterSucceeded: 10}}, 9, 5},
+		{domain.Rate{Exponential: &domain.ExponentialRate{BasePerMinute: 5, Factor: 2, AfterSucceeded: 10}}, 10, 10},
+		{domain.Rate{Exponential: &domain.ExponentialRate{BasePerMinute: 5, Factor: 2, AfterSucceeded: 10}}, 41, 80},
+		{domain.Rate{PerMinute: intp(100), Exponential: &domain.ExponentialRate{BasePerMinute: 3, Factor: 1.5, AfterSucceeded: 4}}, 4, 4},  // 4.5
+		{domain.Rate{PerMinute: intp(100), Exponential: &domain.ExponentialRate{BasePerMinute: 3, Factor: 1.5, AfterSucceeded: 4}}, 11, 6}, // 6.75
+		{domain.Rate{PerMinute: intp(100), Exponential: &domain.ExponentialRate{BasePerMinute: 3, Factor: 1.5, AfterSucceeded: 4}}, 400, 100},
+		{domain.Rate{Exponential: &domain.ExponentialRate{BasePerMinute: 1, Factor: 5, AfterSucceeded: 1}}, 3, 125},
+		{domain.Rate{Exponential: &domain.ExponentialRate{BasePerMinute: 1, Factor: 5, AfterSucceeded: 1}}, 100000, 2147483647},
+		{domain.Rate{Exponential: &domain.ExponentialRate{BasePerMinute: 1, Factor: 1.0001, AfterSucceeded: 1}}, 100000, 1}, // 1.0001^100
+	} {
+		body, err := json.Marshal(c.rate)
 		require.NoError(t, err)
-		for _, succeeded := range []int64{0, 1, 3, 4, 9, 10, 11, 40, 99, 1000, 100000} {
-			var got int64
-			require.NoError(t, st.Pool.QueryRow(context.Background(), `SELECT rollout_rate($1, $2)`, body, succeeded).Scan(&got))
-			require.Equal(t, rate.PerMinuteAfter(succeeded), got, "rate %s after %d succeeded", body, succeeded)
-		}
+		var got int64
+		require.NoError(t, st.Pool.QueryRow(context.Background(), `SELECT rollout_rate($1, $2)`, body, c.succeeded).Scan(&got))
+		require.Equal(t, c.want, got, "rate %s after %d succeeded", body, c.succeeded)
 	}
 }
 

@@ -16,9 +16,9 @@ import (
 
 // The rollout engine's moves between statuses that the gates govern (docs/rollouts.md):
 // promotion PENDING → AVAILABLE, one round at a time under an advisory lock, and the claim
-// AVAILABLE → RUNNING. The gates themselves are the SQL function rollout_gates
-// (migrations/00090_progressive.sql, first in 00041); the statements that apply them are PromoteTasks and
-// PromoteHeads (store/queries/rollouts.sql).
+// AVAILABLE → RUNNING. The gates themselves are SQL functions, one per gate, composed by
+// rollout_wait_for and applied to every PENDING task by rollout_gates (store/schema.sql);
+// the statements that apply them are PromoteTasks and PromoteHeads (store/queries/rollouts.sql).
 
 // promotionLockKey is the transaction-level advisory lock every promotion round holds, and
 // that every change adding PENDING work takes too, so rounds never interleave with each
@@ -66,8 +66,8 @@ func (p *Promotion) collectRollouts() {
 
 // PromoteRound applies the gates to every PENDING task at once: one transaction, a
 // fixed number of statements whatever the number of tasks (lock, the window spans that
-// ended, the abort thresholds' safety net, promote with waiting causes, the next run_at and
-// gate change). The run_at gate reads the database's clock.
+// ended, the abort thresholds' safety net, promote with waiting causes, the next gate
+// change). The run_at gate reads the database's clock.
 func (s *Store) PromoteRound(ctx context.Context) (Promotion, error) {
 	return s.PromoteRoundAsOf(ctx, time.Time{})
 }
@@ -100,18 +100,11 @@ func (s *Store) PromoteRoundAsOf(ctx context.Context, asOf time.Time) (Promotion
 			p.Promoted = append(p.Promoted, r)
 		}
 		p.collectRollouts()
-		next, err := q.NextRunAt(ctx, asOfArg)
-		if err != nil {
-			return fmt.Errorf("next run_at: %w", err)
-		}
-		if len(next) > 0 {
-			p.NextRunAt, p.NextWhy = next[0], "run_at"
-		}
 		gate, err := q.NextGateChange(ctx, asOfArg)
 		if err != nil {
 			return fmt.Errorf("next gate change: %w", err)
 		}
-		if len(gate) > 0 && (p.NextRunAt == nil || gate[0].At.Before(*p.NextRunAt)) {
+		if len(gate) > 0 {
 			at := gate[0].At
 			p.NextRunAt, p.NextWhy = &at, gate[0].Why
 		}

@@ -427,7 +427,8 @@ func TestClaimTasksTakesAtMostMax(t *testing.T) {
 // TestRolloutRoundWritesOnlyChangedCauses: a round writes the waiting cause of a task run
 // only when it changed. The first round writes every cause; a round with nothing changed
 // writes none and leaves the rows alone; once the blocker ends, the tasks whose cause moved
-// get their new one, and a task still waiting for the same reason is left alone.
+// get their new one, and a task still waiting for the same reason is left alone — version 3
+// waits for version 2 (the version right before it) before and after version 1 ended.
 func TestRolloutRoundWritesOnlyChangedCauses(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
@@ -446,6 +447,10 @@ func TestRolloutRoundWritesOnlyChangedCauses(t *testing.T) {
 		return x
 	}
 	timedBefore := xmin(runs[4].ID)
+	c := cause(t, st, runs[2].ID)
+	require.EqualValues(t, runs[1].ID, c["blocked_by_task"], "version 3 waits for version 2, the one right before it")
+	require.Equal(t, "2", c["blocked_by_version"])
+	v3Before := xmin(runs[2].ID)
 
 	p = promote(t, st)
 	require.Empty(t, p.Promoted)
@@ -455,13 +460,14 @@ func TestRolloutRoundWritesOnlyChangedCauses(t *testing.T) {
 	p = promote(t, st)
 	// The smaller version goes first within the limit of 1: db2's task.
 	require.Equal(t, []int64{runs[3].ID}, ids(p))
-	// db1's version 2 now heads its database and waits on the limit; version 3 waits on
-	// version 2 instead of 1. The timed task still waits for its run_at: not rewritten.
-	require.EqualValues(t, 2, p.CausesWritten)
+	// db1's version 2 now heads its database and waits on the limit; version 3 still waits
+	// on version 2, and the timed task for its run_at: neither is rewritten.
+	require.EqualValues(t, 1, p.CausesWritten)
 	require.Equal(t, "parallel_limit", cause(t, st, runs[1].ID)["reason"])
-	c := cause(t, st, runs[2].ID)
+	c = cause(t, st, runs[2].ID)
 	require.Equal(t, "version", c["reason"])
 	require.EqualValues(t, runs[1].ID, c["blocked_by_task"])
+	require.Equal(t, v3Before, xmin(runs[2].ID), "an unchanged cause is not rewritten")
 	require.Equal(t, "run_at", cause(t, st, runs[4].ID)["reason"])
 	require.Equal(t, timedBefore, xmin(runs[4].ID), "an unchanged cause is not rewritten")
 }

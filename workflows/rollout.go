@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -68,14 +69,16 @@ var (
 	// included); TaskHeartbeat notices a killed worker.
 	TaskStartToClose = 2 * time.Hour
 	TaskHeartbeat    = 30 * time.Second
-	// TaskMaxAttempts is how many times an executor runs a task before it is FAILED.
+	// TaskMaxAttempts is how many executor attempts fail, per claim of a task, before it is
+	// FAILED. PostgreSQL counts them (executor_attempts), not the batch's process, so a
+	// batch whose worker died or lost its heartbeat is simply run again, as often as that
+	// takes: its retry goes on from the attempts recorded, and a lost worker spends none.
 	TaskMaxAttempts int32 = 3
-	// BatchMaxAttempts is how many times Temporal runs a batch (or the runner) whose worker
-	// died or lost its heartbeat: a few minutes of faults (killed workers, a PostgreSQL or
-	// Temporal restart: each lost attempt costs up to TaskHeartbeat) must not end a task
-	// FAILED whose executor never failed — the real-server chaos run burned three attempts
-	// in 77 s and failed three tasks of a wave so.
-	BatchMaxAttempts int32 = 10
+	// batchRunsUnlimited is how many times Temporal runs a batch (or the runner) whose
+	// worker was lost: without limit (2³¹−1 runs, at least a second apart, outlast any
+	// rollout). The server reads MaximumAttempts 0 as unlimited too, but the SDK's
+	// time-skipping test environment reads 0 as 10, where the tests prove the limit is gone.
+	batchRunsUnlimited int32 = math.MaxInt32
 	// rolloutMaxEvents: past this history length the workflow drains and continues as new.
 	rolloutMaxEvents = 8000
 	// claimBatch is the most tasks claimed at once.
@@ -355,9 +358,11 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		StartToCloseTimeout: TaskStartToClose,
 		HeartbeatTimeout:    TaskHeartbeat,
 		WaitForCancellation: true,
-		// Each task retries its executor inside the activity; Temporal's retries recover a
-		// batch whose worker died (the retry runs the tasks still RUNNING).
-		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: BatchMaxAttempts, InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+		// Each task retries its executor inside the activity, counting its attempts in
+		// PostgreSQL; Temporal's retries recover a batch whose worker died (the retry runs
+		// the tasks still RUNNING, from the attempts recorded), with no limit: a lost worker
+		// is not a failed task, however often it happens.
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: batchRunsUnlimited, InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
 		Summary:     summary,
 	})
 	r.pending++

@@ -107,7 +107,7 @@ func run(ctx context.Context) error {
 	add("promotion round, steady state (median of 6)", "%.1f ms", ms(steady[len(steady)/2]))
 	// Not Temporal's: a round does not use it (what it spends meanwhile is its own start-up).
 	add("promotion round, steady state: CPU per round: this process (the store's call) / PostgreSQL (ms)", "%.3f / %.3f", roundCPU.tickgate, roundCPU.pg)
-	add("queries per round", "6 (promotion lock with JIT off, window spans ended, abort thresholds crossed, promote with waiting causes, next run_at, next gate change)")
+	add("queries per round", "5 (promotion lock with JIT off, window spans ended, abort thresholds crossed, promote with waiting causes, next gate change)")
 
 	// 2. tickgate end to end on two workers.
 	e2e, err := runTickgate(ctx, stack, tasks)

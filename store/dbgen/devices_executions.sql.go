@@ -69,7 +69,7 @@ WITH pc AS (
     SELECT p.id FROM pcs p WHERE p.name = $1::text
 ), gate AS (
     SELECT CASE
-               WHEN EXISTS (SELECT 1 FROM freezes f WHERE f.rollout_id IS NULL AND f.lifted_at IS NULL) THEN 'frozen'
+               WHEN freeze_in_force(NULL) IS NOT NULL THEN 'frozen'
                WHEN t.windows IS NOT NULL AND (t.window_end IS NULL OR t.window_end <= now()) THEN 'window_stale'
                WHEN t.windows IS NOT NULL AND now() < t.window_start THEN 'window'
                WHEN t.rate IS NOT NULL AND NOT $2::boolean THEN 'rate'
@@ -212,7 +212,7 @@ func (q *Queries) DeviceRateRoom(ctx context.Context, taskID int64) (int64, erro
 }
 
 const deviceTaskHold = `-- name: DeviceTaskHold :one
-SELECT EXISTS (SELECT 1 FROM freezes f WHERE f.rollout_id IS NULL AND f.lifted_at IS NULL)::boolean AS frozen,
+SELECT (freeze_in_force(NULL) IS NOT NULL)::boolean AS frozen,
        t.window_start, t.window_end, now()::timestamptz AS now,
        (t.rate IS NOT NULL)::boolean AS rated,
        coalesce(device_rate_room(t.id), 0)::bigint AS rate_room,

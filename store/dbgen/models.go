@@ -84,6 +84,20 @@ type EventStore struct {
 	CreatedAt     time.Time
 }
 
+// One row per start of an executor on a task run's target, and how it ended (docs/rollouts.md, "Attempts"). A task run is FAILED after three failed attempts of a claim, or one failed that cannot be retried; a lost attempt (its runner went away) counts nothing.
+type ExecutorAttempt struct {
+	TaskRunID int64
+	// The task run's claim (task_runs.attempt) the attempt belongs to: a retried task run has its three attempts again.
+	Claim     int32
+	Attempt   int32
+	StartedAt time.Time
+	EndedAt   *time.Time
+	// NULL while it runs; succeeded (written with the task's DONE), failed (written as soon as it failed), canceled (the task was canceled meanwhile) or lost (whoever ran it went away before it ended, or the task was ended FAILED without its executor's word).
+	Outcome   *string
+	Retryable bool
+	Error     string
+}
+
 type FeedRelease struct {
 	TxID          pgtype.Uint64
 	ReleasedAfter time.Time
@@ -179,9 +193,10 @@ type RolloutSummary struct {
 }
 
 type RolloutWave struct {
-	RolloutID  int64
-	Wave       int32
-	Databases  []string
+	RolloutID int64
+	Wave      int32
+	Databases []string
+	// The wave boundary's progress, written by the rollout's workflow: WAITING (an earlier wave is not through yet); RUNNING (open: its tasks may be promoted); BAKING (its tasks all ended DONE or SKIPPED; the next wave waits until bake_until); CHECKING (the bake is over; the health checks run); PASSED (checks passed, or none: the next wave is open); FAILED (a task ended FAILED or CANCELED, failure tasks, or a health check failed, failure health; the rollout was paused, and resuming it takes the wave back to RUNNING or CHECKING).
 	Status     string
 	Failure    string
 	Reason     string

@@ -14,17 +14,6 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-const analyzeTaskRuns = `-- name: AnalyzeTaskRuns :exec
-ANALYZE task_runs
-`
-
-// Refreshes the planner's statistics after a large insert, so the promotion round's joins
-// are planned for the real size of the live set (autovacuum would take up to a minute).
-func (q *Queries) AnalyzeTaskRuns(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, analyzeTaskRuns)
-	return err
-}
-
 const cancelRolloutTasks = `-- name: CancelRolloutTasks :many
 UPDATE task_runs
 SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key = NULL, updated_at = now(),
@@ -51,42 +40,6 @@ func (q *Queries) CancelRolloutTasks(ctx context.Context, rolloutID int64) ([]in
 		return nil, err
 	}
 	return items, nil
-}
-
-const cancelRunningTask = `-- name: CancelRunningTask :one
-UPDATE task_runs
-SET status = 'CANCELED', finished_at = now(), updated_at = now(), error = 'canceled by operator'
-WHERE id = $1 AND status = 'RUNNING'
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave
-`
-
-func (q *Queries) CancelRunningTask(ctx context.Context, id int64) (TaskRun, error) {
-	row := q.db.QueryRow(ctx, cancelRunningTask, id)
-	var i TaskRun
-	err := row.Scan(
-		&i.ID,
-		&i.RolloutID,
-		&i.Database,
-		&i.Type,
-		&i.Version,
-		&i.VersionKey,
-		&i.RunAt,
-		&i.Executor,
-		&i.Payload,
-		&i.Status,
-		&i.WaitingCause,
-		&i.WaitingKey,
-		&i.Attempt,
-		&i.Error,
-		&i.Output,
-		&i.PromotedAt,
-		&i.StartedAt,
-		&i.FinishedAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Wave,
-	)
-	return i, err
 }
 
 const cancelTask = `-- name: CancelTask :one
@@ -129,9 +82,7 @@ const claimTasks = `-- name: ClaimTasks :many
 WITH picked AS MATERIALIZED (
     SELECT a.id FROM task_runs a
     WHERE a.rollout_id = $1 AND a.status = 'AVAILABLE'
-      AND EXISTS (SELECT 1 FROM rollouts r WHERE r.id = $1 AND r.status = 'RUNNING')
-      -- nothing starts while a freeze is in force (the global one or the rollout's).
-      AND NOT EXISTS (SELECT 1 FROM freezes f WHERE f.lifted_at IS NULL AND (f.rollout_id IS NULL OR f.rollout_id = $1))
+      AND rollout_may_start($1) IS TRUE
       -- external: NULL claims every executor; true only external tasks (the workflow waits
       -- for their result); false only the ones an executor runs (the rollout's runner).
       AND ($2::boolean IS NULL OR (a.executor = 'external') = $2::boolean)
@@ -141,8 +92,7 @@ WITH picked AS MATERIALIZED (
 )
 UPDATE task_runs t
 SET status = 'RUNNING', started_at = now(), attempt = t.attempt + 1, updated_at = now()
-FROM picked
-WHERE t.id = picked.id AND t.status = 'AVAILABLE'
+WHERE t.id = ANY (ARRAY(SELECT picked.id FROM picked)) AND (t.status = 'AVAILABLE') IS TRUE
 RETURNING t.id, t.rollout_id, t.database, t.type, t.version, t.version_key, t.run_at, t.executor, t.payload, t.status, t.waiting_cause, t.waiting_key, t.attempt, t.error, t.output, t.promoted_at, t.started_at, t.finished_at, t.created_at, t.updated_at, t.wave
 `
 
@@ -152,10 +102,16 @@ type ClaimTasksParams struct {
 	MaxRows   int32
 }
 
-// AVAILABLE → RUNNING for up to max_rows tasks of a running rollout; SKIP LOCKED makes each
-// row go to exactly one claimer (R4). The pick is a materialized CTE, not an IN subquery:
-// as a semi-join's inner side the LIMIT subquery is rescanned per candidate row, skips the
-// rows this statement already updated, and so claims more than max_rows.
+// AVAILABLE → RUNNING for up to max_rows tasks of a rollout that may start new work
+// (rollout_may_start: the promotion's paused and freeze gates, so nothing starts while
+// paused or frozen); SKIP LOCKED makes each row go to exactly one claimer (R4).
+// The pick is a materialized CTE, not an IN subquery: as a semi-join's inner side the LIMIT
+// subquery is rescanned per candidate row, skips the rows this statement already updated,
+// and so claims more than max_rows. It reads task_runs_available in its order, and the
+// update finds the picked rows by their ids (= ANY, an index probe each), whatever the
+// statistics say.
+// (… IS TRUE: found by the primary key, never by scanning a partial index on the status,
+// however few AVAILABLE rows the statistics promise.)
 func (q *Queries) ClaimTasks(ctx context.Context, arg ClaimTasksParams) ([]TaskRun, error) {
 	rows, err := q.db.Query(ctx, claimTasks, arg.RolloutID, arg.External, arg.MaxRows)
 	if err != nil {
@@ -210,77 +166,40 @@ func (q *Queries) CountUnfinished(ctx context.Context, rolloutID int64) (int64, 
 	return column_1, err
 }
 
-const finishTask = `-- name: FinishTask :one
-UPDATE task_runs
-SET status = $1, finished_at = now(), error = $2, output = $3, updated_at = now()
-WHERE id = $4 AND status = 'RUNNING' AND attempt = $5
-RETURNING id, rollout_id, database, type, version, version_key, run_at, executor, payload, status, waiting_cause, waiting_key, attempt, error, output, promoted_at, started_at, finished_at, created_at, updated_at, wave
-`
-
-type FinishTaskParams struct {
-	Status  domain.TaskRunStatus
-	Error   string
-	Output  []byte
-	ID      int64
-	Attempt int32
-}
-
-// RUNNING → DONE/FAILED/CANCELED for the attempt that claimed it (a stale attempt changes nothing).
-func (q *Queries) FinishTask(ctx context.Context, arg FinishTaskParams) (TaskRun, error) {
-	row := q.db.QueryRow(ctx, finishTask,
-		arg.Status,
-		arg.Error,
-		arg.Output,
-		arg.ID,
-		arg.Attempt,
-	)
-	var i TaskRun
-	err := row.Scan(
-		&i.ID,
-		&i.RolloutID,
-		&i.Database,
-		&i.Type,
-		&i.Version,
-		&i.VersionKey,
-		&i.RunAt,
-		&i.Executor,
-		&i.Payload,
-		&i.Status,
-		&i.WaitingCause,
-		&i.WaitingKey,
-		&i.Attempt,
-		&i.Error,
-		&i.Output,
-		&i.PromotedAt,
-		&i.StartedAt,
-		&i.FinishedAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Wave,
-	)
-	return i, err
-}
-
 const finishTasks = `-- name: FinishTasks :many
-UPDATE task_runs t
-SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
-FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
-WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
-  AND x.status IN ('DONE', 'FAILED', 'CANCELED')
-RETURNING t.id, t.status, t.rollout_id,
-    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = t.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule
+WITH finished AS (
+    UPDATE task_runs t
+    SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
+    FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
+    WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
+      AND x.status IN ('DONE', 'FAILED', 'CANCELED')
+    RETURNING t.id, t.attempt, t.status, t.rollout_id
+), attempt_ended AS (
+    UPDATE executor_attempts a
+    SET ended_at = now(), outcome = CASE f.status WHEN 'DONE' THEN 'succeeded' WHEN 'CANCELED' THEN 'canceled' ELSE 'lost' END
+    FROM finished f
+    WHERE a.task_run_id = f.id AND a.claim = f.attempt AND a.ended_at IS NULL
+)
+SELECT f.id, f.status, f.rollout_id,
+    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = f.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule
+FROM finished f
 `
 
 type FinishTasksRow struct {
 	ID        int64
-	Status    domain.TaskRunStatus
+	Status    string
 	RolloutID int64
 	AbortRule bool
 }
 
-// FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
-// error, output}; rows no longer that RUNNING claim are left alone. abort_rule says the
-// task's rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
+// RUNNING → DONE/FAILED/CANCELED for many tasks at once, each for the claim that holds it:
+// results is a JSON array of {id, attempt (the claim), status, error, output}; rows no
+// longer that RUNNING claim are left alone (a stale claim changes nothing). Every end of a
+// RUNNING task run is written here, and in the same statement the end of its executor
+// attempt still in flight (executor_attempts): succeeded with DONE, canceled with
+// CANCELED, lost with FAILED (a failed attempt was recorded when it failed: one still in
+// flight at a FAILED end is one the executor never finished). abort_rule says the task's
+// rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
 func (q *Queries) FinishTasks(ctx context.Context, results json.RawMessage) ([]FinishTasksRow, error) {
 	rows, err := q.db.Query(ctx, finishTasks, results)
 	if err != nil {
@@ -336,7 +255,7 @@ SELECT id, name, parallel_limit, operator_status, status, pending, available, ru
 `
 
 // A rollout with its task counts and its status as derived by the rollout_summaries view
-// (migrations/00005_rollout_status.sql), the one definition of a rollout's status.
+// (store/schema.sql), the one definition of a rollout's status.
 func (q *Queries) GetRolloutSummary(ctx context.Context, id int64) (RolloutSummary, error) {
 	row := q.db.QueryRow(ctx, getRolloutSummary, id)
 	var i RolloutSummary
@@ -413,9 +332,10 @@ type InsertRolloutParams struct {
 	WindowEnd     *time.Time
 }
 
-// Rollouts and task runs (docs/rollouts.md). The promotion round is PromoteTasks + NextRunAt
-// under one transaction-level advisory lock (store/rollouts_promotion.go); the gates both
-// promotion statements apply are rollout_gates (migrations/00090_progressive.sql; first written in 00041).
+// Rollouts and task runs (docs/rollouts.md). The promotion round is PromoteTasks +
+// NextGateChange under one transaction-level advisory lock (store/rollouts_promotion.go);
+// the gates both promotion statements apply are rollout_gates and the gate functions it
+// composes (store/schema.sql).
 func (q *Queries) InsertRollout(ctx context.Context, arg InsertRolloutParams) (Rollout, error) {
 	row := q.db.QueryRow(ctx, insertRollout,
 		arg.Name,
@@ -580,22 +500,9 @@ func (q *Queries) ListTaskRuns(ctx context.Context, arg ListTaskRunsParams) ([]T
 }
 
 const nextGateChange = `-- name: NextGateChange :many
-SELECT x.at::timestamptz AS at, x.why::text AS why FROM (
-    SELECT CASE WHEN r.window_start > c.now THEN r.window_start ELSE r.window_end END AS at,
-           CASE WHEN r.window_start > c.now THEN 'window opens' ELSE 'window ends' END AS why
-    FROM rollouts r, (SELECT rollout_clock($1::timestamptz) AS now) c
-    WHERE r.window_end > c.now AND r.status = 'RUNNING'
-      AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING')
-    UNION ALL
-    SELECT (SELECT min(p.promoted_at) FROM task_runs p WHERE p.rollout_id = r.id AND p.promoted_at > c.now - interval '1 minute')
-               + interval '1 minute',
-           'rate'
-    FROM rollouts r, (SELECT rollout_clock($1::timestamptz) AS now) c
-    WHERE r.strategy IS NOT NULL AND r.strategy->'rate' IS NOT NULL AND r.status = 'RUNNING'
-      AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING')
-) x
-WHERE x.at IS NOT NULL
-ORDER BY x.at LIMIT 1
+SELECT g.at::timestamptz AS at, g.why::text AS why
+FROM rollout_next_gate_change(rollout_clock($1::timestamptz)) g
+WHERE g.at IS NOT NULL
 `
 
 type NextGateChangeRow struct {
@@ -603,10 +510,8 @@ type NextGateChangeRow struct {
 	Why string
 }
 
-// The earliest moment ahead at which a gate other than run_at may let a PENDING task of a
-// rollout through, by the promotion clock: a window opening (or the open one ending, when
-// the round refreshes it to the next), or a rate-limited rollout's oldest promotion of the
-// last minute leaving it. (A bake's end is its rollout workflow's own timer.)
+// The earliest moment ahead at which a gate bound by time may let a PENDING task through,
+// by the promotion clock (rollout_clock), and which gate (rollout_next_gate_change).
 func (q *Queries) NextGateChange(ctx context.Context, asOf *time.Time) ([]NextGateChangeRow, error) {
 	rows, err := q.db.Query(ctx, nextGateChange, asOf)
 	if err != nil {
@@ -620,33 +525,6 @@ func (q *Queries) NextGateChange(ctx context.Context, asOf *time.Time) ([]NextGa
 			return nil, err
 		}
 		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const nextRunAt = `-- name: NextRunAt :many
-SELECT run_at FROM task_runs
-WHERE status = 'PENDING' AND run_at > rollout_clock($1::timestamptz)
-ORDER BY run_at LIMIT 1
-`
-
-// The earliest run_at still ahead, by the run_at gate's clock (rollout_clock).
-func (q *Queries) NextRunAt(ctx context.Context, asOf *time.Time) ([]*time.Time, error) {
-	rows, err := q.db.Query(ctx, nextRunAt, asOf)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*time.Time
-	for rows.Next() {
-		var run_at *time.Time
-		if err := rows.Scan(&run_at); err != nil {
-			return nil, err
-		}
-		items = append(items, run_at)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -709,8 +587,6 @@ SET status = CASE WHEN g.promote THEN 'AVAILABLE' ELSE 'PENDING' END,
     updated_at = CASE WHEN g.promote THEN now() ELSE t.updated_at END
 FROM rollout_gates($1::timestamptz, true) g
 WHERE t.id = g.id AND t.status = 'PENDING'
-  -- rollout_gates leaves unchanged causes out; a database that applied 00041 before it did
-  -- (its first version returned every cause) still writes only the changed ones.
   AND (g.promote OR g.waiting_key IS DISTINCT FROM t.waiting_key)
 RETURNING t.id, t.rollout_id, t.status, t.executor
 `
@@ -722,8 +598,8 @@ type PromoteTasksRow struct {
 	Executor  domain.Executor
 }
 
-// One full promotion round: the gates (rollout_gates, migrations/00090_progressive.sql)
-// applied to every PENDING task at once, called under the promotion advisory lock so the
+// One full promotion round: the gates (rollout_gates, store/schema.sql) applied to every
+// PENDING task at once, called under the promotion advisory lock so the
 // live set they read cannot change under another promoter. In the same statement every task
 // left PENDING gets its waiting cause as of after the round; only causes that changed are
 // returned by rollout_gates, so only they are written. Returns the promoted rows (status AVAILABLE) and the rows whose cause changed

@@ -216,7 +216,7 @@ type InsertRolloutWavesParams struct {
 }
 
 // Progressive rollouts (docs/progressive.md): waves, the abort threshold, windows and
-// freezes. The gates themselves are rollout_gates (migrations/00090_progressive.sql); these
+// freezes. The gates themselves are rollout_gates and its gate functions (store/schema.sql); these
 // statements move a rollout's waves along, trip its abort threshold, keep its window span
 // current and record freezes.
 // waves is a JSON array of arrays of database names, wave 1 first; wave 1 opens at once.
@@ -576,7 +576,7 @@ func (q *Queries) SetWaveStatus(ctx context.Context, arg SetWaveStatusParams) (R
 const staleRolloutWindows = `-- name: StaleRolloutWindows :many
 SELECT r.id, (r.strategy->'windows')::jsonb AS windows, c.now::timestamptz AS clock
 FROM rollouts r, (SELECT rollout_clock($1::timestamptz) AS now) c
-WHERE r.window_end <= c.now AND r.status <> 'CANCELED'
+WHERE r.strategy IS NOT NULL AND r.window_end <= c.now AND r.status <> 'CANCELED'
   AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING')
 `
 

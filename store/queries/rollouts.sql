@@ -1,6 +1,7 @@
--- Rollouts and task runs (docs/rollouts.md). The promotion round is PromoteTasks + NextRunAt
--- under one transaction-level advisory lock (store/rollouts_promotion.go); the gates both
--- promotion statements apply are rollout_gates (migrations/00090_progressive.sql; first written in 00041).
+-- Rollouts and task runs (docs/rollouts.md). The promotion round is PromoteTasks +
+-- NextGateChange under one transaction-level advisory lock (store/rollouts_promotion.go);
+-- the gates both promotion statements apply are rollout_gates and the gate functions it
+-- composes (store/schema.sql).
 
 -- name: InsertRollout :one
 INSERT INTO rollouts (name, parallel_limit, status, strategy, wave_count, window_start, window_end)
@@ -21,7 +22,7 @@ SELECT * FROM rollouts WHERE id = @id;
 
 -- name: GetRolloutSummary :one
 -- A rollout with its task counts and its status as derived by the rollout_summaries view
--- (migrations/00005_rollout_status.sql), the one definition of a rollout's status.
+-- (store/schema.sql), the one definition of a rollout's status.
 SELECT * FROM rollout_summaries WHERE id = @id;
 
 -- name: ListRolloutSummaries :many
@@ -58,8 +59,8 @@ LIMIT @max_rows;
 SELECT pg_advisory_xact_lock(@key::bigint), set_config('jit', 'off', true);
 
 -- name: PromoteTasks :many
--- One full promotion round: the gates (rollout_gates, migrations/00090_progressive.sql)
--- applied to every PENDING task at once, called under the promotion advisory lock so the
+-- One full promotion round: the gates (rollout_gates, store/schema.sql) applied to every
+-- PENDING task at once, called under the promotion advisory lock so the
 -- live set they read cannot change under another promoter. In the same statement every task
 -- left PENDING gets its waiting cause as of after the round; only causes that changed are
 -- returned by rollout_gates, so only they are written. Returns the promoted rows (status AVAILABLE) and the rows whose cause changed
@@ -73,50 +74,29 @@ SET status = CASE WHEN g.promote THEN 'AVAILABLE' ELSE 'PENDING' END,
     updated_at = CASE WHEN g.promote THEN now() ELSE t.updated_at END
 FROM rollout_gates(sqlc.narg(as_of)::timestamptz, true) g
 WHERE t.id = g.id AND t.status = 'PENDING'
-  -- rollout_gates leaves unchanged causes out; a database that applied 00041 before it did
-  -- (its first version returned every cause) still writes only the changed ones.
   AND (g.promote OR g.waiting_key IS DISTINCT FROM t.waiting_key)
 RETURNING t.id, t.rollout_id, t.status, t.executor;
 
--- name: NextRunAt :many
--- The earliest run_at still ahead, by the run_at gate's clock (rollout_clock).
-SELECT run_at FROM task_runs
-WHERE status = 'PENDING' AND run_at > rollout_clock(sqlc.narg(as_of)::timestamptz)
-ORDER BY run_at LIMIT 1;
-
 -- name: NextGateChange :many
--- The earliest moment ahead at which a gate other than run_at may let a PENDING task of a
--- rollout through, by the promotion clock: a window opening (or the open one ending, when
--- the round refreshes it to the next), or a rate-limited rollout's oldest promotion of the
--- last minute leaving it. (A bake's end is its rollout workflow's own timer.)
-SELECT x.at::timestamptz AS at, x.why::text AS why FROM (
-    SELECT CASE WHEN r.window_start > c.now THEN r.window_start ELSE r.window_end END AS at,
-           CASE WHEN r.window_start > c.now THEN 'window opens' ELSE 'window ends' END AS why
-    FROM rollouts r, (SELECT rollout_clock(sqlc.narg(as_of)::timestamptz) AS now) c
-    WHERE r.window_end > c.now AND r.status = 'RUNNING'
-      AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING')
-    UNION ALL
-    SELECT (SELECT min(p.promoted_at) FROM task_runs p WHERE p.rollout_id = r.id AND p.promoted_at > c.now - interval '1 minute')
-               + interval '1 minute',
-           'rate'
-    FROM rollouts r, (SELECT rollout_clock(sqlc.narg(as_of)::timestamptz) AS now) c
-    WHERE r.strategy IS NOT NULL AND r.strategy->'rate' IS NOT NULL AND r.status = 'RUNNING'
-      AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING')
-) x
-WHERE x.at IS NOT NULL
-ORDER BY x.at LIMIT 1;
+-- The earliest moment ahead at which a gate bound by time may let a PENDING task through,
+-- by the promotion clock (rollout_clock), and which gate (rollout_next_gate_change).
+SELECT g.at::timestamptz AS at, g.why::text AS why
+FROM rollout_next_gate_change(rollout_clock(sqlc.narg(as_of)::timestamptz)) g
+WHERE g.at IS NOT NULL;
 
 -- name: ClaimTasks :many
--- AVAILABLE → RUNNING for up to max_rows tasks of a running rollout; SKIP LOCKED makes each
--- row go to exactly one claimer (R4). The pick is a materialized CTE, not an IN subquery:
--- as a semi-join's inner side the LIMIT subquery is rescanned per candidate row, skips the
--- rows this statement already updated, and so claims more than max_rows.
+-- AVAILABLE → RUNNING for up to max_rows tasks of a rollout that may start new work
+-- (rollout_may_start: the promotion's paused and freeze gates, so nothing starts while
+-- paused or frozen); SKIP LOCKED makes each row go to exactly one claimer (R4).
+-- The pick is a materialized CTE, not an IN subquery: as a semi-join's inner side the LIMIT
+-- subquery is rescanned per candidate row, skips the rows this statement already updated,
+-- and so claims more than max_rows. It reads task_runs_available in its order, and the
+-- update finds the picked rows by their ids (= ANY, an index probe each), whatever the
+-- statistics say.
 WITH picked AS MATERIALIZED (
     SELECT a.id FROM task_runs a
     WHERE a.rollout_id = @rollout_id AND a.status = 'AVAILABLE'
-      AND EXISTS (SELECT 1 FROM rollouts r WHERE r.id = @rollout_id AND r.status = 'RUNNING')
-      -- nothing starts while a freeze is in force (the global one or the rollout's).
-      AND NOT EXISTS (SELECT 1 FROM freezes f WHERE f.lifted_at IS NULL AND (f.rollout_id IS NULL OR f.rollout_id = @rollout_id))
+      AND rollout_may_start(@rollout_id) IS TRUE
       -- external: NULL claims every executor; true only external tasks (the workflow waits
       -- for their result); false only the ones an executor runs (the rollout's runner).
       AND (sqlc.narg(external)::boolean IS NULL OR (a.executor = 'external') = sqlc.narg(external)::boolean)
@@ -126,16 +106,10 @@ WITH picked AS MATERIALIZED (
 )
 UPDATE task_runs t
 SET status = 'RUNNING', started_at = now(), attempt = t.attempt + 1, updated_at = now()
-FROM picked
-WHERE t.id = picked.id AND t.status = 'AVAILABLE'
+-- (… IS TRUE: found by the primary key, never by scanning a partial index on the status,
+-- however few AVAILABLE rows the statistics promise.)
+WHERE t.id = ANY (ARRAY(SELECT picked.id FROM picked)) AND (t.status = 'AVAILABLE') IS TRUE
 RETURNING t.*;
-
--- name: FinishTask :one
--- RUNNING → DONE/FAILED/CANCELED for the attempt that claimed it (a stale attempt changes nothing).
-UPDATE task_runs
-SET status = @status, finished_at = now(), error = @error, output = @output, updated_at = now()
-WHERE id = @id AND status = 'RUNNING' AND attempt = @attempt
-RETURNING *;
 
 -- name: RunningTasks :many
 SELECT * FROM task_runs WHERE rollout_id = @rollout_id AND status = 'RUNNING' ORDER BY id;
@@ -163,19 +137,8 @@ SET status = 'CANCELED', finished_at = now(), waiting_cause = NULL, waiting_key 
 WHERE id = @id AND status IN ('PENDING', 'AVAILABLE')
 RETURNING *;
 
--- name: CancelRunningTask :one
-UPDATE task_runs
-SET status = 'CANCELED', finished_at = now(), updated_at = now(), error = 'canceled by operator'
-WHERE id = @id AND status = 'RUNNING'
-RETURNING *;
-
 -- name: TaskRunStates :many
 SELECT id, status, attempt FROM task_runs WHERE id = ANY(@ids::bigint[]);
-
--- name: AnalyzeTaskRuns :exec
--- Refreshes the planner's statistics after a large insert, so the promotion round's joins
--- are planned for the real size of the live set (autovacuum would take up to a minute).
-ANALYZE task_runs;
 
 -- name: TaskRunsByIDs :many
 SELECT * FROM task_runs WHERE id = ANY(@ids::bigint[]) ORDER BY id;
@@ -184,16 +147,30 @@ SELECT * FROM task_runs WHERE id = ANY(@ids::bigint[]) ORDER BY id;
 SELECT id FROM task_runs WHERE rollout_id = @rollout_id AND status = 'RUNNING' ORDER BY id;
 
 -- name: FinishTasks :many
--- FinishTask for many tasks at once: results is a JSON array of {id, attempt, status,
--- error, output}; rows no longer that RUNNING claim are left alone. abort_rule says the
--- task's rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
-UPDATE task_runs t
-SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
-FROM jsonb_to_recordset(@results::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
-WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
-  AND x.status IN ('DONE', 'FAILED', 'CANCELED')
-RETURNING t.id, t.status, t.rollout_id,
-    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = t.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule;
+-- RUNNING → DONE/FAILED/CANCELED for many tasks at once, each for the claim that holds it:
+-- results is a JSON array of {id, attempt (the claim), status, error, output}; rows no
+-- longer that RUNNING claim are left alone (a stale claim changes nothing). Every end of a
+-- RUNNING task run is written here, and in the same statement the end of its executor
+-- attempt still in flight (executor_attempts): succeeded with DONE, canceled with
+-- CANCELED, lost with FAILED (a failed attempt was recorded when it failed: one still in
+-- flight at a FAILED end is one the executor never finished). abort_rule says the task's
+-- rollout has an abort threshold to check (store.FinishTaskRuns then checks it).
+WITH finished AS (
+    UPDATE task_runs t
+    SET status = x.status, finished_at = now(), error = coalesce(x.error, ''), output = x.output, updated_at = now()
+    FROM jsonb_to_recordset(@results::jsonb) AS x(id bigint, attempt integer, status text, error text, output jsonb)
+    WHERE t.id = x.id AND t.status = 'RUNNING' AND t.attempt = x.attempt
+      AND x.status IN ('DONE', 'FAILED', 'CANCELED')
+    RETURNING t.id, t.attempt, t.status, t.rollout_id
+), attempt_ended AS (
+    UPDATE executor_attempts a
+    SET ended_at = now(), outcome = CASE f.status WHEN 'DONE' THEN 'succeeded' WHEN 'CANCELED' THEN 'canceled' ELSE 'lost' END
+    FROM finished f
+    WHERE a.task_run_id = f.id AND a.claim = f.attempt AND a.ended_at IS NULL
+)
+SELECT f.id, f.status, f.rollout_id,
+    EXISTS (SELECT 1 FROM rollouts r WHERE r.id = f.rollout_id AND r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL) AS abort_rule
+FROM finished f;
 
 -- name: RunningRunnableTasks :many
 -- A rollout's RUNNING tasks that an executor runs (not external): all held by its one

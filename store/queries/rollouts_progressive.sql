@@ -1,5 +1,5 @@
 -- Progressive rollouts (docs/progressive.md): waves, the abort threshold, windows and
--- freezes. The gates themselves are rollout_gates (migrations/00090_progressive.sql); these
+-- freezes. The gates themselves are rollout_gates and its gate functions (store/schema.sql); these
 -- statements move a rollout's waves along, trip its abort threshold, keep its window span
 -- current and record freezes.
 
@@ -89,7 +89,7 @@ WHERE r.strategy IS NOT NULL AND r.strategy->'abort' IS NOT NULL AND r.status = 
 -- PENDING tasks: the round computes their next span (domain.WindowAt) before it promotes.
 SELECT r.id, (r.strategy->'windows')::jsonb AS windows, c.now::timestamptz AS clock
 FROM rollouts r, (SELECT rollout_clock(sqlc.narg(as_of)::timestamptz) AS now) c
-WHERE r.window_end <= c.now AND r.status <> 'CANCELED'
+WHERE r.strategy IS NOT NULL AND r.window_end <= c.now AND r.status <> 'CANCELED'
   AND EXISTS (SELECT 1 FROM task_runs t WHERE t.rollout_id = r.id AND t.status = 'PENDING');
 
 -- name: SetRolloutWindow :exec

@@ -44,6 +44,14 @@ func AdminURL(t testing.TB) string {
 	return adminURL
 }
 
+// ClusterURL is AdminURL outside a test (make schema's command): a superuser connection
+// string to the harness's cluster, started under .dev/test when it is not running and
+// TICKGATE_TEST_DATABASE_URL is not set.
+func ClusterURL() (string, error) {
+	adminOnce.Do(func() { adminURL, adminErr = startCluster() })
+	return adminURL, adminErr
+}
+
 func startCluster() (string, error) {
 	if u := os.Getenv("TICKGATE_TEST_DATABASE_URL"); u != "" {
 		return u, nil
