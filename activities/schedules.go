@@ -39,6 +39,9 @@ type ScheduleActivities struct {
 	// TaskQueue is tickgate's own task queue, where the delivery workflows of http actions
 	// run.
 	TaskQueue string
+	// Resident (TICKGATE_SCHEDULES_RESIDENT) keeps a schedule's workflow open when it rests
+	// (schedules_resident.go).
+	Resident bool
 }
 
 // ScheduleDefinition is a schedule as its workflow needs it.

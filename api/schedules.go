@@ -278,7 +278,7 @@ func (s *Server) createSchedule(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	newRow := NewScheduleRow(req, spec, pol, now)
+	newRow := s.newScheduleRow(req, spec, pol, now)
 	var row store.Schedule
 	if req.Metrics {
 		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries,
@@ -335,6 +335,18 @@ func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol 
 	}
 	if p := plan.AtRest(); p.At != nil {
 		row.PlanAt, row.PlanAction = p.At, &p.Action
+	}
+	return row
+}
+
+// newScheduleRow is NewScheduleRow with this process's settings: with resident schedules,
+// the planner's first look at the new schedule is at once and wakes its workflow, which
+// takes the schedule, rests it in place as the planner's, and stays open.
+func (s *Server) newScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol SchedulePolicies, now time.Time) store.NewSchedule {
+	row := NewScheduleRow(req, spec, pol, now)
+	if s.SchedulesResident {
+		wake := scheduleplan.Wake
+		row.PlanAt, row.PlanAction = &now, &wake
 	}
 	return row
 }

@@ -70,7 +70,7 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 			return BadRequest(field+".name", "%q is also items[%d]'s name", item.Name, j)
 		}
 		index[item.Name] = i
-		rows[i] = NewScheduleRow(*item, spec, pol, now)
+		rows[i] = s.newScheduleRow(*item, spec, pol, now)
 	}
 	calendars, namedBy := calendarsNamed(req.Items)
 	res, err := s.Store.CreateSchedules(c.Request().Context(), rows, func(existing store.Schedule) error {

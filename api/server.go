@@ -51,6 +51,10 @@ type Server struct {
 	// (TICKGATE_TRACE_URL_TEMPLATE): the dashboard links each run that recorded a trace to
 	// it. Empty: no links.
 	TraceURL string
+	// SchedulesResident (TICKGATE_SCHEDULES_RESIDENT): a new schedule's workflow is started
+	// at once, by the planner's first look, and stays open at rest (docs/schedules.md
+	// "Resident workflows").
+	SchedulesResident bool
 
 	// timerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
 	timerSignals chan struct{}

@@ -19,7 +19,8 @@ func registerSchedules(r sdkworker.Registry, d Deps) {
 	r.RegisterWorkflowWithOptions(workflows.SchedulePlannerWorkflow, workflow.RegisterOptions{Name: workflows.SchedulePlannerType})
 	r.RegisterActivity(&activities.ScheduleActivities{
 		Store: d.Store, Temporal: d.Temporal, Tracer: d.Telemetry.Tracer(), TaskQueue: d.Config.TaskQueue,
-		Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
+		Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue, ResidentSchedules: d.Config.SchedulesResident},
+		Resident:  d.Config.SchedulesResident,
 	})
 	// The runs of http actions: a delivery workflow each, on tickgate's own task queue.
 	r.RegisterWorkflowWithOptions(workflows.HTTPDeliveryWorkflow, workflow.RegisterOptions{Name: workflows.HTTPDeliveryWorkflowType})

@@ -311,7 +311,7 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	advancer.Start()
 	listener = conn.st.StartListener(store.ListenerOptions{Logf: log.Printf})
 	app = &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Advancer: advancer, Listener: listener,
-		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow}
+		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow, SchedulesResident: cfg.SchedulesResident}
 	h.Set(tel.HTTPHandler(api.New(app), "tickgate.api", untracedRequest))
 	log.Printf("api ready on http://%s", cfg.HTTPAddr)
 	select {

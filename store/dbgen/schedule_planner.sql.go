@@ -526,6 +526,47 @@ func (q *Queries) RequestScheduleRest(ctx context.Context, arg RequestScheduleRe
 	return result.RowsAffected(), nil
 }
 
+const restScheduleInPlace = `-- name: RestScheduleInPlace :execrows
+UPDATE schedules
+SET owner = NULL, rest_requested_at = NULL, owner_checked_at = NULL, watermark = $1,
+    last_success_at = GREATEST(last_success_at, $2),
+    rescheduled_to = $3, plan_at = $4, plan_action = $5,
+    next_run_at = $6, updated_at = now()
+WHERE id = $7 AND owner = $8
+`
+
+type RestScheduleInPlaceParams struct {
+	Watermark     *time.Time
+	LastSuccessAt *time.Time
+	RescheduledTo *time.Time
+	PlanAt        *time.Time
+	PlanAction    *string
+	NextRunAt     *time.Time
+	ID            int64
+	Owner         *string
+}
+
+// A resident run (TICKGATE_SCHEDULES_RESIDENT) rests and stays open: the handover completes
+// in this transaction, with the same state and plan a rest request leaves, because the run
+// decides nothing more until it takes the schedule over again (TakeScheduleOwnership),
+// whatever reaches it meanwhile.
+func (q *Queries) RestScheduleInPlace(ctx context.Context, arg RestScheduleInPlaceParams) (int64, error) {
+	result, err := q.db.Exec(ctx, restScheduleInPlace,
+		arg.Watermark,
+		arg.LastSuccessAt,
+		arg.RescheduledTo,
+		arg.PlanAt,
+		arg.PlanAction,
+		arg.NextRunAt,
+		arg.ID,
+		arg.Owner,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const schedulesInFlight = `-- name: SchedulesInFlight :many
 SELECT schedule_id, count(*) FILTER (WHERE status = 'RUNNING')::bigint AS running,
        count(*) FILTER (WHERE status = 'BUFFERED')::bigint AS buffered

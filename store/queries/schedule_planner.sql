@@ -26,6 +26,18 @@ SET rest_requested_at = now(), owner_checked_at = NULL, watermark = @watermark,
     next_run_at = @next_run_at, updated_at = now()
 WHERE id = @id AND owner = @owner;
 
+-- name: RestScheduleInPlace :execrows
+-- A resident run (TICKGATE_SCHEDULES_RESIDENT) rests and stays open: the handover completes
+-- in this transaction, with the same state and plan a rest request leaves, because the run
+-- decides nothing more until it takes the schedule over again (TakeScheduleOwnership),
+-- whatever reaches it meanwhile.
+UPDATE schedules
+SET owner = NULL, rest_requested_at = NULL, owner_checked_at = NULL, watermark = @watermark,
+    last_success_at = GREATEST(last_success_at, @last_success_at),
+    rescheduled_to = @rescheduled_to, plan_at = @plan_at, plan_action = @plan_action,
+    next_run_at = @next_run_at, updated_at = now()
+WHERE id = @id AND owner = @owner;
+
 -- name: ListRestRequests :many
 -- Rests to complete: asked for at least half a second ago (the run ends in the same
 -- workflow task that asked), each looked at again after a quarter of its age, so a run that

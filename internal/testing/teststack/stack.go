@@ -96,7 +96,7 @@ func Start(t *testing.T, opts Options) *Stack {
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Stop)
 	}
-	starter := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}
+	starter := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue, ResidentSchedules: cfg.SchedulesResident}
 	if workers > 0 {
 		// The schedule planner arms the fires of schedules at rest (a singleton per task
 		// queue, as a worker process starts it).
@@ -108,7 +108,7 @@ func Start(t *testing.T, opts Options) *Stack {
 	advancer.Start()
 	listener := st.StartListener(store.ListenerOptions{Logf: t.Logf})
 	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Advancer: advancer, Listener: listener, Logf: t.Logf,
-		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow}
+		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow, SchedulesResident: cfg.SchedulesResident}
 	srv := httptest.NewServer(tel.HTTPHandler(api.New(app), "tickgate.api", nil))
 	t.Cleanup(listener.Close)
 	// Cleanups run last-in first-out: the server stops, then the calls and the advances

@@ -1,0 +1,73 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"github.com/tickgate/tickgate/store"
+)
+
+// Resident schedules (TICKGATE_SCHEDULES_RESIDENT, docs/schedules.md "Resident workflows"):
+// a schedule's workflow that rests stays open instead of ending. The handover to the planner
+// is the same rest, completed at once in its own transaction (store.RestScheduleInPlace),
+// because the run decides nothing more until it takes the schedule over again, whatever
+// reaches it meanwhile. While it rests, the planner arms its fires and the releasers release
+// them, as for a schedule whose workflow ended; the run only looks at its row now and then to
+// show what comes next.
+
+// RestLook is what a resident run at rest shows of its schedule — its describe answer, its
+// timer's summary — as the row holds it at the look.
+type RestLook struct {
+	// Resident is the worker's TICKGATE_SCHEDULES_RESIDENT: false ends the run at rest (the
+	// schedule stays at rest, the planner's, and its workflow comes back with its next command).
+	Resident bool
+	Version  int64
+	Paused   bool   `json:",omitempty"`
+	Note     string `json:",omitempty"`
+	// Completed: a one-time schedule with its tick behind it; its run ends.
+	Completed bool `json:",omitempty"`
+	// OneTime: a one-time schedule (its completion comes soon after its fire).
+	OneTime bool `json:",omitempty"`
+	// Watermark is the newest tick dealt with: the planner's, past the fires it armed.
+	Watermark time.Time
+	// NextTick is the schedule's next tick after the look, and NextFire when it fires (the
+	// tick with its jitter); nil when none comes (paused, or its spec has ended).
+	NextTick *time.Time `json:",omitempty"`
+	NextFire *time.Time `json:",omitempty"`
+}
+
+// LookAtRest reads the schedule of a resident run at rest. A deleted schedule is the
+// ErrScheduleGone error: its run ends.
+func (a *ScheduleActivities) LookAtRest(ctx context.Context, id int64) (RestLook, error) {
+	row, err := a.Store.GetScheduleByID(ctx, id)
+	if err != nil {
+		return RestLook{}, gone(err, id)
+	}
+	return a.restLook(row, time.Now())
+}
+
+// restLook is the look at row at now.
+func (a *ScheduleActivities) restLook(row store.Schedule, now time.Time) (RestLook, error) {
+	s, err := PlanOf(row)
+	if err != nil {
+		return RestLook{}, err
+	}
+	look := RestLook{
+		Resident: a.Resident, Version: row.Version, Paused: row.Paused, Note: row.PauseNote,
+		Completed: row.CompletedAt != nil, OneTime: s.Spec.OneTime(), Watermark: s.Watermark,
+	}
+	if row.Paused || row.CompletedAt != nil {
+		return look, nil
+	}
+	var tick time.Time
+	if s.Rescheduled != nil && s.Rescheduled.After(now) {
+		tick = *s.Rescheduled
+	} else {
+		tick = s.Spec.Next(now)
+	}
+	if !tick.IsZero() {
+		fire := tick.Add(s.Spec.JitterFor(row.Name, tick))
+		look.NextTick, look.NextFire = &tick, &fire
+	}
+	return look, nil
+}
