@@ -145,6 +145,8 @@ type RestRequest struct {
 	// StayOpen: the run stays open at rest when the worker keeps schedules resident
 	// (TICKGATE_SCHEDULES_RESIDENT); it then rests in place (Rested.InPlace).
 	StayOpen bool `json:",omitempty"`
+	// At is the run's clock when it asks: its first look at rest is at it.
+	At time.Time `json:",omitempty"`
 }
 
 // Rested answers a rest request: whether the run still owned the schedule (when it did not,
@@ -188,7 +190,7 @@ func (a *ScheduleActivities) RequestRest(ctx context.Context, r RestRequest) (Re
 		rest.NextRunAt = row.NextRunAt
 	}
 	if r.StayOpen && a.Resident {
-		return a.restInPlace(ctx, row, rest)
+		return a.restInPlace(ctx, row, rest, r.At)
 	}
 	ok, err := a.Store.RequestScheduleRest(ctx, rest)
 	if err != nil {
@@ -199,7 +201,7 @@ func (a *ScheduleActivities) RequestRest(ctx context.Context, r RestRequest) (Re
 
 // restInPlace rests the schedule of a resident run that stays open, and answers its first
 // look at rest.
-func (a *ScheduleActivities) restInPlace(ctx context.Context, row store.Schedule, rest store.ScheduleRest) (Rested, error) {
+func (a *ScheduleActivities) restInPlace(ctx context.Context, row store.Schedule, rest store.ScheduleRest, at time.Time) (Rested, error) {
 	ok, err := a.Store.RestScheduleInPlace(ctx, rest)
 	if err != nil {
 		return Rested{}, gone(err, rest.ID)
@@ -208,7 +210,7 @@ func (a *ScheduleActivities) restInPlace(ctx context.Context, row store.Schedule
 		return Rested{NextRunAt: rest.NextRunAt}, nil
 	}
 	row.Watermark, row.RescheduledTo = &rest.Watermark, rest.RescheduledTo
-	look, err := a.restLook(row, time.Now())
+	look, err := a.restLook(row, at)
 	if err != nil {
 		return Rested{}, err
 	}

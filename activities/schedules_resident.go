@@ -36,14 +36,20 @@ type RestLook struct {
 	NextFire *time.Time `json:",omitempty"`
 }
 
+// RestLookRequest asks for a look at a resident run's schedule at rest, At the run's clock.
+type RestLookRequest struct {
+	ScheduleID int64
+	At         time.Time
+}
+
 // LookAtRest reads the schedule of a resident run at rest. A deleted schedule is the
 // ErrScheduleGone error: its run ends.
-func (a *ScheduleActivities) LookAtRest(ctx context.Context, id int64) (RestLook, error) {
-	row, err := a.Store.GetScheduleByID(ctx, id)
+func (a *ScheduleActivities) LookAtRest(ctx context.Context, r RestLookRequest) (RestLook, error) {
+	row, err := a.Store.GetScheduleByID(ctx, r.ScheduleID)
 	if err != nil {
-		return RestLook{}, gone(err, id)
+		return RestLook{}, gone(err, r.ScheduleID)
 	}
-	return a.restLook(row, time.Now())
+	return a.restLook(row, r.At)
 }
 
 // restLook is the look at row at now.

@@ -535,7 +535,7 @@ func (w *scheduleWorkflow) restIfIdle(ctx workflow.Context, next *time.Time) (bo
 	var rested activities.Rested
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RequestRest, activities.RestRequest{
 		ScheduleID: w.in.ScheduleID, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID, Watermark: w.carry.Watermark,
-		LastSuccessAt: w.carry.LastSuccessAt, Rescheduled: w.carry.Rescheduled, StayOpen: w.mayStayOpen,
+		LastSuccessAt: w.carry.LastSuccessAt, Rescheduled: w.carry.Rescheduled, StayOpen: w.mayStayOpen, At: now,
 	}).Get(ctx, &rested); err != nil {
 		return false, err
 	}

@@ -68,7 +68,9 @@ func (w *scheduleWorkflow) stayAtRest(ctx workflow.Context, look *activities.Res
 	for {
 		if look == nil {
 			var l activities.RestLook
-			if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.LookAtRest, w.in.ScheduleID).Get(ctx, &l); err != nil {
+			if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.LookAtRest, activities.RestLookRequest{
+				ScheduleID: w.in.ScheduleID, At: workflow.Now(ctx),
+			}).Get(ctx, &l); err != nil {
 				return false, err
 			}
 			look = &l
