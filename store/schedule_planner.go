@@ -430,3 +430,17 @@ func (s *Store) ClaimRunsToWatch(ctx context.Context, until time.Time, settle ti
 	}
 	return out, nil
 }
+
+// WakeSchedulesWithoutWorkflow has the planner wake, at once, the schedules at rest (not
+// completed, created before createdBefore) whose names are not among open: resident
+// schedules whose workflow is missing. It answers how many.
+func (s *Store) WakeSchedulesWithoutWorkflow(ctx context.Context, open []string, createdBefore time.Time) (int64, error) {
+	if open == nil {
+		open = []string{}
+	}
+	n, err := s.Q.WakeSchedulesWithoutWorkflow(ctx, dbgen.WakeSchedulesWithoutWorkflowParams{CreatedBefore: createdBefore, Open: open})
+	if err != nil {
+		return 0, fmt.Errorf("wake schedules without a workflow: %w", mapErr(err))
+	}
+	return n, nil
+}

@@ -67,6 +67,10 @@ func (w *scheduleWorkflow) stayAtRest(ctx workflow.Context, look *activities.Res
 	defer func() { w.resting = nil }()
 	for {
 		if look == nil {
+			if w.reachedAtRest(ctx) { // no look needed: the row is read again as the run takes it over
+				w.prepareRetake()
+				return false, nil
+			}
 			var l activities.RestLook
 			if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.LookAtRest, activities.RestLookRequest{
 				ScheduleID: w.in.ScheduleID, At: workflow.Now(ctx),

@@ -702,3 +702,26 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 	)
 	return i, err
 }
+
+const wakeSchedulesWithoutWorkflow = `-- name: WakeSchedulesWithoutWorkflow :execrows
+UPDATE schedules SET plan_at = now(), plan_action = 'wake'
+WHERE owner IS NULL AND completed_at IS NULL AND created_at < $1::timestamptz
+  AND plan_action IS DISTINCT FROM 'wake' AND NOT (name = ANY($2::text[]))
+`
+
+type WakeSchedulesWithoutWorkflowParams struct {
+	CreatedBefore time.Time
+	Open          []string
+}
+
+// Resident schedules (TICKGATE_SCHEDULES_RESIDENT): the schedules at rest that are not
+// completed, created before @created_before (a newer one is woken by its creation), whose
+// workflow is not among those open (@open, the names), are woken by the planner's next round:
+// their workflow opens, takes the schedule and rests it in place.
+func (q *Queries) WakeSchedulesWithoutWorkflow(ctx context.Context, arg WakeSchedulesWithoutWorkflowParams) (int64, error) {
+	result, err := q.db.Exec(ctx, wakeSchedulesWithoutWorkflow, arg.CreatedBefore, arg.Open)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

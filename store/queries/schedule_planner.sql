@@ -194,3 +194,12 @@ WHERE r.id IN (
     LIMIT @max_rows
     FOR UPDATE OF x SKIP LOCKED)
 RETURNING r.id, r.workflow_id, r.schedule_id;
+
+-- name: WakeSchedulesWithoutWorkflow :execrows
+-- Resident schedules (TICKGATE_SCHEDULES_RESIDENT): the schedules at rest that are not
+-- completed, created before @created_before (a newer one is woken by its creation), whose
+-- workflow is not among those open (@open, the names), are woken by the planner's next round:
+-- their workflow opens, takes the schedule and rests it in place.
+UPDATE schedules SET plan_at = now(), plan_action = 'wake'
+WHERE owner IS NULL AND completed_at IS NULL AND created_at < @created_before::timestamptz
+  AND plan_action IS DISTINCT FROM 'wake' AND NOT (name = ANY(@open::text[]));
