@@ -209,11 +209,12 @@ func (a *ScheduleActivities) restInPlace(ctx context.Context, row store.Schedule
 	if !ok {
 		return Rested{NextRunAt: rest.NextRunAt}, nil
 	}
-	row.Watermark, row.RescheduledTo = &rest.Watermark, rest.RescheduledTo
-	look, err := a.restLook(row, at)
-	if err != nil {
-		return Rested{}, err
+	row.Watermark, row.RescheduledTo, row.PlanAt = &rest.Watermark, rest.RescheduledTo, rest.PlanAt
+	row.PlanAction = nil
+	if rest.PlanAt != nil {
+		row.PlanAction = &rest.PlanAction
 	}
+	look := a.restLook(row, at)
 	return Rested{Recorded: true, NextRunAt: rest.NextRunAt, InPlace: true, Look: &look}, nil
 }
 

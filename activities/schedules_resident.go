@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -34,6 +35,9 @@ type RestLook struct {
 	// tick with its jitter); nil when none comes (paused, or its spec has ended).
 	NextTick *time.Time `json:",omitempty"`
 	NextFire *time.Time `json:",omitempty"`
+	// Decided: the planner does not arm the next fire but wakes the run before it, to decide
+	// it at its tick (the schedule's plan is a wake).
+	Decided bool `json:",omitempty"`
 }
 
 // RestLookRequest asks for a look at a resident run's schedule at rest, At the run's clock.
@@ -49,21 +53,23 @@ func (a *ScheduleActivities) LookAtRest(ctx context.Context, r RestLookRequest) 
 	if err != nil {
 		return RestLook{}, gone(err, r.ScheduleID)
 	}
-	return a.restLook(row, r.At)
+	return a.restLook(row, r.At), nil
 }
 
-// restLook is the look at row at now.
-func (a *ScheduleActivities) restLook(row store.Schedule, now time.Time) (RestLook, error) {
+// restLook is the look at row at now. A definition that no longer decodes shows no fire:
+// the planner wakes the schedule, and its run reports it.
+func (a *ScheduleActivities) restLook(row store.Schedule, now time.Time) RestLook {
+	look := RestLook{
+		Resident: a.Resident, Version: row.Version, Paused: row.Paused, Note: row.PauseNote, Completed: row.CompletedAt != nil,
+		Decided: row.PlanAction != nil && *row.PlanAction == scheduleplan.Wake,
+	}
 	s, err := PlanOf(row)
 	if err != nil {
-		return RestLook{}, err
+		return look
 	}
-	look := RestLook{
-		Resident: a.Resident, Version: row.Version, Paused: row.Paused, Note: row.PauseNote,
-		Completed: row.CompletedAt != nil, OneTime: s.Spec.OneTime(), Watermark: s.Watermark,
-	}
+	look.OneTime, look.Watermark = s.Spec.OneTime(), s.Watermark
 	if row.Paused || row.CompletedAt != nil {
-		return look, nil
+		return look
 	}
 	var tick time.Time
 	if s.Rescheduled != nil && s.Rescheduled.After(now) {
@@ -75,5 +81,5 @@ func (a *ScheduleActivities) restLook(row store.Schedule, now time.Time) (RestLo
 		fire := tick.Add(s.Spec.JitterFor(row.Name, tick))
 		look.NextTick, look.NextFire = &tick, &fire
 	}
-	return look, nil
+	return look
 }

@@ -152,7 +152,11 @@ func restTimer(now time.Time, name string, look activities.RestLook) (time.Time,
 		if earliest := now.Add(residentLookEvery); at.Before(earliest) {
 			at = earliest
 		}
-		return at, "next fire at " + look.NextFire.UTC().Format(time.RFC3339) + " (at rest: the planner arms it)"
+		how := "(at rest: the planner arms it)"
+		if look.Decided {
+			how = "(at rest: the planner wakes this workflow to decide it)"
+		}
+		return at, "next fire at " + look.NextFire.UTC().Format(time.RFC3339) + " " + how
 	case look.Paused:
 		return now.Add(residentIdleLook), "paused: no fire until a resume"
 	case look.OneTime:

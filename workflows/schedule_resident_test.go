@@ -263,7 +263,7 @@ func (s *ScheduleWorkflowSuite) TestResidentScheduleTakesPlainSignalsAtItsTimer(
 // with the wake signal, the run takes the schedule over, decides the tick, and rests in place
 // again. The tick fires once.
 func (s *ScheduleWorkflowSuite) TestResidentScheduleWokenByThePlannerDecidesItsFire() {
-	_, decided := s.resident()
+	timers, decided := s.resident()
 	start := s.t0
 	in := s.createSchedule("resident-woken", schedulespec.Spec{Interval: every(10, "MINUTES"), StartAt: &start}, s.t0, func(p *store.NewSchedule) {
 		p.SkipIfSuccessful = true
@@ -272,7 +272,8 @@ func (s *ScheduleWorkflowSuite) TestResidentScheduleWokenByThePlannerDecidesItsF
 	wakes := &signalWakes{s: s}
 	s.plannerEvery(15*time.Second, 25*minute, wakes)
 	var between workflows.ScheduleDescription
-	s.env.RegisterDelayedCallback(func() { between = s.describe() }, 12*minute)
+	var betweenTimer loggedTimer
+	s.env.RegisterDelayedCallback(func() { between, betweenTimer = s.describe(), timers.last() }, 12*minute)
 	s.stopAt(25 * time.Minute)
 	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
 
@@ -282,6 +283,8 @@ func (s *ScheduleWorkflowSuite) TestResidentScheduleWokenByThePlannerDecidesItsF
 	s.True(between.AtRest, "and rested in place between them")
 	s.Require().NotNil(between.NextFireAt)
 	s.Equal(s.t0.Add(20*minute), between.NextFireAt.UTC())
+	s.Equal("next fire at "+s.t0.Add(20*minute).Format(time.RFC3339)+" (at rest: the planner wakes this workflow to decide it)",
+		betweenTimer.summary)
 }
 
 // A resident run continues as new at rest after its looks, carrying nothing (the row holds

@@ -22,8 +22,8 @@
 //     alone; one_time_create_per_s against create_per_s.
 //   - resident (-resident): the same with TICKGATE_SCHEDULES_RESIDENT=true, every schedule's
 //     workflow open between fires (docs/schedules.md "Resident workflows"): how fast the
-//     workflows open after their creation (resident_open_per_s, from the first create to the
-//     last workflow open), the bytes in Temporal once they are all open and again after the
+//     workflows open after their creation (resident_open_per_s, from the first create until
+//     every workflow is open and has rested its schedule in place) and the CPU that costs, the bytes in Temporal once they are all open and again after the
 //     burst (each run looks at its row once after its fire), and the burst with them open.
 //
 // It starts its own PostgreSQL cluster and Temporal (make dev's shape and settings), prints a
