@@ -44,6 +44,9 @@ type ScheduleActivities struct {
 	// before the rule, or under another TICKGATE_WORKFLOW_TASK_QUEUES, starts nothing it
 	// refuses.
 	Targets domain.WorkflowTargets
+	// Resident (TICKGATE_SCHEDULES_RESIDENT) keeps a schedule's workflow open when it rests
+	// (schedules_resident.go).
+	Resident bool
 }
 
 // ScheduleDefinition is a schedule as its workflow needs it.

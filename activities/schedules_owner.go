@@ -142,6 +142,11 @@ type RestRequest struct {
 	Watermark     time.Time
 	LastSuccessAt time.Time
 	Rescheduled   *time.Time `json:",omitempty"`
+	// StayOpen: the run stays open at rest when the worker keeps schedules resident
+	// (TICKGATE_SCHEDULES_RESIDENT); it then rests in place (Rested.InPlace).
+	StayOpen bool `json:",omitempty"`
+	// At is the run's clock when it asks: its first look at rest is at it.
+	At time.Time `json:",omitempty"`
 }
 
 // Rested answers a rest request: whether the run still owned the schedule (when it did not,
@@ -149,6 +154,11 @@ type RestRequest struct {
 type Rested struct {
 	Recorded  bool
 	NextRunAt *time.Time `json:",omitempty"`
+	// InPlace: the run asked to stay open and the worker keeps schedules resident: the
+	// handover is complete, the planner's from now on, and the run stays open at rest
+	// showing Look until something reaches it.
+	InPlace bool      `json:",omitempty"`
+	Look    *RestLook `json:",omitempty"`
 }
 
 // RequestRest records the run's request to rest with the plan the planner goes on from
@@ -179,11 +189,33 @@ func (a *ScheduleActivities) RequestRest(ctx context.Context, r RestRequest) (Re
 	if row.NextRunAt != nil && rest.NextRunAt != nil && row.NextRunAt.Before(*rest.NextRunAt) && !row.Paused {
 		rest.NextRunAt = row.NextRunAt
 	}
+	if r.StayOpen && a.Resident {
+		return a.restInPlace(ctx, row, rest, r.At)
+	}
 	ok, err := a.Store.RequestScheduleRest(ctx, rest)
 	if err != nil {
 		return Rested{}, gone(err, r.ScheduleID)
 	}
 	return Rested{Recorded: ok, NextRunAt: rest.NextRunAt}, nil
+}
+
+// restInPlace rests the schedule of a resident run that stays open, and answers its first
+// look at rest.
+func (a *ScheduleActivities) restInPlace(ctx context.Context, row store.Schedule, rest store.ScheduleRest, at time.Time) (Rested, error) {
+	ok, err := a.Store.RestScheduleInPlace(ctx, rest)
+	if err != nil {
+		return Rested{}, gone(err, rest.ID)
+	}
+	if !ok {
+		return Rested{NextRunAt: rest.NextRunAt}, nil
+	}
+	row.Watermark, row.RescheduledTo, row.PlanAt = &rest.Watermark, rest.RescheduledTo, rest.PlanAt
+	row.PlanAction = nil
+	if rest.PlanAt != nil {
+		row.PlanAction = &rest.PlanAction
+	}
+	look := a.restLook(row, at)
+	return Rested{Recorded: true, NextRunAt: rest.NextRunAt, InPlace: true, Look: &look}, nil
 }
 
 // PlanOf reads a schedules row as the plan's decisions see it (watermark, pending

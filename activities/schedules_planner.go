@@ -265,7 +265,7 @@ func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []stor
 			}
 		})
 	}
-	runParallel(starts)
+	runParallel(ctx, starts)
 }
 
 // wake starts the workflows of the schedules given; it answers how many it started.
@@ -285,16 +285,23 @@ func (a *ScheduleActivities) wake(ctx context.Context, rows []store.Schedule) in
 			mu.Unlock()
 		})
 	}
-	runParallel(calls)
+	runParallel(ctx, calls)
 	return woken
 }
 
-// runParallel runs calls, at most wakeParallel at a time.
-func runParallel(calls []func()) {
+// runParallel runs calls, at most wakeParallel at a time. In the planner's activity it
+// heartbeats as they go: a round's thousand wakes or starts on a busy Temporal server (a
+// bulk create of resident schedules wakes them all) may take longer than
+// PlannerHeartbeatTimeout, and the planner would be cancelled mid-round.
+func runParallel(ctx context.Context, calls []func()) {
 	sem := make(chan struct{}, wakeParallel)
 	var wg sync.WaitGroup
+	beat := activity.IsActivity(ctx)
 	for _, call := range calls {
 		sem <- struct{}{}
+		if beat {
+			activity.RecordHeartbeat(ctx) // throttled by the SDK
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()

@@ -323,7 +323,7 @@ func (s *Server) createSchedule(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	newRow := NewScheduleRow(req, spec, pol, now)
+	newRow := s.newScheduleRow(req, spec, pol, now)
 	var row store.Schedule
 	if req.Metrics {
 		row, err = s.Store.CreateScheduleWithMetrics(ctx, newRow, metrics.MaxScheduleSeries,
@@ -397,6 +397,24 @@ func NewScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol 
 		row.PlanAt, row.PlanAction = p.At, &p.Action
 	}
 	return row
+}
+
+// newScheduleRow is NewScheduleRow with this process's settings: with resident schedules,
+// the planner's first look at the new schedule is at once and wakes its workflow, which
+// takes the schedule, rests it in place as the planner's, and stays open.
+func (s *Server) newScheduleRow(req CreateScheduleRequest, spec *schedulespec.Compiled, pol SchedulePolicies, now time.Time) store.NewSchedule {
+	row := NewScheduleRow(req, spec, pol, now)
+	s.openIfResident(&row, now)
+	return row
+}
+
+// openIfResident plans a new schedule's first look as a wake in resident mode, so that the
+// planner opens its workflow at once.
+func (s *Server) openIfResident(row *store.NewSchedule, now time.Time) {
+	if s.SchedulesResident {
+		wake := scheduleplan.Wake
+		row.PlanAt, row.PlanAction = &now, &wake
+	}
 }
 
 func scheduleView(row store.Schedule) ScheduleView {

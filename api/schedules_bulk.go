@@ -51,7 +51,8 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	rows, index, err := req.validate(s.Now().UTC(), s.HTTPAllow)
+	now := s.Now().UTC()
+	rows, index, err := req.validate(now, s.HTTPAllow)
 	if err != nil {
 		return err
 	}
@@ -65,6 +66,10 @@ func (s *Server) bulkCreateSchedules(c echo.Context) error {
 		if err != nil {
 			return prefixProblem(fmt.Sprintf("items[%d]", i), err)
 		}
+	}
+	// In resident mode a new schedule's workflow is opened by the planner's first look.
+	for i := range rows {
+		s.openIfResident(&rows[i], now)
 	}
 	calendars, namedBy := calendarsNamed(req.Items)
 	res, err := s.Store.CreateSchedules(c.Request().Context(), rows, func(existing store.Schedule) error {

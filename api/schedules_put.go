@@ -120,7 +120,7 @@ func (s *Server) putCreate(c echo.Context, req CreateScheduleRequest, dryRun boo
 	if _, err := headerValues(req.Action, nil); err != nil {
 		return err
 	}
-	newRow := NewScheduleRow(req, spec, pol, now)
+	newRow := s.newScheduleRow(req, spec, pol, now)
 	if dryRun {
 		return c.JSON(http.StatusOK, AppliedScheduleView{Outcome: OutcomeCreated, Changes: []store.FieldChange{}, DryRun: true,
 			Schedule: scheduleView(store.Schedule{Name: req.Name, Spec: newRow.Spec, Action: newRow.Action, Overlap: newRow.Overlap,

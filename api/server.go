@@ -72,6 +72,10 @@ type Server struct {
 	// Timeouts are the HTTP server's (NewHTTPServer); a long-poll extends its own write
 	// deadline past Timeouts.Write (extendWriteDeadline). Zero: the routes extend nothing.
 	Timeouts HTTPTimeouts
+	// SchedulesResident (TICKGATE_SCHEDULES_RESIDENT): a new schedule's workflow is started
+	// at once, by the planner's first look, and stays open at rest (docs/schedules.md
+	// "Resident workflows").
+	SchedulesResident bool
 
 	// authGuard bounds the work of failed authentications (auth_failures.go).
 	authGuard *authGuard

@@ -31,10 +31,18 @@ func (s *Starter) scheduleStart(id int64, name string) client.StartWorkflowOptio
 }
 
 // WakeSchedule starts the workflow of schedule id/name, which takes the schedule over from
-// its row; a run already open is kept.
+// its row; a run already open is kept. With resident schedules (ResidentSchedules) the open
+// run is a resident one at rest: the wake is signalled to it (signal-with-start), and it takes
+// the schedule over.
 func (s *Starter) WakeSchedule(ctx context.Context, id int64, name string) error {
-	_, err := s.Client.ExecuteWorkflow(ctx, s.scheduleStart(id, name), workflows.ScheduleWorkflowType,
-		workflows.ScheduleInput{ScheduleID: id, Name: name, Woken: true})
+	in := workflows.ScheduleInput{ScheduleID: id, Name: name, Woken: true}
+	var err error
+	if s.ResidentSchedules {
+		_, err = s.Client.SignalWithStartWorkflow(ctx, workflows.ScheduleWorkflowID(name), workflows.ScheduleWake, nil,
+			s.scheduleStart(id, name), workflows.ScheduleWorkflowType, in)
+	} else {
+		_, err = s.Client.ExecuteWorkflow(ctx, s.scheduleStart(id, name), workflows.ScheduleWorkflowType, in)
+	}
 	if err != nil {
 		return fmt.Errorf("wake schedule workflow %s: %w", name, err)
 	}

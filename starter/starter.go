@@ -14,4 +14,7 @@ import (
 type Starter struct {
 	Client    client.Client
 	TaskQueue string
+	// ResidentSchedules (TICKGATE_SCHEDULES_RESIDENT): schedules' workflows stay open at
+	// rest, so a wake is signalled to the open run (WakeSchedule).
+	ResidentSchedules bool
 }

@@ -94,6 +94,30 @@ func (s *Store) RequestScheduleRest(ctx context.Context, r ScheduleRest) (bool, 
 	return n == 1, nil
 }
 
+// RestScheduleInPlace rests the schedule of a resident run that stays open
+// (TICKGATE_SCHEDULES_RESIDENT): the same state and plan as RequestScheduleRest, and the
+// handover completed in the same transaction. False when that run no longer owns the
+// schedule (ErrNotFound when it is gone).
+func (s *Store) RestScheduleInPlace(ctx context.Context, r ScheduleRest) (bool, error) {
+	p := dbgen.RestScheduleInPlaceParams{
+		ID: r.ID, Owner: &r.Owner, Watermark: &r.Watermark, LastSuccessAt: r.LastSuccessAt, RescheduledTo: r.RescheduledTo,
+		NextRunAt: r.NextRunAt, PlanAt: r.PlanAt,
+	}
+	if r.PlanAt != nil {
+		p.PlanAction = &r.PlanAction
+	}
+	n, err := s.Q.RestScheduleInPlace(ctx, p)
+	if err != nil {
+		return false, fmt.Errorf("rest schedule %d in place: %w", r.ID, mapErr(err))
+	}
+	if n == 0 {
+		if _, err := s.GetScheduleByID(ctx, r.ID); errors.Is(err, ErrNotFound) {
+			return false, err
+		}
+	}
+	return n == 1, nil
+}
+
 // OwnedSchedule is a schedule held by a workflow run.
 type OwnedSchedule struct {
 	ID          int64
@@ -405,4 +429,18 @@ func (s *Store) ClaimRunsToWatch(ctx context.Context, until time.Time, settle ti
 		out[i] = RunToWatch{ID: r.ID, WorkflowID: r.WorkflowID, ScheduleID: r.ScheduleID}
 	}
 	return out, nil
+}
+
+// WakeSchedulesWithoutWorkflow has the planner wake, at once, the schedules at rest (not
+// completed, created before createdBefore) whose names are not among open: resident
+// schedules whose workflow is missing. It answers how many.
+func (s *Store) WakeSchedulesWithoutWorkflow(ctx context.Context, open []string, createdBefore time.Time) (int64, error) {
+	if open == nil {
+		open = []string{}
+	}
+	n, err := s.Q.WakeSchedulesWithoutWorkflow(ctx, dbgen.WakeSchedulesWithoutWorkflowParams{CreatedBefore: createdBefore, Open: open})
+	if err != nil {
+		return 0, fmt.Errorf("wake schedules without a workflow: %w", mapErr(err))
+	}
+	return n, nil
 }

@@ -25,7 +25,9 @@ import (
 //     of schedules at rest, which no schedule workflow waits for; several share the work;
 //   - the worker's liveness (store.Liveness): the evidence that tells a tick missed while
 //     tickgate was down from one that is late because it is busy (S2). The process is
-//     recorded alive before it polls its first task.
+//     recorded alive before it polls its first task;
+//   - with resident schedules (TICKGATE_SCHEDULES_RESIDENT), the resident keeper
+//     (activities.ResidentKeeper): it wakes the schedules at rest that have no workflow open.
 type engineWorker struct {
 	sdkworker.Worker
 	store    *store.Store
@@ -33,13 +35,14 @@ type engineWorker struct {
 	releaser *store.Releaser
 	watcher  *activities.RunWatcher
 	liveness *store.Liveness
+	keeper   *activities.ResidentKeeper // nil unless schedules are resident
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr trace.Tracer, taskQueue string) *engineWorker {
+func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr trace.Tracer, taskQueue string, resident bool) *engineWorker {
 	id := newWorkerID()
 	onRelease := activities.ObserveReleased
 	if tr != nil {
@@ -48,7 +51,12 @@ func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr t
 			activities.TraceReleased(tr, fires)
 		}
 	}
+	var keeper *activities.ResidentKeeper
+	if resident {
+		keeper = &activities.ResidentKeeper{Acts: &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}}
+	}
 	return &engineWorker{
+		keeper: keeper,
 		Worker: w, store: st, workerID: id,
 		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease},
 		watcher:  &activities.RunWatcher{Acts: &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}},
@@ -89,7 +97,11 @@ func (w *engineWorker) startLoops() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan struct{})
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){w.releaser.Run, w.watcher.Run, w.liveness.Run} {
+	loops := []func(context.Context){w.releaser.Run, w.watcher.Run, w.liveness.Run}
+	if w.keeper != nil {
+		loops = append(loops, w.keeper.Run)
+	}
+	for _, loop := range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -17,7 +17,8 @@ func registerSchedules(r sdkworker.Registry, d Deps) {
 	r.RegisterActivity(&activities.ScheduleActivities{
 		Store: d.Store, Temporal: d.Temporal, Tracer: d.Telemetry.Tracer(), TaskQueue: d.Config.TaskQueue,
 		Targets:   workflows.OwnTargets(d.Config.TaskQueue, d.Config.WorkflowTaskQueues),
-		Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
+		Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue, ResidentSchedules: d.Config.SchedulesResident},
+		Resident:  d.Config.SchedulesResident,
 	})
 	r.RegisterActivity(&activities.HTTPDeliveries{Store: d.Store, Outbound: d.Config.HTTPAllow})
 }

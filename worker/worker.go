@@ -35,7 +35,7 @@ func New(d Deps) (sdkworker.Worker, error) {
 	if err := Register(w, d); err != nil {
 		return nil, err
 	}
-	return withEngineLoops(w, d.Store, d.Temporal, d.Telemetry.Tracer(), d.Config.TaskQueue), nil
+	return withEngineLoops(w, d.Store, d.Temporal, d.Telemetry.Tracer(), d.Config.TaskQueue, d.Config.SchedulesResident), nil
 }
 
 // Register registers every workflow (workflows.Registrations) and the activities of the

@@ -61,6 +61,16 @@ type scheduleWorkflow struct {
 	// busyUntil is when the workflow may rest at the earliest: restLinger after its start
 	// and after the last command it served.
 	busyUntil time.Time
+	// Resident runs (schedule_resident.go): mayStayOpen, the run takes
+	// scheduleResidentChange's new branch; restedInPlace, its rest was completed in place and
+	// it stays open (the first look at rest); resting, the last look while it is at rest (nil
+	// while it holds the schedule); wakeAsked, the planner's wake reached it; tookResident,
+	// it stayed open at rest in this run (see branchTaken).
+	mayStayOpen   bool
+	restedInPlace *activities.RestLook
+	resting       *activities.RestLook
+	wakeAsked     bool
+	tookResident  bool
 }
 
 // ScheduleWorkflow fires one schedule's ticks exactly once each: it sleeps on a durable
@@ -68,7 +78,7 @@ type scheduleWorkflow struct {
 // answers pause / resume / trigger / refresh from the API and other services.
 func ScheduleWorkflow(ctx workflow.Context, in ScheduleInput) error {
 	pinChanges(ctx, ScheduleWorkflowType)
-	w := &scheduleWorkflow{in: in, legacy: legacyHandlers(ctx)}
+	w := &scheduleWorkflow{in: in, legacy: legacyHandlers(ctx), mayStayOpen: mayStayOpen(ctx)}
 	if in.Carry != nil {
 		w.carry = *in.Carry
 	}
@@ -213,6 +223,10 @@ func (w *scheduleWorkflow) handleSignals(ctx workflow.Context) {
 	commands := w.signalCommands()
 	for {
 		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(workflow.GetSignalChannel(ctx, ScheduleWake), func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			w.wakeAsked = true // the planner woke a resident run at rest (schedule_resident.go)
+		})
 		for _, cmd := range commands {
 			sel.AddReceive(workflow.GetSignalChannel(ctx, cmd.name), func(c workflow.ReceiveChannel, _ bool) {
 				if w.legacy != nil {
@@ -344,6 +358,12 @@ func (w *scheduleWorkflow) awaitTakeover(ctx workflow.Context) error {
 // run ends) in order, with the ticks due before each; start what waits and fire what is
 // due; then rest, or sleep until the next tick or until something arrives.
 func (w *scheduleWorkflow) run(ctx workflow.Context) error {
+	if w.in.AtRest {
+		// Continued as new at rest: the schedule is the planner's until something reaches the run.
+		if end, err := w.stayAtRest(ctx, nil); end || err != nil {
+			return w.stopIfGone(err)
+		}
+	}
 	if err := w.begin(ctx); err != nil {
 		return w.stopIfGone(err)
 	}
@@ -379,7 +399,20 @@ func (w *scheduleWorkflow) run(ctx workflow.Context) error {
 			return w.stopIfGone(err)
 		}
 		if rested, err := w.restIfIdle(ctx, next); rested || err != nil {
-			return w.stopIfGone(err)
+			if err != nil || w.restedInPlace == nil {
+				return w.stopIfGone(err)
+			}
+			// A resident run stays open at rest until something reaches it, then takes the
+			// schedule over again.
+			look := w.restedInPlace
+			w.restedInPlace = nil
+			if end, err := w.stayAtRest(ctx, look); end || err != nil {
+				return w.stopIfGone(err)
+			}
+			if err := w.begin(ctx); err != nil {
+				return w.stopIfGone(err)
+			}
+			continue
 		}
 		if w.shouldContinueAsNew(ctx) {
 			ready, err := w.readyToContinueAsNew(ctx)
@@ -414,7 +447,9 @@ func (w *scheduleWorkflow) begin(ctx workflow.Context) error {
 	}
 	w.in.ScheduleID = t.Definition.ID
 	if w.in.Carry == nil {
+		keep := w.carry.ContinueAsNewAfter // a tuning a resident run keeps across its takeovers
 		w.carry = carryOf(t)
+		w.carry.ContinueAsNewAfter = keep
 		w.ensureStarted(ctx)
 	}
 	for _, r := range w.carry.Running {
@@ -497,12 +532,19 @@ func (w *scheduleWorkflow) restIfIdle(ctx workflow.Context, next *time.Time) (bo
 	if !w.plan().MayRest(now, fireAt) {
 		return false, nil
 	}
+	// A wake is for a run at rest: one that reached this run while it held the schedule is moot.
+	w.wakeAsked = false
 	var rested activities.Rested
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RequestRest, activities.RestRequest{
 		ScheduleID: w.in.ScheduleID, RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID, Watermark: w.carry.Watermark,
-		LastSuccessAt: w.carry.LastSuccessAt, Rescheduled: w.carry.Rescheduled,
+		LastSuccessAt: w.carry.LastSuccessAt, Rescheduled: w.carry.Rescheduled, StayOpen: w.mayStayOpen, At: now,
 	}).Get(ctx, &rested); err != nil {
 		return false, err
+	}
+	if rested.InPlace {
+		// Rested and still open: what arrived meanwhile makes it take the schedule over again.
+		w.restedInPlace = rested.Look
+		return true, nil
 	}
 	if !w.idle(ctx) {
 		// A command arrived while the request was written: serve it. (The planner finds this
@@ -739,6 +781,9 @@ func timesEqual(x, y *time.Time) bool {
 }
 
 func (w *scheduleWorkflow) describe() ScheduleDescription {
+	if w.resting != nil {
+		return w.describeAtRest(*w.resting)
+	}
 	return ScheduleDescription{
 		Name: w.in.Name, Paused: w.carry.Paused, Note: w.carry.Note, Watermark: w.carry.Watermark,
 		NextFireAt: w.next, Running: append([]RunningRun{}, w.carry.Running...), Buffered: len(w.carry.Buffer),

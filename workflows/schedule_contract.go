@@ -41,6 +41,9 @@ type ScheduleInput struct {
 	Woken bool `json:",omitempty"`
 	// Carry is the state handed over by continue-as-new; nil on the first run.
 	Carry *ScheduleCarry `json:",omitempty"`
+	// AtRest: a resident run continued as new at rest (schedule_resident.go); it takes the
+	// schedule over only when something reaches it.
+	AtRest bool `json:",omitempty"`
 }
 
 // ScheduleCarry is the state a schedule keeps across continue-as-new.
@@ -165,4 +168,8 @@ type ScheduleDescription struct {
 	// Changed, in the answer of a pause or resume, says whether that command changed the
 	// paused state (false: the schedule was in that state already, and nothing changed).
 	Changed bool `json:"changed,omitempty"`
+	// AtRest: the workflow is resident (TICKGATE_SCHEDULES_RESIDENT) and its schedule at
+	// rest: the planner arms its fires, the run watchers watch its runs (running lists none),
+	// and the watermark is the planner's.
+	AtRest bool `json:"at_rest,omitempty"`
 }

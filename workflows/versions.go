@@ -62,6 +62,11 @@ var Changes = []Change{
 			"with the loop, and a watch recorded its run's end from its own coroutine (schedule_legacy.go: the mirror " +
 			"mutex, the starting counter, the dirty flag)",
 	},
+	{
+		ID: scheduleResidentChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, a schedule's workflow ended when it rested, whatever TICKGATE_SCHEDULES_RESIDENT said (no StayOpen " +
+			"in its rest request, no look and no timer at rest)",
+	},
 }
 
 // BranchTakenPrefix begins the value of the side effect branchTaken writes.

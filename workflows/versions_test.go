@@ -247,7 +247,15 @@ var branchEvidence = map[string]evidence{
 		}
 		return false
 	}},
-	"schedule-one-writer": {"the side effect branchTaken writes where the loop takes its first command or run end", func(events []*historypb.HistoryEvent) bool {
+	"schedule-one-writer": {"the side effect branchTaken writes where the loop takes its first command or run end",
+		branchTakenEvent("schedule-one-writer")},
+	"schedule-resident": {"the side effect branchTaken writes where a resident run first stays open at rest",
+		branchTakenEvent("schedule-resident")},
+}
+
+// branchTakenEvent finds the side effect branchTaken writes for change id.
+func branchTakenEvent(id string) func(events []*historypb.HistoryEvent) bool {
+	return func(events []*historypb.HistoryEvent) bool {
 		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
 			m := ev.GetMarkerRecordedEventAttributes()
 			if m.GetMarkerName() != "SideEffect" {
@@ -255,9 +263,9 @@ var branchEvidence = map[string]evidence{
 			}
 			var value string
 			_ = converter.GetDefaultDataConverter().FromPayload(first(m.GetDetails()["data"]), &value)
-			return value == workflows.BranchTakenPrefix+"schedule-one-writer"
+			return value == workflows.BranchTakenPrefix+id
 		})
-	}},
+	}
 }
 
 // localActivity reads a local activity's marker: its type and the JSON of its result (""

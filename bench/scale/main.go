@@ -20,6 +20,11 @@
 //     through POST /schedules, in the same run: the passes of both kinds alternate, a
 //     quarter of each in turn, so that neither creates into a table the other has grown
 //     alone; one_time_create_per_s against create_per_s.
+//   - resident (-resident): the same with TICKGATE_SCHEDULES_RESIDENT=true, every schedule's
+//     workflow open between fires (docs/schedules.md "Resident workflows"): how fast the
+//     workflows open after their creation (resident_open_per_s, from the first create until
+//     every workflow is open and has rested its schedule in place) and the CPU that costs, the bytes in Temporal once they are all open and again after the
+//     burst (each run looks at its row once after its fire), and the burst with them open.
 //
 // It starts its own PostgreSQL cluster and Temporal (make dev's shape and settings), prints a
 // Markdown table and ends with a `RESULT …` line.
@@ -48,6 +53,8 @@ var (
 	flagNativeBudget = flag.Duration("native-budget", time.Minute, "time given to creating native Temporal Schedules (0: none)")
 	flagDrain        = flag.Duration("drain-timeout", 5*time.Minute, "how long after the tick its fires may still become visible")
 	flagRateEstimate = flag.Int("rate-estimate", 5000, "creates a second assumed when placing the burst's tick after the creation (the run stops if creation overruns it)")
+	flagResident     = flag.Bool("resident", false, "TICKGATE_SCHEDULES_RESIDENT=true: every schedule's workflow stays open between fires")
+	flagOpenEstimate = flag.Int("open-estimate", 150, "with -resident, resident workflows opened a second assumed when placing the burst's tick")
 )
 
 func main() {

@@ -48,6 +48,15 @@ type result struct {
 	// request (oneSingle in oneSingleTook)
 	oneTime, oneSingle         int
 	oneTimeTook, oneSingleTook time.Duration
+	// resident (-resident): every schedule's workflow open, opened in openTook from the
+	// first create; the bytes per schedule in Temporal after the burst (each run looked once
+	// after its fire), and the workflows still open then
+	resident            bool
+	opened              int64
+	openTook            time.Duration
+	bytesTempAfterBurst float64
+	openAfterBurst      int64
+	openCPU             benchstack.CPUSnapshot // from the first create to the last workflow open
 }
 
 func run(ctx context.Context) (string, error) {
@@ -65,6 +74,7 @@ func run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	cfg.TaskQueue = "bench-scale"
+	cfg.SchedulesResident = *flagResident
 	st, err := store.Open(ctx, url)
 	if err != nil {
 		return "", err
@@ -91,7 +101,8 @@ func run(ctx context.Context) (string, error) {
 	// the release that makes the burst true.
 	listener := st.StartListener(store.ListenerOptions{})
 	defer listener.Close()
-	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: s, Listener: listener, Logf: func(string, ...any) {}}))
+	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: s, Listener: listener, Logf: func(string, ...any) {},
+		SchedulesResident: cfg.SchedulesResident}))
 	defer srv.Close()
 	_, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "bench-scale"})
 	if err != nil {
@@ -99,14 +110,18 @@ func run(ctx context.Context) (string, error) {
 	}
 	h := &httpClient{base: srv.URL, token: token, c: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 
-	res := result{temporal: stack.Temporal.Describe(), schedules: *flagSchedules, single: *flagSingle, idleWindow: *flagIdle}
+	res := result{temporal: stack.Temporal.Describe(), schedules: *flagSchedules, single: *flagSingle, idleWindow: *flagIdle, resident: *flagResident}
 	tempBefore, err := stack.Temporal.StorageBytes(ctx)
 	if err != nil {
 		return "", err
 	}
 	// The tick every schedule shares: a daily cron at a minute well after the creation (at
 	// -rate-estimate a second), the idle window and the planner's arming lead.
-	estimate := time.Duration(float64(*flagSchedules+*flagSingle+*flagOneTime+*flagOneSingle)/float64(*flagRateEstimate)*float64(time.Second)) + *flagIdle + scheduleplan.ArmLead + 2*time.Minute
+	all := *flagSchedules + *flagSingle + *flagOneTime + *flagOneSingle
+	estimate := time.Duration(float64(all)/float64(*flagRateEstimate)*float64(time.Second)) + *flagIdle + scheduleplan.ArmLead + 2*time.Minute
+	if *flagResident {
+		estimate += time.Duration(float64(all) / float64(*flagOpenEstimate) * float64(time.Second))
+	}
 	res.tick = time.Now().UTC().Add(estimate).Truncate(time.Minute).Add(time.Minute)
 	spec := map[string]any{"cron": fmt.Sprintf("%d %d * * *", res.tick.Minute(), res.tick.Hour())}
 	log.Printf("creating %d schedules (+%d one by one), all due at %s, and %d one-time schedules (+%d one by one) a day later",
@@ -120,6 +135,11 @@ func run(ctx context.Context) (string, error) {
 		return map[string]any{"at": res.tick.Add(24*time.Hour + time.Duration(i)*time.Second).Format(time.RFC3339)}
 	}
 	slice := func(n, r int) (int, int) { return r * n / alternateRounds, (r + 1) * n / alternateRounds }
+	createStart := time.Now()
+	createCPU, err := stack.CPU()
+	if err != nil {
+		return "", err
+	}
 	for r := range alternateRounds {
 		from, to := slice(*flagSchedules, r)
 		took, err := bulkCreate(ctx, h, "s", cron, from, to)
@@ -153,6 +173,20 @@ func run(ctx context.Context) (string, error) {
 		res.oneSingle, res.oneSingleTook.Round(time.Millisecond), float64(res.oneSingle)/res.oneSingleTook.Seconds())
 	total := *flagSchedules + *flagSingle
 	res.schedules = total
+	if *flagResident {
+		// Each created schedule's workflow is woken by the planner's first look, takes the
+		// schedule and rests it in place, open.
+		if err := waitOpen(ctx, tc, st, int64(all), &res, createStart); err != nil {
+			return "", err
+		}
+		opened, err := stack.CPU()
+		if err != nil {
+			return "", err
+		}
+		res.openCPU = opened.Sub(createCPU)
+		log.Printf("resident: CPU per workflow opened (creation included): tickgate %.2f ms, PostgreSQL %.2f ms, Temporal %.2f ms",
+			res.openCPU.Worker.Ms()/float64(all), res.openCPU.Postgres.Ms()/float64(all), res.openCPU.Temporal.Ms()/float64(all))
+	}
 
 	// Idle: the schedules rest until the planner arms them a minute before their tick.
 	if time.Until(res.tick.Add(-scheduleplan.ArmLead)) < *flagIdle+5*time.Second {
@@ -188,6 +222,21 @@ func run(ctx context.Context) (string, error) {
 
 	if err := burst(ctx, stack, st, h, &res, total); err != nil {
 		return "", err
+	}
+	if *flagResident {
+		// Each resident run looks at its row once, 2 to 32 s after its fire.
+		if err := sleepUntil(ctx, res.tick.Add(40*time.Second)); err != nil {
+			return "", err
+		}
+		after, err := stack.Temporal.StorageBytes(ctx)
+		if err != nil {
+			return "", err
+		}
+		res.bytesTempAfterBurst = float64(after-tempBefore) / float64(all)
+		if res.openAfterBurst, err = openScheduleWorkflows(ctx, tc); err != nil {
+			return "", err
+		}
+		log.Printf("after the burst: %.0f B/schedule in Temporal; %d schedule workflows open", res.bytesTempAfterBurst, res.openAfterBurst)
 	}
 	if *flagNativeBudget > 0 {
 		if err := nativeCreate(ctx, tc, &res); err != nil {
@@ -408,6 +457,41 @@ func openScheduleWorkflows(ctx context.Context, tc client.Client) (int64, error)
 	return resp.GetCount(), nil
 }
 
+// waitOpen waits until want schedule workflows are open (resident) and every schedule is
+// at rest again — its workflow took it over and rested it in place, leaving the planner's
+// plan (a workflow counts as open in Temporal from its start, before its first workflow
+// task) — and records how long that took from the first create.
+func waitOpen(ctx context.Context, tc client.Client, st *store.Store, want int64, res *result, since time.Time) error {
+	deadline := time.Now().Add(30 * time.Minute)
+	started := false
+	for {
+		open, err := openScheduleWorkflows(ctx, tc)
+		if err != nil {
+			return err
+		}
+		var rested int64
+		if err := st.Pool.QueryRow(ctx, `SELECT count(*) FROM schedules WHERE owner IS NULL AND plan_action IS DISTINCT FROM 'wake'`).Scan(&rested); err != nil {
+			return err
+		}
+		if open >= want && !started {
+			started = true
+			log.Printf("resident: %d workflows started %s after the first create; %d rested in place", open, time.Since(since).Round(time.Millisecond), rested)
+		}
+		if open >= want && rested >= want {
+			res.opened, res.openTook = open, time.Since(since)
+			log.Printf("resident: %d workflows open and at rest %s after the first create (%.0f/s)", open, res.openTook.Round(time.Millisecond),
+				float64(open)/res.openTook.Seconds())
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("resident: %d of %d workflows open, %d at rest, after 30 minutes", open, want, rested)
+		}
+		if err := sleepUntil(ctx, time.Now().Add(500*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+}
+
 // nativeCreate creates native Temporal Schedules of the same spec (paused, so that they do
 // not load the server) for -native-budget, -parallel at once.
 func nativeCreate(ctx context.Context, tc client.Client, res *result) error {
@@ -441,9 +525,18 @@ func nativeCreate(ctx context.Context, tc client.Client, res *result) error {
 
 func report(r result) string {
 	var b strings.Builder
-	perS := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+	perS := func(n int, d time.Duration) float64 {
+		if n == 0 {
+			return 0
+		}
+		return float64(n) / d.Seconds()
+	}
 	bulk := r.schedules - r.single
-	fmt.Fprintf(&b, "\n## bench-scale — %s\n\n", r.temporal)
+	mode := "schedules at rest (no workflow open between fires)"
+	if r.resident {
+		mode = "resident schedules (TICKGATE_SCHEDULES_RESIDENT=true: every schedule's workflow open)"
+	}
+	fmt.Fprintf(&b, "\n## bench-scale — %s — %s\n\n", r.temporal, mode)
 	fmt.Fprintf(&b, "| what | figure |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| schedules created through the bulk API (%d a request, %d at once) | %d in %s: **%.0f/s** |\n", *flagBulk, *flagParallel, bulk, r.created.Round(time.Millisecond), perS(bulk, r.created))
 	fmt.Fprintf(&b, "| schedules created through POST /schedules (%d at once) | %d in %s: **%.0f/s** |\n", *flagParallel, r.single, r.singleTook.Round(time.Millisecond), perS(r.single, r.singleTook))
@@ -453,9 +546,20 @@ func report(r result) string {
 	if r.oneSingle > 0 {
 		fmt.Fprintf(&b, "| one-time schedules created through POST /schedules | %d in %s: **%.0f/s** |\n", r.oneSingle, r.oneSingleTook.Round(time.Millisecond), perS(r.oneSingle, r.oneSingleTook))
 	}
+	if r.resident {
+		fmt.Fprintf(&b, "| resident workflows open and at rest (taken over, rested in place), from the first create | %d in %s: **%.0f/s** |\n", r.opened, r.openTook.Round(time.Millisecond),
+			perS(int(r.opened), r.openTook))
+		n := float64(max(r.opened, 1))
+		fmt.Fprintf(&b, "| CPU per resident workflow opened, creation included (tickgate / PostgreSQL / Temporal) | %.2f / %.2f / %.2f ms |\n",
+			r.openCPU.Worker.Ms()/n, r.openCPU.Postgres.Ms()/n, r.openCPU.Temporal.Ms()/n)
+	}
 	fmt.Fprintf(&b, "| idle CPU over %s (tickgate / PostgreSQL / Temporal) | %.2f%% / %.2f%% / %.2f%% |\n", r.idleWindow,
 		pct(r.idle.Worker, r.idleWindow), pct(r.idle.Postgres, r.idleWindow), pct(r.idle.Temporal, r.idleWindow))
 	fmt.Fprintf(&b, "| bytes per schedule, PostgreSQL (row + indexes) / Temporal | %.0f / %.0f |\n", r.bytesPG, r.bytesTemp)
+	if r.resident {
+		fmt.Fprintf(&b, "| bytes per schedule in Temporal after the burst (each run looked once after its fire) | %.0f (%d workflows open) |\n",
+			r.bytesTempAfterBurst, r.openAfterBurst)
+	}
 	fmt.Fprintf(&b, "| burst: schedules sharing the tick %s | %d (%d armed by the tick) |\n", r.tick.Format(time.TimeOnly), r.schedules, r.armedByTick)
 	fmt.Fprintf(&b, "| burst: lateness from the tick to visible in /events, p50 / p99 / max | %.0f / **%.0f** / %.0f ms |\n", r.p50, r.p99, r.max)
 	fmt.Fprintf(&b, "| burst: visible / MISSED / before the tick | %d / %d / %d |\n", r.visible, r.missed, r.early)
@@ -477,8 +581,12 @@ func report(r result) string {
 	if r.oneSingle > 0 {
 		oneSingle = perS(r.oneSingle, r.oneSingleTook)
 	}
-	fmt.Fprintf(&b, "\nRESULT create_per_s=%.0f single_create_per_s=%.0f one_time_create_per_s=%.0f one_time_single_create_per_s=%.0f idle_cpu_pct=%.2f idle_cpu_pct_pg=%.2f idle_cpu_pct_temporal=%.2f bytes_per_schedule_pg=%.0f bytes_per_schedule_temporal=%.0f burst_schedules=%d p50_lateness_ms=%.0f p99_lateness_ms=%.0f max_lateness_ms=%.0f missed=%d early=%d consumer_events=%d consumer_p99_lateness_ms=%.0f native_create_per_s=%.0f\n",
-		perS(bulk, r.created), perS(r.single, r.singleTook), oneTime, oneSingle, pct(r.idle.Worker, r.idleWindow), pct(r.idle.Postgres, r.idleWindow), pct(r.idle.Temporal, r.idleWindow),
+	resident := 0
+	if r.resident {
+		resident = 1
+	}
+	fmt.Fprintf(&b, "\nRESULT resident=%d resident_open_per_s=%.0f bytes_per_schedule_temporal_after_burst=%.0f create_per_s=%.0f single_create_per_s=%.0f one_time_create_per_s=%.0f one_time_single_create_per_s=%.0f idle_cpu_pct=%.2f idle_cpu_pct_pg=%.2f idle_cpu_pct_temporal=%.2f bytes_per_schedule_pg=%.0f bytes_per_schedule_temporal=%.0f burst_schedules=%d p50_lateness_ms=%.0f p99_lateness_ms=%.0f max_lateness_ms=%.0f missed=%d early=%d consumer_events=%d consumer_p99_lateness_ms=%.0f native_create_per_s=%.0f\n",
+		resident, perS(int(r.opened), r.openTook), r.bytesTempAfterBurst, perS(bulk, r.created), perS(r.single, r.singleTook), oneTime, oneSingle, pct(r.idle.Worker, r.idleWindow), pct(r.idle.Postgres, r.idleWindow), pct(r.idle.Temporal, r.idleWindow),
 		r.bytesPG, r.bytesTemp, r.schedules, r.p50, r.p99, r.max, r.missed, r.early, r.consumer.events, r.consumer.p99, native)
 	return b.String()
 }

@@ -315,7 +315,8 @@ func serveAPI(ctx context.Context, cfg config.Config) error {
 	app := &api.Server{Store: conn.st, Temporal: conn.tc, Readiness: tr, Starter: st, Devices: engine, Listener: listener,
 		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow,
 		WorkflowTaskQueues: cfg.WorkflowTaskQueues,
-		AuthFailures:       cfg.APIAuthFailures, TrustedProxies: cfg.APITrustedProxies, Timeouts: httpTimeouts(cfg)}
+		AuthFailures:       cfg.APIAuthFailures, TrustedProxies: cfg.APITrustedProxies, Timeouts: httpTimeouts(cfg),
+		SchedulesResident: cfg.SchedulesResident}
 	h.Set(tel.HTTPHandler(api.New(app), "tickgate.api", untracedRequest))
 	log.Printf("api ready on http://%s", cfg.HTTPAddr)
 	select {

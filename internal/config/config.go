@@ -61,6 +61,10 @@ type Config struct {
 	// workflows the workers keep running (docs/schedules.md "How it runs"); they share the
 	// schedules at rest through the rows' locks.
 	SchedulePlanners int
+	// SchedulesResident (TICKGATE_SCHEDULES_RESIDENT, default false) keeps each schedule's
+	// workflow open between fires, so that the Temporal UI shows every schedule
+	// (docs/schedules.md "Resident workflows"); by default a schedule at rest has none.
+	SchedulesResident bool
 	// TraceURLTemplate is the trace viewer's address of a trace, {trace_id} standing for the
 	// id (TICKGATE_TRACE_URL_TEMPLATE, e.g. http://127.0.0.1:16686/trace/{trace_id}): the
 	// dashboard links each run that recorded a trace to it. Tracing itself is turned on by
@@ -149,6 +153,13 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("TICKGATE_SCHEDULE_PLANNERS: want an integer from 1 to 64, got %q", v)
 		}
 		c.SchedulePlanners = n
+	}
+	if v := os.Getenv("TICKGATE_SCHEDULES_RESIDENT"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("TICKGATE_SCHEDULES_RESIDENT: want true or false, got %q", v)
+		}
+		c.SchedulesResident = b
 	}
 	if v := c.TraceURLTemplate; v != "" && !strings.Contains(v, "{trace_id}") {
 		return c, fmt.Errorf("TICKGATE_TRACE_URL_TEMPLATE: want an address with {trace_id} in it, got %q", v)

@@ -526,6 +526,47 @@ func (q *Queries) RequestScheduleRest(ctx context.Context, arg RequestScheduleRe
 	return result.RowsAffected(), nil
 }
 
+const restScheduleInPlace = `-- name: RestScheduleInPlace :execrows
+UPDATE schedules
+SET owner = NULL, rest_requested_at = NULL, owner_checked_at = NULL, watermark = $1,
+    last_success_at = GREATEST(last_success_at, $2),
+    rescheduled_to = $3, plan_at = $4, plan_action = $5,
+    next_run_at = $6, updated_at = now()
+WHERE id = $7 AND owner = $8
+`
+
+type RestScheduleInPlaceParams struct {
+	Watermark     *time.Time
+	LastSuccessAt *time.Time
+	RescheduledTo *time.Time
+	PlanAt        *time.Time
+	PlanAction    *string
+	NextRunAt     *time.Time
+	ID            int64
+	Owner         *string
+}
+
+// A resident run (TICKGATE_SCHEDULES_RESIDENT) rests and stays open: the handover completes
+// in this transaction, with the same state and plan a rest request leaves, because the run
+// decides nothing more until it takes the schedule over again (TakeScheduleOwnership),
+// whatever reaches it meanwhile.
+func (q *Queries) RestScheduleInPlace(ctx context.Context, arg RestScheduleInPlaceParams) (int64, error) {
+	result, err := q.db.Exec(ctx, restScheduleInPlace,
+		arg.Watermark,
+		arg.LastSuccessAt,
+		arg.RescheduledTo,
+		arg.PlanAt,
+		arg.PlanAction,
+		arg.NextRunAt,
+		arg.ID,
+		arg.Owner,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const schedulesInFlight = `-- name: SchedulesInFlight :many
 SELECT schedule_id, count(*) FILTER (WHERE status = 'RUNNING')::bigint AS running,
        count(*) FILTER (WHERE status = 'BUFFERED')::bigint AS buffered
@@ -660,4 +701,27 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 		&i.Labels,
 	)
 	return i, err
+}
+
+const wakeSchedulesWithoutWorkflow = `-- name: WakeSchedulesWithoutWorkflow :execrows
+UPDATE schedules SET plan_at = now(), plan_action = 'wake'
+WHERE owner IS NULL AND completed_at IS NULL AND created_at < $1::timestamptz
+  AND plan_action IS DISTINCT FROM 'wake' AND NOT (name = ANY($2::text[]))
+`
+
+type WakeSchedulesWithoutWorkflowParams struct {
+	CreatedBefore time.Time
+	Open          []string
+}
+
+// Resident schedules (TICKGATE_SCHEDULES_RESIDENT): the schedules at rest that are not
+// completed, created before @created_before (a newer one is woken by its creation), whose
+// workflow is not among those open (@open, the names), are woken by the planner's next round:
+// their workflow opens, takes the schedule and rests it in place.
+func (q *Queries) WakeSchedulesWithoutWorkflow(ctx context.Context, arg WakeSchedulesWithoutWorkflowParams) (int64, error) {
+	result, err := q.db.Exec(ctx, wakeSchedulesWithoutWorkflow, arg.CreatedBefore, arg.Open)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -26,6 +26,18 @@ SET rest_requested_at = now(), owner_checked_at = NULL, watermark = @watermark,
     next_run_at = @next_run_at, updated_at = now()
 WHERE id = @id AND owner = @owner;
 
+-- name: RestScheduleInPlace :execrows
+-- A resident run (TICKGATE_SCHEDULES_RESIDENT) rests and stays open: the handover completes
+-- in this transaction, with the same state and plan a rest request leaves, because the run
+-- decides nothing more until it takes the schedule over again (TakeScheduleOwnership),
+-- whatever reaches it meanwhile.
+UPDATE schedules
+SET owner = NULL, rest_requested_at = NULL, owner_checked_at = NULL, watermark = @watermark,
+    last_success_at = GREATEST(last_success_at, @last_success_at),
+    rescheduled_to = @rescheduled_to, plan_at = @plan_at, plan_action = @plan_action,
+    next_run_at = @next_run_at, updated_at = now()
+WHERE id = @id AND owner = @owner;
+
 -- name: ListRestRequests :many
 -- Rests to complete: asked for at least half a second ago (the run ends in the same
 -- workflow task that asked), each looked at again after a quarter of its age, so a run that
@@ -182,3 +194,12 @@ WHERE r.id IN (
     LIMIT @max_rows
     FOR UPDATE OF x SKIP LOCKED)
 RETURNING r.id, r.workflow_id, r.schedule_id;
+
+-- name: WakeSchedulesWithoutWorkflow :execrows
+-- Resident schedules (TICKGATE_SCHEDULES_RESIDENT): the schedules at rest that are not
+-- completed, created before @created_before (a newer one is woken by its creation), whose
+-- workflow is not among those open (@open, the names), are woken by the planner's next round:
+-- their workflow opens, takes the schedule and rests it in place.
+UPDATE schedules SET plan_at = now(), plan_action = 'wake'
+WHERE owner IS NULL AND completed_at IS NULL AND created_at < @created_before::timestamptz
+  AND plan_action IS DISTINCT FROM 'wake' AND NOT (name = ANY(@open::text[]));

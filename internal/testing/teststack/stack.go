@@ -97,7 +97,7 @@ func Start(t *testing.T, opts Options) *Stack {
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Stop)
 	}
-	starter := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue}
+	starter := &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue, ResidentSchedules: cfg.SchedulesResident}
 	if workers > 0 {
 		// The schedule planner arms the fires of schedules at rest (a singleton per task
 		// queue, as a worker process starts it).
@@ -115,7 +115,8 @@ func Start(t *testing.T, opts Options) *Stack {
 	app := &api.Server{Store: st, Temporal: tc, Starter: starter, Devices: engine, Listener: listener, Logf: t.Logf,
 		Tracer: tel.Tracer(), TraceURL: cfg.TraceURLTemplate, HTTPAllow: cfg.HTTPAllow,
 		WorkflowTaskQueues: cfg.WorkflowTaskQueues,
-		AuthFailures:       cfg.APIAuthFailures, TrustedProxies: cfg.APITrustedProxies, Timeouts: timeouts}
+		AuthFailures:       cfg.APIAuthFailures, TrustedProxies: cfg.APITrustedProxies, Timeouts: timeouts,
+		SchedulesResident: cfg.SchedulesResident}
 	h := tel.HTTPHandler(api.New(app), "tickgate.api", nil)
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config = api.NewHTTPServer(h, timeouts)
