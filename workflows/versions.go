@@ -62,6 +62,12 @@ var Changes = []Change{
 			"with the loop, and a watch recorded its run's end from its own coroutine (schedule_legacy.go: the mirror " +
 			"mutex, the starting counter, the dirty flag)",
 	},
+	{
+		ID: scheduleFirePremiseChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, the record of a fire that starts a run carried no premise (TickRecord.Premise): PostgreSQL " +
+			"recorded it whatever else ran, and a run a lost workflow task left in flight was not counted by the overlap " +
+			"policy or the cap until it ended",
+	},
 }
 
 // BranchTakenPrefix begins the value of the side effect branchTaken writes.
