@@ -192,3 +192,32 @@ func (s *ScheduleWorkflowSuite) TestABufferedTickWaitsForARunALostTaskLeftInFlig
 	s.False(targets.began[tickTarget].Before(lostEnd), "the tick began at %s, before the lost run ended at %s", targets.began[tickTarget], lostEnd)
 	s.Equal(map[string]int{"SUCCEEDED/manual": 2, "SUCCEEDED/scheduled": 1}, s.tally("lost-drain"))
 }
+
+// Backfill ticks wait for a run a lost task left in flight too: with max_concurrent 1, a
+// backfill of three past hours asked at 10s, while the lost run of 5s is in flight, starts
+// none of them beside it; they run one after the other once it has ended.
+func (s *ScheduleWorkflowSuite) TestBackfillTicksWaitForARunALostTaskLeftInFlight() {
+	in := s.createSchedule("lost-backfill", schedulespec.Spec{Cron: "0 * * * *"}, s.t0, capped(1, domain.WhenFullBuffer))
+	targets := s.mockTargets(time.Minute)
+	var lost store.ScheduleRun
+	s.env.RegisterDelayedCallback(func() { lost = s.plantLostRun("lost-backfill", targets) }, 5*time.Second)
+	s.env.RegisterDelayedCallback(func() {
+		s.update(workflows.ScheduleBackfill, workflows.BackfillRequest{Start: s.t0.Add(-3 * time.Hour), End: s.t0.Add(-time.Hour)},
+			func(r any, err error) { s.Require().NoError(err) })
+	}, 10*time.Second)
+	var early map[string]int
+	s.env.RegisterDelayedCallback(func() { early = s.tally("lost-backfill") }, 30*time.Second)
+	s.stopAt(5 * minute)
+	s.env.ExecuteWorkflow(workflows.ScheduleWorkflowType, in)
+
+	s.Equal(map[string]int{"RUNNING/manual": 1, "BUFFERED/backfill": 3}, early, "at 30s the lost run alone is in flight")
+	s.Equal(1, targets.mostAtOnce(), "never a target beside another")
+	lostEnd, watched := targets.ended[lost.WorkflowID]
+	s.Require().True(watched, "the lost run was taken in and watched")
+	for id, at := range targets.began {
+		if id != lost.WorkflowID {
+			s.False(at.Before(lostEnd), "%s began at %s, before the lost run ended at %s", id, at, lostEnd)
+		}
+	}
+	s.Equal(map[string]int{"SUCCEEDED/manual": 1, "SUCCEEDED/backfill": 3}, s.tally("lost-backfill"))
+}
