@@ -127,6 +127,17 @@ type TickRecord struct {
 	// the buffer) of a scheduled, catch-up or backfill tick one of them excludes is recorded
 	// SKIPPED with the reason naming it instead (nil in histories from before calendars).
 	ExcludeCalendars []string `json:",omitempty"`
+	// Premise, for a fire that starts a run, is the runs in flight the workflow decided it
+	// on: when PostgreSQL holds others, nothing is recorded and the answer names them
+	// (RunRecord.Unknown). Nil: no check (histories from before it, and fires whose decision
+	// does not rest on what runs).
+	Premise *FirePremise `json:",omitempty"`
+}
+
+// FirePremise is what a fire that starts a run was decided on (store.FirePremise).
+type FirePremise struct {
+	// Running are the ids of the runs the workflow holds in flight.
+	Running []int64
 }
 
 // RunRecord is the recorded run.
@@ -146,6 +157,10 @@ type RunRecord struct {
 	// StartAt is when an armed workflow fire's target starts (its visible time), for a run
 	// found recorded before (nil: not armed, or released).
 	StartAt *time.Time `json:",omitempty"`
+	// Unknown are the runs in flight that PostgreSQL holds and the record's premise did not
+	// (TickRecord.Premise): nothing was recorded — the workflow takes them in and decides the
+	// tick again. Empty when the record went through.
+	Unknown []RunRecord `json:",omitempty"`
 }
 
 // RecordTick commits the tick (run row, event, outbox message, schedule mirror) in one
@@ -155,6 +170,9 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (rec 
 		ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt, FiredAt: r.FiredAt, Trigger: r.Trigger, Status: r.Status,
 		Reason: r.Reason, IdempotencyKey: r.IdempotencyKey, WorkflowID: r.WorkflowID, Event: r.Event, NextRunAt: r.NextRunAt,
 		Exclusion: exclusion(r.ExcludeCalendars),
+	}
+	if r.Premise != nil {
+		fire.Premise = &store.FirePremise{Running: r.Premise.Running}
 	}
 	storeCtx := ctx
 	if a.Tracer != nil {
@@ -171,6 +189,10 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (rec 
 		}()
 	}
 	run, created, err := a.Store.RecordFire(storeCtx, fire)
+	var stale *store.StalePremise
+	if errors.As(err, &stale) {
+		return unknownRuns(stale.Runs), nil
+	}
 	if err != nil {
 		return RunRecord{}, gone(err, r.ScheduleID)
 	}
@@ -185,6 +207,19 @@ func (a *ScheduleActivities) RecordTick(ctx context.Context, r TickRecord) (rec 
 		rec.StartAt = run.VisibleAt
 	}
 	return rec, nil
+}
+
+// unknownRuns is RecordTick's answer to a fire whose premise missed runs in flight.
+func unknownRuns(runs []store.ScheduleRun) RunRecord {
+	rec := RunRecord{CommittedAt: time.Now().UTC()}
+	for _, r := range runs {
+		u := RunRecord{ID: r.ID, Status: r.Status, ScheduledAt: r.ScheduledAt.UTC(), WorkflowID: r.WorkflowID}
+		if r.Armed {
+			u.StartAt = r.VisibleAt
+		}
+		rec.Unknown = append(rec.Unknown, u)
+	}
+	return rec
 }
 
 // MissedTicks records ticks that fell outside the catch-up window, one MISSED row each.

@@ -323,6 +323,9 @@ type Fire struct {
 	// buffer) of a tick one of them excludes is recorded SKIPPED with its reason instead. A
 	// calendar edit racing the record either commits first and is obeyed, or waits for it.
 	Exclusion *Exclusion
+	// Premise, for a fire that starts a run, is the runs in flight it was decided on: the fire
+	// is recorded only if PostgreSQL holds no other (see FirePremise; nil: no check).
+	Premise *FirePremise
 }
 
 // RecordFire commits a tick in one transaction: the schedule_runs row, its event and outbox
@@ -330,7 +333,8 @@ type Fire struct {
 // VisibleAt, leaves those to its release and its outbox message without a feed position
 // until then). The idempotency key
 // makes it safe to retry: a key already recorded changes nothing and returns the existing
-// run with created=false (invariant S1). A deleted schedule is ErrNotFound.
+// run with created=false (invariant S1). A deleted schedule is ErrNotFound. A fire whose
+// premise missed runs in flight records nothing and is a *StalePremise (FirePremise).
 //
 // An armed fire near or behind the release frontier is armed holding the release lock, and
 // released at once if a release already passed its time (see releaseStragglers).
@@ -353,6 +357,9 @@ func (s *Store) RecordFire(ctx context.Context, f Fire) (run ScheduleRun, create
 		}
 		if err := f.judgeExclusion(ctx, q); err != nil {
 			return err
+		}
+		if err := f.checkPremise(ctx, q); err != nil {
+			return err // a *StalePremise when runs in flight were not counted: nothing recorded
 		}
 		params := dbgen.InsertScheduleRunParams{
 			ScheduleID: f.ScheduleID, ScheduledAt: f.ScheduledAt.UTC(), Trigger: f.Trigger,

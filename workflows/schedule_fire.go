@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -163,8 +164,21 @@ func (w *scheduleWorkflow) nextAfterWatermark() *time.Time {
 }
 
 // fire decides what one tick does under the overlap and skip_if_successful policies and
-// records it. overlap "" means the schedule's policy.
+// records it. overlap "" means the schedule's policy. A record that finds runs in flight the
+// decision did not count records nothing; they are taken in and the tick is decided again
+// (schedule_premise.go).
 func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, overlap domain.Overlap, input json.RawMessage) (TriggerResult, error) {
+	for decided := 1; ; decided++ {
+		res, err := w.decideFire(ctx, tick, trigger, key, overlap, input)
+		var unknown *unknownRuns
+		if !errors.As(err, &unknown) || decided == maxDecisions {
+			return res, err
+		}
+	}
+}
+
+// decideFire is one decision of fire.
+func (w *scheduleWorkflow) decideFire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, overlap domain.Overlap, input json.RawMessage) (TriggerResult, error) {
 	if (trigger == domain.TriggerScheduled || trigger == domain.TriggerCatchup) && tick.After(w.carry.Watermark) {
 		w.carry.Watermark = tick
 	}
@@ -221,7 +235,7 @@ func (w *scheduleWorkflow) fire(ctx workflow.Context, tick time.Time, trigger do
 			w.stopRunning(ctx, true)
 		}
 	}
-	return w.startCounted(ctx, tick, trigger, key, input)
+	return w.startCounted(ctx, tick, trigger, key, overlap, input)
 }
 
 // buffer queues a tick behind the running run and records it as a BUFFERED row with the
@@ -286,12 +300,15 @@ func (w *scheduleWorkflow) cancelsOther(b BufferedTick) bool {
 }
 
 func (w *scheduleWorkflow) record(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string) (TriggerResult, error) {
-	return w.recordFire(ctx, tick, trigger, key, status, reason, workflowID, nil)
+	return w.recordFire(ctx, tick, trigger, key, status, reason, workflowID, nil, nil)
 }
 
 // recordFire records a tick; input is the fire's own input for a run that has to be
-// adopted (see adoptIfUnwatched).
-func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string, input json.RawMessage) (TriggerResult, error) {
+// adopted (see adoptIfUnwatched). premise, for a fire that starts a run, is the runs in
+// flight it was decided on: when PostgreSQL holds others, nothing is recorded, they are
+// taken in, and recordFire answers *unknownRuns (schedule_premise.go).
+func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, status domain.RunStatus, reason, workflowID string,
+	input json.RawMessage, premise *activities.FirePremise) (TriggerResult, error) {
 	unlock, err := w.lockMirror(ctx)
 	if err != nil {
 		return TriggerResult{}, err
@@ -307,7 +324,7 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 	}
 	rec := activities.TickRecord{
 		ScheduleID: w.def.ID, ScheduledAt: tick, Trigger: trigger, Status: status, Reason: reason,
-		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored,
+		IdempotencyKey: key, WorkflowID: workflowID, NextRunAt: w.mirrored, Premise: premise,
 	}
 	if trigger != domain.TriggerManual {
 		rec.ExcludeCalendars = w.calendars(ctx)
@@ -326,6 +343,10 @@ func (w *scheduleWorkflow) recordFire(ctx workflow.Context, tick time.Time, trig
 	var run activities.RunRecord
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), scheduleActs.RecordTick, rec).Get(ctx, &run); err != nil {
 		return TriggerResult{}, err
+	}
+	if len(run.Unknown) > 0 {
+		w.work.add(run.CommittedAt)
+		return TriggerResult{}, w.takeIn(ctx, run.Unknown)
 	}
 	w.mirrored = run.NextRunAt // the record's answer, which the history holds
 	w.work.add(run.CommittedAt)
@@ -364,20 +385,21 @@ func (w *scheduleWorkflow) eventFor(tick time.Time, trigger domain.Trigger, fire
 	return &e
 }
 
-// startCounted starts a tick decided to start. In a run pinned before
+// startCounted starts a tick decided to start under overlap. In a run pinned before
 // scheduleOneWriterChange it holds the tick's place in flight (concurrentHandlers.starting)
 // until launch has put its run in carry.Running, for the decision of a fire in another
 // handler meanwhile; in the new branch nothing is decided meanwhile.
-func (w *scheduleWorkflow) startCounted(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, input json.RawMessage) (TriggerResult, error) {
+func (w *scheduleWorkflow) startCounted(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, overlap domain.Overlap, input json.RawMessage) (TriggerResult, error) {
 	if w.legacy != nil {
 		w.legacy.starting++
 		defer func() { w.legacy.starting-- }()
 	}
-	return w.start(ctx, tick, trigger, key, input)
+	return w.start(ctx, tick, trigger, key, overlap, input)
 }
 
-// start records a fired run and performs its action.
-func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, input json.RawMessage) (TriggerResult, error) {
+// start records a fired run and performs its action. A workflow's run is recorded on the
+// premise of the runs in flight its start was decided on (see premise).
+func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger domain.Trigger, key string, overlap domain.Overlap, input json.RawMessage) (TriggerResult, error) {
 	if !w.def.Action.StartsWorkflow() {
 		res, err := w.record(ctx, tick, trigger, key, domain.RunSucceeded, "", "")
 		if err == nil && !res.existed && res.Status == domain.RunSucceeded {
@@ -385,7 +407,7 @@ func (w *scheduleWorkflow) start(ctx workflow.Context, tick time.Time, trigger d
 		}
 		return res, err
 	}
-	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", domain.RunWorkflowID(w.def.Name, key), input)
+	res, err := w.recordFire(ctx, tick, trigger, key, domain.RunRunning, "", domain.RunWorkflowID(w.def.Name, key), input, w.premise(ctx, overlap))
 	if err != nil || res.existed || res.Status != domain.RunRunning {
 		// Recorded before: started and watched then, or adopted by record now. Or recorded
 		// SKIPPED: a calendar edited since the workflow asked excludes the tick.
@@ -527,6 +549,7 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 		return nil
 	}
 	holdTicks := w.carry.Paused
+	refused := 0
 	for {
 		i := 0
 		if holdTicks {
@@ -541,8 +564,25 @@ func (w *scheduleWorkflow) drainBuffer(ctx workflow.Context) error {
 		if !w.mayStartBuffered(ctx, b) {
 			return nil
 		}
+		overlap := b.Overlap
+		if overlap == "" {
+			overlap = w.def.Overlap
+		}
 		w.carry.Buffer = slices.Delete(w.carry.Buffer, i, i+1)
-		if _, err := w.startCounted(ctx, b.Tick, b.Trigger, b.Key, b.Input); err != nil {
+		_, err := w.startCounted(ctx, b.Tick, b.Trigger, b.Key, overlap, b.Input)
+		var unknown *unknownRuns
+		if errors.As(err, &unknown) && refused < maxDecisions-1 {
+			// Runs the workflow did not count hold the place it was to take: taken in, they
+			// are in flight now, and it waits on in its place (mayStartBuffered decides again).
+			// Under cancel_other they are what it waits to see canceled.
+			refused++
+			w.carry.Buffer = slices.Insert(w.carry.Buffer, i, b)
+			if overlap == domain.OverlapCancelOther {
+				w.stopRunning(ctx, false)
+			}
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -33,10 +33,12 @@ type fakeTargets struct {
 	// began is when each target began running, on the workflow clock: its start, or an
 	// armed one's tick.
 	began map[string]time.Time
+	// ended is when each target's wait returned its end, on the workflow clock.
+	ended map[string]time.Time
 }
 
 func (s *ScheduleWorkflowSuite) mockTargets(runFor time.Duration) *fakeTargets {
-	f := &fakeTargets{stopped: map[string]string{}, startAt: map[string]time.Time{}, began: map[string]time.Time{}}
+	f := &fakeTargets{stopped: map[string]string{}, startAt: map[string]time.Time{}, began: map[string]time.Time{}, ended: map[string]time.Time{}}
 	s.env.OnActivity(s.acts.StartRunWorkflow, mock.Anything, mock.Anything).Return(func(_ context.Context, r activities.StartRun) (string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -67,6 +69,7 @@ func (s *ScheduleWorkflowSuite) mockTargets(runFor time.Duration) *fakeTargets {
 	}).Return(func(_ context.Context, id string) (activities.RunOutcome, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		f.ended[id] = s.env.Now()
 		switch f.stopped[id] {
 		case "terminate":
 			return activities.RunOutcome{Status: domain.RunTerminated, Error: "terminated"}, nil

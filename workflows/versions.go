@@ -67,6 +67,12 @@ var Changes = []Change{
 		What: "before it, a schedule's workflow ended when it rested, whatever TICKGATE_SCHEDULES_RESIDENT said (no StayOpen " +
 			"in its rest request, no look and no timer at rest)",
 	},
+	{
+		ID: scheduleFirePremiseChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
+		What: "before it, the record of a fire that starts a run carried no premise (TickRecord.Premise): PostgreSQL " +
+			"recorded it whatever else ran, and a run a lost workflow task left in flight was not counted by the overlap " +
+			"policy or the cap until it ended",
+	},
 }
 
 // BranchTakenPrefix begins the value of the side effect branchTaken writes.

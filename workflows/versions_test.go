@@ -204,6 +204,13 @@ var branchEvidence = map[string]evidence{
 			return typ == "ExcludedBy"
 		})
 	}},
+	"schedule-fire-premise": {"a RecordTick answered with runs in flight the workflow had not counted (RunRecord.Unknown): only a record that carries its premise is checked", func(events []*historypb.HistoryEvent) bool {
+		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
+			typ, result := localActivity(ev)
+			var run struct{ Unknown []struct{ ID int64 } }
+			return typ == "RecordTick" && json.Unmarshal(result, &run) == nil && len(run.Unknown) > 0
+		})
+	}},
 	"schedule-max-concurrent": {"a tick recorded BUFFERED by a schedule under allow_all (only the cap makes one wait)", func(events []*historypb.HistoryEvent) bool {
 		allowAll := false
 		for _, ev := range events {

@@ -1559,6 +1559,62 @@ func (q *Queries) RunTraceContext(ctx context.Context, id int64) (*string, error
 	return trace_context, err
 }
 
+const runsInFlightBeyond = `-- name: RunsInFlightBeyond :many
+SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs
+WHERE schedule_id = $1 AND status = 'RUNNING' AND redrives = 0
+  AND idempotency_key <> $2 AND NOT (id = ANY($3::bigint[]))
+ORDER BY id
+`
+
+type RunsInFlightBeyondParams struct {
+	ScheduleID     int64
+	IdempotencyKey string
+	Known          []int64
+}
+
+// The schedule's runs in flight (RUNNING, armed ones among them) that a fire's decider did
+// not count (@known), the fire's own tick aside (recorded before: that run is the fire's
+// answer). A redrive is outside the overlap policy and the cap: it does not count.
+func (q *Queries) RunsInFlightBeyond(ctx context.Context, arg RunsInFlightBeyondParams) ([]ScheduleRun, error) {
+	rows, err := q.db.Query(ctx, runsInFlightBeyond, arg.ScheduleID, arg.IdempotencyKey, arg.Known)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduleRun
+	for rows.Next() {
+		var i ScheduleRun
+		if err := rows.Scan(
+			&i.ID,
+			&i.ScheduleID,
+			&i.ScheduledAt,
+			&i.FiredAt,
+			&i.Trigger,
+			&i.Status,
+			&i.Reason,
+			&i.IdempotencyKey,
+			&i.WorkflowID,
+			&i.Error,
+			&i.FinishedAt,
+			&i.CreatedAt,
+			&i.Armed,
+			&i.VisibleAt,
+			&i.ReleaseNextRunAt,
+			&i.RetractedAt,
+			&i.WatchedUntil,
+			&i.TraceContext,
+			&i.Redrives,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const scheduleOutages = `-- name: ScheduleOutages :many
 SELECT o.down_from::timestamptz AS down_from, o.down_until::timestamptz AS down_until,
        schedule_missed_reason(o.down_from, o.down_until, $1::bigint)::text AS missed_reason

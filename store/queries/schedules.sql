@@ -109,6 +109,15 @@ LIMIT @max_rows;
 -- name: ListRunningScheduleRuns :many
 SELECT * FROM schedule_runs WHERE schedule_id = @schedule_id AND status = 'RUNNING' ORDER BY id;
 
+-- name: RunsInFlightBeyond :many
+-- The schedule's runs in flight (RUNNING, armed ones among them) that a fire's decider did
+-- not count (@known), the fire's own tick aside (recorded before: that run is the fire's
+-- answer). A redrive is outside the overlap policy and the cap: it does not count.
+SELECT * FROM schedule_runs
+WHERE schedule_id = @schedule_id AND status = 'RUNNING' AND redrives = 0
+  AND idempotency_key <> @idempotency_key AND NOT (id = ANY(@known::bigint[]))
+ORDER BY id;
+
 -- name: UpdateScheduleDefinition :one
 -- Optimistic: the row changes only when its version is the one the caller read
 -- (expected_version 0 skips the check). A completed schedule given another spec (a new
