@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +23,7 @@ import (
 	tickgate "github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/readiness"
+	"github.com/tickgate/tickgate/internal/testing/tcpproxy"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
@@ -47,13 +45,13 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	dbURL := testenv.DatabaseURL(t)
 	pgTarget, err := url.Parse(dbURL)
 	require.NoError(t, err)
-	pgProxy := newTCPProxy(t, pgTarget.Host)
-	temporalProxy := newTCPProxy(t, testenv.TemporalAddress(t))
+	pgProxy := tcpproxy.New(t, pgTarget.Host)
+	temporalProxy := tcpproxy.New(t, testenv.TemporalAddress(t))
 	proxiedDB := *pgTarget
-	proxiedDB.Host = pgProxy.addr
-	apiURL, workerURL := "http://"+freeLoopbackAddr(t), "http://"+freeLoopbackAddr(t)
+	proxiedDB.Host = pgProxy.Addr
+	apiURL, workerURL := "http://"+tcpproxy.FreeLoopbackAddr(t), "http://"+tcpproxy.FreeLoopbackAddr(t)
 	env := []string{
-		"DATABASE_URL=" + proxiedDB.String(), "TEMPORAL_ADDRESS=" + temporalProxy.addr,
+		"DATABASE_URL=" + proxiedDB.String(), "TEMPORAL_ADDRESS=" + temporalProxy.Addr,
 		// A namespace of its own: this worker's singletons (the schedule reconciler stops
 		// schedule workflows without a row in *its* database) must not touch other tests'.
 		"TEMPORAL_NAMESPACE=" + newNamespace(t), "TICKGATE_TASK_QUEUE=readiness",
@@ -75,7 +73,7 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	require.Contains(t, r.Detail, "not ready: postgres: ")
 	require.False(t, r.Checks["postgres"].OK)
 	require.Contains(t, r.Checks["postgres"].Error, "connection refused")
-	require.Contains(t, r.Checks["postgres"].Error, pgProxy.addr)
+	require.Contains(t, r.Checks["postgres"].Error, pgProxy.Addr)
 	require.NotEmpty(t, r.Checks["postgres"].For)
 	require.Equal(t, "waiting for postgres", r.Checks["temporal"].Error)
 	r = waitReadyz(t, apiURL, http.StatusServiceUnavailable)
@@ -313,100 +311,4 @@ func newNamespace(t *testing.T) string {
 		return true
 	}, 30*time.Second, 200*time.Millisecond, "search attributes never usable in %s", ns)
 	return ns
-}
-
-// freeLoopbackAddr returns a loopback address nothing listens on (a port the kernel just handed
-// out and got back).
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
-// tcpProxy forwards a fixed loopback address to target while started; stopped, nothing
-// listens there and every forwarded connection is cut, as when the dependency goes down.
-type tcpProxy struct {
-	t      *testing.T
-	addr   string
-	target string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
-	p := &tcpProxy{t: t, addr: freeLoopbackAddr(t), target: target, conns: map[net.Conn]struct{}{}}
-	t.Cleanup(p.Stop)
-	return p
-}
-
-// Start listens on the proxy's address.
-func (p *tcpProxy) Start() {
-	p.t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	require.NoError(p.t, err)
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go p.accept(ln)
-}
-
-func (p *tcpProxy) accept(ln net.Listener) {
-	defer p.wg.Done()
-	for {
-		down, err := ln.Accept()
-		if err != nil {
-			return // Stop closed the listener
-		}
-		up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-		if err != nil {
-			_ = down.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.ln != ln { // stopped meanwhile
-			p.mu.Unlock()
-			_ = down.Close()
-			_ = up.Close()
-			return
-		}
-		p.conns[down], p.conns[up] = struct{}{}, struct{}{}
-		p.wg.Add(2)
-		p.mu.Unlock()
-		go p.pipe(up, down)
-		go p.pipe(down, up)
-	}
-}
-
-// pipe copies src to dst; when either side ends, both connections close, so the client
-// sees the cut as a dead server would show it.
-func (p *tcpProxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
-	_ = dst.Close()
-	_ = src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-// Stop closes the listener and every live connection, and waits for the copiers to end.
-func (p *tcpProxy) Stop() {
-	p.mu.Lock()
-	if p.ln != nil {
-		_ = p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }

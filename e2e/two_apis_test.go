@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/client"
+	"github.com/tickgate/tickgate/internal/testing/tcpproxy"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
@@ -40,16 +41,16 @@ func TestTwoAPIsAndTwoWorkersShareOneState(t *testing.T) {
 	// The second API reaches PostgreSQL through a proxy, so the test can cut it alone.
 	pgTarget, err := url.Parse(dbURL)
 	require.NoError(t, err)
-	pgProxy := newTCPProxy(t, pgTarget.Host)
+	pgProxy := tcpproxy.New(t, pgTarget.Host)
 	pgProxy.Start()
 	proxied := *pgTarget
-	proxied.Host = pgProxy.addr
+	proxied.Host = pgProxy.Addr
 	common := []string{"TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=" + ns, "TICKGATE_TASK_QUEUE=" + queue}
 	env := func(db string, extra ...string) []string {
 		return append(append([]string{"DATABASE_URL=" + db}, common...), extra...)
 	}
-	apis := []string{"http://" + freeLoopbackAddr(t), "http://" + freeLoopbackAddr(t)}
-	workers := []string{"http://" + freeLoopbackAddr(t), "http://" + freeLoopbackAddr(t)}
+	apis := []string{"http://" + tcpproxy.FreeLoopbackAddr(t), "http://" + tcpproxy.FreeLoopbackAddr(t)}
+	workers := []string{"http://" + tcpproxy.FreeLoopbackAddr(t), "http://" + tcpproxy.FreeLoopbackAddr(t)}
 	startTickgate(t, bin, "api-1", env(dbURL, "TICKGATE_HTTP_ADDR="+strings.TrimPrefix(apis[0], "http://")), "api")
 	startTickgate(t, bin, "api-2", env(proxied.String(), "TICKGATE_HTTP_ADDR="+strings.TrimPrefix(apis[1], "http://")), "api")
 	for i, w := range workers {

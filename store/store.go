@@ -95,6 +95,13 @@ func poolConfig(databaseURL string, opts ...Option) (*pgxpool.Config, error) {
 	for _, o := range opts {
 		o(cfg)
 	}
+	// The caller's tracer (WithQueryTracer) is wrapped, not replaced: the watch needs
+	// the pool's releases and failed connects to see a link break.
+	var traced pgx.QueryTracer
+	if t, ok := cfg.ConnConfig.Tracer.(pgx.QueryTracer); ok {
+		traced = t
+	}
+	newLinkWatch(traced).install(cfg)
 	return cfg, nil
 }
 
