@@ -63,6 +63,31 @@ type HTTPDeliveryTarget struct {
 	Secrets []string
 	// HeaderValues are the values of the action's own headers.
 	HeaderValues map[string]string
+	// Status is the run's.
+	Status domain.RunStatus
+	// Delivered: a 2xx was recorded for the run's key (in any series): nothing is sent
+	// again.
+	Delivered bool
+	// Direct, when the run's current series began with first attempts sent by the worker
+	// that released its fire (not by its delivery workflow), says what they were.
+	Direct *DirectAttempts
+	// Unreadable, set only on a first attempt a sender claimed, is why what it sends could
+	// not be read (the rest of the target is then empty but its ids).
+	Unreadable error
+}
+
+// DirectAttempts are the first attempts of a run's series that the worker which released
+// its fire sent, before its delivery workflow: how many, when the first began, and the last
+// one's outcome and answer.
+type DirectAttempts struct {
+	Made          int
+	Began         time.Time
+	Finished      time.Time // zero: not finished (being sent)
+	Outcome       string
+	StatusCode    int // 0: no answer
+	Error         string
+	ResponseStart string
+	RetryAfter    time.Duration
 }
 
 // HTTPDeliveryOf reads what a delivery of run id sends; ErrNotFound when there is no such
@@ -72,28 +97,7 @@ func (s *Store) HTTPDeliveryOf(ctx context.Context, runID int64) (HTTPDeliveryTa
 	if err != nil {
 		return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: %w", runID, mapErr(err))
 	}
-	t := HTTPDeliveryTarget{
-		RunID: row.RunID, ScheduleID: row.ScheduleID, WorkflowID: row.WorkflowID, Key: row.IdempotencyKey,
-		ScheduledAt: row.ScheduledAt.UTC(), Redrive: int(row.Redrives), Schedule: row.ScheduleName,
-	}
-	if err := json.Unmarshal(row.Action, &t.Action); err != nil {
-		return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: the action of schedule %q: %w", runID, row.ScheduleName, err)
-	}
-	if len(row.Retry) > 0 {
-		t.Retry = new(domain.Retry)
-		if err := json.Unmarshal(row.Retry, t.Retry); err != nil {
-			return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: the retry policy of schedule %q: %w", runID, row.ScheduleName, err)
-		}
-	}
-	for _, secret := range []string{row.Secret, row.PreviousSecret} {
-		if secret != "" {
-			t.Secrets = append(t.Secrets, secret)
-		}
-	}
-	if err := json.Unmarshal(row.HeaderValues, &t.HeaderValues); err != nil {
-		return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: header values: %w", runID, err)
-	}
-	return t, nil
+	return deliveryTarget(row)
 }
 
 // ScheduleHeaderValues are the values of a schedule's http action's own headers (empty when
@@ -199,10 +203,14 @@ func (s *Store) GetRunByID(ctx context.Context, id int64) (ScheduleRun, error) {
 // RecordAttempt records a delivery attempt; the same (run, workflow id, attempt) recorded
 // again changes nothing. A run that no longer exists (its schedule deleted) is ErrNotFound.
 func (s *Store) RecordAttempt(ctx context.Context, a RunAttempt) error {
+	finished := a.StartedAt.Add(time.Duration(a.LatencyMs) * time.Millisecond)
+	if a.FinishedAt != nil {
+		finished = *a.FinishedAt
+	}
 	_, err := s.Q.RecordRunAttempt(ctx, dbgen.RecordRunAttemptParams{
 		RunID: a.RunID, WorkflowID: a.WorkflowID, Attempt: a.Attempt, Redrive: a.Redrive, StartedAt: a.StartedAt,
 		LatencyMs: a.LatencyMs, StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, ResponseStart: a.ResponseStart,
-		RetryAfterMs: a.RetryAfterMs,
+		RetryAfterMs: a.RetryAfterMs, FinishedAt: &finished,
 	})
 	if isForeignKeyViolation(err) {
 		return fmt.Errorf("attempt %d of run %d: %w", a.Attempt, a.RunID, ErrNotFound)

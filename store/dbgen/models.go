@@ -103,6 +103,13 @@ type Freeze struct {
 	LiftedAt      *time.Time
 }
 
+type HttpFirstAttempt struct {
+	RunID      int64
+	VisibleAt  time.Time
+	Sender     *string
+	LeaseUntil *time.Time
+}
+
 type IdempotencyKey struct {
 	TokenID     int64
 	Key         string
@@ -291,6 +298,8 @@ type ScheduleRunAttempt struct {
 	Error         string
 	ResponseStart string
 	RetryAfterMs  *int64
+	FinishedAt    *time.Time
+	Direct        bool
 }
 
 type ScheduleRunRedrive struct {

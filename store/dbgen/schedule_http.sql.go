@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/tickgate/tickgate/domain"
 )
 
 const deleteScheduleHeaderValues = `-- name: DeleteScheduleHeaderValues :exec
@@ -52,37 +54,61 @@ func (q *Queries) GetScheduleRunByID(ctx context.Context, id int64) (ScheduleRun
 }
 
 const hTTPDeliveryOf = `-- name: HTTPDeliveryOf :one
-SELECT r.id AS run_id, r.schedule_id, r.workflow_id, r.idempotency_key, r.scheduled_at, r.redrives,
+SELECT r.id AS run_id, r.schedule_id, r.workflow_id, r.idempotency_key, r.scheduled_at, r.redrives, r.status,
        s.name AS schedule_name, s.action, s.retry,
        COALESCE(k.secret, '')::text AS secret,
        COALESCE(CASE WHEN k.previous_valid_until > now() THEN k.previous_secret END, '')::text AS previous_secret,
-       COALESCE(h.header_values, '{}'::jsonb)::jsonb AS header_values
+       COALESCE(h.header_values, '{}'::jsonb)::jsonb AS header_values,
+       EXISTS (SELECT 1 FROM schedule_run_attempts a WHERE a.run_id = r.id AND a.outcome = 'succeeded') AS delivered,
+       (SELECT count(*) FROM schedule_run_attempts a WHERE a.run_id = r.id AND a.workflow_id = r.workflow_id AND a.direct)::int AS direct_attempts,
+       -- (a zero time, 0001-01-01, and '' stand for none)
+       COALESCE(d.started_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS direct_began,
+       COALESCE(d.finished_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS direct_finished,
+       COALESCE(d.outcome, '')::text AS direct_outcome, COALESCE(d.status_code, 0)::int AS direct_status,
+       COALESCE(d.error, '')::text AS direct_error, COALESCE(d.response_start, '')::text AS direct_response,
+       COALESCE(d.retry_after_ms, 0)::bigint AS direct_retry_after_ms
 FROM schedule_runs r
 JOIN schedules s ON s.id = r.schedule_id
 LEFT JOIN schedule_secrets k ON k.schedule_name = s.name
 LEFT JOIN schedule_header_values h ON h.schedule_name = s.name
+LEFT JOIN LATERAL (SELECT a.run_id, a.workflow_id, a.attempt, a.redrive, a.started_at, a.latency_ms, a.status_code, a.outcome, a.error, a.response_start, a.retry_after_ms, a.finished_at, a.direct FROM schedule_run_attempts a WHERE a.run_id = r.id AND a.workflow_id = r.workflow_id AND a.direct
+                   ORDER BY a.attempt DESC LIMIT 1) d ON true
 WHERE r.id = $1
 `
 
 type HTTPDeliveryOfRow struct {
-	RunID          int64
-	ScheduleID     int64
-	WorkflowID     string
-	IdempotencyKey string
-	ScheduledAt    time.Time
-	Redrives       int32
-	ScheduleName   string
-	Action         json.RawMessage
-	Retry          []byte
-	Secret         string
-	PreviousSecret string
-	HeaderValues   json.RawMessage
+	RunID              int64
+	ScheduleID         int64
+	WorkflowID         string
+	IdempotencyKey     string
+	ScheduledAt        time.Time
+	Redrives           int32
+	Status             domain.RunStatus
+	ScheduleName       string
+	Action             json.RawMessage
+	Retry              []byte
+	Secret             string
+	PreviousSecret     string
+	HeaderValues       json.RawMessage
+	Delivered          bool
+	DirectAttempts     int32
+	DirectBegan        time.Time
+	DirectFinished     time.Time
+	DirectOutcome      string
+	DirectStatus       int32
+	DirectError        string
+	DirectResponse     string
+	DirectRetryAfterMs int64
 }
 
 // What a delivery of a run sends, read by the run's id alone and never taken from a
 // workflow's input: the run's tick key and series, its schedule's action and retry policy,
 // the secrets that sign (the previous one while its grace lasts; ” for none) and the
 // header values.
+// With it, what the attempts so far say: whether a 2xx was recorded for the run's key (then
+// nothing is sent again), and the first attempts of its current series that the worker which
+// released it sent (direct): how many, when the first began, and the last one's outcome,
+// answer, end and Retry-After.
 func (q *Queries) HTTPDeliveryOf(ctx context.Context, runID int64) (HTTPDeliveryOfRow, error) {
 	row := q.db.QueryRow(ctx, hTTPDeliveryOf, runID)
 	var i HTTPDeliveryOfRow
@@ -93,12 +119,22 @@ func (q *Queries) HTTPDeliveryOf(ctx context.Context, runID int64) (HTTPDelivery
 		&i.IdempotencyKey,
 		&i.ScheduledAt,
 		&i.Redrives,
+		&i.Status,
 		&i.ScheduleName,
 		&i.Action,
 		&i.Retry,
 		&i.Secret,
 		&i.PreviousSecret,
 		&i.HeaderValues,
+		&i.Delivered,
+		&i.DirectAttempts,
+		&i.DirectBegan,
+		&i.DirectFinished,
+		&i.DirectOutcome,
+		&i.DirectStatus,
+		&i.DirectError,
+		&i.DirectResponse,
+		&i.DirectRetryAfterMs,
 	)
 	return i, err
 }
@@ -130,13 +166,16 @@ func (q *Queries) InsertRunRedrive(ctx context.Context, arg InsertRunRedrivePara
 }
 
 const listArmedStartsNotDue = `-- name: ListArmedStartsNotDue :many
-SELECT workflow_id FROM schedule_runs
+SELECT workflow_id FROM schedule_runs r
 WHERE schedule_id = $1 AND armed AND workflow_id <> '' AND visible_at > now() AND visible_at > release_frontier()
+  AND NOT EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id)
 `
 
 // The delayed starts of a schedule's armed workflow and http fires whose time has not come:
 // what a command stops before its transaction retracts them (that transaction retracts only
 // fires still not due then, a subset of these).
+// (An http fire queued for its first attempt has no delayed start: its retraction alone keeps
+// it from being sent.)
 func (q *Queries) ListArmedStartsNotDue(ctx context.Context, scheduleID int64) ([]string, error) {
 	rows, err := q.db.Query(ctx, listArmedStartsNotDue, scheduleID)
 	if err != nil {
@@ -230,7 +269,7 @@ func (q *Queries) ListDeadLetterRuns(ctx context.Context, arg ListDeadLetterRuns
 }
 
 const listRunAttempts = `-- name: ListRunAttempts :many
-SELECT run_id, workflow_id, attempt, redrive, started_at, latency_ms, status_code, outcome, error, response_start, retry_after_ms FROM schedule_run_attempts WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, started_at, attempt
+SELECT run_id, workflow_id, attempt, redrive, started_at, latency_ms, status_code, outcome, error, response_start, retry_after_ms, finished_at, direct FROM schedule_run_attempts WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, started_at, attempt
 `
 
 // The attempts of the runs given, in the order they were made.
@@ -255,6 +294,8 @@ func (q *Queries) ListRunAttempts(ctx context.Context, runIds []int64) ([]Schedu
 			&i.Error,
 			&i.ResponseStart,
 			&i.RetryAfterMs,
+			&i.FinishedAt,
+			&i.Direct,
 		); err != nil {
 			return nil, err
 		}
@@ -383,9 +424,9 @@ func (q *Queries) MarkRunRedriven(ctx context.Context, arg MarkRunRedrivenParams
 
 const recordRunAttempt = `-- name: RecordRunAttempt :execrows
 INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, started_at, latency_ms, status_code, outcome, error,
-                                   response_start, retry_after_ms)
+                                   response_start, retry_after_ms, finished_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10, $11)
+        $10, $11, $12)
 ON CONFLICT (run_id, workflow_id, attempt) DO NOTHING
 `
 
@@ -401,6 +442,7 @@ type RecordRunAttemptParams struct {
 	Error         string
 	ResponseStart string
 	RetryAfterMs  *int64
+	FinishedAt    *time.Time
 }
 
 // One delivery attempt, once: the same (run, series, attempt) recorded again changes nothing.
@@ -417,6 +459,7 @@ func (q *Queries) RecordRunAttempt(ctx context.Context, arg RecordRunAttemptPara
 		arg.Error,
 		arg.ResponseStart,
 		arg.RetryAfterMs,
+		arg.FinishedAt,
 	)
 	if err != nil {
 		return 0, err

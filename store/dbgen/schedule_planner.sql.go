@@ -42,7 +42,7 @@ WITH given AS (
            NULLIF(unnest($6::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS release_next_run_at,
            unnest($7::text[]) AS topic, unnest($8::text[]) AS type, unnest($9::text[]) AS aggregate_id,
            unnest($10::text[]) AS data, unnest($11::text[]) AS trace_context,
-           unnest($12::text[]) AS skip_reason
+           unnest($12::text[]) AS skip_reason, unnest($13::boolean[]) AS direct
 ), runs AS (
     INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                                armed, visible_at, release_next_run_at, trace_context)
@@ -66,6 +66,11 @@ WITH given AS (
 ), messages AS (
     INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
     SELECT id, topic, NULL, created_at FROM events
+), first_attempts AS (
+    -- an http fire's first attempt, sent by the worker that releases it
+    INSERT INTO http_first_attempts (run_id, visible_at)
+    SELECT r.id, r.visible_at FROM runs r JOIN given g ON g.idempotency_key = r.idempotency_key
+    WHERE g.direct AND r.status = 'RUNNING'
 )
 SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id,
        COALESCE(trace_context, '')::text AS trace_context, status FROM runs
@@ -84,6 +89,7 @@ type ArmPlannedFiresParams struct {
 	Data             []string
 	TraceContexts    []string
 	SkipReasons      []string
+	Direct           []bool
 }
 
 type ArmPlannedFiresRow struct {
@@ -103,7 +109,9 @@ type ArmPlannedFiresRow struct {
 // before inserts nothing (S1). A workflow fire of a tick whose
 // earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …). A tick a
 // calendar excludes (a skip reason given) is armed as the SKIPPED row it is, with no event:
-// it shows among the runs at its release like any fire, holding its tick key.
+// it shows among the runs at its release like any fire, holding its tick key. An http fire
+// (direct) is queued for its first attempt (http_first_attempts): the worker that releases it
+// sends it, and no delivery workflow is started ahead.
 func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams) ([]ArmPlannedFiresRow, error) {
 	rows, err := q.db.Query(ctx, armPlannedFires,
 		arg.ScheduleIds,
@@ -118,6 +126,7 @@ func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams
 		arg.Data,
 		arg.TraceContexts,
 		arg.SkipReasons,
+		arg.Direct,
 	)
 	if err != nil {
 		return nil, err
@@ -152,6 +161,7 @@ WHERE r.id IN (
     WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND (s.owner IS NULL OR x.redrives > 0)
       AND COALESCE(x.visible_at, x.fired_at, x.scheduled_at) <= now() - make_interval(secs => $2::float8)
       AND (x.watched_until IS NULL OR x.watched_until < now())
+      AND NOT EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = x.id)
     ORDER BY x.watched_until NULLS FIRST
     LIMIT $3
     FOR UPDATE OF x SKIP LOCKED)
@@ -175,7 +185,9 @@ type ClaimRunsToWatchRow struct {
 // A run is leased only @settle after its fire time: a burst's thousand watches (each a
 // long poll on Temporal) then do not compete with the thousand targets Temporal begins at
 // the tick; a run's outcome is recorded that much later at most. A redriven run is the
-// watchers' whoever holds its schedule (its workflow does not watch it).
+// watchers' whoever holds its schedule (its workflow does not watch it). An http fire whose
+// first attempt is the sender's (http_first_attempts) has no workflow to wait for yet: it is
+// watched once its delivery workflow was started to retry it.
 func (q *Queries) ClaimRunsToWatch(ctx context.Context, arg ClaimRunsToWatchParams) ([]ClaimRunsToWatchRow, error) {
 	rows, err := q.db.Query(ctx, claimRunsToWatch, arg.Until, arg.SettleSeconds, arg.MaxRows)
 	if err != nil {

@@ -867,7 +867,8 @@ func (q *Queries) JudgeLateWorkflowFires(ctx context.Context, arg JudgeLateWorkf
 }
 
 const lateWorkflowFires = `-- name: LateWorkflowFires :many
-SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at
+SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at,
+       EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id) AS direct
 FROM schedule_runs r
 WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY($1::bigint[]) AND r.visible_at > release_frontier()
   AND r.visible_at <= COALESCE($2::timestamptz, now())
@@ -885,11 +886,14 @@ type LateWorkflowFiresRow struct {
 	ID         int64
 	WorkflowID string
 	VisibleAt  time.Time
+	Direct     bool
 }
 
 // The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
 // them): whether their fate is on time, late, catch-up or missed depends on what their
 // targets did, which only Temporal knows (JudgeLateWorkflowFires takes that in).
+// direct: an http fire whose first attempt the releasing worker sends (http_first_attempts):
+// it has no target in Temporal, and has not started.
 func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresParams) ([]LateWorkflowFiresRow, error) {
 	rows, err := q.db.Query(ctx, lateWorkflowFires, arg.ScheduleIds, arg.AsOf, arg.OnTimeMs)
 	if err != nil {
@@ -899,7 +903,12 @@ func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresPa
 	var items []LateWorkflowFiresRow
 	for rows.Next() {
 		var i LateWorkflowFiresRow
-		if err := rows.Scan(&i.ID, &i.WorkflowID, &i.VisibleAt); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowID,
+			&i.VisibleAt,
+			&i.Direct,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -911,11 +920,13 @@ func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresPa
 }
 
 const listArmedWorkflowRuns = `-- name: ListArmedWorkflowRuns :many
-SELECT workflow_id FROM schedule_runs WHERE schedule_id = $1 AND armed AND workflow_id <> '' AND visible_at > release_frontier()
+SELECT workflow_id FROM schedule_runs r WHERE schedule_id = $1 AND armed AND workflow_id <> '' AND visible_at > release_frontier()
+  AND NOT EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id)
 `
 
 // The delayed starts of a schedule's armed workflow fires not yet released (to terminate
 // when it is deleted).
+// (An http fire queued for its first attempt has none.)
 func (q *Queries) ListArmedWorkflowRuns(ctx context.Context, scheduleID int64) ([]string, error) {
 	rows, err := q.db.Query(ctx, listArmedWorkflowRuns, scheduleID)
 	if err != nil {
@@ -1699,7 +1710,7 @@ WITH due AS (
 ), settled AS (
     UPDATE schedule_runs r
     SET armed       = false,
-        fired_at    = CASE WHEN r.status = 'SKIPPED' THEN NULL WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
+        fired_at    = CASE WHEN r.status = 'SKIPPED' THEN NULL WHEN r.workflow_id <> '' THEN r.fired_at ELSE due.released_at END,
         finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
     FROM due
     WHERE r.id = due.id
@@ -1729,7 +1740,7 @@ type SettleReleasedFiresRow struct {
 
 // After a release, in batches: its runs are settled — armed cleared, fired_at the release's
 // time for an event fire (its target's tick for a workflow fire, which Temporal started
-// then), an event fire finished — and their schedules count them (fired, last_run_at) and
+// then, as armed; an http fire's first attempt sets its own), an event fire finished — and their schedules count them (fired, last_run_at) and
 // move next_run_at past them unless something moved it already. A tick armed SKIPPED (a
 // calendar excludes it) never fired: it is counted skipped, finished at its release.
 func (q *Queries) SettleReleasedFires(ctx context.Context, maxRows int32) ([]SettleReleasedFiresRow, error) {
