@@ -241,14 +241,24 @@ func (s *Store) ReleaseFirstAttempts(ctx context.Context, sender string, runIDs 
 	return nil
 }
 
-// RenewFirstAttemptLeases renews the lease of every first attempt sender holds; it answers
-// how many it holds.
-func (s *Store) RenewFirstAttemptLeases(ctx context.Context, sender string, lease time.Duration) (int64, error) {
-	n, err := s.Q.RenewFirstAttemptLeases(ctx, dbgen.RenewFirstAttemptLeasesParams{Sender: sender, LeaseSeconds: lease.Seconds()})
+// RenewFirstAttemptLeases renews the leases of the first attempts given that sender holds;
+// it answers how many it renewed.
+func (s *Store) RenewFirstAttemptLeases(ctx context.Context, sender string, runIDs []int64, lease time.Duration) (int64, error) {
+	n, err := s.Q.RenewHeldFirstAttempts(ctx, dbgen.RenewHeldFirstAttemptsParams{RunIds: runIDs, Sender: sender, LeaseSeconds: lease.Seconds()})
 	if err != nil {
 		return 0, fmt.Errorf("renew first attempt leases: %w", mapErr(err))
 	}
 	return n, nil
+}
+
+// FirstAttemptQueued reports whether run's first attempt is still the sender's: no delivery
+// workflow of it may start meanwhile.
+func (s *Store) FirstAttemptQueued(ctx context.Context, runID int64) (bool, error) {
+	q, err := s.Q.FirstAttemptQueued(ctx, runID)
+	if err != nil {
+		return false, fmt.Errorf("first attempt of run %d: %w", runID, mapErr(err))
+	}
+	return q, nil
 }
 
 // Swept is what a sweep of first attempts whose sender's lease ran out did.
@@ -412,4 +422,13 @@ func deliveryTarget(row dbgen.HTTPDeliveryOfRow) (HTTPDeliveryTarget, error) {
 		t.Direct = d
 	}
 	return t, nil
+}
+
+// RequeueFirstAttempts puts back in the queue, for any sender, first attempts sender holds
+// and did not send.
+func (s *Store) RequeueFirstAttempts(ctx context.Context, sender string, runIDs []int64) error {
+	if err := s.Q.RequeueFirstAttempts(ctx, dbgen.RequeueFirstAttemptsParams{RunIds: runIDs, Sender: sender}); err != nil {
+		return fmt.Errorf("requeue %d first attempts: %w", len(runIDs), mapErr(err))
+	}
+	return nil
 }

@@ -200,8 +200,9 @@ func (s *Store) GetRunByID(ctx context.Context, id int64) (ScheduleRun, error) {
 	return row, nil
 }
 
-// RecordAttempt records a delivery attempt; the same (run, workflow id, attempt) recorded
-// again changes nothing. A run that no longer exists (its schedule deleted) is ErrNotFound.
+// RecordAttempt records a delivery attempt's answer, completing its StartAttempt record; the
+// same (run, workflow id, attempt) answered again changes nothing. A run that no longer
+// exists (its schedule deleted) is ErrNotFound.
 func (s *Store) RecordAttempt(ctx context.Context, a RunAttempt) error {
 	finished := a.StartedAt.Add(time.Duration(a.LatencyMs) * time.Millisecond)
 	if a.FinishedAt != nil {
@@ -211,6 +212,22 @@ func (s *Store) RecordAttempt(ctx context.Context, a RunAttempt) error {
 		RunID: a.RunID, WorkflowID: a.WorkflowID, Attempt: a.Attempt, Redrive: a.Redrive, StartedAt: a.StartedAt,
 		LatencyMs: a.LatencyMs, StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, ResponseStart: a.ResponseStart,
 		RetryAfterMs: a.RetryAfterMs, FinishedAt: &finished,
+	})
+	if isForeignKeyViolation(err) {
+		return fmt.Errorf("attempt %d of run %d: %w", a.Attempt, a.RunID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("attempt %d of run %d: %w", a.Attempt, a.RunID, mapErr(err))
+	}
+	return nil
+}
+
+// StartAttempt records a delivery attempt as being sent, before it is (an attempt recorded
+// already changes nothing); earlier attempts of the series still recorded as being sent are
+// recorded lost. A run that no longer exists is ErrNotFound.
+func (s *Store) StartAttempt(ctx context.Context, a RunAttempt) error {
+	err := s.Q.StartRunAttempt(ctx, dbgen.StartRunAttemptParams{
+		RunID: a.RunID, WorkflowID: a.WorkflowID, Attempt: a.Attempt, Redrive: a.Redrive, StartedAt: a.StartedAt,
 	})
 	if isForeignKeyViolation(err) {
 		return fmt.Errorf("attempt %d of run %d: %w", a.Attempt, a.RunID, ErrNotFound)

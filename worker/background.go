@@ -9,7 +9,6 @@ import (
 	"os"
 	"sync"
 
-	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -23,6 +22,8 @@ import (
 //     planners, which arm the fires, releases them too; several share the work;
 //   - the run watcher (activities.RunWatcher): it records the outcome of the runs in flight
 //     of schedules at rest, which no schedule workflow waits for; several share the work;
+//   - the http sender (activities.HTTPSender): it sends the first attempts of the http fires
+//     its releaser made true, at once, and sweeps those of senders that died;
 //   - the worker's liveness (store.Liveness): the evidence that tells a tick missed while
 //     tickgate was down from one that is late because it is busy (S2). The process is
 //     recorded alive before it polls its first task.
@@ -32,6 +33,7 @@ type engineWorker struct {
 	workerID string
 	releaser *store.Releaser
 	watcher  *activities.RunWatcher
+	sender   *activities.HTTPSender
 	liveness *store.Liveness
 
 	mu     sync.Mutex
@@ -39,7 +41,8 @@ type engineWorker struct {
 	done   chan struct{}
 }
 
-func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr trace.Tracer, taskQueue string) *engineWorker {
+func withEngineLoops(w sdkworker.Worker, d Deps) *engineWorker {
+	st, tc, tr, taskQueue := d.Store, d.Temporal, d.Telemetry.Tracer(), d.Config.TaskQueue
 	id := newWorkerID()
 	onRelease := activities.ObserveReleased
 	if tr != nil {
@@ -48,10 +51,13 @@ func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr t
 			activities.TraceReleased(tr, fires)
 		}
 	}
+	acts := &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}
+	sender := &activities.HTTPSender{Deliveries: d.httpDeliveries(), Acts: acts, ID: id}
 	return &engineWorker{
 		Worker: w, store: st, workerID: id,
-		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease},
-		watcher:  &activities.RunWatcher{Acts: &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}},
+		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease, Released: sender.Wake},
+		watcher:  &activities.RunWatcher{Acts: acts},
+		sender:   sender,
 		liveness: &store.Liveness{Store: st, WorkerID: id, Healthy: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
@@ -89,7 +95,7 @@ func (w *engineWorker) startLoops() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan struct{})
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){w.releaser.Run, w.watcher.Run, w.liveness.Run} {
+	for _, loop := range []func(context.Context){w.releaser.Run, w.watcher.Run, w.sender.Run, w.liveness.Run} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -19,7 +19,7 @@ func registerSchedules(r sdkworker.Registry, d Deps) {
 		Targets:   workflows.OwnTargets(d.Config.TaskQueue, d.Config.WorkflowTaskQueues),
 		Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
 	})
-	r.RegisterActivity(&activities.HTTPDeliveries{Store: d.Store, Outbound: d.Config.HTTPAllow})
+	r.RegisterActivity(d.httpDeliveries())
 }
 
 func init() {

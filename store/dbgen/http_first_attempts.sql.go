@@ -188,6 +188,18 @@ func (q *Queries) FinishFirstAttempts(ctx context.Context, arg FinishFirstAttemp
 	return err
 }
 
+const firstAttemptQueued = `-- name: FirstAttemptQueued :one
+SELECT EXISTS (SELECT 1 FROM http_first_attempts WHERE run_id = $1)::boolean AS queued
+`
+
+// Whether the run's first attempt is still the sender's (no delivery workflow may start).
+func (q *Queries) FirstAttemptQueued(ctx context.Context, runID int64) (bool, error) {
+	row := q.db.QueryRow(ctx, firstAttemptQueued, runID)
+	var queued bool
+	err := row.Scan(&queued)
+	return queued, err
+}
+
 const firstAttemptRunState = `-- name: FirstAttemptRunState :one
 SELECT r.id, r.status, r.error,
        EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id) AS queued,
@@ -453,18 +465,20 @@ func (q *Queries) NoteEndedRuns(ctx context.Context, arg NoteEndedRunsParams) er
 	return err
 }
 
-const renewFirstAttemptLeases = `-- name: RenewFirstAttemptLeases :execrows
-UPDATE http_first_attempts SET lease_until = now() + make_interval(secs => $1::float8) WHERE sender = $2::text
+const renewHeldFirstAttempts = `-- name: RenewHeldFirstAttempts :execrows
+UPDATE http_first_attempts SET lease_until = now() + make_interval(secs => $1::float8)
+WHERE run_id = ANY($2::bigint[]) AND sender = $3::text
 `
 
-type RenewFirstAttemptLeasesParams struct {
+type RenewHeldFirstAttemptsParams struct {
 	LeaseSeconds float64
+	RunIds       []int64
 	Sender       string
 }
 
-// A sender alive renews the leases of every row it holds.
-func (q *Queries) RenewFirstAttemptLeases(ctx context.Context, arg RenewFirstAttemptLeasesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, renewFirstAttemptLeases, arg.LeaseSeconds, arg.Sender)
+// A sender alive renews the leases of the rows it is working on.
+func (q *Queries) RenewHeldFirstAttempts(ctx context.Context, arg RenewHeldFirstAttemptsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, renewHeldFirstAttempts, arg.LeaseSeconds, arg.RunIds, arg.Sender)
 	if err != nil {
 		return 0, err
 	}

@@ -427,7 +427,10 @@ INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, starte
                                    response_start, retry_after_ms, finished_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         $10, $11, $12)
-ON CONFLICT (run_id, workflow_id, attempt) DO NOTHING
+ON CONFLICT (run_id, workflow_id, attempt) DO UPDATE
+SET latency_ms = EXCLUDED.latency_ms, status_code = EXCLUDED.status_code, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
+    response_start = EXCLUDED.response_start, retry_after_ms = EXCLUDED.retry_after_ms, finished_at = EXCLUDED.finished_at
+WHERE schedule_run_attempts.outcome IN ('sending', 'lost')
 `
 
 type RecordRunAttemptParams struct {
@@ -445,7 +448,8 @@ type RecordRunAttemptParams struct {
 	FinishedAt    *time.Time
 }
 
-// One delivery attempt, once: the same (run, series, attempt) recorded again changes nothing.
+// One delivery attempt's answer, once: it completes the attempt recorded as being sent (or
+// lost meanwhile); the same (run, series, attempt) answered again changes nothing.
 func (q *Queries) RecordRunAttempt(ctx context.Context, arg RecordRunAttemptParams) (int64, error) {
 	result, err := q.db.Exec(ctx, recordRunAttempt,
 		arg.RunID,
@@ -548,5 +552,39 @@ type SetScheduleSecretParams struct {
 // one ending at once).
 func (q *Queries) SetScheduleSecret(ctx context.Context, arg SetScheduleSecretParams) error {
 	_, err := q.db.Exec(ctx, setScheduleSecret, arg.ScheduleName, arg.Secret)
+	return err
+}
+
+const startRunAttempt = `-- name: StartRunAttempt :exec
+WITH lost AS (
+    UPDATE schedule_run_attempts
+    SET outcome = 'lost', finished_at = now(),
+        error = 'the worker sending it stopped before its answer was recorded (the request may have reached the receiver, which dedupes on webhook-id)'
+    WHERE run_id = $1 AND workflow_id = $2 AND attempt < $3 AND outcome = 'sending'
+)
+INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, started_at, latency_ms, outcome)
+VALUES ($1, $2, $3, $4, $5, 0, 'sending')
+ON CONFLICT (run_id, workflow_id, attempt) DO NOTHING
+`
+
+type StartRunAttemptParams struct {
+	RunID      int64
+	WorkflowID string
+	Attempt    int32
+	Redrive    int32
+	StartedAt  time.Time
+}
+
+// A delivery attempt, recorded as being sent before it is. Attempts of the series before it
+// still recorded as being sent were lost: the worker sending them stopped before their
+// answer was recorded.
+func (q *Queries) StartRunAttempt(ctx context.Context, arg StartRunAttemptParams) error {
+	_, err := q.db.Exec(ctx, startRunAttempt,
+		arg.RunID,
+		arg.WorkflowID,
+		arg.Attempt,
+		arg.Redrive,
+		arg.StartedAt,
+	)
 	return err
 }

@@ -113,10 +113,6 @@ WHERE s.id = e.schedule_id AND s.owner IS NULL AND (e.last_success IS NOT NULL O
 -- The rows of runs decided, or handed over to their delivery workflow (started before this).
 DELETE FROM http_first_attempts WHERE run_id = ANY(@run_ids::bigint[]) AND sender = sqlc.arg(sender)::text;
 
--- name: RenewFirstAttemptLeases :execrows
--- A sender alive renews the leases of every row it holds.
-UPDATE http_first_attempts SET lease_until = now() + make_interval(secs => @lease_seconds::float8) WHERE sender = sqlc.arg(sender)::text;
-
 -- name: TakeExpiredFirstAttempts :many
 -- The sweep: rows whose sender's lease ran out (it died, or stalled past its lease) are taken
 -- by sqlc.arg(sender)::text, with what their attempt says: none recorded (the sender died before sending:
@@ -192,3 +188,12 @@ LIMIT 1;
 SELECT q.run_id FROM http_first_attempts q
 JOIN schedule_run_attempts a ON a.run_id = q.run_id AND a.direct AND a.attempt = 1 AND a.outcome IN ('retryable', 'lost')
 WHERE q.run_id = ANY(@run_ids::bigint[]) AND q.sender = sqlc.arg(sender)::text;
+
+-- name: FirstAttemptQueued :one
+-- Whether the run's first attempt is still the sender's (no delivery workflow may start).
+SELECT EXISTS (SELECT 1 FROM http_first_attempts WHERE run_id = @run_id)::boolean AS queued;
+
+-- name: RenewHeldFirstAttempts :execrows
+-- A sender alive renews the leases of the rows it is working on.
+UPDATE http_first_attempts SET lease_until = now() + make_interval(secs => @lease_seconds::float8)
+WHERE run_id = ANY(@run_ids::bigint[]) AND sender = sqlc.arg(sender)::text;

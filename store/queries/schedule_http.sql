@@ -67,11 +67,29 @@ WHERE r.id = @run_id;
 SELECT * FROM schedule_runs WHERE id = @id;
 
 -- name: RecordRunAttempt :execrows
--- One delivery attempt, once: the same (run, series, attempt) recorded again changes nothing.
+-- One delivery attempt's answer, once: it completes the attempt recorded as being sent (or
+-- lost meanwhile); the same (run, series, attempt) answered again changes nothing.
 INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, started_at, latency_ms, status_code, outcome, error,
                                    response_start, retry_after_ms, finished_at)
 VALUES (@run_id, @workflow_id, @attempt, @redrive, @started_at, @latency_ms, sqlc.narg(status_code), @outcome, @error,
         @response_start, sqlc.narg(retry_after_ms), @finished_at)
+ON CONFLICT (run_id, workflow_id, attempt) DO UPDATE
+SET latency_ms = EXCLUDED.latency_ms, status_code = EXCLUDED.status_code, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
+    response_start = EXCLUDED.response_start, retry_after_ms = EXCLUDED.retry_after_ms, finished_at = EXCLUDED.finished_at
+WHERE schedule_run_attempts.outcome IN ('sending', 'lost');
+
+-- name: StartRunAttempt :exec
+-- A delivery attempt, recorded as being sent before it is. Attempts of the series before it
+-- still recorded as being sent were lost: the worker sending them stopped before their
+-- answer was recorded.
+WITH lost AS (
+    UPDATE schedule_run_attempts
+    SET outcome = 'lost', finished_at = now(),
+        error = 'the worker sending it stopped before its answer was recorded (the request may have reached the receiver, which dedupes on webhook-id)'
+    WHERE run_id = @run_id AND workflow_id = @workflow_id AND attempt < @attempt AND outcome = 'sending'
+)
+INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, started_at, latency_ms, outcome)
+VALUES (@run_id, @workflow_id, @attempt, @redrive, @started_at, 0, 'sending')
 ON CONFLICT (run_id, workflow_id, attempt) DO NOTHING;
 
 -- name: ListRunAttempts :many

@@ -1,0 +1,478 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/store"
+)
+
+// First attempts at the event floor (docs/schedules.md "How an http fire is sent"). An http
+// fire the planner arms is released like an event fire — made true at its tick by the
+// release, one transaction for every fire due — and its first attempt is sent at once by the
+// worker that released it: claimed from http_first_attempts in batches, recorded as being
+// sent before it is, sent under its host's limits, and recorded again with its answer,
+// the run's outcome with it. No Temporal workflow takes part. Only a fire whose first attempt
+// fails in a way the retry policy tries again (408, 429, 5xx, no answer), or whose sender
+// died mid-send, goes on to its delivery workflow (HTTPDeliveryWorkflow), which counts the
+// attempt made.
+const (
+	// firstAttemptLease is how long a sender holds a first attempt without renewing it: a
+	// sender that does not renew its leases this long is taken for dead, and the sweep of
+	// another (or of its own successor) takes its rows over.
+	firstAttemptLease = 30 * time.Second
+	// leaseRenewal is how often a sender renews the leases of the rows it is working on.
+	leaseRenewal = 5 * time.Second
+	// sweepEvery is how often a sender looks for rows whose lease ran out.
+	sweepEvery = 2 * time.Second
+	// claimBatch is the most first attempts one claim takes; maxHeld the most one process
+	// works on at once (sent or waiting for their host's turn).
+	claimBatch = 1000
+	maxHeld    = 20000
+	// recordBatch bounds the attempts one record (before or after) writes.
+	recordBatch = 1000
+	// sendPoll is the longest a sender sleeps between two looks at the queue (its
+	// releaser wakes it as soon as a release of its process commits).
+	sendPoll = time.Second
+	// lateNoteAfter: an attempt its host's limits held this long has its lateness, and why,
+	// recorded as its run's reason.
+	lateNoteAfter = 100 * time.Millisecond
+	// stopGrace is how long a stopping sender lets the requests it sent finish.
+	stopGrace = 15 * time.Second
+)
+
+// HTTPSender sends the first attempts of http fires released by its process (see above).
+// Every worker process runs one; they share the queue through the rows' locks and leases.
+type HTTPSender struct {
+	// Deliveries sends the requests: the outbound client and the process's host limits.
+	Deliveries *HTTPDeliveries
+	// Acts starts the delivery workflows of the runs handed over.
+	Acts *ScheduleActivities
+	// ID names the sender (the worker process's id): the rows it holds say so.
+	ID     string
+	Logger *slog.Logger
+	// OnEnded, when set, is told of the runs first attempts ended (metrics, auto-pause).
+	OnEnded func(context.Context, []store.EndedRun)
+
+	wakeOnce sync.Once
+	wake     chan struct{}
+
+	mu   sync.Mutex
+	held map[int64]struct{}
+
+	starts   chan startReq
+	finishes chan store.FirstAttemptOutcome
+}
+
+// startReq asks the start recorder to record a first attempt as being sent, answering on
+// ok whether it may be.
+type startReq struct {
+	runID int64
+	at    time.Time
+	ok    chan bool
+}
+
+func (s *HTTPSender) init() {
+	s.wakeOnce.Do(func() {
+		s.wake = make(chan struct{}, 1)
+		s.held = map[int64]struct{}{}
+		s.starts = make(chan startReq, recordBatch)
+		s.finishes = make(chan store.FirstAttemptOutcome, recordBatch)
+		if s.Logger == nil {
+			s.Logger = slog.Default()
+		}
+	})
+}
+
+// Wake tells the sender that a release committed: it looks at the queue at once.
+func (s *HTTPSender) Wake() {
+	s.init()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Held is how many first attempts the sender is working on.
+func (s *HTTPSender) Held() int {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held)
+}
+
+func (s *HTTPSender) hold(ids []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.held[id] = struct{}{}
+	}
+}
+
+// letGo forgets rows: their lease is no longer renewed (a row still this sender's in the
+// database then runs out, and the sweep takes it).
+func (s *HTTPSender) letGo(ids ...int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		delete(s.held, id)
+	}
+}
+
+func (s *HTTPSender) heldIDs() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int64, 0, len(s.held))
+	for id := range s.held {
+		out = append(out, id)
+	}
+	return out
+}
+
+// Run claims and sends first attempts until ctx ends; the requests already sent then have
+// stopGrace to finish and be recorded.
+func (s *HTTPSender) Run(ctx context.Context) {
+	s.init()
+	// Sending and recording go on a little past ctx: a request sent is answered and recorded
+	// rather than left for the sweep.
+	sendCtx, cancelSend := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSend()
+	var sends, recorders sync.WaitGroup
+	recorders.Add(3)
+	go func() { defer recorders.Done(); s.recordStarts(sendCtx) }()
+	go func() { defer recorders.Done(); s.recordFinishes(sendCtx) }()
+	go func() { defer recorders.Done(); s.maintain(ctx, sendCtx) }()
+	defer func() {
+		done := make(chan struct{})
+		go func() { sends.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(stopGrace):
+		}
+		cancelSend()
+		recorders.Wait()
+	}()
+	for {
+		room := maxHeld - s.Held()
+		if room > 0 && ctx.Err() == nil {
+			claimed, err := s.Deliveries.Store.ClaimFirstAttempts(ctx, s.ID, firstAttemptLease, min(room, claimBatch))
+			if err != nil && ctx.Err() == nil {
+				s.Logger.Warn("claim first attempts of http fires", "error", err)
+			}
+			ids := make([]int64, len(claimed))
+			for i, a := range claimed {
+				ids[i] = a.Target.RunID
+			}
+			s.hold(ids)
+			for _, a := range claimed {
+				sends.Add(1)
+				go func() {
+					defer sends.Done()
+					s.send(ctx, sendCtx, a)
+				}()
+			}
+			if len(claimed) == min(room, claimBatch) {
+				continue // more may be due: no sleep
+			}
+		}
+		wait := sendPoll
+		if next, ok, err := s.Deliveries.Store.NextFirstAttemptIn(ctx); err == nil && ok {
+			wait = min(max(next, 5*time.Millisecond), sendPoll)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-s.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// send sends one first attempt: its turn under the host's limits (until ctx ends: a
+// stopping sender puts back what it has not sent), its record as being sent, the request,
+// and its answer to record (sendCtx: a request sent is answered and recorded).
+func (s *HTTPSender) send(ctx, sendCtx context.Context, a store.FirstAttempt) {
+	t := a.Target
+	if t.Unreadable != nil {
+		// What it sends cannot be read: its delivery workflow reads it again at each attempt
+		// and says why it fails.
+		s.Logger.Warn("an http fire's request cannot be read; its delivery workflow takes it", "run", t.RunID, "error", t.Unreadable)
+		s.handOver(sendCtx, []int64{t.RunID})
+		return
+	}
+	lim := s.Deliveries.limiter()
+	host := t.Action.Host()
+	slot, err := lim.Acquire(ctx, host, lim.LimitOf(host, t.Action.Limits))
+	if err != nil {
+		// Stopping before its turn came: back to the queue, for any sender.
+		s.requeue(sendCtx, t.RunID)
+		return
+	}
+	at := s.Deliveries.now()
+	ok := make(chan bool, 1)
+	select {
+	case s.starts <- startReq{runID: t.RunID, at: at, ok: ok}:
+	case <-sendCtx.Done():
+		slot.Release()
+		return
+	}
+	var sent bool
+	select {
+	case sent = <-ok:
+	case <-sendCtx.Done():
+	}
+	if !sent {
+		// Not recorded as being sent (stopped, swept, or the database failed): not sent.
+		slot.Release()
+		s.letGo(t.RunID)
+		return
+	}
+	res := s.Deliveries.attempt(sendCtx, t, 1, at, slot)
+	if res.Canceled {
+		// The process is going away mid-send: the attempt stays recorded as being sent, and
+		// the sweep records it lost and hands it to its delivery workflow.
+		s.letGo(t.RunID)
+		return
+	}
+	out := store.FirstAttemptOutcome{
+		RunID: t.RunID, Outcome: res.Outcome, StartedAt: at, FinishedAt: at.Add(res.Latency), LatencyMs: res.Latency.Milliseconds(),
+		StatusCode: res.StatusCode, Error: res.What, ResponseStart: res.ResponseStart, RetryAfter: res.RetryAfter,
+	}
+	if slot.Waited >= lateNoteAfter && slot.Why != "" {
+		out.Reason = fmt.Sprintf("sent %s after its tick: %s", lateness(at.Sub(a.VisibleAt)), slot.Why)
+	}
+	msg := res.What
+	if res.ResponseStart != "" {
+		msg += ": " + oneLine(res.ResponseStart, 200)
+	}
+	switch res.Outcome {
+	case store.AttemptSucceeded:
+		out.RunStatus = domain.RunSucceeded
+	case store.AttemptFinal:
+		out.RunStatus, out.RunError = domain.RunFailed, fmt.Sprintf("%s (attempt 1; not retried)", msg)
+	default:
+		if r, err := domain.NormalizeRetry(t.Retry, domain.ActionHTTP); err == nil && r.MaxAttempts <= 1 {
+			out.RunStatus, out.RunError = domain.RunFailed, fmt.Sprintf("%s (gave up after 1 attempts: max_attempts)", msg)
+		}
+		// Otherwise its delivery workflow tries again, counting this attempt.
+	}
+	select {
+	case s.finishes <- out:
+	case <-sendCtx.Done():
+		s.letGo(t.RunID)
+	}
+}
+
+// lateness says a lateness in seconds, to a tenth.
+func lateness(d time.Duration) string {
+	return fmt.Sprintf("%.1f s", max(d, 0).Seconds())
+}
+
+// recordStarts records first attempts as being sent, in batches: whatever asked meanwhile,
+// up to recordBatch, in one statement.
+func (s *HTTPSender) recordStarts(ctx context.Context) {
+	for {
+		var batch []startReq
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-s.starts:
+			batch = append(batch, r)
+		}
+	more:
+		for len(batch) < recordBatch {
+			select {
+			case r := <-s.starts:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		ids := make([]int64, len(batch))
+		at := make([]time.Time, len(batch))
+		for i, r := range batch {
+			ids[i], at[i] = r.runID, r.at
+		}
+		recorded, err := s.Deliveries.Store.StartFirstAttempts(ctx, s.ID, ids, at)
+		if err != nil && ctx.Err() == nil {
+			s.Logger.Warn("record first attempts as sent", "attempts", len(ids), "error", err)
+		}
+		for _, r := range batch {
+			r.ok <- recorded[r.runID]
+		}
+	}
+}
+
+// recordFinishes records the answers of first attempts and their runs' outcomes, in
+// batches, then starts the delivery workflows of the runs handed over.
+func (s *HTTPSender) recordFinishes(ctx context.Context) {
+	for {
+		var batch []store.FirstAttemptOutcome
+		select {
+		case <-ctx.Done():
+			return
+		case o := <-s.finishes:
+			batch = append(batch, o)
+		}
+	more:
+		for len(batch) < recordBatch {
+			select {
+			case o := <-s.finishes:
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		var handOver []int64
+		var ended []store.EndedRun
+		var err error
+		for try := 0; try < 5; try++ {
+			if handOver, ended, err = s.Deliveries.Store.FinishFirstAttempts(ctx, s.ID, batch); err == nil || ctx.Err() != nil {
+				break
+			}
+			s.Logger.Warn("record the answers of first attempts", "attempts", len(batch), "error", err)
+			if sleepCtx(ctx, time.Duration(try+1)*200*time.Millisecond) != nil {
+				break
+			}
+		}
+		ids := make([]int64, len(batch))
+		for i, o := range batch {
+			ids[i] = o.RunID
+		}
+		if err != nil {
+			// Not recorded: the rows run out, and the sweep hands the runs to their delivery
+			// workflows, which act on what the attempts say.
+			s.letGo(ids...)
+			continue
+		}
+		handed := map[int64]bool{}
+		for _, id := range handOver {
+			handed[id] = true
+		}
+		var done []int64
+		for _, id := range ids {
+			if !handed[id] {
+				done = append(done, id)
+			}
+		}
+		s.letGo(done...)
+		if len(ended) > 0 && s.OnEnded != nil {
+			s.OnEnded(ctx, ended)
+		}
+		if len(handOver) > 0 {
+			go s.handOver(ctx, handOver)
+		}
+	}
+}
+
+// handOver starts the delivery workflow of each run given — it retries the first attempt,
+// counting it — and then lets its row go. A run whose start fails keeps its row until its
+// lease runs out; the sweep hands it over again.
+func (s *HTTPSender) handOver(ctx context.Context, runIDs []int64) {
+	var mu sync.Mutex
+	var started []int64
+	calls := make([]func(), 0, len(runIDs))
+	for _, id := range runIDs {
+		calls = append(calls, func() {
+			if err := s.startDelivery(ctx, id); err != nil {
+				if ctx.Err() == nil {
+					s.Logger.Warn("start the delivery workflow of an http run", "run", id, "error", err)
+				}
+				return
+			}
+			mu.Lock()
+			started = append(started, id)
+			mu.Unlock()
+		})
+	}
+	runParallel(calls)
+	if err := s.Deliveries.Store.ReleaseFirstAttempts(ctx, s.ID, started); err != nil && ctx.Err() == nil {
+		s.Logger.Warn("let go of first attempts handed over", "runs", len(started), "error", err)
+	}
+	s.letGo(runIDs...)
+}
+
+// startDelivery starts the delivery workflow of a run, under the run's workflow id.
+func (s *HTTPSender) startDelivery(ctx context.Context, runID int64) error {
+	run, err := s.Acts.Store.GetRunByID(ctx, runID)
+	if err != nil {
+		return err
+	}
+	row, err := s.Acts.Store.GetScheduleByID(ctx, run.ScheduleID)
+	if err != nil {
+		return err
+	}
+	def, err := DefinitionFromRow(row)
+	if err != nil {
+		return err
+	}
+	if def.Action.Kind != domain.ActionHTTP {
+		def.Action = domain.Action{Kind: domain.ActionHTTP} // its delivery says why it cannot send
+	}
+	start := RunStart(def.Name, def.Action, def.Retry)
+	start.WorkflowID, start.RunID = run.WorkflowID, run.ID
+	_, err = s.Acts.StartHandedOver(ctx, start)
+	return err
+}
+
+// requeue puts a first attempt this sender did not send back in the queue.
+func (s *HTTPSender) requeue(ctx context.Context, runID int64) {
+	s.letGo(runID)
+	if err := s.Deliveries.Store.RequeueFirstAttempts(ctx, s.ID, []int64{runID}); err != nil && ctx.Err() == nil {
+		s.Logger.Warn("put a first attempt back in the queue", "run", runID, "error", err)
+	}
+}
+
+// maintain renews the leases of the rows the sender works on, and sweeps the rows whose
+// sender died: never sent, back in the queue; sent, handed to their delivery workflows.
+func (s *HTTPSender) maintain(ctx, sendCtx context.Context) {
+	renew := time.NewTicker(leaseRenewal)
+	defer renew.Stop()
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-sendCtx.Done():
+			return
+		case <-renew.C:
+			if ids := s.heldIDs(); len(ids) > 0 {
+				if _, err := s.Deliveries.Store.RenewFirstAttemptLeases(sendCtx, s.ID, ids, firstAttemptLease); err != nil && sendCtx.Err() == nil {
+					s.Logger.Warn("renew the leases of first attempts", "error", err)
+				}
+			}
+		case <-sweep.C:
+			if ctx.Err() != nil {
+				continue // stopping: another process sweeps
+			}
+			s.Sweep(ctx)
+		}
+	}
+}
+
+// Sweep takes over the first attempts whose sender's lease ran out (see
+// store.SweepFirstAttempts) and hands over those that were sent.
+func (s *HTTPSender) Sweep(ctx context.Context) {
+	s.init()
+	swept, err := s.Deliveries.Store.SweepFirstAttempts(ctx, s.ID, firstAttemptLease, claimBatch)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.Logger.Warn("sweep first attempts", "error", err)
+		}
+		return
+	}
+	if swept.Lost > 0 || swept.Requeued > 0 {
+		s.Logger.Info("first attempts of a sender that stopped taken over", "requeued", swept.Requeued, "lost", swept.Lost,
+			"handed_over", len(swept.HandOver))
+	}
+	if len(swept.HandOver) > 0 {
+		s.hold(swept.HandOver)
+		s.handOver(ctx, swept.HandOver)
+	}
+}
