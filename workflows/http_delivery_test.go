@@ -134,7 +134,9 @@ func newDeliveryEnv(t *testing.T, url string, retry domain.Retry, allow string) 
 	e := &deliveryEnv{t: t, st: st, env: suite.NewTestWorkflowEnvironment(), secret: secret, workflow: wid, key: key,
 		in: activities.HTTPDelivery{RunID: runID, ScheduleID: row.ID, Schedule: name}}
 	e.env.RegisterWorkflowWithOptions(workflows.HTTPDeliveryWorkflow, workflow.RegisterOptions{Name: workflows.HTTPDeliveryWorkflowType})
-	e.env.RegisterActivity(&activities.HTTPDeliveries{Store: st, Outbound: rule})
+	// A 429 or 503 with Retry-After slows the host in the limiter too: on the test's clock,
+	// which Temporal's wait for the retry moves on, as the real one would.
+	e.env.RegisterActivity(&activities.HTTPDeliveries{Store: st, Outbound: rule, Limits: &activities.HostLimiter{Now: e.env.Now}})
 	e.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wid})
 	e.env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
 		e.starts = append(e.starts, e.env.Now())
