@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -55,8 +57,9 @@ type HTTPSender struct {
 	// ID names the sender (the worker process's id): the rows it holds say so.
 	ID     string
 	Logger *slog.Logger
-	// OnEnded, when set, is told of the runs first attempts ended (metrics, auto-pause).
-	OnEnded func(context.Context, []store.EndedRun)
+	// Pauser sends the pause of a schedule whose auto_pause rule was met to its workflow
+	// (nil: the schedules due to pause themselves wait for a sender that has one).
+	Pauser SchedulePauser
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -159,7 +162,11 @@ func (s *HTTPSender) Run(ctx context.Context) {
 	for {
 		room := maxHeld - s.Held()
 		if room > 0 && ctx.Err() == nil {
+			t0 := time.Now()
 			claimed, err := s.Deliveries.Store.ClaimFirstAttempts(ctx, s.ID, firstAttemptLease, min(room, claimBatch))
+			if debugSender && len(claimed) > 0 {
+				fmt.Printf("DBG %s claim %d in %s\n", time.Now().Format("15:04:05.000"), len(claimed), time.Since(t0))
+			}
 			if err != nil && ctx.Err() == nil {
 				s.Logger.Warn("claim first attempts of http fires", "error", err)
 			}
@@ -300,7 +307,11 @@ func (s *HTTPSender) recordStarts(ctx context.Context) {
 		for i, r := range batch {
 			ids[i], at[i] = r.runID, r.at
 		}
+		t0 := time.Now()
 		recorded, err := s.Deliveries.Store.StartFirstAttempts(ctx, s.ID, ids, at)
+		if debugSender {
+			fmt.Printf("DBG %s start %d in %s\n", time.Now().Format("15:04:05.000"), len(ids), time.Since(t0))
+		}
 		if err != nil && ctx.Err() == nil {
 			s.Logger.Warn("record first attempts as sent", "attempts", len(ids), "error", err)
 		}
@@ -333,6 +344,8 @@ func (s *HTTPSender) recordFinishes(ctx context.Context) {
 		var handOver []int64
 		var ended []store.EndedRun
 		var err error
+		t0 := time.Now()
+		defer func() {}()
 		for try := 0; try < 5; try++ {
 			if handOver, ended, err = s.Deliveries.Store.FinishFirstAttempts(ctx, s.ID, batch); err == nil || ctx.Err() != nil {
 				break
@@ -341,6 +354,9 @@ func (s *HTTPSender) recordFinishes(ctx context.Context) {
 			if sleepCtx(ctx, time.Duration(try+1)*200*time.Millisecond) != nil {
 				break
 			}
+		}
+		if debugSender {
+			fmt.Printf("DBG %s finish %d in %s\n", time.Now().Format("15:04:05.000"), len(batch), time.Since(t0))
 		}
 		ids := make([]int64, len(batch))
 		for i, o := range batch {
@@ -363,8 +379,9 @@ func (s *HTTPSender) recordFinishes(ctx context.Context) {
 			}
 		}
 		s.letGo(done...)
-		if len(ended) > 0 && s.OnEnded != nil {
-			s.OnEnded(ctx, ended)
+		countFirstAttempts(batch)
+		if hasFailure(ended) {
+			go s.AutoPause(ctx) // a schedule may be due to pause itself
 		}
 		if len(handOver) > 0 {
 			go s.handOver(ctx, handOver)
@@ -452,6 +469,7 @@ func (s *HTTPSender) maintain(ctx, sendCtx context.Context) {
 				continue // stopping: another process sweeps
 			}
 			s.Sweep(ctx)
+			s.AutoPause(ctx)
 		}
 	}
 }
@@ -467,6 +485,7 @@ func (s *HTTPSender) Sweep(ctx context.Context) {
 		}
 		return
 	}
+	metrics.HTTPFirstAttempts.WithLabelValues(store.AttemptLost).Add(float64(swept.Lost))
 	if swept.Lost > 0 || swept.Requeued > 0 {
 		s.Logger.Info("first attempts of a sender that stopped taken over", "requeued", swept.Requeued, "lost", swept.Lost,
 			"handed_over", len(swept.HandOver))
@@ -475,4 +494,51 @@ func (s *HTTPSender) Sweep(ctx context.Context) {
 		s.hold(swept.HandOver)
 		s.handOver(ctx, swept.HandOver)
 	}
+}
+
+var debugSender = os.Getenv("TICKGATE_DEBUG_SENDER") != ""
+
+// SchedulePauser pauses a schedule whose auto_pause rule was met, through its workflow (the
+// one writer of its paused state), the pause command's identity saying it paused itself
+// (domain.AutoPauseIdentity) and its note why. The worker fills it with the starter.
+type SchedulePauser interface {
+	AutoPause(ctx context.Context, id int64, name, reason, identity string) error
+}
+
+// AutoPause sends the pause of every schedule whose auto_pause rule was met to its workflow;
+// the workflow's mirror write records it (store.SetPaused). One whose command fails is sent
+// again on a later look.
+func (s *HTTPSender) AutoPause(ctx context.Context) {
+	s.init()
+	if s.Pauser == nil {
+		return
+	}
+	due, err := s.Deliveries.Store.AutoPausesDue(ctx, 100)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.Logger.Warn("schedules due to pause themselves", "error", err)
+		}
+		return
+	}
+	for _, d := range due {
+		if err := s.Pauser.AutoPause(ctx, d.ID, d.Name, d.Reason, domain.AutoPauseIdentity); err != nil && ctx.Err() == nil {
+			s.Logger.Warn("pause a schedule its auto_pause rule stops", "schedule", d.Name, "error", err)
+		}
+	}
+}
+
+// countFirstAttempts counts the answered first attempts in the metrics.
+func countFirstAttempts(batch []store.FirstAttemptOutcome) {
+	for _, o := range batch {
+		metrics.HTTPFirstAttempts.WithLabelValues(o.Outcome).Inc()
+	}
+}
+
+func hasFailure(ended []store.EndedRun) bool {
+	for _, e := range ended {
+		if e.Status == domain.RunFailed {
+			return true
+		}
+	}
+	return false
 }

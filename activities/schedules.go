@@ -276,6 +276,9 @@ func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) (P
 	if err != nil {
 		return PauseMirrored{}, gone(err, p.ScheduleID)
 	}
+	if changed && p.Paused && row.AutoPausedAt != nil {
+		metrics.ScheduleAutoPaused.Inc() // the schedule paused itself (its auto_pause rule)
+	}
 	out := PauseMirrored{Retracted: Retracted(r), Changed: &changed, Note: &row.PauseNote}
 	if !p.Paused {
 		return out, gone(a.Store.SetNextRunAt(ctx, p.ScheduleID, p.NextRunAt), p.ScheduleID)

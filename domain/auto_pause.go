@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tickgate/tickgate/internal/schedulespec"
@@ -22,6 +23,10 @@ const (
 	MinAutoPauseAfter    = time.Minute
 	MaxAutoPauseAfter    = 90 * 24 * time.Hour
 )
+
+// maxReasonError bounds the part of the newest failure a reason quotes (the reason is the
+// pause's note, at most 1,000 bytes).
+const maxReasonError = 400
 
 // AutoPauseIdentity is who an automatic pause comes from, in the schedule's history and its
 // pause command.
@@ -45,6 +50,9 @@ func (p AutoPause) check() error {
 func (p AutoPause) Due(streak int, since, now time.Time, lastError string) (string, bool) {
 	last := ""
 	if lastError != "" {
+		if len(lastError) > maxReasonError {
+			lastError = strings.ToValidUTF8(lastError[:maxReasonError], "") + "…"
+		}
 		last = "; the last: " + lastError
 	}
 	switch {

@@ -190,6 +190,13 @@ func (s *Store) FinishFirstAttempts(ctx context.Context, sender string, outs []F
 		if err := noteEndedRuns(ctx, q, rows, &ended); err != nil {
 			return err
 		}
+		ends := make([]runEnd, len(rows))
+		for i, r := range rows {
+			ends[i] = runEnd{ScheduleID: r.ScheduleID, Status: r.Status, FinishedAt: byID[r.ID].FinishedAt, Error: byID[r.ID].RunError}
+		}
+		if err := noteStreaks(ctx, q, ends, time.Now()); err != nil {
+			return err
+		}
 		if err := q.DeleteHeldFirstAttempts(ctx, dbgen.DeleteHeldFirstAttemptsParams{RunIds: end.RunIds, Sender: sender}); err != nil {
 			return fmt.Errorf("let go of %d first attempts: %w", len(end.RunIds), mapErr(err))
 		}

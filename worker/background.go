@@ -13,7 +13,9 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
 )
 
 // engineWorker is a Temporal worker that also runs, while it runs, the loops the schedule
@@ -52,7 +54,8 @@ func withEngineLoops(w sdkworker.Worker, d Deps) *engineWorker {
 		}
 	}
 	acts := &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}
-	sender := &activities.HTTPSender{Deliveries: d.httpDeliveries(), Acts: acts, ID: id}
+	sender := &activities.HTTPSender{Deliveries: d.httpDeliveries(), Acts: acts, ID: id,
+		Pauser: autoPauser{&starter.Starter{Client: tc, TaskQueue: taskQueue}}}
 	return &engineWorker{
 		Worker: w, store: st, workerID: id,
 		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease, Released: sender.Wake},
@@ -145,4 +148,15 @@ func (w *engineWorker) Run(interruptCh <-chan interface{}) error {
 func (w *engineWorker) Stop() {
 	w.stopLoops()
 	w.Worker.Stop()
+}
+
+// autoPauser sends a schedule the pause its auto_pause rule asks for, as a pause command
+// from tickgate itself (activities.SchedulePauser).
+type autoPauser struct {
+	starter *starter.Starter
+}
+
+func (p autoPauser) AutoPause(ctx context.Context, id int64, name, reason, identity string) error {
+	_, err := p.starter.PauseSchedule(ctx, id, name, workflows.PauseRequest{Note: reason, Identity: identity})
+	return err
 }

@@ -234,6 +234,11 @@ type Schedule struct {
 	MaxConcurrent    *int32
 	OverlapWhenFull  *string
 	Labels           json.RawMessage
+	FailureStreak    int32
+	FailingSince     *time.Time
+	AutoPauseDue     *string
+	AutoPausedAt     *time.Time
+	AutoPauseReason  *string
 }
 
 type ScheduleHeaderValue struct {

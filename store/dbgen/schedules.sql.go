@@ -223,7 +223,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -263,12 +263,17 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -308,6 +313,11 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
 	)
 	return i, err
 }
@@ -416,7 +426,7 @@ INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_s
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         $10, $11, $12, $13, $14, $15, $16,
         COALESCE($17::jsonb, '{}'::jsonb))
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason
 `
 
 type InsertScheduleParams struct {
@@ -502,6 +512,11 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
 	)
 	return i, err
 }
@@ -644,7 +659,7 @@ FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::
              unnest($14::text[]) AS after_completion, unnest($15::integer[]) AS max_concurrent,
              unnest($16::text[]) AS when_full, unnest($17::text[]) AS labels) g
 ON CONFLICT (name) DO NOTHING
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason
 `
 
 type InsertSchedulesParams struct {
@@ -737,6 +752,11 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
 		); err != nil {
 			return nil, err
 		}
@@ -1129,7 +1149,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -1180,6 +1200,11 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
 		); err != nil {
 			return nil, err
 		}
@@ -1192,7 +1217,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const listSchedulesByName = `-- name: ListSchedulesByName :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name = ANY($1::text[])
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE name = ANY($1::text[])
 `
 
 func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
@@ -1238,6 +1263,11 @@ func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Sc
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
 		); err != nil {
 			return nil, err
 		}
@@ -1260,7 +1290,7 @@ func (q *Queries) LockReleases(ctx context.Context, lockKey int64) error {
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -1300,6 +1330,11 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
 	)
 	return i, err
 }
@@ -1648,7 +1683,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason
 `
 
 type SetSchedulePausedParams struct {
@@ -1694,6 +1729,11 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
 	)
 	return i, err
 }
@@ -1845,7 +1885,7 @@ SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
     completed_at = CASE WHEN spec = $1 THEN completed_at END, max_concurrent = $8,
     overlap_when_full = $9, labels = COALESCE($10::jsonb, labels), version = version + 1, updated_at = now()
 WHERE name = $11 AND ($12::bigint = 0 OR version = $12::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1916,6 +1956,11 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
 	)
 	return i, err
 }
