@@ -31,8 +31,10 @@ const (
 	leaseRenewal = 5 * time.Second
 	// sweepEvery is how often a sender looks for rows whose lease ran out.
 	sweepEvery = 2 * time.Second
-	// claimBatch is the most first attempts one claim takes; maxHeld the most one process
-	// works on at once (sent or waiting for their host's turn).
+	// claimBatch is the most first attempts one claim takes (firstClaim the first claim of
+	// a burst, so that its first requests leave sooner); maxHeld the most one process works
+	// on at once (sent or waiting for their host's turn).
+	firstClaim = 200
 	claimBatch = 1000
 	maxHeld    = 20000
 	// recordBatch bounds the attempts one record (before or after) writes.
@@ -55,7 +57,10 @@ type HTTPSender struct {
 	// Acts starts the delivery workflows of the runs handed over.
 	Acts *ScheduleActivities
 	// ID names the sender (the worker process's id): the rows it holds say so.
-	ID     string
+	ID string
+	// Lease is how long the sender holds a first attempt without renewing it (0:
+	// firstAttemptLease).
+	Lease  time.Duration
 	Logger *slog.Logger
 	// Pauser sends the pause of a schedule whose auto_pause rule was met to its workflow
 	// (nil: the schedules due to pause themselves wait for a sender that has one).
@@ -89,6 +94,13 @@ func (s *HTTPSender) init() {
 			s.Logger = slog.Default()
 		}
 	})
+}
+
+func (s *HTTPSender) lease() time.Duration {
+	if s.Lease > 0 {
+		return s.Lease
+	}
+	return firstAttemptLease
 }
 
 // Wake tells the sender that a release committed: it looks at the queue at once.
@@ -159,11 +171,13 @@ func (s *HTTPSender) Run(ctx context.Context) {
 		cancelSend()
 		recorders.Wait()
 	}()
+	size := firstClaim
 	for {
 		room := maxHeld - s.Held()
 		if room > 0 && ctx.Err() == nil {
 			t0 := time.Now()
-			claimed, err := s.Deliveries.Store.ClaimFirstAttempts(ctx, s.ID, firstAttemptLease, min(room, claimBatch))
+			want := min(room, size)
+			claimed, err := s.Deliveries.Store.ClaimFirstAttempts(ctx, s.ID, s.lease(), want)
 			if debugSender && len(claimed) > 0 {
 				fmt.Printf("DBG %s claim %d in %s\n", time.Now().Format("15:04:05.000"), len(claimed), time.Since(t0))
 			}
@@ -182,10 +196,12 @@ func (s *HTTPSender) Run(ctx context.Context) {
 					s.send(ctx, sendCtx, a)
 				}()
 			}
-			if len(claimed) == min(room, claimBatch) {
+			if len(claimed) == want {
+				size = claimBatch
 				continue // more may be due: no sleep
 			}
 		}
+		size = firstClaim
 		wait := sendPoll
 		if next, ok, err := s.Deliveries.Store.NextFirstAttemptIn(ctx); err == nil && ok {
 			wait = min(max(next, 5*time.Millisecond), sendPoll)
@@ -450,7 +466,7 @@ func (s *HTTPSender) requeue(ctx context.Context, runID int64) {
 // maintain renews the leases of the rows the sender works on, and sweeps the rows whose
 // sender died: never sent, back in the queue; sent, handed to their delivery workflows.
 func (s *HTTPSender) maintain(ctx, sendCtx context.Context) {
-	renew := time.NewTicker(leaseRenewal)
+	renew := time.NewTicker(min(leaseRenewal, s.lease()/3))
 	defer renew.Stop()
 	sweep := time.NewTicker(sweepEvery)
 	defer sweep.Stop()
@@ -460,7 +476,7 @@ func (s *HTTPSender) maintain(ctx, sendCtx context.Context) {
 			return
 		case <-renew.C:
 			if ids := s.heldIDs(); len(ids) > 0 {
-				if _, err := s.Deliveries.Store.RenewFirstAttemptLeases(sendCtx, s.ID, ids, firstAttemptLease); err != nil && sendCtx.Err() == nil {
+				if _, err := s.Deliveries.Store.RenewFirstAttemptLeases(sendCtx, s.ID, ids, s.lease()); err != nil && sendCtx.Err() == nil {
 					s.Logger.Warn("renew the leases of first attempts", "error", err)
 				}
 			}
@@ -478,7 +494,7 @@ func (s *HTTPSender) maintain(ctx, sendCtx context.Context) {
 // store.SweepFirstAttempts) and hands over those that were sent.
 func (s *HTTPSender) Sweep(ctx context.Context) {
 	s.init()
-	swept, err := s.Deliveries.Store.SweepFirstAttempts(ctx, s.ID, firstAttemptLease, claimBatch)
+	swept, err := s.Deliveries.Store.SweepFirstAttempts(ctx, s.ID, s.lease(), claimBatch)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.Logger.Warn("sweep first attempts", "error", err)

@@ -201,7 +201,9 @@ WITH due AS (
     WHERE r.armed AND r.visible_at <= release_frontier()
     ORDER BY r.visible_at, r.id
     LIMIT @max_rows
-    FOR UPDATE OF r SKIP LOCKED
+    -- (no key changes: a row an http fire's first attempt is recorded against — a foreign
+    -- key's share lock — is not held up by a settling of thousands)
+    FOR NO KEY UPDATE OF r SKIP LOCKED
 ), settled AS (
     UPDATE schedule_runs r
     SET armed       = false,
