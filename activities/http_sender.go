@@ -37,8 +37,11 @@ const (
 	firstClaim = 200
 	claimBatch = 1000
 	maxHeld    = 20000
-	// recordBatch bounds the attempts one record (before or after) writes.
-	recordBatch = 1000
+	// recordBatch bounds the attempts one record (before or after) writes; startRecorders
+	// and finishRecorders are how many of each are written at once.
+	recordBatch     = 1000
+	startRecorders  = 4
+	finishRecorders = 2
 	// sendPoll is the longest a sender sleeps between two looks at the queue (its
 	// releaser wakes it as soon as a release of its process commits).
 	sendPoll = time.Second
@@ -157,9 +160,17 @@ func (s *HTTPSender) Run(ctx context.Context) {
 	sendCtx, cancelSend := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSend()
 	var sends, recorders sync.WaitGroup
-	recorders.Add(3)
-	go func() { defer recorders.Done(); s.recordStarts(sendCtx) }()
-	go func() { defer recorders.Done(); s.recordFinishes(sendCtx) }()
+	// Several recorders of each kind: a batch is written while the next one gathers, so the
+	// requests a host's turns let go are not held in step behind one statement.
+	for i := 0; i < startRecorders; i++ {
+		recorders.Add(1)
+		go func() { defer recorders.Done(); s.recordStarts(sendCtx) }()
+	}
+	for i := 0; i < finishRecorders; i++ {
+		recorders.Add(1)
+		go func() { defer recorders.Done(); s.recordFinishes(sendCtx) }()
+	}
+	recorders.Add(1)
 	go func() { defer recorders.Done(); s.maintain(ctx, sendCtx) }()
 	defer func() {
 		done := make(chan struct{})
