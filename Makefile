@@ -123,7 +123,7 @@ fuzz:
 
 # Re-record workflows/testdata/*.json (the replay tests' histories) from a real run: e2e/record_histories_test.go.
 record-histories: tools
-	TICKGATE_RECORD_HISTORIES=1 $(GO) test -count=1 -run '^(TestHistoriesOfARealRunReplay|TestScheduleCommandsHistoryReplays|TestScheduleOneTimeReloadHistoryReplays|TestScheduleTakeoverHistoryReplays|TestHTTPDeliveryHistoryReplays|TestScheduleCalendarsHistoryReplays|TestMaxConcurrentOnTheWholeProduct)$$' -v ./e2e/
+	TICKGATE_RECORD_HISTORIES=1 $(GO) test -count=1 -run '^(TestHistoriesOfARealRunReplay|TestScheduleCommandsHistoryReplays|TestScheduleOneTimeReloadHistoryReplays|TestScheduleTakeoverHistoryReplays|TestHTTPDeliveryHistoryReplays|TestHTTPDeliveryAfterFirstAttemptHistoryReplays|TestScheduleCalendarsHistoryReplays|TestMaxConcurrentOnTheWholeProduct)$$' -v ./e2e/
 
 # Regenerate store/dbgen from store/queries/*.sql and migrations/*.sql, the typed client
 # from api/openapi.yaml and the CLI's reference pages (docs/cli/).

@@ -247,6 +247,17 @@ var branchEvidence = map[string]evidence{
 		}
 		return false
 	}},
+	"http-delivery-after-first-attempt": {"the side effect branchTaken writes where a delivery goes on from the first attempt the worker that released its fire sent", func(events []*historypb.HistoryEvent) bool {
+		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
+			m := ev.GetMarkerRecordedEventAttributes()
+			if m.GetMarkerName() != "SideEffect" {
+				return false
+			}
+			var value string
+			_ = converter.GetDefaultDataConverter().FromPayload(first(m.GetDetails()["data"]), &value)
+			return value == workflows.BranchTakenPrefix+"http-delivery-after-first-attempt"
+		})
+	}},
 	"schedule-one-writer": {"the side effect branchTaken writes where the loop takes its first command or run end", func(events []*historypb.HistoryEvent) bool {
 		return slices.ContainsFunc(events, func(ev *historypb.HistoryEvent) bool {
 			m := ev.GetMarkerRecordedEventAttributes()
