@@ -507,6 +507,9 @@ const firstAttemptPoll = 250 * time.Millisecond
 // — decided, with the run's outcome as recorded — or handed it to its delivery workflow,
 // which the caller then waits for. A run already recorded final is decided too.
 func (a *ScheduleActivities) awaitFirstAttempt(ctx context.Context, workflowID string) (RunOutcome, bool, error) {
+	if a.Store == nil {
+		return RunOutcome{}, false, nil // no runs to read (a wait on Temporal alone)
+	}
 	for {
 		s, err := a.Store.FirstAttemptRunState(ctx, workflowID)
 		if errors.Is(err, store.ErrNotFound) {

@@ -25,6 +25,7 @@ import (
 func (s *Server) registerHTTPAction(g *echo.Group) {
 	g.POST("/schedules/:name/secret", s.rotateScheduleSecret)
 	g.POST("/runs/:id/redrive", s.redriveRun)
+	g.POST("/runs/redrive", s.redriveRuns)
 }
 
 // CreatedScheduleView answers a create: the schedule, and for an http action its signing

@@ -321,43 +321,52 @@ func RedriveWorkflowID(workflowID string, n int) string {
 func (s *Store) RedriveRun(ctx context.Context, runID int64) (Redriven, error) {
 	var out Redriven
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		locked, err := q.LockScheduleRun(ctx, runID)
-		if err != nil {
-			return fmt.Errorf("run %d: %w", runID, mapErr(err))
-		}
-		run := locked.ScheduleRun
-		var now domain.Action
-		if err := json.Unmarshal(locked.ScheduleAction, &now); err != nil {
-			return fmt.Errorf("action of the schedule of run %d: %w", runID, err)
-		}
-		switch {
-		case run.WorkflowID == "" && run.Status.Fired():
-			return &NotRedrivable{EventRun: true}
-		case run.Status != domain.RunFailed:
-			return &NotRedrivable{Status: run.Status}
-		case !now.StartsWorkflow():
-			return &NotRedrivable{ActionNow: now.Kind}
-		}
-		n := int(run.Redrives) + 1
-		id := RedriveWorkflowID(run.WorkflowID, n)
-		failedAt := time.Now()
-		if run.FinishedAt != nil {
-			failedAt = *run.FinishedAt
-		}
-		if err := q.InsertRunRedrive(ctx, dbgen.InsertRunRedriveParams{
-			RunID: run.ID, N: int32(n), WorkflowID: id, PreviousWorkflowID: run.WorkflowID, PreviousError: run.Error, FailedAt: failedAt,
-		}); err != nil {
-			return fmt.Errorf("record redrive %d of run %d: %w", n, runID, mapErr(err))
-		}
-		if out.Run, err = q.MarkRunRedriven(ctx, dbgen.MarkRunRedrivenParams{ID: run.ID, WorkflowID: id}); err != nil {
-			return fmt.Errorf("redrive run %d: %w", runID, mapErr(err))
-		}
-		out.ScheduleName, out.ScheduleAction = locked.ScheduleName, locked.ScheduleAction
-		return nil
+		var err error
+		out, err = redriveRun(ctx, q, runID, nil)
+		return err
 	})
 	if err != nil {
 		return Redriven{}, err
 	}
+	return out, nil
+}
+
+// redriveRun is RedriveRun in q's transaction, for the bulk redrive jobID when given.
+func redriveRun(ctx context.Context, q *dbgen.Queries, runID int64, jobID *int64) (Redriven, error) {
+	var out Redriven
+	locked, err := q.LockScheduleRun(ctx, runID)
+	if err != nil {
+		return out, fmt.Errorf("run %d: %w", runID, mapErr(err))
+	}
+	run := locked.ScheduleRun
+	var now domain.Action
+	if err := json.Unmarshal(locked.ScheduleAction, &now); err != nil {
+		return out, fmt.Errorf("action of the schedule of run %d: %w", runID, err)
+	}
+	switch {
+	case run.WorkflowID == "" && run.Status.Fired():
+		return out, &NotRedrivable{EventRun: true}
+	case run.Status != domain.RunFailed:
+		return out, &NotRedrivable{Status: run.Status}
+	case !now.StartsWorkflow():
+		return out, &NotRedrivable{ActionNow: now.Kind}
+	}
+	n := int(run.Redrives) + 1
+	id := RedriveWorkflowID(run.WorkflowID, n)
+	failedAt := time.Now()
+	if run.FinishedAt != nil {
+		failedAt = *run.FinishedAt
+	}
+	if err := q.InsertRunRedrive(ctx, dbgen.InsertRunRedriveParams{
+		RunID: run.ID, N: int32(n), WorkflowID: id, PreviousWorkflowID: run.WorkflowID, PreviousError: run.Error, FailedAt: failedAt,
+		JobID: jobID,
+	}); err != nil {
+		return out, fmt.Errorf("record redrive %d of run %d: %w", n, runID, mapErr(err))
+	}
+	if out.Run, err = q.MarkRunRedriven(ctx, dbgen.MarkRunRedrivenParams{ID: run.ID, WorkflowID: id}); err != nil {
+		return out, fmt.Errorf("redrive run %d: %w", runID, mapErr(err))
+	}
+	out.ScheduleName, out.ScheduleAction = locked.ScheduleName, locked.ScheduleAction
 	return out, nil
 }
 

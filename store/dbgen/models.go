@@ -200,6 +200,21 @@ type RolloutWave struct {
 	PassedAt   *time.Time
 }
 
+type RunRedriveJob struct {
+	ID          int64
+	Selector    string
+	Since       time.Time
+	Until       time.Time
+	RequestedBy string
+	CreatedAt   time.Time
+	UpToRunID   int64
+	Cursor      int64
+	Matched     int32
+	Redriven    int32
+	Skipped     int32
+	FinishedAt  *time.Time
+}
+
 type Schedule struct {
 	ID               int64
 	Name             string
@@ -315,6 +330,7 @@ type ScheduleRunRedrive struct {
 	PreviousError      string
 	FailedAt           time.Time
 	RequestedAt        time.Time
+	JobID              *int64
 }
 
 type ScheduleSecret struct {

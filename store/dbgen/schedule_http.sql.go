@@ -140,8 +140,8 @@ func (q *Queries) HTTPDeliveryOf(ctx context.Context, runID int64) (HTTPDelivery
 }
 
 const insertRunRedrive = `-- name: InsertRunRedrive :exec
-INSERT INTO schedule_run_redrives (run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO schedule_run_redrives (run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at, job_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
 type InsertRunRedriveParams struct {
@@ -151,6 +151,7 @@ type InsertRunRedriveParams struct {
 	PreviousWorkflowID string
 	PreviousError      string
 	FailedAt           time.Time
+	JobID              *int64
 }
 
 func (q *Queries) InsertRunRedrive(ctx context.Context, arg InsertRunRedriveParams) error {
@@ -161,6 +162,7 @@ func (q *Queries) InsertRunRedrive(ctx context.Context, arg InsertRunRedrivePara
 		arg.PreviousWorkflowID,
 		arg.PreviousError,
 		arg.FailedAt,
+		arg.JobID,
 	)
 	return err
 }
@@ -308,7 +310,7 @@ func (q *Queries) ListRunAttempts(ctx context.Context, runIds []int64) ([]Schedu
 }
 
 const listRunRedrives = `-- name: ListRunRedrives :many
-SELECT run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at, requested_at FROM schedule_run_redrives WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, n
+SELECT run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at, requested_at, job_id FROM schedule_run_redrives WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, n
 `
 
 func (q *Queries) ListRunRedrives(ctx context.Context, runIds []int64) ([]ScheduleRunRedrive, error) {
@@ -328,6 +330,7 @@ func (q *Queries) ListRunRedrives(ctx context.Context, runIds []int64) ([]Schedu
 			&i.PreviousError,
 			&i.FailedAt,
 			&i.RequestedAt,
+			&i.JobID,
 		); err != nil {
 			return nil, err
 		}

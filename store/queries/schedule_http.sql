@@ -106,8 +106,8 @@ WHERE r.id = @id AND run_shown(r.armed, r.visible_at) AND r.retracted_at IS NULL
 FOR NO KEY UPDATE OF r;
 
 -- name: InsertRunRedrive :exec
-INSERT INTO schedule_run_redrives (run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at)
-VALUES (@run_id, @n, @workflow_id, @previous_workflow_id, @previous_error, @failed_at);
+INSERT INTO schedule_run_redrives (run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at, job_id)
+VALUES (@run_id, @n, @workflow_id, @previous_workflow_id, @previous_error, @failed_at, sqlc.narg(job_id));
 
 -- name: MarkRunRedriven :one
 -- A FAILED run delivered again: RUNNING under its new workflow id, with no watcher yet (the
