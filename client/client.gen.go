@@ -1318,7 +1318,7 @@ type BulkRedriveRequest struct {
 	// Since the first tick of the range (required to begin)
 	Since *time.Time `json:"since,omitempty"`
 
-	// Until the end of the range
+	// Until the end of the range, not included (required to begin)
 	Until *time.Time `json:"until,omitempty"`
 }
 
