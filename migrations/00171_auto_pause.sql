@@ -12,6 +12,9 @@ ALTER TABLE schedules ADD COLUMN failing_since timestamptz;
 ALTER TABLE schedules ADD COLUMN auto_pause_due text;
 ALTER TABLE schedules ADD COLUMN auto_paused_at timestamptz;
 ALTER TABLE schedules ADD COLUMN auto_pause_reason text;
+-- The streak counts the runs whose tick is at or after this (a resume's time): a run fired
+-- before the resume and ending after it does not count.
+ALTER TABLE schedules ADD COLUMN streak_since timestamptz;
 CREATE INDEX schedules_auto_pause_due ON schedules (id) WHERE auto_pause_due IS NOT NULL;
 
 -- A schedule's history tells of a pause it made itself.
@@ -23,5 +26,5 @@ UPDATE schedule_history SET kind = 'pause' WHERE kind = 'auto_pause';
 ALTER TABLE schedule_history DROP CONSTRAINT schedule_history_kind_check;
 ALTER TABLE schedule_history ADD CONSTRAINT schedule_history_kind_check CHECK (kind IN ('pause', 'resume', 'update', 'rotate_secret'));
 DROP INDEX schedules_auto_pause_due;
-ALTER TABLE schedules DROP COLUMN auto_pause_reason, DROP COLUMN auto_paused_at, DROP COLUMN auto_pause_due,
+ALTER TABLE schedules DROP COLUMN streak_since, DROP COLUMN auto_pause_reason, DROP COLUMN auto_paused_at, DROP COLUMN auto_pause_due,
     DROP COLUMN failing_since, DROP COLUMN failure_streak;

@@ -24,10 +24,11 @@ const AutoPausedEventType = "schedule.auto_paused"
 
 // runEnd is a run's end, for its schedule's failure streak.
 type runEnd struct {
-	ScheduleID int64
-	Status     domain.RunStatus
-	FinishedAt time.Time
-	Error      string
+	ScheduleID  int64
+	ScheduledAt time.Time
+	Status      domain.RunStatus
+	FinishedAt  time.Time
+	Error       string
 }
 
 // noteStreaks counts the ends of runs (in the order they ended) into their schedules'
@@ -40,10 +41,27 @@ func noteStreaks(ctx context.Context, q *dbgen.Queries, ends []runEnd, now time.
 		first    time.Time
 		lastErr  string
 	}
+	var ids []int64
+	for _, e := range ends {
+		ids = append(ids, e.ScheduleID)
+	}
+	since, err := q.StreaksSince(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("the failure streaks of %d schedules: %w", len(ids), mapErr(err))
+	}
+	if len(since) == 0 {
+		return nil // none has auto_pause
+	}
+	counts := make(map[int64]time.Time, len(since))
+	for _, s := range since {
+		counts[s.ID] = s.Since
+	}
 	per := map[int64]*streak{}
 	var order []int64
 	for _, e := range ends {
-		if e.Status != domain.RunSucceeded && e.Status != domain.RunFailed {
+		from, ok := counts[e.ScheduleID]
+		if !ok || (e.Status != domain.RunSucceeded && e.Status != domain.RunFailed) || e.ScheduledAt.Before(from) {
+			// No auto_pause, not a delivery's end, or a run fired before a resume.
 			continue
 		}
 		s := per[e.ScheduleID]

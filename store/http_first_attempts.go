@@ -192,7 +192,7 @@ func (s *Store) FinishFirstAttempts(ctx context.Context, sender string, outs []F
 		}
 		ends := make([]runEnd, len(rows))
 		for i, r := range rows {
-			ends[i] = runEnd{ScheduleID: r.ScheduleID, Status: r.Status, FinishedAt: byID[r.ID].FinishedAt, Error: byID[r.ID].RunError}
+			ends[i] = runEnd{ScheduleID: r.ScheduleID, ScheduledAt: r.ScheduledAt, Status: r.Status, FinishedAt: byID[r.ID].FinishedAt, Error: byID[r.ID].RunError}
 		}
 		if err := noteStreaks(ctx, q, ends, time.Now()); err != nil {
 			return err

@@ -567,7 +567,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status domain.RunSta
 		if run.FinishedAt != nil {
 			finished = *run.FinishedAt
 		}
-		return noteStreaks(ctx, q, []runEnd{{ScheduleID: run.ScheduleID, Status: domain.RunStatus(run.Status), FinishedAt: finished, Error: run.Error}}, time.Now())
+		return noteStreaks(ctx, q, []runEnd{{ScheduleID: run.ScheduleID, ScheduledAt: run.ScheduledAt, Status: domain.RunStatus(run.Status), FinishedAt: finished, Error: run.Error}}, time.Now())
 	})
 	if err != nil && mapErr(err) != ErrNotFound {
 		return fmt.Errorf("finish run %d: %w", runID, mapErr(err))

@@ -23,7 +23,8 @@ func (q *Queries) ApplyAutoPause(ctx context.Context, id int64) error {
 }
 
 const clearAutoPause = `-- name: ClearAutoPause :exec
-UPDATE schedules SET auto_paused_at = NULL, auto_pause_reason = NULL, auto_pause_due = NULL, failure_streak = 0, failing_since = NULL
+UPDATE schedules SET auto_paused_at = NULL, auto_pause_reason = NULL, auto_pause_due = NULL, failure_streak = 0, failing_since = NULL,
+    streak_since = now()
 WHERE id = $1
 `
 
@@ -162,4 +163,36 @@ type SetAutoPauseDueParams struct {
 func (q *Queries) SetAutoPauseDue(ctx context.Context, arg SetAutoPauseDueParams) error {
 	_, err := q.db.Exec(ctx, setAutoPauseDue, arg.Reason, arg.ID)
 	return err
+}
+
+const streaksSince = `-- name: StreaksSince :many
+SELECT id, COALESCE(streak_since, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS since FROM schedules
+WHERE id = ANY($1::bigint[]) AND action ? 'auto_pause'
+`
+
+type StreaksSinceRow struct {
+	ID    int64
+	Since time.Time
+}
+
+// Of the schedules given whose action has auto_pause, since when their streak counts runs
+// (the zero time, 0001-01-01: since ever).
+func (q *Queries) StreaksSince(ctx context.Context, ids []int64) ([]StreaksSinceRow, error) {
+	rows, err := q.db.Query(ctx, streaksSince, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StreaksSinceRow
+	for rows.Next() {
+		var i StreaksSinceRow
+		if err := rows.Scan(&i.ID, &i.Since); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -254,6 +254,7 @@ type Schedule struct {
 	AutoPauseDue     *string
 	AutoPausedAt     *time.Time
 	AutoPauseReason  *string
+	StreakSince      *time.Time
 }
 
 type ScheduleHeaderValue struct {

@@ -383,7 +383,7 @@ func (q *Queries) ListRestRequests(ctx context.Context, maxRows int32) ([]ListRe
 }
 
 const lockSchedulesToPlan = `-- name: LockSchedulesToPlan :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules
 WHERE owner IS NULL AND plan_at <= $1::timestamptz AND plan_action <> 'complete'
 ORDER BY plan_at
 LIMIT $2
@@ -446,6 +446,7 @@ func (q *Queries) LockSchedulesToPlan(ctx context.Context, arg LockSchedulesToPl
 			&i.AutoPauseDue,
 			&i.AutoPausedAt,
 			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -623,7 +624,7 @@ const takeScheduleOwnership = `-- name: TakeScheduleOwnership :one
 UPDATE schedules
 SET owner = $1, rest_requested_at = NULL, owner_checked_at = NULL, plan_at = NULL, plan_action = NULL
 WHERE CASE WHEN $2::bigint <> 0 THEN id = $2::bigint ELSE name = $3::text END
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type TakeScheduleOwnershipParams struct {
@@ -680,6 +681,7 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 		&i.AutoPauseDue,
 		&i.AutoPausedAt,
 		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }

@@ -223,7 +223,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -268,12 +268,13 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.AutoPauseDue,
 		&i.AutoPausedAt,
 		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -318,6 +319,7 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.AutoPauseDue,
 		&i.AutoPausedAt,
 		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
@@ -426,7 +428,7 @@ INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_s
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         $10, $11, $12, $13, $14, $15, $16,
         COALESCE($17::jsonb, '{}'::jsonb))
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type InsertScheduleParams struct {
@@ -517,6 +519,7 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.AutoPauseDue,
 		&i.AutoPausedAt,
 		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
@@ -659,7 +662,7 @@ FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::
              unnest($14::text[]) AS after_completion, unnest($15::integer[]) AS max_concurrent,
              unnest($16::text[]) AS when_full, unnest($17::text[]) AS labels) g
 ON CONFLICT (name) DO NOTHING
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type InsertSchedulesParams struct {
@@ -757,6 +760,7 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 			&i.AutoPauseDue,
 			&i.AutoPausedAt,
 			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -1149,7 +1153,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -1205,6 +1209,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.AutoPauseDue,
 			&i.AutoPausedAt,
 			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -1217,7 +1222,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const listSchedulesByName = `-- name: ListSchedulesByName :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE name = ANY($1::text[])
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE name = ANY($1::text[])
 `
 
 func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
@@ -1268,6 +1273,7 @@ func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Sc
 			&i.AutoPauseDue,
 			&i.AutoPausedAt,
 			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -1290,7 +1296,7 @@ func (q *Queries) LockReleases(ctx context.Context, lockKey int64) error {
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -1335,6 +1341,7 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.AutoPauseDue,
 		&i.AutoPausedAt,
 		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
@@ -1683,7 +1690,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type SetSchedulePausedParams struct {
@@ -1734,6 +1741,7 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.AutoPauseDue,
 		&i.AutoPausedAt,
 		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
@@ -1887,7 +1895,7 @@ SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
     completed_at = CASE WHEN spec = $1 THEN completed_at END, max_concurrent = $8,
     overlap_when_full = $9, labels = COALESCE($10::jsonb, labels), version = version + 1, updated_at = now()
 WHERE name = $11 AND ($12::bigint = 0 OR version = $12::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1963,6 +1971,7 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.AutoPauseDue,
 		&i.AutoPausedAt,
 		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }

@@ -18,6 +18,12 @@ WHERE s.id = v.id AND s.action ? 'auto_pause' AND (v.failures > 0 OR s.failure_s
 RETURNING s.id, s.name, s.action, s.paused, s.failure_streak, COALESCE(s.failing_since, now())::timestamptz AS failing_since,
           (s.auto_pause_due IS NOT NULL)::boolean AS due, v.failures::int AS new_failures;
 
+-- name: StreaksSince :many
+-- Of the schedules given whose action has auto_pause, since when their streak counts runs
+-- (the zero time, 0001-01-01: since ever).
+SELECT id, COALESCE(streak_since, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS since FROM schedules
+WHERE id = ANY(@ids::bigint[]) AND action ? 'auto_pause';
+
 -- name: SetAutoPauseDue :exec
 -- The rule was met: the schedule is to pause itself, for this reason (a worker sends its
 -- workflow the pause command).
@@ -39,5 +45,6 @@ UPDATE schedules SET auto_pause_due = NULL WHERE id = @id;
 -- name: ClearAutoPause :exec
 -- A resume: the pause the schedule made itself is over, and its failures count again from
 -- now.
-UPDATE schedules SET auto_paused_at = NULL, auto_pause_reason = NULL, auto_pause_due = NULL, failure_streak = 0, failing_since = NULL
+UPDATE schedules SET auto_paused_at = NULL, auto_pause_reason = NULL, auto_pause_due = NULL, failure_streak = 0, failing_since = NULL,
+    streak_since = now()
 WHERE id = @id;
