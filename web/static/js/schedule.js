@@ -77,7 +77,7 @@ function pausedBanner(s) {
   if (!s.paused) return "";
   if (s.auto_paused) {
     return '<p class="banner banner-warning" id="paused-banner" role="status"><strong>Paused itself</strong> ' + when(s.auto_paused.at) +
-      ': <span id="auto-pause-reason">' + esc(s.auto_paused.reason) + "</span> Fix the endpoint, then resume it (and redrive the dead letter).</p>";
+      ': <span id="auto-pause-reason">' + esc(s.auto_paused.reason) + "</span>. Fix the endpoint, then resume it (and redrive the dead letter).</p>";
   }
   return '<p class="banner" id="paused-banner" role="status"><strong>Paused</strong>' + (s.note ? ": " + esc(s.note) : "") + "</p>";
 }
