@@ -8,7 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tickgate/tickgate/domain"
+	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
 )
@@ -65,6 +70,9 @@ type HTTPSender struct {
 	// firstAttemptLease).
 	Lease  time.Duration
 	Logger *slog.Logger
+	// Tracer, when set, records each first attempt as a span of its fire's trace
+	// (SpanFirstAttempt; nil: tracing off).
+	Tracer trace.Tracer
 	// Pauser sends the pause of a schedule whose auto_pause rule was met to its workflow
 	// (nil: the schedules due to pause themselves wait for a sender that has one).
 	Pauser SchedulePauser
@@ -269,6 +277,7 @@ func (s *HTTPSender) send(ctx, sendCtx context.Context, a store.FirstAttempt) {
 		return
 	}
 	res := s.Deliveries.attempt(sendCtx, t, 1, at, slot)
+	s.trace(a, host, at, slot, res)
 	if res.Canceled {
 		// The process is going away mid-send: the attempt stays recorded as being sent, and
 		// the sweep records it lost and hands it to its delivery workflow.
@@ -302,6 +311,40 @@ func (s *HTTPSender) send(ctx, sendCtx context.Context, a store.FirstAttempt) {
 	case <-sendCtx.Done():
 		s.letGo(t.RunID)
 	}
+}
+
+// SpanFirstAttempt is a first attempt of an http fire, in its fire's trace, sent by the worker
+// that released it: its host's limits' wait, the request, and its answer.
+const SpanFirstAttempt = "schedule.http.first_attempt"
+
+// Attributes of a first attempt's span.
+const (
+	AttrHTTPHost       = attribute.Key("tickgate.http.host")
+	AttrHTTPStatus     = attribute.Key("tickgate.http.status_code")
+	AttrHTTPOutcome    = attribute.Key("tickgate.http.outcome")
+	AttrHTTPLimitWait  = attribute.Key("tickgate.http.limit_wait_ms")
+	AttrHTTPLimitCause = attribute.Key("tickgate.http.limit_cause")
+)
+
+// trace records a first attempt's span in its fire's trace (with tracing on).
+func (s *HTTPSender) trace(a store.FirstAttempt, host string, sentAt time.Time, slot *HostSlot, res attemptResult) {
+	if s.Tracer == nil || a.TraceContext == "" {
+		return
+	}
+	ctx := telemetry.Resume(context.Background(), a.TraceContext)
+	_, span := s.Tracer.Start(ctx, SpanFirstAttempt, trace.WithTimestamp(sentAt.Add(-slot.Waited)), trace.WithAttributes(
+		AttrRunID.Int64(a.Target.RunID), AttrSchedule.String(a.Target.Schedule), AttrHTTPHost.String(host),
+		AttrHTTPOutcome.String(res.Outcome), AttrHTTPLimitWait.Int64(slot.Waited.Milliseconds())))
+	if res.StatusCode != 0 {
+		span.SetAttributes(AttrHTTPStatus.Int(res.StatusCode))
+	}
+	if slot.Why != "" {
+		span.SetAttributes(AttrHTTPLimitCause.String(slot.Why))
+	}
+	if res.Outcome != store.AttemptSucceeded {
+		span.SetStatus(codes.Error, res.What)
+	}
+	span.End(trace.WithTimestamp(sentAt.Add(res.Latency)))
 }
 
 // lateness says a lateness in seconds, to a tenth.

@@ -54,7 +54,7 @@ func withEngineLoops(w sdkworker.Worker, d Deps) *engineWorker {
 		}
 	}
 	acts := &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}
-	sender := &activities.HTTPSender{Deliveries: d.httpDeliveries(), Acts: acts, ID: id,
+	sender := &activities.HTTPSender{Deliveries: d.httpDeliveries(), Acts: acts, ID: id, Tracer: tr,
 		Pauser: autoPauser{&starter.Starter{Client: tc, TaskQueue: taskQueue}}}
 	return &engineWorker{
 		Worker: w, store: st, workerID: id,
