@@ -47,6 +47,11 @@ const (
 	recordBatch     = 1000
 	startRecorders  = 4
 	finishRecorders = 2
+	// startGather and finishGather are how long a recorder gathers what else comes after the
+	// first attempt of a batch: a statement per few requests costs PostgreSQL more than the
+	// wait costs them (the start's wait holds the request's turn; the finish's holds nothing).
+	startGather  = 2 * time.Millisecond
+	finishGather = 20 * time.Millisecond
 	// sendPoll is the longest a sender sleeps between two looks at the queue (its
 	// releaser wakes it as soon as a release of its process commits).
 	sendPoll = time.Second
@@ -363,15 +368,17 @@ func (s *HTTPSender) recordStarts(ctx context.Context) {
 		case r := <-s.starts:
 			batch = append(batch, r)
 		}
+		gather := time.NewTimer(startGather)
 	more:
 		for len(batch) < recordBatch {
 			select {
 			case r := <-s.starts:
 				batch = append(batch, r)
-			default:
+			case <-gather.C:
 				break more
 			}
 		}
+		gather.Stop()
 		ids := make([]int64, len(batch))
 		at := make([]time.Time, len(batch))
 		for i, r := range batch {
@@ -402,15 +409,17 @@ func (s *HTTPSender) recordFinishes(ctx context.Context) {
 		case o := <-s.finishes:
 			batch = append(batch, o)
 		}
+		gather := time.NewTimer(finishGather)
 	more:
 		for len(batch) < recordBatch {
 			select {
 			case o := <-s.finishes:
 				batch = append(batch, o)
-			default:
+			case <-gather.C:
 				break more
 			}
 		}
+		gather.Stop()
 		var handOver []int64
 		var ended []store.EndedRun
 		var err error
