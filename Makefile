@@ -126,13 +126,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBulkStateRequest$$' -fuzztime $(FUZZTIME) ./api/
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskResultRequest$$' -fuzztime $(FUZZTIME) ./api/
 	$(GO) test -run '^$$' -fuzz '^FuzzRotateSecretRequest$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzBulkRedriveRequest$$' -fuzztime $(FUZZTIME) ./api/
 	$(GO) test -run '^$$' -fuzz '^FuzzScheduleCommand$$' -fuzztime $(FUZZTIME) ./api/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckOneStatement$$' -fuzztime $(FUZZTIME) ./domain/
 	$(GO) test -run '^$$' -fuzz '^FuzzRouteParams$$' -fuzztime $(FUZZTIME) -parallel 1 ./api/
 
 # Re-record workflows/testdata/*.json (the replay tests' histories) from a real run: e2e/record_histories_test.go.
 record-histories: tools
-	TICKGATE_RECORD_HISTORIES=1 $(GO) test -count=1 -run '^(TestHistoriesOfARealRunReplay|TestScheduleCommandsHistoryReplays|TestScheduleOneTimeReloadHistoryReplays|TestScheduleTakeoverHistoryReplays|TestHTTPDeliveryHistoryReplays|TestScheduleCalendarsHistoryReplays|TestMaxConcurrentOnTheWholeProduct|TestScheduleResidentHistoryReplays|TestScheduleFirePremiseHistoryReplays)$$' -v ./e2e/
+	TICKGATE_RECORD_HISTORIES=1 $(GO) test -count=1 -run '^(TestHistoriesOfARealRunReplay|TestScheduleCommandsHistoryReplays|TestScheduleOneTimeReloadHistoryReplays|TestScheduleTakeoverHistoryReplays|TestHTTPDeliveryHistoryReplays|TestHTTPDeliveryAfterFirstAttemptHistoryReplays|TestScheduleCalendarsHistoryReplays|TestMaxConcurrentOnTheWholeProduct|TestScheduleResidentHistoryReplays|TestScheduleFirePremiseHistoryReplays)$$' -v ./e2e/
 
 # Regenerate store/dbgen from store/queries/*.sql and migrations/*.sql, the typed client
 # from api/openapi.yaml and the CLI's reference pages (docs/cli/).

@@ -22,8 +22,9 @@ func WaitOutOutage(ctx context.Context, fn func() (int, error)) (int, error) {
 // TargetEnd is targetEnd for a test.
 func TargetEnd(err error) (RunOutcome, bool) { return targetEnd(err) }
 
-// SQLProbe is sqlProbe for a test.
-func (a *RolloutActivities) SQLProbe(ctx context.Context, db, query string, timeout time.Duration) store.HealthResult {
+// SQLProbe is a.sqlProbe for a test. It is a function, not a method: a test that registers
+// RolloutActivities with a worker registers every exported method as an activity.
+func SQLProbe(ctx context.Context, a *RolloutActivities, db, query string, timeout time.Duration) store.HealthResult {
 	return a.sqlProbe(ctx, db, query, timeout)
 }
 

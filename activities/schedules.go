@@ -314,6 +314,9 @@ func (a *ScheduleActivities) MirrorPaused(ctx context.Context, p PausedState) (P
 	if err != nil {
 		return PauseMirrored{}, gone(err, p.ScheduleID)
 	}
+	if changed && p.Paused && row.AutoPausedAt != nil {
+		metrics.ScheduleAutoPaused.Inc() // the schedule paused itself (its auto_pause rule)
+	}
 	out := PauseMirrored{Retracted: Retracted(r), Changed: &changed, Note: &row.PauseNote}
 	if !p.Paused {
 		return out, gone(a.Store.SetNextRunAt(ctx, p.ScheduleID, p.NextRunAt), p.ScheduleID)
@@ -418,14 +421,25 @@ type StartRun struct {
 	// (Temporal's workflow retry policy, max_age bounding the whole series); an http
 	// action's delivery retries its request under it (nil: the defaults).
 	Retry *domain.Retry `json:",omitempty"`
+
+	// handedOver: the sender holding the run's first attempt starts its delivery workflow
+	// to retry it (HTTPSender), so the run's queued first attempt is no reason to wait.
+	handedOver bool
 }
 
 // StartRunWorkflow starts the target workflow of a run. The id is derived from the tick, and
 // an already running or finished execution with that id is reused, never started twice.
+//
+// An http action's delivery is not started for a run whose first attempt is the sender's (a
+// run a schedule's workflow took over while its fire was being sent: the sender starts the
+// delivery if the attempt fails), nor for a run that is no longer RUNNING: it answers "".
 func (a *ScheduleActivities) StartRunWorkflow(ctx context.Context, r StartRun) (string, error) {
 	var args []any
 	if r.HTTP != nil {
 		delivery, err := a.httpDelivery(ctx, r)
+		if errors.Is(err, errNothingToStart) {
+			return "", nil
+		}
 		if err != nil {
 			return "", err
 		}
@@ -506,6 +520,9 @@ func (a *ScheduleActivities) AwaitRunWorkflow(ctx context.Context, workflowID st
 			}
 		}
 	}()
+	if out, decided, err := a.awaitFirstAttempt(ctx, workflowID); err != nil || decided {
+		return out, err
+	}
 	err := a.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, nil)
 	if ctx.Err() != nil {
 		return RunOutcome{}, ctx.Err()
@@ -517,6 +534,41 @@ func (a *ScheduleActivities) AwaitRunWorkflow(ctx context.Context, workflowID st
 		return RunOutcome{}, fmt.Errorf("wait for %s to close: %w", workflowID, err)
 	}
 	return out, nil
+}
+
+// firstAttemptPoll is how often a wait for a run whose first attempt the sender holds looks
+// at it again.
+const firstAttemptPoll = 250 * time.Millisecond
+
+// awaitFirstAttempt waits, for a run of an http action whose first attempt the worker that
+// released its fire sends (no delivery workflow exists yet), until that attempt decided it
+// — decided, with the run's outcome as recorded — or handed it to its delivery workflow,
+// which the caller then waits for. A run already recorded final is decided too.
+func (a *ScheduleActivities) awaitFirstAttempt(ctx context.Context, workflowID string) (RunOutcome, bool, error) {
+	if a.Store == nil {
+		return RunOutcome{}, false, nil // no runs to read (a wait on Temporal alone)
+	}
+	for {
+		s, err := a.Store.FirstAttemptRunState(ctx, workflowID)
+		if errors.Is(err, store.ErrNotFound) {
+			return RunOutcome{}, false, nil
+		}
+		if err != nil {
+			return RunOutcome{}, false, fmt.Errorf("wait for %s: %w", workflowID, err)
+		}
+		switch {
+		case s.Queued:
+		case s.Status.Final():
+			// Recorded final: by its first attempt, by a stop before its delivery started, or
+			// after its target closed. PostgreSQL is the truth of the run either way.
+			return RunOutcome{Status: s.Status, Error: s.Error}, true, nil
+		default:
+			return RunOutcome{}, false, nil
+		}
+		if err := sleepCtx(ctx, firstAttemptPoll); err != nil {
+			return RunOutcome{}, false, err
+		}
+	}
 }
 
 // RunOutcome is how a run's workflow ended.
@@ -554,7 +606,22 @@ func (a *ScheduleActivities) StopRunWorkflow(ctx context.Context, s StopRun) err
 		err = a.Temporal.CancelWorkflow(ctx, s.WorkflowID, "")
 	}
 	var notFound *serviceerror.NotFound
-	if err != nil && !errors.As(err, &notFound) {
+	if errors.As(err, &notFound) {
+		// An http run whose first attempt is still the sender's has no workflow yet: it is
+		// stopped in PostgreSQL, and nothing more is sent for it.
+		status, why := domain.RunCanceled, "canceled"
+		if s.Terminate {
+			status, why = domain.RunTerminated, "terminated"
+		}
+		if s.Reason != "" {
+			why += ": " + s.Reason
+		}
+		if _, err := a.Store.StopFirstAttemptRun(ctx, s.WorkflowID, status, why); err != nil {
+			return err
+		}
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("stop run workflow %s: %w", s.WorkflowID, err)
 	}
 	return nil

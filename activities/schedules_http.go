@@ -62,6 +62,27 @@ type HTTPDelivery struct {
 	// Action is the schedule's action, its headers by name only.
 	Action domain.Action `json:",omitzero"`
 	Retry  domain.Retry  `json:",omitzero"`
+	// First is what the series' first attempt did, sent by the worker that released the
+	// fire before the delivery workflow started (nil: none; the workflow makes every
+	// attempt). Loaded by LoadHTTPDelivery; histories recorded before it carry none.
+	First *FirstAttempts `json:",omitempty"`
+}
+
+// FirstAttempts are the attempts of a series made before its delivery workflow, by the
+// worker that released the fire: the workflow counts them against max_attempts and max_age
+// and waits as their last answer asked before its own first attempt.
+type FirstAttempts struct {
+	Made  int
+	Began time.Time // when the first of them was sent: the series' start, for max_age
+	// NextAt is when the next attempt may start: the last one's end, plus its Retry-After
+	// or else initial_backoff.
+	NextAt time.Time
+	// Delivered: a 2xx is recorded for the run's key (a sender the sweep took for dead
+	// recorded it late): nothing more is sent. Final: the last answer ends the series.
+	Delivered bool `json:",omitempty"`
+	Final     bool `json:",omitempty"`
+	// Last is the last attempt's answer, as a run's error tells it.
+	Last string
 }
 
 // HTTPAttemptFailure is the detail of a failed attempt's error, which the delivery
@@ -85,8 +106,12 @@ type HTTPDeliveries struct {
 	Outbound outbound.Rule
 	// Now is the clock of the signatures' timestamps (nil: time.Now).
 	Now func() time.Time
+	// Limits are the process's limits per destination host, shared by every delivery it
+	// sends (nil: a limiter of its own, with the defaults).
+	Limits *HostLimiter
 
-	clients sync.Map // time.Duration → *http.Client, one per timeout
+	clients     sync.Map // time.Duration → *http.Client, one per timeout
+	limiterOnce sync.Once
 }
 
 // client is the HTTP client of requests with this timeout: the outbound rule's, never
@@ -96,8 +121,9 @@ func (d *HTTPDeliveries) client(timeout time.Duration) *http.Client {
 	if c, ok := d.clients.Load(timeout); ok {
 		return c.(*http.Client)
 	}
-	// A burst of deliveries to one receiver shares its connections.
-	c := d.Outbound.NewClient(outbound.Options{Timeout: timeout, MaxIdleConnsPerHost: 64})
+	// A burst of deliveries to one receiver shares its connections: as many as it may have
+	// requests in flight by default.
+	c := d.Outbound.NewClient(outbound.Options{Timeout: timeout, MaxIdleConnsPerHost: domain.DefaultHostMaxInFlight})
 	actual, _ := d.clients.LoadOrStore(timeout, c)
 	return actual.(*http.Client)
 }
@@ -125,8 +151,32 @@ func (d *HTTPDeliveries) LoadHTTPDelivery(ctx context.Context, ref HTTPDelivery)
 	}
 	return HTTPDelivery{
 		RunID: t.RunID, ScheduleID: t.ScheduleID, Schedule: t.Schedule, Key: t.Key, ScheduledAt: t.ScheduledAt,
-		Redrive: t.Redrive, Action: t.Action, Retry: *retry,
+		Redrive: t.Redrive, Action: t.Action, Retry: *retry, First: firstAttemptsOf(t, *retry),
 	}, nil
+}
+
+// firstAttemptsOf is what the direct attempts of the run's series did (nil: none).
+func firstAttemptsOf(t store.HTTPDeliveryTarget, r domain.Retry) *FirstAttempts {
+	d := t.Direct
+	if d == nil {
+		return nil
+	}
+	wait := time.Duration(r.InitialBackoff)
+	if d.RetryAfter > 0 {
+		wait = d.RetryAfter // the receiver's word, whatever the backoff would have been
+	}
+	end := d.Finished
+	if end.IsZero() {
+		end = d.Began
+	}
+	last := d.Error
+	if d.ResponseStart != "" {
+		last += ": " + oneLine(d.ResponseStart, 200)
+	}
+	return &FirstAttempts{
+		Made: d.Made, Began: d.Began, NextAt: end.Add(wait), Last: last,
+		Delivered: t.Delivered, Final: d.Outcome == store.AttemptFinal,
+	}
 }
 
 // target reads what a delivery of the run in names sends, and checks that it belongs
@@ -146,6 +196,10 @@ func (d *HTTPDeliveries) target(ctx context.Context, in HTTPDelivery) (store.HTT
 		return t, d.final(0, 0, fmt.Sprintf("schedule %q has a %s action now, not an http one", t.Schedule, t.Action.Kind))
 	case len(t.Secrets) == 0:
 		return t, d.final(0, 0, fmt.Sprintf("schedule %q has no signing secret (rotate it: POST /schedules/{name}/secret)", t.Schedule))
+	case t.Status != domain.RunRunning:
+		// Stopped or decided meanwhile (a first attempt stopped by an overlap policy as its
+		// delivery was handed over): nothing more is sent.
+		return t, d.final(0, 0, fmt.Sprintf("run %d is %s: not delivered", in.RunID, t.Status))
 	}
 	return t, nil
 }
@@ -157,9 +211,17 @@ func (d *HTTPDeliveries) target(ctx context.Context, in HTTPDelivery) (store.HTT
 // retryable (a Retry-After, in seconds or as an HTTP date, sets the wait before the next
 // attempt); any other answer, and an address the rule refuses, ends the series. Each attempt
 // is recorded (schedule_run_attempts), once.
+//
+// A series that began with a first attempt the worker which released the fire sent
+// (in.First) counts it: this attempt's number follows it. Nothing is sent once a 2xx was
+// recorded for the run's key. Each attempt waits its turn under its host's limits
+// (HostLimiter) within its own time.
 func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTPDelivered, error) {
 	info := activity.GetInfo(ctx)
 	attempt := int(info.Attempt)
+	if in.First != nil {
+		attempt += in.First.Made
+	}
 	t, err := d.target(ctx, in)
 	if err != nil {
 		var app *temporal.ApplicationError
@@ -168,45 +230,123 @@ func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTP
 		}
 		return HTTPDelivered{}, err
 	}
-	rec := store.RunAttempt{RunID: t.RunID, WorkflowID: info.WorkflowExecution.ID, Attempt: int32(attempt), Redrive: int32(t.Redrive)}
-	sent := d.now()
-	rec.StartedAt = sent
-	req, err := DeliveryRequest(ctx, t, attempt, sent)
-	if err != nil {
-		return HTTPDelivered{}, d.finish(ctx, rec, 0, store.AttemptFinal, err.Error(), "", 0)
+	if t.Delivered {
+		// A 2xx is recorded for this key (an attempt whose answer came in late): tickgate
+		// never sends it again.
+		return HTTPDelivered{Attempt: attempt}, nil
 	}
+	rec := store.RunAttempt{RunID: t.RunID, WorkflowID: info.WorkflowExecution.ID, Attempt: int32(attempt), Redrive: int32(t.Redrive)}
+	// The turn under the host's limits is waited for within the activity's time, leaving
+	// the request its own timeout.
+	wctx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Duration(t.Action.Timeout)-time.Second))
+		defer cancel()
+	}
+	host := t.Action.Host()
+	slot, err := d.limiter().Acquire(wctx, host, d.limiter().LimitOf(host, t.Action.Limits))
+	if err != nil {
+		if ctx.Err() != nil {
+			return HTTPDelivered{}, ctx.Err()
+		}
+		rec.StartedAt = d.now()
+		return HTTPDelivered{}, d.finish(ctx, rec, 0, store.AttemptRetryable, "not sent: its host's limits gave it no turn in time ("+host+")", "", 0)
+	}
+	rec.StartedAt = d.now()
+	if err := d.Store.StartAttempt(ctx, rec); err != nil {
+		slot.Release()
+		if errors.Is(err, store.ErrNotFound) {
+			return HTTPDelivered{}, d.final(attempt, 0, fmt.Sprintf("run %d does not exist (its schedule was deleted)", t.RunID))
+		}
+		return HTTPDelivered{}, err // the database: tried again, nothing was sent
+	}
+	res := d.attempt(ctx, t, attempt, rec.StartedAt, slot)
+	rec.LatencyMs = res.Latency.Milliseconds()
+	if res.Canceled {
+		return HTTPDelivered{}, ctx.Err() // cancelled (overlap cancel_other) or timed out: Temporal decides
+	}
+	if res.Outcome == store.AttemptSucceeded {
+		return HTTPDelivered{Attempt: attempt, StatusCode: res.StatusCode}, d.finish(ctx, rec, res.StatusCode, res.Outcome, "", res.ResponseStart, 0)
+	}
+	return HTTPDelivered{}, d.finish(ctx, rec, res.StatusCode, res.Outcome, res.What, res.ResponseStart, res.RetryAfter)
+}
 
+// attemptResult is what one request of a delivery got.
+type attemptResult struct {
+	StartedAt  time.Time
+	Latency    time.Duration
+	StatusCode int    // 0: no answer
+	Outcome    string // store.AttemptSucceeded, AttemptRetryable or AttemptFinal
+	// What the answer was, in words (none for a success), and the start of its body.
+	What, ResponseStart string
+	RetryAfter          time.Duration
+	// Canceled: ctx ended before an answer (its outcome is not the receiver's).
+	Canceled bool
+}
+
+// attempt sends one attempt of t's request, holding slot (released once the answer came):
+// a 2xx is a success; 408, 429, 5xx and no answer are retryable (a Retry-After, in seconds
+// or as an HTTP date, sets the wait before the next attempt — and, on a 429 or 503, holds
+// every request to the host until then); any other answer, and an address the outbound rule
+// refuses, is final.
+func (d *HTTPDeliveries) attempt(ctx context.Context, t store.HTTPDeliveryTarget, attempt int, sentAt time.Time, slot *HostSlot) attemptResult {
+	defer slot.Release()
+	res := attemptResult{StartedAt: sentAt}
+	req, err := DeliveryRequest(ctx, t, attempt, res.StartedAt)
+	if err != nil {
+		res.Outcome, res.What = store.AttemptFinal, err.Error()
+		return res
+	}
 	// The outbound rule is checked on the address each connection is made to, after DNS
 	// resolution: a name (localhost among them) that resolves to an address it refuses is
 	// refused here, whatever the URL looked like when the schedule was created.
 	began := time.Now()
 	resp, err := d.client(time.Duration(t.Action.Timeout)).Do(req)
-	latency := time.Since(began)
-	rec.LatencyMs = latency.Milliseconds()
+	res.Latency = time.Since(began)
 	if err != nil {
-		if ctx.Err() != nil {
-			return HTTPDelivered{}, ctx.Err() // cancelled (overlap cancel_other) or timed out: Temporal decides
+		switch {
+		case ctx.Err() != nil:
+			res.Canceled, res.Outcome, res.What = true, store.AttemptRetryable, "no answer: "+ctx.Err().Error()
+		case errors.Is(err, outbound.ErrRefused):
+			res.Outcome, res.What = store.AttemptFinal, "action.url: "+outbound.Reason(err)
+		default:
+			res.Outcome, res.What = store.AttemptRetryable, "no answer: "+err.Error()
 		}
-		if errors.Is(err, outbound.ErrRefused) {
-			return HTTPDelivered{}, d.finish(ctx, rec, 0, store.AttemptFinal, "action.url: "+outbound.Reason(err), "", 0)
-		}
-		return HTTPDelivered{}, d.finish(ctx, rec, 0, store.AttemptRetryable, "no answer: "+err.Error(), "", 0)
+		return res
 	}
 	start, _ := io.ReadAll(io.LimitReader(resp.Body, responseStartBytes))
 	_, _ = io.Copy(io.Discard, resp.Body) // bounded by the client
 	_ = resp.Body.Close()
 	code := resp.StatusCode
-	what := fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
+	res.StatusCode, res.ResponseStart = code, textOf(start)
+	res.What = fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
 	switch {
 	case code >= 200 && code <= 299:
-		return HTTPDelivered{Attempt: attempt, StatusCode: code}, d.finish(ctx, rec, code, store.AttemptSucceeded, "", textOf(start), 0)
+		res.Outcome, res.What = store.AttemptSucceeded, ""
 	case domain.RetryableHTTPStatus(code):
-		wait := retryAfter(resp.Header.Get("Retry-After"), d.now())
-		return HTTPDelivered{}, d.finish(ctx, rec, code, store.AttemptRetryable, what, textOf(start), wait)
+		res.Outcome = store.AttemptRetryable
+		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), d.now())
+		if SlowsHost(code, res.RetryAfter) {
+			d.limiter().SlowDown(t.Action.Host(), code, res.RetryAfter)
+		}
 	case code >= 300 && code <= 399:
-		what += " (a redirect, which is not followed: give the final URL)"
+		res.Outcome = store.AttemptFinal
+		res.What += " (a redirect, which is not followed: give the final URL)"
+	default:
+		res.Outcome = store.AttemptFinal
 	}
-	return HTTPDelivered{}, d.finish(ctx, rec, code, store.AttemptFinal, what, textOf(start), 0)
+	return res
+}
+
+// limiter is the process's host limiter (one of its own when none was given).
+func (d *HTTPDeliveries) limiter() *HostLimiter {
+	d.limiterOnce.Do(func() {
+		if d.Limits == nil {
+			d.Limits = &HostLimiter{}
+		}
+	})
+	return d.Limits
 }
 
 // finish records the attempt and answers its outcome: nil for a success, else the error
@@ -334,7 +474,29 @@ func (a *ScheduleActivities) httpDelivery(ctx context.Context, r StartRun) (HTTP
 	if err != nil {
 		return HTTPDelivery{}, fmt.Errorf("the run of %s: %w", r.WorkflowID, err)
 	}
+	if !r.handedOver {
+		if run.Status != domain.RunRunning {
+			return HTTPDelivery{}, errNothingToStart
+		}
+		queued, err := a.Store.FirstAttemptQueued(ctx, run.ID)
+		if err != nil {
+			return HTTPDelivery{}, err
+		}
+		if queued {
+			return HTTPDelivery{}, errNothingToStart
+		}
+	}
 	return HTTPDelivery{RunID: run.ID, ScheduleID: run.ScheduleID, Schedule: r.Schedule}, nil
+}
+
+// errNothingToStart: the run's delivery is not to be started (see StartRunWorkflow).
+var errNothingToStart = errors.New("nothing to start")
+
+// StartHandedOver starts the delivery workflow of a run whose first attempt the sender
+// holds and hands over (it retries the attempt, counting it).
+func (a *ScheduleActivities) StartHandedOver(ctx context.Context, r StartRun) (string, error) {
+	r.handedOver = true
+	return a.StartRunWorkflow(ctx, r)
 }
 
 // WorkflowRetryPolicy is the Temporal retry policy of a schedule's retry policy.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
@@ -32,8 +33,24 @@ func TestADeliveredAttemptAnswersThoughItsRecordHangs(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 	var requests atomic.Int32
+	// The record of the attempt waits on this lock until the test ends: the receiver takes
+	// it as the request arrives, after the attempt was recorded as being sent (StartAttempt)
+	// and before its answer is recorded.
+	var lock pgx.Tx
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		requests.Add(1)
+		if requests.Add(1) == 1 {
+			tx, err := st.Pool.Begin(ctx)
+			if err == nil {
+				// (Held as long as the test lasts: the pool's idle_in_transaction_session_timeout
+				// would end it after 30 s.)
+				_, err = tx.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = 0; LOCK TABLE schedule_run_attempts IN SHARE MODE`)
+			}
+			if err != nil {
+				w.WriteHeader(http.StatusTeapot) // fails the test below: a final answer, not a 200
+				return
+			}
+			lock = tx
+		}
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
@@ -54,14 +71,11 @@ func TestADeliveredAttemptAnswersThoughItsRecordHangs(t *testing.T) {
 	require.NoError(t, st.Pool.QueryRow(ctx, `INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, idempotency_key, workflow_id)
 		VALUES ($1, $2, $2, 'scheduled', 'RUNNING', $3, $4) RETURNING id`, row.ID, tick, key, testActivityWorkflowID).Scan(&runID))
 
-	// Every record of an attempt waits on this lock until the test ends.
-	tx, err := st.Pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	// (Held as long as the test lasts: the pool's idle_in_transaction_session_timeout
-	// would end it after 30 s.)
-	_, err = tx.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = 0; LOCK TABLE schedule_run_attempts IN SHARE MODE`)
-	require.NoError(t, err)
+	defer func() {
+		if lock != nil {
+			_ = lock.Rollback(ctx)
+		}
+	}()
 
 	rule, err := outbound.Parse("127.0.0.1")
 	require.NoError(t, err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/api"
@@ -16,12 +15,12 @@ import (
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 )
 
-// Under allow_all the planner arms several fires of an http schedule, each delivery started
-// with its own start delay. A pause retracts every one not yet due, and every one of those
-// delayed starts is stopped first: a retracted tick is never delivered. (The chaos run's
-// receiver caught deliveries of retracted ticks when only the last fire's start was
-// stopped.)
-func TestAPauseStopsTheDelayedStartOfEveryRetractedFire(t *testing.T) {
+// Under allow_all the planner arms several fires of an http schedule, each queued for its
+// first attempt (no delayed start: the worker that releases a fire sends it). A pause
+// retracts every one not yet due, in its transaction: none is ever sent — no sender claims
+// a retracted fire, even once the release frontier passes its time — and its queued row
+// goes. (The chaos run's receiver once caught deliveries of retracted ticks.)
+func TestAPauseRetractsEveryArmedHTTPFireUnsent(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	tc := testenv.TemporalClient(t)
@@ -36,21 +35,25 @@ func TestAPauseStopsTheDelayedStartOfEveryRetractedFire(t *testing.T) {
 		api.SchedulePolicies{Overlap: domain.OverlapAllowAll}, now)
 	_, err := acts.PlanRound(ctx, now.Add(30*time.Second)) // its plan comes: fires armed up to two minutes ahead
 	require.NoError(t, err)
+	var queued int
+	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM http_first_attempts q JOIN schedule_runs r ON r.id = q.run_id
+		WHERE r.schedule_id = $1`, row.ID).Scan(&queued))
+	require.Greater(t, queued, 1, "several fires armed, each queued for its first attempt")
 	ids, err := st.ArmedStartsNotDue(ctx, row.ID)
 	require.NoError(t, err)
-	require.Greater(t, len(ids), 1, "several fires armed, each with its delayed start")
-	for _, id := range ids {
-		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
-		require.NoError(t, err, "the delayed start of %s was made", id)
-		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus())
-	}
+	require.Empty(t, ids, "no delayed start was made for any")
 
 	r, err := acts.MirrorPaused(ctx, activities.PausedState{ScheduleID: row.ID, Paused: true, Note: "test"})
 	require.NoError(t, err)
-	require.ElementsMatch(t, ids, r.WorkflowIDs, "every fire not yet due was retracted")
-	for _, id := range ids {
-		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
-		require.NoError(t, err)
-		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, d.GetWorkflowExecutionInfo().GetStatus(), "%s never runs", id)
-	}
+	require.Len(t, r.WorkflowIDs, queued, "every fire not yet due was retracted")
+
+	later := now.Add(10 * time.Minute)
+	_, err = st.ReleaseDueAsOf(ctx, &later, nil)
+	require.NoError(t, err)
+	claimed, err := st.ClaimFirstAttempts(ctx, "test-sender", time.Minute, 100)
+	require.NoError(t, err)
+	require.Empty(t, claimed, "a retracted fire is never sent")
+	swept, err := st.SweepFirstAttempts(ctx, "test-sender", time.Minute, 100)
+	require.NoError(t, err)
+	require.EqualValues(t, queued, swept.Dropped, "their rows go")
 }

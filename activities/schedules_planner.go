@@ -215,6 +215,9 @@ func decidePlans(rows []store.Schedule, inFlight map[int64]store.InFlight, cals 
 				pf.SkipReason, pf.Event = schedulespec.ExclusionReason(f.ExcludedBy), domain.Event{}
 			} else if s.Action.StartsWorkflow() {
 				pf.WorkflowID = domain.RunWorkflowID(row.Name, domain.TickKey(row.ID, f.Tick))
+				// An http fire's first attempt is sent by the worker that releases it: its
+				// delivery workflow (under WorkflowID) starts only to retry it.
+				pf.Direct = s.Action.Kind == domain.ActionHTTP
 			}
 			p.Fires = append(p.Fires, pf)
 		}
@@ -238,7 +241,8 @@ func decidePlans(rows []store.Schedule, inFlight map[int64]store.InFlight, cals 
 // at its fire time, so that Temporal starts it then whatever tickgate is doing. A start that
 // fails leaves the run RUNNING with no target: the run watcher that leases it finds none and
 // starts it (RunWatcher), late. A fire armed behind the release frontier was judged at its
-// arming (store.PlanRound): one recorded MISSED starts nothing.
+// arming (store.PlanRound): one recorded MISSED starts nothing. An http fire starts nothing
+// here: the worker that releases it sends its first attempt (HTTPSender).
 func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []store.ArmedFire, plans map[int64]scheduleplan.Schedule, retries map[int64]*domain.Retry) {
 	var starts []func()
 	for _, f := range armed {
@@ -246,7 +250,7 @@ func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []stor
 			continue
 		}
 		s, ok := plans[f.ScheduleID]
-		if !ok {
+		if !ok || s.Action.Kind == domain.ActionHTTP {
 			continue
 		}
 		f := f
@@ -256,9 +260,6 @@ func (a *ScheduleActivities) startArmedTargets(ctx context.Context, armed []stor
 			ctx := telemetry.Resume(ctx, f.TraceContext)
 			start := RunStart(s.Name, s.Action, retries[f.ScheduleID])
 			start.WorkflowID, start.StartAt = f.WorkflowID, &at
-			if s.Action.Kind == domain.ActionHTTP {
-				start.RunID = f.RunID // its delivery reads the run's tick key
-			}
 			_, err := a.StartRunWorkflow(ctx, start)
 			if err != nil {
 				activity.GetLogger(ctx).Warn("planner: start an armed target", "workflow_id", f.WorkflowID, "error", err)

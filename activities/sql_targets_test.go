@@ -182,7 +182,7 @@ func TestSQLProbeUsesTheReadOnlyDSNAndServerSideTimeouts(t *testing.T) {
 	}
 	probe := fmt.Sprintf(`SELECT current_user = '%s' AND current_setting('statement_timeout') = '5s'
 		AND current_setting('lock_timeout') = '2s' AND (SELECT bool_and(ok) FROM health)`, role)
-	res := a.SQLProbe(context.Background(), "billing", probe, 5*time.Second)
+	res := activities.SQLProbe(context.Background(), a, "billing", probe, 5*time.Second)
 	require.True(t, res.OK, "the probe ran as the read-only role under the timeouts: %s", res.Detail)
 
 	// The role writes nothing, even outside the probe's read-only transaction.
@@ -194,18 +194,18 @@ func TestSQLProbeUsesTheReadOnlyDSNAndServerSideTimeouts(t *testing.T) {
 
 	// A database without a probe DSN is probed through the executor's, read-only.
 	a.SQLProbeTargets = nil
-	res = a.SQLProbe(context.Background(), "billing", fmt.Sprintf(`SELECT current_user <> '%s'`, role), 5*time.Second)
+	res = activities.SQLProbe(context.Background(), a, "billing", fmt.Sprintf(`SELECT current_user <> '%s'`, role), 5*time.Second)
 	require.True(t, res.OK, res.Detail)
 
 	// A probe that runs longer than its timeout is ended by the server.
-	res = a.SQLProbe(context.Background(), "billing", `SELECT pg_sleep(20) IS NOT NULL`, time.Second)
+	res = activities.SQLProbe(context.Background(), a, "billing", `SELECT pg_sleep(20) IS NOT NULL`, time.Second)
 	require.False(t, res.OK)
 	// Whichever ends it first, the database or the worker's deadline, it ends within the
 	// check's timeout; the server-side bound is what the first probe above proved.
 	require.NotEmpty(t, res.Detail)
 
 	// Several statements are refused before anything runs.
-	res = a.SQLProbe(context.Background(), "billing", `SELECT true; SELECT true`, time.Second)
+	res = activities.SQLProbe(context.Background(), a, "billing", `SELECT true; SELECT true`, time.Second)
 	require.False(t, res.OK)
 	require.Contains(t, res.Detail, "more than one statement")
 }

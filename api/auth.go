@@ -78,6 +78,7 @@ var RoutePermissions = map[string]Permission{
 	"POST /api/v1/schedules/:name/backfill":      PermWrite,
 	"POST /api/v1/schedules/:name/secret":        PermWrite,
 	"POST /api/v1/runs/:id/redrive":              PermWrite,
+	"POST /api/v1/runs/redrive":                  PermWrite,
 	"POST /api/v1/schedules/preview":             PermRead,
 	"POST /api/v1/calendars":                     PermWrite,
 	"GET /api/v1/calendars":                      PermRead,

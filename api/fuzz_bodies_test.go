@@ -54,6 +54,7 @@ var fuzzedDecoders = map[string]string{
 	"Decode BulkStateRequest":                    "FuzzBulkStateRequest",
 	"Decode TaskResultRequest":                   "FuzzTaskResultRequest",
 	"Decode RotateSecretRequest":                 "FuzzRotateSecretRequest",
+	"Decode BulkRedriveRequest":                  "FuzzBulkRedriveRequest",
 	"decodeCommand PauseScheduleRequest":         "FuzzScheduleCommand",
 	"decodeCommand ResumeScheduleRequest":        "FuzzScheduleCommand",
 	"decodeCommand TriggerScheduleRequest":       "FuzzScheduleCommand",
@@ -272,6 +273,40 @@ func FuzzBulkStateRequest(f *testing.F) {
 		again, err := domain.ParseSelector(sel.String())
 		require.NoError(t, err, "the selector as shown reads again: %q", sel.String())
 		require.Equal(t, sel.String(), again.String())
+	})
+}
+
+// FuzzBulkRedriveRequest decodes and judges POST /runs/redrive bodies: a continuation
+// alone, or a selector with a range whose until is after its since; a page of 1 to
+// MaxRedriveLimit runs.
+func FuzzBulkRedriveRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"selector":"team=billing","since":"2026-01-01T00:00:00Z","until":"2026-01-02T00:00:00Z"}`,
+		`{"since":"2026-01-01T00:00:00Z","until":"2026-01-02T00:00:00Z","limit":1000}`,
+		`{"since":"2026-01-02T00:00:00Z","until":"2026-01-01T00:00:00Z"}`, `{"since":"2026-01-01T00:00:00Z"}`,
+		`{"continue":"7"}`, `{"continue":"7","limit":5}`, `{"continue":"-1"}`, `{"continue":"x"}`,
+		`{"continue":"7","selector":"a=b"}`, `{"limit":1001}`, `{"limit":-1}`, `{"selector":"=x"}`, `{}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req, ok := fuzzDecode[BulkRedriveRequest](t, body, "application/json", false)
+		if !ok {
+			return
+		}
+		plan, err := req.validate()
+		if err != nil {
+			requireValidationProblem(t, err, reflect.TypeFor[BulkRedriveRequest](), body)
+			return
+		}
+		require.GreaterOrEqual(t, plan.Limit, 1)
+		require.LessOrEqual(t, plan.Limit, MaxRedriveLimit)
+		if plan.Continue != 0 {
+			require.Positive(t, plan.Continue)
+			require.Empty(t, req.Selector)
+			return
+		}
+		require.True(t, plan.Range.Until.After(plan.Range.Since), "a range ends after it begins")
 	})
 }
 

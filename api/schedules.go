@@ -93,6 +93,12 @@ type ScheduleView struct {
 	Labels   domain.Labels     `json:"labels"`
 	Paused   bool              `json:"paused"`
 	Note     string            `json:"note"`
+	// AutoPaused, while a pause the schedule made itself stands (its http action's
+	// auto_pause rule met), says when and why; a resume clears it.
+	AutoPaused *AutoPausedView `json:"auto_paused,omitempty"`
+	// FailedInARow counts the runs in a row that ended FAILED (kept for a schedule whose
+	// action has auto_pause; a success or a resume starts it again).
+	FailedInARow int `json:"failed_in_a_row,omitempty"`
 	// State is "active", "paused" or "completed" (a one-time schedule whose run has ended).
 	State string `json:"state"`
 	// AfterCompletion and CompletedAt, of a one-time schedule: what happens once its run has
@@ -443,7 +449,20 @@ func scheduleView(row store.Schedule) ScheduleView {
 	}
 	v.Labels = domain.Labels{}
 	_ = json.Unmarshal(row.Labels, &v.Labels)
+	if row.AutoPausedAt != nil && row.Paused {
+		v.AutoPaused = &AutoPausedView{At: row.AutoPausedAt.UTC()}
+		if row.AutoPauseReason != nil {
+			v.AutoPaused.Reason = *row.AutoPauseReason
+		}
+	}
+	v.FailedInARow = int(row.FailureStreak)
 	return v
+}
+
+// AutoPausedView is a pause a schedule made itself: when, and why.
+type AutoPausedView struct {
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
 }
 
 // capColumns is a concurrency cap as the row holds it (both nil: none).

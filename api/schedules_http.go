@@ -25,6 +25,7 @@ import (
 func (s *Server) registerHTTPAction(g *echo.Group) {
 	g.POST("/schedules/:name/secret", s.rotateScheduleSecret)
 	g.POST("/runs/:id/redrive", s.redriveRun)
+	g.POST("/runs/redrive", s.redriveRuns)
 }
 
 // CreatedScheduleView answers a create: the schedule, and for an http action its signing
@@ -70,8 +71,14 @@ type AttemptView struct {
 	// LatencyMs is how long the answer's headers took (or the error).
 	LatencyMs  int64 `json:"latency_ms"`
 	StatusCode *int  `json:"status_code"`
-	// Outcome: succeeded, retryable (tried again if max_attempts and max_age allow) or final.
-	Outcome       string `json:"outcome"`
+	// Outcome: sending (recorded before it was sent, its answer not yet recorded), succeeded,
+	// retryable (tried again if max_attempts and max_age allow), final, or lost (its sender
+	// stopped before recording the answer).
+	Outcome    string     `json:"outcome"`
+	FinishedAt *time.Time `json:"finished_at"`
+	// Direct: sent by the worker that released the fire (a first attempt), not by the run's
+	// delivery workflow.
+	Direct        bool   `json:"direct"`
 	Error         string `json:"error,omitempty"`
 	ResponseStart string `json:"response_start,omitempty"`
 	RetryAfterMs  *int64 `json:"retry_after_ms,omitempty"`
@@ -277,7 +284,11 @@ func (s *Server) addDeliveries(ctx context.Context, views []RunView) error {
 func attemptView(a store.RunAttempt) AttemptView {
 	v := AttemptView{
 		Attempt: int(a.Attempt), Redrive: int(a.Redrive), WorkflowID: a.WorkflowID, StartedAt: a.StartedAt.UTC(), LatencyMs: a.LatencyMs,
-		Outcome: a.Outcome, Error: a.Error, ResponseStart: a.ResponseStart, RetryAfterMs: a.RetryAfterMs,
+		Outcome: a.Outcome, Error: a.Error, ResponseStart: a.ResponseStart, RetryAfterMs: a.RetryAfterMs, Direct: a.Direct,
+	}
+	if a.FinishedAt != nil {
+		at := a.FinishedAt.UTC()
+		v.FinishedAt = &at
 	}
 	if a.StatusCode != nil {
 		code := int(*a.StatusCode)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,15 +44,9 @@ func runCmd(a *app) *cobra.Command {
 	}
 	lf = addListFlags(dead)
 	dead.Flags().StringVar(&window, "window", "", "only ticks within this long (default: all)")
-	return group("run", "Act on schedule runs: dead-letter, redrive, attempts",
+	g := group("run", "Act on schedule runs: dead-letter, redrive, attempts",
 		dead,
-		simpleCmd("redrive ID", "Deliver a FAILED run again: the same tick key, a new series of attempts", "ID", func(args []string) ([]byte, error) {
-			id, err := idArg(args[0])
-			if err != nil {
-				return nil, err
-			}
-			return body(a.api.RedriveRunWithResponse(a.ctx, int(id), nil))
-		}, a, redrivenRec),
+		redriveCmd(a),
 		&cobra.Command{
 			Use:               "attempts SCHEDULE RUN_ID",
 			Short:             "An http action's delivery attempts of one run, every series",
@@ -65,7 +60,110 @@ func runCmd(a *app) *cobra.Command {
 				return a.attempts(args[0], id)
 			},
 		})
+	g.Aliases = []string{"runs"}
+	return g
 }
+
+// redriveCmd is `run redrive ID`, one FAILED run, and `run redrive --since T --until T
+// [--selector S]`, every dead-lettered run of the range (POST /runs/redrive), a page at a time
+// until none remains, each page's progress on stderr.
+func redriveCmd(a *app) *cobra.Command {
+	var selector, since, until string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "redrive ID | --since T --until T [--selector S]",
+		Short: "Deliver a FAILED run again (the same tick key, a new series of attempts), or every dead-lettered run of a range of ticks",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bulk := since != "" || until != "" || selector != ""
+			switch {
+			case bulk && len(args) > 0:
+				return usagef("run redrive: give a run ID, or --since and --until (with --selector), not both")
+			case !bulk && len(args) != 1:
+				return usagef("run redrive: want a run ID, or --since and --until")
+			case !bulk:
+				id, err := idArg(args[0])
+				if err != nil {
+					return err
+				}
+				raw, err := body(a.api.RedriveRunWithResponse(a.ctx, int(id), nil))
+				if err != nil {
+					return err
+				}
+				return a.show(raw, redrivenRec)
+			}
+			return a.redriveRange(selector, since, until, limit)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&selector, "selector", "", "bulk: the schedules whose runs are redriven (label selector; default every schedule)")
+	f.StringVar(&since, "since", "", "bulk: the first tick of the range (RFC 3339)")
+	f.StringVar(&until, "until", "", "bulk: the end of the range, not included (RFC 3339)")
+	f.IntVar(&limit, "limit", 0, "bulk: the most runs a request redrives (default 100, at most 1000)")
+	return cmd
+}
+
+// redriveRange redrives every dead-lettered run of a range, page by page (each request
+// carrying an Idempotency-Key of its own, so a retried page is not redriven twice), and
+// prints the redrive's counts once none remains.
+func (a *app) redriveRange(selector, since, until string, limit int) error {
+	from, err := time.Parse(time.RFC3339, since)
+	if err != nil {
+		return usagef("run redrive: --since wants an RFC 3339 time, got %q", since)
+	}
+	to, err := time.Parse(time.RFC3339, until)
+	if err != nil {
+		return usagef("run redrive: --until wants an RFC 3339 time, got %q", until)
+	}
+	req := client.BulkRedriveRequest{Since: &from, Until: &to}
+	if selector != "" {
+		req.Selector = &selector
+	}
+	if limit != 0 {
+		req.Limit = &limit
+	}
+	var last []byte
+	var items []map[string]any
+	for {
+		raw, err := body(a.api.RedriveRunsWithResponse(a.ctx, nil, req))
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Matched, Redriven, Skipped, Remaining int
+			Done                                  bool
+			Continue                              string
+			Items                                 []map[string]any
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return err
+		}
+		last, items = raw, append(items, page.Items...)
+		fmt.Fprintf(a.env.Stderr, "redrive: %d matched, %d redriven, %d skipped, %d remaining\n", page.Matched, page.Redriven, page.Skipped, page.Remaining)
+		if page.Done || page.Continue == "" {
+			break
+		}
+		req = client.BulkRedriveRequest{Continue: &page.Continue}
+		if limit != 0 {
+			req.Limit = &limit
+		}
+	}
+	if a.output != "table" {
+		var v map[string]any
+		if err := json.Unmarshal(last, &v); err != nil {
+			return err
+		}
+		v["items"] = items // every page's runs
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		return a.printRaw(b)
+	}
+	table(a.env.Stdout, bulkRedriveCols, items)
+	return nil
+}
+
+var bulkRedriveCols = []col{{"RUN", "run_id"}, {"SCHEDULE", "schedule"}, {"OUTCOME", "outcome"}, {"WORKFLOW", "workflow_id"}, {"REASON", "reason"}}
 
 // attempts prints a run's attempts, found among its schedule's runs (newest first, so the
 // pages are read until the run or an older one shows).

@@ -143,7 +143,9 @@ func (e AppliedScheduleOutcome) Valid() bool {
 // Defines values for AttemptOutcome.
 const (
 	AttemptOutcomeFinal     AttemptOutcome = "final"
+	AttemptOutcomeLost      AttemptOutcome = "lost"
 	AttemptOutcomeRetryable AttemptOutcome = "retryable"
+	AttemptOutcomeSending   AttemptOutcome = "sending"
 	AttemptOutcomeSucceeded AttemptOutcome = "succeeded"
 )
 
@@ -152,7 +154,11 @@ func (e AttemptOutcome) Valid() bool {
 	switch e {
 	case AttemptOutcomeFinal:
 		return true
+	case AttemptOutcomeLost:
+		return true
 	case AttemptOutcomeRetryable:
+		return true
+	case AttemptOutcomeSending:
 		return true
 	case AttemptOutcomeSucceeded:
 		return true
@@ -173,6 +179,24 @@ func (e BulkCreateItemsStatus) Valid() bool {
 	case BulkCreateItemsStatusCreated:
 		return true
 	case BulkCreateItemsStatusExists:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BulkRedriveItemsOutcome.
+const (
+	BulkRedriveItemsOutcomeRedriven BulkRedriveItemsOutcome = "redriven"
+	BulkRedriveItemsOutcomeSkipped  BulkRedriveItemsOutcome = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the BulkRedriveItemsOutcome enum.
+func (e BulkRedriveItemsOutcome) Valid() bool {
+	switch e {
+	case BulkRedriveItemsOutcomeRedriven:
+		return true
+	case BulkRedriveItemsOutcomeSkipped:
 		return true
 	default:
 		return false
@@ -415,6 +439,7 @@ func (e HistoryEntryDoor) Valid() bool {
 
 // Defines values for HistoryEntryKind.
 const (
+	HistoryEntryKindAutoPause    HistoryEntryKind = "auto_pause"
 	HistoryEntryKindPause        HistoryEntryKind = "pause"
 	HistoryEntryKindResume       HistoryEntryKind = "resume"
 	HistoryEntryKindRotateSecret HistoryEntryKind = "rotate_secret"
@@ -424,6 +449,8 @@ const (
 // Valid indicates whether the value is a known member of the HistoryEntryKind enum.
 func (e HistoryEntryKind) Valid() bool {
 	switch e {
+	case HistoryEntryKindAutoPause:
+		return true
 	case HistoryEntryKindPause:
 		return true
 	case HistoryEntryKindResume:
@@ -1081,6 +1108,14 @@ func (e PutScheduleParamsIfNoneMatch) Valid() bool {
 
 // Action event (topic, type, data), workflow (workflow_type, task_queue, input) or http (url, method, headers, body, timeout): a request signed the Standard Webhooks way, carrying the tick's key as its Idempotency-Key and webhook-id (docs/schedules.md "HTTP action", docs/webhooks.md)
 type Action struct {
+	// AutoPause http: the schedule pauses itself after after_failures runs in a row ended FAILED, or once its runs have failed without a success for or_after (recorded in its history as auto_pause, with the outbox event schedule.auto_paused); a resume clears it
+	AutoPause *struct {
+		AfterFailures *int `json:"after_failures,omitempty"`
+
+		// OrAfter Go duration ("90s", "1h")
+		OrAfter *Duration `json:"or_after,omitempty"`
+	} `json:"auto_pause,omitempty"`
+
 	// Body http: a JSON object or array is sent as JSON, a string as its text
 	Body interface{} `json:"body,omitempty"`
 	Data interface{} `json:"data,omitempty"`
@@ -1092,6 +1127,12 @@ type Action struct {
 	Headers *map[string]string `json:"headers,omitempty"`
 	Input   interface{}        `json:"input,omitempty"`
 	Kind    ActionKind         `json:"kind"`
+
+	// Limits http: limits of the deliveries to the URL's host, narrowing TICKGATE_HTTP_HOST_LIMITS (default 100 in flight per worker process): the smaller of each applies to the host
+	Limits *struct {
+		MaxInFlight *int `json:"max_in_flight,omitempty"`
+		PerMinute   *int `json:"per_minute,omitempty"`
+	} `json:"limits,omitempty"`
 
 	// Method http: default POST
 	Method *ActionMethod `json:"method,omitempty"`
@@ -1172,12 +1213,20 @@ type AppliedScheduleOutcome string
 
 // Attempt one delivery attempt of an http action's run
 type Attempt struct {
-	Attempt *int    `json:"attempt,omitempty"`
-	Error   *string `json:"error,omitempty"`
+	Attempt *int `json:"attempt,omitempty"`
+
+	// Direct sent by the worker that released the fire (a first attempt), not by the run's delivery workflow
+	Direct *bool   `json:"direct,omitempty"`
+	Error  *string `json:"error,omitempty"`
+
+	// FinishedAt when its answer (or why none came) was recorded; null while sending
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 
 	// LatencyMs how long the answer's headers (or the error) took
-	LatencyMs *int            `json:"latency_ms,omitempty"`
-	Outcome   *AttemptOutcome `json:"outcome,omitempty"`
+	LatencyMs *int `json:"latency_ms,omitempty"`
+
+	// Outcome sending: recorded before it was sent, its answer not yet recorded; lost: its sender stopped before recording the answer (the request may have reached the receiver, which dedupes on webhook-id)
+	Outcome *AttemptOutcome `json:"outcome,omitempty"`
 
 	// Redrive the series: 0 the run's first, n its redrive n
 	Redrive *int `json:"redrive,omitempty"`
@@ -1194,7 +1243,7 @@ type Attempt struct {
 	WorkflowId *string `json:"workflow_id,omitempty"`
 }
 
-// AttemptOutcome defines model for Attempt.Outcome.
+// AttemptOutcome sending: recorded before it was sent, its answer not yet recorded; lost: its sender stopped before recording the answer (the request may have reached the receiver, which dedupes on webhook-id)
 type AttemptOutcome string
 
 // BackfillRequest defines model for BackfillRequest.
@@ -1225,6 +1274,55 @@ type BulkCreateItemsStatus string
 // BulkCreateRequest defines model for BulkCreateRequest.
 type BulkCreateRequest struct {
 	Items []CreateScheduleRequest `json:"items"`
+}
+
+// BulkRedrive defines model for BulkRedrive.
+type BulkRedrive struct {
+	// Continue send it back as continue to go on; empty when done
+	Continue string `json:"continue"`
+	Done     bool   `json:"done"`
+
+	// Items this request's runs
+	Items []struct {
+		Outcome    *BulkRedriveItemsOutcome `json:"outcome,omitempty"`
+		Reason     *string                  `json:"reason,omitempty"`
+		RunId      *int                     `json:"run_id,omitempty"`
+		Schedule   *string                  `json:"schedule,omitempty"`
+		WorkflowId *string                  `json:"workflow_id,omitempty"`
+	} `json:"items"`
+	Job int `json:"job"`
+
+	// Matched the dead-lettered runs the range held when the redrive began
+	Matched  int `json:"matched"`
+	Redriven int `json:"redriven"`
+
+	// Remaining the dead-lettered runs of the range not yet looked at
+	Remaining int        `json:"remaining"`
+	Selector  *string    `json:"selector,omitempty"`
+	Since     *time.Time `json:"since,omitempty"`
+	Skipped   int        `json:"skipped"`
+	Until     *time.Time `json:"until,omitempty"`
+}
+
+// BulkRedriveItemsOutcome defines model for BulkRedrive.Items.Outcome.
+type BulkRedriveItemsOutcome string
+
+// BulkRedriveRequest defines model for BulkRedriveRequest.
+type BulkRedriveRequest struct {
+	// Continue goes on with the redrive a previous answer handed out; give it alone
+	Continue *string `json:"continue,omitempty"`
+
+	// Limit the most runs this request redrives (default 100)
+	Limit *int `json:"limit,omitempty"`
+
+	// Selector label selector (team=billing,tier!=gold); empty: every schedule
+	Selector *string `json:"selector,omitempty"`
+
+	// Since the first tick of the range (required to begin)
+	Since *time.Time `json:"since,omitempty"`
+
+	// Until the end of the range, not included (required to begin)
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // BulkState defines model for BulkState.
@@ -1409,6 +1507,12 @@ type CreatedSchedule struct {
 	// AfterCompletion a one-time schedule's only
 	AfterCompletion *CreatedScheduleAfterCompletion `json:"after_completion,omitempty"`
 
+	// AutoPaused while a pause the schedule made itself stands (its http action's auto_pause), when and why; a resume clears it
+	AutoPaused *struct {
+		At     *time.Time `json:"at,omitempty"`
+		Reason *string    `json:"reason,omitempty"`
+	} `json:"auto_paused,omitempty"`
+
 	// CompletedAt when a one-time schedule was completed
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
 	Counters    *struct {
@@ -1417,6 +1521,9 @@ type CreatedSchedule struct {
 		Skipped *int `json:"skipped,omitempty"`
 	} `json:"counters,omitempty"`
 	CreatedAt *time.Time `json:"created_at,omitempty"`
+
+	// FailedInARow runs in a row that ended FAILED (kept for an action with auto_pause)
+	FailedInARow *int `json:"failed_in_a_row,omitempty"`
 
 	// Labels Labels to select schedules by (Kubernetes syntax: a key is a name of at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric, with an optional DNS-subdomain prefix and '/'; a value is empty or such a name).
 	Labels        *Labels      `json:"labels,omitempty"`
@@ -1605,7 +1712,7 @@ type HistoryEntry struct {
 	Door *HistoryEntryDoor `json:"door,omitempty"`
 	Id   *int              `json:"id,omitempty"`
 
-	// Kind rotate_secret: the http action's signing secret was rotated (its note says until when the old one signs; never the secret)
+	// Kind rotate_secret: the http action's signing secret was rotated (its note says until when the old one signs; never the secret); auto_pause: the schedule paused itself, its http action's auto_pause rule met (the note says why)
 	Kind *HistoryEntryKind `json:"kind,omitempty"`
 	Note *string           `json:"note,omitempty"`
 }
@@ -1613,7 +1720,7 @@ type HistoryEntry struct {
 // HistoryEntryDoor defines model for HistoryEntry.Door.
 type HistoryEntryDoor string
 
-// HistoryEntryKind rotate_secret: the http action's signing secret was rotated (its note says until when the old one signs; never the secret)
+// HistoryEntryKind rotate_secret: the http action's signing secret was rotated (its note says until when the old one signs; never the secret); auto_pause: the schedule paused itself, its http action's auto_pause rule met (the note says why)
 type HistoryEntryKind string
 
 // HistoryPage defines model for HistoryPage.
@@ -1973,6 +2080,12 @@ type Schedule struct {
 	// AfterCompletion a one-time schedule's only
 	AfterCompletion *ScheduleAfterCompletion `json:"after_completion,omitempty"`
 
+	// AutoPaused while a pause the schedule made itself stands (its http action's auto_pause), when and why; a resume clears it
+	AutoPaused *struct {
+		At     *time.Time `json:"at,omitempty"`
+		Reason *string    `json:"reason,omitempty"`
+	} `json:"auto_paused,omitempty"`
+
 	// CompletedAt when a one-time schedule was completed
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
 	Counters    *struct {
@@ -1981,6 +2094,9 @@ type Schedule struct {
 		Skipped *int `json:"skipped,omitempty"`
 	} `json:"counters,omitempty"`
 	CreatedAt *time.Time `json:"created_at,omitempty"`
+
+	// FailedInARow runs in a row that ended FAILED (kept for an action with auto_pause)
+	FailedInARow *int `json:"failed_in_a_row,omitempty"`
 
 	// Labels Labels to select schedules by (Kubernetes syntax: a key is a name of at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric, with an optional DNS-subdomain prefix and '/'; a value is empty or such a name).
 	Labels        *Labels      `json:"labels,omitempty"`
@@ -2572,6 +2688,11 @@ type ListRunsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// RedriveRunsParams defines parameters for RedriveRuns.
+type RedriveRunsParams struct {
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // RedriveRunParams defines parameters for RedriveRun.
 type RedriveRunParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
@@ -2736,6 +2857,9 @@ type CreateRolloutJSONRequestBody = CreateRolloutRequest
 
 // FreezeRolloutJSONRequestBody defines body for FreezeRollout for application/json ContentType.
 type FreezeRolloutJSONRequestBody = FreezeRequest
+
+// RedriveRunsJSONRequestBody defines body for RedriveRuns for application/json ContentType.
+type RedriveRunsJSONRequestBody = BulkRedriveRequest
 
 // CreateScheduleJSONRequestBody defines body for CreateSchedule for application/json ContentType.
 type CreateScheduleJSONRequestBody = CreateScheduleRequest
@@ -3207,6 +3331,46 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RedriveRunsWithBody Redrive every dead-lettered run of a range of ticks, a page at a time (operator)
+	//
+	// Delivers again every FAILED run of an http or workflow action (the dead letter) whose
+	// tick lies in [since, until), of the schedules the selector reaches (empty: every
+	// schedule), in run id order, at most limit a request (default 100, at most 1,000), each
+	// as POST /runs/{id}/redrive does. The first request begins the redrive; while runs
+	// remain, its answer hands out continue, which the next request sends alone (with limit)
+	// to go on. The counts are the redrive's, over every request so far: matched is what the
+	// range held when it began (a run failing later is not its), redriven and skipped what
+	// it did, remaining what is left now. Each request is one transaction, and a redrive
+	// looks at each run once: no run is redriven twice by it, however its requests are
+	// retried (and with the same Idempotency-Key a request answers its first answer again).
+	// A run left in the dead letter meanwhile, or whose schedule's action is now an event
+	// one, is skipped, saying why.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/runs/redrive (the `RedriveRuns` operationId).
+	RedriveRunsWithBody(ctx context.Context, params *RedriveRunsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RedriveRuns Redrive every dead-lettered run of a range of ticks, a page at a time (operator)
+	//
+	// Delivers again every FAILED run of an http or workflow action (the dead letter) whose
+	// tick lies in [since, until), of the schedules the selector reaches (empty: every
+	// schedule), in run id order, at most limit a request (default 100, at most 1,000), each
+	// as POST /runs/{id}/redrive does. The first request begins the redrive; while runs
+	// remain, its answer hands out continue, which the next request sends alone (with limit)
+	// to go on. The counts are the redrive's, over every request so far: matched is what the
+	// range held when it began (a run failing later is not its), redriven and skipped what
+	// it did, remaining what is left now. Each request is one transaction, and a redrive
+	// looks at each run once: no run is redriven twice by it, however its requests are
+	// retried (and with the same Idempotency-Key a request answers its first answer again).
+	// A run left in the dead letter meanwhile, or whose schedule's action is now an event
+	// one, is skipped, saying why.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/runs/redrive (the `RedriveRuns` operationId).
+	RedriveRuns(ctx context.Context, params *RedriveRunsParams, body RedriveRunsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RedriveRun Deliver a FAILED run of an http or workflow action again (operator)
 	//
@@ -4366,6 +4530,66 @@ func (c *RawClient) UnfreezeRollout(ctx context.Context, id ID, reqEditors ...Re
 // Corresponds with GET /api/v1/runs (the `ListRuns` operationId).
 func (c *RawClient) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListRunsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RedriveRunsWithBody Redrive every dead-lettered run of a range of ticks, a page at a time (operator)
+//
+// Delivers again every FAILED run of an http or workflow action (the dead letter) whose
+// tick lies in [since, until), of the schedules the selector reaches (empty: every
+// schedule), in run id order, at most limit a request (default 100, at most 1,000), each
+// as POST /runs/{id}/redrive does. The first request begins the redrive; while runs
+// remain, its answer hands out continue, which the next request sends alone (with limit)
+// to go on. The counts are the redrive's, over every request so far: matched is what the
+// range held when it began (a run failing later is not its), redriven and skipped what
+// it did, remaining what is left now. Each request is one transaction, and a redrive
+// looks at each run once: no run is redriven twice by it, however its requests are
+// retried (and with the same Idempotency-Key a request answers its first answer again).
+// A run left in the dead letter meanwhile, or whose schedule's action is now an event
+// one, is skipped, saying why.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/runs/redrive (the `RedriveRuns` operationId).
+func (c *RawClient) RedriveRunsWithBody(ctx context.Context, params *RedriveRunsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedriveRunsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RedriveRuns Redrive every dead-lettered run of a range of ticks, a page at a time (operator)
+//
+// Delivers again every FAILED run of an http or workflow action (the dead letter) whose
+// tick lies in [since, until), of the schedules the selector reaches (empty: every
+// schedule), in run id order, at most limit a request (default 100, at most 1,000), each
+// as POST /runs/{id}/redrive does. The first request begins the redrive; while runs
+// remain, its answer hands out continue, which the next request sends alone (with limit)
+// to go on. The counts are the redrive's, over every request so far: matched is what the
+// range held when it began (a run failing later is not its), redriven and skipped what
+// it did, remaining what is left now. Each request is one transaction, and a redrive
+// looks at each run once: no run is redriven twice by it, however its requests are
+// retried (and with the same Idempotency-Key a request answers its first answer again).
+// A run left in the dead letter meanwhile, or whose schedule's action is now an event
+// one, is skipped, saying why.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/runs/redrive (the `RedriveRuns` operationId).
+func (c *RawClient) RedriveRuns(ctx context.Context, params *RedriveRunsParams, body RedriveRunsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedriveRunsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7010,6 +7234,61 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 	return req, nil
 }
 
+// NewRedriveRunsRequest calls the generic RedriveRuns builder with application/json body
+func NewRedriveRunsRequest(server string, params *RedriveRunsParams, body RedriveRunsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRedriveRunsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewRedriveRunsRequestWithBody constructs an http.Request for the RedriveRuns method, with any body, and a specified content type
+func NewRedriveRunsRequestWithBody(server string, params *RedriveRunsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/runs/redrive")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewRedriveRunRequest constructs an http.Request for the RedriveRun method
 func NewRedriveRunRequest(server string, id int, params *RedriveRunParams) (*http.Request, error) {
 	var err error
@@ -9388,6 +9667,46 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/runs (the `ListRuns` operationId).
 	ListRunsWithResponse(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*ListRunsResponse, error)
+
+	// RedriveRunsWithBodyWithResponse Redrive every dead-lettered run of a range of ticks, a page at a time (operator)
+	//
+	// Delivers again every FAILED run of an http or workflow action (the dead letter) whose
+	// tick lies in [since, until), of the schedules the selector reaches (empty: every
+	// schedule), in run id order, at most limit a request (default 100, at most 1,000), each
+	// as POST /runs/{id}/redrive does. The first request begins the redrive; while runs
+	// remain, its answer hands out continue, which the next request sends alone (with limit)
+	// to go on. The counts are the redrive's, over every request so far: matched is what the
+	// range held when it began (a run failing later is not its), redriven and skipped what
+	// it did, remaining what is left now. Each request is one transaction, and a redrive
+	// looks at each run once: no run is redriven twice by it, however its requests are
+	// retried (and with the same Idempotency-Key a request answers its first answer again).
+	// A run left in the dead letter meanwhile, or whose schedule's action is now an event
+	// one, is skipped, saying why.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/runs/redrive (the `RedriveRuns` operationId).
+	RedriveRunsWithBodyWithResponse(ctx context.Context, params *RedriveRunsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RedriveRunsResponse, error)
+
+	// RedriveRunsWithResponse Redrive every dead-lettered run of a range of ticks, a page at a time (operator)
+	//
+	// Delivers again every FAILED run of an http or workflow action (the dead letter) whose
+	// tick lies in [since, until), of the schedules the selector reaches (empty: every
+	// schedule), in run id order, at most limit a request (default 100, at most 1,000), each
+	// as POST /runs/{id}/redrive does. The first request begins the redrive; while runs
+	// remain, its answer hands out continue, which the next request sends alone (with limit)
+	// to go on. The counts are the redrive's, over every request so far: matched is what the
+	// range held when it began (a run failing later is not its), redriven and skipped what
+	// it did, remaining what is left now. Each request is one transaction, and a redrive
+	// looks at each run once: no run is redriven twice by it, however its requests are
+	// retried (and with the same Idempotency-Key a request answers its first answer again).
+	// A run left in the dead letter meanwhile, or whose schedule's action is now an event
+	// one, is skipped, saying why.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/runs/redrive (the `RedriveRuns` operationId).
+	RedriveRunsWithResponse(ctx context.Context, params *RedriveRunsParams, body RedriveRunsJSONRequestBody, reqEditors ...RequestEditorFn) (*RedriveRunsResponse, error)
 
 	// RedriveRunWithResponse Deliver a FAILED run of an http or workflow action again (operator)
 	//
@@ -13112,6 +13431,110 @@ func (r ListRunsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListRunsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RedriveRunsResponse503Headers the declared response headers of an HTTP 503 response for RedriveRuns
+type RedriveRunsResponse503Headers struct {
+	RetryAfter int
+}
+
+type RedriveRunsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *BulkRedrive
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *ProblemResponse
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *ProblemResponse
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ProblemResponse
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *ProblemResponse
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *ProblemResponse
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *ProblemResponse
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ProblemResponse
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RedriveRunsResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RedriveRunsResponse) GetJSON202() *BulkRedrive {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RedriveRunsResponse) GetApplicationproblemJSON400() *ProblemResponse {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RedriveRunsResponse) GetApplicationproblemJSON401() *ProblemResponse {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RedriveRunsResponse) GetApplicationproblemJSON403() *ProblemResponse {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RedriveRunsResponse) GetApplicationproblemJSON409() *ProblemResponse {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RedriveRunsResponse) GetApplicationproblemJSON413() *ProblemResponse {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RedriveRunsResponse) GetApplicationproblemJSON415() *ProblemResponse {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RedriveRunsResponse) GetApplicationproblemJSON422() *ProblemResponse {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RedriveRunsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RedriveRunsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RedriveRunsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RedriveRunsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RedriveRunsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17789,6 +18212,58 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 	return ParseListRunsResponse(rsp)
 }
 
+// RedriveRunsWithBodyWithResponse Redrive every dead-lettered run of a range of ticks, a page at a time (operator)
+//
+// Delivers again every FAILED run of an http or workflow action (the dead letter) whose
+// tick lies in [since, until), of the schedules the selector reaches (empty: every
+// schedule), in run id order, at most limit a request (default 100, at most 1,000), each
+// as POST /runs/{id}/redrive does. The first request begins the redrive; while runs
+// remain, its answer hands out continue, which the next request sends alone (with limit)
+// to go on. The counts are the redrive's, over every request so far: matched is what the
+// range held when it began (a run failing later is not its), redriven and skipped what
+// it did, remaining what is left now. Each request is one transaction, and a redrive
+// looks at each run once: no run is redriven twice by it, however its requests are
+// retried (and with the same Idempotency-Key a request answers its first answer again).
+// A run left in the dead letter meanwhile, or whose schedule's action is now an event
+// one, is skipped, saying why.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/runs/redrive (the `RedriveRuns` operationId).
+func (c *ClientWithResponses) RedriveRunsWithBodyWithResponse(ctx context.Context, params *RedriveRunsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RedriveRunsResponse, error) {
+	rsp, err := c.RedriveRunsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRedriveRunsResponse(rsp)
+}
+
+// RedriveRunsWithResponse Redrive every dead-lettered run of a range of ticks, a page at a time (operator)
+//
+// Delivers again every FAILED run of an http or workflow action (the dead letter) whose
+// tick lies in [since, until), of the schedules the selector reaches (empty: every
+// schedule), in run id order, at most limit a request (default 100, at most 1,000), each
+// as POST /runs/{id}/redrive does. The first request begins the redrive; while runs
+// remain, its answer hands out continue, which the next request sends alone (with limit)
+// to go on. The counts are the redrive's, over every request so far: matched is what the
+// range held when it began (a run failing later is not its), redriven and skipped what
+// it did, remaining what is left now. Each request is one transaction, and a redrive
+// looks at each run once: no run is redriven twice by it, however its requests are
+// retried (and with the same Idempotency-Key a request answers its first answer again).
+// A run left in the dead letter meanwhile, or whose schedule's action is now an event
+// one, is skipped, saying why.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/runs/redrive (the `RedriveRuns` operationId).
+func (c *ClientWithResponses) RedriveRunsWithResponse(ctx context.Context, params *RedriveRunsParams, body RedriveRunsJSONRequestBody, reqEditors ...RequestEditorFn) (*RedriveRunsResponse, error) {
+	rsp, err := c.RedriveRuns(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRedriveRunsResponse(rsp)
+}
+
 // RedriveRunWithResponse Deliver a FAILED run of an http or workflow action again (operator)
 //
 // A new series of attempts with the same tick key (Idempotency-Key), under a new workflow
@@ -21639,6 +22114,101 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListRunsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRedriveRunsResponse parses an HTTP response from a RedriveRunsWithResponse call
+func ParseRedriveRunsResponse(rsp *http.Response) (*RedriveRunsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RedriveRunsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest BulkRedrive
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers RedriveRunsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

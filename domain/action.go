@@ -47,7 +47,7 @@ func (a *Action) Normalize() error {
 		}
 	case ActionHTTP:
 		if a.Topic != "" || a.Type != "" || len(a.Data) > 0 || a.WorkflowType != "" || a.TaskQueue != "" || len(a.Input) > 0 {
-			return &FieldError{Msg: "an http action takes url, method, headers, body and timeout only"}
+			return &FieldError{Msg: "an http action takes url, method, headers, body, timeout, limits and auto_pause only"}
 		}
 		return a.normalizeHTTP()
 	case "":

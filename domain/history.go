@@ -10,6 +10,9 @@ const (
 	HistoryResume       HistoryKind = "resume"
 	HistoryUpdate       HistoryKind = "update"
 	HistoryRotateSecret HistoryKind = "rotate_secret"
+	// HistoryAutoPause: the schedule paused itself, its action's auto_pause rule met (the
+	// note says why).
+	HistoryAutoPause HistoryKind = "auto_pause"
 )
 
 // Door is how a command reached a schedule (schedule_history.door): an edit through the API,

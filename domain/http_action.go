@@ -46,7 +46,8 @@ var reservedHeaders = []string{IdempotencyKeyHeader, "Content-Length", "Host", "
 
 // hasHTTP reports whether any field of the http action is set.
 func (a *Action) hasHTTP() bool {
-	return a.URL != "" || a.Method != "" || len(a.Headers) > 0 || len(a.HeaderNames) > 0 || len(a.Body) > 0 || a.Timeout != 0
+	return a.URL != "" || a.Method != "" || len(a.Headers) > 0 || len(a.HeaderNames) > 0 || len(a.Body) > 0 || a.Timeout != 0 ||
+		a.Limits != nil || a.AutoPause != nil
 }
 
 // SplitHeaders is the action as it is stored and shown — its headers by name only, sorted —
@@ -136,7 +137,27 @@ func (a *Action) normalizeHTTP() error {
 	if d := time.Duration(a.Timeout); d < MinHTTPTimeout || d > MaxHTTPTimeout {
 		return &FieldError{Field: "timeout", Msg: fmt.Sprintf("want a duration from %s to %s such as \"10s\", got %s", MinHTTPTimeout, MaxHTTPTimeout, d)}
 	}
+	if a.Limits != nil {
+		if err := a.Limits.check("limits"); err != nil {
+			return err
+		}
+	}
+	if a.AutoPause != nil {
+		if err := a.AutoPause.check(); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// Host is the destination host of an http action's requests, as its limits key it: the
+// URL's host name, lower case, without its port ("" when the URL does not parse).
+func (a Action) Host() string {
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
 }
 
 // checkHeaderNames checks the names of headers whose stored values an update keeps: each a

@@ -121,6 +121,10 @@ type Action struct {
 	HeaderNames []string              `json:"header_names,omitempty"`
 	Body        json.RawMessage       `json:"body,omitempty"`
 	Timeout     schedulespec.Duration `json:"timeout,omitempty"`
+	// Limits bound the deliveries to the URL's host (domain/http_limits.go).
+	Limits *HostLimit `json:"limits,omitempty"`
+	// AutoPause pauses the schedule after sustained failure (domain/auto_pause.go).
+	AutoPause *AutoPause `json:"auto_pause,omitempty"`
 }
 
 // StartsWorkflow reports whether a fire of the action is a workflow run: a workflow action's

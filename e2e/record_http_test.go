@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/dev/receiver"
@@ -70,4 +71,54 @@ func TestHTTPDeliveryHistoryReplays(t *testing.T) {
 	}
 	record("record-retry", "http_delivery_retry", domain.RunSucceeded)
 	record("record-final", "http_delivery_final", domain.RunFailed)
+
+}
+
+// TestHTTPDeliveryAfterFirstAttemptHistoryReplays records the delivery workflow of a fire the
+// planner armed on the whole product: its first attempt, sent by the worker that released
+// it, is answered 429 (Retry-After: 1), and its delivery workflow goes on from it — it waits
+// the second, counts the attempt and sends attempt 2, answered 200. It takes the branch of
+// http-delivery-after-first-attempt; with TICKGATE_RECORD_HISTORIES=1 it is written to
+// workflows/testdata/http_delivery_after_first_attempt.json.
+func TestHTTPDeliveryAfterFirstAttemptHistoryReplays(t *testing.T) {
+	t.Parallel()
+	rcv, err := receiver.Start()
+	require.NoError(t, err)
+	t.Cleanup(rcv.Close)
+	rcv.Answer = func(key string, attempt int) receiver.Answer {
+		if attempt == 1 {
+			return receiver.Answer{Status: http.StatusTooManyRequests, RetryAfter: "1"}
+		}
+		return receiver.Answer{}
+	}
+	st := teststack.Start(t, teststack.Options{Configure: func(c *config.Config) {
+		rule, err := outbound.Parse("127.0.0.1")
+		require.NoError(t, err)
+		c.HTTPAllow = rule
+	}})
+	rec := &recorder{t: t, tc: st.Temporal, dir: recordDir(t), recorded: map[string]*historypb.History{}}
+	st.CreateSchedule(t, map[string]any{
+		"name": "record-first", "spec": map[string]any{"interval": "1h", "start_at": time.Now().Add(-time.Hour + 3*time.Second).UTC().Format(time.RFC3339Nano)},
+		"action": map[string]any{"kind": "http", "url": rcv.URL() + "/record-first", "body": map[string]any{"recorded": true}},
+		"retry":  map[string]any{"max_attempts": 3, "initial_backoff": "200ms"},
+	})
+	var first api.RunView
+	require.Eventually(t, func() bool {
+		for _, r := range listRuns(t, st, "record-first") {
+			if r.Status == domain.RunSucceeded {
+				first = r
+				return true
+			}
+		}
+		return false
+	}, 2*time.Minute, 100*time.Millisecond, "the armed fire delivered")
+	require.Len(t, first.Attempts, 2)
+	require.True(t, first.Attempts[0].Direct, "the first attempt was the releasing worker's")
+	require.False(t, first.Attempts[1].Direct)
+	require.Equal(t, 2, first.Attempts[1].Attempt)
+	rec.waitClosed(first.WorkflowID)
+	rec.write(first.WorkflowID, workflows.HTTPDeliveryWorkflowType, "http_delivery_after_first_attempt")
+	r, err := worker.NewReplayer()
+	require.NoError(t, err)
+	require.NoError(t, r.ReplayWorkflowHistory(nil, rec.recorded["http_delivery_after_first_attempt"]), "the after-first-attempt history does not replay")
 }

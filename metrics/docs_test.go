@@ -20,7 +20,7 @@ func TestDocsNameRealSeries(t *testing.T) {
 	exported := map[string]bool{}
 	descs := make(chan *prometheus.Desc, 64)
 	for _, c := range []prometheus.Collector{metrics.HTTPDuration, metrics.PromotionRound,
-		metrics.FireLatenessObserved, metrics.ScheduleTicks, &metrics.SQLCollector{}, &metrics.ScheduleCollector{}} {
+		metrics.FireLatenessObserved, metrics.ScheduleTicks, metrics.ScheduleAutoPaused, metrics.HTTPFirstAttempts, &metrics.SQLCollector{}, &metrics.ScheduleCollector{}} {
 		c.Describe(descs)
 	}
 	close(descs)

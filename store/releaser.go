@@ -71,7 +71,7 @@ func (s *Store) ReleaseDue(ctx context.Context, targets TargetChecker) ([]Releas
 // ReleaseDueAsOf is ReleaseDue at the time asOf instead of the database's now() (nil): the
 // fires visible by then are released as if then. For tests on a simulated clock.
 func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time, targets TargetChecker) ([]ReleasedFire, error) {
-	out, err := s.release(ctx, asOf, targets)
+	out, _, err := s.release(ctx, asOf, targets)
 	if err != nil {
 		return out, err
 	}
@@ -87,12 +87,13 @@ func (s *Store) ReleaseDueAsOf(ctx context.Context, asOf *time.Time, targets Tar
 	}
 }
 
-// release is the release's one transaction (see ReleaseDue).
-func (s *Store) release(ctx context.Context, asOf *time.Time, targets TargetChecker) (out []ReleasedFire, err error) {
+// release is the release's one transaction (see ReleaseDue). released reports whether it
+// committed a release (armed fires came due).
+func (s *Store) release(ctx context.Context, asOf *time.Time, targets TargetChecker) (out []ReleasedFire, released bool, err error) {
 	began := time.Now()
 	var committing time.Time
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		out = nil
+		out, released = nil, false
 		if err := q.LockReleases(ctx, releaseLock); err != nil {
 			return fmt.Errorf("release lock: %w", mapErr(err))
 		}
@@ -145,13 +146,14 @@ func (s *Store) release(ctx context.Context, asOf *time.Time, targets TargetChec
 			return fmt.Errorf("record the release up to %s: %w", until.UTC().Format(time.RFC3339Nano), mapErr(err))
 		}
 		committing = time.Now() // InTx commits as fn returns
+		released = true
 		return nil
 	})
 	committed := time.Now()
 	for i := range out {
 		out[i].Began, out[i].Committing, out[i].Committed = began, committing, committed
 	}
-	return out, err
+	return out, released && err == nil, err
 }
 
 // firstLateWorkflowFire is the earliest armed workflow fire the release would take late.
@@ -206,9 +208,15 @@ func decideLateWorkflowFires(ctx context.Context, q *dbgen.Queries, targets Targ
 	}
 	facts := dbgen.JudgeLateWorkflowFiresParams{AsOf: p.AsOf, OnTimeMs: p.OnTimeMs, GraceSeconds: p.GraceSeconds}
 	workflowIDs := make(map[int64]string, len(late))
+	direct := map[int64]bool{}
 	for _, f := range late {
-		startedAt, began, err := targets.Started(ctx, f.WorkflowID)
-		if err != nil {
+		var startedAt *time.Time
+		var began bool
+		if f.Direct {
+			// An http fire whose first attempt the releasing worker sends: nothing of it is in
+			// Temporal, and nothing was sent before its release.
+			direct[f.ID] = true
+		} else if startedAt, began, err = targets.Started(ctx, f.WorkflowID); err != nil {
 			return fmt.Errorf("target %s of a late fire: %w", f.WorkflowID, err)
 		}
 		facts.Ids = append(facts.Ids, f.ID)
@@ -225,7 +233,7 @@ func decideLateWorkflowFires(ctx context.Context, q *dbgen.Queries, targets Targ
 		return fmt.Errorf("judge late workflow fires: %w", mapErr(err))
 	}
 	for _, j := range judged {
-		if j.Fate == "missed" {
+		if j.Fate == "missed" && !direct[j.ID] {
 			if err := targets.Terminate(ctx, workflowIDs[j.ID], j.Reason); err != nil {
 				return fmt.Errorf("stop the delayed start of a missed fire: %w", err)
 			}
@@ -264,7 +272,10 @@ type Releaser struct {
 	// OnRelease, when set, is told of every fire released late and every fire settled
 	// (metrics).
 	OnRelease func([]ReleasedFire)
-	Logger    *slog.Logger
+	// Released, when set, is called as soon as a release of this process has committed: the
+	// worker's http sender then sends the first attempts of the http fires it made true.
+	Released func()
+	Logger   *slog.Logger
 }
 
 // ReleasePoll is the longest a Releaser sleeps between two looks at the armed fires.
@@ -276,21 +287,24 @@ func (r *Releaser) Run(ctx context.Context) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	released := make(chan struct{}, 1)
+	toSettle := make(chan struct{}, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.settleLoop(ctx, released, logger)
+		r.settleLoop(ctx, toSettle, logger)
 	}()
 	defer func() { <-done }()
 	for {
-		fires, err := r.Store.release(ctx, nil, r.Targets)
+		fires, released, err := r.Store.release(ctx, nil, r.Targets)
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("release armed fires", "error", err)
 		}
+		if released && r.Released != nil {
+			r.Released()
+		}
 		r.report(fires)
 		select {
-		case released <- struct{}{}:
+		case toSettle <- struct{}{}:
 		default:
 		}
 		wait := ReleasePoll

@@ -63,6 +63,31 @@ type HTTPDeliveryTarget struct {
 	Secrets []string
 	// HeaderValues are the values of the action's own headers.
 	HeaderValues map[string]string
+	// Status is the run's.
+	Status domain.RunStatus
+	// Delivered: a 2xx was recorded for the run's key (in any series): nothing is sent
+	// again.
+	Delivered bool
+	// Direct, when the run's current series began with first attempts sent by the worker
+	// that released its fire (not by its delivery workflow), says what they were.
+	Direct *DirectAttempts
+	// Unreadable, set only on a first attempt a sender claimed, is why what it sends could
+	// not be read (the rest of the target is then empty but its ids).
+	Unreadable error
+}
+
+// DirectAttempts are the first attempts of a run's series that the worker which released
+// its fire sent, before its delivery workflow: how many, when the first began, and the last
+// one's outcome and answer.
+type DirectAttempts struct {
+	Made          int
+	Began         time.Time
+	Finished      time.Time // zero: not finished (being sent)
+	Outcome       string
+	StatusCode    int // 0: no answer
+	Error         string
+	ResponseStart string
+	RetryAfter    time.Duration
 }
 
 // HTTPDeliveryOf reads what a delivery of run id sends; ErrNotFound when there is no such
@@ -72,28 +97,7 @@ func (s *Store) HTTPDeliveryOf(ctx context.Context, runID int64) (HTTPDeliveryTa
 	if err != nil {
 		return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: %w", runID, mapErr(err))
 	}
-	t := HTTPDeliveryTarget{
-		RunID: row.RunID, ScheduleID: row.ScheduleID, WorkflowID: row.WorkflowID, Key: row.IdempotencyKey,
-		ScheduledAt: row.ScheduledAt.UTC(), Redrive: int(row.Redrives), Schedule: row.ScheduleName,
-	}
-	if err := json.Unmarshal(row.Action, &t.Action); err != nil {
-		return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: the action of schedule %q: %w", runID, row.ScheduleName, err)
-	}
-	if len(row.Retry) > 0 {
-		t.Retry = new(domain.Retry)
-		if err := json.Unmarshal(row.Retry, t.Retry); err != nil {
-			return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: the retry policy of schedule %q: %w", runID, row.ScheduleName, err)
-		}
-	}
-	for _, secret := range []string{row.Secret, row.PreviousSecret} {
-		if secret != "" {
-			t.Secrets = append(t.Secrets, secret)
-		}
-	}
-	if err := json.Unmarshal(row.HeaderValues, &t.HeaderValues); err != nil {
-		return HTTPDeliveryTarget{}, fmt.Errorf("delivery of run %d: header values: %w", runID, err)
-	}
-	return t, nil
+	return deliveryTarget(row)
 }
 
 // ScheduleHeaderValues are the values of a schedule's http action's own headers (empty when
@@ -196,13 +200,34 @@ func (s *Store) GetRunByID(ctx context.Context, id int64) (ScheduleRun, error) {
 	return row, nil
 }
 
-// RecordAttempt records a delivery attempt; the same (run, workflow id, attempt) recorded
-// again changes nothing. A run that no longer exists (its schedule deleted) is ErrNotFound.
+// RecordAttempt records a delivery attempt's answer, completing its StartAttempt record; the
+// same (run, workflow id, attempt) answered again changes nothing. A run that no longer
+// exists (its schedule deleted) is ErrNotFound.
 func (s *Store) RecordAttempt(ctx context.Context, a RunAttempt) error {
+	finished := a.StartedAt.Add(time.Duration(a.LatencyMs) * time.Millisecond)
+	if a.FinishedAt != nil {
+		finished = *a.FinishedAt
+	}
 	_, err := s.Q.RecordRunAttempt(ctx, dbgen.RecordRunAttemptParams{
 		RunID: a.RunID, WorkflowID: a.WorkflowID, Attempt: a.Attempt, Redrive: a.Redrive, StartedAt: a.StartedAt,
 		LatencyMs: a.LatencyMs, StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, ResponseStart: a.ResponseStart,
-		RetryAfterMs: a.RetryAfterMs,
+		RetryAfterMs: a.RetryAfterMs, FinishedAt: &finished,
+	})
+	if isForeignKeyViolation(err) {
+		return fmt.Errorf("attempt %d of run %d: %w", a.Attempt, a.RunID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("attempt %d of run %d: %w", a.Attempt, a.RunID, mapErr(err))
+	}
+	return nil
+}
+
+// StartAttempt records a delivery attempt as being sent, before it is (an attempt recorded
+// already changes nothing); earlier attempts of the series still recorded as being sent are
+// recorded lost. A run that no longer exists is ErrNotFound.
+func (s *Store) StartAttempt(ctx context.Context, a RunAttempt) error {
+	err := s.Q.StartRunAttempt(ctx, dbgen.StartRunAttemptParams{
+		RunID: a.RunID, WorkflowID: a.WorkflowID, Attempt: a.Attempt, Redrive: a.Redrive, StartedAt: a.StartedAt,
 	})
 	if isForeignKeyViolation(err) {
 		return fmt.Errorf("attempt %d of run %d: %w", a.Attempt, a.RunID, ErrNotFound)
@@ -296,43 +321,52 @@ func RedriveWorkflowID(workflowID string, n int) string {
 func (s *Store) RedriveRun(ctx context.Context, runID int64) (Redriven, error) {
 	var out Redriven
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
-		locked, err := q.LockScheduleRun(ctx, runID)
-		if err != nil {
-			return fmt.Errorf("run %d: %w", runID, mapErr(err))
-		}
-		run := locked.ScheduleRun
-		var now domain.Action
-		if err := json.Unmarshal(locked.ScheduleAction, &now); err != nil {
-			return fmt.Errorf("action of the schedule of run %d: %w", runID, err)
-		}
-		switch {
-		case run.WorkflowID == "" && run.Status.Fired():
-			return &NotRedrivable{EventRun: true}
-		case run.Status != domain.RunFailed:
-			return &NotRedrivable{Status: run.Status}
-		case !now.StartsWorkflow():
-			return &NotRedrivable{ActionNow: now.Kind}
-		}
-		n := int(run.Redrives) + 1
-		id := RedriveWorkflowID(run.WorkflowID, n)
-		failedAt := time.Now()
-		if run.FinishedAt != nil {
-			failedAt = *run.FinishedAt
-		}
-		if err := q.InsertRunRedrive(ctx, dbgen.InsertRunRedriveParams{
-			RunID: run.ID, N: int32(n), WorkflowID: id, PreviousWorkflowID: run.WorkflowID, PreviousError: run.Error, FailedAt: failedAt,
-		}); err != nil {
-			return fmt.Errorf("record redrive %d of run %d: %w", n, runID, mapErr(err))
-		}
-		if out.Run, err = q.MarkRunRedriven(ctx, dbgen.MarkRunRedrivenParams{ID: run.ID, WorkflowID: id}); err != nil {
-			return fmt.Errorf("redrive run %d: %w", runID, mapErr(err))
-		}
-		out.ScheduleName, out.ScheduleAction = locked.ScheduleName, locked.ScheduleAction
-		return nil
+		var err error
+		out, err = redriveRun(ctx, q, runID, nil)
+		return err
 	})
 	if err != nil {
 		return Redriven{}, err
 	}
+	return out, nil
+}
+
+// redriveRun is RedriveRun in q's transaction, for the bulk redrive jobID when given.
+func redriveRun(ctx context.Context, q *dbgen.Queries, runID int64, jobID *int64) (Redriven, error) {
+	var out Redriven
+	locked, err := q.LockScheduleRun(ctx, runID)
+	if err != nil {
+		return out, fmt.Errorf("run %d: %w", runID, mapErr(err))
+	}
+	run := locked.ScheduleRun
+	var now domain.Action
+	if err := json.Unmarshal(locked.ScheduleAction, &now); err != nil {
+		return out, fmt.Errorf("action of the schedule of run %d: %w", runID, err)
+	}
+	switch {
+	case run.WorkflowID == "" && run.Status.Fired():
+		return out, &NotRedrivable{EventRun: true}
+	case run.Status != domain.RunFailed:
+		return out, &NotRedrivable{Status: run.Status}
+	case !now.StartsWorkflow():
+		return out, &NotRedrivable{ActionNow: now.Kind}
+	}
+	n := int(run.Redrives) + 1
+	id := RedriveWorkflowID(run.WorkflowID, n)
+	failedAt := time.Now()
+	if run.FinishedAt != nil {
+		failedAt = *run.FinishedAt
+	}
+	if err := q.InsertRunRedrive(ctx, dbgen.InsertRunRedriveParams{
+		RunID: run.ID, N: int32(n), WorkflowID: id, PreviousWorkflowID: run.WorkflowID, PreviousError: run.Error, FailedAt: failedAt,
+		JobID: jobID,
+	}); err != nil {
+		return out, fmt.Errorf("record redrive %d of run %d: %w", n, runID, mapErr(err))
+	}
+	if out.Run, err = q.MarkRunRedriven(ctx, dbgen.MarkRunRedrivenParams{ID: run.ID, WorkflowID: id}); err != nil {
+		return out, fmt.Errorf("redrive run %d: %w", runID, mapErr(err))
+	}
+	out.ScheduleName, out.ScheduleAction = locked.ScheduleName, locked.ScheduleAction
 	return out, nil
 }
 

@@ -231,6 +231,9 @@ type PlannedFire struct {
 	// SkipReason, for a tick a calendar excludes, arms the SKIPPED row it is (no event, no
 	// workflow), shown at its release with the reason.
 	SkipReason string
+	// Direct, for an http action's fire, queues its first attempt (http_first_attempts): the
+	// worker that releases it sends it, and no delivery workflow is started ahead.
+	Direct bool
 }
 
 // SchedulePlan is what a planner round does with one schedule it locked: the fires it
@@ -344,6 +347,7 @@ func (s *Store) planRound(ctx context.Context, now time.Time, max int, plan func
 				fires.Data = append(fires.Data, data)
 				fires.TraceContexts = append(fires.TraceContexts, f.TraceContext)
 				fires.SkipReasons = append(fires.SkipReasons, f.SkipReason)
+				fires.Direct = append(fires.Direct, f.Direct && f.SkipReason == "")
 			}
 			upd.Ids = append(upd.Ids, p.ScheduleID)
 			upd.Watermarks = append(upd.Watermarks, zeroIfNil(p.Watermark))

@@ -179,6 +179,9 @@ type PauseChange struct {
 	Door   domain.Door
 }
 
+// auto reports whether the change is the pause a schedule's auto_pause rule asked for.
+func (c PauseChange) auto() bool { return c.Paused && c.Actor == domain.AutoPauseIdentity }
+
 // SetPaused mirrors a pause or resume decided by the schedule's workflow and, when it changes
 // the paused state, records it in the schedule's history in the same transaction: the
 // history never tells of a pause that did not happen, nor misses one. Pausing a paused
@@ -204,8 +207,28 @@ func (s *Store) SetPaused(ctx context.Context, c PauseChange) (row Schedule, cha
 			if c.Paused {
 				kind = domain.HistoryPause
 			}
+			autoPause := c.auto() && row.AutoPauseDue != nil
+			if autoPause {
+				kind = domain.HistoryAutoPause
+			}
 			if err := insertHistory(ctx, q, c.ID, HistoryEntry{Kind: kind, Actor: c.Actor, Door: c.Door, Note: c.Note}); err != nil {
 				return err
+			}
+			switch {
+			case autoPause:
+				if row, err = applyAutoPause(ctx, q, row); err != nil {
+					return err
+				}
+			case !c.Paused:
+				if err := q.ClearAutoPause(ctx, c.ID); err != nil {
+					return fmt.Errorf("clear the auto-pause of schedule %d: %w", c.ID, mapErr(err))
+				}
+				row.AutoPausedAt, row.AutoPauseReason, row.AutoPauseDue, row.FailureStreak, row.FailingSince = nil, nil, nil, 0, nil
+			}
+		} else if c.auto() && row.AutoPauseDue != nil {
+			// Paused already: the rule's pause has nothing to do.
+			if err := q.ClearAutoPauseDue(ctx, c.ID); err != nil {
+				return fmt.Errorf("clear the auto-pause due of schedule %d: %w", c.ID, mapErr(err))
 			}
 		}
 		if c.Paused {
@@ -540,9 +563,21 @@ func (s *Store) CountDuplicateTicks(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// FinishRun sets a RUNNING run's final status; finishing a run twice changes nothing.
+// FinishRun sets a RUNNING run's final status; finishing a run twice changes nothing. Its
+// end counts into its schedule's failure streak in the same transaction (an http action's
+// auto_pause).
 func (s *Store) FinishRun(ctx context.Context, runID int64, status domain.RunStatus, errText string) error {
-	_, err := s.Q.FinishScheduleRun(ctx, dbgen.FinishScheduleRunParams{ID: runID, Status: status, Error: errText})
+	err := s.inTxRetried(ctx, func(q *dbgen.Queries) error {
+		run, err := q.FinishScheduleRun(ctx, dbgen.FinishScheduleRunParams{ID: runID, Status: status, Error: errText})
+		if err != nil {
+			return err
+		}
+		finished := time.Now()
+		if run.FinishedAt != nil {
+			finished = *run.FinishedAt
+		}
+		return noteStreaks(ctx, q, []runEnd{{ScheduleID: run.ScheduleID, ScheduledAt: run.ScheduledAt, Status: domain.RunStatus(run.Status), FinishedAt: finished, Error: run.Error}}, time.Now())
+	})
 	if err != nil && mapErr(err) != ErrNotFound {
 		return fmt.Errorf("finish run %d: %w", runID, mapErr(err))
 	}

@@ -1082,6 +1082,14 @@ ALTER TABLE public.freezes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE public.http_first_attempts (
+    run_id bigint NOT NULL,
+    visible_at timestamp with time zone NOT NULL,
+    sender text,
+    lease_until timestamp with time zone,
+    CONSTRAINT http_first_attempts_lease CHECK (((sender IS NULL) = (lease_until IS NULL)))
+);
+
 CREATE TABLE public.idempotency_keys (
     token_id bigint NOT NULL,
     key text NOT NULL,
@@ -1229,6 +1237,31 @@ ALTER TABLE public.rollouts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE public.run_redrive_jobs (
+    id bigint NOT NULL,
+    selector text DEFAULT ''::text NOT NULL,
+    since timestamp with time zone NOT NULL,
+    until timestamp with time zone NOT NULL,
+    requested_by text DEFAULT ''::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    up_to_run_id bigint NOT NULL,
+    cursor bigint DEFAULT 0 NOT NULL,
+    matched integer NOT NULL,
+    redriven integer DEFAULT 0 NOT NULL,
+    skipped integer DEFAULT 0 NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT run_redrive_jobs_range CHECK ((until > since))
+);
+
+CREATE SEQUENCE public.run_redrive_jobs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE public.run_redrive_jobs_id_seq OWNED BY public.run_redrive_jobs.id;
+
 CREATE TABLE public.schedule_header_values (
     schedule_name text NOT NULL,
     header_values jsonb NOT NULL,
@@ -1248,7 +1281,7 @@ CREATE TABLE public.schedule_history (
     CONSTRAINT schedule_history_actor_check CHECK ((actor <> ''::text)),
     CONSTRAINT schedule_history_changes_check CHECK ((jsonb_typeof(changes) = 'array'::text)),
     CONSTRAINT schedule_history_door_check CHECK ((door = ANY (ARRAY['api'::text, 'update'::text, 'signal'::text]))),
-    CONSTRAINT schedule_history_kind_check CHECK ((kind = ANY (ARRAY['pause'::text, 'resume'::text, 'update'::text, 'rotate_secret'::text])))
+    CONSTRAINT schedule_history_kind_check CHECK ((kind = ANY (ARRAY['pause'::text, 'resume'::text, 'update'::text, 'rotate_secret'::text, 'auto_pause'::text])))
 );
 
 ALTER TABLE public.schedule_history ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -1293,8 +1326,11 @@ CREATE TABLE public.schedule_run_attempts (
     error text DEFAULT ''::text NOT NULL,
     response_start text DEFAULT ''::text NOT NULL,
     retry_after_ms bigint,
+    finished_at timestamp with time zone,
+    direct boolean DEFAULT false NOT NULL,
     CONSTRAINT schedule_run_attempts_attempt_check CHECK ((attempt > 0)),
-    CONSTRAINT schedule_run_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'retryable'::text, 'final'::text])))
+    CONSTRAINT schedule_run_attempts_finished CHECK (((outcome = 'sending'::text) = (finished_at IS NULL))),
+    CONSTRAINT schedule_run_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['sending'::text, 'succeeded'::text, 'retryable'::text, 'final'::text, 'lost'::text])))
 );
 
 CREATE TABLE public.schedule_run_redrives (
@@ -1305,6 +1341,7 @@ CREATE TABLE public.schedule_run_redrives (
     previous_error text NOT NULL,
     failed_at timestamp with time zone NOT NULL,
     requested_at timestamp with time zone DEFAULT now() NOT NULL,
+    job_id bigint,
     CONSTRAINT schedule_run_redrives_n_check CHECK ((n > 0))
 );
 
@@ -1390,6 +1427,12 @@ CREATE TABLE public.schedules (
     max_concurrent integer,
     overlap_when_full text,
     labels jsonb DEFAULT '{}'::jsonb NOT NULL,
+    failure_streak integer DEFAULT 0 NOT NULL,
+    failing_since timestamp with time zone,
+    auto_pause_due text,
+    auto_paused_at timestamp with time zone,
+    auto_pause_reason text,
+    streak_since timestamp with time zone,
     CONSTRAINT schedules_action_check CHECK (((action ->> 'kind'::text) = ANY (ARRAY['event'::text, 'workflow'::text, 'http'::text]))),
     CONSTRAINT schedules_after_completion_check CHECK ((after_completion = ANY (ARRAY['keep'::text, 'delete'::text]))),
     CONSTRAINT schedules_backfills_check CHECK ((jsonb_typeof(backfills) = 'array'::text)),
@@ -1506,6 +1549,8 @@ CREATE TABLE public.worker_liveness (
     CONSTRAINT worker_liveness_worker_id_check CHECK ((worker_id <> ''::text))
 );
 
+ALTER TABLE ONLY public.run_redrive_jobs ALTER COLUMN id SET DEFAULT nextval('public.run_redrive_jobs_id_seq'::regclass);
+
 ALTER TABLE ONLY public.api_tokens
     ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (id);
 
@@ -1536,6 +1581,9 @@ ALTER TABLE ONLY public.feed_releases
 ALTER TABLE ONLY public.freezes
     ADD CONSTRAINT freezes_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.http_first_attempts
+    ADD CONSTRAINT http_first_attempts_pkey PRIMARY KEY (run_id);
+
 ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (token_id, key, method, path);
 
@@ -1556,6 +1604,9 @@ ALTER TABLE ONLY public.rollout_waves
 
 ALTER TABLE ONLY public.rollouts
     ADD CONSTRAINT rollouts_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.run_redrive_jobs
+    ADD CONSTRAINT run_redrive_jobs_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY public.schedule_header_values
     ADD CONSTRAINT schedule_header_values_pkey PRIMARY KEY (schedule_name);
@@ -1618,6 +1669,10 @@ CREATE UNIQUE INDEX freezes_one_global ON public.freezes USING btree ((true)) WH
 
 CREATE UNIQUE INDEX freezes_one_per_rollout ON public.freezes USING btree (rollout_id) WHERE ((rollout_id IS NOT NULL) AND (lifted_at IS NULL));
 
+CREATE INDEX http_first_attempts_leased ON public.http_first_attempts USING btree (lease_until) WHERE (sender IS NOT NULL);
+
+CREATE INDEX http_first_attempts_pending ON public.http_first_attempts USING btree (visible_at, run_id) WHERE (sender IS NULL);
+
 CREATE INDEX idempotency_keys_created ON public.idempotency_keys USING btree (created_at);
 
 CREATE INDEX outbox_messages_released_feed ON public.outbox_messages USING btree (visible_at, event_id) WHERE (tx_id IS NULL);
@@ -1648,6 +1703,8 @@ CREATE INDEX schedule_runs_by_schedule ON public.schedule_runs USING btree (sche
 
 CREATE INDEX schedule_runs_by_tick ON public.schedule_runs USING brin (scheduled_at) WITH (pages_per_range='16', autosummarize='on');
 
+CREATE INDEX schedule_runs_by_workflow_id ON public.schedule_runs USING btree (workflow_id) WHERE (workflow_id <> ''::text);
+
 CREATE INDEX schedule_runs_dead_letter ON public.schedule_runs USING btree (id DESC) WHERE ((status = 'FAILED'::text) AND (workflow_id <> ''::text));
 
 CREATE INDEX schedule_runs_in_flight ON public.schedule_runs USING btree (schedule_id) WHERE (status = ANY (ARRAY['RUNNING'::text, 'BUFFERED'::text]));
@@ -1657,6 +1714,8 @@ CREATE INDEX schedule_runs_problems ON public.schedule_runs USING btree (schedul
 CREATE INDEX schedule_runs_running ON public.schedule_runs USING btree (schedule_id) WHERE (status = 'RUNNING'::text);
 
 CREATE INDEX schedule_runs_to_watch ON public.schedule_runs USING btree (watched_until NULLS FIRST) WHERE ((status = 'RUNNING'::text) AND (NOT armed));
+
+CREATE INDEX schedules_auto_pause_due ON public.schedules USING btree (id) WHERE (auto_pause_due IS NOT NULL);
 
 CREATE INDEX schedules_by_calendar ON public.schedules USING gin (((spec -> 'exclude_calendars'::text))) WHERE (spec ? 'exclude_calendars'::text);
 
@@ -1732,6 +1791,9 @@ ALTER TABLE ONLY public.executor_attempts
 ALTER TABLE ONLY public.freezes
     ADD CONSTRAINT freezes_rollout_id_fkey FOREIGN KEY (rollout_id) REFERENCES public.rollouts(id) ON DELETE CASCADE;
 
+ALTER TABLE ONLY public.http_first_attempts
+    ADD CONSTRAINT http_first_attempts_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.schedule_runs(id) ON DELETE CASCADE;
+
 ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_token_id_fkey FOREIGN KEY (token_id) REFERENCES public.api_tokens(id) ON DELETE CASCADE;
 
@@ -1752,6 +1814,9 @@ ALTER TABLE ONLY public.schedule_refusals
 
 ALTER TABLE ONLY public.schedule_run_attempts
     ADD CONSTRAINT schedule_run_attempts_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.schedule_runs(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.schedule_run_redrives
+    ADD CONSTRAINT schedule_run_redrives_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.run_redrive_jobs(id) ON DELETE SET NULL;
 
 ALTER TABLE ONLY public.schedule_run_redrives
     ADD CONSTRAINT schedule_run_redrives_run_id_fkey FOREIGN KEY (run_id) REFERENCES public.schedule_runs(id) ON DELETE CASCADE;

@@ -9,12 +9,13 @@ import (
 	"os"
 	"sync"
 
-	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/tickgate/tickgate/activities"
+	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
+	"github.com/tickgate/tickgate/workflows"
 )
 
 // engineWorker is a Temporal worker that also runs, while it runs, the loops the schedule
@@ -23,6 +24,8 @@ import (
 //     planners, which arm the fires, releases them too; several share the work;
 //   - the run watcher (activities.RunWatcher): it records the outcome of the runs in flight
 //     of schedules at rest, which no schedule workflow waits for; several share the work;
+//   - the http sender (activities.HTTPSender): it sends the first attempts of the http fires
+//     its releaser made true, at once, and sweeps those of senders that died;
 //   - the worker's liveness (store.Liveness): the evidence that tells a tick missed while
 //     tickgate was down from one that is late because it is busy (S2). The process is
 //     recorded alive before it polls its first task;
@@ -34,6 +37,7 @@ type engineWorker struct {
 	workerID string
 	releaser *store.Releaser
 	watcher  *activities.RunWatcher
+	sender   *activities.HTTPSender
 	liveness *store.Liveness
 	keeper   *activities.ResidentKeeper // nil unless schedules are resident
 
@@ -42,7 +46,8 @@ type engineWorker struct {
 	done   chan struct{}
 }
 
-func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr trace.Tracer, taskQueue string, resident bool) *engineWorker {
+func withEngineLoops(w sdkworker.Worker, d Deps) *engineWorker {
+	st, tc, tr, taskQueue := d.Store, d.Temporal, d.Telemetry.Tracer(), d.Config.TaskQueue
 	id := newWorkerID()
 	onRelease := activities.ObserveReleased
 	if tr != nil {
@@ -51,15 +56,19 @@ func withEngineLoops(w sdkworker.Worker, st *store.Store, tc client.Client, tr t
 			activities.TraceReleased(tr, fires)
 		}
 	}
+	acts := &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}
 	var keeper *activities.ResidentKeeper
-	if resident {
-		keeper = &activities.ResidentKeeper{Acts: &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}}
+	if d.Config.SchedulesResident {
+		keeper = &activities.ResidentKeeper{Acts: acts}
 	}
+	sender := &activities.HTTPSender{Deliveries: d.httpDeliveries(), Acts: acts, ID: id, Tracer: tr,
+		Pauser: autoPauser{&starter.Starter{Client: tc, TaskQueue: taskQueue}}}
 	return &engineWorker{
 		keeper: keeper,
 		Worker: w, store: st, workerID: id,
-		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease},
-		watcher:  &activities.RunWatcher{Acts: &activities.ScheduleActivities{Store: st, Temporal: tc, TaskQueue: taskQueue}},
+		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease, Released: sender.Wake},
+		watcher:  &activities.RunWatcher{Acts: acts},
+		sender:   sender,
 		liveness: &store.Liveness{Store: st, WorkerID: id, Healthy: func(ctx context.Context) error {
 			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
@@ -97,7 +106,7 @@ func (w *engineWorker) startLoops() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan struct{})
 	var wg sync.WaitGroup
-	loops := []func(context.Context){w.releaser.Run, w.watcher.Run, w.liveness.Run}
+	loops := []func(context.Context){w.releaser.Run, w.watcher.Run, w.sender.Run, w.liveness.Run}
 	if w.keeper != nil {
 		loops = append(loops, w.keeper.Run)
 	}
@@ -151,4 +160,15 @@ func (w *engineWorker) Run(interruptCh <-chan interface{}) error {
 func (w *engineWorker) Stop() {
 	w.stopLoops()
 	w.Worker.Stop()
+}
+
+// autoPauser sends a schedule the pause its auto_pause rule asks for, as a pause command
+// from tickgate itself (activities.SchedulePauser).
+type autoPauser struct {
+	starter *starter.Starter
+}
+
+func (p autoPauser) AutoPause(ctx context.Context, id int64, name, reason, identity string) error {
+	_, err := p.starter.PauseSchedule(ctx, id, name, workflows.PauseRequest{Note: reason, Identity: identity})
+	return err
 }

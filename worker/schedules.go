@@ -20,7 +20,7 @@ func registerSchedules(r sdkworker.Registry, d Deps) {
 		Schedules: &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue, ResidentSchedules: d.Config.SchedulesResident},
 		Resident:  d.Config.SchedulesResident,
 	})
-	r.RegisterActivity(&activities.HTTPDeliveries{Store: d.Store, Outbound: d.Config.HTTPAllow})
+	r.RegisterActivity(d.httpDeliveries())
 }
 
 func init() {

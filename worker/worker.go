@@ -10,6 +10,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/tickgate/tickgate/activities"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/telemetry"
 	"github.com/tickgate/tickgate/store"
@@ -25,6 +26,19 @@ type Deps struct {
 	// off when tracing is off. When on, the Temporal client carries the SDK's tracing
 	// interceptor (the binary dials it so).
 	Telemetry *telemetry.Telemetry
+
+	// deliveries sends the http actions' requests of this process: the delivery activities'
+	// and the first attempts' alike, under one set of host limits (New makes it).
+	deliveries *activities.HTTPDeliveries
+}
+
+// httpDeliveries is the process's sender of http requests, with its host limits.
+func (d Deps) httpDeliveries() *activities.HTTPDeliveries {
+	if d.deliveries != nil {
+		return d.deliveries
+	}
+	return &activities.HTTPDeliveries{Store: d.Store, Outbound: d.Config.HTTPAllow,
+		Limits: &activities.HostLimiter{Limits: d.Config.HTTPHostLimits}}
 }
 
 // New creates a worker on cfg.TaskQueue with every engine registered; while it runs, it
@@ -32,10 +46,11 @@ type Deps struct {
 // engineWorker).
 func New(d Deps) (sdkworker.Worker, error) {
 	w := sdkworker.New(d.Temporal, d.Config.TaskQueue, PollerOptions(d.Config.WorkerPollers))
+	d.deliveries = d.httpDeliveries()
 	if err := Register(w, d); err != nil {
 		return nil, err
 	}
-	return withEngineLoops(w, d.Store, d.Temporal, d.Telemetry.Tracer(), d.Config.TaskQueue, d.Config.SchedulesResident), nil
+	return withEngineLoops(w, d), nil
 }
 
 // Register registers every workflow (workflows.Registrations) and the activities of the

@@ -42,6 +42,10 @@ func HTTPDeliveryWorkflow(ctx workflow.Context, in activities.HTTPDelivery) erro
 		}
 		in = loaded
 	}
+	if workflow.GetVersion(ctx, httpDeliveryAfterFirstAttemptChange, workflow.DefaultVersion, 1) == 1 && in.First != nil {
+		branchTaken(ctx, httpDeliveryAfterFirstAttemptChange)
+		return deliverAfterFirstAttempts(ctx, in)
+	}
 	r := in.Retry
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    time.Duration(in.Action.Timeout) + deliveryMargin,
@@ -75,6 +79,61 @@ func loadDelivery(ctx workflow.Context, in activities.HTTPDelivery) (activities.
 		return loaded, temporal.NewNonRetryableApplicationError(app.Message(), activities.ErrHTTPDeliveryFailed, nil)
 	}
 	return loaded, err
+}
+
+// httpDeliveryAfterFirstAttemptChange: a delivery whose series began with a first attempt
+// sent by the worker that released the fire counts it (workflows.Changes).
+const httpDeliveryAfterFirstAttemptChange = "http-delivery-after-first-attempt"
+
+// deliverAfterFirstAttempts goes on with a series whose first attempt the worker that
+// released the fire sent (in.First): a 2xx recorded for it meanwhile ends the delivery a
+// success, and a final answer a failure, with nothing sent; otherwise it waits as the last
+// answer asked (its Retry-After, or initial_backoff), and makes the attempts the retry policy
+// has left — max_attempts counting those made, max_age counted from the first, the backoff
+// going on from where they left it.
+func deliverAfterFirstAttempts(ctx workflow.Context, in activities.HTTPDelivery) error {
+	r, first := in.Retry, *in.First
+	switch {
+	case first.Delivered:
+		return nil
+	case first.Final:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s (attempt %d; not retried)", first.Last, first.Made),
+			activities.ErrHTTPDeliveryFailed, nil)
+	case first.Made >= r.MaxAttempts:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s (gave up after %d attempts: max_attempts)", first.Last, first.Made),
+			activities.ErrHTTPDeliveryFailed, nil)
+	}
+	if wait := first.NextAt.Sub(workflow.Now(ctx)); wait > 0 {
+		if err := workflow.Sleep(ctx, wait); err != nil {
+			return err // canceled (overlap cancel_other)
+		}
+	}
+	took := workflow.Now(ctx).Sub(first.Began)
+	left := time.Duration(r.MaxAge) - took
+	if left <= 0 {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s (gave up after %d attempts in %s: max_age %s)", first.Last, first.Made,
+			took.Round(time.Millisecond), time.Duration(r.MaxAge)), activities.ErrHTTPDeliveryFailed, nil)
+	}
+	policy := activities.WorkflowRetryPolicy(r)
+	policy.MaximumAttempts = int32(r.MaxAttempts - first.Made)
+	// The wait before attempt n+1 is initial_backoff·2^(n−1): the first of these followed the
+	// sleep above, the next ones go on doubling from there.
+	next := time.Duration(r.InitialBackoff)
+	for i := 0; i < first.Made && next < time.Duration(r.MaxBackoff); i++ {
+		next *= 2
+	}
+	policy.InitialInterval = min(next, time.Duration(r.MaxBackoff))
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    time.Duration(in.Action.Timeout) + deliveryMargin,
+		ScheduleToCloseTimeout: left,
+		RetryPolicy:            policy,
+		Summary:                in.Action.Method + " " + in.Action.URL,
+	})
+	err := workflow.ExecuteActivity(actx, deliveryActs.DeliverHTTP, in).Get(ctx, nil)
+	if err == nil || temporal.IsCanceledError(err) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(deliveryFailure(err, r, workflow.Now(ctx).Sub(first.Began)), activities.ErrHTTPDeliveryFailed, nil)
 }
 
 // deliveryFailure says why a delivery's series ended without a success, after took: the

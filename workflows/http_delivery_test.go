@@ -134,7 +134,9 @@ func newDeliveryEnv(t *testing.T, url string, retry domain.Retry, allow string) 
 	e := &deliveryEnv{t: t, st: st, env: suite.NewTestWorkflowEnvironment(), secret: secret, workflow: wid, key: key,
 		in: activities.HTTPDelivery{RunID: runID, ScheduleID: row.ID, Schedule: name}}
 	e.env.RegisterWorkflowWithOptions(workflows.HTTPDeliveryWorkflow, workflow.RegisterOptions{Name: workflows.HTTPDeliveryWorkflowType})
-	e.env.RegisterActivity(&activities.HTTPDeliveries{Store: st, Outbound: rule})
+	// A 429 or 503 with Retry-After slows the host in the limiter too: on the test's clock,
+	// which Temporal's wait for the retry moves on, as the real one would.
+	e.env.RegisterActivity(&activities.HTTPDeliveries{Store: st, Outbound: rule, Limits: &activities.HostLimiter{Now: e.env.Now}})
 	e.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wid})
 	e.env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
 		e.starts = append(e.starts, e.env.Now())
@@ -340,4 +342,75 @@ func TestHTTPDeliverySignsWithBothSecretsDuringAGrace(t *testing.T) {
 		require.NoError(t, domain.VerifyWebhook(secret, h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature"), got[0].body, time.Now(), 0))
 	}
 	require.Equal(t, "billing", h.Get("X-Team"))
+}
+
+// firstAttempt records the run's first attempt as the worker that released its fire made
+// it (direct), with outcome and answer, finished now.
+func (e *deliveryEnv) firstAttempt(outcome string, status int, retryAfter time.Duration) {
+	e.t.Helper()
+	now := time.Now()
+	var code, wait any
+	if status != 0 {
+		code = status
+	}
+	if retryAfter > 0 {
+		wait = retryAfter.Milliseconds()
+	}
+	_, err := e.st.Pool.Exec(context.Background(), `INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, started_at, latency_ms,
+		status_code, outcome, error, retry_after_ms, finished_at, direct) VALUES ($1, $2, 1, $3, 5, $4, $5, $6, $7, $3, true)`,
+		e.in.RunID, e.workflow, now, code, outcome, fmt.Sprintf("HTTP %d", status), wait)
+	require.NoError(e.t, err)
+}
+
+// A series whose first attempt the worker that released the fire sent goes on from it: the
+// workflow waits as that answer asked (its Retry-After), numbers its attempts after it, and
+// doubles the backoff from where it left off.
+func TestHTTPDeliveryGoesOnFromTheFirstAttempt(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, answer{status: 503, body: "busy"}, answer{status: 200})
+	e := newDeliveryEnv(t, rcv.srv.URL, domain.Retry{MaxAttempts: 3, InitialBackoff: schedulespec.Duration(time.Second)}, "127.0.0.1")
+	e.firstAttempt(store.AttemptRetryable, 429, 30*time.Second)
+	began := e.env.Now()
+	require.NoError(t, e.run())
+	got := rcv.requests()
+	require.Len(t, got, 2)
+	require.Equal(t, "2", got[0].header.Get("Tickgate-Attempt"), "the first attempt counted")
+	require.Equal(t, "3", got[1].header.Get("Tickgate-Attempt"))
+	require.Len(t, e.starts, 2)
+	require.GreaterOrEqual(t, e.starts[0].Sub(began), 29*time.Second, "the first answer's Retry-After, not the 1 s backoff")
+	require.Equal(t, 2*time.Second, e.starts[1].Sub(e.starts[0]), "the backoff doubled from the first attempt's")
+	require.Equal(t, []string{"retryable 429", "retryable 503", "succeeded 200"}, outcomes(e.attempts()))
+}
+
+// max_attempts counts the first attempt: with two, the workflow makes one.
+func TestHTTPDeliveryCountsTheFirstAttemptAgainstMaxAttempts(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, answer{status: 500, body: "boom"})
+	e := newDeliveryEnv(t, rcv.srv.URL, domain.Retry{MaxAttempts: 2}, "127.0.0.1")
+	e.firstAttempt(store.AttemptRetryable, 503, 0)
+	msg := failure(t, e.run())
+	require.Contains(t, msg, "HTTP 500 Internal Server Error: boom (gave up after 2 attempts: max_attempts)")
+	require.Len(t, rcv.requests(), 1)
+}
+
+// A first attempt whose sender died mid-send (lost) is tried again; one whose 2xx was
+// recorded late sends nothing more; one answered finally ends the series, sending nothing.
+func TestHTTPDeliveryActsOnWhatTheFirstAttemptSays(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, answer{status: 200})
+	lost := newDeliveryEnv(t, rcv.srv.URL+"/lost", domain.Retry{MaxAttempts: 3}, "127.0.0.1")
+	lost.firstAttempt(store.AttemptLost, 0, 0)
+	require.NoError(t, lost.run())
+	require.Equal(t, []string{"lost", "succeeded 200"}, outcomes(lost.attempts()))
+
+	done := newDeliveryEnv(t, rcv.srv.URL+"/done", domain.Retry{MaxAttempts: 3}, "127.0.0.1")
+	done.firstAttempt(store.AttemptSucceeded, 200, 0)
+	require.NoError(t, done.run())
+	require.Len(t, done.attempts(), 1, "nothing sent once a 2xx was recorded for the key")
+
+	final := newDeliveryEnv(t, rcv.srv.URL+"/final", domain.Retry{MaxAttempts: 3}, "127.0.0.1")
+	final.firstAttempt(store.AttemptFinal, 404, 0)
+	require.Contains(t, failure(t, final.run()), "HTTP 404 (attempt 1; not retried)")
+	require.Len(t, final.attempts(), 1)
+	require.Len(t, rcv.requests(), 1, "only the lost one's retry reached the receiver")
 }

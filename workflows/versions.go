@@ -53,6 +53,11 @@ var Changes = []Change{
 			"LoadHTTPDelivery local activity first",
 	},
 	{
+		ID: httpDeliveryAfterFirstAttemptChange, Max: 1, Workflows: []string{HTTPDeliveryWorkflowType},
+		What: "before it, every attempt of a delivery was the workflow's: none was sent before it started, and it " +
+			"counted none it had not made (no FirstAttempts loaded, no wait before its first activity)",
+	},
+	{
 		ID: scheduleCapChange, Max: 1, Workflows: []string{ScheduleWorkflowType},
 		What: "before it, a schedule had no concurrency cap: under allow_all every tick started at once (no max_concurrent)",
 	},

@@ -254,6 +254,8 @@ var branchEvidence = map[string]evidence{
 		}
 		return false
 	}},
+	"http-delivery-after-first-attempt": {"the side effect branchTaken writes where a delivery goes on from the first attempt the worker that released its fire sent",
+		branchTakenEvent("http-delivery-after-first-attempt")},
 	"schedule-one-writer": {"the side effect branchTaken writes where the loop takes its first command or run end",
 		branchTakenEvent("schedule-one-writer")},
 	"schedule-resident": {"the side effect branchTaken writes where a resident run first stays open at rest",

@@ -20,8 +20,9 @@ import (
 
 var (
 	flagHTTP       = flag.Int("http", 1000, "http-action burst: schedules whose http action posts to a receiver in the bench's process, all due at every tick, and as many native Temporal Schedules running one HTTP activity (0 skips both)")
-	flagHTTPBursts = flag.Int("http-bursts", 1, "http-action burst: measured bursts")
-	flagHTTPWarmup = flag.Int("http-warmup-bursts", 1, "http-action burst: bursts before the measured ones")
+	flagHTTPBig    = flag.Int("http-big", 10000, "big http-action burst, the last phase: schedules as -http's, tickgate only (0 skips it)")
+	flagHTTPBursts = flag.Int("http-bursts", 1, "http-action bursts (both sizes): measured bursts")
+	flagHTTPWarmup = flag.Int("http-warmup-bursts", 1, "http-action bursts (both sizes): bursts before the measured ones")
 )
 
 // httpBurstResult is what an engine did with the http burst: burstResult's late is the
@@ -34,18 +35,21 @@ type httpBurstResult struct {
 	// duplicates counts requests beyond the first of their Idempotency-Key, over every tick
 	// of the phase; unkeyed, requests that carried no readable key.
 	duplicates, unkeyed int
+	// retried (tickgate only) counts the measured runs whose first attempt did not succeed,
+	// so their delivery workflow retried them (or, lost, their sender died mid-send).
+	retried int
 }
 
 // missed counts the measured (schedule, tick) pairs whose request never arrived.
 func (r httpBurstResult) missed() int { return len(r.late) - r.late.fired() }
 
-// runHTTPBurst creates -http schedules on -cron whose http action posts to the receiver's
-// tickgate path (overlap allow_all, catch-up window -catchup-window, the retry policy's
-// defaults) through POST /api/v1/schedules/bulk, as a user creates many; waits through the
-// bursts until every run of a tick is final (delivered and recorded, or failed); and reads
-// from the receiver when each tick's request arrived. The schedules are paused after.
-func runHTTPBurst(ctx context.Context, e *env, rcv *receiver) (httpBurstResult, error) {
-	n := *flagHTTP
+// runHTTPBurst creates n schedules on -cron whose http action posts to the receiver at path
+// (overlap allow_all, catch-up window -catchup-window, the retry policy's defaults) through
+// POST /api/v1/schedules/bulk, as a user creates many; waits through the bursts until every
+// run of a tick is final (delivered and recorded, or failed); and reads from the receiver
+// when each tick's request arrived. The schedules are paused after when pause is set (a
+// later phase needs a quiet stack).
+func runHTTPBurst(ctx context.Context, e *env, rcv *receiver, n int, path, prefix string, pause bool) (httpBurstResult, error) {
 	res := httpBurstResult{burstResult: burstResult{schedules: n}}
 	spec, compiled, err := burstSpec()
 	if err != nil {
@@ -55,9 +59,9 @@ func runHTTPBurst(ctx context.Context, e *env, rcv *receiver) (httpBurstResult, 
 	items := make([]api.CreateScheduleRequest, n)
 	for i := range items {
 		items[i] = api.CreateScheduleRequest{
-			Name: fmt.Sprintf("t%02d-http-%05d", i%50, i),
+			Name: fmt.Sprintf("t%02d-%s-%05d", i%50, prefix, i),
 			Spec: spec,
-			Action: domain.Action{Kind: domain.ActionHTTP, URL: rcv.url + receiverPathTickgate,
+			Action: domain.Action{Kind: domain.ActionHTTP, URL: rcv.url + path,
 				Body: httpBody, Timeout: schedulespec.Duration(httpTimeout)},
 			Policies: &api.SchedulePolicies{Overlap: domain.OverlapAllowAll, CatchupWindow: catchup},
 		}
@@ -75,8 +79,11 @@ func runHTTPBurst(ctx context.Context, e *env, rcv *receiver) (httpBurstResult, 
 	if err != nil {
 		return res, err
 	}
-	ticks := planBursts("tickgate http", compiled, n, res.created, *flagHTTPWarmup+*flagHTTPBursts)
-	if _, _, err := res.waitBursts(ctx, e, "tickgate http", "final", ticks, *flagHTTPWarmup, n, 250*time.Millisecond,
+	who := fmt.Sprintf("tickgate http %d", n)
+	ticks := planBursts(who, compiled, n, res.created, *flagHTTPWarmup+*flagHTTPBursts)
+	// Polled once a second (as the native http burst is): its count of ten thousand runs is
+	// work for PostgreSQL inside the measured window, and it only paces the run.
+	if _, _, err := res.waitBursts(ctx, e, who, "final", ticks, *flagHTTPWarmup, n, time.Second,
 		func(ctx context.Context, tick time.Time) (int, error) { return e.runs.final(ctx, ids, tick) }); err != nil {
 		return res, err
 	}
@@ -84,11 +91,17 @@ func runHTTPBurst(ctx context.Context, e *env, rcv *receiver) (httpBurstResult, 
 	for i, id := range ids {
 		keys[i] = strconv.FormatInt(id, 10) // the key's schedule part (domain.TickKey)
 	}
-	res.late = rcv.lateness(receiverPathTickgate, keys, res.ticks)
+	res.late = rcv.lateness(path, keys, res.ticks)
 	res.tallyBursts()
-	res.duplicates, res.unkeyed = rcv.duplicates(receiverPathTickgate)
+	res.duplicates, res.unkeyed = rcv.duplicates(path)
 	if res.statuses, err = e.runs.statuses(ctx, ids, res.ticks); err != nil {
 		return res, err
+	}
+	if res.retried, err = e.runs.retried(ctx, ids, res.ticks); err != nil {
+		return res, err
+	}
+	if !pause {
+		return res, nil
 	}
 	return res, pauseAll(ctx, e, names, "bench: http burst measured")
 }

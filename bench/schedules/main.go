@@ -106,7 +106,9 @@ func checkFlags() error {
 		return fmt.Errorf("-big-warmup-max %d: at least one tick after creation is a warm-up", *flagBigWarmupMax)
 	case *flagHTTP < 0:
 		return fmt.Errorf("-http %d: give a number of schedules, or 0 to skip the http burst", *flagHTTP)
-	case *flagBig && *flagBigBursts < 1, *flagWf && *flagWfBursts < 1, *flagHTTP > 0 && *flagHTTPBursts < 1, *flagBursts < 1:
+	case *flagHTTPBig < 0:
+		return fmt.Errorf("-http-big %d: give a number of schedules, or 0 to skip the big http burst", *flagHTTPBig)
+	case *flagBig && *flagBigBursts < 1, *flagWf && *flagWfBursts < 1, (*flagHTTP > 0 || *flagHTTPBig > 0) && *flagHTTPBursts < 1, *flagBursts < 1:
 		return fmt.Errorf("every phase run measures at least one burst")
 	}
 	return nil
@@ -137,7 +139,7 @@ func run(ctx context.Context) (string, error) {
 	}
 	cfg.TaskQueue = "bench-schedules"
 	var rcv *receiver
-	if *flagHTTP > 0 {
+	if *flagHTTP > 0 || *flagHTTPBig > 0 {
 		// The http bursts post to a receiver in this process, on a loopback address the
 		// outbound rule refuses unless TICKGATE_HTTP_ALLOW lists it (internal/outbound).
 		if cfg.HTTPAllow, err = outbound.Parse("127.0.0.1"); err != nil {
@@ -227,7 +229,7 @@ func run(ctx context.Context) (string, error) {
 		rep.native = &native
 	}
 	if *flagHTTP > 0 {
-		h, err := runHTTPBurst(ctx, e, rcv)
+		h, err := runHTTPBurst(ctx, e, rcv, *flagHTTP, receiverPathTickgate, "http", true)
 		if err != nil {
 			return "", fmt.Errorf("http burst: %w", err)
 		}
@@ -242,7 +244,7 @@ func run(ctx context.Context) (string, error) {
 	}
 	if *flagBig {
 		// Paused only when a later phase needs a quiet stack.
-		big, err := runBigBurst(ctx, e, *flagCapacity)
+		big, err := runBigBurst(ctx, e, *flagCapacity || *flagHTTPBig > 0)
 		if err != nil {
 			return "", fmt.Errorf("big burst: %w", err)
 		}
@@ -254,6 +256,15 @@ func run(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("capacity: %w", err)
 		}
 		rep.capacity = &c
+	}
+	if *flagHTTPBig > 0 {
+		// Last: its schedules are left firing (pausing ten thousand takes their workflows
+		// longer than the phase itself).
+		h, err := runHTTPBurst(ctx, e, rcv, *flagHTTPBig, receiverPathTickgateBig, "httpbig", false)
+		if err != nil {
+			return "", fmt.Errorf("big http burst: %w", err)
+		}
+		rep.httpBig = &h
 	}
 	rep.duplicates, rep.eventDuplicates, err = e.runs.duplicates(ctx)
 	if err != nil {

@@ -37,8 +37,9 @@ type arrivals struct {
 
 // The paths the engines' http actions post to.
 const (
-	receiverPathTickgate = "/tickgate"
-	receiverPathNative   = "/native"
+	receiverPathTickgate    = "/tickgate"
+	receiverPathTickgateBig = "/tickgate-big"
+	receiverPathNative      = "/native"
 )
 
 // startReceiver listens on a free port of 127.0.0.1.

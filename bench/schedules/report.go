@@ -18,7 +18,7 @@ type report struct {
 	wf                          *wfBurstResult
 	floor                       *burstResult
 	native                      *burstResult
-	http, nativeHTTP            *httpBurstResult
+	http, nativeHTTP, httpBig   *httpBurstResult
 	big                         *bigBurstResult
 	capacity                    *capacityResult
 	duplicates, eventDuplicates int64
@@ -94,6 +94,7 @@ func (r *report) String() string {
 		r.burstRows(row, "tickgate http", h.burstResult, "the receiver's handler entered for the tick's Idempotency-Key, its first request − nominal tick")
 		r.httpRows(row, "tickgate http", *h)
 		row("tickgate http: measured runs by status", "%s", statusCounts(h.statuses, len(h.late)))
+		row("tickgate http: fires retried", "%d of %d (their first attempt, sent by the worker that released them, did not succeed: their delivery workflow retried them)", h.retried, len(h.late))
 		cpuRow(row, "tickgate http", &h.burstResult, "÷ requests received; this process runs the tickgate workers, which send the requests, and the receiver")
 	} else {
 		row("tickgate http burst", "not run (-http 0)")
@@ -107,6 +108,30 @@ func (r *report) String() string {
 		row("p99: native ÷ tickgate (http burst, request received)", "%s", ratio(nativeHTTPP99, httpP99))
 	} else if r.http != nil {
 		row("native http burst", "not run (-native=false)")
+	}
+	httpBigP99, httpBigSchedules, httpBigMissed, httpRetried := math.NaN(), 0, "na", 0
+	if h := r.httpBig; h != nil {
+		httpBigP99, httpBigSchedules, httpBigMissed = h.late.pct(99), h.schedules, fmt.Sprint(h.missed())
+		row("tickgate big http burst", "%d schedules as the http burst's, posting to a path of their own, the last phase (left firing); %d measured bursts after %d warm-up",
+			h.schedules, len(h.ticks), *flagHTTPWarmup)
+		r.burstRows(row, "tickgate http big", h.burstResult, "the receiver's handler entered for the tick's Idempotency-Key, its first request − nominal tick")
+		r.httpRows(row, "tickgate http big", *h)
+		row("tickgate http big: measured runs by status", "%s", statusCounts(h.statuses, len(h.late)))
+		row("tickgate http big: fires retried", "%d of %d", h.retried, len(h.late))
+		cpuRow(row, "tickgate http big", &h.burstResult, "÷ requests received; this process runs the tickgate workers, which send the requests, and the receiver")
+	} else {
+		row("tickgate big http burst", "not run (-http-big 0)")
+	}
+	httpDuplicatesAll := "na"
+	if r.http != nil || r.httpBig != nil {
+		n := 0
+		for _, h := range []*httpBurstResult{r.http, r.httpBig} {
+			if h != nil {
+				n += h.duplicates
+				httpRetried += h.retried
+			}
+		}
+		httpDuplicatesAll = fmt.Sprint(n)
 	}
 	bigP50, bigP99, bigMissed, bigSchedules := math.NaN(), math.NaN(), "na", 0
 	if b := r.big; b != nil {
@@ -160,7 +185,10 @@ func (r *report) String() string {
 		wfSchedules, fmtMs(wfP50), fmtMs(wfP99), wfMissed, fmtMs(nativeWfP50), fmtMs(nativeWfP99), fmtMs(floorP50), fmtMs(floorP99),
 		bigSchedules, fmtMs(bigP50), fmtMs(bigP99), bigMissed, onOff(r.traces != nil))
 	// Keys added after the line's first form, at its end so earlier readers still parse it.
-	var wf, httpBurst, nativeHTTP, big *burstResult
+	var wf, httpBurst, nativeHTTP, big, httpBigBurst *burstResult
+	if r.httpBig != nil {
+		httpBigBurst = &r.httpBig.burstResult
+	}
 	if r.wf != nil {
 		wf = &r.wf.burstResult
 	}
@@ -173,14 +201,17 @@ func (r *report) String() string {
 	if r.big != nil {
 		big = &r.big.burstResult
 	}
+	_ = httpDuplicates // the -http phase's alone: in its row
 	extra := fmt.Sprintf("http_burst_schedules=%d http_p50_lateness_ms=%s http_p99_lateness_ms=%s http_max_lateness_ms=%s http_missed=%s http_duplicates=%s"+
-		" native_http_p50_lateness_ms=%s native_http_p99_lateness_ms=%s native_http_missed=%s native_http_duplicates=%s",
-		httpSchedules, fmtMs(httpP50), fmtMs(httpP99), fmtMs(httpMax), httpMissed, httpDuplicates,
-		fmtMs(nativeHTTPP50), fmtMs(nativeHTTPP99), nativeHTTPMissed, nativeHTTPDuplicates)
+		" native_http_p50_lateness_ms=%s native_http_p99_lateness_ms=%s native_http_missed=%s native_http_duplicates=%s"+
+		" http_p99_ms_%d=%s http_p99_ms_%d=%s http_big_missed=%s http_retried=%d",
+		httpSchedules, fmtMs(httpP50), fmtMs(httpP99), fmtMs(httpMax), httpMissed, httpDuplicatesAll,
+		fmtMs(nativeHTTPP50), fmtMs(nativeHTTPP99), nativeHTTPMissed, nativeHTTPDuplicates,
+		httpSchedules, fmtMs(httpP99), httpBigSchedules, fmtMs(httpBigP99), httpBigMissed, httpRetried)
 	for _, k := range []struct {
 		prefix string
 		b      *burstResult
-	}{{"", &r.burst}, {"wf_", wf}, {"floor_", r.floor}, {"native_", r.native}, {"http_", httpBurst}, {"native_http_", nativeHTTP}, {"big_", big}} {
+	}{{"", &r.burst}, {"wf_", wf}, {"floor_", r.floor}, {"native_", r.native}, {"http_", httpBurst}, {"native_http_", nativeHTTP}, {"big_", big}, {"http_big_", httpBigBurst}} {
 		extra += " " + cpuKeys(k.prefix, k.b)
 	}
 	out := b.String()

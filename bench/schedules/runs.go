@@ -60,6 +60,20 @@ func (r runsTable) statuses(ctx context.Context, ids []int64, ticks []time.Time)
 	return out, rows.Err()
 }
 
+// retried counts the runs of ticks recorded for the schedules ids whose first attempt (sent
+// by the worker that released the fire) did not succeed: retried by their delivery workflow.
+func (r runsTable) retried(ctx context.Context, ids []int64, ticks []time.Time) (int, error) {
+	var n int
+	err := r.st.Pool.QueryRow(ctx, `SELECT count(*) FROM schedule_runs x
+		WHERE x.schedule_id = ANY($1) AND x.scheduled_at = ANY($2) AND x.`+live+`
+		  AND EXISTS (SELECT 1 FROM schedule_run_attempts a WHERE a.run_id = x.id AND (a.attempt > 1 OR a.outcome <> 'succeeded'))`,
+		ids, ticks).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count runs retried: %w", err)
+	}
+	return n, nil
+}
+
 // duplicates counts runs beyond the first of one (schedule, tick) (S1), and events beyond
 // the first of one run.
 func (r runsTable) duplicates(ctx context.Context) (runs, events int64, err error) {

@@ -50,6 +50,10 @@ type Config struct {
 	// the only task queues a schedule's workflow action may start workflows on (tickgate's
 	// own are refused whatever it says).
 	WorkflowTaskQueues []string
+	// HTTPHostLimits are the limits of http action deliveries per destination host
+	// (TICKGATE_HTTP_HOST_LIMITS: host=in_flight/per_minute,…; default 100 in flight each),
+	// kept by each worker process (activities.HostLimiter).
+	HTTPHostLimits domain.HostLimits
 	// WorkerMetricsAddr, when set, makes `tickgate worker` serve /metrics there
 	// (TICKGATE_WORKER_METRICS_ADDR); the API serves the same figures on its own port.
 	WorkerMetricsAddr string
@@ -173,6 +177,9 @@ func FromEnv() (Config, error) {
 		if q = strings.TrimSpace(q); q != "" {
 			c.WorkflowTaskQueues = append(c.WorkflowTaskQueues, q)
 		}
+	}
+	if c.HTTPHostLimits, err = domain.ParseHostLimits(os.Getenv("TICKGATE_HTTP_HOST_LIMITS")); err != nil {
+		return c, fmt.Errorf("TICKGATE_HTTP_HOST_LIMITS: %w", err)
 	}
 	if v := os.Getenv("TICKGATE_SQL_TARGETS"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.SQLTargets); err != nil {

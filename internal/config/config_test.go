@@ -68,3 +68,26 @@ func TestDeviceSettingsFromEnvFollowTheOneRule(t *testing.T) {
 	// A Config built by hand leaves the settings zero: they take their defaults.
 	require.Equal(t, domain.DefaultDeviceSettings(), config.Config{}.DeviceSettings())
 }
+
+// TICKGATE_HTTP_HOST_LIMITS sets the limits per destination host (and, under *, of every
+// other host); unset, every host may have 100 requests in flight and no rate; a bad entry is
+// an error naming the variable.
+func TestHTTPHostLimitsFromEnv(t *testing.T) {
+	t.Setenv("TICKGATE_HTTP_HOST_LIMITS", "")
+	c, err := config.FromEnv()
+	require.NoError(t, err)
+	require.Equal(t, domain.HostLimit{MaxInFlight: 100}, c.HTTPHostLimits.Of("api.example.com"))
+
+	t.Setenv("TICKGATE_HTTP_HOST_LIMITS", "API.example.com=50/600, slow.example.net=/60, *=20")
+	c, err = config.FromEnv()
+	require.NoError(t, err)
+	require.Equal(t, domain.HostLimit{MaxInFlight: 50, PerMinute: 600}, c.HTTPHostLimits.Of("api.example.com"))
+	require.Equal(t, domain.HostLimit{MaxInFlight: 20, PerMinute: 60}, c.HTTPHostLimits.Of("slow.example.net"))
+	require.Equal(t, domain.HostLimit{MaxInFlight: 20}, c.HTTPHostLimits.Of("other.example.org"))
+
+	for _, bad := range []string{"api.example.com", "api.example.com=0", "api.example.com=x/1", "api.example.com:443=5", "a=1,a=2"} {
+		t.Setenv("TICKGATE_HTTP_HOST_LIMITS", bad)
+		_, err = config.FromEnv()
+		require.ErrorContains(t, err, "TICKGATE_HTTP_HOST_LIMITS", bad)
+	}
+}

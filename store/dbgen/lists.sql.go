@@ -12,7 +12,7 @@ import (
 )
 
 const listCompletedSchedules = `-- name: ListCompletedSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules
 WHERE completed_at IS NOT NULL AND name > $1 AND ($2::text = '' OR strpos(lower(name), lower($2::text)) > 0)
   AND labels @> $3::jsonb AND NOT (labels @> ANY($4::jsonb[]))
 ORDER BY name
@@ -77,6 +77,12 @@ func (q *Queries) ListCompletedSchedules(ctx context.Context, arg ListCompletedS
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -287,7 +293,7 @@ func (q *Queries) ListScheduleRunsFiltered(ctx context.Context, arg ListSchedule
 }
 
 const listSchedulesInState = `-- name: ListSchedulesInState :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules
 WHERE completed_at IS NULL AND paused = $1 AND name > $2 AND ($3::text = '' OR strpos(lower(name), lower($3::text)) > 0)
   AND labels @> $4::jsonb AND NOT (labels @> ANY($5::jsonb[]))
 ORDER BY paused, name
@@ -355,6 +361,12 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -368,7 +380,7 @@ func (q *Queries) ListSchedulesInState(ctx context.Context, arg ListSchedulesInS
 
 const listSchedulesMatching = `-- name: ListSchedulesMatching :many
 
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules
 WHERE name > $1 AND ($2::text = '' OR strpos(lower(name), lower($2::text)) > 0)
   AND labels @> $3::jsonb AND NOT (labels @> ANY($4::jsonb[]))
 ORDER BY name
@@ -437,6 +449,12 @@ func (q *Queries) ListSchedulesMatching(ctx context.Context, arg ListSchedulesMa
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}

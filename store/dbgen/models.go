@@ -117,6 +117,13 @@ type Freeze struct {
 	LiftedAt      *time.Time
 }
 
+type HttpFirstAttempt struct {
+	RunID      int64
+	VisibleAt  time.Time
+	Sender     *string
+	LeaseUntil *time.Time
+}
+
 type IdempotencyKey struct {
 	TokenID     int64
 	Key         string
@@ -208,6 +215,21 @@ type RolloutWave struct {
 	PassedAt   *time.Time
 }
 
+type RunRedriveJob struct {
+	ID          int64
+	Selector    string
+	Since       time.Time
+	Until       time.Time
+	RequestedBy string
+	CreatedAt   time.Time
+	UpToRunID   int64
+	Cursor      int64
+	Matched     int32
+	Redriven    int32
+	Skipped     int32
+	FinishedAt  *time.Time
+}
+
 type Schedule struct {
 	ID               int64
 	Name             string
@@ -242,6 +264,12 @@ type Schedule struct {
 	MaxConcurrent    *int32
 	OverlapWhenFull  *string
 	Labels           json.RawMessage
+	FailureStreak    int32
+	FailingSince     *time.Time
+	AutoPauseDue     *string
+	AutoPausedAt     *time.Time
+	AutoPauseReason  *string
+	StreakSince      *time.Time
 }
 
 type ScheduleHeaderValue struct {
@@ -306,6 +334,8 @@ type ScheduleRunAttempt struct {
 	Error         string
 	ResponseStart string
 	RetryAfterMs  *int64
+	FinishedAt    *time.Time
+	Direct        bool
 }
 
 type ScheduleRunRedrive struct {
@@ -316,6 +346,7 @@ type ScheduleRunRedrive struct {
 	PreviousError      string
 	FailedAt           time.Time
 	RequestedAt        time.Time
+	JobID              *int64
 }
 
 type ScheduleSecret struct {

@@ -45,7 +45,7 @@ func (q *Queries) DeleteCompletedSchedules(ctx context.Context, ids []int64) ([]
 
 const lockSchedulesToComplete = `-- name: LockSchedulesToComplete :many
 
-SELECT s.id, s.name, s.spec, s.action, s.overlap, s.catchup_window_ms, s.skip_if_successful, s.paused, s.pause_note, s.version, s.next_run_at, s.last_run_at, s.fired_count, s.skipped_count, s.missed_count, s.created_at, s.updated_at, s.backfills, s.metrics, s.owner, s.watermark, s.plan_at, s.plan_action, s.last_success_at, s.rescheduled_to, s.rest_requested_at, s.owner_checked_at, s.retry, s.after_completion, s.completed_at, s.max_concurrent, s.overlap_when_full, s.labels,
+SELECT s.id, s.name, s.spec, s.action, s.overlap, s.catchup_window_ms, s.skip_if_successful, s.paused, s.pause_note, s.version, s.next_run_at, s.last_run_at, s.fired_count, s.skipped_count, s.missed_count, s.created_at, s.updated_at, s.backfills, s.metrics, s.owner, s.watermark, s.plan_at, s.plan_action, s.last_success_at, s.rescheduled_to, s.rest_requested_at, s.owner_checked_at, s.retry, s.after_completion, s.completed_at, s.max_concurrent, s.overlap_when_full, s.labels, s.failure_streak, s.failing_since, s.auto_pause_due, s.auto_paused_at, s.auto_pause_reason, s.streak_since,
        COALESCE((SELECT r.status FROM schedule_runs r
         WHERE r.schedule_id = s.id AND r.scheduled_at = (s.spec ->> 'at')::timestamptz AND r.trigger <> 'manual'
           AND r.retracted_at IS NULL AND NOT r.armed
@@ -122,6 +122,12 @@ func (q *Queries) LockSchedulesToComplete(ctx context.Context, arg LockSchedules
 			&i.Schedule.MaxConcurrent,
 			&i.Schedule.OverlapWhenFull,
 			&i.Schedule.Labels,
+			&i.Schedule.FailureStreak,
+			&i.Schedule.FailingSince,
+			&i.Schedule.AutoPauseDue,
+			&i.Schedule.AutoPausedAt,
+			&i.Schedule.AutoPauseReason,
+			&i.Schedule.StreakSince,
 			&i.TickStatus,
 			&i.InFlight,
 			&i.Armed,

@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/tickgate/tickgate/domain"
 )
 
 const deleteScheduleHeaderValues = `-- name: DeleteScheduleHeaderValues :exec
@@ -52,37 +54,61 @@ func (q *Queries) GetScheduleRunByID(ctx context.Context, id int64) (ScheduleRun
 }
 
 const hTTPDeliveryOf = `-- name: HTTPDeliveryOf :one
-SELECT r.id AS run_id, r.schedule_id, r.workflow_id, r.idempotency_key, r.scheduled_at, r.redrives,
+SELECT r.id AS run_id, r.schedule_id, r.workflow_id, r.idempotency_key, r.scheduled_at, r.redrives, r.status,
        s.name AS schedule_name, s.action, s.retry,
        COALESCE(k.secret, '')::text AS secret,
        COALESCE(CASE WHEN k.previous_valid_until > now() THEN k.previous_secret END, '')::text AS previous_secret,
-       COALESCE(h.header_values, '{}'::jsonb)::jsonb AS header_values
+       COALESCE(h.header_values, '{}'::jsonb)::jsonb AS header_values,
+       EXISTS (SELECT 1 FROM schedule_run_attempts a WHERE a.run_id = r.id AND a.outcome = 'succeeded') AS delivered,
+       (SELECT count(*) FROM schedule_run_attempts a WHERE a.run_id = r.id AND a.workflow_id = r.workflow_id AND a.direct)::int AS direct_attempts,
+       -- (a zero time, 0001-01-01, and '' stand for none)
+       COALESCE(d.started_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS direct_began,
+       COALESCE(d.finished_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS direct_finished,
+       COALESCE(d.outcome, '')::text AS direct_outcome, COALESCE(d.status_code, 0)::int AS direct_status,
+       COALESCE(d.error, '')::text AS direct_error, COALESCE(d.response_start, '')::text AS direct_response,
+       COALESCE(d.retry_after_ms, 0)::bigint AS direct_retry_after_ms
 FROM schedule_runs r
 JOIN schedules s ON s.id = r.schedule_id
 LEFT JOIN schedule_secrets k ON k.schedule_name = s.name
 LEFT JOIN schedule_header_values h ON h.schedule_name = s.name
+LEFT JOIN LATERAL (SELECT a.run_id, a.workflow_id, a.attempt, a.redrive, a.started_at, a.latency_ms, a.status_code, a.outcome, a.error, a.response_start, a.retry_after_ms, a.finished_at, a.direct FROM schedule_run_attempts a WHERE a.run_id = r.id AND a.workflow_id = r.workflow_id AND a.direct
+                   ORDER BY a.attempt DESC LIMIT 1) d ON true
 WHERE r.id = $1
 `
 
 type HTTPDeliveryOfRow struct {
-	RunID          int64
-	ScheduleID     int64
-	WorkflowID     string
-	IdempotencyKey string
-	ScheduledAt    time.Time
-	Redrives       int32
-	ScheduleName   string
-	Action         json.RawMessage
-	Retry          []byte
-	Secret         string
-	PreviousSecret string
-	HeaderValues   json.RawMessage
+	RunID              int64
+	ScheduleID         int64
+	WorkflowID         string
+	IdempotencyKey     string
+	ScheduledAt        time.Time
+	Redrives           int32
+	Status             domain.RunStatus
+	ScheduleName       string
+	Action             json.RawMessage
+	Retry              []byte
+	Secret             string
+	PreviousSecret     string
+	HeaderValues       json.RawMessage
+	Delivered          bool
+	DirectAttempts     int32
+	DirectBegan        time.Time
+	DirectFinished     time.Time
+	DirectOutcome      string
+	DirectStatus       int32
+	DirectError        string
+	DirectResponse     string
+	DirectRetryAfterMs int64
 }
 
 // What a delivery of a run sends, read by the run's id alone and never taken from a
 // workflow's input: the run's tick key and series, its schedule's action and retry policy,
 // the secrets that sign (the previous one while its grace lasts; ” for none) and the
 // header values.
+// With it, what the attempts so far say: whether a 2xx was recorded for the run's key (then
+// nothing is sent again), and the first attempts of its current series that the worker which
+// released it sent (direct): how many, when the first began, and the last one's outcome,
+// answer, end and Retry-After.
 func (q *Queries) HTTPDeliveryOf(ctx context.Context, runID int64) (HTTPDeliveryOfRow, error) {
 	row := q.db.QueryRow(ctx, hTTPDeliveryOf, runID)
 	var i HTTPDeliveryOfRow
@@ -93,19 +119,29 @@ func (q *Queries) HTTPDeliveryOf(ctx context.Context, runID int64) (HTTPDelivery
 		&i.IdempotencyKey,
 		&i.ScheduledAt,
 		&i.Redrives,
+		&i.Status,
 		&i.ScheduleName,
 		&i.Action,
 		&i.Retry,
 		&i.Secret,
 		&i.PreviousSecret,
 		&i.HeaderValues,
+		&i.Delivered,
+		&i.DirectAttempts,
+		&i.DirectBegan,
+		&i.DirectFinished,
+		&i.DirectOutcome,
+		&i.DirectStatus,
+		&i.DirectError,
+		&i.DirectResponse,
+		&i.DirectRetryAfterMs,
 	)
 	return i, err
 }
 
 const insertRunRedrive = `-- name: InsertRunRedrive :exec
-INSERT INTO schedule_run_redrives (run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO schedule_run_redrives (run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at, job_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
 type InsertRunRedriveParams struct {
@@ -115,6 +151,7 @@ type InsertRunRedriveParams struct {
 	PreviousWorkflowID string
 	PreviousError      string
 	FailedAt           time.Time
+	JobID              *int64
 }
 
 func (q *Queries) InsertRunRedrive(ctx context.Context, arg InsertRunRedriveParams) error {
@@ -125,18 +162,22 @@ func (q *Queries) InsertRunRedrive(ctx context.Context, arg InsertRunRedrivePara
 		arg.PreviousWorkflowID,
 		arg.PreviousError,
 		arg.FailedAt,
+		arg.JobID,
 	)
 	return err
 }
 
 const listArmedStartsNotDue = `-- name: ListArmedStartsNotDue :many
-SELECT workflow_id FROM schedule_runs
+SELECT workflow_id FROM schedule_runs r
 WHERE schedule_id = $1 AND armed AND workflow_id <> '' AND visible_at > now() AND visible_at > release_frontier()
+  AND NOT EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id)
 `
 
 // The delayed starts of a schedule's armed workflow and http fires whose time has not come:
 // what a command stops before its transaction retracts them (that transaction retracts only
 // fires still not due then, a subset of these).
+// (An http fire queued for its first attempt has no delayed start: its retraction alone keeps
+// it from being sent.)
 func (q *Queries) ListArmedStartsNotDue(ctx context.Context, scheduleID int64) ([]string, error) {
 	rows, err := q.db.Query(ctx, listArmedStartsNotDue, scheduleID)
 	if err != nil {
@@ -230,7 +271,7 @@ func (q *Queries) ListDeadLetterRuns(ctx context.Context, arg ListDeadLetterRuns
 }
 
 const listRunAttempts = `-- name: ListRunAttempts :many
-SELECT run_id, workflow_id, attempt, redrive, started_at, latency_ms, status_code, outcome, error, response_start, retry_after_ms FROM schedule_run_attempts WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, started_at, attempt
+SELECT run_id, workflow_id, attempt, redrive, started_at, latency_ms, status_code, outcome, error, response_start, retry_after_ms, finished_at, direct FROM schedule_run_attempts WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, started_at, attempt
 `
 
 // The attempts of the runs given, in the order they were made.
@@ -255,6 +296,8 @@ func (q *Queries) ListRunAttempts(ctx context.Context, runIds []int64) ([]Schedu
 			&i.Error,
 			&i.ResponseStart,
 			&i.RetryAfterMs,
+			&i.FinishedAt,
+			&i.Direct,
 		); err != nil {
 			return nil, err
 		}
@@ -267,7 +310,7 @@ func (q *Queries) ListRunAttempts(ctx context.Context, runIds []int64) ([]Schedu
 }
 
 const listRunRedrives = `-- name: ListRunRedrives :many
-SELECT run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at, requested_at FROM schedule_run_redrives WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, n
+SELECT run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at, requested_at, job_id FROM schedule_run_redrives WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, n
 `
 
 func (q *Queries) ListRunRedrives(ctx context.Context, runIds []int64) ([]ScheduleRunRedrive, error) {
@@ -287,6 +330,7 @@ func (q *Queries) ListRunRedrives(ctx context.Context, runIds []int64) ([]Schedu
 			&i.PreviousError,
 			&i.FailedAt,
 			&i.RequestedAt,
+			&i.JobID,
 		); err != nil {
 			return nil, err
 		}
@@ -383,10 +427,13 @@ func (q *Queries) MarkRunRedriven(ctx context.Context, arg MarkRunRedrivenParams
 
 const recordRunAttempt = `-- name: RecordRunAttempt :execrows
 INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, started_at, latency_ms, status_code, outcome, error,
-                                   response_start, retry_after_ms)
+                                   response_start, retry_after_ms, finished_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10, $11)
-ON CONFLICT (run_id, workflow_id, attempt) DO NOTHING
+        $10, $11, $12)
+ON CONFLICT (run_id, workflow_id, attempt) DO UPDATE
+SET latency_ms = EXCLUDED.latency_ms, status_code = EXCLUDED.status_code, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
+    response_start = EXCLUDED.response_start, retry_after_ms = EXCLUDED.retry_after_ms, finished_at = EXCLUDED.finished_at
+WHERE schedule_run_attempts.outcome IN ('sending', 'lost')
 `
 
 type RecordRunAttemptParams struct {
@@ -401,9 +448,11 @@ type RecordRunAttemptParams struct {
 	Error         string
 	ResponseStart string
 	RetryAfterMs  *int64
+	FinishedAt    *time.Time
 }
 
-// One delivery attempt, once: the same (run, series, attempt) recorded again changes nothing.
+// One delivery attempt's answer, once: it completes the attempt recorded as being sent (or
+// lost meanwhile); the same (run, series, attempt) answered again changes nothing.
 func (q *Queries) RecordRunAttempt(ctx context.Context, arg RecordRunAttemptParams) (int64, error) {
 	result, err := q.db.Exec(ctx, recordRunAttempt,
 		arg.RunID,
@@ -417,6 +466,7 @@ func (q *Queries) RecordRunAttempt(ctx context.Context, arg RecordRunAttemptPara
 		arg.Error,
 		arg.ResponseStart,
 		arg.RetryAfterMs,
+		arg.FinishedAt,
 	)
 	if err != nil {
 		return 0, err
@@ -505,5 +555,39 @@ type SetScheduleSecretParams struct {
 // one ending at once).
 func (q *Queries) SetScheduleSecret(ctx context.Context, arg SetScheduleSecretParams) error {
 	_, err := q.db.Exec(ctx, setScheduleSecret, arg.ScheduleName, arg.Secret)
+	return err
+}
+
+const startRunAttempt = `-- name: StartRunAttempt :exec
+WITH lost AS (
+    UPDATE schedule_run_attempts
+    SET outcome = 'lost', finished_at = now(),
+        error = 'the worker sending it stopped before its answer was recorded (the request may have reached the receiver, which dedupes on webhook-id)'
+    WHERE run_id = $1 AND workflow_id = $2 AND attempt < $3 AND outcome = 'sending'
+)
+INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, started_at, latency_ms, outcome)
+VALUES ($1, $2, $3, $4, $5, 0, 'sending')
+ON CONFLICT (run_id, workflow_id, attempt) DO NOTHING
+`
+
+type StartRunAttemptParams struct {
+	RunID      int64
+	WorkflowID string
+	Attempt    int32
+	Redrive    int32
+	StartedAt  time.Time
+}
+
+// A delivery attempt, recorded as being sent before it is. Attempts of the series before it
+// still recorded as being sent were lost: the worker sending them stopped before their
+// answer was recorded.
+func (q *Queries) StartRunAttempt(ctx context.Context, arg StartRunAttemptParams) error {
+	_, err := q.db.Exec(ctx, startRunAttempt,
+		arg.RunID,
+		arg.WorkflowID,
+		arg.Attempt,
+		arg.Redrive,
+		arg.StartedAt,
+	)
 	return err
 }

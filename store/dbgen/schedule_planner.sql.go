@@ -42,7 +42,7 @@ WITH given AS (
            NULLIF(unnest($6::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS release_next_run_at,
            unnest($7::text[]) AS topic, unnest($8::text[]) AS type, unnest($9::text[]) AS aggregate_id,
            unnest($10::text[]) AS data, unnest($11::text[]) AS trace_context,
-           unnest($12::text[]) AS skip_reason
+           unnest($12::text[]) AS skip_reason, unnest($13::boolean[]) AS direct
 ), runs AS (
     INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                                armed, visible_at, release_next_run_at, trace_context)
@@ -66,6 +66,11 @@ WITH given AS (
 ), messages AS (
     INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
     SELECT id, topic, NULL, created_at FROM events
+), first_attempts AS (
+    -- an http fire's first attempt, sent by the worker that releases it
+    INSERT INTO http_first_attempts (run_id, visible_at)
+    SELECT r.id, r.visible_at FROM runs r JOIN given g ON g.idempotency_key = r.idempotency_key
+    WHERE g.direct AND r.status = 'RUNNING'
 )
 SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id,
        COALESCE(trace_context, '')::text AS trace_context, status FROM runs
@@ -84,6 +89,7 @@ type ArmPlannedFiresParams struct {
 	Data             []string
 	TraceContexts    []string
 	SkipReasons      []string
+	Direct           []bool
 }
 
 type ArmPlannedFiresRow struct {
@@ -103,7 +109,9 @@ type ArmPlannedFiresRow struct {
 // before inserts nothing (S1). A workflow fire of a tick whose
 // earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …). A tick a
 // calendar excludes (a skip reason given) is armed as the SKIPPED row it is, with no event:
-// it shows among the runs at its release like any fire, holding its tick key.
+// it shows among the runs at its release like any fire, holding its tick key. An http fire
+// (direct) is queued for its first attempt (http_first_attempts): the worker that releases it
+// sends it, and no delivery workflow is started ahead.
 func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams) ([]ArmPlannedFiresRow, error) {
 	rows, err := q.db.Query(ctx, armPlannedFires,
 		arg.ScheduleIds,
@@ -118,6 +126,7 @@ func (q *Queries) ArmPlannedFires(ctx context.Context, arg ArmPlannedFiresParams
 		arg.Data,
 		arg.TraceContexts,
 		arg.SkipReasons,
+		arg.Direct,
 	)
 	if err != nil {
 		return nil, err
@@ -152,6 +161,7 @@ WHERE r.id IN (
     WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND (s.owner IS NULL OR x.redrives > 0)
       AND COALESCE(x.visible_at, x.fired_at, x.scheduled_at) <= now() - make_interval(secs => $2::float8)
       AND (x.watched_until IS NULL OR x.watched_until < now())
+      AND NOT EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = x.id)
     ORDER BY x.watched_until NULLS FIRST
     LIMIT $3
     FOR UPDATE OF x SKIP LOCKED)
@@ -175,7 +185,9 @@ type ClaimRunsToWatchRow struct {
 // A run is leased only @settle after its fire time: a burst's thousand watches (each a
 // long poll on Temporal) then do not compete with the thousand targets Temporal begins at
 // the tick; a run's outcome is recorded that much later at most. A redriven run is the
-// watchers' whoever holds its schedule (its workflow does not watch it).
+// watchers' whoever holds its schedule (its workflow does not watch it). An http fire whose
+// first attempt is the sender's (http_first_attempts) has no workflow to wait for yet: it is
+// watched once its delivery workflow was started to retry it.
 func (q *Queries) ClaimRunsToWatch(ctx context.Context, arg ClaimRunsToWatchParams) ([]ClaimRunsToWatchRow, error) {
 	rows, err := q.db.Query(ctx, claimRunsToWatch, arg.Until, arg.SettleSeconds, arg.MaxRows)
 	if err != nil {
@@ -371,7 +383,7 @@ func (q *Queries) ListRestRequests(ctx context.Context, maxRows int32) ([]ListRe
 }
 
 const lockSchedulesToPlan = `-- name: LockSchedulesToPlan :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules
 WHERE owner IS NULL AND plan_at <= $1::timestamptz AND plan_action <> 'complete'
 ORDER BY plan_at
 LIMIT $2
@@ -429,6 +441,12 @@ func (q *Queries) LockSchedulesToPlan(ctx context.Context, arg LockSchedulesToPl
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -647,7 +665,7 @@ const takeScheduleOwnership = `-- name: TakeScheduleOwnership :one
 UPDATE schedules
 SET owner = $1, rest_requested_at = NULL, owner_checked_at = NULL, plan_at = NULL, plan_action = NULL
 WHERE CASE WHEN $2::bigint <> 0 THEN id = $2::bigint ELSE name = $3::text END
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type TakeScheduleOwnershipParams struct {
@@ -699,6 +717,12 @@ func (q *Queries) TakeScheduleOwnership(ctx context.Context, arg TakeScheduleOwn
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }

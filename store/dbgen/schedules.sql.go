@@ -223,7 +223,7 @@ func (q *Queries) ForgetOldLiveness(ctx context.Context) error {
 }
 
 const getScheduleByID = `-- name: GetScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE id = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE id = $1
 `
 
 func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -263,12 +263,18 @@ func (q *Queries) GetScheduleByID(ctx context.Context, id int64) (Schedule, erro
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
 
 const getScheduleByName = `-- name: GetScheduleByName :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name = $1
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE name = $1
 `
 
 func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule, error) {
@@ -308,6 +314,12 @@ func (q *Queries) GetScheduleByName(ctx context.Context, name string) (Schedule,
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
@@ -416,7 +428,7 @@ INSERT INTO schedules (name, spec, action, overlap, catchup_window_ms, skip_if_s
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         $10, $11, $12, $13, $14, $15, $16,
         COALESCE($17::jsonb, '{}'::jsonb))
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type InsertScheduleParams struct {
@@ -502,6 +514,12 @@ func (q *Queries) InsertSchedule(ctx context.Context, arg InsertScheduleParams) 
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
@@ -644,7 +662,7 @@ FROM (SELECT unnest($1::text[]) AS name, unnest($2::text[]) AS spec, unnest($3::
              unnest($14::text[]) AS after_completion, unnest($15::integer[]) AS max_concurrent,
              unnest($16::text[]) AS when_full, unnest($17::text[]) AS labels) g
 ON CONFLICT (name) DO NOTHING
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type InsertSchedulesParams struct {
@@ -737,6 +755,12 @@ func (q *Queries) InsertSchedules(ctx context.Context, arg InsertSchedulesParams
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -867,7 +891,8 @@ func (q *Queries) JudgeLateWorkflowFires(ctx context.Context, arg JudgeLateWorkf
 }
 
 const lateWorkflowFires = `-- name: LateWorkflowFires :many
-SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at
+SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at,
+       EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id) AS direct
 FROM schedule_runs r
 WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY($1::bigint[]) AND r.visible_at > release_frontier()
   AND r.visible_at <= COALESCE($2::timestamptz, now())
@@ -885,11 +910,14 @@ type LateWorkflowFiresRow struct {
 	ID         int64
 	WorkflowID string
 	VisibleAt  time.Time
+	Direct     bool
 }
 
 // The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
 // them): whether their fate is on time, late, catch-up or missed depends on what their
 // targets did, which only Temporal knows (JudgeLateWorkflowFires takes that in).
+// direct: an http fire whose first attempt the releasing worker sends (http_first_attempts):
+// it has no target in Temporal, and has not started.
 func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresParams) ([]LateWorkflowFiresRow, error) {
 	rows, err := q.db.Query(ctx, lateWorkflowFires, arg.ScheduleIds, arg.AsOf, arg.OnTimeMs)
 	if err != nil {
@@ -899,7 +927,12 @@ func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresPa
 	var items []LateWorkflowFiresRow
 	for rows.Next() {
 		var i LateWorkflowFiresRow
-		if err := rows.Scan(&i.ID, &i.WorkflowID, &i.VisibleAt); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowID,
+			&i.VisibleAt,
+			&i.Direct,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -911,11 +944,13 @@ func (q *Queries) LateWorkflowFires(ctx context.Context, arg LateWorkflowFiresPa
 }
 
 const listArmedWorkflowRuns = `-- name: ListArmedWorkflowRuns :many
-SELECT workflow_id FROM schedule_runs WHERE schedule_id = $1 AND armed AND workflow_id <> '' AND visible_at > release_frontier()
+SELECT workflow_id FROM schedule_runs r WHERE schedule_id = $1 AND armed AND workflow_id <> '' AND visible_at > release_frontier()
+  AND NOT EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id)
 `
 
 // The delayed starts of a schedule's armed workflow fires not yet released (to terminate
 // when it is deleted).
+// (An http fire queued for its first attempt has none.)
 func (q *Queries) ListArmedWorkflowRuns(ctx context.Context, scheduleID int64) ([]string, error) {
 	rows, err := q.db.Query(ctx, listArmedWorkflowRuns, scheduleID)
 	if err != nil {
@@ -1118,7 +1153,7 @@ func (q *Queries) ListScheduleRuns(ctx context.Context, arg ListScheduleRunsPara
 }
 
 const listSchedules = `-- name: ListSchedules :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE name > $1 ORDER BY name LIMIT $2
 `
 
 type ListSchedulesParams struct {
@@ -1169,6 +1204,12 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -1181,7 +1222,7 @@ func (q *Queries) ListSchedules(ctx context.Context, arg ListSchedulesParams) ([
 }
 
 const listSchedulesByName = `-- name: ListSchedulesByName :many
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE name = ANY($1::text[])
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE name = ANY($1::text[])
 `
 
 func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Schedule, error) {
@@ -1227,6 +1268,12 @@ func (q *Queries) ListSchedulesByName(ctx context.Context, names []string) ([]Sc
 			&i.MaxConcurrent,
 			&i.OverlapWhenFull,
 			&i.Labels,
+			&i.FailureStreak,
+			&i.FailingSince,
+			&i.AutoPauseDue,
+			&i.AutoPausedAt,
+			&i.AutoPauseReason,
+			&i.StreakSince,
 		); err != nil {
 			return nil, err
 		}
@@ -1249,7 +1296,7 @@ func (q *Queries) LockReleases(ctx context.Context, lockKey int64) error {
 }
 
 const lockScheduleByID = `-- name: LockScheduleByID :one
-SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels FROM schedules WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since FROM schedules WHERE id = $1 FOR NO KEY UPDATE
 `
 
 func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, error) {
@@ -1289,6 +1336,12 @@ func (q *Queries) LockScheduleByID(ctx context.Context, id int64) (Schedule, err
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
@@ -1693,7 +1746,7 @@ UPDATE schedules
 SET paused = $1, pause_note = $2, version = version + 1, updated_at = now(),
     next_run_at = CASE WHEN $1::boolean THEN NULL ELSE next_run_at END
 WHERE id = $3
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type SetSchedulePausedParams struct {
@@ -1739,6 +1792,12 @@ func (q *Queries) SetSchedulePaused(ctx context.Context, arg SetSchedulePausedPa
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }
@@ -1751,11 +1810,13 @@ WITH due AS (
     WHERE r.armed AND r.visible_at <= release_frontier()
     ORDER BY r.visible_at, r.id
     LIMIT $1
-    FOR UPDATE OF r SKIP LOCKED
+    -- (no key changes: a row an http fire's first attempt is recorded against — a foreign
+    -- key's share lock — is not held up by a settling of thousands)
+    FOR NO KEY UPDATE OF r SKIP LOCKED
 ), settled AS (
     UPDATE schedule_runs r
     SET armed       = false,
-        fired_at    = CASE WHEN r.status = 'SKIPPED' THEN NULL WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
+        fired_at    = CASE WHEN r.status = 'SKIPPED' THEN NULL WHEN r.workflow_id <> '' THEN r.fired_at ELSE due.released_at END,
         finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
     FROM due
     WHERE r.id = due.id
@@ -1785,7 +1846,7 @@ type SettleReleasedFiresRow struct {
 
 // After a release, in batches: its runs are settled — armed cleared, fired_at the release's
 // time for an event fire (its target's tick for a workflow fire, which Temporal started
-// then), an event fire finished — and their schedules count them (fired, last_run_at) and
+// then, as armed; an http fire's first attempt sets its own), an event fire finished — and their schedules count them (fired, last_run_at) and
 // move next_run_at past them unless something moved it already. A tick armed SKIPPED (a
 // calendar excludes it) never fired: it is counted skipped, finished at its release.
 func (q *Queries) SettleReleasedFires(ctx context.Context, maxRows int32) ([]SettleReleasedFiresRow, error) {
@@ -1890,7 +1951,7 @@ SET spec = $1, action = $2, overlap = $3, catchup_window_ms = $4,
     completed_at = CASE WHEN spec = $1 THEN completed_at END, max_concurrent = $8,
     overlap_when_full = $9, labels = COALESCE($10::jsonb, labels), version = version + 1, updated_at = now()
 WHERE name = $11 AND ($12::bigint = 0 OR version = $12::bigint)
-RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels
+RETURNING id, name, spec, action, overlap, catchup_window_ms, skip_if_successful, paused, pause_note, version, next_run_at, last_run_at, fired_count, skipped_count, missed_count, created_at, updated_at, backfills, metrics, owner, watermark, plan_at, plan_action, last_success_at, rescheduled_to, rest_requested_at, owner_checked_at, retry, after_completion, completed_at, max_concurrent, overlap_when_full, labels, failure_streak, failing_since, auto_pause_due, auto_paused_at, auto_pause_reason, streak_since
 `
 
 type UpdateScheduleDefinitionParams struct {
@@ -1961,6 +2022,12 @@ func (q *Queries) UpdateScheduleDefinition(ctx context.Context, arg UpdateSchedu
 		&i.MaxConcurrent,
 		&i.OverlapWhenFull,
 		&i.Labels,
+		&i.FailureStreak,
+		&i.FailingSince,
+		&i.AutoPauseDue,
+		&i.AutoPausedAt,
+		&i.AutoPauseReason,
+		&i.StreakSince,
 	)
 	return i, err
 }

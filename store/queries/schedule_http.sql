@@ -38,26 +38,58 @@ DELETE FROM schedule_header_values WHERE schedule_name = @schedule_name;
 -- workflow's input: the run's tick key and series, its schedule's action and retry policy,
 -- the secrets that sign (the previous one while its grace lasts; '' for none) and the
 -- header values.
-SELECT r.id AS run_id, r.schedule_id, r.workflow_id, r.idempotency_key, r.scheduled_at, r.redrives,
+-- With it, what the attempts so far say: whether a 2xx was recorded for the run's key (then
+-- nothing is sent again), and the first attempts of its current series that the worker which
+-- released it sent (direct): how many, when the first began, and the last one's outcome,
+-- answer, end and Retry-After.
+SELECT r.id AS run_id, r.schedule_id, r.workflow_id, r.idempotency_key, r.scheduled_at, r.redrives, r.status,
        s.name AS schedule_name, s.action, s.retry,
        COALESCE(k.secret, '')::text AS secret,
        COALESCE(CASE WHEN k.previous_valid_until > now() THEN k.previous_secret END, '')::text AS previous_secret,
-       COALESCE(h.header_values, '{}'::jsonb)::jsonb AS header_values
+       COALESCE(h.header_values, '{}'::jsonb)::jsonb AS header_values,
+       EXISTS (SELECT 1 FROM schedule_run_attempts a WHERE a.run_id = r.id AND a.outcome = 'succeeded') AS delivered,
+       (SELECT count(*) FROM schedule_run_attempts a WHERE a.run_id = r.id AND a.workflow_id = r.workflow_id AND a.direct)::int AS direct_attempts,
+       -- (a zero time, 0001-01-01, and '' stand for none)
+       COALESCE(d.started_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS direct_began,
+       COALESCE(d.finished_at, '0001-01-01 00:00:00+00'::timestamptz)::timestamptz AS direct_finished,
+       COALESCE(d.outcome, '')::text AS direct_outcome, COALESCE(d.status_code, 0)::int AS direct_status,
+       COALESCE(d.error, '')::text AS direct_error, COALESCE(d.response_start, '')::text AS direct_response,
+       COALESCE(d.retry_after_ms, 0)::bigint AS direct_retry_after_ms
 FROM schedule_runs r
 JOIN schedules s ON s.id = r.schedule_id
 LEFT JOIN schedule_secrets k ON k.schedule_name = s.name
 LEFT JOIN schedule_header_values h ON h.schedule_name = s.name
+LEFT JOIN LATERAL (SELECT a.* FROM schedule_run_attempts a WHERE a.run_id = r.id AND a.workflow_id = r.workflow_id AND a.direct
+                   ORDER BY a.attempt DESC LIMIT 1) d ON true
 WHERE r.id = @run_id;
 
 -- name: GetScheduleRunByID :one
 SELECT * FROM schedule_runs WHERE id = @id;
 
 -- name: RecordRunAttempt :execrows
--- One delivery attempt, once: the same (run, series, attempt) recorded again changes nothing.
+-- One delivery attempt's answer, once: it completes the attempt recorded as being sent (or
+-- lost meanwhile); the same (run, series, attempt) answered again changes nothing.
 INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, started_at, latency_ms, status_code, outcome, error,
-                                   response_start, retry_after_ms)
+                                   response_start, retry_after_ms, finished_at)
 VALUES (@run_id, @workflow_id, @attempt, @redrive, @started_at, @latency_ms, sqlc.narg(status_code), @outcome, @error,
-        @response_start, sqlc.narg(retry_after_ms))
+        @response_start, sqlc.narg(retry_after_ms), @finished_at)
+ON CONFLICT (run_id, workflow_id, attempt) DO UPDATE
+SET latency_ms = EXCLUDED.latency_ms, status_code = EXCLUDED.status_code, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
+    response_start = EXCLUDED.response_start, retry_after_ms = EXCLUDED.retry_after_ms, finished_at = EXCLUDED.finished_at
+WHERE schedule_run_attempts.outcome IN ('sending', 'lost');
+
+-- name: StartRunAttempt :exec
+-- A delivery attempt, recorded as being sent before it is. Attempts of the series before it
+-- still recorded as being sent were lost: the worker sending them stopped before their
+-- answer was recorded.
+WITH lost AS (
+    UPDATE schedule_run_attempts
+    SET outcome = 'lost', finished_at = now(),
+        error = 'the worker sending it stopped before its answer was recorded (the request may have reached the receiver, which dedupes on webhook-id)'
+    WHERE run_id = @run_id AND workflow_id = @workflow_id AND attempt < @attempt AND outcome = 'sending'
+)
+INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, started_at, latency_ms, outcome)
+VALUES (@run_id, @workflow_id, @attempt, @redrive, @started_at, 0, 'sending')
 ON CONFLICT (run_id, workflow_id, attempt) DO NOTHING;
 
 -- name: ListRunAttempts :many
@@ -74,8 +106,8 @@ WHERE r.id = @id AND run_shown(r.armed, r.visible_at) AND r.retracted_at IS NULL
 FOR NO KEY UPDATE OF r;
 
 -- name: InsertRunRedrive :exec
-INSERT INTO schedule_run_redrives (run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at)
-VALUES (@run_id, @n, @workflow_id, @previous_workflow_id, @previous_error, @failed_at);
+INSERT INTO schedule_run_redrives (run_id, n, workflow_id, previous_workflow_id, previous_error, failed_at, job_id)
+VALUES (@run_id, @n, @workflow_id, @previous_workflow_id, @previous_error, @failed_at, sqlc.narg(job_id));
 
 -- name: MarkRunRedriven :one
 -- A FAILED run delivered again: RUNNING under its new workflow id, with no watcher yet (the
@@ -100,5 +132,8 @@ LIMIT @max_rows;
 -- The delayed starts of a schedule's armed workflow and http fires whose time has not come:
 -- what a command stops before its transaction retracts them (that transaction retracts only
 -- fires still not due then, a subset of these).
-SELECT workflow_id FROM schedule_runs
-WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND visible_at > now() AND visible_at > release_frontier();
+-- (An http fire queued for its first attempt has no delayed start: its retraction alone keeps
+-- it from being sent.)
+SELECT workflow_id FROM schedule_runs r
+WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND visible_at > now() AND visible_at > release_frontier()
+  AND NOT EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id);

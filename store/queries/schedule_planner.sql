@@ -111,7 +111,9 @@ FROM schedules WHERE owner IS NULL AND plan_at IS NOT NULL;
 -- before inserts nothing (S1). A workflow fire of a tick whose
 -- earlier armed fire was retracted gets a workflow id of its own (~2, ~3, …). A tick a
 -- calendar excludes (a skip reason given) is armed as the SKIPPED row it is, with no event:
--- it shows among the runs at its release like any fire, holding its tick key.
+-- it shows among the runs at its release like any fire, holding its tick key. An http fire
+-- (direct) is queued for its first attempt (http_first_attempts): the worker that releases it
+-- sends it, and no delivery workflow is started ahead.
 WITH given AS (
     -- set-returning functions in one select list advance together: row i of each array (a
     -- zero time, 0001-01-01, stands for NULL: no tick after)
@@ -121,7 +123,7 @@ WITH given AS (
            NULLIF(unnest(@release_next_run_at::timestamptz[]), '0001-01-01 00:00:00+00'::timestamptz) AS release_next_run_at,
            unnest(@topics::text[]) AS topic, unnest(@types::text[]) AS type, unnest(@aggregate_ids::text[]) AS aggregate_id,
            unnest(@data::text[]) AS data, unnest(@trace_contexts::text[]) AS trace_context,
-           unnest(@skip_reasons::text[]) AS skip_reason
+           unnest(@skip_reasons::text[]) AS skip_reason, unnest(@direct::boolean[]) AS direct
 ), runs AS (
     INSERT INTO schedule_runs (schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, finished_at,
                                armed, visible_at, release_next_run_at, trace_context)
@@ -145,6 +147,11 @@ WITH given AS (
 ), messages AS (
     INSERT INTO outbox_messages (event_id, topic, tx_id, visible_at)
     SELECT id, topic, NULL, created_at FROM events
+), first_attempts AS (
+    -- an http fire's first attempt, sent by the worker that releases it
+    INSERT INTO http_first_attempts (run_id, visible_at)
+    SELECT r.id, r.visible_at FROM runs r JOIN given g ON g.idempotency_key = r.idempotency_key
+    WHERE g.direct AND r.status = 'RUNNING'
 )
 SELECT id, schedule_id, scheduled_at, visible_at::timestamptz AS visible_at, workflow_id,
        COALESCE(trace_context, '')::text AS trace_context, status FROM runs;
@@ -183,13 +190,16 @@ GROUP BY schedule_id;
 -- A run is leased only @settle after its fire time: a burst's thousand watches (each a
 -- long poll on Temporal) then do not compete with the thousand targets Temporal begins at
 -- the tick; a run's outcome is recorded that much later at most. A redriven run is the
--- watchers' whoever holds its schedule (its workflow does not watch it).
+-- watchers' whoever holds its schedule (its workflow does not watch it). An http fire whose
+-- first attempt is the sender's (http_first_attempts) has no workflow to wait for yet: it is
+-- watched once its delivery workflow was started to retry it.
 UPDATE schedule_runs r SET watched_until = @until::timestamptz
 WHERE r.id IN (
     SELECT x.id FROM schedule_runs x JOIN schedules s ON s.id = x.schedule_id
     WHERE x.status = 'RUNNING' AND run_shown(x.armed, x.visible_at) AND x.workflow_id <> '' AND (s.owner IS NULL OR x.redrives > 0)
       AND COALESCE(x.visible_at, x.fired_at, x.scheduled_at) <= now() - make_interval(secs => @settle_seconds::float8)
       AND (x.watched_until IS NULL OR x.watched_until < now())
+      AND NOT EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = x.id)
     ORDER BY x.watched_until NULLS FIRST
     LIMIT @max_rows
     FOR UPDATE OF x SKIP LOCKED)

@@ -166,7 +166,9 @@ RETURNING scheduled_at, workflow_id;
 -- name: ListArmedWorkflowRuns :many
 -- The delayed starts of a schedule's armed workflow fires not yet released (to terminate
 -- when it is deleted).
-SELECT workflow_id FROM schedule_runs WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND visible_at > release_frontier();
+-- (An http fire queued for its first attempt has none.)
+SELECT workflow_id FROM schedule_runs r WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND visible_at > release_frontier()
+  AND NOT EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id);
 
 -- name: LockReleases :exec
 -- Releases are serialized: their transaction ids and ranges grow together.
@@ -198,7 +200,7 @@ RETURNING tx_id::text::bigint AS tx, released_at;
 -- name: SettleReleasedFires :many
 -- After a release, in batches: its runs are settled — armed cleared, fired_at the release's
 -- time for an event fire (its target's tick for a workflow fire, which Temporal started
--- then), an event fire finished — and their schedules count them (fired, last_run_at) and
+-- then, as armed; an http fire's first attempt sets its own), an event fire finished — and their schedules count them (fired, last_run_at) and
 -- move next_run_at past them unless something moved it already. A tick armed SKIPPED (a
 -- calendar excludes it) never fired: it is counted skipped, finished at its release.
 WITH due AS (
@@ -208,11 +210,13 @@ WITH due AS (
     WHERE r.armed AND r.visible_at <= release_frontier()
     ORDER BY r.visible_at, r.id
     LIMIT @max_rows
-    FOR UPDATE OF r SKIP LOCKED
+    -- (no key changes: a row an http fire's first attempt is recorded against — a foreign
+    -- key's share lock — is not held up by a settling of thousands)
+    FOR NO KEY UPDATE OF r SKIP LOCKED
 ), settled AS (
     UPDATE schedule_runs r
     SET armed       = false,
-        fired_at    = CASE WHEN r.status = 'SKIPPED' THEN NULL WHEN r.workflow_id <> '' THEN r.visible_at ELSE due.released_at END,
+        fired_at    = CASE WHEN r.status = 'SKIPPED' THEN NULL WHEN r.workflow_id <> '' THEN r.fired_at ELSE due.released_at END,
         finished_at = CASE WHEN r.workflow_id <> '' THEN r.finished_at ELSE due.released_at END
     FROM due
     WHERE r.id = due.id
@@ -298,7 +302,10 @@ FROM released, counted;
 -- The armed workflow fires of the locked schedules released late (ReleaseDueFires leaves
 -- them): whether their fate is on time, late, catch-up or missed depends on what their
 -- targets did, which only Temporal knows (JudgeLateWorkflowFires takes that in).
-SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at
+-- direct: an http fire whose first attempt the releasing worker sends (http_first_attempts):
+-- it has no target in Temporal, and has not started.
+SELECT r.id, r.workflow_id, r.visible_at::timestamptz AS visible_at,
+       EXISTS (SELECT 1 FROM http_first_attempts q WHERE q.run_id = r.id) AS direct
 FROM schedule_runs r
 WHERE r.armed AND r.workflow_id <> '' AND r.schedule_id = ANY(@schedule_ids::bigint[]) AND r.visible_at > release_frontier()
   AND r.visible_at <= COALESCE(sqlc.narg(as_of)::timestamptz, now())

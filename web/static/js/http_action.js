@@ -2,7 +2,7 @@
 // retry policy, a run's delivery attempts and redrives, the redrive command and the
 // signing secret, shown once.
 import { api } from "./api.js";
-import { $, dialog, esc, field, input, select, when } from "./ui.js";
+import { $, dialog, esc, field, input, select, toISO, toLocalInput, when } from "./ui.js";
 
 const methods = ["POST", "PUT", "PATCH", "DELETE", "GET"];
 
@@ -126,4 +126,32 @@ export function rotateDialog(name, after) {
       const s = await api("POST", "/schedules/" + encodeURIComponent(name) + "/secret", grace ? { grace } : {});
       setTimeout(() => showSecret(name, s.signing_secret, after), 0);
     });
+}
+
+// redriveRangeDialog redrives every dead-lettered run of a range of ticks (POST
+// /runs/redrive), of the schedules a label selector reaches: a page at a time until none
+// remains, the dialog showing how far it got; done reports the counts.
+export function redriveRangeDialog(done) {
+  const now = new Date();
+  const dayAgo = new Date(now.getTime() - 24 * 3600 * 1000);
+  dialog("Redrive the dead letter of a range",
+    "<p>Every FAILED run of an http or workflow action whose tick lies in the range is delivered again (the same tick key, a new series of attempts), a hundred a request. Times are UTC.</p>" +
+    field("d-rr-selector", "Schedules (label selector, empty: all)", "selector", input("d-rr-selector", "selector", "", 'placeholder="team=billing"')) +
+    field("d-rr-since", "Ticks from", "since", input("d-rr-since", "since", toLocalInput(dayAgo.toISOString()), 'type="datetime-local" step="1"')) +
+    field("d-rr-until", "Until (not included)", "until", input("d-rr-until", "until", toLocalInput(now.toISOString()), 'type="datetime-local" step="1"')) +
+    '<p id="d-rr-progress" class="muted" aria-live="polite"></p>',
+  "Redrive", async (form) => {
+    let req = { since: toISO(form.elements["d-rr-since"].value), until: toISO(form.elements["d-rr-until"].value) };
+    const sel = form.elements["d-rr-selector"].value.trim();
+    if (sel) req.selector = sel;
+    const progress = $("#d-rr-progress", form);
+    let res;
+    for (;;) {
+      res = await api("POST", "/runs/redrive", req);
+      progress.textContent = res.redriven + " redriven, " + res.skipped + " skipped of " + res.matched + "; " + res.remaining + " remaining";
+      if (res.done || !res.continue) break;
+      req = { continue: res.continue };
+    }
+    done("Redrive of the range: " + res.redriven + " redriven, " + res.skipped + " skipped of " + res.matched + " matched.");
+  });
 }

@@ -1,7 +1,7 @@
 // Every schedule's runs over a window, filtered: what each figure of the overview counts.
 import { api } from "./api.js";
 import { $, esc, hashQuery, pager, seconds, setHashQuery, traceLink, when } from "./ui.js";
-import { attempts, onRedrive, redriveButton } from "./http_action.js";
+import { attempts, onRedrive, redriveButton, redriveRangeDialog } from "./http_action.js";
 
 const statuses = ["BUFFERED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "TERMINATED", "SKIPPED", "MISSED"];
 const triggers = ["scheduled", "catchup", "manual", "backfill"];
@@ -34,7 +34,8 @@ export async function runList() {
     ' <label for="rf-status">Status</label> <select id="rf-status"' + (dead ? " disabled" : "") + ">" + options(statuses, f.status.split(",").length === 1 ? f.status : "") + "</select>" +
     ' <label for="rf-trigger">Trigger</label> <select id="rf-trigger">' + options(triggers, f.trigger) + "</select>" +
     ' <label for="rf-late">Later than</label> <input id="rf-late" size="6" placeholder="1s" value="' + esc(f.late_over) + '" autocomplete="off"' + (dead ? " disabled" : "") + ">" +
-    ' <label class="inline" for="rf-dead"><input type="checkbox" id="rf-dead"' + (dead ? " checked" : "") + "> Dead letter</label></form>" +
+    ' <label class="inline" for="rf-dead"><input type="checkbox" id="rf-dead"' + (dead ? " checked" : "") + "> Dead letter</label>" +
+    (dead ? ' <button type="button" id="redrive-range">Redrive a range…</button>' : "") + "</form>" +
     '<p class="form-error error" role="alert" id="runs-result"></p>';
   html += '<div data-region="runs"><table id="all-runs"><thead><tr><th scope="col">Schedule</th><th scope="col">Tick</th><th scope="col">Fired</th><th scope="col">Late</th><th scope="col">Trigger</th><th scope="col">Status</th><th scope="col">Reason</th><th scope="col">Attempts</th></tr></thead><tbody>';
   for (const r of page.items) {
@@ -63,6 +64,7 @@ export async function runList() {
         const b = ev.target.closest("button");
         if (!b) return;
         if (await onRedrive(ev, (msg) => { $("#runs-result", root).textContent = msg; ctx.rerender(); })) return;
+        if (b.id === "redrive-range") { redriveRangeDialog((msg) => { $("#runs-result", root).textContent = msg; ctx.rerender(); }); return; }
         if (b.id === "all-runs-page-next" && paging.next) { paging.cursors.push(paging.cursor); paging.cursor = paging.next; ctx.rerender(); }
         if (b.id === "all-runs-page-prev") { paging.cursor = paging.cursors.pop() || ""; ctx.rerender(); }
       }, opts);

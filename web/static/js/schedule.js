@@ -71,10 +71,26 @@ function historyList(entries) {
       esc(h.note) + (h.changes.length ? (h.note ? "<br>" : "") + h.changes.map(change).join("<br>") : "") + "</td></tr>").join("") + "</tbody></table>";
 }
 
+// pausedBanner says, on a paused schedule, why: the pause it made itself (its http action's
+// auto_pause rule met) with its reason, or the note of whoever paused it. Resume clears it.
+function pausedBanner(s) {
+  if (!s.paused) return "";
+  if (s.auto_paused) {
+    return '<p class="banner banner-warning" id="paused-banner" role="status"><strong>Paused itself</strong> ' + when(s.auto_paused.at) +
+      ': <span id="auto-pause-reason">' + esc(s.auto_paused.reason) + "</span>. Fix the endpoint, then resume it (and redrive the dead letter).</p>";
+  }
+  return '<p class="banner" id="paused-banner" role="status"><strong>Paused</strong>' + (s.note ? ": " + esc(s.note) : "") + "</p>";
+}
+
 function actionText(a) {
   if (!a) return "";
   if (a.kind === "workflow") return "start workflow <code>" + esc(a.workflow_type) + "</code> on task queue <code>" + esc(a.task_queue) + "</code>";
-  if (a.kind === "http") return "send a signed <code>" + esc(a.method) + "</code> to <code>" + esc(a.url) + "</code> (timeout " + esc(a.timeout) + ")";
+  if (a.kind === "http") {
+    const l = a.limits, p = a.auto_pause;
+    return "send a signed <code>" + esc(a.method) + "</code> to <code>" + esc(a.url) + "</code> (timeout " + esc(a.timeout) + ")" +
+      (l ? '<br><span id="host-limits">host limits: ' + [l.max_in_flight ? l.max_in_flight + " in flight" : "", l.per_minute ? l.per_minute + " a minute" : ""].filter(Boolean).join(", ") + "</span>" : "") +
+      (p ? '<br><span id="auto-pause">pauses itself after ' + [p.after_failures ? p.after_failures + " failed runs in a row" : "", p.or_after ? esc(p.or_after) + " of failures" : ""].filter(Boolean).join(" or ") + "</span>" : "");
+  }
   return "append event <code>" + esc(a.type) + "</code> to topic <code>" + esc(a.topic) + "</code>";
 }
 
@@ -116,7 +132,7 @@ export async function schedulePage(name) {
     '<button type="button" id="trigger">Trigger…</button><button type="button" id="backfill">Backfill…</button>' +
     '<button type="button" id="reschedule"' + (s.paused ? " disabled title=\"resume it first\"" : "") + ">Reschedule…</button>" +
     (s.action && s.action.kind === "http" ? '<button type="button" id="rotate-secret">Rotate secret…</button>' : "") +
-    '<button type="button" id="delete" class="danger">Delete…</button></div></div>';
+    '<button type="button" id="delete" class="danger">Delete…</button></div>' + pausedBanner(s) + "</div>";
   html += '<p class="form-error error" role="alert" id="command-result"></p>';
   html += '<div class="columns"><section class="panel" data-region="spec"><h3>Spec and policies</h3><dl class="facts">' +
     "<dt>When</dt><dd id=\"description\">" + esc(described.get(dKey) || "") + (s.spec && s.spec.cron ? "<br>" + timing(s.spec) : "") + "</dd>" +
