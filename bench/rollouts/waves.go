@@ -160,7 +160,7 @@ func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script waves
 			if err != nil {
 				return waves, script, err
 			}
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			passed = time.Now()
 		}
 		var wave []store.NewTaskRun

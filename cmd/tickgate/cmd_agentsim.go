@@ -141,7 +141,7 @@ func listPCNames(ctx context.Context, base, token string) ([]string, error) {
 			return nil, fmt.Errorf("list pcs: %w", err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			return nil, fmt.Errorf("list pcs: answered %d (pass -token or -pcs)", resp.StatusCode)
 		}
 		var page struct {
@@ -151,7 +151,7 @@ func listPCNames(ctx context.Context, base, token string) ([]string, error) {
 			NextCursor string `json:"next_cursor"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&page)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("list pcs: %w", err)
 		}

@@ -392,7 +392,7 @@ func startTargetWorker(ctx context.Context, address, queue, logPath string) (fun
 	cfg := config.Config{TemporalAddress: address, TemporalNamespace: "default"}
 	opts, err := cfg.ClientOptions()
 	if err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return nil, err
 	}
 	// The SDK's poll errors while Temporal restarts go to the run's log, not the report.
@@ -401,7 +401,7 @@ func startTargetWorker(ctx context.Context, address, queue, logPath string) (fun
 	defer cancel()
 	tc, err := client.DialContext(dialCtx, opts)
 	if err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return nil, fmt.Errorf("chaos: target worker: dial %s: %w", address, err)
 	}
 	w := sdkworker.New(tc, queue, worker.PollerOptions(config.DefaultWorkerPollers))
@@ -410,7 +410,7 @@ func startTargetWorker(ctx context.Context, address, queue, logPath string) (fun
 		tc.Close()
 		return nil, fmt.Errorf("chaos: target worker: %w", err)
 	}
-	return func() { w.Stop(); tc.Close(); logFile.Close() }, nil
+	return func() { w.Stop(); tc.Close(); _ = logFile.Close() }, nil
 }
 
 // DefaultDir is where `tickgate chaos` keeps a run: under the checkout's .dev.

@@ -71,13 +71,13 @@ func (p *process) start() error {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return fmt.Errorf("%s: start: %w", p.name, err)
 	}
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
-		logFile.Close()
+		_ = logFile.Close()
 		close(done)
 	}()
 	p.cmd, p.done = cmd, done
@@ -134,7 +134,7 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("%s: ready request: %w", p.name, err)
 		}
 		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}

@@ -550,14 +550,14 @@ func (c *child) start() error {
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.cmd.Stdout, c.cmd.Stderr = f, f
 	if err := c.cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("start %s: %w", filepath.Base(c.bin), err)
 	}
 	exited := make(chan struct{})
 	c.exited = exited
 	go func() {
 		c.err = c.cmd.Wait()
-		f.Close()
+		_ = f.Close()
 		close(exited)
 	}()
 	return nil
