@@ -168,7 +168,7 @@ func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTP
 		}
 		return HTTPDelivered{}, err
 	}
-	rec := store.RunAttempt{RunID: t.RunID, WorkflowID: info.WorkflowExecution.ID, Attempt: int32(attempt), Redrive: int32(t.Redrive)}
+	rec := store.RunAttempt{RunID: t.RunID, WorkflowID: info.WorkflowExecution.ID, Attempt: int32(attempt), Redrive: int32(t.Redrive)} // #nosec G115 -- Temporal's attempt is an int32 and a run's redrives are few
 	sent := d.now()
 	rec.StartedAt = sent
 	req, err := DeliveryRequest(ctx, t, attempt, sent)
@@ -214,7 +214,7 @@ func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTP
 func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, code int, outcome, what, start string, wait time.Duration) error {
 	rec.Outcome, rec.Error, rec.ResponseStart = outcome, what, start
 	if code != 0 {
-		c := int32(code)
+		c := int32(code) // #nosec G115 -- an HTTP status code, three digits
 		rec.StatusCode = &c
 	}
 	if wait > 0 {
@@ -341,6 +341,6 @@ func (a *ScheduleActivities) httpDelivery(ctx context.Context, r StartRun) (HTTP
 func WorkflowRetryPolicy(r domain.Retry) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
 		InitialInterval: time.Duration(r.InitialBackoff), BackoffCoefficient: domain.RetryBackoffCoefficient,
-		MaximumInterval: time.Duration(r.MaxBackoff), MaximumAttempts: int32(r.MaxAttempts),
+		MaximumInterval: time.Duration(r.MaxBackoff), MaximumAttempts: int32(r.MaxAttempts), // #nosec G115 -- domain.NormalizeRetry bounds max_attempts to 1..MaxRetryAttempts
 	}
 }
