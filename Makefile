@@ -14,6 +14,8 @@ TEMPORAL_UI       := $(BIN)/temporal-ui-server
 SERVER_TOOLS      := $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI)
 SQLC      := $(BIN)/sqlc
 OAPI_CODEGEN := $(BIN)/oapi-codegen
+STATICCHECK  := $(BIN)/staticcheck
+GOSEC        := $(BIN)/gosec
 TICKGATE  := bin/tickgate
 TEST_FLAGS ?= -race -count=1 -timeout 45m
 
@@ -55,6 +57,17 @@ $(OAPI_CODEGEN): tools/oapi-codegen/go.mod tools/oapi-codegen/go.sum
 	@mkdir -p $(BIN)
 	cd tools/oapi-codegen && $(GO) build -o ../../$(OAPI_CODEGEN) github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
 
+# The linters make lint runs, each pinned in a tools module of its own.
+$(STATICCHECK): tools/staticcheck/go.mod tools/staticcheck/go.sum
+	@mkdir -p $(BIN)
+	cd tools/staticcheck && $(GO) build -o ../../$@.tmp honnef.co/go/tools/cmd/staticcheck
+	mv $@.tmp $@
+
+$(GOSEC): tools/gosec/go.mod tools/gosec/go.sum
+	@mkdir -p $(BIN)
+	cd tools/gosec && $(GO) build -o ../../$@.tmp github.com/securego/gosec/v2/cmd/gosec
+	mv $@.tmp $@
+
 # The pinned oapi-codegen is built here too: client's TestGeneratedClientIsFresh runs it from
 # the module cache (no network), which building it fills.
 tools: $(TEMPORAL) $(OAPI_CODEGEN) postgres
@@ -80,8 +93,7 @@ dev: build $(TEMPORAL) postgres $(if $(filter server,$(TICKGATE_DEV_TEMPORAL)),$
 	$(TICKGATE) dev
 
 test: tools server-tools chromium
-	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" && exit 1)
-	$(GO) vet ./...
+	$(MAKE) lint
 	$(GO) test $(TEST_FLAGS) ./...
 	$(MAKE) test-cluster test-deploy test-observability
 
@@ -103,9 +115,22 @@ test-observability: tools
 test-cluster: tools server-tools chromium
 	TICKGATE_TEST_TEMPORAL=server $(GO) test $(TEST_FLAGS) ./e2e/
 
-lint:
-	gofmt -l . | (! grep .)
+# gofmt, go vet, staticcheck (with its default checks) and gosec on every module make test
+# tests (the tools modules are not linted). A finding is fixed, or excluded on its line with
+# its reason: `//lint:ignore CHECK reason` above the line for staticcheck (staticcheck reports
+# a directive that no longer matches), `// #nosec Gxxx -- reason` on the line for gosec (which
+# refuses one without its rule or its reason). gosec reads the code that ships, not
+# the tests (its default); staticcheck reads both. Left out of gosec, with their reasons:
+# testdata (fixtures, as go's ./... leaves them out) and generated code (store/dbgen,
+# client/client.gen.go: their inputs, store/queries and api/openapi.yaml, are what is read).
+LINT_MODULES := . deploy/check deploy/observability/check
+GOSEC_FLAGS  := -quiet -nosec-require-rules -nosec-require-justification -exclude-dir=testdata -exclude-generated
+lint: $(STATICCHECK) $(GOSEC)
+	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" && exit 1)
 	$(GO) vet ./...
+	for m in $(LINT_MODULES); do \
+		(cd $$m && $(abspath $(STATICCHECK)) ./... && $(abspath $(GOSEC)) $(GOSEC_FLAGS) ./...) || exit 1; \
+	done
 
 # Fuzz each native fuzz target for $(FUZZTIME); a failing input lands in the package's
 # testdata/fuzz/<Target>/, whose committed entries `make test` replays. Not in `make test`.

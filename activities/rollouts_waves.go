@@ -304,7 +304,7 @@ func (a *RolloutActivities) httpCheck(ctx context.Context, url string, timeout t
 		resp, err := hc.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body) // bounded by the client
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 				res.OK = true
 			} else {

@@ -235,7 +235,7 @@ func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTP
 		// never sends it again.
 		return HTTPDelivered{Attempt: attempt}, nil
 	}
-	rec := store.RunAttempt{RunID: t.RunID, WorkflowID: info.WorkflowExecution.ID, Attempt: int32(attempt), Redrive: int32(t.Redrive)}
+	rec := store.RunAttempt{RunID: t.RunID, WorkflowID: info.WorkflowExecution.ID, Attempt: int32(attempt), Redrive: int32(t.Redrive)} // #nosec G115 -- Temporal's attempt is an int32 and a run's redrives are few
 	// The turn under the host's limits is waited for within the activity's time, leaving
 	// the request its own timeout.
 	wctx := ctx
@@ -354,7 +354,7 @@ func (d *HTTPDeliveries) limiter() *HostLimiter {
 func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, code int, outcome, what, start string, wait time.Duration) error {
 	rec.Outcome, rec.Error, rec.ResponseStart = outcome, what, start
 	if code != 0 {
-		c := int32(code)
+		c := int32(code) // #nosec G115 -- an HTTP status code, three digits
 		rec.StatusCode = &c
 	}
 	if wait > 0 {
@@ -503,6 +503,6 @@ func (a *ScheduleActivities) StartHandedOver(ctx context.Context, r StartRun) (s
 func WorkflowRetryPolicy(r domain.Retry) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
 		InitialInterval: time.Duration(r.InitialBackoff), BackoffCoefficient: domain.RetryBackoffCoefficient,
-		MaximumInterval: time.Duration(r.MaxBackoff), MaximumAttempts: int32(r.MaxAttempts),
+		MaximumInterval: time.Duration(r.MaxBackoff), MaximumAttempts: int32(r.MaxAttempts), // #nosec G115 -- domain.NormalizeRetry bounds max_attempts to 1..MaxRetryAttempts
 	}
 }

@@ -202,7 +202,7 @@ func (s *Server) createRollout(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	r, err := s.Store.CreateRolloutWith(ctx, store.NewRollout{Name: req.Name, ParallelLimit: int32(*req.ParallelLimit), Strategy: req.Strategy, Tasks: tasks})
+	r, err := s.Store.CreateRolloutWith(ctx, store.NewRollout{Name: req.Name, ParallelLimit: int32(*req.ParallelLimit), Strategy: req.Strategy, Tasks: tasks}) // #nosec G115 -- validateRollout bounds parallel_limit to 1..100000
 	if err != nil {
 		return err
 	}

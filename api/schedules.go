@@ -470,7 +470,7 @@ func capColumns(pol SchedulePolicies) (*int32, *string) {
 	if pol.MaxConcurrent == nil {
 		return nil, nil
 	}
-	n, whenFull := int32(*pol.MaxConcurrent), string(pol.OverlapWhenFull)
+	n, whenFull := int32(*pol.MaxConcurrent), string(pol.OverlapWhenFull) // #nosec G115 -- domain bounds max_concurrent to 1..MaxConcurrentLimit before this
 	return &n, &whenFull
 }
 

@@ -268,11 +268,12 @@ func (s *Server) addDeliveries(ctx context.Context, views []RunView) error {
 		return err
 	}
 	for i := range views {
-		for _, a := range attempts[views[i].ID] {
-			views[i].Attempts = append(views[i].Attempts, attemptView(a))
+		v := &views[i]
+		for _, a := range attempts[v.ID] {
+			v.Attempts = append(v.Attempts, attemptView(a))
 		}
-		for _, r := range redrives[views[i].ID] {
-			views[i].Redrives = append(views[i].Redrives, RedriveView{
+		for _, r := range redrives[v.ID] {
+			v.Redrives = append(v.Redrives, RedriveView{
 				N: int(r.N), WorkflowID: r.WorkflowID, PreviousWorkflowID: r.PreviousWorkflowID, PreviousError: r.PreviousError,
 				FailedAt: r.FailedAt.UTC(), RequestedAt: r.RequestedAt.UTC(),
 			})

@@ -125,7 +125,7 @@ func (a *app) export(selector string) ([]map[string]any, error) {
 
 // writeExport writes one file per document into dir.
 func (a *app) writeExport(dir string, docs []map[string]any) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { // #nosec G301 -- exported manifests belong in the user's repository, with its usual modes
 		return err
 	}
 	for _, d := range docs {
@@ -137,7 +137,7 @@ func (a *app) writeExport(dir string, docs []map[string]any) error {
 		if a.output == "json" {
 			path = path[:len(path)-len(".yaml")] + ".json"
 		}
-		f, err := os.Create(path)
+		f, err := os.Create(path) // #nosec G304 -- the file under the directory the user names
 		if err != nil {
 			return err
 		}

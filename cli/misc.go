@@ -26,14 +26,6 @@ func splitWords(s string) []string { return strings.Fields(s) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func parsePositive(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("want a non-negative integer, got %q", s)
-	}
-	return n, nil
-}
-
 func joinAny(v any) string {
 	list, _ := v.([]any)
 	parts := make([]string, len(list))

@@ -80,7 +80,7 @@ func requireChild(t *testing.T, child, parent tracetest.SpanStub) {
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""

@@ -96,10 +96,10 @@ func scrapeContext(timeout time.Duration) (context.Context, context.CancelFunc) 
 func cumulative(bounds []float64, counts []BucketCount) (count uint64, sum float64, buckets map[float64]uint64) {
 	perBound := make([]uint64, len(bounds))
 	for _, b := range counts {
-		count += uint64(b.Count)
+		count += uint64(b.Count) // #nosec G115 -- a bucket's count is a count(*), never negative
 		sum += b.Sum
 		for j := b.Above; j < len(bounds); j++ {
-			perBound[j] += uint64(b.Count)
+			perBound[j] += uint64(b.Count) // #nosec G115 -- a bucket's count is a count(*), never negative
 		}
 	}
 	buckets = make(map[float64]uint64, len(bounds))

@@ -149,7 +149,7 @@ type AutoPauseDue struct {
 
 // AutoPausesDue lists up to max schedules whose pause is due.
 func (s *Store) AutoPausesDue(ctx context.Context, max int) ([]AutoPauseDue, error) {
-	rows, err := s.Q.ListAutoPausesDue(ctx, int32(max))
+	rows, err := s.Q.ListAutoPausesDue(ctx, int4(max))
 	if err != nil {
 		return nil, fmt.Errorf("auto-pauses due: %w", mapErr(err))
 	}

@@ -94,7 +94,7 @@ func (s *Store) GetCalendar(ctx context.Context, name string) (Calendar, error) 
 
 // ListCalendars pages through calendars by name.
 func (s *Store) ListCalendars(ctx context.Context, afterName string, limit int) ([]Calendar, error) {
-	rows, err := s.Q.ListCalendars(ctx, dbgen.ListCalendarsParams{AfterName: afterName, MaxRows: int32(limit)})
+	rows, err := s.Q.ListCalendars(ctx, dbgen.ListCalendarsParams{AfterName: afterName, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list calendars: %w", mapErr(err))
 	}
@@ -118,7 +118,7 @@ func (s *Store) CalendarsNamed(ctx context.Context, names []string) ([]Calendar,
 // CalendarUsers lists up to max of the schedules excluding the calendar, by name, and how
 // many there are.
 func (s *Store) CalendarUsers(ctx context.Context, name string, max int) ([]string, int64, error) {
-	names, err := s.Q.SchedulesNamingCalendar(ctx, dbgen.SchedulesNamingCalendarParams{Calendar: name, MaxRows: int32(max)})
+	names, err := s.Q.SchedulesNamingCalendar(ctx, dbgen.SchedulesNamingCalendarParams{Calendar: name, MaxRows: int4(max)})
 	if err != nil {
 		return nil, 0, fmt.Errorf("schedules excluding calendar %q: %w", name, mapErr(err))
 	}

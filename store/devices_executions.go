@@ -15,7 +15,7 @@ import (
 
 // DeviceExecutions pages through a task's executions by id.
 func (s *Store) DeviceExecutions(ctx context.Context, taskID, afterID int64, limit int) ([]DeviceExecutionView, error) {
-	rows, err := s.Q.ListDeviceExecutionsOfTask(ctx, dbgen.ListDeviceExecutionsOfTaskParams{TaskID: taskID, AfterID: afterID, MaxRows: int32(limit)})
+	rows, err := s.Q.ListDeviceExecutionsOfTask(ctx, dbgen.ListDeviceExecutionsOfTaskParams{TaskID: taskID, AfterID: afterID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("executions of task %d: %w", taskID, mapErr(err))
 	}
@@ -79,7 +79,7 @@ func (s *Store) ClaimWithin(ctx context.Context, l *Listener, pcName string, max
 
 func (s *Store) claim(ctx context.Context, pcName string, max int) ([]ClaimedCommand, int64, error) {
 	for try := 0; ; try++ {
-		rows, err := s.Q.ClaimDeviceExecutions(ctx, dbgen.ClaimDeviceExecutionsParams{PcName: pcName, MaxRows: int32(max)})
+		rows, err := s.Q.ClaimDeviceExecutions(ctx, dbgen.ClaimDeviceExecutionsParams{PcName: pcName, MaxRows: int4(max)})
 		if err != nil {
 			return nil, 0, fmt.Errorf("claim for pc %q: %w", pcName, mapErr(err))
 		}
@@ -136,7 +136,7 @@ func (s *Store) claimUnderRate(ctx context.Context, pcName string, pcID int64, m
 		if room <= 0 {
 			return nil
 		}
-		rows, err := q.ClaimDeviceExecutions(ctx, dbgen.ClaimDeviceExecutionsParams{PcName: pcName, MaxRows: int32(min(int64(max), room)), RateChecked: true})
+		rows, err := q.ClaimDeviceExecutions(ctx, dbgen.ClaimDeviceExecutionsParams{PcName: pcName, MaxRows: int4(min(int64(max), room)), RateChecked: true})
 		if err != nil {
 			return err
 		}

@@ -57,7 +57,7 @@ func (s *Store) GetPCDetail(ctx context.Context, name string) (PCDetail, error) 
 
 // ListPCs pages through PCs by id.
 func (s *Store) ListPCs(ctx context.Context, afterID int64, limit int) ([]PC, error) {
-	rows, err := s.Q.ListPCs(ctx, dbgen.ListPCsParams{AfterID: afterID, MaxRows: int32(limit)})
+	rows, err := s.Q.ListPCs(ctx, dbgen.ListPCsParams{AfterID: afterID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list pcs: %w", mapErr(err))
 	}
@@ -104,7 +104,7 @@ func (s *Store) GetDevice(ctx context.Context, serial string) (DeviceRow, error)
 
 // ListDevices pages through every device by id.
 func (s *Store) ListDevices(ctx context.Context, afterID int64, limit int) ([]DeviceRow, error) {
-	rows, err := s.Q.ListDevicesPage(ctx, dbgen.ListDevicesPageParams{AfterID: afterID, MaxRows: int32(limit)})
+	rows, err := s.Q.ListDevicesPage(ctx, dbgen.ListDevicesPageParams{AfterID: afterID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list devices: %w", mapErr(err))
 	}

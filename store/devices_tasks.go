@@ -63,7 +63,7 @@ func (s *Store) GetDeviceTask(ctx context.Context, id int64) (DeviceTask, error)
 
 // ListDeviceTasks pages through tasks by id.
 func (s *Store) ListDeviceTasks(ctx context.Context, afterID int64, limit int) ([]DeviceTask, error) {
-	rows, err := s.Q.ListDeviceTasks(ctx, dbgen.ListDeviceTasksParams{AfterID: afterID, MaxRows: int32(limit)})
+	rows, err := s.Q.ListDeviceTasks(ctx, dbgen.ListDeviceTasksParams{AfterID: afterID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", mapErr(err))
 	}
@@ -207,7 +207,7 @@ func (s *Store) Advance(ctx context.Context, settings domain.DeviceSettings) (Ad
 				res.Finished = append(res.Finished, t.ID)
 			}
 			next, err := q.ActivateNextDeviceTask(ctx, dbgen.ActivateNextDeviceTaskParams{
-				MaxAttempts: int32(settings.MaxAttempts), DeviceTimeoutMs: settings.Timeout.Milliseconds(),
+				MaxAttempts: int4(settings.MaxAttempts), DeviceTimeoutMs: settings.Timeout.Milliseconds(),
 			})
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil

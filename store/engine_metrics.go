@@ -35,7 +35,7 @@ type PCSlots struct {
 // RecentFireLateness buckets the lateness (fired_at − tick) of the last max scheduled and
 // catch-up fires that are true.
 func (s *Store) RecentFireLateness(ctx context.Context, max int, bounds []float64) ([]LatencyBucket, error) {
-	rows, err := s.Q.RecentFireLateness(ctx, dbgen.RecentFireLatenessParams{MaxRows: int32(max), Bounds: bounds})
+	rows, err := s.Q.RecentFireLateness(ctx, dbgen.RecentFireLatenessParams{MaxRows: int4(max), Bounds: bounds})
 	if err != nil {
 		return nil, fmt.Errorf("recent fire lateness: %w", mapErr(err))
 	}
@@ -49,7 +49,7 @@ func (s *Store) RecentFireLateness(ctx context.Context, max int, bounds []float6
 // RecentRefillLatency buckets, for the last max device executions, the time from their PC's
 // slot freeing to their creation.
 func (s *Store) RecentRefillLatency(ctx context.Context, max int, bounds []float64) ([]LatencyBucket, error) {
-	rows, err := s.Q.RecentRefillLatency(ctx, dbgen.RecentRefillLatencyParams{MaxRows: int32(max), Bounds: bounds})
+	rows, err := s.Q.RecentRefillLatency(ctx, dbgen.RecentRefillLatencyParams{MaxRows: int4(max), Bounds: bounds})
 	if err != nil {
 		return nil, fmt.Errorf("recent refill latency: %w", mapErr(err))
 	}

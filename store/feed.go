@@ -129,12 +129,12 @@ func (s *Store) ReadFeed(ctx context.Context, after FeedPosition, topic string, 
 	var err error
 	if topic == "" {
 		rows, err = s.Q.ReadFeed(ctx, dbgen.ReadFeedParams{
-			AfterKind: int32(after.Kind), AfterTx: after.Tx, AfterVisibleAt: visible, AfterEventID: after.EventID, MaxRows: int32(limit),
+			AfterKind: int32(after.Kind), AfterTx: after.Tx, AfterVisibleAt: visible, AfterEventID: after.EventID, MaxRows: int4(limit),
 		})
 	} else {
 		var topicRows []dbgen.ReadFeedTopicRow
 		topicRows, err = s.Q.ReadFeedTopic(ctx, dbgen.ReadFeedTopicParams{
-			Topic: topic, AfterKind: int32(after.Kind), AfterTx: after.Tx, AfterVisibleAt: visible, AfterEventID: after.EventID, MaxRows: int32(limit),
+			Topic: topic, AfterKind: int32(after.Kind), AfterTx: after.Tx, AfterVisibleAt: visible, AfterEventID: after.EventID, MaxRows: int4(limit),
 		})
 		rows = make([]dbgen.ReadFeedRow, len(topicRows))
 		for i, r := range topicRows {

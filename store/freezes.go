@@ -118,7 +118,7 @@ func (s *Store) FreezeHistory(ctx context.Context, rolloutID *int64, beforeID in
 	if beforeID <= 0 {
 		beforeID = 1<<63 - 1
 	}
-	rows, err := s.Q.FreezeHistory(ctx, dbgen.FreezeHistoryParams{RolloutID: rolloutID, BeforeID: beforeID, MaxRows: int32(limit)})
+	rows, err := s.Q.FreezeHistory(ctx, dbgen.FreezeHistoryParams{RolloutID: rolloutID, BeforeID: beforeID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("freeze history of %s: %w", freezeScope(rolloutID), mapErr(err))
 	}

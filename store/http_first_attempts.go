@@ -46,7 +46,7 @@ type FirstAttempt struct {
 // under a lease of lease (renewed by RenewFirstAttemptLeases while it holds them), and reads
 // what each sends. A run that is no longer RUNNING by the time it is read is let go.
 func (s *Store) ClaimFirstAttempts(ctx context.Context, sender string, lease time.Duration, max int) ([]FirstAttempt, error) {
-	ids, err := s.Q.ClaimFirstAttempts(ctx, dbgen.ClaimFirstAttemptsParams{Sender: sender, LeaseSeconds: lease.Seconds(), MaxRows: int32(max)})
+	ids, err := s.Q.ClaimFirstAttempts(ctx, dbgen.ClaimFirstAttemptsParams{Sender: sender, LeaseSeconds: lease.Seconds(), MaxRows: int4(max)})
 	if err != nil {
 		return nil, fmt.Errorf("claim first attempts: %w", mapErr(err))
 	}
@@ -143,7 +143,7 @@ func (s *Store) FinishFirstAttempts(ctx context.Context, sender string, outs []F
 		f.Outcomes = append(f.Outcomes, o.Outcome)
 		f.FinishedAt = append(f.FinishedAt, o.FinishedAt.UTC())
 		f.LatencyMs = append(f.LatencyMs, o.LatencyMs)
-		f.StatusCodes = append(f.StatusCodes, int32(o.StatusCode))
+		f.StatusCodes = append(f.StatusCodes, int4(o.StatusCode))
 		f.Errors = append(f.Errors, o.Error)
 		f.ResponseStarts = append(f.ResponseStarts, o.ResponseStart)
 		f.RetryAfterMs = append(f.RetryAfterMs, o.RetryAfter.Milliseconds())
@@ -289,7 +289,7 @@ func (s *Store) SweepFirstAttempts(ctx context.Context, sender string, lease tim
 	var out Swept
 	err := s.inTxRetried(ctx, func(q *dbgen.Queries) error {
 		out = Swept{}
-		rows, err := q.TakeExpiredFirstAttempts(ctx, dbgen.TakeExpiredFirstAttemptsParams{Sender: sender, LeaseSeconds: lease.Seconds(), MaxRows: int32(max)})
+		rows, err := q.TakeExpiredFirstAttempts(ctx, dbgen.TakeExpiredFirstAttemptsParams{Sender: sender, LeaseSeconds: lease.Seconds(), MaxRows: int4(max)})
 		if err != nil {
 			return fmt.Errorf("take expired first attempts: %w", mapErr(err))
 		}

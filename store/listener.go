@@ -15,7 +15,7 @@ import (
 // The channels an API process listens on (migrations/00021_device_notifications.sql).
 const (
 	// channelTokenChanged carries the id of an API token that was revoked or changed.
-	channelTokenChanged = "tickgate_token_changed"
+	channelTokenChanged = "tickgate_token_changed" // #nosec G101 -- a LISTEN channel's name, no credential
 	// channelTokenApplied carries "<token id>:<backend pid>": that listener has dropped
 	// its cached tokens after hearing the change.
 	channelTokenApplied = "tickgate_token_applied"
@@ -383,8 +383,8 @@ func (w *TokenChangeWatch) Await(ctx context.Context, s *Store) ([]uint32, error
 		l.mu.Lock()
 		var missing []uint32
 		for _, pid := range pids {
-			if !w.acked[uint32(pid)] {
-				missing = append(missing, uint32(pid))
+			if !w.acked[uint32(pid)] { // #nosec G115 -- a backend's pid is positive (pg_stat_activity), as the notifications' uint32 says
+				missing = append(missing, uint32(pid)) // #nosec G115 -- a backend's pid is positive
 			}
 		}
 		changed := w.changed

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 type silencer struct {
 	ln     net.Listener
 	target string
-	mu     sync.Mutex
 	silent chan struct{}
 }
 

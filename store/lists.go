@@ -29,15 +29,15 @@ func (s *Store) ListSchedulesFiltered(ctx context.Context, f ScheduleFilter, aft
 	switch f.State {
 	case "":
 		rows, err = s.Q.ListSchedulesMatching(ctx, dbgen.ListSchedulesMatchingParams{
-			AfterName: afterName, NamePart: f.NamePart, LabelsMatch: match, LabelsExclude: exclude, MaxRows: int32(limit),
+			AfterName: afterName, NamePart: f.NamePart, LabelsMatch: match, LabelsExclude: exclude, MaxRows: int4(limit),
 		})
 	case "completed":
 		rows, err = s.Q.ListCompletedSchedules(ctx, dbgen.ListCompletedSchedulesParams{
-			AfterName: afterName, NamePart: f.NamePart, LabelsMatch: match, LabelsExclude: exclude, MaxRows: int32(limit),
+			AfterName: afterName, NamePart: f.NamePart, LabelsMatch: match, LabelsExclude: exclude, MaxRows: int4(limit),
 		})
 	default:
 		rows, err = s.Q.ListSchedulesInState(ctx, dbgen.ListSchedulesInStateParams{
-			Paused: f.State == "paused", AfterName: afterName, NamePart: f.NamePart, LabelsMatch: match, LabelsExclude: exclude, MaxRows: int32(limit),
+			Paused: f.State == "paused", AfterName: afterName, NamePart: f.NamePart, LabelsMatch: match, LabelsExclude: exclude, MaxRows: int4(limit),
 		})
 	}
 	if err != nil {
@@ -62,7 +62,7 @@ func orEmpty[T any](vs []T) []T {
 // ListScheduleRunsFiltered pages through one schedule's runs, newest first.
 func (s *Store) ListScheduleRunsFiltered(ctx context.Context, scheduleID int64, f RunFilter, beforeID int64, limit int) ([]ScheduleRun, error) {
 	rows, err := s.Q.ListScheduleRunsFiltered(ctx, dbgen.ListScheduleRunsFilteredParams{
-		ScheduleID: scheduleID, BeforeID: beforeID, Statuses: orEmpty(f.Statuses), Triggers: orEmpty(f.Triggers), MaxRows: int32(limit),
+		ScheduleID: scheduleID, BeforeID: beforeID, Statuses: orEmpty(f.Statuses), Triggers: orEmpty(f.Triggers), MaxRows: int4(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs of schedule %d: %w", scheduleID, mapErr(err))
@@ -89,7 +89,7 @@ func (s *Store) ListRunsInWindow(ctx context.Context, f WindowRunFilter, beforeI
 	}
 	rows, err := s.Q.ListRunsInWindow(ctx, dbgen.ListRunsInWindowParams{
 		Since: f.Since, Until: f.Until, BeforeID: beforeID, Statuses: orEmpty(f.Statuses), Triggers: orEmpty(f.Triggers),
-		LateOverS: late, MaxRows: int32(limit),
+		LateOverS: late, MaxRows: int4(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs from %s to %s: %w", f.Since, f.Until, mapErr(err))
@@ -100,7 +100,7 @@ func (s *Store) ListRunsInWindow(ctx context.Context, f WindowRunFilter, beforeI
 // ListRolloutSummariesInStatus pages through the rollouts whose derived status is one of
 // statuses, by id.
 func (s *Store) ListRolloutSummariesInStatus(ctx context.Context, statuses []string, afterID int64, limit int) ([]RolloutSummary, error) {
-	rows, err := s.Q.ListRolloutSummariesInStatus(ctx, dbgen.ListRolloutSummariesInStatusParams{AfterID: afterID, Statuses: statuses, MaxRows: int32(limit)})
+	rows, err := s.Q.ListRolloutSummariesInStatus(ctx, dbgen.ListRolloutSummariesInStatusParams{AfterID: afterID, Statuses: statuses, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list rollouts in %v: %w", statuses, mapErr(err))
 	}

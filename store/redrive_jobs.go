@@ -79,7 +79,7 @@ func (s *Store) RedriveJobPage(ctx context.Context, id int64, limit int) (Redriv
 		match, exclude := sel.Containment()
 		ids, err := q.NextRedriveCandidates(ctx, dbgen.NextRedriveCandidatesParams{
 			Since: job.Since, Until: job.Until, AfterID: job.Cursor, UpToRunID: job.UpToRunID,
-			LabelsMatch: match, LabelsExclude: exclude, MaxRows: int32(limit),
+			LabelsMatch: match, LabelsExclude: exclude, MaxRows: int4(limit),
 		})
 		if err != nil {
 			return fmt.Errorf("bulk redrive %d: the next runs: %w", id, mapErr(err))

@@ -69,7 +69,7 @@ func (s *Store) CreateRolloutWith(ctx context.Context, nr NewRollout) (Rollout, 
 	if err != nil {
 		return Rollout{}, fmt.Errorf("encode tasks: %w", err)
 	}
-	params := dbgen.InsertRolloutParams{Name: nr.Name, ParallelLimit: nr.ParallelLimit, Status: domain.RolloutRunning, WaveCount: int32(max(len(waves), 1))}
+	params := dbgen.InsertRolloutParams{Name: nr.Name, ParallelLimit: nr.ParallelLimit, Status: domain.RolloutRunning, WaveCount: int4(max(len(waves), 1))}
 	if nr.Strategy != nil {
 		if params.Strategy, err = json.Marshal(nr.Strategy); err != nil {
 			return Rollout{}, fmt.Errorf("encode strategy: %w", err)
@@ -213,7 +213,7 @@ func (s *Store) GetRolloutSummary(ctx context.Context, id int64) (RolloutSummary
 // ListRolloutSummaries pages through rollouts by id, each with its derived status and
 // task counts (one query for the page).
 func (s *Store) ListRolloutSummaries(ctx context.Context, afterID int64, limit int) ([]RolloutSummary, error) {
-	rows, err := s.Q.ListRolloutSummaries(ctx, dbgen.ListRolloutSummariesParams{AfterID: afterID, MaxRows: int32(limit)})
+	rows, err := s.Q.ListRolloutSummaries(ctx, dbgen.ListRolloutSummariesParams{AfterID: afterID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list rollouts: %w", mapErr(err))
 	}
@@ -229,7 +229,7 @@ func (s *Store) ListTaskRuns(ctx context.Context, rolloutID, afterID int64, stat
 	if statuses == nil {
 		statuses = []string{}
 	}
-	rows, err := s.Q.ListTaskRuns(ctx, dbgen.ListTaskRunsParams{RolloutID: rolloutID, AfterID: afterID, Statuses: statuses, MaxRows: int32(limit)})
+	rows, err := s.Q.ListTaskRuns(ctx, dbgen.ListTaskRunsParams{RolloutID: rolloutID, AfterID: afterID, Statuses: statuses, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks of rollout %d: %w", rolloutID, mapErr(err))
 	}

@@ -168,7 +168,7 @@ func (s *Store) ClaimTaskRunsOf(ctx context.Context, rolloutID int64, max int, k
 	case ClaimRunnable:
 		ext = pgtype.Bool{Bool: false, Valid: true}
 	}
-	rows, err := s.Q.ClaimTasks(ctx, dbgen.ClaimTasksParams{RolloutID: rolloutID, MaxRows: int32(max), External: ext})
+	rows, err := s.Q.ClaimTasks(ctx, dbgen.ClaimTasksParams{RolloutID: rolloutID, MaxRows: int4(max), External: ext})
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks of rollout %d: %w", rolloutID, mapErr(err))
 	}

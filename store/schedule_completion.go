@@ -49,7 +49,7 @@ func (s *Store) CompleteSchedules(ctx context.Context, now time.Time, max int, d
 	var res CompletionResult
 	err := s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		res = CompletionResult{}
-		rows, err := q.LockSchedulesToComplete(ctx, dbgen.LockSchedulesToCompleteParams{Now: now, MaxRows: int32(max)})
+		rows, err := q.LockSchedulesToComplete(ctx, dbgen.LockSchedulesToCompleteParams{Now: now, MaxRows: int4(max)})
 		if err != nil {
 			return fmt.Errorf("lock schedules to complete: %w", mapErr(err))
 		}

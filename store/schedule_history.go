@@ -54,7 +54,7 @@ func insertHistory(ctx context.Context, q *dbgen.Queries, scheduleID int64, e Hi
 // ScheduleHistory pages through a schedule's history, newest first; beforeID 0 starts at
 // the newest.
 func (s *Store) ScheduleHistory(ctx context.Context, scheduleID, beforeID int64, limit int) ([]ScheduleHistoryEntry, error) {
-	rows, err := s.Q.ListScheduleHistory(ctx, dbgen.ListScheduleHistoryParams{ScheduleID: scheduleID, BeforeID: beforeID, MaxRows: int32(limit)})
+	rows, err := s.Q.ListScheduleHistory(ctx, dbgen.ListScheduleHistoryParams{ScheduleID: scheduleID, BeforeID: beforeID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("history of schedule %d: %w", scheduleID, mapErr(err))
 	}

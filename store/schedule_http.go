@@ -358,7 +358,7 @@ func redriveRun(ctx context.Context, q *dbgen.Queries, runID int64, jobID *int64
 		failedAt = *run.FinishedAt
 	}
 	if err := q.InsertRunRedrive(ctx, dbgen.InsertRunRedriveParams{
-		RunID: run.ID, N: int32(n), WorkflowID: id, PreviousWorkflowID: run.WorkflowID, PreviousError: run.Error, FailedAt: failedAt,
+		RunID: run.ID, N: int4(n), WorkflowID: id, PreviousWorkflowID: run.WorkflowID, PreviousError: run.Error, FailedAt: failedAt,
 		JobID: jobID,
 	}); err != nil {
 		return out, fmt.Errorf("record redrive %d of run %d: %w", n, runID, mapErr(err))
@@ -380,7 +380,7 @@ type DeadLetterFilter struct {
 // workflow actions (a run redriven since is RUNNING, or ended again).
 func (s *Store) ListDeadLetter(ctx context.Context, f DeadLetterFilter, beforeID int64, limit int) ([]ScheduleRunOf, error) {
 	rows, err := s.Q.ListDeadLetterRuns(ctx, dbgen.ListDeadLetterRunsParams{
-		Since: f.Since, Until: f.Until, BeforeID: beforeID, Triggers: orEmpty(f.Triggers), MaxRows: int32(limit),
+		Since: f.Since, Until: f.Until, BeforeID: beforeID, Triggers: orEmpty(f.Triggers), MaxRows: int4(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the dead letter: %w", mapErr(err))

@@ -81,14 +81,14 @@ type ScheduleLatenessBucket = dbgen.ScheduleSeriesLatenessRow
 // counters and the lateness of its last perSchedule fires per bucket of bounds (seconds,
 // ascending).
 func (s *Store) ScheduleSeries(ctx context.Context, limit, perSchedule int, bounds []float64) ([]ScheduleSeriesCounts, []ScheduleLatenessBucket, error) {
-	counts, err := s.Q.ScheduleSeriesCounts(ctx, int32(limit))
+	counts, err := s.Q.ScheduleSeriesCounts(ctx, int4(limit))
 	if err != nil {
 		return nil, nil, fmt.Errorf("per-schedule counters: %w", mapErr(err))
 	}
 	if len(counts) == 0 {
 		return nil, nil, nil
 	}
-	buckets, err := s.Q.ScheduleSeriesLateness(ctx, dbgen.ScheduleSeriesLatenessParams{MaxRows: int32(limit), PerSchedule: int32(perSchedule), Bounds: bounds})
+	buckets, err := s.Q.ScheduleSeriesLateness(ctx, dbgen.ScheduleSeriesLatenessParams{MaxRows: int4(limit), PerSchedule: int4(perSchedule), Bounds: bounds})
 	if err != nil {
 		return nil, nil, fmt.Errorf("per-schedule lateness: %w", mapErr(err))
 	}

@@ -128,7 +128,7 @@ type OwnedSchedule struct {
 
 // RestRequests lists the rests asked for that the planner is to complete.
 func (s *Store) RestRequests(ctx context.Context, max int) ([]OwnedSchedule, error) {
-	rows, err := s.Q.ListRestRequests(ctx, int32(max))
+	rows, err := s.Q.ListRestRequests(ctx, int4(max))
 	if err != nil {
 		return nil, fmt.Errorf("list rest requests: %w", mapErr(err))
 	}
@@ -159,7 +159,7 @@ func (s *Store) MarkOwnerChecked(ctx context.Context, id int64, owner string) er
 
 // OverdueOwners lists schedules whose owner has let a fire go a minute overdue.
 func (s *Store) OverdueOwners(ctx context.Context, max int) ([]OwnedSchedule, error) {
-	rows, err := s.Q.ListOverdueOwners(ctx, int32(max))
+	rows, err := s.Q.ListOverdueOwners(ctx, int4(max))
 	if err != nil {
 		return nil, fmt.Errorf("list overdue owners: %w", mapErr(err))
 	}
@@ -182,7 +182,7 @@ func (s *Store) ReleaseAbandonedSchedule(ctx context.Context, id int64, owner st
 
 // LegacySchedules lists schedules still held by a workflow of the release before the planner.
 func (s *Store) LegacySchedules(ctx context.Context, max int) ([]OwnedSchedule, error) {
-	rows, err := s.Q.ListLegacySchedules(ctx, int32(max))
+	rows, err := s.Q.ListLegacySchedules(ctx, int4(max))
 	if err != nil {
 		return nil, fmt.Errorf("list legacy schedules: %w", mapErr(err))
 	}
@@ -298,7 +298,7 @@ func (s *Store) planRound(ctx context.Context, now time.Time, max int, plan func
 				return fmt.Errorf("release lock (shared): %w", mapErr(err))
 			}
 		}
-		rows, err := q.LockSchedulesToPlan(ctx, dbgen.LockSchedulesToPlanParams{Now: now, MaxRows: int32(max)})
+		rows, err := q.LockSchedulesToPlan(ctx, dbgen.LockSchedulesToPlanParams{Now: now, MaxRows: int4(max)})
 		if err != nil {
 			return fmt.Errorf("lock schedules to plan: %w", mapErr(err))
 		}
@@ -424,7 +424,7 @@ type RunToWatch struct {
 // ClaimRunsToWatch leases, until until, at most max runs in flight that no one watches and
 // whose fire time is at least settle ago.
 func (s *Store) ClaimRunsToWatch(ctx context.Context, until time.Time, settle time.Duration, max int) ([]RunToWatch, error) {
-	rows, err := s.Q.ClaimRunsToWatch(ctx, dbgen.ClaimRunsToWatchParams{Until: until.UTC(), SettleSeconds: settle.Seconds(), MaxRows: int32(max)})
+	rows, err := s.Q.ClaimRunsToWatch(ctx, dbgen.ClaimRunsToWatchParams{Until: until.UTC(), SettleSeconds: settle.Seconds(), MaxRows: int4(max)})
 	if err != nil {
 		return nil, fmt.Errorf("claim runs to watch: %w", mapErr(err))
 	}

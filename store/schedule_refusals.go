@@ -38,7 +38,7 @@ func (s *Store) RecordScheduleRefusal(ctx context.Context, r NewScheduleRefusal)
 
 // ScheduleRefusals lists a schedule's newest refused commands, newest first.
 func (s *Store) ScheduleRefusals(ctx context.Context, scheduleID int64, limit int) ([]ScheduleRefusal, error) {
-	rows, err := s.Q.ListScheduleRefusals(ctx, dbgen.ListScheduleRefusalsParams{ScheduleID: scheduleID, MaxRows: int32(limit)})
+	rows, err := s.Q.ListScheduleRefusals(ctx, dbgen.ListScheduleRefusalsParams{ScheduleID: scheduleID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list refused commands of schedule %d: %w", scheduleID, mapErr(err))
 	}

@@ -130,7 +130,7 @@ func (s *Store) GetScheduleByID(ctx context.Context, id int64) (Schedule, error)
 
 // ListSchedules pages through schedules by name.
 func (s *Store) ListSchedules(ctx context.Context, afterName string, limit int) ([]Schedule, error) {
-	rows, err := s.Q.ListSchedules(ctx, dbgen.ListSchedulesParams{AfterName: afterName, MaxRows: int32(limit)})
+	rows, err := s.Q.ListSchedules(ctx, dbgen.ListSchedulesParams{AfterName: afterName, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", mapErr(err))
 	}
@@ -586,7 +586,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status domain.RunSta
 
 // ListRuns pages through a schedule's runs, newest first; beforeID 0 starts at the newest.
 func (s *Store) ListRuns(ctx context.Context, scheduleID, beforeID int64, limit int) ([]ScheduleRun, error) {
-	rows, err := s.Q.ListScheduleRuns(ctx, dbgen.ListScheduleRunsParams{ScheduleID: scheduleID, BeforeID: beforeID, MaxRows: int32(limit)})
+	rows, err := s.Q.ListScheduleRuns(ctx, dbgen.ListScheduleRunsParams{ScheduleID: scheduleID, BeforeID: beforeID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list runs of schedule %d: %w", scheduleID, mapErr(err))
 	}

@@ -59,7 +59,7 @@ func (s *Store) RolloutsInFlight(ctx context.Context, limit int) (int64, []Rollo
 	if err != nil {
 		return 0, nil, fmt.Errorf("count rollouts in flight: %w", mapErr(err))
 	}
-	rows, err := s.Q.RolloutsInFlight(ctx, int32(limit))
+	rows, err := s.Q.RolloutsInFlight(ctx, int4(limit))
 	if err != nil {
 		return 0, nil, fmt.Errorf("list rollouts in flight: %w", mapErr(err))
 	}

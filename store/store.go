@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,11 +98,7 @@ func poolConfig(databaseURL string, opts ...Option) (*pgxpool.Config, error) {
 	}
 	// The caller's tracer (WithQueryTracer) is wrapped, not replaced: the watch needs
 	// the pool's releases and failed connects to see a link break.
-	var traced pgx.QueryTracer
-	if t, ok := cfg.ConnConfig.Tracer.(pgx.QueryTracer); ok {
-		traced = t
-	}
-	newLinkWatch(traced).install(cfg)
+	newLinkWatch(cfg.ConnConfig.Tracer).install(cfg)
 	return cfg, nil
 }
 
@@ -173,6 +170,12 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 	}
 	return err
+}
+
+// int4 is n as a PostgreSQL integer parameter (a LIMIT, a count): n itself whenever it fits,
+// and int32's nearest bound beyond, where a conversion would wrap around.
+func int4[N ~int | ~int64](n N) int32 {
+	return int32(min(max(n, math.MinInt32), math.MaxInt32))
 }
 
 // texts turns typed vocabulary values into the text[] a query's array parameter takes.

@@ -93,7 +93,7 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Token, error) {
 
 // ListTokens lists tokens (revoked ones too) by id after afterID.
 func (s *Store) ListTokens(ctx context.Context, afterID int64, limit int) ([]Token, error) {
-	rows, err := s.Q.ListTokens(ctx, dbgen.ListTokensParams{AfterID: afterID, MaxRows: int32(limit)})
+	rows, err := s.Q.ListTokens(ctx, dbgen.ListTokensParams{AfterID: afterID, MaxRows: int4(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", mapErr(err))
 	}
@@ -177,7 +177,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, k IdempotencyKey, requestHa
 // FinishIdempotent stores the response of a claimed key.
 func (s *Store) FinishIdempotent(ctx context.Context, k IdempotencyKey, r StoredResponse) error {
 	err := s.Q.FinishIdempotencyKey(ctx, dbgen.FinishIdempotencyKeyParams{
-		Status: int32(r.Status), ContentType: r.ContentType, Body: r.Body,
+		Status: int4(r.Status), ContentType: r.ContentType, Body: r.Body,
 		TokenID: k.TokenID, Key: k.Key, Method: k.Method, Path: k.Path,
 	})
 	if err != nil {

@@ -115,7 +115,7 @@ func deliverAfterFirstAttempts(ctx workflow.Context, in activities.HTTPDelivery)
 			took.Round(time.Millisecond), time.Duration(r.MaxAge)), activities.ErrHTTPDeliveryFailed, nil)
 	}
 	policy := activities.WorkflowRetryPolicy(r)
-	policy.MaximumAttempts = int32(r.MaxAttempts - first.Made)
+	policy.MaximumAttempts = int32(r.MaxAttempts - first.Made) // #nosec G115 -- max_attempts is bounded by domain.NormalizeRetry and first.Made is below it
 	// The wait before attempt n+1 is initial_backoff·2^(n−1): the first of these followed the
 	// sleep above, the next ones go on doubling from there.
 	next := time.Duration(r.InitialBackoff)

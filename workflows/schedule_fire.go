@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -475,14 +474,6 @@ func (w *scheduleWorkflow) watchDeadline() time.Time {
 		return at
 	}
 	return at.Add(watchDeferMax)
-}
-
-func keySuffix(key string) string {
-	_, suffix, found := strings.Cut(key, "@")
-	if !found {
-		return key
-	}
-	return suffix
 }
 
 // watch waits for a run's workflow to close and puts its end in the loop's inbox, where the

@@ -174,7 +174,7 @@ func run(ctx context.Context) error {
 					resp, err := hc.Do(hr)
 					if err == nil {
 						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
+						_ = resp.Body.Close()
 					}
 					lat[i] = time.Since(t0)
 					mu.Lock()

@@ -210,7 +210,7 @@ func measure(stack *benchstack.Stack, url, token string) (latency, error) {
 			return latency{}, err
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		ds = append(ds, time.Since(start))
 		if resp.StatusCode != http.StatusOK {
 			return latency{}, fmt.Errorf("answered %d", resp.StatusCode)

@@ -72,7 +72,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := st.CreateRollout(ctx, "round", int32(*flagLimit), tasks); err != nil {
+	if _, err := st.CreateRollout(ctx, "round", int32(*flagLimit), tasks); err != nil { // #nosec G115 -- the bench's -limit flag, a small parallel limit
 		return err
 	}
 	var rounds []time.Duration
@@ -171,7 +171,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // workload: each database gets versions 1..10, each task DDL or DML at random, in shuffled
 // order (so insertion order says nothing about version order).
 func workload() []store.NewTaskRun {
-	rng := rand.New(rand.NewPCG(42, 7))
+	rng := rand.New(rand.NewPCG(42, 7)) // #nosec G404 -- a fixed-seed workload, the same on every run
 	perDB := max(*flagTasks / *flagDatabases, 1)
 	var tasks []store.NewTaskRun
 	for db := 0; db < *flagDatabases; db++ {
@@ -261,7 +261,7 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 
 	// Both engines are timed from their rollout's rows being in place to its last finish
 	// (finished_at, read from the database for both).
-	r, err := st.CreateRollout(ctx, "bench", int32(*flagLimit), tasks)
+	r, err := st.CreateRollout(ctx, "bench", int32(*flagLimit), tasks) // #nosec G115 -- the bench's -limit flag, a small parallel limit
 	if err != nil {
 		return res, err
 	}
@@ -327,7 +327,7 @@ func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 		return 0, 0, 0, benchstack.CPUSnapshot{}, err
 	}
 	defer st.Close()
-	r, err := st.CreateRollout(ctx, "baseline", int32(*flagLimit), tasks)
+	r, err := st.CreateRollout(ctx, "baseline", int32(*flagLimit), tasks) // #nosec G115 -- the bench's -limit flag, a small parallel limit
 	if err != nil {
 		return 0, 0, 0, benchstack.CPUSnapshot{}, err
 	}

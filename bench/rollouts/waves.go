@@ -105,7 +105,7 @@ func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script waves
 		return waves, script, err
 	}
 	start := time.Now()
-	r, err := st.CreateRolloutWith(ctx, store.NewRollout{Name: "waves", ParallelLimit: int32(per), Strategy: strategy, Tasks: ts})
+	r, err := st.CreateRolloutWith(ctx, store.NewRollout{Name: "waves", ParallelLimit: int32(per), Strategy: strategy, Tasks: ts}) // #nosec G115 -- tasks per wave of a bench run, small
 	if err != nil {
 		return waves, script, err
 	}
@@ -160,14 +160,14 @@ func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script waves
 			if err != nil {
 				return waves, script, err
 			}
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			passed = time.Now()
 		}
 		var wave []store.NewTaskRun
 		for _, db := range dbs[w*per : min((w+1)*per, len(dbs))] {
 			wave = append(wave, waveBenchTask(db))
 		}
-		r, err := st.CreateRollout(ctx, fmt.Sprintf("script-wave-%d", w+1), int32(per), wave)
+		r, err := st.CreateRollout(ctx, fmt.Sprintf("script-wave-%d", w+1), int32(per), wave) // #nosec G115 -- tasks per wave of a bench run, small
 		if err != nil {
 			return waves, script, err
 		}

@@ -56,6 +56,7 @@ func registerNativeHTTP(w sdkworker.Worker) {
 // the key of the tick its schedule started it for (its TemporalScheduledById and
 // TemporalScheduledStartTime search attributes).
 func nativeHTTPPost(ctx workflow.Context, url string) error {
+	//lint:ignore SA1019 read as native.go reads the same attributes from visibility (untyped payloads); the typed reader depends on the type metadata Temporal's scheduler sets, which no bench run has checked
 	fields := workflow.GetInfo(ctx).SearchAttributes.GetIndexedFields()
 	dc := converter.GetDefaultDataConverter()
 	var by string

@@ -60,7 +60,7 @@ func runAgentSim(ctx context.Context, args []string) error {
 	base := strings.TrimRight(*server, "/") + "/api/v1"
 	if *token == "" {
 		if root, err := devstack.RepoRoot(); err == nil {
-			if b, err := os.ReadFile(filepath.Join(root, ".dev", "admin-token")); err == nil {
+			if b, err := os.ReadFile(filepath.Join(root, ".dev", "admin-token")); err == nil { // #nosec G304 -- the dev stack's .dev/admin-token
 				*token = strings.TrimSpace(string(b))
 			}
 		}
@@ -75,7 +75,7 @@ func runAgentSim(ctx context.Context, args []string) error {
 			return fmt.Errorf("no PCs: create some with POST /api/v1/pcs or pass -pcs")
 		}
 	}
-	log.Printf("agent-sim: %d PCs (%s), latency %s, fail %.2f, fatal %.2f, no answer %.2f", len(names), strings.Join(names, ","), *latency, *failRate, *fatalRate, *noAnswer)
+	log.Printf("agent-sim: %d PCs (%s), latency %s, fail %.2f, fatal %.2f, no answer %.2f", len(names), strings.Join(names, ","), *latency, *failRate, *fatalRate, *noAnswer) // #nosec G706 -- the simulator's own settings, logged to its operator's terminal
 	opts := agentsim.Options{
 		BaseURL: base, PCs: names, Max: *max, Latency: *latency, Jitter: *jitter,
 		FailRate: *failRate, FatalRate: *fatalRate, NoAnswerRate: *noAnswer, Ack: *ack, Logf: log.Printf, Token: *token,
@@ -129,19 +129,19 @@ func listPCNames(ctx context.Context, base, token string) ([]string, error) {
 	var names []string
 	cursor := ""
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/pcs?limit=500&cursor="+cursor, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/pcs?limit=500&cursor="+cursor, nil) // #nosec G704 -- the API address the simulator's operator passes (-api)
 		if err != nil {
 			return nil, err
 		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(req) // #nosec G704 -- the API address the simulator's operator passes (-api)
 		if err != nil {
 			return nil, fmt.Errorf("list pcs: %w", err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			return nil, fmt.Errorf("list pcs: answered %d (pass -token or -pcs)", resp.StatusCode)
 		}
 		var page struct {
@@ -151,7 +151,7 @@ func listPCNames(ctx context.Context, base, token string) ([]string, error) {
 			NextCursor string `json:"next_cursor"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&page)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("list pcs: %w", err)
 		}

@@ -82,7 +82,7 @@ func devAdminToken() string {
 	if err != nil {
 		return ""
 	}
-	b, err := os.ReadFile(filepath.Join(root, ".dev", "admin-token"))
+	b, err := os.ReadFile(filepath.Join(root, ".dev", "admin-token")) // #nosec G304 -- the dev stack's .dev/admin-token
 	if err != nil {
 		return ""
 	}
@@ -124,7 +124,7 @@ func writeDevAdminToken(ctx context.Context, databaseURL, devDir string) error {
 	}
 	defer st.Close()
 	token := ""
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := os.ReadFile(path); err == nil { // #nosec G304 -- the dev stack's .dev/admin-token
 		if row, err := st.Authenticate(ctx, strings.TrimSpace(string(b))); err == nil && row.Role == store.RoleAdmin {
 			token = strings.TrimSpace(string(b))
 		}

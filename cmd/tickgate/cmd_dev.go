@@ -55,10 +55,10 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	devDir := filepath.Join(root, ".dev")
-	if err := os.MkdirAll(devDir, 0o755); err != nil {
+	if err := os.MkdirAll(devDir, 0o755); err != nil { // #nosec G301 -- .dev holds the dev clusters, whose directories the postgres user must pass through
 		return fmt.Errorf("create .dev: %w", err)
 	}
-	logf := func(f string, a ...any) { log.Printf("dev: "+f, a...) }
+	logf := func(f string, a ...any) { log.Printf("dev: "+f, a...) } // #nosec G706 -- the dev stack's own format strings, logged to its operator's terminal
 	if os.Getenv(devTracesEnv) == "1" {
 		stop, err := devTraceViewer(logf)
 		if err != nil {

@@ -47,7 +47,7 @@ func legacyIPv4(h string) (netip.Addr, bool) {
 	for i, n := range nums[:last] {
 		v |= n << (8 * (3 - i))
 	}
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true // #nosec G115 -- each byte keeps its eight bits of v, which is below 2^32 (checked above)
 }
 
 // inetNumber reads one part of an inet_aton address: decimal, octal with a leading 0, or

@@ -59,12 +59,12 @@ func TestArmNeverArmsPastTheCap(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	reach := int((scheduleplan.ArmLead + scheduleplan.ArmSpan) / (10 * time.Second))
 
-	fires, watermark, next := everyTenSeconds(t, t0, 0, 0, 0).Arm(t0)
+	fires, _, _ := everyTenSeconds(t, t0, 0, 0, 0).Arm(t0)
 	require.Len(t, fires, reach, "no cap: every fire in reach")
 
 	s := everyTenSeconds(t, t0, 3, 1, 0)
 	require.True(t, s.PlannerArms())
-	fires, watermark, next = s.Arm(t0)
+	fires, watermark, next := s.Arm(t0)
 	require.Len(t, fires, 2, "room for 2 of 3")
 	require.Equal(t, t0.Add(10*time.Second), fires[0].Tick)
 	require.Equal(t, t0.Add(20*time.Second), fires[1].Tick)

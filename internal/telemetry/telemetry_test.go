@@ -77,7 +77,7 @@ func TestOnWithAnEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	attrs := map[string]string{}
 	for _, kv := range res.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	require.Equal(t, "tickgate", attrs["service.name"])
 	require.Equal(t, "worker", attrs["tickgate.role"])
@@ -87,7 +87,7 @@ func TestOnWithAnEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	for _, kv := range res.Attributes() {
 		if kv.Key == "service.name" {
-			require.Equal(t, "billing-scheduler", kv.Value.Emit())
+			require.Equal(t, "billing-scheduler", kv.Value.String())
 		}
 	}
 }

@@ -25,16 +25,16 @@ func restartWith(ctx context.Context, pg *devstack.Postgres, setting string, wan
 	}
 	var cur string
 	if err := conn.QueryRow(ctx, "SHOW "+setting).Scan(&cur); err != nil {
-		conn.Close(ctx)
+		_ = conn.Close(ctx)
 		return fmt.Errorf("%s: read: %w", setting, err)
 	}
 	value, ok := want(cur)
 	if ok {
-		conn.Close(ctx)
+		_ = conn.Close(ctx)
 		return nil
 	}
 	_, err = conn.Exec(ctx, "ALTER SYSTEM SET "+setting+" = '"+strings.ReplaceAll(value, "'", "''")+"'")
-	conn.Close(ctx)
+	_ = conn.Close(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: set: %w", setting, err)
 	}

@@ -133,7 +133,7 @@ func metricNames(t *testing.T, q query) []string {
 		if vs, ok := n.(*parser.VectorSelector); ok {
 			name := vs.Name
 			for _, m := range vs.LabelMatchers {
-				if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+				if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 					name = m.Value
 				}
 			}
@@ -215,7 +215,7 @@ func (s *scrapes) scrape(t *testing.T, st *teststack.Stack, ts time.Time) {
 		_, _, v := p.Series()
 		var lset labels.Labels
 		p.Labels(&lset)
-		s.names[lset.Get(labels.MetricName)] = true
+		s.names[lset.Get(model.MetricNameLabel)] = true
 		_, err = app.Append(0, lset, ts.UnixMilli(), v)
 		require.NoError(t, err)
 		n++

@@ -262,7 +262,7 @@ func (f *Fleet) decide(cmd Command) Outcome {
 	if f.opts.Decide != nil {
 		return f.opts.Decide(cmd)
 	}
-	r := rand.Float64()
+	r := rand.Float64() // #nosec G404 -- a simulated agent's failure draw, no secret
 	switch {
 	case r < f.opts.NoAnswerRate:
 		return NoAnswer
@@ -288,7 +288,7 @@ func (f *Fleet) record(e HistoryEvent, call, ret time.Time) {
 func (f *Fleet) answer(ctx context.Context, cmd Command, holder string) *Command {
 	delay := f.opts.Latency
 	if f.opts.Jitter > 0 {
-		delay += rand.N(f.opts.Jitter)
+		delay += rand.N(f.opts.Jitter) // #nosec G404 -- a simulated agent's jitter, no secret
 	}
 	select {
 	case <-ctx.Done():

@@ -110,7 +110,7 @@ func (r *Report) faultErrors() int {
 func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	start := time.Now()
 	if opts.Seed == 0 {
-		opts.Seed = rand.Uint64()
+		opts.Seed = rand.Uint64() // #nosec G404 -- a chaos run's seed, printed so that the run can be repeated
 	}
 	out := opts.Out
 	if out == nil {
@@ -119,7 +119,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(out, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil { // #nosec G301 -- the chaos run's report directory, meant to be read
 		return nil, fmt.Errorf("chaos: run dir: %w", err)
 	}
 	if opts.Temporal == "" {
@@ -204,7 +204,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 
 	// Faults start once the schedules have begun to fire.
 	sleepCtx(ctx, time.Until(l.startAt.Add(5*time.Second)))
-	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1|1))
+	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed>>1|1)) // #nosec G404 -- the fault plan's generator, seeded so that a run repeats
 	plan := planFaults(p, rng)
 	wirePlan := planWire(p, rng)
 	logf("chaos: fault phase: %d process faults and %d network faults over %s", len(plan), len(wirePlan), p.FaultPhase)
@@ -225,7 +225,7 @@ func Run(ctx context.Context, p Profile, opts Options) (*Report, error) {
 	go func() {
 		defer close(wireDone)
 		// A generator of its own: the worker picked for a split does not shift the process plan.
-		wireRng := rand.New(rand.NewPCG(opts.Seed^0x77697265, opts.Seed>>2|1))
+		wireRng := rand.New(rand.NewPCG(opts.Seed^0x77697265, opts.Seed>>2|1)) // #nosec G404 -- the network faults' generator, seeded so that a run repeats
 		wireFaults = (&injector{p: p, s: s, pool: pool, rng: wireRng, logf: logf}).runWire(ctx, faultStart, wirePlan)
 	}()
 	faults := (&injector{p: p, s: s, pool: pool, rng: rng, logf: logf}).run(ctx, faultStart, plan)
@@ -385,14 +385,14 @@ func drainRuns(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) i
 // schedule would start its runs in. The SDK worker reconnects by itself across the
 // Temporal restart.
 func startTargetWorker(ctx context.Context, address, queue, logPath string) (func(), error) {
-	logFile, err := os.Create(logPath)
+	logFile, err := os.Create(logPath) // #nosec G304 -- the chaos run's own log path
 	if err != nil {
 		return nil, fmt.Errorf("chaos: target worker log: %w", err)
 	}
 	cfg := config.Config{TemporalAddress: address, TemporalNamespace: "default"}
 	opts, err := cfg.ClientOptions()
 	if err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return nil, err
 	}
 	// The SDK's poll errors while Temporal restarts go to the run's log, not the report.
@@ -401,7 +401,7 @@ func startTargetWorker(ctx context.Context, address, queue, logPath string) (fun
 	defer cancel()
 	tc, err := client.DialContext(dialCtx, opts)
 	if err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return nil, fmt.Errorf("chaos: target worker: dial %s: %w", address, err)
 	}
 	w := sdkworker.New(tc, queue, worker.PollerOptions(config.DefaultWorkerPollers))
@@ -410,7 +410,7 @@ func startTargetWorker(ctx context.Context, address, queue, logPath string) (fun
 		tc.Close()
 		return nil, fmt.Errorf("chaos: target worker: %w", err)
 	}
-	return func() { w.Stop(); tc.Close(); logFile.Close() }, nil
+	return func() { w.Stop(); tc.Close(); _ = logFile.Close() }, nil
 }
 
 // DefaultDir is where `tickgate chaos` keeps a run: under the checkout's .dev.

@@ -47,7 +47,7 @@ func newAPIClient(token string, addrs []string) *apiClient {
 func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
 	var key []client.RequestEditorFn
 	if method == http.MethodPost {
-		key = append(key, client.WithIdempotencyKey(fmt.Sprintf("chaos-%d", rand.Uint64())))
+		key = append(key, client.WithIdempotencyKey(fmt.Sprintf("chaos-%d", rand.Uint64()))) // #nosec G404 -- an idempotency key unique per request, no secret
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -230,7 +230,7 @@ func rolloutRequest(p Profile) map[string]any {
 		}
 		t := map[string]any{
 			"database": fmt.Sprintf("chaos_db_%02d", db), "type": typ, "version": fmt.Sprintf("1.%d", group),
-			"executor": "noop", "payload": map[string]any{"sleep": fmt.Sprintf("%dms", 20+rand.IntN(150))},
+			"executor": "noop", "payload": map[string]any{"sleep": fmt.Sprintf("%dms", 20+rand.IntN(150))}, // #nosec G404 -- a task's simulated duration
 		}
 		if i%97 == 0 {
 			t["run_at"] = runAt
@@ -260,7 +260,7 @@ func TargetWorkflow(ctx workflow.Context, in TargetInput) error {
 	sum := h.Sum64()
 	d := time.Duration(in.MinMs) * time.Millisecond
 	if span := in.MaxMs - in.MinMs; span > 0 {
-		d += time.Duration(int64(sum%uint64(span))) * time.Millisecond
+		d += time.Duration(int64(sum%uint64(span))) * time.Millisecond // #nosec G115 -- sum % span is below span, an int64
 	}
 	if err := workflow.Sleep(ctx, d); err != nil {
 		return err

@@ -62,22 +62,22 @@ type process struct {
 func (p *process) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // #nosec G302 -- a process log of the chaos stack, read like any log
 	if err != nil {
 		return fmt.Errorf("%s: log file: %w", p.name, err)
 	}
-	cmd := exec.Command(p.bin, p.args...)
+	cmd := exec.Command(p.bin, p.args...) // #nosec G204 -- the chaos stack's own binaries and arguments
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return fmt.Errorf("%s: start: %w", p.name, err)
 	}
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
-		logFile.Close()
+		_ = logFile.Close()
 		close(done)
 	}()
 	p.cmd, p.done = cmd, done
@@ -134,7 +134,7 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("%s: ready request: %w", p.name, err)
 		}
 		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}

@@ -5,7 +5,7 @@ package devstack
 
 import (
 	"context"
-	"crypto/sha1"
+	"crypto/sha1" // #nosec G505 -- sha1 names a directory by its path, no security
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -69,7 +69,7 @@ func FindPostgresBinDir(install bool) (string, error) {
 		return "", errors.New("postgresql server binaries not found and not root: run `apt-get install -y postgresql`")
 	}
 	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "postgresql"}} {
-		cmd := exec.Command("apt-get", args...)
+		cmd := exec.Command("apt-get", args...) // #nosec G204 -- apt-get with fixed arguments
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("apt-get %s: %w\n%s", strings.Join(args, " "), err, tail(out))
@@ -114,7 +114,7 @@ func ClusterDir(dir string) string {
 		return dir
 	}
 	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err == nil && serviceUserCanEnter(parent) {
+	if err := os.MkdirAll(parent, 0o755); err == nil && serviceUserCanEnter(parent) { // #nosec G301 -- the postgres service user must pass through to the cluster
 		return dir
 	}
 	fallback := fallbackDir(dir)
@@ -122,9 +122,9 @@ func ClusterDir(dir string) string {
 	// directory (which Start makes 0700 and its own). MkdirAll alone would leave it 0700
 	// under a strict umask, and an earlier tickgate created it 0700 (Start's MkdirAll of the
 	// data directory made it): set the mode explicitly, on a directory of ours only.
-	if err := os.MkdirAll(fallback, 0o755); err == nil {
+	if err := os.MkdirAll(fallback, 0o755); err == nil { // #nosec G301 -- the postgres service user must pass through to the cluster
 		if fi, err := os.Lstat(fallback); err == nil && fi.IsDir() && ownedByUs(fi) {
-			_ = os.Chmod(fallback, 0o755)
+			_ = os.Chmod(fallback, 0o755) // #nosec G302 -- a directory the postgres service user must pass through
 		}
 	}
 	return filepath.Join(fallback, filepath.Base(dir))
@@ -133,7 +133,7 @@ func ClusterDir(dir string) string {
 // fallbackDir is the directory under /tmp that holds dir's cluster when its service user
 // cannot reach dir: one per dir, named by a hash of it.
 func fallbackDir(dir string) string {
-	sum := sha1.Sum([]byte(dir))
+	sum := sha1.Sum([]byte(dir)) // #nosec G401 -- names a directory by its path, no security
 	return filepath.Join(os.TempDir(), "tickgate-pg-"+hex.EncodeToString(sum[:6]))
 }
 
@@ -150,7 +150,7 @@ func RemoveClusterDir(dir string) error {
 // serviceUserCanEnter reports whether the postgres user can reach dir: `test -x` stats it
 // as that user, which fails unless every ancestor is searchable too.
 func serviceUserCanEnter(dir string) bool {
-	return exec.Command("runuser", "-u", "postgres", "--", "test", "-x", dir).Run() == nil
+	return exec.Command("runuser", "-u", "postgres", "--", "test", "-x", dir).Run() == nil // #nosec G204 -- runuser test -x on a directory of the dev stack
 }
 
 func ownedByUs(fi os.FileInfo) bool {
@@ -203,7 +203,7 @@ func (p *Postgres) Start(ctx context.Context) error {
 	}
 	// Only the data directory itself is private (initdb insists on 0700); directories above
 	// it that this creates must let the postgres user through when it runs the cluster.
-	if err := os.MkdirAll(filepath.Dir(p.DataDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p.DataDir), 0o755); err != nil { // #nosec G301 -- the postgres service user must pass through to the cluster
 		return fmt.Errorf("postgres: create data dir's parent: %w", err)
 	}
 	if os.Geteuid() == 0 && !serviceUserCanEnter(filepath.Dir(p.DataDir)) {
@@ -253,7 +253,7 @@ func (p *Postgres) startServer(ctx context.Context, opts string) error {
 	p.logf("postgres: starting on 127.0.0.1:%d (log %s)", p.Port, logFile)
 	out, err := p.run(ctx, filepath.Join(p.BinDir, "pg_ctl"), "-D", p.DataDir, "-l", logFile, "-o", opts, "-w", "-t", "60", "start")
 	if err != nil {
-		logTail, _ := os.ReadFile(logFile)
+		logTail, _ := os.ReadFile(logFile) // #nosec G304 -- the cluster's own log file
 		return fmt.Errorf("postgres: pg_ctl start: %w\n%s\n%s", err, tail(out), tail(logTail))
 	}
 	return nil
@@ -322,9 +322,9 @@ func (p *Postgres) Crash(ctx context.Context) error {
 func (p *Postgres) run(ctx context.Context, bin string, args ...string) ([]byte, error) {
 	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
-		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", bin}, args...)...)
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", bin}, args...)...) // #nosec G204 -- PostgreSQL's own programs from its bin directory
 	} else {
-		cmd = exec.CommandContext(ctx, bin, args...)
+		cmd = exec.CommandContext(ctx, bin, args...) // #nosec G204 -- PostgreSQL's own programs from its bin directory
 	}
 	cmd.Dir = "/"
 	return cmd.CombinedOutput()

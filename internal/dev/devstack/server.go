@@ -101,7 +101,7 @@ func FreeServerPorts() (ServerPorts, error) {
 
 func freePortBelow32768(taken map[int]bool) (int, error) {
 	for i := 0; i < 200; i++ {
-		n := 20000 + rand.IntN(12000)
+		n := 20000 + rand.IntN(12000) // #nosec G404 -- a free port's pick, no secret
 		if taken[n] {
 			continue
 		}
@@ -178,7 +178,7 @@ func (t *TemporalServer) Start(ctx context.Context) error {
 	if t.Shards == 0 {
 		t.Shards = DefaultHistoryShards
 	}
-	if err := os.MkdirAll(filepath.Join(t.Dir, "config"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(t.Dir, "config"), 0o755); err != nil { // #nosec G301 -- the dev Temporal server's config directory, no secret
 		return fmt.Errorf("temporal server: config dir: %w", err)
 	}
 	if portOpen(t.Ports.Frontend) {
@@ -279,7 +279,7 @@ func (t *TemporalServer) databaseExists(ctx context.Context, name string) (bool,
 func (t *TemporalServer) sqlTool(ctx context.Context, db string, args ...string) error {
 	all := append([]string{"--plugin", "postgres12", "--ep", "127.0.0.1", "-p", fmt.Sprint(t.PG.Port),
 		"-u", "postgres", "--db", db}, args...)
-	out, err := exec.CommandContext(ctx, t.Bins.SQLTool, all...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, t.Bins.SQLTool, all...).CombinedOutput() // #nosec G204 -- the pinned temporal-sql-tool on the dev cluster
 	if err != nil {
 		return fmt.Errorf("temporal-sql-tool %s on %s: %w\n%s", args[0], db, err, tail(out))
 	}
@@ -379,12 +379,12 @@ func retryUntil(ctx context.Context, f func() error) error {
 
 func (t *TemporalServer) startUI(ctx context.Context) error {
 	uiDir := filepath.Join(t.Dir, "ui")
-	if err := os.MkdirAll(filepath.Join(uiDir, "config"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(uiDir, "config"), 0o755); err != nil { // #nosec G301 -- the dev Web UI's config directory, no secret
 		return fmt.Errorf("temporal ui: config dir: %w", err)
 	}
 	cfg := fmt.Sprintf("temporalGrpcAddress: %s\nhost: 127.0.0.1\nport: %d\nenableUi: true\ndefaultNamespace: default\nhideLogs: true\ncors:\n  cookieInsecure: true\n",
 		t.Address(), t.Ports.UI)
-	if err := os.WriteFile(filepath.Join(uiDir, "config", "development.yaml"), []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(uiDir, "config", "development.yaml"), []byte(cfg), 0o644); err != nil { // #nosec G306 -- the dev Web UI's config, no secret
 		return fmt.Errorf("temporal ui: config: %w", err)
 	}
 	t.ui = &child{bin: t.Bins.UI, logFile: filepath.Join(t.Dir, "temporal-ui.log"),
@@ -415,7 +415,7 @@ func (t *TemporalServer) writeConfig() error {
 	if err := serverConfig.Execute(&b, data); err != nil {
 		return fmt.Errorf("temporal server: render config: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(t.Dir, "config", "tickgate.yaml"), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(t.Dir, "config", "tickgate.yaml"), []byte(b.String()), 0o644); err != nil { // #nosec G306 -- the dev Temporal server's config (trust auth on localhost), no secret
 		return fmt.Errorf("temporal server: write config: %w", err)
 	}
 	dynamic := serverDynamicConfig
@@ -427,7 +427,7 @@ func (t *TemporalServer) writeConfig() error {
 	for _, k := range keys {
 		dynamic += fmt.Sprintf("%s:\n  - value: %s\n", k, t.DynamicConfig[k])
 	}
-	if err := os.WriteFile(data.DynamicConfig, []byte(dynamic), 0o644); err != nil {
+	if err := os.WriteFile(data.DynamicConfig, []byte(dynamic), 0o644); err != nil { // #nosec G306 -- the dev Temporal server's dynamic config, no secret
 		return fmt.Errorf("temporal server: write dynamic config: %w", err)
 	}
 	return nil
@@ -542,22 +542,22 @@ type child struct {
 }
 
 func (c *child) start() error {
-	f, err := os.OpenFile(c.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(c.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // #nosec G302 -- a dev process's log, read like any log
 	if err != nil {
 		return fmt.Errorf("log file: %w", err)
 	}
-	c.cmd = exec.Command(c.bin, c.args...)
+	c.cmd = exec.Command(c.bin, c.args...) // #nosec G204 -- the dev stack's pinned binaries and arguments
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.cmd.Stdout, c.cmd.Stderr = f, f
 	if err := c.cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("start %s: %w", filepath.Base(c.bin), err)
 	}
 	exited := make(chan struct{})
 	c.exited = exited
 	go func() {
 		c.err = c.cmd.Wait()
-		f.Close()
+		_ = f.Close()
 		close(exited)
 	}()
 	return nil

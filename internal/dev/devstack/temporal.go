@@ -28,7 +28,7 @@ func RepoRoot() (string, error) {
 		return "", fmt.Errorf("getwd: %w", err)
 	}
 	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod")) // #nosec G304 -- the go.mod files up from the working directory, to find the repository
 		if err == nil && strings.HasPrefix(string(b), "module github.com/tickgate/tickgate\n") {
 			return dir, nil
 		}
@@ -65,11 +65,11 @@ func ToolBinary(ctx context.Context, root, name, pkg string, logf func(string, .
 	if logf != nil {
 		logf("%s: building %s (pinned in tools/temporal; first time only)", name, pkg)
 	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil { // #nosec G301 -- .dev/bin, the dev stack's binaries
 		return "", fmt.Errorf("%s: bin dir: %w", name, err)
 	}
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, pkg) // #nosec G204 -- the go tool building a package pinned in tools/temporal
 	cmd.Dir = filepath.Join(root, "tools", "temporal")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%s: build: %w\n%s", name, err, tail(out))
@@ -96,10 +96,10 @@ var _ TemporalService = (*Temporal)(nil)
 
 // LockFile takes an exclusive flock on path, creating it, and returns the release func.
 func LockFile(path string) (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { // #nosec G301 -- the lock file's directory under .dev
 		return nil, fmt.Errorf("lock dir: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644) // #nosec G304 G302 -- a lock file under .dev, which holds nothing
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
@@ -153,13 +153,13 @@ func (t *Temporal) Start(ctx context.Context) error {
 	if portOpen(t.Port) {
 		return fmt.Errorf("temporal: port %d is already taken", t.Port)
 	}
-	if err := os.MkdirAll(filepath.Dir(t.DBFile), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(t.DBFile), 0o755); err != nil { // #nosec G301 -- the dev Temporal server's data directory under .dev
 		return fmt.Errorf("temporal: data dir: %w", err)
 	}
-	t.cmd = exec.Command(t.Bin, t.Args()...)
+	t.cmd = exec.Command(t.Bin, t.Args()...) // #nosec G204 -- the pinned Temporal CLI and its arguments
 	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if t.LogFile != "" {
-		f, err := os.OpenFile(t.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(t.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // #nosec G302 -- the dev Temporal server's log, read like any log
 		if err != nil {
 			return fmt.Errorf("temporal: log file: %w", err)
 		}

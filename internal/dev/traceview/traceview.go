@@ -268,7 +268,7 @@ func Decode(req *coltracepb.ExportTraceServiceRequest) []Span {
 					TraceID: hex.EncodeToString(sp.GetTraceId()), SpanID: hex.EncodeToString(sp.GetSpanId()),
 					ParentID: hex.EncodeToString(sp.GetParentSpanId()), Name: sp.GetName(), Service: service,
 					Kind:  strings.ToLower(strings.TrimPrefix(sp.GetKind().String(), "SPAN_KIND_")),
-					Start: int64(sp.GetStartTimeUnixNano()), End: int64(sp.GetEndTimeUnixNano()),
+					Start: int64(sp.GetStartTimeUnixNano()), End: int64(sp.GetEndTimeUnixNano()), // #nosec G115 -- Unix nanoseconds fit an int64 until 2262
 					Attributes: attrs(sp.GetAttributes()), Resource: res, Scope: ss.GetScope().GetName(),
 				}
 				switch sp.GetStatus().GetCode() {
@@ -279,7 +279,7 @@ func Decode(req *coltracepb.ExportTraceServiceRequest) []Span {
 				}
 				s.StatusMsg = sp.GetStatus().GetMessage()
 				for _, e := range sp.GetEvents() {
-					s.Events = append(s.Events, Event{Time: int64(e.GetTimeUnixNano()), Name: e.GetName(), Attributes: attrs(e.GetAttributes())})
+					s.Events = append(s.Events, Event{Time: int64(e.GetTimeUnixNano()), Name: e.GetName(), Attributes: attrs(e.GetAttributes())}) // #nosec G115 -- Unix nanoseconds fit an int64 until 2262
 				}
 				for _, l := range sp.GetLinks() {
 					s.Links = append(s.Links, Link{TraceID: hex.EncodeToString(l.GetTraceId()), SpanID: hex.EncodeToString(l.GetSpanId())})

@@ -41,7 +41,7 @@ func Dump(ctx context.Context, databaseURL string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pg_dump"), "--schema-only", "--no-owner", "--no-privileges",
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pg_dump"), "--schema-only", "--no-owner", "--no-privileges", // #nosec G204 -- pg_dump from the harness's PostgreSQL bin directory
 		"--no-tablespaces", "--no-security-labels", "--no-publications", "--no-subscriptions",
 		"--exclude-table=goose_db_version*", "--dbname="+databaseURL)
 	var stderr bytes.Buffer

@@ -199,7 +199,7 @@ func (ct contractTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return resp, err
 	}
 	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read answer of %s %s: %w", req.Method, req.URL, err)
 	}

@@ -74,7 +74,7 @@ func Start(t *testing.T, opts Options) *Stack {
 	// Every stack of a test binary shares one Temporal namespace, and a rollout's workflow
 	// id is "rollout/<id>": ids drawn from a random offset keep parallel stacks' rollouts
 	// (each database would otherwise start at 1) out of each other's workflows.
-	_, err = st.Pool.Exec(ctx, fmt.Sprintf("ALTER TABLE rollouts ALTER COLUMN id RESTART WITH %d", 1+rand.Int64N(1<<40)))
+	_, err = st.Pool.Exec(ctx, fmt.Sprintf("ALTER TABLE rollouts ALTER COLUMN id RESTART WITH %d", 1+rand.Int64N(1<<40))) // #nosec G404 -- an id offset that keeps parallel test stacks apart, no secret
 	require.NoError(t, err)
 	copts, err := cfg.ClientOptions()
 	require.NoError(t, err)
