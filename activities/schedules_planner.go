@@ -50,7 +50,7 @@ type RoundResult struct {
 	Armed   int // fires armed
 	Woken   int // workflows woken
 	Rested  int // rests completed
-	Adopted int // schedules taken over from an owner that ended without resting, or from the release before
+	Adopted int // schedules taken over from an owner that ended without resting, or from the version before
 	// Completed are one-time schedules marked completed, Deleted those deleted after their
 	// completion (after_completion "delete").
 	Completed int
@@ -98,7 +98,7 @@ func (a *ScheduleActivities) PlanSchedules(ctx context.Context, in PlannerRun) e
 	}
 }
 
-// PlanRound is one round of the planner at now: it takes over schedules the release before
+// PlanRound is one round of the planner at now: it takes over schedules the version before
 // the planner left behind, completes rests whose runs have ended, takes back schedules whose
 // owner ended without resting, and then, for every schedule at rest whose plan has come,
 // arms its fires (scheduleplan.Schedule.Arm: committed ahead, released at their time) or
@@ -360,7 +360,7 @@ func (a *ScheduleActivities) takeBackAbandoned(ctx context.Context) (int, error)
 			}
 			continue
 		}
-		ok, err := a.Store.ReleaseAbandonedSchedule(ctx, o.ID, o.Owner)
+		ok, err := a.Store.TakeBackAbandonedSchedule(ctx, o.ID, o.Owner)
 		if err != nil {
 			return n, err
 		}
@@ -371,7 +371,7 @@ func (a *ScheduleActivities) takeBackAbandoned(ctx context.Context) (int, error)
 	return n, nil
 }
 
-// adoptLegacy takes over schedules of the release before the planner: their old workflow is
+// adoptLegacy takes over schedules of the version before the planner: their old workflow is
 // terminated (the row holds their state), and they are woken at once.
 func (a *ScheduleActivities) adoptLegacy(ctx context.Context) (int, error) {
 	legacy, err := a.Store.LegacySchedules(ctx, handoverBatch)

@@ -127,7 +127,7 @@ func (s *Starter) RefreshSchedule(ctx context.Context, id int64, name string) er
 }
 
 // StartSchedulePlanners makes sure n planners run (schedule-planner/0 … n-1); running ones
-// are kept. A worker of the release before the planner left a schedule reconciler running:
+// are kept. A worker of the version before the planner left a schedule reconciler running:
 // it is stopped, the planner does its work.
 func (s *Starter) StartSchedulePlanners(ctx context.Context, n int) error {
 	var errs []error
@@ -147,7 +147,7 @@ func (s *Starter) StartSchedulePlanners(ctx context.Context, n int) error {
 	err := s.Client.TerminateWorkflow(ctx, legacyReconcilerID, "", "replaced by the schedule planner")
 	var notFound *serviceerror.NotFound
 	if err != nil && !errors.As(err, &notFound) {
-		errs = append(errs, fmt.Errorf("stop the schedule reconciler of the release before: %w", err))
+		errs = append(errs, fmt.Errorf("stop the schedule reconciler of the version before: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -165,7 +165,7 @@ func (s *Starter) StopSchedulePlanners(ctx context.Context, n int) error {
 	return errors.Join(errs...)
 }
 
-// legacyReconcilerID is the singleton of the release before the planner.
+// legacyReconcilerID is the singleton of the version before the planner.
 const legacyReconcilerID = "schedule-reconciler"
 
 // RescheduleSchedule moves the schedule's next fire.

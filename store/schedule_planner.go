@@ -18,7 +18,7 @@ const (
 	PlanWake = "wake" // start its workflow, which takes the schedule over
 )
 
-// LegacyOwner marks a schedule held by a workflow of the release before the planner.
+// LegacyOwner marks a schedule held by a workflow of the version before the planner.
 const LegacyOwner = "legacy"
 
 // ScheduleTakeover is what a workflow run taking its schedule over reads in the same
@@ -170,17 +170,17 @@ func (s *Store) OverdueOwners(ctx context.Context, max int) ([]OwnedSchedule, er
 	return out, nil
 }
 
-// ReleaseAbandonedSchedule puts at rest a schedule whose owner ended without resting, to be
+// TakeBackAbandonedSchedule takes back, at rest, a schedule whose owner ended without resting, to be
 // woken at once; false when the owner changed meanwhile.
-func (s *Store) ReleaseAbandonedSchedule(ctx context.Context, id int64, owner string) (bool, error) {
-	n, err := s.Q.ReleaseAbandonedSchedule(ctx, dbgen.ReleaseAbandonedScheduleParams{ID: id, Owner: &owner})
+func (s *Store) TakeBackAbandonedSchedule(ctx context.Context, id int64, owner string) (bool, error) {
+	n, err := s.Q.TakeBackAbandonedSchedule(ctx, dbgen.TakeBackAbandonedScheduleParams{ID: id, Owner: &owner})
 	if err != nil {
-		return false, fmt.Errorf("release abandoned schedule %d: %w", id, mapErr(err))
+		return false, fmt.Errorf("take back abandoned schedule %d: %w", id, mapErr(err))
 	}
 	return n == 1, nil
 }
 
-// LegacySchedules lists schedules still held by a workflow of the release before the planner.
+// LegacySchedules lists schedules still held by a workflow of the version before the planner.
 func (s *Store) LegacySchedules(ctx context.Context, max int) ([]OwnedSchedule, error) {
 	rows, err := s.Q.ListLegacySchedules(ctx, int4(max))
 	if err != nil {

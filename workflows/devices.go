@@ -14,7 +14,7 @@ import (
 
 // The device engine's workflows (docs/devices.md): the dispatcher (dispatcher.go), a
 // workflow per PC keeping its slots full (pc.go) and a timer per PC (pc_timer.go). The
-// timers of earlier releases are in *_legacy.go.
+// timers of earlier versions are in *_legacy.go.
 
 // Signal names of the device engine. Other services may send them (docs/devices.md).
 const (

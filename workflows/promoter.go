@@ -43,7 +43,7 @@ func PromoterWorkflow(ctx workflow.Context) error {
 		wait, summary := PromoterSafetyPoll, "safety poll"
 		if res.NextRunAt != nil {
 			if d := res.NextRunAt.Sub(workflow.Now(ctx)); d < wait {
-				why := "earliest run_at" // (a result of a release before NextWhy says nothing)
+				why := "earliest run_at" // (a result of a version before NextWhy says nothing)
 				if res.NextWhy != "" && res.NextWhy != "run_at" {
 					why = res.NextWhy
 				}
