@@ -340,7 +340,7 @@ func (s *Server) rolloutDetailView(ctx context.Context, id int64) (RolloutView, 
 // deviceTaskWaitingCause says what holds the running device task's sends back now, in
 // words ("" when nothing does): the global freeze, its windows, its rate.
 func (s *Server) deviceTaskWaitingCause(ctx context.Context, id int64) (string, error) {
-	h, err := s.Store.DeviceTaskHoldOf(ctx, id)
+	h, err := s.Store.DeviceTaskGatesOf(ctx, id)
 	if err != nil {
 		return "", err
 	}
