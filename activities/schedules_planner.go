@@ -128,8 +128,8 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 		var plans map[int64]scheduleplan.Schedule
 		var retries map[int64]*domain.Retry
 		traced := &roundTrace{tracer: a.Tracer, ctx: ctx}
-		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar) []store.SchedulePlan {
-			var out []store.SchedulePlan
+		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar) []store.RoundDecision {
+			var out []store.RoundDecision
 			out, wakes, plans = decidePlans(rows, inFlight, cals, now)
 			retries = retriesOf(rows)
 			traced.arm(out, namesOf(rows))
@@ -173,13 +173,13 @@ func namesOf(rows []store.Schedule) map[int64]string {
 // transaction. It answers their plans, the schedules to wake, and each one's plan view. cals
 // are the calendars they exclude, as the round read them: a tick one excludes is armed as
 // the SKIPPED tick it is.
-func decidePlans(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
-	plans := make([]store.SchedulePlan, 0, len(rows))
+func decidePlans(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar, now time.Time) ([]store.RoundDecision, []store.Schedule, map[int64]scheduleplan.Schedule) {
+	plans := make([]store.RoundDecision, 0, len(rows))
 	views := make(map[int64]scheduleplan.Schedule, len(rows))
 	var wakes []store.Schedule
 	calendars := compileEach(cals)
 	for _, row := range rows {
-		p := store.SchedulePlan{ScheduleID: row.ID}
+		p := store.RoundDecision{ScheduleID: row.ID}
 		s, err := PlanOf(row)
 		var missing []string
 		if err == nil {
