@@ -45,11 +45,11 @@ func (a *RolloutActivities) runRollout(ctx context.Context, in BatchInput) (Batc
 	defer r.wait()
 	r.start(tasks)
 	err := r.run()
-	if r.refills > 0 && a.Waker != nil {
+	if r.refills > 0 && a.Nudger != nil {
 		// The promoter keeps its run_at timer and the other rollouts moving once this
 		// runner stops promoting.
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = a.Waker.KickPromoter(kctx)
+		_ = a.Nudger.NudgePromoter(kctx)
 		cancel()
 	}
 	if err != nil {
@@ -129,7 +129,7 @@ func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.Finished
 	return len(finished), nil
 }
 
-// refill runs a promotion round, wakes the other rollouts it promoted into (and this one's
+// refill runs a promotion round, nudges the other rollouts it promoted into (and this one's
 // workflow if it promoted external tasks, which the workflow claims), and claims up to
 // claimMax of this rollout's AVAILABLE tasks that an executor runs.
 // Its round is a full one (waiting causes written) at most every RunnerCausesEvery, a
@@ -147,21 +147,21 @@ func (r *runner) refill() ([]ClaimedTaskRun, error) {
 		return nil, err
 	}
 	observePromotion(time.Since(start))
-	var wake []int64
+	var nudge []int64
 	for _, id := range p.RolloutIDs {
 		if id != rolloutID {
-			wake = append(wake, id)
+			nudge = append(nudge, id)
 		}
 	}
 	for _, t := range p.Promoted {
 		if t.RolloutID == rolloutID && t.Executor == domain.ExecutorExternal {
-			wake = append(wake, rolloutID)
+			nudge = append(nudge, rolloutID)
 			break
 		}
 	}
-	if len(wake) > 0 && a.Waker != nil {
-		if err := a.Waker.WakeRollouts(ctx, wake); err != nil {
-			activity.GetLogger(ctx).Warn("wake rollouts", "rollouts", wake, "error", err)
+	if len(nudge) > 0 && a.Nudger != nil {
+		if err := a.Nudger.NudgeRollouts(ctx, nudge); err != nil {
+			activity.GetLogger(ctx).Warn("nudge rollouts", "rollouts", nudge, "error", err)
 		}
 	}
 	claimStart := time.Now()

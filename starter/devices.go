@@ -48,10 +48,10 @@ func (s *Starter) CheckDispatcher(ctx context.Context) error {
 	return nil
 }
 
-// RefillPC signals a PC's workflow (starting it if needed) to fill its free slots.
-func (s *Starter) RefillPC(ctx context.Context, pc string) error {
+// NudgePC signals a PC's workflow (starting it if needed) to fill its free slots.
+func (s *Starter) NudgePC(ctx context.Context, pc string) error {
 	id := domain.PCWorkflowID(s.deviceScope(), pc)
-	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCRefill, nil, client.StartWorkflowOptions{
+	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalNudgePC, nil, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             s.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,

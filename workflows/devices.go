@@ -20,8 +20,9 @@ import (
 const (
 	// SignalDispatcherCheck asks the dispatcher to re-check the active task now.
 	SignalDispatcherCheck = "check"
-	// SignalPCRefill asks a PC workflow to fill its free slots now.
-	SignalPCRefill = "refill"
+	// SignalNudgePC asks a PC workflow to fill its free slots now (its name, "refill", is in
+	// histories and stays).
+	SignalNudgePC = "refill"
 )
 
 // The device engine's workflow ids, for other services' Go code: the ids are domain's

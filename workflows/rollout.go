@@ -39,8 +39,9 @@ const (
 	SignalCancelRollout = "cancel"
 	// SignalCancelTask (payload int64 task id) cancels one RUNNING task.
 	SignalCancelTask = "cancel-task"
-	// SignalKick (no payload) asks the promoter for a round.
-	SignalKick = "kick"
+	// SignalNudgePromoter (no payload) asks the promoter for a round (its name, "kick", is
+	// in histories and stays).
+	SignalNudgePromoter = "kick"
 )
 
 // ExternalTaskResult is an external task's result as its executor reports it (the payload
@@ -63,7 +64,7 @@ type RolloutInput struct {
 var (
 	// RolloutSafetyPoll is how often a rollout's workflow claims without being woken.
 	RolloutSafetyPoll = 30 * time.Second
-	// PromoterSafetyPoll is how often the promoter runs a round without being kicked.
+	// PromoterSafetyPoll is how often the promoter runs a round without being nudged.
 	PromoterSafetyPoll = 30 * time.Second
 	// TaskStartToClose bounds one attempt of a batch activity (its tasks' executor retries
 	// included); TaskHeartbeat notices a killed worker.
@@ -134,7 +135,7 @@ type rolloutRun struct {
 	adopt    []int64 // RUNNING tasks not held: claimed again by the next claim
 	wake     bool    // claim on the next iteration
 	canceled bool
-	finished bool // an external task finished since the promoter was last kicked
+	finished bool // an external task finished since the promoter was last nudged
 	pending  int  // activities in flight (batches and finishes)
 	// handlers are the signal handlers mid-way. They run inside the loop's selector, so
 	// they have finished whenever the loop decides; counting them keeps continue-as-new and
@@ -225,14 +226,14 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 				if err := r.handlers.awaitIdle(ctx); err != nil {
 					return err
 				}
-				r.kickPromoter(ctx)
+				r.nudgePromoter(ctx)
 				logger.Info("rollout finished", "rollout", r.id)
 				return nil
 			}
 		}
 		if r.finished {
 			r.finished = false
-			r.kickPromoter(ctx)
+			r.nudgePromoter(ctx)
 		}
 		if draining && r.pending == 0 && !r.sel.HasPending() {
 			// External tasks still waiting are adopted by the next run (Adopt).
@@ -498,13 +499,13 @@ func (r *rolloutRun) stop(ctx workflow.Context) error {
 			r.sel.Select(ctx)
 		}
 	}
-	r.kickPromoter(ctx)
+	r.nudgePromoter(ctx)
 	return r.handlers.awaitIdle(ctx)
 }
 
-// kickPromoter signals the promoter; if it is not running, an activity starts it.
-func (r *rolloutRun) kickPromoter(ctx workflow.Context) {
-	err := workflow.SignalExternalWorkflow(ctx, PromoterWorkflowID(workflow.GetInfo(ctx).TaskQueueName), "", SignalKick, nil).Get(ctx, nil)
+// nudgePromoter signals the promoter; if it is not running, an activity starts it.
+func (r *rolloutRun) nudgePromoter(ctx workflow.Context) {
+	err := workflow.SignalExternalWorkflow(ctx, PromoterWorkflowID(workflow.GetInfo(ctx).TaskQueueName), "", SignalNudgePromoter, nil).Get(ctx, nil)
 	if err == nil {
 		return
 	}
@@ -514,7 +515,7 @@ func (r *rolloutRun) kickPromoter(ctx workflow.Context) {
 		Summary:             "start the promoter",
 	})
 	if err := workflow.ExecuteActivity(actx, rolloutActs.KickRolloutPromoter).Get(ctx, nil); err != nil {
-		workflow.GetLogger(ctx).Warn("kick promoter", "error", err)
+		workflow.GetLogger(ctx).Warn("nudge promoter", "error", err)
 	}
 }
 
