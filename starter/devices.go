@@ -64,11 +64,11 @@ func (s *Starter) NudgePC(ctx context.Context, pc string) error {
 	return nil
 }
 
-// WakePCTimer tells a PC's timer (starting it if needed) a wake-up: it wakes at w.At at
+// SetPCTimerAlarm tells a PC's timer (starting it if needed) an alarm: it wakes at w.At at
 // the latest and then times out what is overdue on the PC.
-func (s *Starter) WakePCTimer(ctx context.Context, pc string, w workflows.PCTimerWakeup) error {
+func (s *Starter) SetPCTimerAlarm(ctx context.Context, pc string, w workflows.PCTimerAlarm) error {
 	id := domain.PCTimerWorkflowID(s.deviceScope(), pc)
-	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCTimerWakeup, w, client.StartWorkflowOptions{
+	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCTimerAlarm, w, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             s.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
