@@ -131,12 +131,12 @@ type rolloutRun struct {
 	inBatch   map[int64]bool
 	nextBatch int
 	// closing are tasks whose final status is being written.
-	closing  map[int64]bool
-	adopt    []int64 // RUNNING tasks not held: claimed again by the next claim
-	wake     bool    // claim on the next iteration
-	canceled bool
-	finished bool // an external task finished since the promoter was last nudged
-	pending  int  // activities in flight (batches and finishes)
+	closing   map[int64]bool
+	adopt     []int64 // RUNNING tasks not held: claimed again by the next claim
+	claimNext bool    // claim on the next iteration
+	canceled  bool
+	finished  bool // an external task finished since the promoter was last nudged
+	pending   int  // activities in flight (batches and finishes)
 	// handlers are the signal handlers mid-way. They run inside the loop's selector, so
 	// they have finished whenever the loop decides; counting them keeps continue-as-new and
 	// completion waiting for one that ever blocks.
@@ -158,7 +158,7 @@ func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	r := &rolloutRun{
 		id: in.RolloutID, sel: workflow.NewSelector(ctx), external: map[int64]activities.ClaimedTaskRun{},
 		results: map[int64]ExternalTaskResult{}, batches: map[int]*batch{}, inBatch: map[int64]bool{},
-		closing: map[int64]bool{}, wake: true,
+		closing: map[int64]bool{}, claimNext: true,
 	}
 	for _, res := range in.Results {
 		r.results[res.TaskID] = res
@@ -166,7 +166,7 @@ func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalPromoted), func(c workflow.ReceiveChannel, _ bool) {
 		defer r.handlers.track()()
 		c.Receive(ctx, nil)
-		r.wake = true
+		r.claimNext = true
 	})
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalTaskResult), func(c workflow.ReceiveChannel, _ bool) {
 		defer r.handlers.track()()
@@ -198,8 +198,8 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 			return r.stop(ctx)
 		}
 		draining := r.shouldContinueAsNew(ctx)
-		if r.wake && !draining {
-			r.wake = false
+		if r.claimNext && !draining {
+			r.claimNext = false
 			runnerHeld := r.runnerBusy
 			res, err := r.claim(ctx)
 			if err != nil {
@@ -218,7 +218,7 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 				r.adopt = r.orphans(res.RunningIDs)
 			}
 			if len(r.adopt) > 0 {
-				r.wake = true
+				r.claimNext = true
 				continue
 			}
 			if res.Unfinished == 0 && r.idle() && !r.sel.HasPending() {
@@ -266,7 +266,7 @@ func (r *rolloutRun) carry() []ExternalTaskResult {
 func (r *rolloutRun) armPoll(ctx workflow.Context) {
 	t := workflow.NewTimerWithOptions(ctx, RolloutSafetyPoll, workflow.TimerOptions{Summary: "safety poll: claim AVAILABLE tasks"})
 	r.sel.AddFuture(t, func(f workflow.Future) {
-		r.wake = true
+		r.claimNext = true
 		if !r.canceled {
 			r.armPoll(ctx)
 		}
@@ -373,7 +373,7 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		delete(r.batches, seq)
 		if refill {
 			// Claim again: tasks promoted after its last refill are AVAILABLE, unclaimed.
-			r.runnerBusy, r.wake = false, true
+			r.runnerBusy, r.claimNext = false, true
 		}
 		for _, t := range tasks {
 			delete(r.inBatch, t.ID)
@@ -386,7 +386,7 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		default:
 			r.end(ctx, tasks, domain.TaskRunFailed, errorMessage(err), runnerOf)
 		}
-		r.wakeIfIdle()
+		r.claimAgainIfIdle()
 	})
 }
 
@@ -411,7 +411,7 @@ func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTaskRun
 		if err := f.Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("end tasks", "status", status, "error", err)
 		}
-		r.wakeIfIdle()
+		r.claimAgainIfIdle()
 	})
 	return f
 }
@@ -433,15 +433,15 @@ func (r *rolloutRun) finish(ctx workflow.Context, t activities.ClaimedTaskRun, s
 			workflow.GetLogger(ctx).Error("finish task", "task", t.ID, "error", err)
 		}
 		r.finished = true
-		r.wakeIfIdle()
+		r.claimAgainIfIdle()
 	})
 }
 
-// wakeIfIdle claims again once nothing is in flight: either more work is AVAILABLE or the
+// claimAgainIfIdle claims again once nothing is in flight: either more work is AVAILABLE or the
 // claim finds the rollout finished and the workflow ends.
-func (r *rolloutRun) wakeIfIdle() {
+func (r *rolloutRun) claimAgainIfIdle() {
 	if r.idle() {
-		r.wake = true
+		r.claimNext = true
 	}
 }
 
