@@ -23,6 +23,10 @@ const (
 	// SignalNudgePC asks a PC workflow to fill its free slots now (its name, "refill", is in
 	// histories and stays).
 	SignalNudgePC = "refill"
+	// SignalPCRefill is SignalNudgePC's name before "refill" meant only filling slots.
+	//
+	// Deprecated: use SignalNudgePC (the signal's name, "refill", is the same).
+	SignalPCRefill = SignalNudgePC
 )
 
 // The device engine's workflow ids, for other services' Go code: the ids are domain's

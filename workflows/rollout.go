@@ -44,6 +44,11 @@ const (
 	SignalNudgePromoter = "kick"
 )
 
+// SignalKick is SignalNudgePromoter's name before "kick" became "nudge".
+//
+// Deprecated: use SignalNudgePromoter (the signal's name, "kick", is the same).
+const SignalKick = SignalNudgePromoter
+
 // ExternalTaskResult is an external task's result as its executor reports it (the payload
 // of SignalTaskResult); the rollout's workflow records it on the task run it claimed (FinishTaskRun).
 type ExternalTaskResult struct {
