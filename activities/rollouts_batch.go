@@ -27,9 +27,9 @@ type BatchInput struct {
 	// Backoff is the first pause between two executor attempts of a task (default 1 s,
 	// doubled each time, at most 30 s).
 	Backoff time.Duration
-	// Refill makes the batch the rollout's one runner (runRollout): after results are
+	// AsRunner makes the batch the rollout's one runner (runRollout): after results are
 	// written it promotes and claims RolloutID's next tasks itself, up to ClaimMax at once.
-	Refill    bool  `json:",omitempty"`
+	AsRunner  bool  `json:"Refill,omitempty"` // its wire name before the rename
 	RolloutID int64 `json:",omitempty"`
 	ClaimMax  int   `json:",omitempty"`
 }
@@ -47,9 +47,9 @@ const NudgeDelay = 5 * time.Millisecond
 // promoter so the next tasks are promoted without waiting for the whole batch. It
 // heartbeats; a worker killed mid-batch misses its heartbeat, Temporal retries the
 // activity elsewhere, and the retry runs only the tasks still RUNNING under the same claim.
-// With Refill it is the rollout's runner instead (runRollout).
+// With AsRunner it is the rollout's runner instead (runRollout).
 func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) (BatchResult, error) {
-	if in.Refill {
+	if in.AsRunner {
 		return a.runRollout(ctx, in)
 	}
 	tasks := in.Tasks

@@ -101,7 +101,7 @@ func TestRunnerRunsTheRolloutAndRecordsEachResultOnce(t *testing.T) {
 	}()
 	w := &recordingNudger{}
 	a := &activities.RolloutActivities{Store: st, Nudger: w}
-	res, err := a.RunRolloutTasks(ctx, activities.BatchInput{Tasks: claimed, MaxAttempts: 1, Refill: true, RolloutID: r.ID})
+	res, err := a.RunRolloutTasks(ctx, activities.BatchInput{Tasks: claimed, MaxAttempts: 1, AsRunner: true, RolloutID: r.ID})
 	close(stop)
 	checks.Wait()
 	require.NoError(t, err)
@@ -157,7 +157,7 @@ func TestRunnerRetryAdoptsItsRunningTasks(t *testing.T) {
 	}()
 	// The first attempt was given only the first task; the second stands for one it
 	// claimed itself and had not started when its worker died.
-	in := activities.BatchInput{Tasks: tasks[:1], MaxAttempts: 3, Refill: true, RolloutID: tasks[0].RolloutID}
+	in := activities.BatchInput{Tasks: tasks[:1], MaxAttempts: 3, AsRunner: true, RolloutID: tasks[0].RolloutID}
 	_, err := a.RunRolloutTasks(killed, in)
 	require.Error(t, err)
 	for _, tk := range tasks {

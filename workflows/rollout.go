@@ -113,7 +113,7 @@ func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
 const rolloutWavesChange = "rollout-waves"
 
 // rolloutRunnerChange: from version 1 the tasks an executor runs go to one runner activity
-// at a time that promotes and claims the next ones itself (activities.BatchInput.Refill);
+// at a time that promotes and claims the next ones itself (activities.BatchInput.AsRunner);
 // the workflow claims only external tasks while it runs.
 const rolloutRunnerChange = "rollout-runner"
 
@@ -146,7 +146,7 @@ type rolloutRun struct {
 	// they have finished whenever the loop decides; counting them keeps continue-as-new and
 	// completion waiting for one that ever blocks.
 	handlers handlerCount
-	// runnerMode: executor tasks go to one refilling runner; runnerBusy: it is in flight
+	// runnerMode: executor tasks go to one runner that tops itself up; runnerBusy: it is in flight
 	// (it then holds every RUNNING non-external task of the rollout).
 	runnerMode, runnerBusy bool
 	// waves: claims take the wave step and this run acts on its result (rolloutWavesChange);
@@ -342,8 +342,8 @@ func (r *rolloutRun) start(ctx workflow.Context, tasks []activities.ClaimedTaskR
 	}
 }
 
-// startBatch runs tasks in one activity; refill makes it the rollout's runner.
-func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.ClaimedTaskRun, refill bool) {
+// startBatch runs tasks in one activity; asRunner makes it the rollout's runner.
+func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.ClaimedTaskRun, asRunner bool) {
 	seq := r.nextBatch
 	r.nextBatch++
 	cctx, cancel := workflow.WithCancel(ctx)
@@ -356,7 +356,7 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		summary = fmt.Sprintf("%d tasks, %d…%d", len(tasks), tasks[0].ID, tasks[len(tasks)-1].ID)
 	}
 	var runnerOf int64
-	if refill {
+	if asRunner {
 		summary = "runner: " + summary + ", then the rollout's next tasks"
 		r.runnerBusy, runnerOf = true, r.id
 	}
@@ -372,12 +372,12 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		Summary:     summary,
 	})
 	r.pending++
-	in := activities.BatchInput{Tasks: tasks, MaxAttempts: TaskMaxAttempts, Refill: refill, RolloutID: runnerOf}
+	in := activities.BatchInput{Tasks: tasks, MaxAttempts: TaskMaxAttempts, AsRunner: asRunner, RolloutID: runnerOf}
 	r.sel.AddFuture(workflow.ExecuteActivity(actx, rolloutActs.RunRolloutTasks, in), func(f workflow.Future) {
 		r.pending--
 		delete(r.batches, seq)
-		if refill {
-			// Claim again: tasks promoted after its last refill are AVAILABLE, unclaimed.
+		if asRunner {
+			// Claim again: tasks promoted after its last top-up are AVAILABLE, unclaimed.
 			r.runnerBusy, r.claimNext = false, true
 		}
 		for _, t := range tasks {

@@ -137,7 +137,7 @@ func (s *RolloutWorkflowSuite) TestTasksRunInBatches() {
 }
 
 // From the runner version on, every claimed task an executor runs goes to one runner
-// activity (Refill), which claims the rollout's next tasks itself; while it runs the
+// activity (AsRunner), which claims the rollout's next tasks itself; while it runs the
 // workflow claims only external tasks and adopts nothing (the runner holds the RUNNING
 // tasks), and once it ends the workflow claims everything again.
 func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
@@ -187,7 +187,7 @@ func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
 	s.NoError(s.env.GetWorkflowError())
 	s.locked(func() {
 		s.Require().Len(batches, 1, "one runner, not batches of TaskBatch")
-		s.True(batches[0].Refill)
+		s.True(batches[0].AsRunner)
 		s.Equal(int64(7), batches[0].RolloutID)
 		s.Len(batches[0].Tasks, 120)
 		s.Require().GreaterOrEqual(len(inputs), 3)
