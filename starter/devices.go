@@ -76,7 +76,7 @@ func (s *Starter) SetPCTimerAlarm(ctx context.Context, pc string, w workflows.PC
 		StaticSummary:         "the timer of PC " + pc + ": times out its attempts at their deadlines",
 	}, workflows.PCTimerWorkflow, workflows.PCTimerInput{PC: pc, DispatcherID: s.DispatcherID()})
 	if err != nil {
-		return fmt.Errorf("wake pc %q timer: %w", pc, err)
+		return fmt.Errorf("set an alarm on pc %q timer: %w", pc, err)
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ type RolloutInput struct {
 
 // Rollout engine tuning (variables so tests may shrink them).
 var (
-	// RolloutSafetyPoll is how often a rollout's workflow claims without being woken.
+	// RolloutSafetyPoll is how often a rollout's workflow claims without being nudged.
 	RolloutSafetyPoll = 30 * time.Second
 	// PromoterSafetyPoll is how often the promoter runs a round without being nudged.
 	PromoterSafetyPoll = 30 * time.Second
@@ -94,7 +94,7 @@ var (
 )
 
 // RolloutWorkflow claims its rollout's AVAILABLE tasks and runs each as an activity. It is
-// woken by the promoter (SignalPromoted), polls slowly as a safety net, and ends when the
+// nudged by the promoter (SignalPromoted), polls slowly as a safety net, and ends when the
 // rollout has no unfinished task (retrying one starts it again).
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
 	pinChanges(ctx, RolloutWorkflowType)
