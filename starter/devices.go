@@ -64,7 +64,7 @@ func (s *Starter) NudgePC(ctx context.Context, pc string) error {
 	return nil
 }
 
-// SetPCTimerAlarm tells a PC's timer (starting it if needed) an alarm: it wakes at w.At at
+// SetPCTimerAlarm sets an alarm on a PC's timer (starting it if needed): it wakes at w.At at
 // the latest and then times out what is overdue on the PC.
 func (s *Starter) SetPCTimerAlarm(ctx context.Context, pc string, w workflows.PCTimerAlarm) error {
 	id := domain.PCTimerWorkflowID(s.deviceScope(), pc)
