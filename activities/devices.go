@@ -103,7 +103,7 @@ type PCTimerCheck struct {
 	CheckTask bool
 }
 
-// CheckPCTimer is a PC timer's wake-up: it times out every attempt in flight on the PC
+// CheckPCTimer is a PC timer's alarm: it times out every attempt in flight on the PC
 // whose deadline passed — SQL decides the race with the agent's result — and returns the
 // earliest deadline in flight there now.
 func (a *DeviceActivities) CheckPCTimer(ctx context.Context, ref PCTimerRef) (PCTimerCheck, error) {

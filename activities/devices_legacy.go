@@ -12,13 +12,13 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// Legacy: the activities of the device timers of earlier releases, which nothing starts any
+// Legacy: the activities of the device timers of earlier versions, which nothing starts any
 // more. Each goes with its workflow:
 //
 //   - CheckSlot, of workflows.SlotDeadlineWorkflow, the per-slot timers that PCTimerWorkflow
 //     replaced (see workflows/slot_timer_legacy.go for when);
 //   - TimeoutAttempt and GetSlotState, of workflows.DeviceSlotWorkflow, the per-execution
-//     timer of releases before numbered slots (workflows/device_slot_legacy.go).
+//     timer of versions before numbered slots (workflows/device_slot_legacy.go).
 
 // SlotRef names one numbered slot of a PC, or with Slot 0 every slot of the PC (the PC's
 // timer), checked as of a time.
@@ -89,7 +89,7 @@ func (s SlotState) InFlight() bool {
 
 // TimeoutInput names the attempt whose deadline passed.
 type TimeoutInput struct {
-	// ExecutionID keeps its wire name of releases before the rename (TaskDeviceID): the
+	// ExecutionID keeps its wire name of versions before the rename (TaskDeviceID): the
 	// input of an activity scheduled before an upgrade decodes after it.
 	ExecutionID int64 `json:"TaskDeviceID"`
 	Attempt     int32

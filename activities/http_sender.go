@@ -53,7 +53,7 @@ const (
 	startGather  = 2 * time.Millisecond
 	finishGather = 20 * time.Millisecond
 	// sendPoll is the longest a sender sleeps between two looks at the queue (its
-	// releaser wakes it as soon as a release of its process commits).
+	// releaser nudges it as soon as a release of its process commits).
 	sendPoll = time.Second
 	// lateNoteAfter: an attempt its host's limits held this long has its lateness, and why,
 	// recorded as its run's reason.
@@ -82,8 +82,8 @@ type HTTPSender struct {
 	// (nil: the schedules due to pause themselves wait for a sender that has one).
 	Pauser SchedulePauser
 
-	wakeOnce sync.Once
-	wake     chan struct{}
+	nudgeOnce sync.Once
+	nudges    chan struct{}
 
 	mu   sync.Mutex
 	held map[int64]struct{}
@@ -101,8 +101,8 @@ type startReq struct {
 }
 
 func (s *HTTPSender) init() {
-	s.wakeOnce.Do(func() {
-		s.wake = make(chan struct{}, 1)
+	s.nudgeOnce.Do(func() {
+		s.nudges = make(chan struct{}, 1)
 		s.held = map[int64]struct{}{}
 		s.starts = make(chan startReq, recordBatch)
 		s.finishes = make(chan store.FirstAttemptOutcome, recordBatch)
@@ -119,11 +119,11 @@ func (s *HTTPSender) lease() time.Duration {
 	return firstAttemptLease
 }
 
-// Wake tells the sender that a release committed: it looks at the queue at once.
-func (s *HTTPSender) Wake() {
+// Nudge tells the sender that a release committed: it looks at the queue at once.
+func (s *HTTPSender) Nudge() {
 	s.init()
 	select {
-	case s.wake <- struct{}{}:
+	case s.nudges <- struct{}{}:
 	default:
 	}
 }
@@ -235,7 +235,7 @@ func (s *HTTPSender) Run(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-s.wake:
+		case <-s.nudges:
 		case <-t.C:
 		}
 		t.Stop()

@@ -20,21 +20,21 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// RolloutWaker wakes rollout workflows and the promoter (starter.Starter implements it; the
+// RolloutNudger nudges rollout workflows and the promoter (starter.Starter implements it; the
 // interface keeps activities free of an import of the workflows package).
-type RolloutWaker interface {
-	// WakeRollouts tells each rollout's workflow that tasks were promoted into it, starting
+type RolloutNudger interface {
+	// NudgeRollouts tells each rollout's workflow that tasks were promoted into it, starting
 	// the workflow if it is not running.
-	WakeRollouts(ctx context.Context, rolloutIDs []int64) error
-	// KickPromoter asks the promoter for a round, starting it if it is not running.
-	KickPromoter(ctx context.Context) error
+	NudgeRollouts(ctx context.Context, rolloutIDs []int64) error
+	// NudgePromoter asks the promoter for a round, starting it if it is not running.
+	NudgePromoter(ctx context.Context) error
 }
 
 // RolloutActivities are the rollout engine's side effects: the promotion round, claims,
 // executors and finishing tasks in Postgres.
 type RolloutActivities struct {
-	Store *store.Store
-	Waker RolloutWaker
+	Store  *store.Store
+	Nudger RolloutNudger
 	// SQLTargets maps a target database name to the DSN the sql executor uses.
 	SQLTargets map[string]string
 	// SQLProbeTargets maps a target database name to the read-only DSN its waves' SQL
@@ -78,7 +78,7 @@ type PromoteInput struct {
 	AsOf time.Time
 }
 
-// PromoteRollouts runs one set-based promotion round and wakes the rollouts it promoted into.
+// PromoteRollouts runs one set-based promotion round and nudges the rollouts it promoted into.
 func (a *RolloutActivities) PromoteRollouts(ctx context.Context, in PromoteInput) (PromoteResult, error) {
 	start := time.Now()
 	p, err := a.Store.PromoteRoundAsOf(ctx, in.AsOf)
@@ -87,19 +87,20 @@ func (a *RolloutActivities) PromoteRollouts(ctx context.Context, in PromoteInput
 	}
 	res := PromoteResult{Promoted: len(p.Promoted), RolloutIDs: p.RolloutIDs, NextRunAt: p.NextRunAt, NextWhy: p.NextWhy, Duration: time.Since(start)}
 	observePromotion(res.Duration)
-	if len(p.RolloutIDs) > 0 && a.Waker != nil {
-		if err := a.Waker.WakeRollouts(ctx, p.RolloutIDs); err != nil {
+	if len(p.RolloutIDs) > 0 && a.Nudger != nil {
+		if err := a.Nudger.NudgeRollouts(ctx, p.RolloutIDs); err != nil {
 			// The tasks are AVAILABLE in Postgres; the rollouts' safety poll claims them anyway.
-			activity.GetLogger(ctx).Warn("wake rollouts", "rollouts", p.RolloutIDs, "error", err)
+			activity.GetLogger(ctx).Warn("nudge rollouts", "rollouts", p.RolloutIDs, "error", err)
 		}
 	}
 	return res, nil
 }
 
-// KickRolloutPromoter asks the promoter for a round (used by a rollout workflow when signalling the
-// promoter directly failed because it was not running).
+// KickRolloutPromoter nudges the promoter (used by a rollout workflow when signalling the
+// promoter directly failed because it was not running). Its name is the activity type in
+// rollout histories, so it keeps the old verb.
 func (a *RolloutActivities) KickRolloutPromoter(ctx context.Context) error {
-	return a.Waker.KickPromoter(ctx)
+	return a.Nudger.NudgePromoter(ctx)
 }
 
 // ClaimedTaskRun is a RUNNING task handed to its rollout's workflow.

@@ -27,9 +27,9 @@ type BatchInput struct {
 	// Backoff is the first pause between two executor attempts of a task (default 1 s,
 	// doubled each time, at most 30 s).
 	Backoff time.Duration
-	// Refill makes the batch the rollout's one runner (runRollout): after results are
+	// AsRunner makes the batch the rollout's one runner (runRollout): after results are
 	// written it promotes and claims RolloutID's next tasks itself, up to ClaimMax at once.
-	Refill    bool  `json:",omitempty"`
+	AsRunner  bool  `json:"Refill,omitempty"` // its wire name before the rename
 	RolloutID int64 `json:",omitempty"`
 	ClaimMax  int   `json:",omitempty"`
 }
@@ -39,17 +39,17 @@ type BatchResult struct {
 	Done, Failed, Canceled []int64
 }
 
-// KickDelay gathers the results of a moment into one write and one kick of the promoter.
-const KickDelay = 5 * time.Millisecond
+// NudgeDelay gathers the results of a moment into one write and one nudge of the promoter.
+const NudgeDelay = 5 * time.Millisecond
 
 // RunRolloutTasks runs a batch of claimed tasks, each with its executor and up to
-// MaxAttempts tries, writes each task's DONE/FAILED as soon as it ends and kicks the
+// MaxAttempts tries, writes each task's DONE/FAILED as soon as it ends and nudges the
 // promoter so the next tasks are promoted without waiting for the whole batch. It
 // heartbeats; a worker killed mid-batch misses its heartbeat, Temporal retries the
 // activity elsewhere, and the retry runs only the tasks still RUNNING under the same claim.
-// With Refill it is the rollout's runner instead (runRollout).
+// With AsRunner it is the rollout's runner instead (runRollout).
 func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) (BatchResult, error) {
-	if in.Refill {
+	if in.AsRunner {
 		return a.runRollout(ctx, in)
 	}
 	tasks := in.Tasks
@@ -59,14 +59,14 @@ func (a *RolloutActivities) RunRolloutTasks(ctx context.Context, in BatchInput) 
 			return BatchResult{}, err
 		}
 	}
-	kicker := newKicker(a.Waker, KickDelay)
-	defer kicker.flush()
+	nudger := newNudger(a.Nudger, NudgeDelay)
+	defer nudger.flush()
 	b := a.newBatchRun(ctx, in)
 	defer b.wait()
 	b.start(tasks)
 	b.recordUntilDone(func(recorded int) {
 		if recorded > 0 {
-			kicker.kick()
+			nudger.nudge()
 		}
 	})
 	return b.outcome()
@@ -171,7 +171,7 @@ func (b *batchRun) start(tasks []ClaimedTaskRun) {
 func (b *batchRun) wait() { b.wg.Wait() }
 
 // recordUntilDone receives results until every started task has reported, writing the
-// results of the tasks that end together (within KickDelay) in one statement and calling
+// results of the tasks that end together (within NudgeDelay) in one statement and calling
 // afterWrite with how many it recorded (afterWrite may start more tasks). Meanwhile it
 // heartbeats and stops the executors of tasks an operator canceled.
 func (b *batchRun) recordUntilDone(afterWrite func(recorded int)) {
@@ -195,10 +195,10 @@ func (b *batchRun) recordUntilDone(afterWrite func(recorded int)) {
 	}
 }
 
-// gather collects, after first, the results that arrive within KickDelay.
+// gather collects, after first, the results that arrive within NudgeDelay.
 func (b *batchRun) gather(first taskOutcome) []taskOutcome {
 	group := []taskOutcome{first}
-	timer := time.NewTimer(KickDelay)
+	timer := time.NewTimer(NudgeDelay)
 	defer timer.Stop()
 	for b.running > 0 {
 		select {
@@ -360,19 +360,19 @@ func (b *batchRun) runAttempts(ctx context.Context, t ClaimedTaskRun, first stor
 	}
 }
 
-// kicker coalesces the kicks of the promoter that a burst of finishes asks for.
-type kicker struct {
-	waker RolloutWaker
+// nudger coalesces the nudges of the promoter that a burst of finishes asks for.
+type nudger struct {
+	to    RolloutNudger
 	delay time.Duration
 	mu    sync.Mutex
 	armed bool
 	wg    sync.WaitGroup
 }
 
-func newKicker(w RolloutWaker, delay time.Duration) *kicker { return &kicker{waker: w, delay: delay} }
+func newNudger(w RolloutNudger, delay time.Duration) *nudger { return &nudger{to: w, delay: delay} }
 
-func (k *kicker) kick() {
-	if k.waker == nil {
+func (k *nudger) nudge() {
+	if k.to == nil {
 		return
 	}
 	k.mu.Lock()
@@ -389,12 +389,12 @@ func (k *kicker) kick() {
 		k.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = k.waker.KickPromoter(ctx) // the promoter's safety poll covers a lost kick
+		_ = k.to.NudgePromoter(ctx) // the promoter's safety poll covers a lost nudge
 	})
 }
 
-// flush waits for the kicks in flight.
-func (k *kicker) flush() { k.wg.Wait() }
+// flush waits for the nudges in flight.
+func (k *nudger) flush() { k.wg.Wait() }
 
 // FailInput ends the tasks of a batch that are still RUNNING under their claim.
 type FailInput struct {
@@ -431,8 +431,8 @@ func (a *RolloutActivities) EndRolloutTasks(ctx context.Context, in FailInput) (
 			n++
 		}
 	}
-	if n > 0 && a.Waker != nil {
-		_ = a.Waker.KickPromoter(ctx)
+	if n > 0 && a.Nudger != nil {
+		_ = a.Nudger.NudgePromoter(ctx)
 	}
 	return n, nil
 }

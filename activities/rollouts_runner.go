@@ -10,7 +10,7 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// RunnerClaimMax is the most tasks one refill of a runner claims.
+// RunnerClaimMax is the most tasks one top-up of a runner claims.
 const RunnerClaimMax = 1000
 
 // RunnerCausesEvery is how often a runner's round is a full one, writing the waiting cause
@@ -18,12 +18,12 @@ const RunnerClaimMax = 1000
 // up to this old). A variable so tests may change it.
 var RunnerCausesEvery = time.Second
 
-// runRollout is RunRolloutTasks with Refill: the rollout's one runner. It runs its tasks
+// runRollout is RunRolloutTasks with AsRunner: the rollout's one runner. It runs its tasks
 // like a batch and, after each write of the results that ended together, runs a promotion
 // round itself (the gates are atomic in SQL, so any number of promoters may run rounds)
 // and claims the rollout's newly AVAILABLE tasks that an executor runs — no workflow task,
 // signal or activity dispatch between a task finishing and the next one starting. It ends
-// when nothing it runs is left and a refill claims nothing; the workflow then claims again.
+// when nothing it runs is left and a top-up claims nothing; the workflow then claims again.
 //
 // Ownership: while a runner is in flight, the workflow claims only external tasks and
 // adopts nothing, so every RUNNING non-external task of the rollout is the runner's. A
@@ -45,11 +45,11 @@ func (a *RolloutActivities) runRollout(ctx context.Context, in BatchInput) (Batc
 	defer r.wait()
 	r.start(tasks)
 	err := r.run()
-	if r.refills > 0 && a.Waker != nil {
+	if r.topUps > 0 && a.Nudger != nil {
 		// The promoter keeps its run_at timer and the other rollouts moving once this
 		// runner stops promoting.
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = a.Waker.KickPromoter(kctx)
+		_ = a.Nudger.NudgePromoter(kctx)
 		cancel()
 	}
 	if err != nil {
@@ -58,19 +58,19 @@ func (a *RolloutActivities) runRollout(ctx context.Context, in BatchInput) (Batc
 	return r.outcome()
 }
 
-// runner is a batch that refills itself: after each write of results it promotes and
-// claims the rollout's next tasks (refill).
+// runner is a batch that tops itself up: after each write of results it promotes and
+// claims the rollout's next tasks (topUp).
 type runner struct {
 	*batchRun
 	rolloutID int64
 	claimMax  int
-	refills   int
+	topUps    int
 	lastFull  time.Time // the last round that wrote the waiting causes
 }
 
-// run records results and refills after each write until nothing it runs is left and a
-// refill claims nothing (or the batch stopped). A failed refill after a write leaves the
-// tasks AVAILABLE for the next refill (or the workflow); one with nothing running ends the
+// run records results and tops up after each write until nothing it runs is left and a
+// top-up claims nothing (or the batch stopped). A failed top-up after a write leaves the
+// tasks AVAILABLE for the next top-up (or the workflow); one with nothing running ends the
 // runner with its error.
 func (r *runner) run() error {
 	for {
@@ -78,9 +78,9 @@ func (r *runner) run() error {
 			if r.stopped() {
 				return // drain: no new work
 			}
-			got, err := r.refill()
+			got, err := r.topUp()
 			if err != nil {
-				activity.GetLogger(r.ctx).Warn("runner refill", "rollout", r.rolloutID, "error", err)
+				activity.GetLogger(r.ctx).Warn("runner top-up", "rollout", r.rolloutID, "error", err)
 				return
 			}
 			r.start(got)
@@ -88,7 +88,7 @@ func (r *runner) run() error {
 		if r.stopped() {
 			return nil
 		}
-		got, err := r.refill()
+		got, err := r.topUp()
 		if err != nil {
 			return err
 		}
@@ -129,14 +129,14 @@ func (a *RolloutActivities) finishTasks(ctx context.Context, rs []store.Finished
 	return len(finished), nil
 }
 
-// refill runs a promotion round, wakes the other rollouts it promoted into (and this one's
+// topUp runs a promotion round, nudges the other rollouts it promoted into (and this one's
 // workflow if it promoted external tasks, which the workflow claims), and claims up to
 // claimMax of this rollout's AVAILABLE tasks that an executor runs.
 // Its round is a full one (waiting causes written) at most every RunnerCausesEvery, a
 // cheaper heads-only one otherwise (PromoteHeadsRound: same gates, no causes).
-func (r *runner) refill() ([]ClaimedTaskRun, error) {
+func (r *runner) topUp() ([]ClaimedTaskRun, error) {
 	a, ctx, rolloutID := r.a, r.ctx, r.rolloutID
-	r.refills++
+	r.topUps++
 	start := time.Now()
 	round := a.Store.PromoteHeadsRound
 	if start.Sub(r.lastFull) >= RunnerCausesEvery {
@@ -147,21 +147,21 @@ func (r *runner) refill() ([]ClaimedTaskRun, error) {
 		return nil, err
 	}
 	observePromotion(time.Since(start))
-	var wake []int64
+	var nudge []int64
 	for _, id := range p.RolloutIDs {
 		if id != rolloutID {
-			wake = append(wake, id)
+			nudge = append(nudge, id)
 		}
 	}
 	for _, t := range p.Promoted {
 		if t.RolloutID == rolloutID && t.Executor == domain.ExecutorExternal {
-			wake = append(wake, rolloutID)
+			nudge = append(nudge, rolloutID)
 			break
 		}
 	}
-	if len(wake) > 0 && a.Waker != nil {
-		if err := a.Waker.WakeRollouts(ctx, wake); err != nil {
-			activity.GetLogger(ctx).Warn("wake rollouts", "rollouts", wake, "error", err)
+	if len(nudge) > 0 && a.Nudger != nil {
+		if err := a.Nudger.NudgeRollouts(ctx, nudge); err != nil {
+			activity.GetLogger(ctx).Warn("nudge rollouts", "rollouts", nudge, "error", err)
 		}
 	}
 	claimStart := time.Now()

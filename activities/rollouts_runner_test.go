@@ -21,22 +21,22 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-// recordingWaker remembers which rollouts were woken.
-type recordingWaker struct {
-	mu    sync.Mutex
-	woken []int64
-	kicks atomic.Int64
+// recordingNudger remembers which rollouts were nudged.
+type recordingNudger struct {
+	mu     sync.Mutex
+	woken  []int64
+	nudges atomic.Int64
 }
 
-func (w *recordingWaker) WakeRollouts(_ context.Context, ids []int64) error {
+func (w *recordingNudger) NudgeRollouts(_ context.Context, ids []int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.woken = append(w.woken, ids...)
 	return nil
 }
-func (w *recordingWaker) KickPromoter(context.Context) error { w.kicks.Add(1); return nil }
+func (w *recordingNudger) NudgePromoter(context.Context) error { w.nudges.Add(1); return nil }
 
-func (w *recordingWaker) wasWoken(id int64) bool {
+func (w *recordingNudger) wasNudged(id int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Contains(w.woken, id)
@@ -99,9 +99,9 @@ func TestRunnerRunsTheRolloutAndRecordsEachResultOnce(t *testing.T) {
 			}
 		}
 	}()
-	w := &recordingWaker{}
-	a := &activities.RolloutActivities{Store: st, Waker: w}
-	res, err := a.RunRolloutTasks(ctx, activities.BatchInput{Tasks: claimed, MaxAttempts: 1, Refill: true, RolloutID: r.ID})
+	w := &recordingNudger{}
+	a := &activities.RolloutActivities{Store: st, Nudger: w}
+	res, err := a.RunRolloutTasks(ctx, activities.BatchInput{Tasks: claimed, MaxAttempts: 1, AsRunner: true, RolloutID: r.ID})
 	close(stop)
 	checks.Wait()
 	require.NoError(t, err)
@@ -123,9 +123,9 @@ func TestRunnerRunsTheRolloutAndRecordsEachResultOnce(t *testing.T) {
 		require.Equal(t, domain.TaskRunDone, tr.Status)
 		require.EqualValues(t, 1, tr.Attempt, "claimed once")
 	}
-	require.True(t, w.wasWoken(r.ID), "its workflow is woken for the external task")
-	require.True(t, w.wasWoken(other.ID), "the other rollout is woken for its promoted task")
-	require.Positive(t, w.kicks.Load(), "the promoter hears when the runner stops")
+	require.True(t, w.wasNudged(r.ID), "its workflow is woken for the external task")
+	require.True(t, w.wasNudged(other.ID), "the other rollout is woken for its promoted task")
+	require.Positive(t, w.nudges.Load(), "the promoter hears when the runner stops")
 }
 
 // A runner whose worker died is retried by Temporal: the retry adopts the rollout's RUNNING
@@ -157,7 +157,7 @@ func TestRunnerRetryAdoptsItsRunningTasks(t *testing.T) {
 	}()
 	// The first attempt was given only the first task; the second stands for one it
 	// claimed itself and had not started when its worker died.
-	in := activities.BatchInput{Tasks: tasks[:1], MaxAttempts: 3, Refill: true, RolloutID: tasks[0].RolloutID}
+	in := activities.BatchInput{Tasks: tasks[:1], MaxAttempts: 3, AsRunner: true, RolloutID: tasks[0].RolloutID}
 	_, err := a.RunRolloutTasks(killed, in)
 	require.Error(t, err)
 	for _, tk := range tasks {

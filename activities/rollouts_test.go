@@ -22,10 +22,10 @@ import (
 	"github.com/tickgate/tickgate/store"
 )
 
-type countingWaker struct{ kicks, wakes atomic.Int64 }
+type countingNudger struct{ nudges, rollouts atomic.Int64 }
 
-func (w *countingWaker) WakeRollouts(context.Context, []int64) error { w.wakes.Add(1); return nil }
-func (w *countingWaker) KickPromoter(context.Context) error          { w.kicks.Add(1); return nil }
+func (w *countingNudger) NudgeRollouts(context.Context, []int64) error { w.rollouts.Add(1); return nil }
+func (w *countingNudger) NudgePromoter(context.Context) error          { w.nudges.Add(1); return nil }
 
 // claimAll creates a rollout of the given (executor, payload) tasks, each on its own
 // database, promotes and claims them.
@@ -69,14 +69,14 @@ func TestRunRolloutTasksRetriesAndResults(t *testing.T) {
 		[2]string{"http", `{"url":"` + refused.URL + `"}`},
 		[2]string{"sql", `{"statement":"SELECT 1"}`},
 	)
-	waker := &countingWaker{}
-	a := &activities.RolloutActivities{Outbound: loopbackAllowed(t), Store: st, Waker: waker}
+	nudger := &countingNudger{}
+	a := &activities.RolloutActivities{Outbound: loopbackAllowed(t), Store: st, Nudger: nudger}
 	res, err := a.RunRolloutTasks(context.Background(), activities.BatchInput{Tasks: tasks, MaxAttempts: 3, Backoff: 10 * time.Millisecond})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []int64{tasks[0].ID, tasks[1].ID}, res.Done)
 	require.ElementsMatch(t, []int64{tasks[2].ID, tasks[3].ID}, res.Failed)
 	require.EqualValues(t, 3, calls.Load(), "the 503s were retried, the third attempt succeeded")
-	require.GreaterOrEqual(t, waker.kicks.Load(), int64(1), "finishes kick the promoter")
+	require.GreaterOrEqual(t, nudger.nudges.Load(), int64(1), "finishes nudge the promoter")
 
 	got := func(i int) store.TaskRun {
 		tr, err := st.GetTaskRun(context.Background(), tasks[i].ID)
@@ -176,7 +176,7 @@ func TestRunRolloutTasksRecoversAfterKilledWorker(t *testing.T) {
 	require.EqualValues(t, 2, calls.Load())
 }
 
-// PromoteRollouts promotes in one round, wakes the rollouts it promoted into, and records
+// PromoteRollouts promotes in one round, nudges the rollouts it promoted into, and records
 // the round's duration in the promotion histogram the worker serves at /metrics.
 func TestPromoteRolloutsWakesAndObservesTheRound(t *testing.T) {
 	// Not parallel: the histogram is process-wide, and a parallel round would blur the count.
@@ -187,21 +187,21 @@ func TestPromoteRolloutsWakesAndObservesTheRound(t *testing.T) {
 		{Database: "a", Type: "DML", Version: "2", VersionKey: version.MustKey("2"), Executor: "noop", Payload: json.RawMessage(`{}`)},
 	})
 	require.NoError(t, err)
-	waker := &countingWaker{}
-	a := &activities.RolloutActivities{Store: st, Waker: waker}
+	nudger := &countingNudger{}
+	a := &activities.RolloutActivities{Store: st, Nudger: nudger}
 	before := histogramCount(t, metrics.PromotionRound)
 
 	res, err := a.PromoteRollouts(ctx, activities.PromoteInput{})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Promoted, "R2: version 2 waits for version 1")
 	require.Equal(t, []int64{r.ID}, res.RolloutIDs)
-	require.Equal(t, int64(1), waker.wakes.Load())
+	require.Equal(t, int64(1), nudger.rollouts.Load())
 	require.Equal(t, before+1, histogramCount(t, metrics.PromotionRound))
 
 	res, err = a.PromoteRollouts(ctx, activities.PromoteInput{})
 	require.NoError(t, err)
 	require.Zero(t, res.Promoted)
-	require.Equal(t, int64(1), waker.wakes.Load(), "a round that promoted nothing wakes nobody")
+	require.Equal(t, int64(1), nudger.rollouts.Load(), "a round that promoted nothing nudges nobody")
 	require.Equal(t, before+2, histogramCount(t, metrics.PromotionRound))
 }
 

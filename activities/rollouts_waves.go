@@ -116,7 +116,7 @@ func (a *RolloutActivities) RunWaveChecks(ctx context.Context, in WaveChecksInpu
 // promoteNow runs a promotion round at once, so that what a wave's outcome changed — the
 // next wave's tasks promoted, or the waiting causes of the later waves' tasks — is true
 // without waiting for the promoter's next round. A round that fails is the next round's
-// to do (the workflow kicks the promoter).
+// to do (the workflow nudges the promoter).
 func (a *RolloutActivities) promoteNow(ctx context.Context, rolloutID int64, after string) int {
 	p, err := a.PromoteRollouts(ctx, PromoteInput{})
 	if err != nil {

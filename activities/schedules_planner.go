@@ -50,7 +50,7 @@ type RoundResult struct {
 	Armed   int // fires armed
 	Woken   int // workflows woken
 	Rested  int // rests completed
-	Adopted int // schedules taken over from an owner that ended without resting, or from the release before
+	Adopted int // schedules taken over from an owner that ended without resting, or from the version before
 	// Completed are one-time schedules marked completed, Deleted those deleted after their
 	// completion (after_completion "delete").
 	Completed int
@@ -98,7 +98,7 @@ func (a *ScheduleActivities) PlanSchedules(ctx context.Context, in PlannerRun) e
 	}
 }
 
-// PlanRound is one round of the planner at now: it takes over schedules the release before
+// PlanRound is one round of the planner at now: it takes over schedules the version before
 // the planner left behind, completes rests whose runs have ended, takes back schedules whose
 // owner ended without resting, and then, for every schedule at rest whose plan has come,
 // arms its fires (scheduleplan.Schedule.Arm: committed ahead, released at their time) or
@@ -128,8 +128,8 @@ func (a *ScheduleActivities) PlanRound(ctx context.Context, now time.Time) (Roun
 		var plans map[int64]scheduleplan.Schedule
 		var retries map[int64]*domain.Retry
 		traced := &roundTrace{tracer: a.Tracer, ctx: ctx}
-		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar) []store.SchedulePlan {
-			var out []store.SchedulePlan
+		looked, armed, err := a.Store.PlanRound(ctx, now, planBatch, func(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar) []store.RoundDecision {
+			var out []store.RoundDecision
 			out, wakes, plans = decidePlans(rows, inFlight, cals, now)
 			retries = retriesOf(rows)
 			traced.arm(out, namesOf(rows))
@@ -173,13 +173,13 @@ func namesOf(rows []store.Schedule) map[int64]string {
 // transaction. It answers their plans, the schedules to wake, and each one's plan view. cals
 // are the calendars they exclude, as the round read them: a tick one excludes is armed as
 // the SKIPPED tick it is.
-func decidePlans(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar, now time.Time) ([]store.SchedulePlan, []store.Schedule, map[int64]scheduleplan.Schedule) {
-	plans := make([]store.SchedulePlan, 0, len(rows))
+func decidePlans(rows []store.Schedule, inFlight map[int64]store.InFlight, cals []store.Calendar, now time.Time) ([]store.RoundDecision, []store.Schedule, map[int64]scheduleplan.Schedule) {
+	plans := make([]store.RoundDecision, 0, len(rows))
 	views := make(map[int64]scheduleplan.Schedule, len(rows))
 	var wakes []store.Schedule
 	calendars := compileEach(cals)
 	for _, row := range rows {
-		p := store.SchedulePlan{ScheduleID: row.ID}
+		p := store.RoundDecision{ScheduleID: row.ID}
 		s, err := PlanOf(row)
 		var missing []string
 		if err == nil {
@@ -360,7 +360,7 @@ func (a *ScheduleActivities) takeBackAbandoned(ctx context.Context) (int, error)
 			}
 			continue
 		}
-		ok, err := a.Store.ReleaseAbandonedSchedule(ctx, o.ID, o.Owner)
+		ok, err := a.Store.TakeBackAbandonedSchedule(ctx, o.ID, o.Owner)
 		if err != nil {
 			return n, err
 		}
@@ -371,7 +371,7 @@ func (a *ScheduleActivities) takeBackAbandoned(ctx context.Context) (int, error)
 	return n, nil
 }
 
-// adoptLegacy takes over schedules of the release before the planner: their old workflow is
+// adoptLegacy takes over schedules of the version before the planner: their old workflow is
 // terminated (the row holds their state), and they are woken at once.
 func (a *ScheduleActivities) adoptLegacy(ctx context.Context) (int, error) {
 	legacy, err := a.Store.LegacySchedules(ctx, handoverBatch)

@@ -497,7 +497,7 @@ func TestPlannerCompletesARestOnlyOnceItsRunHasEnded(t *testing.T) {
 	_ = tc.TerminateWorkflow(ctx, "schedule/"+open, openRun, "test over")
 }
 
-// A schedule of the release before the planner is taken over: its old workflow terminated,
+// A schedule of the version before the planner is taken over: its old workflow terminated,
 // its watermark the tick before its next fire, and its workflow woken to take it up.
 func TestPlannerTakesOverASchedulesOfTheReleaseBefore(t *testing.T) {
 	t.Parallel()

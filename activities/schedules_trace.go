@@ -144,7 +144,7 @@ type tickKey struct {
 
 // arm starts the spans of the fires in plans, setting each fire's TraceContext. A round
 // whose transaction is retried decides again: the spans of the attempt before end first.
-func (t *roundTrace) arm(plans []store.SchedulePlan, names map[int64]string) {
+func (t *roundTrace) arm(plans []store.RoundDecision, names map[int64]string) {
 	if t.tracer == nil {
 		return
 	}

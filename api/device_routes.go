@@ -57,7 +57,7 @@ func (s *Server) registerDevices(g *echo.Group) {
 }
 
 // Drain waits until the calls the device engine started after answers (a PC timer told a
-// wake-up, the dispatcher nudged) are done, or ctx ends. Call it once the HTTP server
+// alarm, the dispatcher nudged) are done, or ctx ends. Call it once the HTTP server
 // stopped taking requests.
 func (s *Server) Drain(ctx context.Context) error {
 	if s.devices == nil {

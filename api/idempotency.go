@@ -184,13 +184,13 @@ func (s *Server) runIdempotent(c echo.Context, kr *keyedRequest, next echo.Handl
 	status := c.Response().Status
 	if store.IsUnavailable(handlerErr) {
 		// The database went away mid-request: what the request wrote may have committed,
-		// and releasing the key would let a resend apply it a second time. The key stays
+		// and forgetting the key would let a resend apply it a second time. The key stays
 		// in progress (409) until pruned.
 		s.Logf("api: %s %s: database lost mid-request, Idempotency-Key kept in progress: %v", req.Method, req.URL.Path, handlerErr)
 		return nil
 	}
 	if status < 200 || status >= 300 {
-		if err := s.Store.ReleaseIdempotent(sctx, k); err != nil {
+		if err := s.Store.ForgetIdempotent(sctx, k); err != nil {
 			s.Logf("api: %v", err)
 		}
 		return nil

@@ -210,7 +210,7 @@ func (s *Server) setGlobalFreeze(c echo.Context) error {
 	if _, err := s.Store.SetFreeze(ctx, nil, reason, actor(c)); err != nil {
 		return freezeErr(err)
 	}
-	s.kickPromoter(ctx) // the waiting causes say so
+	s.nudgePromoter(ctx) // the waiting causes say so
 	v, err := s.freezeState(ctx)
 	if err != nil {
 		return err
@@ -234,7 +234,7 @@ func (s *Server) liftGlobalFreeze(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// afterUnfreeze wakes what a freeze held: the rollouts with AVAILABLE tasks left unclaimed
+// afterUnfreeze nudges what a freeze held: the rollouts with AVAILABLE tasks left unclaimed
 // (one rollout, or all), a promotion round, and the device dispatcher.
 func (s *Server) afterUnfreeze(ctx context.Context, rolloutID *int64) {
 	ids := []int64{}
@@ -246,11 +246,11 @@ func (s *Server) afterUnfreeze(ctx context.Context, rolloutID *int64) {
 		s.Logf("unfreeze: %v", err)
 	}
 	if len(ids) > 0 && s.Starter != nil {
-		if err := s.Starter.WakeRollouts(ctx, ids); err != nil {
+		if err := s.Starter.NudgeRollouts(ctx, ids); err != nil {
 			s.Logf("unfreeze: %v", err)
 		}
 	}
-	s.kickPromoter(ctx)
+	s.nudgePromoter(ctx)
 	if rolloutID == nil && s.Starter != nil {
 		if err := s.Starter.CheckDispatcher(ctx); err != nil {
 			s.Logf("unfreeze: %v", err)
@@ -271,7 +271,7 @@ func (s *Server) freezeRollout(c echo.Context) error {
 	if _, err := s.Store.SetFreeze(ctx, &id, reason, actor(c)); err != nil {
 		return freezeErr(err)
 	}
-	s.kickPromoter(ctx)
+	s.nudgePromoter(ctx)
 	v, err := s.rolloutDetailView(ctx, id)
 	if err != nil {
 		return err
@@ -340,7 +340,7 @@ func (s *Server) rolloutDetailView(ctx context.Context, id int64) (RolloutView, 
 // deviceTaskWaitingCause says what holds the running device task's sends back now, in
 // words ("" when nothing does): the global freeze, its windows, its rate.
 func (s *Server) deviceTaskWaitingCause(ctx context.Context, id int64) (string, error) {
-	h, err := s.Store.DeviceTaskHoldOf(ctx, id)
+	h, err := s.Store.DeviceTaskGatesOf(ctx, id)
 	if err != nil {
 		return "", err
 	}

@@ -207,11 +207,11 @@ func (s *Server) createRollout(c echo.Context) error {
 		return err
 	}
 	// The rows are the truth: if Temporal is unreachable now, the promoter's next round
-	// (its safety poll, or a worker's start) wakes the rollout.
+	// (its safety poll, or a worker's start) nudges the rollout.
 	if err := s.Starter.StartRollout(ctx, r.ID); err != nil {
 		s.Logf("rollouts: %v", err)
 	}
-	s.kickPromoter(ctx)
+	s.nudgePromoter(ctx)
 	view, err := s.rolloutDetailView(ctx, r.ID)
 	if err != nil {
 		return err
@@ -263,8 +263,8 @@ func mayRunCode(p *Principal, strategy *domain.Strategy, tasks []store.NewTaskRu
 	return nil
 }
 
-func (s *Server) kickPromoter(ctx context.Context) {
-	if err := s.Starter.KickPromoter(ctx); err != nil {
+func (s *Server) nudgePromoter(ctx context.Context) {
+	if err := s.Starter.NudgePromoter(ctx); err != nil {
 		s.Logf("rollouts: %v", err)
 	}
 }
@@ -404,11 +404,11 @@ func (s *Server) setRolloutStatus(c echo.Context, to, from domain.RolloutStatus)
 	}
 	if to == domain.RolloutRunning {
 		// AVAILABLE tasks left from before the pause are claimed at once.
-		if err := s.Starter.WakeRollouts(ctx, []int64{id}); err != nil {
+		if err := s.Starter.NudgeRollouts(ctx, []int64{id}); err != nil {
 			s.Logf("rollouts: %v", err)
 		}
 	}
-	s.kickPromoter(ctx) // new waiting causes ("rollout_paused"), or promotion after a resume
+	s.nudgePromoter(ctx) // new waiting causes ("rollout_paused"), or promotion after a resume
 	v, err := s.rolloutDetailView(ctx, id)
 	if err != nil {
 		return err
@@ -431,7 +431,7 @@ func (s *Server) cancelRollout(c echo.Context) error {
 	if err := s.Starter.StopRollout(ctx, id); err != nil {
 		s.Logf("rollouts: %v", err)
 	}
-	s.kickPromoter(ctx)
+	s.nudgePromoter(ctx)
 	v, err := s.rolloutView(ctx, id)
 	if err != nil {
 		return err
@@ -465,10 +465,10 @@ func (s *Server) retryTaskRun(c echo.Context) error {
 		return rolloutErr(err)
 	}
 	// The rollout's workflow may have ended with its last task: make sure it runs.
-	if err := s.Starter.WakeRollouts(ctx, []int64{t.RolloutID}); err != nil {
+	if err := s.Starter.NudgeRollouts(ctx, []int64{t.RolloutID}); err != nil {
 		s.Logf("rollouts: %v", err)
 	}
-	s.kickPromoter(ctx)
+	s.nudgePromoter(ctx)
 	return c.JSON(http.StatusOK, taskRunView(t))
 }
 
@@ -485,7 +485,7 @@ func (s *Server) skipTaskRun(c echo.Context) error {
 	if err != nil {
 		return rolloutErr(err)
 	}
-	s.kickPromoter(ctx) // a skipped task no longer blocks the version gate
+	s.nudgePromoter(ctx) // a skipped task no longer blocks the version gate
 	return c.JSON(http.StatusOK, taskRunView(t))
 }
 
@@ -521,7 +521,7 @@ func (s *Server) cancelTaskRun(c echo.Context) error {
 	if err != nil {
 		return rolloutErr(err)
 	}
-	s.kickPromoter(ctx)
+	s.nudgePromoter(ctx)
 	return c.JSON(http.StatusOK, taskRunView(t))
 }
 

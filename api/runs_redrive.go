@@ -61,49 +61,49 @@ type BulkRedriveItemView struct {
 	Reason     string `json:"reason,omitempty"`
 }
 
-// redrivePlan is a judged BulkRedriveRequest: the page's size and either the redrive to go
+// judgedRedrive is a BulkRedriveRequest once judged: the page's size and either the redrive to go
 // on with (Continue) or the range of a new one.
-type redrivePlan struct {
+type judgedRedrive struct {
 	Limit    int
 	Continue int64 // 0: a new redrive over Range
 	Range    store.RedriveRange
 }
 
 // validate judges the request alone (the store judges whether a continuation exists): a
-// problem naming the field, or the plan.
-func (req BulkRedriveRequest) validate() (redrivePlan, error) {
-	plan := redrivePlan{Limit: req.Limit}
+// problem naming the field, or the judged redrive.
+func (req BulkRedriveRequest) validate() (judgedRedrive, error) {
+	judged := judgedRedrive{Limit: req.Limit}
 	switch {
-	case plan.Limit == 0:
-		plan.Limit = DefaultRedriveLimit
-	case plan.Limit < 0 || plan.Limit > MaxRedriveLimit:
-		return plan, BadRequest("limit", "want 1 to %d runs a request, got %d", MaxRedriveLimit, plan.Limit)
+	case judged.Limit == 0:
+		judged.Limit = DefaultRedriveLimit
+	case judged.Limit < 0 || judged.Limit > MaxRedriveLimit:
+		return judged, BadRequest("limit", "want 1 to %d runs a request, got %d", MaxRedriveLimit, judged.Limit)
 	}
 	if req.Continue != "" {
 		if req.Selector != "" || req.Since != nil || req.Until != nil {
-			return plan, BadRequest("continue", "goes on with the redrive it names, its selector and range: give it alone (with limit)")
+			return judged, BadRequest("continue", "goes on with the redrive it names, its selector and range: give it alone (with limit)")
 		}
 		id, err := strconv.ParseInt(req.Continue, 10, 64)
 		if err != nil || id <= 0 {
-			return plan, BadRequest("continue", "not a continuation this API handed out: %q", req.Continue)
+			return judged, BadRequest("continue", "not a continuation this API handed out: %q", req.Continue)
 		}
-		plan.Continue = id
-		return plan, nil
+		judged.Continue = id
+		return judged, nil
 	}
 	sel, err := domain.ParseSelector(req.Selector)
 	if err != nil {
-		return plan, fieldProblem("selector", err)
+		return judged, fieldProblem("selector", err)
 	}
 	switch {
 	case req.Since == nil:
-		return plan, BadRequest("since", "is required (RFC 3339): the first tick of the range")
+		return judged, BadRequest("since", "is required (RFC 3339): the first tick of the range")
 	case req.Until == nil:
-		return plan, BadRequest("until", "is required (RFC 3339): the end of the range, not included")
+		return judged, BadRequest("until", "is required (RFC 3339): the end of the range, not included")
 	case !req.Until.After(*req.Since):
-		return plan, BadRequest("until", "must be after since")
+		return judged, BadRequest("until", "must be after since")
 	}
-	plan.Range = store.RedriveRange{Selector: sel, Since: *req.Since, Until: *req.Until}
-	return plan, nil
+	judged.Range = store.RedriveRange{Selector: sel, Since: *req.Since, Until: *req.Until}
+	return judged, nil
 }
 
 // redriveRuns redrives the next page of a bulk redrive: a new one (selector, since, until),
@@ -115,21 +115,21 @@ func (s *Server) redriveRuns(c echo.Context) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	plan, err := req.validate()
+	judged, err := req.validate()
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	jobID := plan.Continue
+	jobID := judged.Continue
 	if jobID == 0 {
-		plan.Range.RequestedBy = actor(c).Label
-		job, err := s.Store.StartRedriveJob(ctx, plan.Range)
+		judged.Range.RequestedBy = actor(c).Label
+		job, err := s.Store.StartRedriveJob(ctx, judged.Range)
 		if err != nil {
 			return err
 		}
 		jobID = job.ID
 	}
-	limit := plan.Limit
+	limit := judged.Limit
 	page, err := s.Store.RedriveJobPage(ctx, jobID, limit)
 	if errors.Is(err, store.ErrNotFound) {
 		return BadRequest("continue", "no bulk redrive %d", jobID)

@@ -684,7 +684,7 @@ func (s *Server) deleteSchedule(c echo.Context) error {
 		return err
 	}
 	// The row is gone, so no fire can commit any more (RecordFire locks the row); stopping
-	// the workflow is cleanup, and the reconciler retries it if this fails.
+	// the workflow is cleanup: a run that outlives it finds its row gone and stops itself.
 	if err := s.Starter.StopSchedule(ctx, name, "schedule deleted"); err != nil {
 		s.Logf("api: stop workflow of deleted schedule %s: %v", name, err)
 	}

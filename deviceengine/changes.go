@@ -23,7 +23,7 @@ func (e *Engine) CreatePC(ctx context.Context, name string, capacity int32) (sto
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signalTimeout)
 	defer cancel()
-	if err := e.starter.RefillPC(sctx, pc.Name); err != nil {
+	if err := e.starter.NudgePC(sctx, pc.Name); err != nil {
 		e.logf("devices: %v", err)
 	}
 	return pc, nil

@@ -59,9 +59,9 @@ type Engine struct {
 	advancer *TaskAdvancer
 	// results group-commits agents' successes.
 	results *store.ResultBatcher
-	// wakeups remembers the wake-ups this process told each PC's timer.
-	wakeups pcWakeups
-	// timerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
+	// alarms remembers the alarms this process set on each PC's timer.
+	alarms pcAlarms
+	// timerSignals bounds the Temporal calls setting PC timers' alarms across all claims.
 	timerSignals chan struct{}
 	// afterAnswers counts the calls running after their answer (afterAnswer, Drain).
 	afterAnswers sync.WaitGroup
@@ -70,7 +70,7 @@ type Engine struct {
 	traceScopeOnce sync.Once
 }
 
-// maxTimerSignals bounds the Temporal calls telling PC timers wake-ups across all claims.
+// maxTimerSignals bounds the Temporal calls setting PC timers' alarms across all claims.
 const maxTimerSignals = 64
 
 // New builds an engine on o.Store.
@@ -85,7 +85,7 @@ func New(o Options) *Engine {
 	}
 }
 
-// Drain waits until the calls started after answers (telling a PC timer a wake-up, nudging
+// Drain waits until the calls started after answers (telling a PC timer an alarm, nudging
 // the dispatcher) are done, or ctx ends. Call it once the HTTP server stopped taking
 // requests.
 func (e *Engine) Drain(ctx context.Context) error {
@@ -115,7 +115,7 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 // afterAnswer runs f off the request path: a Temporal call made after a commit (telling a
-// PC timer a wake-up, nudging the dispatcher) that the agent or operator must not wait for,
+// PC timer an alarm, nudging the dispatcher) that the agent or operator must not wait for,
 // since SQL already holds the truth. Its context outlives the request, bounded by timeout;
 // Drain waits for every such call.
 func (e *Engine) afterAnswer(timeout time.Duration, f func(ctx context.Context)) {

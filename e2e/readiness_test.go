@@ -52,8 +52,8 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	apiURL, workerURL := "http://"+tcpproxy.FreeLoopbackAddr(t), "http://"+tcpproxy.FreeLoopbackAddr(t)
 	env := []string{
 		"DATABASE_URL=" + proxiedDB.String(), "TEMPORAL_ADDRESS=" + temporalProxy.Addr,
-		// A namespace of its own: this worker's singletons (the schedule reconciler stops
-		// schedule workflows without a row in *its* database) must not touch other tests'.
+		// A namespace of its own: this worker's singletons (the schedule planner takes
+		// over the schedules of *its* database) must not touch other tests'.
 		"TEMPORAL_NAMESPACE=" + newNamespace(t), "TICKGATE_TASK_QUEUE=readiness",
 		"TICKGATE_HTTP_ADDR=" + strings.TrimPrefix(apiURL, "http://"),
 		"TICKGATE_WORKER_METRICS_ADDR=" + strings.TrimPrefix(workerURL, "http://"),

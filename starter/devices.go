@@ -48,10 +48,10 @@ func (s *Starter) CheckDispatcher(ctx context.Context) error {
 	return nil
 }
 
-// RefillPC signals a PC's workflow (starting it if needed) to fill its free slots.
-func (s *Starter) RefillPC(ctx context.Context, pc string) error {
+// NudgePC signals a PC's workflow (starting it if needed) to fill its free slots.
+func (s *Starter) NudgePC(ctx context.Context, pc string) error {
 	id := domain.PCWorkflowID(s.deviceScope(), pc)
-	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCRefill, nil, client.StartWorkflowOptions{
+	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalNudgePC, nil, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             s.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -64,11 +64,11 @@ func (s *Starter) RefillPC(ctx context.Context, pc string) error {
 	return nil
 }
 
-// WakePCTimer tells a PC's timer (starting it if needed) a wake-up: it wakes at w.At at
+// SetPCTimerAlarm sets an alarm on a PC's timer (starting it if needed): it wakes at w.At at
 // the latest and then times out what is overdue on the PC.
-func (s *Starter) WakePCTimer(ctx context.Context, pc string, w workflows.PCTimerWakeup) error {
+func (s *Starter) SetPCTimerAlarm(ctx context.Context, pc string, w workflows.PCTimerAlarm) error {
 	id := domain.PCTimerWorkflowID(s.deviceScope(), pc)
-	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCTimerWakeup, w, client.StartWorkflowOptions{
+	_, err := s.Client.SignalWithStartWorkflow(ctx, id, workflows.SignalPCTimerAlarm, w, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             s.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -76,7 +76,7 @@ func (s *Starter) WakePCTimer(ctx context.Context, pc string, w workflows.PCTime
 		StaticSummary:         "the timer of PC " + pc + ": times out its attempts at their deadlines",
 	}, workflows.PCTimerWorkflow, workflows.PCTimerInput{PC: pc, DispatcherID: s.DispatcherID()})
 	if err != nil {
-		return fmt.Errorf("wake pc %q timer: %w", pc, err)
+		return fmt.Errorf("set an alarm on pc %q timer: %w", pc, err)
 	}
 	return nil
 }

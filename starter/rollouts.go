@@ -50,8 +50,8 @@ func (s *Starter) signalRollout(ctx context.Context, rolloutID int64, signal str
 	return nil
 }
 
-// WakeRollouts tells the rollouts' workflows that tasks were promoted into them.
-func (s *Starter) WakeRollouts(ctx context.Context, rolloutIDs []int64) error {
+// NudgeRollouts tells the rollouts' workflows that tasks were promoted into them.
+func (s *Starter) NudgeRollouts(ctx context.Context, rolloutIDs []int64) error {
 	var errs []error
 	for _, id := range rolloutIDs {
 		errs = append(errs, s.signalRollout(ctx, id, workflows.SignalPromoted, nil))
@@ -59,9 +59,9 @@ func (s *Starter) WakeRollouts(ctx context.Context, rolloutIDs []int64) error {
 	return errors.Join(errs...)
 }
 
-// KickPromoter asks the promoter singleton for a round, starting it if needed.
-func (s *Starter) KickPromoter(ctx context.Context) error {
-	_, err := s.Client.SignalWithStartWorkflow(ctx, domain.PromoterWorkflowID(s.TaskQueue), workflows.SignalKick, nil,
+// NudgePromoter asks the promoter singleton for a round, starting it if needed.
+func (s *Starter) NudgePromoter(ctx context.Context) error {
+	_, err := s.Client.SignalWithStartWorkflow(ctx, domain.PromoterWorkflowID(s.TaskQueue), workflows.SignalNudgePromoter, nil,
 		client.StartWorkflowOptions{
 			ID:                    domain.PromoterWorkflowID(s.TaskQueue),
 			TaskQueue:             s.TaskQueue,
@@ -71,7 +71,7 @@ func (s *Starter) KickPromoter(ctx context.Context) error {
 			StaticSummary: "rollout promoter: applies the gates PENDING → AVAILABLE across all rollouts",
 		}, workflows.PromoterWorkflowType)
 	if err != nil {
-		return fmt.Errorf("kick rollout promoter: %w", err)
+		return fmt.Errorf("nudge rollout promoter: %w", err)
 	}
 	return nil
 }

@@ -127,8 +127,8 @@ func (s *Starter) RefreshSchedule(ctx context.Context, id int64, name string) er
 }
 
 // StartSchedulePlanners makes sure n planners run (schedule-planner/0 … n-1); running ones
-// are kept. A worker of the release before the planner left a schedule reconciler running:
-// it is stopped, the planner does its work.
+// are kept. A worker of the version before the planner left its schedule singleton
+// running (legacyScheduleSingletonID): it is stopped, the planner does its work.
 func (s *Starter) StartSchedulePlanners(ctx context.Context, n int) error {
 	var errs []error
 	for i := range n {
@@ -144,10 +144,10 @@ func (s *Starter) StartSchedulePlanners(ctx context.Context, n int) error {
 			errs = append(errs, fmt.Errorf("start schedule planner %d: %w", i, err))
 		}
 	}
-	err := s.Client.TerminateWorkflow(ctx, legacyReconcilerID, "", "replaced by the schedule planner")
+	err := s.Client.TerminateWorkflow(ctx, legacyScheduleSingletonID, "", "replaced by the schedule planner")
 	var notFound *serviceerror.NotFound
 	if err != nil && !errors.As(err, &notFound) {
-		errs = append(errs, fmt.Errorf("stop the schedule reconciler of the release before: %w", err))
+		errs = append(errs, fmt.Errorf("stop the schedule singleton of the version before the planner: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -165,8 +165,9 @@ func (s *Starter) StopSchedulePlanners(ctx context.Context, n int) error {
 	return errors.Join(errs...)
 }
 
-// legacyReconcilerID is the singleton of the release before the planner.
-const legacyReconcilerID = "schedule-reconciler"
+// legacyScheduleSingletonID is the schedule singleton of the version before the planner,
+// which the planner replaced; its id is what that version ran under.
+const legacyScheduleSingletonID = "schedule-reconciler"
 
 // RescheduleSchedule moves the schedule's next fire.
 func (s *Starter) RescheduleSchedule(ctx context.Context, id int64, name string, at time.Time) (workflows.ScheduleDescription, error) {

@@ -1,7 +1,7 @@
 // Package starter starts, signals, updates and queries tickgate's workflows with the right
 // ids, options and search attributes: the one place that knows how they are reached. The
 // API process uses it (schedule commands, rollouts, the device engine's nudges and PC timer
-// wake-ups), the worker starts its singletons through it and fills the activities' small
+// alarms), the worker starts its singletons through it and fills the activities' small
 // interfaces with it, and `tickgate versions` reads its change report. The CLI (package cli)
 // never reaches Temporal: it talks to the API over HTTP.
 package starter

@@ -87,10 +87,10 @@ func (s *Store) claim(ctx context.Context, pcName string, max int) ([]ClaimedCom
 			return nil, 0, fmt.Errorf("get pc %q: %w", pcName, ErrNotFound)
 		}
 		pcID := rows[0].PcID
-		switch rows[0].Hold {
-		case holdRate:
+		switch rows[0].ClosedGate {
+		case gateRate:
 			return s.claimUnderRate(ctx, pcName, pcID, max)
-		case holdWindowStale:
+		case gateWindowStale:
 			// The running task's window span has ended (or was never computed): compute
 			// the span holding now, or the next, and claim again.
 			if try > 0 {
@@ -108,10 +108,11 @@ func (s *Store) claim(ctx context.Context, pcName string, max int) ([]ClaimedCom
 	}
 }
 
-// What held a claim back (ClaimDeviceExecutions' hold; docs/progressive.md).
+// The gates that hold a claim back and send the caller elsewhere (ClaimDeviceExecutions'
+// closed_gate; docs/progressive.md).
 const (
-	holdRate        = "rate"
-	holdWindowStale = "window_stale"
+	gateRate        = "rate"
+	gateWindowStale = "window_stale"
 )
 
 // claimUnderRate claims for a running task with a rate: its row locked, so concurrent

@@ -47,7 +47,7 @@ func TestDeviceTaskRateBoundsSendsAcrossTheFarm(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, 3, total, "three sends this minute, across both PCs")
 	require.Empty(t, claimed(t, st, "pc-a", 5))
-	h, err := st.DeviceTaskHoldOf(ctx, task.ID)
+	h, err := st.DeviceTaskGatesOf(ctx, task.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), h.Rate)
 	require.LessOrEqual(t, h.RateRoom, int64(0))
@@ -74,7 +74,7 @@ func TestDeviceTaskExponentialRateGrowsWithSuccesses(t *testing.T) {
 	require.Len(t, claimed(t, st, "pc1", 10), 2, "4 a minute after 2 succeeded, 2 of them sent already")
 }
 
-// Outside every window nothing is sent and the task's hold names the next opening; inside
+// Outside every window nothing is sent and the task's windows gate names the next opening; inside
 // one, the claim sends.
 func TestDeviceTaskWindowsGateSends(t *testing.T) {
 	t.Parallel()
@@ -85,7 +85,7 @@ func TestDeviceTaskWindowsGateSends(t *testing.T) {
 	opens := now.Truncate(time.Hour).Add(2 * time.Hour)
 	task := activate(t, st, store.NewDeviceTask{Windows: []domain.Window{{Cron: fmt.Sprintf("0 %d * * *", opens.Hour()), Duration: "30m"}}})
 	require.Empty(t, claimed(t, st, "pc1", 2), "outside its windows nothing is sent")
-	h, err := st.DeviceTaskHoldOf(ctx, task.ID)
+	h, err := st.DeviceTaskGatesOf(ctx, task.ID)
 	require.NoError(t, err)
 	require.True(t, h.OutsideWindows)
 	require.Equal(t, opens, h.OpensAt.UTC())

@@ -255,8 +255,9 @@ func taskDone(ctx context.Context, q *dbgen.Queries, t DeviceTask) (done bool, s
 	}
 }
 
-// DeviceTaskHold says what holds a running task's sends back now (docs/progressive.md).
-type DeviceTaskHold struct {
+// DeviceTaskGates are the gates of a running task's sends now (docs/progressive.md): a
+// closed one holds them back.
+type DeviceTaskGates struct {
 	// Frozen: the global freeze is in force.
 	Frozen bool
 	// OutsideWindows: the task has windows and none holds now; OpensAt is the next opening
@@ -267,28 +268,28 @@ type DeviceTaskHold struct {
 	Rate, RateRoom int64
 }
 
-// DeviceTaskHoldOf reads what holds task id's sends back now.
-func (s *Store) DeviceTaskHoldOf(ctx context.Context, id int64) (DeviceTaskHold, error) {
-	row, err := s.Q.DeviceTaskHold(ctx, id)
+// DeviceTaskGatesOf reads the gates of task id's sends now.
+func (s *Store) DeviceTaskGatesOf(ctx context.Context, id int64) (DeviceTaskGates, error) {
+	row, err := s.Q.DeviceTaskGates(ctx, id)
 	if err != nil {
-		return DeviceTaskHold{}, fmt.Errorf("hold of task %d: %w", id, mapErr(err))
+		return DeviceTaskGates{}, fmt.Errorf("gates of task %d: %w", id, mapErr(err))
 	}
-	h := DeviceTaskHold{Frozen: row.Frozen}
+	h := DeviceTaskGates{Frozen: row.Frozen}
 	if row.Rated {
 		h.Rate, h.RateRoom = row.Rate, row.RateRoom
 	}
 	task, err := s.Q.GetDeviceTask(ctx, id)
 	if err != nil {
-		return DeviceTaskHold{}, fmt.Errorf("hold of task %d: %w", id, mapErr(err))
+		return DeviceTaskGates{}, fmt.Errorf("gates of task %d: %w", id, mapErr(err))
 	}
 	if len(task.Windows) > 0 {
 		var ws []domain.Window
 		if err := json.Unmarshal(task.Windows, &ws); err != nil {
-			return DeviceTaskHold{}, fmt.Errorf("task %d: decode windows: %w", id, err)
+			return DeviceTaskGates{}, fmt.Errorf("task %d: decode windows: %w", id, err)
 		}
 		span, err := windowSpanAt(ws, row.Now)
 		if err != nil {
-			return DeviceTaskHold{}, fmt.Errorf("task %d: %w", id, err)
+			return DeviceTaskGates{}, fmt.Errorf("task %d: %w", id, err)
 		}
 		if !span.Contains(row.Now) {
 			h.OutsideWindows = true

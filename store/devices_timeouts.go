@@ -47,7 +47,7 @@ func (s *Store) TimeoutAttempt(ctx context.Context, id int64, attempt int32) (Ou
 	return out, s.afterCommit(ctx, &out)
 }
 
-// PCTimerCheck is what a PC timer's wake-up found and did.
+// PCTimerCheck is what a PC timer's alarm found and did.
 type PCTimerCheck struct {
 	// Deadline is the earliest deadline in flight on the PC afterwards, if any.
 	Deadline *time.Time
@@ -57,13 +57,13 @@ type PCTimerCheck struct {
 	CheckTask bool
 }
 
-// CheckPCTimer is a PC timer's wake-up (workflows.PCTimerWorkflow): it times out every
+// CheckPCTimer is a PC timer's alarm (workflows.PCTimerWorkflow): it times out every
 // attempt in flight on pcName whose deadline is not after asOf (TimeoutAttempt: a result
 // racing it has exactly one winner), and reports the earliest deadline in flight there
 // afterwards, which the timer sleeps until. ErrNotFound: the PC is gone.
 //
 // asOf is the timer's clock when it fired, not the database's: the timer runs on that
-// clock, so a wake-up at a deadline always finds that deadline passed, and a clock skew
+// clock, so an alarm at a deadline always finds that deadline passed, and a clock skew
 // between Temporal and PostgreSQL moves a timeout by the skew instead of making the timer
 // wake again and again until the database's clock catches up.
 func (s *Store) CheckPCTimer(ctx context.Context, pcName string, asOf time.Time) (PCTimerCheck, error) {

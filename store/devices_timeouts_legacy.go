@@ -12,7 +12,7 @@ import (
 	"github.com/tickgate/tickgate/store/dbgen"
 )
 
-// Legacy: the check of the per-slot timers of earlier releases
+// Legacy: the check of the per-slot timers of earlier versions
 // (workflows.SlotDeadlineWorkflow, workflows/slot_timer_legacy.go). It goes with them, with
 // its statement (queries/devices_timeouts_legacy.sql).
 

@@ -234,7 +234,7 @@ func TestARedriveIsWatchedAndOutsideTheOverlapPolicy(t *testing.T) {
 	_, err = st.Pool.Exec(ctx, "UPDATE schedules SET owner = NULL, plan_at = now() - interval '1 second', plan_action = 'arm' WHERE id = $1", s.ID)
 	require.NoError(t, err)
 	looked := false
-	_, _, err = st.PlanRound(ctx, time.Now(), 10, func(rows []store.Schedule, inFlight map[int64]store.InFlight, _ []store.Calendar) []store.SchedulePlan {
+	_, _, err = st.PlanRound(ctx, time.Now(), 10, func(rows []store.Schedule, inFlight map[int64]store.InFlight, _ []store.Calendar) []store.RoundDecision {
 		for _, r := range rows {
 			if r.ID == s.ID {
 				looked = true

@@ -18,7 +18,7 @@ const (
 	PlanWake = "wake" // start its workflow, which takes the schedule over
 )
 
-// LegacyOwner marks a schedule held by a workflow of the release before the planner.
+// LegacyOwner marks a schedule held by a workflow of the version before the planner.
 const LegacyOwner = "legacy"
 
 // ScheduleTakeover is what a workflow run taking its schedule over reads in the same
@@ -170,17 +170,17 @@ func (s *Store) OverdueOwners(ctx context.Context, max int) ([]OwnedSchedule, er
 	return out, nil
 }
 
-// ReleaseAbandonedSchedule puts at rest a schedule whose owner ended without resting, to be
+// TakeBackAbandonedSchedule takes back, at rest, a schedule whose owner ended without resting, to be
 // woken at once; false when the owner changed meanwhile.
-func (s *Store) ReleaseAbandonedSchedule(ctx context.Context, id int64, owner string) (bool, error) {
-	n, err := s.Q.ReleaseAbandonedSchedule(ctx, dbgen.ReleaseAbandonedScheduleParams{ID: id, Owner: &owner})
+func (s *Store) TakeBackAbandonedSchedule(ctx context.Context, id int64, owner string) (bool, error) {
+	n, err := s.Q.TakeBackAbandonedSchedule(ctx, dbgen.TakeBackAbandonedScheduleParams{ID: id, Owner: &owner})
 	if err != nil {
-		return false, fmt.Errorf("release abandoned schedule %d: %w", id, mapErr(err))
+		return false, fmt.Errorf("take back abandoned schedule %d: %w", id, mapErr(err))
 	}
 	return n == 1, nil
 }
 
-// LegacySchedules lists schedules still held by a workflow of the release before the planner.
+// LegacySchedules lists schedules still held by a workflow of the version before the planner.
 func (s *Store) LegacySchedules(ctx context.Context, max int) ([]OwnedSchedule, error) {
 	rows, err := s.Q.ListLegacySchedules(ctx, int4(max))
 	if err != nil {
@@ -236,9 +236,9 @@ type PlannedFire struct {
 	Direct bool
 }
 
-// SchedulePlan is what a planner round does with one schedule it locked: the fires it
+// RoundDecision is what a planner round decided for one schedule it locked: the fires it
 // arms, how far that moves its watermark, and when it looks again and what it does then.
-type SchedulePlan struct {
+type RoundDecision struct {
 	ScheduleID int64
 	Fires      []PlannedFire
 	Watermark  *time.Time // nil: unchanged
@@ -281,7 +281,7 @@ type InFlight struct {
 // A round that arms a fire near or behind the release frontier (after an outage, the ticks
 // the planner missed) runs again holding the release lock, and releases at once the fires
 // a release already passed (see releaseStragglers).
-func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]InFlight, cals []Calendar) []SchedulePlan) (looked int, armed []ArmedFire, err error) {
+func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]InFlight, cals []Calendar) []RoundDecision) (looked int, armed []ArmedFire, err error) {
 	looked, armed, err = s.planRound(ctx, now, max, plan, false)
 	if errors.Is(err, errNeedsReleaseLock) {
 		looked, armed, err = s.planRound(ctx, now, max, plan, true)
@@ -290,7 +290,7 @@ func (s *Store) PlanRound(ctx context.Context, now time.Time, max int, plan func
 }
 
 // planRound is one attempt at PlanRound, holding the release lock shared or not.
-func (s *Store) planRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]InFlight, cals []Calendar) []SchedulePlan, releaseLocked bool) (looked int, armed []ArmedFire, err error) {
+func (s *Store) planRound(ctx context.Context, now time.Time, max int, plan func(rows []Schedule, inFlight map[int64]InFlight, cals []Calendar) []RoundDecision, releaseLocked bool) (looked int, armed []ArmedFire, err error) {
 	err = s.InTx(ctx, func(_ pgx.Tx, q *dbgen.Queries) error {
 		armed = nil
 		if releaseLocked {

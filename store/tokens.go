@@ -145,7 +145,7 @@ var ErrKeyReused = errors.New("Idempotency-Key was already used with a different
 
 // BeginIdempotent claims k for a request whose body hashes to requestHash. It returns
 // (nil, nil) when the caller owns the key and must run the request and then call
-// FinishIdempotent or ReleaseIdempotent; the stored response when the request was already
+// FinishIdempotent or ForgetIdempotent; the stored response when the request was already
 // answered; ErrInFlight or ErrKeyReused otherwise.
 func (s *Store) BeginIdempotent(ctx context.Context, k IdempotencyKey, requestHash []byte) (*StoredResponse, error) {
 	_, err := s.Q.ClaimIdempotencyKey(ctx, dbgen.ClaimIdempotencyKeyParams{
@@ -159,7 +159,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, k IdempotencyKey, requestHa
 	}
 	row, err := s.Q.GetIdempotencyKey(ctx, dbgen.GetIdempotencyKeyParams{TokenID: k.TokenID, Key: k.Key, Method: k.Method, Path: k.Path})
 	if err != nil {
-		// Released between our insert and read: the client may simply retry.
+		// Forgotten between our insert and read: the client may simply retry.
 		if errors.Is(mapErr(err), ErrNotFound) {
 			return nil, ErrInFlight
 		}
@@ -186,11 +186,11 @@ func (s *Store) FinishIdempotent(ctx context.Context, k IdempotencyKey, r Stored
 	return nil
 }
 
-// ReleaseIdempotent forgets a claimed key whose request failed in a way worth retrying.
-func (s *Store) ReleaseIdempotent(ctx context.Context, k IdempotencyKey) error {
-	err := s.Q.ReleaseIdempotencyKey(ctx, dbgen.ReleaseIdempotencyKeyParams{TokenID: k.TokenID, Key: k.Key, Method: k.Method, Path: k.Path})
+// ForgetIdempotent forgets a claimed key whose request failed in a way worth retrying.
+func (s *Store) ForgetIdempotent(ctx context.Context, k IdempotencyKey) error {
+	err := s.Q.ForgetIdempotencyKey(ctx, dbgen.ForgetIdempotencyKeyParams{TokenID: k.TokenID, Key: k.Key, Method: k.Method, Path: k.Path})
 	if err != nil {
-		return fmt.Errorf("release idempotency key: %w", mapErr(err))
+		return fmt.Errorf("forget idempotency key: %w", mapErr(err))
 	}
 	return nil
 }

@@ -118,7 +118,7 @@ func TestIdempotencyKeyOneOwner(t *testing.T) {
 	resp, err = st.BeginIdempotent(ctx, k2, hash)
 	require.NoError(t, err)
 	require.Nil(t, resp)
-	require.NoError(t, st.ReleaseIdempotent(ctx, k2))
+	require.NoError(t, st.ForgetIdempotent(ctx, k2))
 	resp, err = st.BeginIdempotent(ctx, k2, hash)
 	require.NoError(t, err)
 	require.Nil(t, resp)

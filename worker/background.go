@@ -66,7 +66,7 @@ func withEngineLoops(w sdkworker.Worker, d Deps) *engineWorker {
 	return &engineWorker{
 		keeper: keeper,
 		Worker: w, store: st, workerID: id,
-		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease, Released: sender.Wake},
+		releaser: &store.Releaser{Store: st, Targets: activities.TargetStarts{Temporal: tc}, OnRelease: onRelease, Released: sender.Nudge},
 		watcher:  &activities.RunWatcher{Acts: acts},
 		sender:   sender,
 		liveness: &store.Liveness{Store: st, WorkerID: id, Healthy: func(ctx context.Context) error {

@@ -13,7 +13,7 @@ import (
 func registerRollouts(r sdkworker.Registry, d Deps) {
 	r.RegisterActivity(&activities.RolloutActivities{
 		Store:      d.Store,
-		Waker:      &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
+		Nudger:     &starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue},
 		SQLTargets: d.Config.SQLTargets,
 		// The probes' read-only DSNs and the server-side bounds of SQL on targets.
 		SQLProbeTargets: d.Config.SQLProbeTargets, SQLStatementTimeout: d.Config.SQLStatementTimeout, SQLLockTimeout: d.Config.SQLLockTimeout,
@@ -26,8 +26,8 @@ func registerRollouts(r sdkworker.Registry, d Deps) {
 }
 
 func init() {
-	// The promoter singleton: SignalWithStart makes a second worker's start a no-op kick.
+	// The promoter singleton: SignalWithStart makes a second worker's start a no-op nudge.
 	singletons = append(singletons, func(ctx context.Context, d Deps) error {
-		return (&starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue}).KickPromoter(ctx)
+		return (&starter.Starter{Client: d.Temporal, TaskQueue: d.Config.TaskQueue}).NudgePromoter(ctx)
 	})
 }

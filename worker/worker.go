@@ -81,6 +81,6 @@ func StartSingletons(ctx context.Context, d Deps) error {
 	return errors.Join(errs...)
 }
 
-// singletons are added by the engines (the schedule reconciler, the rollout promoter, the
+// singletons are added by the engines (the schedule planners, the rollout promoter, the
 // device dispatcher).
 var singletons []func(ctx context.Context, d Deps) error

@@ -10,7 +10,7 @@ import (
 	"github.com/tickgate/tickgate/domain"
 )
 
-// Legacy: the per-execution timer of releases before numbered slots (task-device/<id>),
+// Legacy: the per-execution timer of versions before numbered slots (task-device/<id>),
 // which nothing starts any more. Those still open end with their execution; the worker
 // registers it (worker/devices_legacy.go) only so that they go on and their histories
 // (testdata/device_slot_*.json) replay. Delete this file, its registration, its histories
@@ -49,7 +49,7 @@ type SlotResult struct {
 
 // SlotInput starts a slot workflow.
 type SlotInput struct {
-	// ExecutionID keeps its wire name of releases before the rename (TaskDeviceID): running
+	// ExecutionID keeps its wire name of versions before the rename (TaskDeviceID): running
 	// workflows decode the input they were started with.
 	ExecutionID int64 `json:"TaskDeviceID"`
 	TaskID      int64

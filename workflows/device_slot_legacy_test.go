@@ -248,7 +248,7 @@ func (s *DeviceSuite) TestPCWorkflowRefillsOnSignal() {
 		// when the PC workflow is told to refill.
 		_, err := s.store.Pool.Exec(ctx, "INSERT INTO devices (pc_id, serial) SELECT id, 'late' FROM pcs WHERE name = 'pc1'")
 		s.Require().NoError(err)
-		s.env.SignalWorkflow(workflows.SignalPCRefill, nil)
+		s.env.SignalWorkflow(workflows.SignalNudgePC, nil)
 	}, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		d, err := s.store.GetPCDetail(ctx, "pc1")

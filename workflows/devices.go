@@ -14,14 +14,19 @@ import (
 
 // The device engine's workflows (docs/devices.md): the dispatcher (dispatcher.go), a
 // workflow per PC keeping its slots full (pc.go) and a timer per PC (pc_timer.go). The
-// timers of earlier releases are in *_legacy.go.
+// timers of earlier versions are in *_legacy.go.
 
 // Signal names of the device engine. Other services may send them (docs/devices.md).
 const (
 	// SignalDispatcherCheck asks the dispatcher to re-check the active task now.
 	SignalDispatcherCheck = "check"
-	// SignalPCRefill asks a PC workflow to fill its free slots now.
-	SignalPCRefill = "refill"
+	// SignalNudgePC asks a PC workflow to fill its free slots now (its name, "refill", is in
+	// histories and stays).
+	SignalNudgePC = "refill"
+	// SignalPCRefill is SignalNudgePC's name before "refill" meant only filling slots.
+	//
+	// Deprecated: use SignalNudgePC (the signal's name, "refill", is the same).
+	SignalPCRefill = SignalNudgePC
 )
 
 // The device engine's workflow ids, for other services' Go code: the ids are domain's

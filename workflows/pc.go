@@ -25,8 +25,8 @@ func PCWorkflow(ctx workflow.Context, in PCInput) error {
 	if in.Poll <= 0 {
 		in.Poll = time.Minute
 	}
-	refills := workflow.GetSignalChannel(ctx, SignalPCRefill)
-	var handlers handlerCount // the refill handler, counted like every signal handler (see handlerCount)
+	nudges := workflow.GetSignalChannel(ctx, SignalNudgePC)
+	var handlers handlerCount // the nudge handler, counted like every signal handler (see handlerCount)
 	actx := deviceActivityCtx(ctx)
 	for i := 0; ; i++ {
 		var n int
@@ -39,7 +39,7 @@ func PCWorkflow(ctx workflow.Context, in PCInput) error {
 		tctx, cancel := workflow.WithCancel(ctx)
 		timer := workflow.NewTimerWithOptions(tctx, in.Poll, workflow.TimerOptions{Summary: "PC " + in.PC + " safety refill"})
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(refills, func(c workflow.ReceiveChannel, _ bool) {
+		sel.AddReceive(nudges, func(c workflow.ReceiveChannel, _ bool) {
 			defer handlers.track()()
 			var ignored any
 			c.Receive(ctx, &ignored)
@@ -49,7 +49,7 @@ func PCWorkflow(ctx workflow.Context, in PCInput) error {
 		cancel()
 		for {
 			var ignored any
-			if !refills.ReceiveAsync(&ignored) {
+			if !nudges.ReceiveAsync(&ignored) {
 				break
 			}
 		}

@@ -10,14 +10,14 @@ import (
 	"github.com/tickgate/tickgate/activities"
 )
 
-// SignalPCTimerWakeup tells a PC's timer a wake-up (payload PCTimerWakeup): the API sends
+// SignalPCTimerAlarm tells a PC's timer an alarm (payload PCTimerAlarm): the API sends
 // it when it hands out attempts whose deadlines the timer may not wake for in time.
-const SignalPCTimerWakeup = "wake-up"
+const SignalPCTimerAlarm = "wake-up"
 
-// PCTimerWakeup is the payload of SignalPCTimerWakeup: wake at At at the latest. The
+// PCTimerAlarm is the payload of SignalPCTimerAlarm: wake at At at the latest. The
 // attempt that asked for it is named for the record; the timer reads what is in flight
 // from SQL when it wakes.
-type PCTimerWakeup struct {
+type PCTimerAlarm struct {
 	ExecutionID int64
 	Attempt     int32
 	At          time.Time
@@ -28,9 +28,9 @@ type PCTimerInput struct {
 	PC string
 	// DispatcherID is the dispatcher to nudge when a timeout may have finished the task.
 	DispatcherID string
-	// Deadline and Wakeups carry the timer's wake-ups over a continue-as-new (see pcTimer).
+	// Deadline and Alarms carry the timer's alarms over a continue-as-new (see pcTimer).
 	Deadline time.Time
-	Wakeups  []time.Time
+	Alarms   []time.Time `json:"Wakeups"` // its wire name before the rename
 	// IdlePoll is how long an idle timer sleeps before checking that its PC still exists.
 	// Default 1 hour.
 	IdlePoll time.Duration
@@ -46,26 +46,26 @@ const pcTimerIterations = 200
 // no signal). When it wakes it reads SQL again and sleeps until the earliest deadline in
 // flight now — a retry, or the next execution.
 //
-// The API tells it a wake-up when it hands out attempts, unless it already told it one
+// The API sets an alarm on it when it hands out attempts, unless it already set one
 // that is still ahead and not later than the new deadline: the timer wakes at every
-// wake-up it was told, so by then at the latest it finds the new attempts in SQL and
+// alarm it was told, so by then at the latest it finds the new attempts in SQL and
 // sleeps until their deadlines. One signal thus covers a run of executions, and an
 // execution costs no Temporal call of its own.
 func PCTimerWorkflow(ctx workflow.Context, in PCTimerInput) error {
 	if in.IdlePoll <= 0 {
 		in.IdlePoll = time.Hour
 	}
-	t := &pcTimer{in: in, deadline: in.Deadline, wakeups: in.Wakeups, signals: workflow.GetSignalChannel(ctx, SignalPCTimerWakeup)}
+	t := &pcTimer{in: in, deadline: in.Deadline, alarms: in.Alarms, signals: workflow.GetSignalChannel(ctx, SignalPCTimerAlarm)}
 	return t.run(ctx)
 }
 
 // pcTimer is a PC timer's state: deadline is the earliest deadline in flight the last
-// check found (zero: none), wakeups the wake-ups told that have not passed, in order. The
-// timer wakes at the earliest of them, so it keeps every wake-up it was told.
+// check found (zero: none), alarms the alarms told that have not passed, in order. The
+// timer wakes at the earliest of them, so it keeps every alarm it was told.
 type pcTimer struct {
 	in       PCTimerInput
 	deadline time.Time
-	wakeups  []time.Time
+	alarms   []time.Time
 	signals  workflow.ReceiveChannel
 	handlers handlerCount
 }
@@ -88,37 +88,37 @@ func (t *pcTimer) run(ctx workflow.Context) error {
 				return err
 			}
 			in := t.in
-			in.Deadline, in.Wakeups = t.deadline, t.wakeups
+			in.Deadline, in.Alarms = t.deadline, t.alarms
 			return workflow.NewContinueAsNewError(ctx, PCTimerWorkflow, in)
 		}
 	}
 }
 
-// onWakeup keeps a wake-up the timer was told.
-func (t *pcTimer) onWakeup(w PCTimerWakeup) {
-	i, found := slices.BinarySearchFunc(t.wakeups, w.At, time.Time.Compare)
+// onAlarm keeps an alarm the timer was told.
+func (t *pcTimer) onAlarm(w PCTimerAlarm) {
+	i, found := slices.BinarySearchFunc(t.alarms, w.At, time.Time.Compare)
 	if !found {
-		t.wakeups = slices.Insert(t.wakeups, i, w.At)
+		t.alarms = slices.Insert(t.alarms, i, w.At)
 	}
 }
 
 func (t *pcTimer) drainSignals() {
-	var w PCTimerWakeup
+	var w PCTimerAlarm
 	for t.signals.ReceiveAsync(&w) {
-		t.onWakeup(w)
+		t.onAlarm(w)
 	}
 }
 
-// next is the earliest wake-up, zero when there is none.
+// next is the earliest alarm, zero when there is none.
 func (t *pcTimer) next() time.Time {
 	next := t.deadline
-	if len(t.wakeups) > 0 && (next.IsZero() || t.wakeups[0].Before(next)) {
-		next = t.wakeups[0]
+	if len(t.alarms) > 0 && (next.IsZero() || t.alarms[0].Before(next)) {
+		next = t.alarms[0]
 	}
 	return next
 }
 
-// sleep waits for the next wake-up (or, with none, the idle poll) or a signal; woke says
+// sleep waits for the next alarm (or, with none, the idle poll) or a signal; woke says
 // the timer fired.
 func (t *pcTimer) sleep(ctx workflow.Context) (woke bool, err error) {
 	wait, summary := t.in.IdlePoll, fmt.Sprintf("PC %s is idle: re-check that it exists", t.in.PC)
@@ -132,21 +132,21 @@ func (t *pcTimer) sleep(ctx workflow.Context) (woke bool, err error) {
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(t.signals, func(c workflow.ReceiveChannel, _ bool) {
 		defer t.handlers.track()()
-		var w PCTimerWakeup
+		var w PCTimerAlarm
 		c.Receive(ctx, &w)
-		t.onWakeup(w)
+		t.onAlarm(w)
 	})
 	sel.AddFuture(timer, func(f workflow.Future) { woke = f.Get(ctx, nil) == nil })
 	sel.Select(ctx)
 	return woke, nil
 }
 
-// check runs at a wake-up: it drops the wake-ups that passed, times out what is overdue
+// check runs at an alarm: it drops the alarms that passed, times out what is overdue
 // on the PC and keeps the earliest deadline in flight there now. done says the PC is gone.
 func (t *pcTimer) check(ctx workflow.Context) (done bool, err error) {
 	now := workflow.Now(ctx)
-	for len(t.wakeups) > 0 && !t.wakeups[0].After(now) {
-		t.wakeups = t.wakeups[1:]
+	for len(t.alarms) > 0 && !t.alarms[0].After(now) {
+		t.alarms = t.alarms[1:]
 	}
 	var res activities.PCTimerCheck
 	err = workflow.ExecuteActivity(deviceActivityCtx(ctx), deviceActs.CheckPCTimer,

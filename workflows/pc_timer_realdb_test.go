@@ -14,7 +14,7 @@ import (
 	"github.com/tickgate/tickgate/workflows"
 )
 
-// A PC's timer watches every slot of its PC: told one wake-up —
+// A PC's timer watches every slot of its PC: set one alarm —
 // a second before the first attempt's deadline, as the API tells it — it times out each
 // attempt in flight on the PC at its own deadline, including one sent later in another
 // slot that it was never told of, with the real activities on a real PostgreSQL.
@@ -46,7 +46,7 @@ func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
 	env, watch := pcTimerEnv(acts)
 	env.SetStartTime(sentAt)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalPCTimerWakeup, workflows.PCTimerWakeup{
+		env.SignalWorkflow(workflows.SignalPCTimerAlarm, workflows.PCTimerAlarm{
 			ExecutionID: first[0].ID, Attempt: first[0].Attempt, At: d1.Add(-time.Second),
 		})
 	}, time.Second)
@@ -57,8 +57,8 @@ func TestPCTimerTimesOutEveryAttemptOfItsPCAtItsDeadline(t *testing.T) {
 	require.True(t, env.IsWorkflowCompleted())
 
 	checks := watch.startsOf("CheckPCTimer")
-	require.GreaterOrEqual(t, len(checks), 3, "woke at the told wake-up, then at each deadline")
-	require.Equal(t, d1.Add(-time.Second), checks[0], "the told wake-up")
+	require.GreaterOrEqual(t, len(checks), 3, "woke at the told alarm, then at each deadline")
+	require.Equal(t, d1.Add(-time.Second), checks[0], "the told alarm")
 	require.Equal(t, d1, checks[1], "the first attempt's deadline, found in SQL")
 	require.Equal(t, d2, checks[2], "the second attempt's deadline, never told")
 	for _, c := range []store.ClaimedCommand{first[0], second[0]} {

@@ -18,7 +18,7 @@ import (
 // claimAt plays the agent claiming execution id at the current workflow time: the SQL
 // claim, with its SENT time and deadline put on the workflow's clock (the database's clock
 // does not skip ahead with the test's). It returns the deadline. With tell, the claim
-// tells the PC's timer a wake-up at the deadline, as the API does when the timer is not
+// sets an alarm on the PC's timer at the deadline, as the API does when the timer is not
 // already due to wake.
 func (s *DeviceSuite) claimAt(pc string, id int64, tell bool) time.Time {
 	ctx := context.Background()
@@ -31,7 +31,7 @@ func (s *DeviceSuite) claimAt(pc string, id int64, tell bool) time.Time {
 	_, err = s.store.Pool.Exec(ctx, "UPDATE task_devices SET sent_at = $2, timeout_at = $3 WHERE id = $1", id, now, deadline)
 	s.Require().NoError(err)
 	if tell {
-		s.env.SignalWorkflow(workflows.SignalPCTimerWakeup, workflows.PCTimerWakeup{ExecutionID: id, Attempt: cmds[0].Attempt, At: deadline})
+		s.env.SignalWorkflow(workflows.SignalPCTimerAlarm, workflows.PCTimerAlarm{ExecutionID: id, Attempt: cmds[0].Attempt, At: deadline})
 	}
 	return deadline
 }
@@ -63,7 +63,7 @@ func (s *DeviceSuite) TestPCTimerTimesOutTheAttemptAtItsDeadline() {
 	s.Equal([]string{"CREATED#1", "SENT#1", "TIMEOUT#1", "RETRY_SCHEDULED#2"}, s.events(id))
 }
 
-// A result needs no signal: the timer wakes at the wake-up it was told, finds the attempt
+// A result needs no signal: the timer wakes at the alarm it was told, finds the attempt
 // resolved and the slot's next execution in flight (claimed without a signal, since the
 // timer was already due to wake before its deadline), and sleeps until that deadline.
 func (s *DeviceSuite) TestPCTimerFollowsTheNextExecutionWithoutBeingTold() {
@@ -87,16 +87,16 @@ func (s *DeviceSuite) TestPCTimerFollowsTheNextExecutionWithoutBeingTold() {
 	s.startPCTimer("pc1")
 
 	s.Equal([]time.Duration{21 * time.Minute, 30 * time.Minute}, s.startedAt("CheckPCTimer"))
-	s.Equal([]string{"CREATED#1", "SENT#1", "SUCCEEDED#1"}, s.events(first), "the result won; the wake-up at 21m changed nothing")
+	s.Equal([]string{"CREATED#1", "SENT#1", "SUCCEEDED#1"}, s.events(first), "the result won; the alarm at 21m changed nothing")
 	s.Equal([]string{"CREATED#1", "SENT#1", "TIMEOUT#1", "RETRY_SCHEDULED#2"}, s.events(second), "timed out at its own deadline")
 	tdsAfter, err := s.store.DeviceExecutions(ctx, task.ID, 0, 10)
 	s.Require().NoError(err)
 	s.Len(tdsAfter, 2)
 }
 
-// Several API processes each tell the PC's timer wake-ups for what they claimed. The timer
+// Several API processes each tell the PC's timer alarms for what they claimed. The timer
 // wakes at every one it was told, so a process that skipped its signal because it had told
-// a wake-up still ahead is covered even when another process told a later one meanwhile.
+// an alarm still ahead is covered even when another process told a later one meanwhile.
 func (s *DeviceSuite) TestPCTimerWakesAtEveryDeadlineItWasTold() {
 	ctx := context.Background()
 	_, tds := s.farm("pc1", 1, 3)
@@ -105,7 +105,7 @@ func (s *DeviceSuite) TestPCTimerWakesAtEveryDeadlineItWasTold() {
 	s.env.RegisterDelayedCallback(func() { s.claimAt("pc1", first, true) }, time.Minute) // told 21m
 	s.env.RegisterDelayedCallback(func() {
 		// Another process told a later deadline (an attempt of its own that since resolved).
-		s.env.SignalWorkflow(workflows.SignalPCTimerWakeup, workflows.PCTimerWakeup{At: s.t0.Add(45 * time.Minute)})
+		s.env.SignalWorkflow(workflows.SignalPCTimerAlarm, workflows.PCTimerAlarm{At: s.t0.Add(45 * time.Minute)})
 		out, err := s.store.ReportResult(ctx, first, store.Result{Succeeded: true})
 		s.Require().NoError(err)
 		second = out.Refilled[0]
@@ -126,12 +126,12 @@ func (s *DeviceSuite) TestPCTimerEndsWhenItsPCIsGone() {
 	s.Equal([]time.Duration{time.Hour}, s.startedAt("CheckPCTimer"))
 }
 
-// Continuing as new keeps every wake-up the timer was told.
-func (s *DeviceSuite) TestPCTimerCarriesItsWakeUpsAcrossContinueAsNew() {
+// Continuing as new keeps every alarm the timer was told.
+func (s *DeviceSuite) TestPCTimerCarriesItsAlarmsAcrossContinueAsNew() {
 	_, _ = s.farm("pc1", 1, 1)
 	for i := range 200 {
 		s.env.RegisterDelayedCallback(func() {
-			s.env.SignalWorkflow(workflows.SignalPCTimerWakeup, workflows.PCTimerWakeup{At: s.t0.Add(time.Duration(24+i) * time.Hour)})
+			s.env.SignalWorkflow(workflows.SignalPCTimerAlarm, workflows.PCTimerAlarm{At: s.t0.Add(time.Duration(24+i) * time.Hour)})
 		}, time.Duration(i+1)*time.Second)
 	}
 	s.env.ExecuteWorkflow(workflows.PCTimerWorkflow, workflows.PCTimerInput{PC: "pc1", IdlePoll: time.Hour})
@@ -140,8 +140,8 @@ func (s *DeviceSuite) TestPCTimerCarriesItsWakeUpsAcrossContinueAsNew() {
 	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "continued as new: %v", s.env.GetWorkflowError())
 	var next workflows.PCTimerInput
 	s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	s.Len(next.Wakeups, 200)
-	s.Equal(s.t0.Add(24*time.Hour), next.Wakeups[0].UTC())
-	s.Equal(s.t0.Add(223*time.Hour), next.Wakeups[199].UTC())
+	s.Len(next.Alarms, 200)
+	s.Equal(s.t0.Add(24*time.Hour), next.Alarms[0].UTC())
+	s.Equal(s.t0.Add(223*time.Hour), next.Alarms[199].UTC())
 	s.Equal("pc1", next.PC)
 }

@@ -12,18 +12,18 @@ import (
 var promoterMaxRounds = 500
 
 // PromoterWorkflow is the singleton (id PromoterWorkflowID(task queue)) that applies the promotion gates
-// across all rollouts. It runs a round when kicked (a task finished, tasks added, a rollout
+// across all rollouts. It runs a round when nudged (a task finished, tasks added, a rollout
 // resumed), when the earliest future run_at comes (a durable timer), and on a slow safety
-// poll; kicks that arrive during a round are coalesced into the next one. Correctness does
+// poll; nudges that arrive during a round are coalesced into the next one. Correctness does
 // not depend on it being single: every round is atomic in SQL.
 func PromoterWorkflow(ctx workflow.Context) error {
-	kick := workflow.GetSignalChannel(ctx, SignalKick)
-	var handlers handlerCount // the kick handler, counted like every signal handler (see handlerCount)
+	nudges := workflow.GetSignalChannel(ctx, SignalNudgePromoter)
+	var handlers handlerCount // the nudge handler, counted like every signal handler (see handlerCount)
 	// A round is a local activity: it is short, idempotent (re-running one after a lost
 	// workflow task promotes nothing twice) and saves two server round trips per round.
 	actx := databaseLocalActivity(ctx, "promotion round")
 	for round := 1; ; round++ {
-		for kick.ReceiveAsync(nil) {
+		for nudges.ReceiveAsync(nil) {
 		}
 		var res activities.PromoteResult
 		// The round reads run_at against this workflow's clock too: the timer below woke it
@@ -34,7 +34,7 @@ func PromoterWorkflow(ctx workflow.Context) error {
 		}
 		info := workflow.GetInfo(ctx)
 		if round >= promoterMaxRounds || info.GetContinueAsNewSuggested() {
-			// Kicks that came during the round are answered by the next run's first round.
+			// Nudges that came during the round are answered by the next run's first round.
 			if err := handlers.awaitIdle(ctx); err != nil {
 				return err
 			}
@@ -43,7 +43,7 @@ func PromoterWorkflow(ctx workflow.Context) error {
 		wait, summary := PromoterSafetyPoll, "safety poll"
 		if res.NextRunAt != nil {
 			if d := res.NextRunAt.Sub(workflow.Now(ctx)); d < wait {
-				why := "earliest run_at" // (a result of a release before NextWhy says nothing)
+				why := "earliest run_at" // (a result of a version before NextWhy says nothing)
 				if res.NextWhy != "" && res.NextWhy != "run_at" {
 					why = res.NextWhy
 				}
@@ -54,7 +54,7 @@ func PromoterWorkflow(ctx workflow.Context) error {
 		timer := workflow.NewTimerWithOptions(tctx, wait, workflow.TimerOptions{Summary: summary})
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(timer, func(workflow.Future) {})
-		sel.AddReceive(kick, func(c workflow.ReceiveChannel, _ bool) {
+		sel.AddReceive(nudges, func(c workflow.ReceiveChannel, _ bool) {
 			defer handlers.track()()
 			c.Receive(ctx, nil)
 		})

@@ -27,7 +27,7 @@ func Registrations() []Registration {
 		{"DispatcherWorkflow", DispatcherWorkflow},
 		{"PCWorkflow", PCWorkflow},
 		{"PCTimerWorkflow", PCTimerWorkflow},
-		// The device timers of earlier releases that nothing starts any more, registered
+		// The device timers of earlier versions that nothing starts any more, registered
 		// under their old names only so that those still running when a deployment's
 		// workers were upgraded go on (and their recorded histories replay): see
 		// slot_timer_legacy.go and device_slot.go for when they retire.

@@ -39,9 +39,15 @@ const (
 	SignalCancelRollout = "cancel"
 	// SignalCancelTask (payload int64 task id) cancels one RUNNING task.
 	SignalCancelTask = "cancel-task"
-	// SignalKick (no payload) asks the promoter for a round.
-	SignalKick = "kick"
+	// SignalNudgePromoter (no payload) asks the promoter for a round (its name, "kick", is
+	// in histories and stays).
+	SignalNudgePromoter = "kick"
 )
+
+// SignalKick is SignalNudgePromoter's name before "kick" became "nudge".
+//
+// Deprecated: use SignalNudgePromoter (the signal's name, "kick", is the same).
+const SignalKick = SignalNudgePromoter
 
 // ExternalTaskResult is an external task's result as its executor reports it (the payload
 // of SignalTaskResult); the rollout's workflow records it on the task run it claimed (FinishTaskRun).
@@ -61,9 +67,9 @@ type RolloutInput struct {
 
 // Rollout engine tuning (variables so tests may shrink them).
 var (
-	// RolloutSafetyPoll is how often a rollout's workflow claims without being woken.
+	// RolloutSafetyPoll is how often a rollout's workflow claims without being nudged.
 	RolloutSafetyPoll = 30 * time.Second
-	// PromoterSafetyPoll is how often the promoter runs a round without being kicked.
+	// PromoterSafetyPoll is how often the promoter runs a round without being nudged.
 	PromoterSafetyPoll = 30 * time.Second
 	// TaskStartToClose bounds one attempt of a batch activity (its tasks' executor retries
 	// included); TaskHeartbeat notices a killed worker.
@@ -88,7 +94,7 @@ var (
 )
 
 // RolloutWorkflow claims its rollout's AVAILABLE tasks and runs each as an activity. It is
-// woken by the promoter (SignalPromoted), polls slowly as a safety net, and ends when the
+// nudged by the promoter (SignalPromoted), polls slowly as a safety net, and ends when the
 // rollout has no unfinished task (retrying one starts it again).
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
 	pinChanges(ctx, RolloutWorkflowType)
@@ -107,7 +113,7 @@ func RolloutWorkflow(ctx workflow.Context, in RolloutInput) error {
 const rolloutWavesChange = "rollout-waves"
 
 // rolloutRunnerChange: from version 1 the tasks an executor runs go to one runner activity
-// at a time that promotes and claims the next ones itself (activities.BatchInput.Refill);
+// at a time that promotes and claims the next ones itself (activities.BatchInput.AsRunner);
 // the workflow claims only external tasks while it runs.
 const rolloutRunnerChange = "rollout-runner"
 
@@ -130,17 +136,17 @@ type rolloutRun struct {
 	inBatch   map[int64]bool
 	nextBatch int
 	// closing are tasks whose final status is being written.
-	closing  map[int64]bool
-	adopt    []int64 // RUNNING tasks not held: claimed again by the next claim
-	wake     bool    // claim on the next iteration
-	canceled bool
-	finished bool // an external task finished since the promoter was last kicked
-	pending  int  // activities in flight (batches and finishes)
+	closing   map[int64]bool
+	adopt     []int64 // RUNNING tasks not held: claimed again by the next claim
+	claimNext bool    // claim on the next iteration
+	canceled  bool
+	finished  bool // an external task finished since the promoter was last nudged
+	pending   int  // activities in flight (batches and finishes)
 	// handlers are the signal handlers mid-way. They run inside the loop's selector, so
 	// they have finished whenever the loop decides; counting them keeps continue-as-new and
 	// completion waiting for one that ever blocks.
 	handlers handlerCount
-	// runnerMode: executor tasks go to one refilling runner; runnerBusy: it is in flight
+	// runnerMode: executor tasks go to one runner that tops itself up; runnerBusy: it is in flight
 	// (it then holds every RUNNING non-external task of the rollout).
 	runnerMode, runnerBusy bool
 	// waves: claims take the wave step and this run acts on its result (rolloutWavesChange);
@@ -157,7 +163,7 @@ func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	r := &rolloutRun{
 		id: in.RolloutID, sel: workflow.NewSelector(ctx), external: map[int64]activities.ClaimedTaskRun{},
 		results: map[int64]ExternalTaskResult{}, batches: map[int]*batch{}, inBatch: map[int64]bool{},
-		closing: map[int64]bool{}, wake: true,
+		closing: map[int64]bool{}, claimNext: true,
 	}
 	for _, res := range in.Results {
 		r.results[res.TaskID] = res
@@ -165,7 +171,7 @@ func newRolloutRun(ctx workflow.Context, in RolloutInput) *rolloutRun {
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalPromoted), func(c workflow.ReceiveChannel, _ bool) {
 		defer r.handlers.track()()
 		c.Receive(ctx, nil)
-		r.wake = true
+		r.claimNext = true
 	})
 	r.sel.AddReceive(workflow.GetSignalChannel(ctx, SignalTaskResult), func(c workflow.ReceiveChannel, _ bool) {
 		defer r.handlers.track()()
@@ -197,8 +203,8 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 			return r.stop(ctx)
 		}
 		draining := r.shouldContinueAsNew(ctx)
-		if r.wake && !draining {
-			r.wake = false
+		if r.claimNext && !draining {
+			r.claimNext = false
 			runnerHeld := r.runnerBusy
 			res, err := r.claim(ctx)
 			if err != nil {
@@ -217,7 +223,7 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 				r.adopt = r.orphans(res.RunningIDs)
 			}
 			if len(r.adopt) > 0 {
-				r.wake = true
+				r.claimNext = true
 				continue
 			}
 			if res.Unfinished == 0 && r.idle() && !r.sel.HasPending() {
@@ -225,14 +231,14 @@ func (r *rolloutRun) run(ctx workflow.Context) error {
 				if err := r.handlers.awaitIdle(ctx); err != nil {
 					return err
 				}
-				r.kickPromoter(ctx)
+				r.nudgePromoter(ctx)
 				logger.Info("rollout finished", "rollout", r.id)
 				return nil
 			}
 		}
 		if r.finished {
 			r.finished = false
-			r.kickPromoter(ctx)
+			r.nudgePromoter(ctx)
 		}
 		if draining && r.pending == 0 && !r.sel.HasPending() {
 			// External tasks still waiting are adopted by the next run (Adopt).
@@ -265,7 +271,7 @@ func (r *rolloutRun) carry() []ExternalTaskResult {
 func (r *rolloutRun) armPoll(ctx workflow.Context) {
 	t := workflow.NewTimerWithOptions(ctx, RolloutSafetyPoll, workflow.TimerOptions{Summary: "safety poll: claim AVAILABLE tasks"})
 	r.sel.AddFuture(t, func(f workflow.Future) {
-		r.wake = true
+		r.claimNext = true
 		if !r.canceled {
 			r.armPoll(ctx)
 		}
@@ -336,8 +342,8 @@ func (r *rolloutRun) start(ctx workflow.Context, tasks []activities.ClaimedTaskR
 	}
 }
 
-// startBatch runs tasks in one activity; refill makes it the rollout's runner.
-func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.ClaimedTaskRun, refill bool) {
+// startBatch runs tasks in one activity; asRunner makes it the rollout's runner.
+func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.ClaimedTaskRun, asRunner bool) {
 	seq := r.nextBatch
 	r.nextBatch++
 	cctx, cancel := workflow.WithCancel(ctx)
@@ -350,7 +356,7 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		summary = fmt.Sprintf("%d tasks, %d…%d", len(tasks), tasks[0].ID, tasks[len(tasks)-1].ID)
 	}
 	var runnerOf int64
-	if refill {
+	if asRunner {
 		summary = "runner: " + summary + ", then the rollout's next tasks"
 		r.runnerBusy, runnerOf = true, r.id
 	}
@@ -366,13 +372,13 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		Summary:     summary,
 	})
 	r.pending++
-	in := activities.BatchInput{Tasks: tasks, MaxAttempts: TaskMaxAttempts, Refill: refill, RolloutID: runnerOf}
+	in := activities.BatchInput{Tasks: tasks, MaxAttempts: TaskMaxAttempts, AsRunner: asRunner, RolloutID: runnerOf}
 	r.sel.AddFuture(workflow.ExecuteActivity(actx, rolloutActs.RunRolloutTasks, in), func(f workflow.Future) {
 		r.pending--
 		delete(r.batches, seq)
-		if refill {
-			// Claim again: tasks promoted after its last refill are AVAILABLE, unclaimed.
-			r.runnerBusy, r.wake = false, true
+		if asRunner {
+			// Claim again: tasks promoted after its last top-up are AVAILABLE, unclaimed.
+			r.runnerBusy, r.claimNext = false, true
 		}
 		for _, t := range tasks {
 			delete(r.inBatch, t.ID)
@@ -385,7 +391,7 @@ func (r *rolloutRun) startBatch(ctx workflow.Context, tasks []activities.Claimed
 		default:
 			r.end(ctx, tasks, domain.TaskRunFailed, errorMessage(err), runnerOf)
 		}
-		r.wakeIfIdle()
+		r.claimAgainIfIdle()
 	})
 }
 
@@ -410,7 +416,7 @@ func (r *rolloutRun) end(ctx workflow.Context, tasks []activities.ClaimedTaskRun
 		if err := f.Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("end tasks", "status", status, "error", err)
 		}
-		r.wakeIfIdle()
+		r.claimAgainIfIdle()
 	})
 	return f
 }
@@ -432,15 +438,15 @@ func (r *rolloutRun) finish(ctx workflow.Context, t activities.ClaimedTaskRun, s
 			workflow.GetLogger(ctx).Error("finish task", "task", t.ID, "error", err)
 		}
 		r.finished = true
-		r.wakeIfIdle()
+		r.claimAgainIfIdle()
 	})
 }
 
-// wakeIfIdle claims again once nothing is in flight: either more work is AVAILABLE or the
+// claimAgainIfIdle claims again once nothing is in flight: either more work is AVAILABLE or the
 // claim finds the rollout finished and the workflow ends.
-func (r *rolloutRun) wakeIfIdle() {
+func (r *rolloutRun) claimAgainIfIdle() {
 	if r.idle() {
-		r.wake = true
+		r.claimNext = true
 	}
 }
 
@@ -498,13 +504,13 @@ func (r *rolloutRun) stop(ctx workflow.Context) error {
 			r.sel.Select(ctx)
 		}
 	}
-	r.kickPromoter(ctx)
+	r.nudgePromoter(ctx)
 	return r.handlers.awaitIdle(ctx)
 }
 
-// kickPromoter signals the promoter; if it is not running, an activity starts it.
-func (r *rolloutRun) kickPromoter(ctx workflow.Context) {
-	err := workflow.SignalExternalWorkflow(ctx, PromoterWorkflowID(workflow.GetInfo(ctx).TaskQueueName), "", SignalKick, nil).Get(ctx, nil)
+// nudgePromoter signals the promoter; if it is not running, an activity starts it.
+func (r *rolloutRun) nudgePromoter(ctx workflow.Context) {
+	err := workflow.SignalExternalWorkflow(ctx, PromoterWorkflowID(workflow.GetInfo(ctx).TaskQueueName), "", SignalNudgePromoter, nil).Get(ctx, nil)
 	if err == nil {
 		return
 	}
@@ -514,7 +520,7 @@ func (r *rolloutRun) kickPromoter(ctx workflow.Context) {
 		Summary:             "start the promoter",
 	})
 	if err := workflow.ExecuteActivity(actx, rolloutActs.KickRolloutPromoter).Get(ctx, nil); err != nil {
-		workflow.GetLogger(ctx).Warn("kick promoter", "error", err)
+		workflow.GetLogger(ctx).Warn("nudge promoter", "error", err)
 	}
 }
 

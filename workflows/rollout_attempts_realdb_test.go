@@ -99,7 +99,7 @@ func TestRunnerKilledMidTaskSpendsNoExecutorAttempt(t *testing.T) {
 
 			loopback, err := outbound.Parse("127.0.0.1")
 			require.NoError(t, err)
-			acts := &activities.RolloutActivities{Store: st, Waker: nopWaker{}, Outbound: loopback}
+			acts := &activities.RolloutActivities{Store: st, Nudger: nopNudger{}, Outbound: loopback}
 			env, _ := rolloutEnv(t, acts)
 			var (
 				mu   sync.Mutex

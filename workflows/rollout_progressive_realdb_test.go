@@ -24,17 +24,17 @@ import (
 )
 
 // Progressive rollouts (docs/progressive.md) in the time-skipping environment, with
-// nothing mocked but the promoter's kick: the real activities on a real PostgreSQL, the
+// nothing mocked but the promoter's nudge: the real activities on a real PostgreSQL, the
 // health checks' SQL probes run on real target databases through the sql executor's DSN
 // configuration, and every durable timer — a bake, a window's opening, a rate's minute —
 // skipped through, not slept.
 
-// nopWaker takes the wake-ups the activities send; the workflows under test claim by
+// nopNudger takes the nudges the activities send; the workflows under test claim by
 // themselves.
-type nopWaker struct{}
+type nopNudger struct{}
 
-func (nopWaker) WakeRollouts(context.Context, []int64) error { return nil }
-func (nopWaker) KickPromoter(context.Context) error          { return nil }
+func (nopNudger) NudgeRollouts(context.Context, []int64) error { return nil }
+func (nopNudger) NudgePromoter(context.Context) error          { return nil }
 
 func progressiveTask(db, typ, v string, runAt *time.Time) store.NewTaskRun {
 	return store.NewTaskRun{Database: db, Type: domain.TaskType(typ), Version: v, VersionKey: version.MustKey(v), Executor: "noop", RunAt: runAt}
@@ -59,7 +59,7 @@ func createProgressive(t *testing.T, st *store.Store, limit int32, s *domain.Str
 	return r, byDB
 }
 
-// rolloutEnv runs RolloutWorkflow on the real rollout activities, the promoter's kick
+// rolloutEnv runs RolloutWorkflow on the real rollout activities, the promoter's nudge
 // accepted (and counted).
 func rolloutEnv(t *testing.T, acts *activities.RolloutActivities) (*testsuite.TestWorkflowEnvironment, *timeWatch) {
 	var ts testsuite.WorkflowTestSuite
@@ -68,7 +68,7 @@ func rolloutEnv(t *testing.T, acts *activities.RolloutActivities) (*testsuite.Te
 	env.SetTestTimeout(2 * time.Minute)
 	env.RegisterWorkflowWithOptions(workflows.RolloutWorkflow, workflow.RegisterOptions{Name: workflows.RolloutWorkflowType})
 	env.RegisterActivity(acts)
-	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", workflows.SignalKick, mock.Anything).Return(nil).Maybe()
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", workflows.SignalNudgePromoter, mock.Anything).Return(nil).Maybe()
 	return env, watchActivities(env)
 }
 
@@ -105,7 +105,7 @@ func TestWaveBakeThenHealthChecksOpenTheNextWave(t *testing.T) {
 	_, err := st.PromoteRound(ctx) // the promoter's first round: wave 1's tasks AVAILABLE
 	require.NoError(t, err)
 
-	acts := &activities.RolloutActivities{Store: st, Waker: nopWaker{}, SQLTargets: targets}
+	acts := &activities.RolloutActivities{Store: st, Nudger: nopNudger{}, SQLTargets: targets}
 	env, watch := rolloutEnv(t, acts)
 	var (
 		mu     sync.Mutex
@@ -175,7 +175,7 @@ func TestWaveHealthCheckFailurePausesTheRollout(t *testing.T) {
 	_, err := st.PromoteRound(ctx)
 	require.NoError(t, err)
 
-	acts := &activities.RolloutActivities{Store: st, Waker: nopWaker{}, SQLTargets: targets}
+	acts := &activities.RolloutActivities{Store: st, Nudger: nopNudger{}, SQLTargets: targets}
 	env, watch := rolloutEnv(t, acts)
 	start := time.Now().UTC().Truncate(time.Second)
 	env.SetStartTime(start)
@@ -187,7 +187,7 @@ func TestWaveHealthCheckFailurePausesTheRollout(t *testing.T) {
 		_, err = st.PromoteRound(ctx)
 		require.NoError(t, err)
 		require.Equal(t, "wave 2 waits: health check failed on billing: the probe answered false", waitingMessage(t, st, tasks["orders"][0].ID))
-		// The fix, then the resume (as POST /rollouts/{id}/resume does it, with its wake-up).
+		// The fix, then the resume (as POST /rollouts/{id}/resume does it, with its nudge).
 		execOn(t, billing, `DROP TABLE broken`)
 		_, err = st.SetRolloutStatus(ctx, r.ID, domain.RolloutRunning, domain.RolloutPaused)
 		require.NoError(t, err)
@@ -252,7 +252,7 @@ func TestAbortThresholdStopsTheRolloutMidRun(t *testing.T) {
 			_, err := st.PromoteRound(ctx)
 			require.NoError(t, err)
 
-			acts := &activities.RolloutActivities{Store: st, Waker: nopWaker{}, SQLTargets: targets}
+			acts := &activities.RolloutActivities{Store: st, Nudger: nopNudger{}, SQLTargets: targets}
 			env, _ := rolloutEnv(t, acts)
 			var details string
 			if action == domain.AbortPause {
@@ -307,17 +307,17 @@ func promoterEnv(t *testing.T, st *store.Store) (*testsuite.TestWorkflowEnvironm
 	env := ts.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(2 * time.Minute)
 	env.RegisterWorkflowWithOptions(workflows.PromoterWorkflow, workflow.RegisterOptions{Name: workflows.PromoterWorkflowType})
-	env.RegisterActivity(&activities.RolloutActivities{Store: st, Waker: &finisher{t: t, st: st}})
+	env.RegisterActivity(&activities.RolloutActivities{Store: st, Nudger: &finisher{t: t, st: st}})
 	return env, watchActivities(env)
 }
 
-// finisher is a waker that claims and finishes DONE every task promoted into a rollout.
+// finisher is a nudger that claims and finishes DONE every task promoted into a rollout.
 type finisher struct {
 	t  *testing.T
 	st *store.Store
 }
 
-func (f *finisher) WakeRollouts(ctx context.Context, ids []int64) error {
+func (f *finisher) NudgeRollouts(ctx context.Context, ids []int64) error {
 	for _, id := range ids {
 		claimed, err := f.st.ClaimTaskRuns(ctx, id, 1000)
 		if err != nil {
@@ -331,7 +331,7 @@ func (f *finisher) WakeRollouts(ctx context.Context, ids []int64) error {
 	}
 	return nil
 }
-func (f *finisher) KickPromoter(context.Context) error { return nil }
+func (f *finisher) NudgePromoter(context.Context) error { return nil }
 
 // promotedAt groups a rollout's tasks by the promotion clock that promoted them.
 func promotedAt(t *testing.T, st *store.Store, rolloutID int64) map[time.Time]int {

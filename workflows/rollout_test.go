@@ -27,8 +27,8 @@ type RolloutWorkflowSuite struct {
 	env *testsuite.TestWorkflowEnvironment
 	// mu guards what the mocks record: activities run on their own goroutines.
 	mu sync.Mutex
-	// kicks counts the signals the rollout workflow sent the promoter.
-	kicks int
+	// nudges counts the signals the rollout workflow sent the promoter.
+	nudges int
 }
 
 func (s *RolloutWorkflowSuite) locked(f func()) {
@@ -44,9 +44,9 @@ func (s *RolloutWorkflowSuite) SetupTest() {
 	s.env.RegisterWorkflowWithOptions(workflows.RolloutWorkflow, workflow.RegisterOptions{Name: workflows.RolloutWorkflowType})
 	s.env.RegisterWorkflowWithOptions(workflows.PromoterWorkflow, workflow.RegisterOptions{Name: workflows.PromoterWorkflowType})
 	s.env.RegisterActivity(acts)
-	s.kicks = 0
-	s.env.OnSignalExternalWorkflow(mock.Anything, workflows.PromoterWorkflowID("default-test-taskqueue"), "", workflows.SignalKick, mock.Anything).
-		Return(func(_, _, _, _ string, _ any) error { s.locked(func() { s.kicks++ }); return nil }).Maybe()
+	s.nudges = 0
+	s.env.OnSignalExternalWorkflow(mock.Anything, workflows.PromoterWorkflowID("default-test-taskqueue"), "", workflows.SignalNudgePromoter, mock.Anything).
+		Return(func(_, _, _, _ string, _ any) error { s.locked(func() { s.nudges++ }); return nil }).Maybe()
 }
 
 func (s *RolloutWorkflowSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
@@ -97,7 +97,7 @@ func (s *RolloutWorkflowSuite) TestExternalResult() {
 	s.Equal(int64(11), finished[0].TaskID)
 	s.Equal(domain.TaskRunDone, finished[0].Status)
 	s.JSONEq(`{"ok":true}`, string(finished[0].Output))
-	s.GreaterOrEqual(s.kicks, 1, "the promoter hears of the finished task")
+	s.GreaterOrEqual(s.nudges, 1, "the promoter hears of the finished task")
 }
 
 // A result that arrives before the task is claimed is applied when it is.
@@ -137,7 +137,7 @@ func (s *RolloutWorkflowSuite) TestTasksRunInBatches() {
 }
 
 // From the runner version on, every claimed task an executor runs goes to one runner
-// activity (Refill), which claims the rollout's next tasks itself; while it runs the
+// activity (AsRunner), which claims the rollout's next tasks itself; while it runs the
 // workflow claims only external tasks and adopts nothing (the runner holds the RUNNING
 // tasks), and once it ends the workflow claims everything again.
 func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
@@ -169,7 +169,7 @@ func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
 		func(_ context.Context, in activities.BatchInput) (activities.BatchResult, error) {
 			s.locked(func() { batches = append(batches, in) })
 			s.env.SignalWorkflow(workflows.SignalPromoted, nil)
-			// The wake-up is handled (a second claim) while the runner runs.
+			// The nudge is handled (a second claim) while the runner runs.
 			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 				n := 0
 				s.locked(func() { n = calls })
@@ -187,7 +187,7 @@ func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
 	s.NoError(s.env.GetWorkflowError())
 	s.locked(func() {
 		s.Require().Len(batches, 1, "one runner, not batches of TaskBatch")
-		s.True(batches[0].Refill)
+		s.True(batches[0].AsRunner)
 		s.Equal(int64(7), batches[0].RolloutID)
 		s.Len(batches[0].Tasks, 120)
 		s.Require().GreaterOrEqual(len(inputs), 3)
@@ -281,7 +281,7 @@ func (s *RolloutWorkflowSuite) TestCancelStopsRunningTasks() {
 }
 
 // While the rollout is paused nothing is claimed; the workflow waits (polling slowly), and
-// after the resume's wake-up it runs the task and ends.
+// after the resume's nudge it runs the task and ends.
 func (s *RolloutWorkflowSuite) TestPausedThenResumed() {
 	paused := activities.ClaimResult{RolloutStatus: domain.RolloutPaused, Unfinished: 1}
 	resumed := running(1)
@@ -294,7 +294,7 @@ func (s *RolloutWorkflowSuite) TestPausedThenResumed() {
 			return activities.BatchResult{Done: []int64{41}}, nil
 		}).Once()
 	start := s.env.Now()
-	// Safety polls at 30 s, 60 s and 90 s find it still paused; the resume wakes it at 100 s.
+	// Safety polls at 30 s, 60 s and 90 s find it still paused; the resume nudges it at 100 s.
 	s.env.RegisterDelayedCallback(func() {
 		s.locked(func() { s.Equal(4, *calls) })
 		s.env.SignalWorkflow(workflows.SignalPromoted, nil)
@@ -396,8 +396,8 @@ func (s *PromoterSuite) TestRunAtTimer() {
 	s.Equal(want, got)
 }
 
-// A kick runs a round at once; without kicks the safety poll runs one every 30 s.
-func (s *PromoterSuite) TestKickAndSafetyPoll() {
+// A nudge runs a round at once; without nudges the safety poll runs one every 30 s.
+func (s *PromoterSuite) TestNudgeAndSafetyPoll() {
 	start := s.env.Now()
 	var rounds []time.Duration
 	s.env.OnActivity(acts.PromoteRollouts, mock.Anything, mock.Anything).Return(
@@ -405,7 +405,7 @@ func (s *PromoterSuite) TestKickAndSafetyPoll() {
 			rounds = append(rounds, s.env.Now().Sub(start).Round(time.Second))
 			return activities.PromoteResult{}, nil
 		})
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(workflows.SignalKick, nil) }, 10*time.Second)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(workflows.SignalNudgePromoter, nil) }, 10*time.Second)
 	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, 45*time.Second)
 	s.env.ExecuteWorkflow(workflows.PromoterWorkflow)
 	s.Equal([]time.Duration{0, 10 * time.Second, 40 * time.Second}, rounds)

@@ -78,7 +78,7 @@ func (r *rolloutRun) runChecks(ctx workflow.Context, wave int32) {
 				workflow.GetLogger(ctx).Error("wave checks", "wave", wave, "error", err)
 			}
 		}
-		r.wake, r.finished = true, true
+		r.claimNext, r.finished = true, true
 	})
 }
 

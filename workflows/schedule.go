@@ -529,7 +529,7 @@ func (w *scheduleWorkflow) restIfIdle(ctx workflow.Context, next *time.Time) (bo
 		f := next.Add(w.spec.JitterFor(w.def.Name, *next))
 		fireAt = &f
 	}
-	if !w.plan().MayRest(now, fireAt) {
+	if !w.planFacts().MayRest(now, fireAt) {
 		return false, nil
 	}
 	// A wake is for a run at rest: one that reached this run while it held the schedule is moot.
@@ -572,10 +572,10 @@ func (w *scheduleWorkflow) idle(ctx workflow.Context) bool {
 // commandNames are the signals a schedule's workflow serves.
 var commandNames = []string{SchedulePause, ScheduleResume, ScheduleTrigger, ScheduleRefresh, ScheduleReschedule, ScheduleBackfill}
 
-// plan is the schedule as the plan's decisions read it: the one place the workflow builds
-// it, with one count of the runs in flight (every run the loop started is in
+// planFacts is the schedule as the plan's decisions read it: the one place the workflow
+// builds it, with one count of the runs in flight (every run the loop started is in
 // carry.Running before it decides anything else).
-func (w *scheduleWorkflow) plan() scheduleplan.Schedule {
+func (w *scheduleWorkflow) planFacts() scheduleplan.Schedule {
 	running, waiting := len(w.carry.Running)+w.startingElsewhere(), len(w.carry.Buffer)
 	return scheduleplan.Schedule{
 		Name: w.def.Name, Spec: w.spec, Action: w.def.Action, Overlap: w.def.Overlap, SkipIfSuccessful: w.def.SkipIfSuccessful,

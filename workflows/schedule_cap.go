@@ -26,7 +26,7 @@ func (w *scheduleWorkflow) capRoom(ctx workflow.Context, waitingAhead int) (room
 	if w.def.MaxConcurrent <= 0 || workflow.GetVersion(ctx, scheduleCapChange, workflow.DefaultVersion, 1) < 1 {
 		return 0, false
 	}
-	p := w.plan()
+	p := w.planFacts()
 	p.Waiting = waitingAhead
 	return p.Room()
 }

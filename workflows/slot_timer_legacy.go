@@ -60,7 +60,7 @@ const slotIterations = 200
 // that race, so a result needs no signal). When it wakes it reads SQL again and sleeps until
 // the deadline of whatever is in flight now — a retry, or the next execution.
 //
-// The API of earlier releases signalled it the deadlines of the attempts it handed out;
+// The API of earlier versions signalled it the deadlines of the attempts it handed out;
 // the workflow wakes at every one it was told.
 func SlotDeadlineWorkflow(ctx workflow.Context, in SlotDeadlineInput) error {
 	if in.IdlePoll <= 0 {

@@ -78,7 +78,7 @@ func (w *timeWatch) startsOf(name string) []time.Time {
 
 // With TICKGATE_DEVICE_TIMEOUT unset, the worker's configuration gives the 20-minute
 // default; the dispatcher's step copies it onto the task it activates; the agent's claim
-// stamps SENT and the deadline in SQL; the PC's timer, told a wake-up at the deadline (the
+// stamps SENT and the deadline in SQL; the PC's timer, told an alarm at the deadline (the
 // claimed row's timeout_at), times the attempt out at SENT +
 // 20m of workflow time — not before — and the stored timeout_at is that instant.
 func TestPCTimerTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
@@ -117,7 +117,7 @@ func TestPCTimerTimesOutAtSentPlusTheConfiguredDefault(t *testing.T) {
 	env.SetStartTime(sentAt.Add(-7 * time.Minute))
 	env.RegisterDelayedCallback(func() {
 		require.True(t, env.Now().Equal(sentAt))
-		env.SignalWorkflow(workflows.SignalPCTimerWakeup, workflows.PCTimerWakeup{ExecutionID: cmd.ID, Attempt: cmd.Attempt, At: cmd.TimeoutAt.UTC()})
+		env.SignalWorkflow(workflows.SignalPCTimerAlarm, workflows.PCTimerAlarm{ExecutionID: cmd.ID, Attempt: cmd.Attempt, At: cmd.TimeoutAt.UTC()})
 	}, 7*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		td, err := st.GetDeviceExecution(ctx, cmd.ID)

@@ -141,7 +141,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	baselineCPU := perOp(bcpu, bdone)
-	add("seed-style baseline (per-task gate queries; a round whenever tasks finish, coalesced like tickgate's promoter kicks, 5 s safety poll)", "%.1f tasks/s (%d of %d tasks in %s; window %s)", btps, bdone, len(tasks), belapsed.Round(time.Millisecond), *flagBaseline)
+	add("seed-style baseline (per-task gate queries; a round whenever tasks finish, coalesced like tickgate's promoter nudges, 5 s safety poll)", "%.1f tasks/s (%d of %d tasks in %s; window %s)", btps, bdone, len(tasks), belapsed.Round(time.Millisecond), *flagBaseline)
 	add("seed-style baseline: CPU per task run: this process (its two schedulers) / PostgreSQL / Temporal (unused by it: what the idle server spent) (ms)", "%s", baselineCPU)
 
 	fmt.Println()
@@ -273,7 +273,7 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 	if err := s.StartRollout(ctx, r.ID); err != nil {
 		return res, err
 	}
-	if err := s.KickPromoter(ctx); err != nil {
+	if err := s.NudgePromoter(ctx); err != nil {
 		return res, err
 	}
 	deadline := time.Now().Add(*flagTimeout)
@@ -317,7 +317,7 @@ func runTickgate(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 //
 // So that its loop is not capped by construction (a round every 5 s moves at most the
 // parallel limit per 5 s), it gets tickgate's cadence: every finish wakes the pending
-// scheduler, coalesced over activities.KickDelay as tickgate's finishes kick its promoter,
+// scheduler, coalesced over activities.NudgeDelay as tickgate's finishes nudge its promoter,
 // and 5 s stays only as the seed's safety poll. Each round promotes what the gates allow,
 // as tickgate's does; each claim takes every AVAILABLE task, as many as tickgate's claim
 // batch would.
@@ -390,8 +390,8 @@ func runBaseline(ctx context.Context, pg *benchstack.Stack, tasks []store.NewTas
 		select {
 		case <-runCtx.Done():
 		case <-ticklePending:
-			// Gather the finishes of a moment into one round, as tickgate's kicker does.
-			time.Sleep(activities.KickDelay)
+			// Gather the finishes of a moment into one round, as tickgate's nudger does.
+			time.Sleep(activities.NudgeDelay)
 		case <-time.After(5 * time.Second):
 		}
 	}

@@ -27,7 +27,7 @@ import (
 // tasks of every wave but the first. The alternative a user would pick without waves, in
 // the same run: a script that waits for one rollout per wave to finish, runs the same
 // health check itself and then creates the next wave's rollout (as POST /rollouts does:
-// rows, the rollout's workflow, a kick of the promoter), timed from the script's pass.
+// rows, the rollout's workflow, a nudge of the promoter), timed from the script's pass.
 
 var (
 	flagWaveTasks = flag.Int("wave-tasks", 1000, "tasks of the waves run (one per database)")
@@ -112,7 +112,7 @@ func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script waves
 	if err := s.StartRollout(ctx, r.ID); err != nil {
 		return waves, script, err
 	}
-	if err := s.KickPromoter(ctx); err != nil {
+	if err := s.NudgePromoter(ctx); err != nil {
 		return waves, script, err
 	}
 	if err := waitFinished(ctx, st, []int64{r.ID}); err != nil {
@@ -174,7 +174,7 @@ func runWaves(ctx context.Context, stack *benchstack.Stack) (waves, script waves
 		if err := s.StartRollout(ctx, r.ID); err != nil {
 			return waves, script, err
 		}
-		if err := s.KickPromoter(ctx); err != nil {
+		if err := s.NudgePromoter(ctx); err != nil {
 			return waves, script, err
 		}
 		if w > 0 {

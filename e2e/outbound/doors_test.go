@@ -328,7 +328,7 @@ func startRollout(t *testing.T, st *teststack.Stack, starts *starter.Starter, r 
 	created, err := st.Store.CreateRolloutWith(ctx, r)
 	require.NoError(t, err)
 	require.NoError(t, starts.StartRollout(ctx, created.ID))
-	require.NoError(t, starts.KickPromoter(ctx))
+	require.NoError(t, starts.NudgePromoter(ctx))
 	return created.ID
 }
 

@@ -74,14 +74,14 @@ WITH pc AS (
                WHEN t.windows IS NOT NULL AND now() < t.window_start THEN 'window'
                WHEN t.rate IS NOT NULL AND NOT $2::boolean THEN 'rate'
                ELSE ''
-           END AS hold
+           END AS closed
     FROM (SELECT 1) one LEFT JOIN tasks t ON t.status = 'running'
 ), pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
     -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_slot) instead of
     -- every execution ever made.
     WHERE td.pc_id = (SELECT pc.id FROM pc) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
-      AND (SELECT gate.hold FROM gate) = ''
+      AND (SELECT gate.closed FROM gate) = ''
     ORDER BY td.id
     LIMIT $3::integer
     -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
@@ -102,7 +102,7 @@ SELECT pc.id AS pc_id, COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::
        COALESCE(c.slot, 0)::integer AS slot, COALESCE(c.attempt, 0)::integer AS attempt,
        COALESCE(c.max_attempts, 0)::integer AS max_attempts, c.sent_at, c.timeout_at,
        COALESCE(c.serial, '')::text AS device_serial, COALESCE(c.payload, 'null'::jsonb) AS payload,
-       (SELECT gate.hold FROM gate)::text AS hold
+       (SELECT gate.closed FROM gate)::text AS closed_gate
 FROM pc LEFT JOIN claimed c ON true
 ORDER BY c.id
 `
@@ -124,7 +124,7 @@ type ClaimDeviceExecutionsRow struct {
 	TimeoutAt    *time.Time
 	DeviceSerial string
 	Payload      json.RawMessage
-	Hold         string
+	ClosedGate   string
 }
 
 // The agent's pull: up to max waiting commands of the PC (eligible devices only) are handed
@@ -136,9 +136,9 @@ type ClaimDeviceExecutionsRow struct {
 // Progressive delivery (docs/progressive.md): nothing is sent while the global freeze holds
 // or outside the running task's windows; a task with a rate is claimed through
 // store.claimUnderRate (the task's row locked, the room counted, then this statement with
-// rate_checked and max_rows the room). hold says what held the claim back: frozen, window,
-// window_stale (the window span ended: the caller computes the next one and claims again)
-// or rate (the caller claims under the rate).
+// rate_checked and max_rows the room). closed_gate names the gate that held the claim
+// back: frozen, window, window_stale (the window span ended: the caller computes the next
+// one and claims again) or rate (the caller claims under the rate).
 func (q *Queries) ClaimDeviceExecutions(ctx context.Context, arg ClaimDeviceExecutionsParams) ([]ClaimDeviceExecutionsRow, error) {
 	rows, err := q.db.Query(ctx, claimDeviceExecutions, arg.PcName, arg.RateChecked, arg.MaxRows)
 	if err != nil {
@@ -159,7 +159,7 @@ func (q *Queries) ClaimDeviceExecutions(ctx context.Context, arg ClaimDeviceExec
 			&i.TimeoutAt,
 			&i.DeviceSerial,
 			&i.Payload,
-			&i.Hold,
+			&i.ClosedGate,
 		); err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func (q *Queries) DeviceRateRoom(ctx context.Context, taskID int64) (int64, erro
 	return room, err
 }
 
-const deviceTaskHold = `-- name: DeviceTaskHold :one
+const deviceTaskGates = `-- name: DeviceTaskGates :one
 SELECT (freeze_in_force(NULL) IS NOT NULL)::boolean AS frozen,
        t.window_start, t.window_end, now()::timestamptz AS now,
        (t.rate IS NOT NULL)::boolean AS rated,
@@ -220,7 +220,7 @@ SELECT (freeze_in_force(NULL) IS NOT NULL)::boolean AS frozen,
 FROM tasks t WHERE t.id = $1
 `
 
-type DeviceTaskHoldRow struct {
+type DeviceTaskGatesRow struct {
 	Frozen      bool
 	WindowStart *time.Time
 	WindowEnd   *time.Time
@@ -230,11 +230,11 @@ type DeviceTaskHoldRow struct {
 	Rate        int64
 }
 
-// What holds a running task's sends back now, for its view: the global freeze, its windows
+// The gates of a running task's sends now, for its view: the global freeze, its windows
 // (the span's start, when it is ahead) and its rate's room.
-func (q *Queries) DeviceTaskHold(ctx context.Context, id int64) (DeviceTaskHoldRow, error) {
-	row := q.db.QueryRow(ctx, deviceTaskHold, id)
-	var i DeviceTaskHoldRow
+func (q *Queries) DeviceTaskGates(ctx context.Context, id int64) (DeviceTaskGatesRow, error) {
+	row := q.db.QueryRow(ctx, deviceTaskGates, id)
+	var i DeviceTaskGatesRow
 	err := row.Scan(
 		&i.Frozen,
 		&i.WindowStart,

@@ -21,7 +21,7 @@ SET owner = NULL, plan_at = now(), plan_action = 'wake',
 WHERE s.id = $1 AND s.owner = 'legacy'
 `
 
-// A schedule of the release before the planner, whose old workflow the planner terminated:
+// A schedule of the version before the planner, whose old workflow the planner terminated:
 // its watermark is the tick before its next fire (or the newest tick it recorded), and its
 // workflow is woken to take it up (runs in flight, buffered ticks, backfills).
 func (q *Queries) AdoptLegacySchedule(ctx context.Context, id int64) (int64, error) {
@@ -485,26 +485,6 @@ func (q *Queries) NextPlanAt(ctx context.Context) (time.Time, error) {
 	return plan_at, err
 }
 
-const releaseAbandonedSchedule = `-- name: ReleaseAbandonedSchedule :execrows
-UPDATE schedules SET owner = NULL, owner_checked_at = NULL, plan_at = now(), plan_action = 'wake'
-WHERE id = $1 AND owner = $2 AND rest_requested_at IS NULL
-`
-
-type ReleaseAbandonedScheduleParams struct {
-	ID    int64
-	Owner *string
-}
-
-// The owner ended without resting: the schedule is at rest again, and its workflow is woken
-// at once to take it up from its row (due ticks, runs in flight, what waits).
-func (q *Queries) ReleaseAbandonedSchedule(ctx context.Context, arg ReleaseAbandonedScheduleParams) (int64, error) {
-	result, err := q.db.Exec(ctx, releaseAbandonedSchedule, arg.ID, arg.Owner)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const requestScheduleRest = `-- name: RequestScheduleRest :execrows
 UPDATE schedules
 SET rest_requested_at = now(), owner_checked_at = NULL, watermark = $1,
@@ -658,6 +638,26 @@ func (q *Queries) SetSchedulePlans(ctx context.Context, arg SetSchedulePlansPara
 		arg.FirstFires,
 	)
 	return err
+}
+
+const takeBackAbandonedSchedule = `-- name: TakeBackAbandonedSchedule :execrows
+UPDATE schedules SET owner = NULL, owner_checked_at = NULL, plan_at = now(), plan_action = 'wake'
+WHERE id = $1 AND owner = $2 AND rest_requested_at IS NULL
+`
+
+type TakeBackAbandonedScheduleParams struct {
+	ID    int64
+	Owner *string
+}
+
+// The owner ended without resting: the schedule is at rest again, and its workflow is woken
+// at once to take it up from its row (due ticks, runs in flight, what waits).
+func (q *Queries) TakeBackAbandonedSchedule(ctx context.Context, arg TakeBackAbandonedScheduleParams) (int64, error) {
+	result, err := q.db.Exec(ctx, takeBackAbandonedSchedule, arg.ID, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const takeScheduleOwnership = `-- name: TakeScheduleOwnership :one

@@ -91,6 +91,28 @@ func (q *Queries) FinishIdempotencyKey(ctx context.Context, arg FinishIdempotenc
 	return err
 }
 
+const forgetIdempotencyKey = `-- name: ForgetIdempotencyKey :exec
+DELETE FROM idempotency_keys
+WHERE token_id = $1 AND key = $2 AND method = $3 AND path = $4 AND status = 0
+`
+
+type ForgetIdempotencyKeyParams struct {
+	TokenID int64
+	Key     string
+	Method  string
+	Path    string
+}
+
+func (q *Queries) ForgetIdempotencyKey(ctx context.Context, arg ForgetIdempotencyKeyParams) error {
+	_, err := q.db.Exec(ctx, forgetIdempotencyKey,
+		arg.TokenID,
+		arg.Key,
+		arg.Method,
+		arg.Path,
+	)
+	return err
+}
+
 const getActiveTokenByHash = `-- name: GetActiveTokenByHash :one
 SELECT id, role, pc, note, token_hash, prefix, created_at, revoked_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL
 `
@@ -244,28 +266,6 @@ func (q *Queries) ListenerPIDs(ctx context.Context, applicationName string) ([]i
 		return nil, err
 	}
 	return items, nil
-}
-
-const releaseIdempotencyKey = `-- name: ReleaseIdempotencyKey :exec
-DELETE FROM idempotency_keys
-WHERE token_id = $1 AND key = $2 AND method = $3 AND path = $4 AND status = 0
-`
-
-type ReleaseIdempotencyKeyParams struct {
-	TokenID int64
-	Key     string
-	Method  string
-	Path    string
-}
-
-func (q *Queries) ReleaseIdempotencyKey(ctx context.Context, arg ReleaseIdempotencyKeyParams) error {
-	_, err := q.db.Exec(ctx, releaseIdempotencyKey,
-		arg.TokenID,
-		arg.Key,
-		arg.Method,
-		arg.Path,
-	)
-	return err
 }
 
 const revokeToken = `-- name: RevokeToken :one

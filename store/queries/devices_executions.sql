@@ -21,9 +21,9 @@ FOR UPDATE OF td;
 -- Progressive delivery (docs/progressive.md): nothing is sent while the global freeze holds
 -- or outside the running task's windows; a task with a rate is claimed through
 -- store.claimUnderRate (the task's row locked, the room counted, then this statement with
--- rate_checked and max_rows the room). hold says what held the claim back: frozen, window,
--- window_stale (the window span ended: the caller computes the next one and claims again)
--- or rate (the caller claims under the rate).
+-- rate_checked and max_rows the room). closed_gate names the gate that held the claim
+-- back: frozen, window, window_stale (the window span ended: the caller computes the next
+-- one and claims again) or rate (the caller claims under the rate).
 WITH pc AS (
     SELECT p.id FROM pcs p WHERE p.name = @pc_name::text
 ), gate AS (
@@ -33,14 +33,14 @@ WITH pc AS (
                WHEN t.windows IS NOT NULL AND now() < t.window_start THEN 'window'
                WHEN t.rate IS NOT NULL AND NOT @rate_checked::boolean THEN 'rate'
                ELSE ''
-           END AS hold
+           END AS closed
     FROM (SELECT 1) one LEFT JOIN tasks t ON t.status = 'running'
 ), pick AS (
     SELECT td.id FROM task_devices td JOIN devices d ON d.id = td.device_id
     -- holds_slot lets the scan use the PC's slot holders (task_devices_pc_slot) instead of
     -- every execution ever made.
     WHERE td.pc_id = (SELECT pc.id FROM pc) AND td.holds_slot AND td.status IN ('CREATED', 'RETRY_SCHEDULED') AND d.eligible
-      AND (SELECT gate.hold FROM gate) = ''
+      AND (SELECT gate.closed FROM gate) = ''
     ORDER BY td.id
     LIMIT @max_rows::integer
     -- FOR SHARE of the device: a concurrent status change waits for this claim (and then
@@ -61,7 +61,7 @@ SELECT pc.id AS pc_id, COALESCE(c.id, 0)::bigint AS id, COALESCE(c.task_id, 0)::
        COALESCE(c.slot, 0)::integer AS slot, COALESCE(c.attempt, 0)::integer AS attempt,
        COALESCE(c.max_attempts, 0)::integer AS max_attempts, c.sent_at, c.timeout_at,
        COALESCE(c.serial, '')::text AS device_serial, COALESCE(c.payload, 'null'::jsonb) AS payload,
-       (SELECT gate.hold FROM gate)::text AS hold
+       (SELECT gate.closed FROM gate)::text AS closed_gate
 FROM pc LEFT JOIN claimed c ON true
 ORDER BY c.id;
 
@@ -73,8 +73,8 @@ SELECT coalesce(device_rate_room(@task_id::bigint), 2147483647)::bigint AS room;
 -- name: SetDeviceTaskWindow :exec
 UPDATE tasks SET window_start = @window_start, window_end = @window_end WHERE id = @id;
 
--- name: DeviceTaskHold :one
--- What holds a running task's sends back now, for its view: the global freeze, its windows
+-- name: DeviceTaskGates :one
+-- The gates of a running task's sends now, for its view: the global freeze, its windows
 -- (the span's start, when it is ahead) and its rate's room.
 SELECT (freeze_in_force(NULL) IS NOT NULL)::boolean AS frozen,
        t.window_start, t.window_end, now()::timestamptz AS now,

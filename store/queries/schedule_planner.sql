@@ -66,7 +66,7 @@ WHERE owner IS NOT NULL AND owner <> 'legacy' AND rest_requested_at IS NULL AND 
 ORDER BY next_run_at
 LIMIT @max_rows;
 
--- name: ReleaseAbandonedSchedule :execrows
+-- name: TakeBackAbandonedSchedule :execrows
 -- The owner ended without resting: the schedule is at rest again, and its workflow is woken
 -- at once to take it up from its row (due ticks, runs in flight, what waits).
 UPDATE schedules SET owner = NULL, owner_checked_at = NULL, plan_at = now(), plan_action = 'wake'
@@ -76,7 +76,7 @@ WHERE id = @id AND owner = @owner AND rest_requested_at IS NULL;
 SELECT id, name FROM schedules WHERE owner = 'legacy' ORDER BY id LIMIT @max_rows;
 
 -- name: AdoptLegacySchedule :execrows
--- A schedule of the release before the planner, whose old workflow the planner terminated:
+-- A schedule of the version before the planner, whose old workflow the planner terminated:
 -- its watermark is the tick before its next fire (or the newest tick it recorded), and its
 -- workflow is woken to take it up (runs in flight, buffered ticks, backfills).
 UPDATE schedules s

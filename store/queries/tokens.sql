@@ -28,7 +28,7 @@ SELECT * FROM idempotency_keys WHERE token_id = @token_id AND key = @key AND met
 UPDATE idempotency_keys SET status = @status, content_type = @content_type, body = @body
 WHERE token_id = @token_id AND key = @key AND method = @method AND path = @path;
 
--- name: ReleaseIdempotencyKey :exec
+-- name: ForgetIdempotencyKey :exec
 DELETE FROM idempotency_keys
 WHERE token_id = @token_id AND key = @key AND method = @method AND path = @path AND status = 0;
 
