@@ -422,7 +422,7 @@ func TestAbortThresholdPausesOrCancelsTheRollout(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claimed, 4)
 	finish := func(c store.TaskRun, status domain.TaskRunStatus) {
-		_, err := st.FinishTaskRuns(ctx, []store.FinishedTaskRun{{ID: c.ID, Attempt: c.Attempt, Status: status}})
+		_, err := st.FinishTaskRuns(ctx, []store.FinishedTaskRun{{ID: c.ID, Attempt: c.Attempt, TaskRunResult: domain.TaskRunResult{Status: status}}})
 		require.NoError(t, err)
 	}
 	status := func(id int64) store.RolloutSummary {
