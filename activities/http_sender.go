@@ -301,9 +301,9 @@ func (s *HTTPSender) send(ctx, sendCtx context.Context, a store.FirstAttempt) {
 		msg += ": " + oneLine(res.ResponseStart, 200)
 	}
 	switch res.Outcome {
-	case store.AttemptSucceeded:
+	case domain.AttemptSucceeded:
 		out.RunStatus = domain.RunSucceeded
-	case store.AttemptFinal:
+	case domain.AttemptFinal:
 		out.RunStatus, out.RunError = domain.RunFailed, fmt.Sprintf("%s (attempt 1; not retried)", msg)
 	default:
 		if r, err := domain.NormalizeRetry(t.Retry, domain.ActionHTTP); err == nil && r.MaxAttempts <= 1 {
@@ -346,7 +346,7 @@ func (s *HTTPSender) trace(a store.FirstAttempt, host string, sentAt time.Time, 
 	if slot.Why != "" {
 		span.SetAttributes(AttrHTTPLimitCause.String(slot.Why))
 	}
-	if res.Outcome != store.AttemptSucceeded {
+	if res.Outcome != domain.AttemptSucceeded {
 		span.SetStatus(codes.Error, res.What)
 	}
 	span.End(trace.WithTimestamp(sentAt.Add(res.Latency)))
@@ -564,7 +564,7 @@ func (s *HTTPSender) Sweep(ctx context.Context) {
 		}
 		return
 	}
-	metrics.HTTPFirstAttempts.WithLabelValues(store.AttemptLost).Add(float64(swept.Lost))
+	metrics.HTTPFirstAttempts.WithLabelValues(domain.AttemptLost).Add(float64(swept.Lost))
 	if swept.Lost > 0 || swept.Requeued > 0 {
 		s.Logger.Info("first attempts of a sender that stopped taken over", "requeued", swept.Requeued, "lost", swept.Lost,
 			"handed_over", len(swept.HandOver))

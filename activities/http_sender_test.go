@@ -219,12 +219,12 @@ func TestFirstAttemptsAreSentByTheWorkerThatReleasedThem(t *testing.T) {
 		if name == "direct-03" {
 			require.Equal(t, domain.RunFailed, r.Status)
 			require.Equal(t, "HTTP 404 Not Found (attempt 1; not retried)", r.Error)
-			require.Equal(t, store.AttemptFinal, a.Outcome)
+			require.Equal(t, domain.AttemptFinal, a.Outcome)
 			require.EqualValues(t, 404, *a.StatusCode)
 			continue
 		}
 		require.Equal(t, domain.RunSucceeded, r.Status, name)
-		require.Equal(t, store.AttemptSucceeded, a.Outcome, name)
+		require.Equal(t, domain.AttemptSucceeded, a.Outcome, name)
 		require.Equal(t, 1, d.Executions)
 	}
 	var queued int
@@ -294,12 +294,12 @@ func TestAWorkerKilledMidBatchLosesAndDuplicatesNothing(t *testing.T) {
 		require.Equal(t, 1, d.Executions, "%s: executed exactly once", name)
 		as := attempts[name]
 		sort.Slice(as, func(i, j int) bool { return as[i].Attempt < as[j].Attempt })
-		if as[0].Outcome == store.AttemptLost {
+		if as[0].Outcome == domain.AttemptLost {
 			lost++
 			require.Len(t, as, 2, "%s: the lost attempt, then its delivery workflow's", name)
 			require.Equal(t, int32(2), as[1].Attempt, "%s: the workflow counted the lost attempt", name)
 			require.False(t, as[1].Direct)
-			require.Equal(t, store.AttemptSucceeded, as[1].Outcome)
+			require.Equal(t, domain.AttemptSucceeded, as[1].Outcome)
 			require.Equal(t, 2, d.Requests, "%s: sent again once", name)
 			if _, was := refused.Load(r.IdempotencyKey); !was {
 				resent++
@@ -308,12 +308,12 @@ func TestAWorkerKilledMidBatchLosesAndDuplicatesNothing(t *testing.T) {
 		} else {
 			require.Len(t, as, 1, "%s: never sent by A: sent once, by B", name)
 			require.True(t, as[0].Direct)
-			require.Equal(t, store.AttemptSucceeded, as[0].Outcome)
+			require.Equal(t, domain.AttemptSucceeded, as[0].Outcome)
 			require.Equal(t, 1, d.Requests)
 		}
 		// tickgate never sends a key again once a 2xx was recorded for it.
 		for _, ok := range as {
-			if ok.Outcome != store.AttemptSucceeded {
+			if ok.Outcome != domain.AttemptSucceeded {
 				continue
 			}
 			for _, later := range as {

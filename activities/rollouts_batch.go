@@ -306,7 +306,7 @@ func (a *RolloutActivities) stillRunning(ctx context.Context, tasks []ClaimedTas
 func (b *batchRun) runAttempts(ctx context.Context, t ClaimedTaskRun, first store.AttemptStart) taskOutcome {
 	a, claim := b.a, store.ClaimRef{ID: t.ID, Claim: t.Attempt}
 	end := func(status domain.TaskRunStatus, out []byte, msg string) taskOutcome {
-		return taskOutcome{FinishedTaskRun: store.FinishedTaskRun{ID: t.ID, Attempt: t.Attempt, Status: status, Error: msg, Output: out}}
+		return taskOutcome{FinishedTaskRun: store.FinishedTaskRun{ID: t.ID, Attempt: t.Attempt, TaskRunResult: domain.TaskRunResult{Status: status, Error: msg, Output: out}}}
 	}
 	backoff := b.backoff
 	at := first

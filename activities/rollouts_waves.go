@@ -95,7 +95,7 @@ func (a *RolloutActivities) RunWaveChecks(ctx context.Context, in WaveChecksInpu
 			return WaveChecksResult{}, err
 		}
 		a.promoteNow(ctx, in.RolloutID, "a wave failed") // the later waves' tasks say why they wait
-		return WaveChecksResult{Status: store.WaveFailed, Reason: reason}, nil
+		return WaveChecksResult{Status: domain.WaveFailed, Reason: reason}, nil
 	}
 	passed, err := a.Store.PassWave(ctx, in.RolloutID, in.Wave, results, now)
 	if err != nil {
@@ -110,7 +110,7 @@ func (a *RolloutActivities) RunWaveChecks(ctx context.Context, in WaveChecksInpu
 	}
 	// The next wave's tasks are promoted now, not at the promoter's next round.
 	promoted := a.promoteNow(ctx, in.RolloutID, "a wave passed")
-	return WaveChecksResult{Status: store.WavePassed, Promoted: promoted}, nil
+	return WaveChecksResult{Status: domain.WavePassed, Promoted: promoted}, nil
 }
 
 // promoteNow runs a promotion round at once, so that what a wave's outcome changed — the

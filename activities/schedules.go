@@ -1,5 +1,9 @@
-// Package activities holds one activities struct per engine; each struct's fields are the
-// activity's dependencies, and every method is one activity.
+// Package activities holds one activities struct per engine (ScheduleActivities,
+// RolloutActivities, DeviceActivities); each struct's fields are the activity's
+// dependencies, and every method is one activity. It also holds the loops a worker process
+// runs beside its workflows, which use the same parts (RunWatcher, HTTPSender with
+// HTTPDeliveries and its HostLimiter, ResidentKeeper), and the activities' input and
+// result types, whose JSON is recorded in workflow histories.
 package activities
 
 import (

@@ -175,7 +175,7 @@ func firstAttemptsOf(t store.HTTPDeliveryTarget, r domain.Retry) *FirstAttempts 
 	}
 	return &FirstAttempts{
 		Made: d.Made, Began: d.Began, NextAt: end.Add(wait), Last: last,
-		Delivered: t.Delivered, Final: d.Outcome == store.AttemptFinal,
+		Delivered: t.Delivered, Final: d.Outcome == domain.AttemptFinal,
 	}
 }
 
@@ -251,7 +251,7 @@ func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTP
 			return HTTPDelivered{}, ctx.Err()
 		}
 		rec.StartedAt = d.now()
-		return HTTPDelivered{}, d.finish(ctx, rec, 0, store.AttemptRetryable, "not sent: its host's limits gave it no turn in time ("+host+")", "", 0)
+		return HTTPDelivered{}, d.finish(ctx, rec, 0, domain.AttemptRetryable, "not sent: its host's limits gave it no turn in time ("+host+")", "", 0)
 	}
 	rec.StartedAt = d.now()
 	if err := d.Store.StartAttempt(ctx, rec); err != nil {
@@ -266,7 +266,7 @@ func (d *HTTPDeliveries) DeliverHTTP(ctx context.Context, in HTTPDelivery) (HTTP
 	if res.Canceled {
 		return HTTPDelivered{}, ctx.Err() // cancelled (overlap cancel_other) or timed out: Temporal decides
 	}
-	if res.Outcome == store.AttemptSucceeded {
+	if res.Outcome == domain.AttemptSucceeded {
 		return HTTPDelivered{Attempt: attempt, StatusCode: res.StatusCode}, d.finish(ctx, rec, res.StatusCode, res.Outcome, "", res.ResponseStart, 0)
 	}
 	return HTTPDelivered{}, d.finish(ctx, rec, res.StatusCode, res.Outcome, res.What, res.ResponseStart, res.RetryAfter)
@@ -277,7 +277,7 @@ type attemptResult struct {
 	StartedAt  time.Time
 	Latency    time.Duration
 	StatusCode int    // 0: no answer
-	Outcome    string // store.AttemptSucceeded, AttemptRetryable or AttemptFinal
+	Outcome    string // domain.AttemptSucceeded, AttemptRetryable or AttemptFinal
 	// What the answer was, in words (none for a success), and the start of its body.
 	What, ResponseStart string
 	RetryAfter          time.Duration
@@ -295,7 +295,7 @@ func (d *HTTPDeliveries) attempt(ctx context.Context, t store.HTTPDeliveryTarget
 	res := attemptResult{StartedAt: sentAt}
 	req, err := DeliveryRequest(ctx, t, attempt, res.StartedAt)
 	if err != nil {
-		res.Outcome, res.What = store.AttemptFinal, err.Error()
+		res.Outcome, res.What = domain.AttemptFinal, err.Error()
 		return res
 	}
 	// The outbound rule is checked on the address each connection is made to, after DNS
@@ -307,11 +307,11 @@ func (d *HTTPDeliveries) attempt(ctx context.Context, t store.HTTPDeliveryTarget
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
-			res.Canceled, res.Outcome, res.What = true, store.AttemptRetryable, "no answer: "+ctx.Err().Error()
+			res.Canceled, res.Outcome, res.What = true, domain.AttemptRetryable, "no answer: "+ctx.Err().Error()
 		case errors.Is(err, outbound.ErrRefused):
-			res.Outcome, res.What = store.AttemptFinal, "action.url: "+outbound.Reason(err)
+			res.Outcome, res.What = domain.AttemptFinal, "action.url: "+outbound.Reason(err)
 		default:
-			res.Outcome, res.What = store.AttemptRetryable, "no answer: "+err.Error()
+			res.Outcome, res.What = domain.AttemptRetryable, "no answer: "+err.Error()
 		}
 		return res
 	}
@@ -323,18 +323,18 @@ func (d *HTTPDeliveries) attempt(ctx context.Context, t store.HTTPDeliveryTarget
 	res.What = fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
 	switch {
 	case code >= 200 && code <= 299:
-		res.Outcome, res.What = store.AttemptSucceeded, ""
+		res.Outcome, res.What = domain.AttemptSucceeded, ""
 	case domain.RetryableHTTPStatus(code):
-		res.Outcome = store.AttemptRetryable
+		res.Outcome = domain.AttemptRetryable
 		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), d.now())
 		if SlowsHost(code, res.RetryAfter) {
 			d.limiter().SlowDown(t.Action.Host(), code, res.RetryAfter)
 		}
 	case code >= 300 && code <= 399:
-		res.Outcome = store.AttemptFinal
+		res.Outcome = domain.AttemptFinal
 		res.What += " (a redirect, which is not followed: give the final URL)"
 	default:
-		res.Outcome = store.AttemptFinal
+		res.Outcome = domain.AttemptFinal
 	}
 	return res
 }
@@ -373,7 +373,7 @@ func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, code 
 		// database that failed here must not make a delivered request be sent again.
 		slog.Warn("record an http attempt", "run", rec.RunID, "attempt", rec.Attempt, "error", err)
 	}
-	if outcome == store.AttemptSucceeded {
+	if outcome == domain.AttemptSucceeded {
 		return nil
 	}
 	msg := what
@@ -381,7 +381,7 @@ func (d *HTTPDeliveries) finish(ctx context.Context, rec store.RunAttempt, code 
 		msg += ": " + oneLine(start, 200)
 	}
 	return temporal.NewApplicationErrorWithOptions(msg, errTypeOf(outcome), temporal.ApplicationErrorOptions{
-		NonRetryable:   outcome == store.AttemptFinal,
+		NonRetryable:   outcome == domain.AttemptFinal,
 		NextRetryDelay: wait,
 		Details:        []any{HTTPAttemptFailure{Attempt: int(rec.Attempt), StatusCode: code}},
 	})
@@ -408,7 +408,7 @@ func (d *HTTPDeliveries) final(attempt, code int, msg string) error {
 }
 
 func errTypeOf(outcome string) string {
-	if outcome == store.AttemptFinal {
+	if outcome == domain.AttemptFinal {
 		return ErrHTTPFinal
 	}
 	return ErrHTTPRetryable

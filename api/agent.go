@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 	"github.com/tickgate/tickgate/store"
 )
@@ -165,21 +166,21 @@ func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *P
 		return true, "", err
 	}
 	switch ans.Verdict {
-	case store.SuccessRecorded:
+	case domain.SuccessRecorded:
 		return true, "", c.JSON(http.StatusOK, resultView(*ans.Done, ans.Next))
-	case store.SuccessReplayed:
+	case domain.SuccessReplayed:
 		if ans.Stored != nil {
 			return true, "", replayed(c, ans.Stored)
 		}
 		c.Response().Header().Set(ReplayedHeader, "true")
 		return true, "", c.JSON(http.StatusOK, resultView(*ans.Done, ans.Next))
-	case store.SuccessNotFound:
+	case domain.SuccessNotFound:
 		return true, "", NotFound("no task_device %d", id)
-	case store.SuccessForbidden:
+	case domain.SuccessForbidden:
 		return true, "", s.checkAgentExecution(c.Request().Context(), p, id, ans.PCName)
-	case store.SuccessKeyReused:
+	case domain.SuccessKeyReused:
 		return true, "", NewProblem(http.StatusUnprocessableEntity, IdempotencyHeader, "%v", store.ErrKeyReused)
-	case store.SuccessKeyInProgress:
+	case domain.SuccessKeyInProgress:
 		c.Response().Header().Set("Retry-After", "1")
 		return true, "", Conflict(IdempotencyHeader, "%v", store.ErrInFlight)
 	}

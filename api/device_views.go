@@ -73,7 +73,7 @@ type DeviceTaskCounts struct {
 	Active    int64 `json:"active"`
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
-	Canceled  int64 `json:"cancelled"` // the HTTP contract's field name, spelled before the statuses were
+	Canceled  int64 `json:"canceled"`
 }
 
 // DeviceExecutionDTO is one device execution (a task_device row).

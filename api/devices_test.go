@@ -219,6 +219,13 @@ func TestDevicesTimeoutOnRealServerAndLateResult(t *testing.T) {
 		return got.Status == domain.DeviceTaskRunning && len(got.Devices) == 1
 	}, 30*time.Second, 50*time.Millisecond)
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", t1.ID), nil, http.StatusConflict, nil)
+
+	// The canceled execution is counted under counts.canceled (one l, like every status).
+	var raw struct {
+		Counts map[string]int64 `json:"counts"`
+	}
+	st.JSON(t, http.MethodGet, fmt.Sprintf("/api/v1/tasks/%d", t1.ID), nil, http.StatusOK, &raw)
+	require.Equal(t, map[string]int64{"active": 0, "succeeded": 0, "failed": 0, "canceled": 1}, raw.Counts)
 }
 
 // TestDevicesBadInput: bad requests get a 4xx problem naming the field and change nothing.

@@ -323,7 +323,7 @@ func FuzzTaskResultRequest(f *testing.F) {
 		if !ok {
 			return
 		}
-		if err := req.validate(); err != nil {
+		if err := validateTaskResult(*req); err != nil {
 			requireValidationProblem(t, err, reflect.TypeFor[TaskResultRequest](), body)
 			return
 		}

@@ -525,14 +525,11 @@ func (s *Server) cancelTaskRun(c echo.Context) error {
 	return c.JSON(http.StatusOK, taskRunView(t))
 }
 
-// TaskResultRequest is the body of POST /task-runs/{id}/result.
-type TaskResultRequest struct {
-	Status domain.TaskRunStatus `json:"status"`
-	Output json.RawMessage      `json:"output,omitempty"`
-	Error  string               `json:"error,omitempty"`
-}
+// TaskResultRequest is the body of POST /task-runs/{id}/result: a task run's result.
+type TaskResultRequest = domain.TaskRunResult
 
-func (req TaskResultRequest) validate() error {
+// validateTaskResult takes a reported result: DONE or FAILED, with an error of a bounded size.
+func validateTaskResult(req TaskResultRequest) error {
 	if req.Status != domain.TaskRunDone && req.Status != domain.TaskRunFailed {
 		return BadRequest("status", "must be DONE or FAILED, got %q", req.Status)
 	}
@@ -551,7 +548,7 @@ func (s *Server) taskRunResult(c echo.Context) error {
 	if err := Decode(c, &req, false); err != nil {
 		return err
 	}
-	if err := req.validate(); err != nil {
+	if err := validateTaskResult(req); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -565,7 +562,7 @@ func (s *Server) taskRunResult(c echo.Context) error {
 	if t.Status != domain.TaskRunRunning && t.Status != domain.TaskRunAvailable {
 		return Conflict("status", "task run %d is %s; a result is taken only while it is AVAILABLE or RUNNING", id, t.Status)
 	}
-	res := workflows.ExternalTaskResult{TaskID: id, Status: req.Status, Output: req.Output, Error: req.Error}
+	res := workflows.ExternalTaskResult{TaskID: id, TaskRunResult: req}
 	if err := s.Starter.SendExternalTaskResult(ctx, t.RolloutID, res); err != nil {
 		return err
 	}

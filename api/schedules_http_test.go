@@ -225,7 +225,7 @@ func TestRedriveAndTheDeadLetter(t *testing.T) {
 	eventRun := insert(ev, tick, domain.RunSucceeded, "", "")
 	code := int32(503)
 	require.NoError(t, st.Store.RecordAttempt(ctx, store.RunAttempt{RunID: failed, WorkflowID: "w", Attempt: 1, StartedAt: tick, LatencyMs: 3,
-		StatusCode: &code, Outcome: store.AttemptRetryable, Error: "HTTP 503 Service Unavailable", ResponseStart: "busy"}))
+		StatusCode: &code, Outcome: domain.AttemptRetryable, Error: "HTTP 503 Service Unavailable", ResponseStart: "busy"}))
 
 	var dead struct{ Items []api.ScheduleRunView }
 	st.JSON(t, http.MethodGet, "/api/v1/runs?status=FAILED&dead_letter=true", nil, http.StatusOK, &dead)

@@ -4,7 +4,9 @@
 // schedules and rollouts, the device engine (package deviceengine) for device dispatch, the
 // store for reads and its transactions — and renders the answer as JSON or problem+json.
 // The rules those calls apply live in the engines: the workflows, the SQL in store,
-// internal/scheduleplan and internal/schedulespec, package deviceengine.
+// internal/scheduleplan and internal/schedulespec, package deviceengine. Besides the routes
+// of the contract it serves the console's files (package web), /metrics, /healthz,
+// /readyz and the OpenAPI document.
 package api
 
 import (

@@ -54,7 +54,7 @@ func TestCLIHTTPAction(t *testing.T) {
 		row.ID, tick, domain.TickKey(row.ID, tick), domain.RunWorkflowID("hooked", domain.TickKey(row.ID, tick))).Scan(&id))
 	code := int32(502)
 	require.NoError(t, st.Store.RecordAttempt(ctx, store.RunAttempt{RunID: id, WorkflowID: "w", Attempt: 1, StartedAt: tick, LatencyMs: 7,
-		StatusCode: &code, Outcome: store.AttemptRetryable, Error: "HTTP 502 Bad Gateway", ResponseStart: "upstream down"}))
+		StatusCode: &code, Outcome: domain.AttemptRetryable, Error: "HTTP 502 Bad Gateway", ResponseStart: "upstream down"}))
 
 	r = run(t, st, admin, "run", "dead-letter")
 	require.Equal(t, 0, r.code, r.errOut)

@@ -2298,7 +2298,7 @@ type Task struct {
 	Abort  *map[string]interface{} `json:"abort,omitempty"`
 	Counts *struct {
 		Active    *int `json:"active,omitempty"`
-		Cancelled *int `json:"cancelled,omitempty"`
+		Canceled  *int `json:"canceled,omitempty"`
 		Failed    *int `json:"failed,omitempty"`
 		Succeeded *int `json:"succeeded,omitempty"`
 	} `json:"counts,omitempty"`

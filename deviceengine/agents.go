@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -39,11 +40,11 @@ func (e *Engine) Ack(ctx context.Context, id int64, attempt *int32) error {
 // statement for the results arriving together checks the agent's PC and the
 // Idempotency-Key, records the result, refills the freed slot and hands the agent its next
 // execution when it asked. The answer's verdict says what the statement did; a result it
-// left undecided (store.SuccessUndecided) goes to RecordResult.
+// left undecided (domain.SuccessUndecided) goes to RecordResult.
 func (e *Engine) ReportSuccess(ctx context.Context, r store.SuccessReport) (store.SuccessAnswer, error) {
 	start := time.Now()
 	ans, err := e.results.Report(ctx, r)
-	if err != nil || ans.Verdict != store.SuccessRecorded {
+	if err != nil || ans.Verdict != domain.SuccessRecorded {
 		return ans, err
 	}
 	e.traceResult(ctx, r.ID, r.Attempt, true, &ans.Outcome, start, nil)

@@ -393,3 +393,9 @@ const (
 	WavePassed   = "PASSED"
 	WaveFailed   = "FAILED"
 )
+
+// Why a wave failed (rollout_waves.failure).
+const (
+	WaveFailureTasks  = "tasks"  // its tasks failed
+	WaveFailureHealth = "health" // its health checks failed
+)

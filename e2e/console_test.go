@@ -309,4 +309,11 @@ func TestConsolePCSlotGridRefill(t *testing.T) {
 	waitJS(t, ctx, 15*time.Second, text(`tr[data-history="`+inSlot1+`"]`)+`.includes("SUCCEEDED")`)
 	require.Contains(t, jsValue[string](t, ctx, text("#task-progress")), "succeeded 1")
 	shot(t, ctx, root, "console-device-task.png")
+
+	// Canceled, the task's executions in flight are counted canceled (the API's
+	// counts.canceled) in its progress bar and its summary line.
+	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", task.ID), nil, http.StatusOK, nil)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload()))
+	waitJS(t, ctx, 15*time.Second, `!!document.querySelector("#task-progress") && document.querySelector("#task-progress").textContent.includes("canceled 2")`)
+	require.Contains(t, jsValue[string](t, ctx, `document.querySelector("#task-progress").nextElementSibling.textContent`), "1 succeeded, 0 active, 0 failed, 2 canceled")
 }

@@ -2,8 +2,10 @@
 // ids, options and search attributes: the one place that knows how they are reached. The
 // API process uses it (schedule commands, rollouts, the device engine's nudges and PC timer
 // alarms), the worker starts its singletons through it and fills the activities' small
-// interfaces with it, and `tickgate versions` reads its change report. The CLI (package cli)
-// never reaches Temporal: it talks to the API over HTTP.
+// interfaces with it, and `tickgate versions` (an operator command of the server binary,
+// cmd/tickgate, not of the API client) reads its change report; the test stack and the
+// benchmarks start the same way. The CLI (package cli) never reaches Temporal: it talks to
+// the API over HTTP through package client.
 package starter
 
 import (

@@ -115,7 +115,7 @@ func TestGlobalFreezeStopsDeviceSends(t *testing.T) {
 	require.NoError(t, err)
 	ans, err := st.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], true)})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessUndecided, ans[0].Verdict, "frozen: the general path records it, without a next")
+	require.Equal(t, domain.SuccessUndecided, ans[0].Verdict, "frozen: the general path records it, without a next")
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
 	require.Len(t, out.Refilled, 1, "the slot is refilled (D2), CREATED")

@@ -28,23 +28,9 @@ type SuccessReport struct {
 	ClaimNext bool
 }
 
-// SuccessVerdict is what the group commit did with a report.
-type SuccessVerdict string
-
-// The verdicts of RecordSuccesses (device_results_record, migrations/00092_device_steps.sql).
-const (
-	SuccessRecorded      SuccessVerdict = "recorded"        // committed; Answer is the answer
-	SuccessReplayed      SuccessVerdict = "replayed"        // the key's first answer: Answer or Stored
-	SuccessNotFound      SuccessVerdict = "not_found"       // no such execution
-	SuccessForbidden     SuccessVerdict = "forbidden"       // another PC's execution (PCName)
-	SuccessKeyReused     SuccessVerdict = "key_reused"      // the key came with another body
-	SuccessKeyInProgress SuccessVerdict = "key_in_progress" // the key's first request still runs
-	SuccessUndecided     SuccessVerdict = "undecided"       // unchanged: the general path decides
-)
-
 // SuccessAnswer is one report's outcome.
 type SuccessAnswer struct {
-	Verdict SuccessVerdict
+	Verdict domain.SuccessVerdict
 	// PCName and TaskID name the execution's PC and task when it exists.
 	PCName string
 	TaskID int64
@@ -241,7 +227,7 @@ func (s *Store) RecordSuccesses(ctx context.Context, reports []SuccessReport) ([
 		if err != nil {
 			return nil, fmt.Errorf("result of execution %d: %w", reports[i].ID, err)
 		}
-		if a.Verdict == SuccessRecorded {
+		if a.Verdict == domain.SuccessRecorded {
 			if row.CreatedID != 0 {
 				a.Outcome.Refilled = []int64{row.CreatedID}
 			}
@@ -296,7 +282,7 @@ func (s *Store) recountPCShares(ctx context.Context, answers []SuccessAnswer, id
 
 // successAnswer reads one row of RecordSuccesses.
 func successAnswer(row dbgen.RecordSuccessesRow) (SuccessAnswer, error) {
-	a := SuccessAnswer{Verdict: SuccessVerdict(row.Verdict), PCName: row.PcName, TaskID: row.TaskID}
+	a := SuccessAnswer{Verdict: domain.SuccessVerdict(row.Verdict), PCName: row.PcName, TaskID: row.TaskID}
 	if row.StoredStatus != 0 && row.Answer == "" {
 		a.Stored = &StoredResponse{Status: int(row.StoredStatus), ContentType: row.StoredContentType, Body: row.StoredBody}
 	}
@@ -310,7 +296,7 @@ func successAnswer(row dbgen.RecordSuccessesRow) (SuccessAnswer, error) {
 			return a, err
 		}
 	}
-	if a.Verdict == SuccessRecorded {
+	if a.Verdict == domain.SuccessRecorded {
 		if a.Done == nil {
 			return a, errors.New("recorded without an answer")
 		}

@@ -47,7 +47,7 @@ func TestResultsOfABatchAreRecordedByOneStatement(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, answers, 5)
 	for i, ans := range answers {
-		require.Equal(t, store.SuccessRecorded, ans.Verdict, "report %d", i)
+		require.Equal(t, domain.SuccessRecorded, ans.Verdict, "report %d", i)
 		require.Equal(t, domain.ExecutionSucceeded, ans.Done.Status)
 		require.Equal(t, domain.ExecutionSucceeded, executionStatus(t, st, ans.Done.ID), "the answer is what committed")
 	}
@@ -103,7 +103,7 @@ func TestResultsOfABatchAreRecordedByOneStatement(t *testing.T) {
 	}
 	last, err := st.RecordSuccesses(ctx, []store.SuccessReport{success(gbNext, true)})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessRecorded, last[0].Verdict)
+	require.Equal(t, domain.SuccessRecorded, last[0].Verdict)
 	require.Nil(t, last[0].Next)
 	require.True(t, last[0].Outcome.CheckTask, "gb holds no execution of the task any more")
 }
@@ -132,12 +132,12 @@ func TestResultsChecksAndKeysInTheStatement(t *testing.T) {
 
 	ans, err := st.RecordSuccesses(ctx, []store.SuccessReport{first})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessRecorded, ans[0].Verdict)
+	require.Equal(t, domain.SuccessRecorded, ans[0].Verdict)
 	require.NotNil(t, ans[0].Next)
 
 	replay, err := st.RecordSuccesses(ctx, []store.SuccessReport{first})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessReplayed, replay[0].Verdict)
+	require.Equal(t, domain.SuccessReplayed, replay[0].Verdict)
 	require.Equal(t, ans[0].Done, replay[0].Done, "the first answer, again")
 	require.Equal(t, ans[0].Next, replay[0].Next)
 	require.Equal(t, domain.ExecutionSent, executionStatus(t, st, ans[0].Next.ID), "the replay handed nothing out again")
@@ -152,12 +152,12 @@ func TestResultsChecksAndKeysInTheStatement(t *testing.T) {
 	foreign.AgentPC = "ka"
 	got, err := st.RecordSuccesses(ctx, []store.SuccessReport{other, stale, foreign, {ID: 987654321}})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessKeyReused, got[0].Verdict)
-	require.Equal(t, store.SuccessUndecided, got[1].Verdict)
+	require.Equal(t, domain.SuccessKeyReused, got[0].Verdict)
+	require.Equal(t, domain.SuccessUndecided, got[1].Verdict)
 	require.Equal(t, "ka", got[1].PCName)
-	require.Equal(t, store.SuccessForbidden, got[2].Verdict)
+	require.Equal(t, domain.SuccessForbidden, got[2].Verdict)
 	require.Equal(t, "kb", got[2].PCName)
-	require.Equal(t, store.SuccessNotFound, got[3].Verdict)
+	require.Equal(t, domain.SuccessNotFound, got[3].Verdict)
 	require.Equal(t, domain.ExecutionSent, executionStatus(t, st, a[1].ID), "a stale attempt changed nothing")
 	require.Equal(t, domain.ExecutionSent, executionStatus(t, st, b[0].ID), "another PC's execution changed nothing")
 
@@ -171,11 +171,11 @@ func TestResultsChecksAndKeysInTheStatement(t *testing.T) {
 	r2.Key, r2.RequestHash = k2, hash("three")
 	got, err = st.RecordSuccesses(ctx, []store.SuccessReport{r2})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessKeyInProgress, got[0].Verdict, "its first request still runs")
+	require.Equal(t, domain.SuccessKeyInProgress, got[0].Verdict, "its first request still runs")
 	require.NoError(t, st.FinishIdempotent(ctx, k2, store.StoredResponse{Status: 409, ContentType: "application/problem+json", Body: []byte(`{"status":409}`)}))
 	got, err = st.RecordSuccesses(ctx, []store.SuccessReport{r2})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessReplayed, got[0].Verdict)
+	require.Equal(t, domain.SuccessReplayed, got[0].Verdict)
 	require.Equal(t, &store.StoredResponse{Status: 409, ContentType: "application/problem+json", Body: []byte(`{"status":409}`)}, got[0].Stored)
 	require.Equal(t, domain.ExecutionSent, executionStatus(t, st, a[1].ID))
 }
@@ -212,7 +212,7 @@ func TestResultBatcherUnderConcurrency(t *testing.T) {
 							errs <- err
 							return
 						}
-						if ans.Verdict != store.SuccessRecorded {
+						if ans.Verdict != domain.SuccessRecorded {
 							errs <- fmt.Errorf("execution %d: %s", next.ID, ans.Verdict)
 							return
 						}
@@ -259,6 +259,6 @@ func TestResultsDoNotWaitForTheTaskLock(t *testing.T) {
 	defer cancel()
 	ans, err := st.RecordSuccesses(waitCtx, []store.SuccessReport{success(cmds[0], true)})
 	require.NoError(t, err, "the result waited for the task's lock")
-	require.Equal(t, store.SuccessRecorded, ans[0].Verdict)
+	require.Equal(t, domain.SuccessRecorded, ans[0].Verdict)
 	require.NotNil(t, ans[0].Next, "refilled while the task row was held")
 }

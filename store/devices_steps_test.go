@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -54,7 +55,7 @@ func TestDevicesGroupCommitAndSinglePathLeaveTheSameRows(t *testing.T) {
 	answers, err := grouped.RecordSuccesses(ctx, batch)
 	require.NoError(t, err)
 	for i, a := range answers {
-		require.Equal(t, store.SuccessRecorded, a.Verdict, "report %d", i)
+		require.Equal(t, domain.SuccessRecorded, a.Verdict, "report %d", i)
 	}
 	require.NotNil(t, answers[0].Next, "pa's freed slots were refilled and handed out")
 	require.Nil(t, answers[4].Next, "pc has no device left")

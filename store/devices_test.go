@@ -440,7 +440,7 @@ func TestDevicesD2UnderConcurrency(t *testing.T) {
 							if err != nil {
 								return err
 							}
-							if ans.Verdict == store.SuccessRecorded {
+							if ans.Verdict == domain.SuccessRecorded {
 								next = ans.Next
 								continue
 							}
@@ -633,7 +633,7 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	require.Len(t, cmds, 1)
 	ans, err := st.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], false)})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessRecorded, ans[0].Verdict)
+	require.Equal(t, domain.SuccessRecorded, ans[0].Verdict)
 	require.Len(t, ans[0].Outcome.Refilled, 1, "refilled by the statement itself")
 	created := ans[0].Outcome.Refilled[0]
 	require.Equal(t, map[int32]int64{1: created}, heldSlots(t, st, "pc1"))
@@ -643,7 +643,7 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	// Not in flight any more: left to the general path, nothing changed.
 	ans, err = st.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], false)})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessUndecided, ans[0].Verdict)
+	require.Equal(t, domain.SuccessUndecided, ans[0].Verdict)
 	require.Equal(t, []string{"CREATED#1", "SENT#1", "SUCCEEDED#1"}, eventTypes(t, st, cmds[0].ID))
 
 	// A task with a target_count goes through the general path (its quota needs the task lock).
@@ -654,7 +654,7 @@ func TestDevicesSuccessRefillsItsSlotInOneStatement(t *testing.T) {
 	cmds = claimed(t, st2, "pc2", 1)
 	ans, err = st2.RecordSuccesses(ctx, []store.SuccessReport{success(cmds[0], true)})
 	require.NoError(t, err)
-	require.Equal(t, store.SuccessUndecided, ans[0].Verdict)
+	require.Equal(t, domain.SuccessUndecided, ans[0].Verdict)
 	require.Equal(t, domain.ExecutionSent, executionStatus(t, st2, cmds[0].ID))
 	out, err := st2.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})
 	require.NoError(t, err)
@@ -714,7 +714,7 @@ func TestDevicesSuccessOfAHeldExecutionTakesTheGeneralPath(t *testing.T) {
 	defer cancel()
 	ans, err := st.RecordSuccesses(waitCtx, []store.SuccessReport{success(cmds[0], true)})
 	require.NoError(t, err, "skipped, not waited for")
-	require.Equal(t, store.SuccessUndecided, ans[0].Verdict)
+	require.Equal(t, domain.SuccessUndecided, ans[0].Verdict)
 	require.NoError(t, tx.Rollback(ctx))
 
 	out, err := st.ReportResult(ctx, cmds[0].ID, store.Result{Succeeded: true})

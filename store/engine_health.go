@@ -35,9 +35,9 @@ type EngineHealth struct {
 
 // Why a rollout is paused, as EngineHealth counts them.
 const (
-	PausedByHealth = WaveFailureHealth // its open wave's health checks failed
-	PausedByTasks  = WaveFailureTasks  // its open wave's tasks failed
-	PausedByOther  = "other"           // an operator paused it, or its abort threshold did
+	PausedByHealth = domain.WaveFailureHealth // its open wave's health checks failed
+	PausedByTasks  = domain.WaveFailureTasks  // its open wave's tasks failed
+	PausedByOther  = "other"                  // an operator paused it, or its abort threshold did
 )
 
 // deviceStatuses are the statuses a device may have.

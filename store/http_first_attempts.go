@@ -24,15 +24,6 @@ import (
 // workflow and only then lets the row go. So, while the row exists, no delivery workflow of
 // the run runs; once it is gone, the run is final or its delivery workflow exists.
 
-// Attempt outcomes of a first attempt besides the final ones.
-const (
-	// AttemptSending is an attempt recorded as being sent, its answer not yet recorded.
-	AttemptSending = "sending"
-	// AttemptLost is an attempt whose sender died before its answer was recorded: the
-	// request may have reached the receiver (which dedupes on webhook-id).
-	AttemptLost = "lost"
-)
-
 // FirstAttempt is a first attempt a sender holds: what it sends.
 type FirstAttempt struct {
 	Target HTTPDeliveryTarget
@@ -102,7 +93,7 @@ func (s *Store) StartFirstAttempts(ctx context.Context, sender string, runIDs []
 // FirstAttemptOutcome is a first attempt's answer, and what it makes of its run.
 type FirstAttemptOutcome struct {
 	RunID int64
-	// Outcome is the attempt's: AttemptSucceeded, AttemptRetryable or AttemptFinal.
+	// Outcome is the attempt's: domain.AttemptSucceeded, AttemptRetryable or AttemptFinal.
 	Outcome               string
 	StartedAt, FinishedAt time.Time
 	LatencyMs             int64
@@ -300,7 +291,7 @@ func (s *Store) SweepFirstAttempts(ctx context.Context, sender string, lease tim
 				// dropped below
 			case r.Outcome == "":
 				requeue = append(requeue, r.RunID)
-			case r.Outcome == AttemptSending:
+			case r.Outcome == domain.AttemptSending:
 				lost = append(lost, r.RunID)
 				out.HandOver = append(out.HandOver, r.RunID)
 			default:

@@ -250,7 +250,7 @@ func (s *Store) GetTaskRun(ctx context.Context, id int64) (TaskRun, error) {
 // is no longer that RUNNING attempt (already finished, canceled, or claimed again): the
 // result is then ignored.
 func (s *Store) FinishTaskRun(ctx context.Context, id int64, attempt int32, status domain.TaskRunStatus, errMsg string, output json.RawMessage) (TaskRun, bool, error) {
-	done, err := s.FinishTaskRuns(ctx, []FinishedTaskRun{{ID: id, Attempt: attempt, Status: status, Error: errMsg, Output: output}})
+	done, err := s.FinishTaskRuns(ctx, []FinishedTaskRun{{ID: id, Attempt: attempt, TaskRunResult: domain.TaskRunResult{Status: status, Error: errMsg, Output: output}}})
 	if err != nil || len(done) == 0 {
 		return TaskRun{}, false, err
 	}
@@ -468,14 +468,11 @@ func (s *Store) RunningTaskRunIDs(ctx context.Context, rolloutID int64) ([]int64
 }
 
 // FinishedTaskRun is how one claimed task run ended, for FinishTaskRuns: the claim (ID and
-// Attempt) and its final status. (What an external executor reports is another thing:
-// workflows.ExternalTaskResult, which names the task run only.)
+// Attempt) and its result. Its JSON is what the finish_tasks statement reads.
 type FinishedTaskRun struct {
-	ID      int64                `json:"id"`
-	Attempt int32                `json:"attempt"`
-	Status  domain.TaskRunStatus `json:"status"`
-	Error   string               `json:"error,omitempty"`
-	Output  json.RawMessage      `json:"output,omitempty"`
+	ID      int64 `json:"id"`
+	Attempt int32 `json:"attempt"`
+	domain.TaskRunResult
 }
 
 // FinishTaskRuns is FinishTaskRun for many tasks in one statement; it returns the ids it

@@ -267,7 +267,7 @@ func TestEveryGateHoldsUnderConcurrentPromotersAndClaimers(t *testing.T) {
 						if claimed[g.ID]++; claimed[g.ID] > 1 {
 							fail(fmt.Errorf("R4: task %d claimed twice", g.ID))
 						}
-						rs = append(rs, store.FinishedTaskRun{ID: g.ID, Attempt: g.Attempt, Status: domain.TaskRunDone})
+						rs = append(rs, store.FinishedTaskRun{ID: g.ID, Attempt: g.Attempt, TaskRunResult: domain.TaskRunResult{Status: domain.TaskRunDone}})
 					}
 					mu.Unlock()
 					if len(rs) > 0 {

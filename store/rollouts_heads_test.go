@@ -86,7 +86,7 @@ func TestPromoteHeadsPromotesWhatAFullRoundWould(t *testing.T) {
 			var rs []store.FinishedTaskRun
 			for _, tr := range running {
 				if rng.IntN(2) == 0 {
-					rs = append(rs, store.FinishedTaskRun{ID: tr.ID, Attempt: tr.Attempt, Status: domain.TaskRunDone})
+					rs = append(rs, store.FinishedTaskRun{ID: tr.ID, Attempt: tr.Attempt, TaskRunResult: domain.TaskRunResult{Status: domain.TaskRunDone}})
 				}
 			}
 			if len(rs) > 0 {

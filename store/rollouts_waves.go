@@ -24,22 +24,6 @@ import (
 // RolloutWave is a rollout_waves row.
 type RolloutWave = dbgen.RolloutWave
 
-// Wave statuses (domain's, named here too for the store's callers).
-const (
-	WaveWaiting  = domain.WaveWaiting
-	WaveRunning  = domain.WaveRunning
-	WaveBaking   = domain.WaveBaking
-	WaveChecking = domain.WaveChecking
-	WavePassed   = domain.WavePassed
-	WaveFailed   = domain.WaveFailed
-)
-
-// Why a wave failed (rollout_waves.failure).
-const (
-	WaveFailureTasks  = "tasks"
-	WaveFailureHealth = "health"
-)
-
 // WaveState is where a rollout's open wave stands, for its workflow to act on.
 type WaveState struct {
 	Wave      int32      `json:"wave"`
@@ -108,11 +92,11 @@ func (s *Store) AdvanceWave(ctx context.Context, rolloutID int64, now time.Time)
 		if err != nil {
 			return fmt.Errorf("wave %d: %w", r.OpenWave, err)
 		}
-		if w.Status == WaveRunning && r.Status != domain.RolloutCanceled {
+		if w.Status == domain.WaveRunning && r.Status != domain.RolloutCanceled {
 			if w, err = finishWave(ctx, q, r, w, now); err != nil {
 				return err
 			}
-			if w.Status == WavePassed && w.Wave < r.WaveCount {
+			if w.Status == domain.WavePassed && w.Wave < r.WaveCount {
 				// The next wave opened: that one is where the rollout stands now.
 				if w, err = q.GetRolloutWave(ctx, dbgen.GetRolloutWaveParams{RolloutID: r.ID, Wave: w.Wave + 1}); err != nil {
 					return err
@@ -152,23 +136,23 @@ func finishWave(ctx context.Context, q *dbgen.Queries, r Rollout, w RolloutWave,
 		st = &domain.Strategy{}
 	}
 	last := w.Wave >= r.WaveCount
-	set := dbgen.SetWaveStatusParams{RolloutID: r.ID, Wave: w.Wave, FromStatuses: []string{WaveRunning}, FinishedAt: &now}
+	set := dbgen.SetWaveStatusParams{RolloutID: r.ID, Wave: w.Wave, FromStatuses: []string{domain.WaveRunning}, FinishedAt: &now}
 	switch {
 	case c.Failed+c.Canceled > 0:
-		set.Status, set.Failure = WaveFailed, WaveFailureTasks
+		set.Status, set.Failure = domain.WaveFailed, domain.WaveFailureTasks
 		set.Reason = fmt.Sprintf("wave %d ended with %s", w.Wave, failedTasks(c.Failed, c.Canceled))
 	case last:
-		set.Status, set.PassedAt = WavePassed, &now
+		set.Status, set.PassedAt = domain.WavePassed, &now
 	default:
 		bake, _ := time.ParseDuration(st.Bake)
 		switch {
 		case bake > 0:
 			until := now.Add(bake)
-			set.Status, set.BakeUntil = WaveBaking, &until
+			set.Status, set.BakeUntil = domain.WaveBaking, &until
 		case st.Health != nil:
-			set.Status = WaveChecking
+			set.Status = domain.WaveChecking
 		default:
-			set.Status, set.PassedAt = WavePassed, &now
+			set.Status, set.PassedAt = domain.WavePassed, &now
 		}
 	}
 	w, err = q.SetWaveStatus(ctx, set)
@@ -176,9 +160,9 @@ func finishWave(ctx context.Context, q *dbgen.Queries, r Rollout, w RolloutWave,
 		return w, fmt.Errorf("wave %d → %s: %w", set.Wave, set.Status, err)
 	}
 	switch {
-	case w.Status == WaveFailed && !last:
+	case w.Status == domain.WaveFailed && !last:
 		err = pauseRolloutFor(ctx, q, r.ID, "wave", w.Wave, w.Reason)
-	case w.Status == WavePassed && !last:
+	case w.Status == domain.WavePassed && !last:
 		err = openNextWave(ctx, q, r.ID, w.Wave, now)
 	}
 	return w, err
@@ -209,8 +193,8 @@ func openNextWave(ctx context.Context, q *dbgen.Queries, rolloutID int64, wave i
 	if _, err := q.OpenNextWave(ctx, dbgen.OpenNextWaveParams{ID: rolloutID, Wave: wave}); err != nil {
 		return fmt.Errorf("open wave %d: %w", wave+1, err)
 	}
-	_, err := q.SetWaveStatus(ctx, dbgen.SetWaveStatusParams{RolloutID: rolloutID, Wave: wave + 1, Status: WaveRunning,
-		FromStatuses: []string{WaveWaiting}, StartedAt: &now})
+	_, err := q.SetWaveStatus(ctx, dbgen.SetWaveStatusParams{RolloutID: rolloutID, Wave: wave + 1, Status: domain.WaveRunning,
+		FromStatuses: []string{domain.WaveWaiting}, StartedAt: &now})
 	if err != nil {
 		return fmt.Errorf("start wave %d: %w", wave+1, err)
 	}
@@ -235,15 +219,15 @@ func (s *Store) BeginWaveChecks(ctx context.Context, rolloutID int64, wave int32
 		if st, err = RolloutStrategy(r); err != nil {
 			return err
 		}
-		w, err = q.SetWaveStatus(ctx, dbgen.SetWaveStatusParams{RolloutID: rolloutID, Wave: wave, Status: WaveChecking,
-			FromStatuses: []string{WaveBaking}})
+		w, err = q.SetWaveStatus(ctx, dbgen.SetWaveStatusParams{RolloutID: rolloutID, Wave: wave, Status: domain.WaveChecking,
+			FromStatuses: []string{domain.WaveBaking}})
 		if errors.Is(err, pgx.ErrNoRows) {
 			w, err = q.GetRolloutWave(ctx, dbgen.GetRolloutWaveParams{RolloutID: rolloutID, Wave: wave})
 		}
 		if err != nil {
 			return err
 		}
-		run = w.Status == WaveChecking && r.Status != domain.RolloutCanceled && r.OpenWave == wave
+		run = w.Status == domain.WaveChecking && r.Status != domain.RolloutCanceled && r.OpenWave == wave
 		return nil
 	})
 	if err != nil {
@@ -264,8 +248,8 @@ func (s *Store) PassWave(ctx context.Context, rolloutID int64, wave int32, resul
 		if _, err := q.LockRollout(ctx, rolloutID); err != nil {
 			return err
 		}
-		_, err := q.SetWaveStatus(ctx, dbgen.SetWaveStatusParams{RolloutID: rolloutID, Wave: wave, Status: WavePassed,
-			FromStatuses: []string{WaveChecking}, CheckedAt: &now, PassedAt: &now, Health: body})
+		_, err := q.SetWaveStatus(ctx, dbgen.SetWaveStatusParams{RolloutID: rolloutID, Wave: wave, Status: domain.WavePassed,
+			FromStatuses: []string{domain.WaveChecking}, CheckedAt: &now, PassedAt: &now, Health: body})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -294,8 +278,8 @@ func (s *Store) FailWave(ctx context.Context, rolloutID int64, wave int32, reaso
 		if _, err := q.LockRollout(ctx, rolloutID); err != nil {
 			return err
 		}
-		w, err := q.SetWaveStatus(ctx, dbgen.SetWaveStatusParams{RolloutID: rolloutID, Wave: wave, Status: WaveFailed,
-			Failure: WaveFailureHealth, Reason: reason, FromStatuses: []string{WaveChecking}, CheckedAt: &now, Health: body})
+		w, err := q.SetWaveStatus(ctx, dbgen.SetWaveStatusParams{RolloutID: rolloutID, Wave: wave, Status: domain.WaveFailed,
+			Failure: domain.WaveFailureHealth, Reason: reason, FromStatuses: []string{domain.WaveChecking}, CheckedAt: &now, Health: body})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -316,15 +300,15 @@ func (s *Store) FailWave(ctx context.Context, rolloutID int64, wave int32, reaso
 // (AdvanceWave looks at them again: retried or skipped ones let it through).
 func retryFailedWave(ctx context.Context, q *dbgen.Queries, r Rollout) error {
 	w, err := q.GetRolloutWave(ctx, dbgen.GetRolloutWaveParams{RolloutID: r.ID, Wave: r.OpenWave})
-	if err != nil || w.Status != WaveFailed {
+	if err != nil || w.Status != domain.WaveFailed {
 		return err
 	}
-	to := WaveRunning
-	if w.Failure == WaveFailureHealth {
-		to = WaveChecking
+	to := domain.WaveRunning
+	if w.Failure == domain.WaveFailureHealth {
+		to = domain.WaveChecking
 	}
 	_, err = q.SetWaveStatus(ctx, dbgen.SetWaveStatusParams{RolloutID: r.ID, Wave: w.Wave, Status: to, Reason: "",
-		FromStatuses: []string{WaveFailed}})
+		FromStatuses: []string{domain.WaveFailed}})
 	return err
 }
 

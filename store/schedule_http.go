@@ -24,17 +24,6 @@ type RunAttempt = dbgen.ScheduleRunAttempt
 // RunRedrive is one redrive of a run.
 type RunRedrive = dbgen.ScheduleRunRedrive
 
-// Attempt outcomes (schedule_run_attempts.outcome).
-const (
-	AttemptSucceeded = "succeeded"
-	// AttemptRetryable failed in a way the retry policy tries again (408, 429, 5xx, no
-	// answer), if attempts and age are left.
-	AttemptRetryable = "retryable"
-	// AttemptFinal failed for good: another 4xx, a redirect, an address the outbound rule
-	// refuses.
-	AttemptFinal = "final"
-)
-
 // ScheduleSecret is the signing secret of the schedule's http action (ErrNotFound: none,
 // or no such schedule).
 func (s *Store) ScheduleSecret(ctx context.Context, scheduleID int64) (string, error) {

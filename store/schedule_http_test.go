@@ -111,21 +111,21 @@ func TestRunAttemptsAreRecordedOnce(t *testing.T) {
 	run := insertRun(t, st, s, time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), domain.RunRunning, "wf-1", "")
 	code := int32(503)
 	a := store.RunAttempt{RunID: run.ID, WorkflowID: "wf-1", Attempt: 1, StartedAt: time.Now(), LatencyMs: 12, StatusCode: &code,
-		Outcome: store.AttemptRetryable, Error: "HTTP 503 Service Unavailable", ResponseStart: "busy"}
+		Outcome: domain.AttemptRetryable, Error: "HTTP 503 Service Unavailable", ResponseStart: "busy"}
 	require.NoError(t, st.RecordAttempt(ctx, a))
 	again := a
 	again.Error = "a retried record"
 	require.NoError(t, st.RecordAttempt(ctx, again), "recorded again: no error, no change")
 	ok := int32(200)
 	require.NoError(t, st.RecordAttempt(ctx, store.RunAttempt{RunID: run.ID, WorkflowID: "wf-1", Attempt: 2, StartedAt: time.Now(),
-		StatusCode: &ok, Outcome: store.AttemptSucceeded}))
+		StatusCode: &ok, Outcome: domain.AttemptSucceeded}))
 	got, err := st.RunAttempts(ctx, []int64{run.ID})
 	require.NoError(t, err)
 	require.Len(t, got[run.ID], 2)
 	require.Equal(t, "HTTP 503 Service Unavailable", got[run.ID][0].Error)
-	require.Equal(t, store.AttemptSucceeded, got[run.ID][1].Outcome)
+	require.Equal(t, domain.AttemptSucceeded, got[run.ID][1].Outcome)
 
-	err = st.RecordAttempt(ctx, store.RunAttempt{RunID: run.ID + 1000, WorkflowID: "wf-x", Attempt: 1, StartedAt: time.Now(), Outcome: store.AttemptFinal})
+	err = st.RecordAttempt(ctx, store.RunAttempt{RunID: run.ID + 1000, WorkflowID: "wf-x", Attempt: 1, StartedAt: time.Now(), Outcome: domain.AttemptFinal})
 	require.ErrorIs(t, err, store.ErrNotFound, "a run that is gone")
 }
 

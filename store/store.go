@@ -1,5 +1,9 @@
-// Package store is tickgate's repository layer: a pgxpool plus the sqlc-typed queries of
-// store/queries, and the multi-statement transactions the engines need.
+// Package store is tickgate's repository layer and the only place SQL lives: a pgxpool plus
+// the sqlc-typed queries of store/queries, the SQL functions of the current schema
+// (store/schema.sql; the migrations are its history), the multi-statement transactions the
+// engines need, and the loops that are SQL alone (the releaser of armed fires, the liveness
+// beat, the LISTEN listener, the device results' group commit). The words it stores —
+// statuses, kinds, outcomes — are domain's.
 package store
 
 import (

@@ -1,4 +1,8 @@
-// Package worker wires tickgate's workflows and activities onto a Temporal worker.
+// Package worker wires tickgate's workflows and activities onto a Temporal worker, and runs
+// beside it the loops the engines need in every worker process (background.go: the releaser
+// of armed fires, the run watcher, the http sender, the liveness beat, the resident keeper).
+// It also registers the search attributes, starts the singleton workflows (the promoter, the
+// dispatcher, the planners) and gives tests a Replayer of recorded histories.
 package worker
 
 import (

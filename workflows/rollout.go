@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -50,12 +49,12 @@ const (
 const SignalKick = SignalNudgePromoter
 
 // ExternalTaskResult is an external task's result as its executor reports it (the payload
-// of SignalTaskResult); the rollout's workflow records it on the task run it claimed (FinishTaskRun).
+// of SignalTaskResult): the task run it names and its result, DONE or FAILED. The rollout's
+// workflow records it on the task run it claimed (FinishTaskRun). Its JSON (task_id, status,
+// output, error) is recorded in histories: the embedded result flattens into it.
 type ExternalTaskResult struct {
-	TaskID int64                `json:"task_id"`
-	Status domain.TaskRunStatus `json:"status"` // DONE or FAILED
-	Output json.RawMessage      `json:"output,omitempty"`
-	Error  string               `json:"error,omitempty"`
+	TaskID int64 `json:"task_id"`
+	domain.TaskRunResult
 }
 
 // RolloutInput starts a rollout's workflow.

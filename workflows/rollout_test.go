@@ -87,7 +87,7 @@ func (s *RolloutWorkflowSuite) TestExternalResult() {
 		}).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.locked(func() { s.Empty(finished, "nothing finishes before the result arrives") })
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 11, Status: "DONE", Output: json.RawMessage(`{"ok":true}`)})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 11, TaskRunResult: domain.TaskRunResult{Status: "DONE", Output: json.RawMessage(`{"ok":true}`)}})
 	}, 3*time.Hour)
 
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
@@ -109,7 +109,7 @@ func (s *RolloutWorkflowSuite) TestExternalResultBeforeClaim() {
 		return in.TaskID == 12 && in.Attempt == 1 && in.Status == domain.TaskRunFailed && in.Error == "migration refused"
 	})).Return(true, nil).Once()
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 12, Status: "FAILED", Error: "migration refused"})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 12, TaskRunResult: domain.TaskRunResult{Status: "FAILED", Error: "migration refused"}})
 	}, time.Minute)
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(workflows.SignalPromoted, nil) }, 2*time.Minute)
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
@@ -181,7 +181,7 @@ func (s *RolloutWorkflowSuite) TestRunnerHoldsExecutorTasks() {
 		})
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(true, nil)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 300, Status: "DONE"})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 300, TaskRunResult: domain.TaskRunResult{Status: "DONE"}})
 	}, time.Minute)
 	s.env.ExecuteWorkflow(workflows.RolloutWorkflow, workflows.RolloutInput{RolloutID: 7})
 	s.NoError(s.env.GetWorkflowError())
@@ -334,7 +334,7 @@ func (s *RolloutWorkflowSuite) TestAdoptsOrphans() {
 		})
 	s.env.OnActivity(acts.FinishRolloutTask, mock.Anything, mock.Anything).Return(true, nil)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 52, Status: "DONE"})
+		s.env.SignalWorkflow(workflows.SignalTaskResult, workflows.ExternalTaskResult{TaskID: 52, TaskRunResult: domain.TaskRunResult{Status: "DONE"}})
 	}, time.Minute)
 	s.env.OnActivity(acts.RunRolloutTasks, mock.Anything, mock.MatchedBy(func(in activities.BatchInput) bool {
 		return len(in.Tasks) == 1 && in.Tasks[0].ID == 51
@@ -409,4 +409,26 @@ func (s *PromoterSuite) TestNudgeAndSafetyPoll() {
 	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, 45*time.Second)
 	s.env.ExecuteWorkflow(workflows.PromoterWorkflow)
 	s.Equal([]time.Duration{0, 10 * time.Second, 40 * time.Second}, rounds)
+}
+
+// TestExternalTaskResultKeepsItsRecordedJSON: the task-result signal's payload, now a task
+// run id beside the one domain.TaskRunResult, is written and read with the keys recorded
+// histories carry (task_id, status, output, error).
+func TestExternalTaskResultKeepsItsRecordedJSON(t *testing.T) {
+	const recorded = `{"task_id":7,"status":"DONE","output":{"rows":3},"error":"late"}`
+	var got workflows.ExternalTaskResult
+	if err := json.Unmarshal([]byte(recorded), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := workflows.ExternalTaskResult{TaskID: 7, TaskRunResult: domain.TaskRunResult{Status: domain.TaskRunDone, Output: json.RawMessage(`{"rows":3}`), Error: "late"}}
+	if got.TaskID != want.TaskID || got.Status != want.Status || string(got.Output) != string(want.Output) || got.Error != want.Error {
+		t.Fatalf("decoded %+v, want %+v", got, want)
+	}
+	again, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != recorded {
+		t.Fatalf("encoded %s, want %s", again, recorded)
+	}
 }

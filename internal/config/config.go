@@ -62,7 +62,7 @@ type Config struct {
 	// then autoscale (worker.PollerOptions).
 	WorkerPollers int
 	// SchedulePlanners (TICKGATE_SCHEDULE_PLANNERS, default 2) is how many schedule planner
-	// workflows the workers keep running (docs/schedules.md "How it runs"); they share the
+	// workflows the workers keep running (docs/schedules.md "The planner arms fires ahead"); they share the
 	// schedules at rest through the rows' locks.
 	SchedulePlanners int
 	// SchedulesResident (TICKGATE_SCHEDULES_RESIDENT, default false) keeps each schedule's

@@ -1,7 +1,7 @@
 // Package outbound is the one rule for every HTTP request tickgate sends to an address a
 // user names: an http action's delivery, a rollout wave's HTTP health check, the rollout
-// `http` executor, and any door added later (docs/security.md "Outbound"). Every such
-// request goes through a client made by Rule.NewClient, and a test
+// `http` executor, and any door added later (docs/schedules.md "Outbound safety",
+// docs/security.md). Every such request goes through a client made by Rule.NewClient, and a test
 // (internal/testing/archtest's outbound check) fails on any other HTTP client or transport
 // in the product.
 //

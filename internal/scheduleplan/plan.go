@@ -1,8 +1,11 @@
 // Package scheduleplan decides what a schedule at rest does next: which of its fires the
 // planner arms ahead and how far, when the planner looks at it again, and whether its
-// workflow may rest. It is pure — a spec, a definition and a watermark in, decisions out —
-// so the planner, the schedule workflow and the API reach the same answer from the same
-// facts (docs/schedules.md "How it runs").
+// workflow may rest (plan.go); when a one-time schedule is complete (completion.go); what a
+// one-time spec may ask and where a new schedule counts its ticks from (one_time.go); and
+// what a calendar edit makes of the fires already armed (calendars.go). It is pure — a
+// spec, a definition and a watermark in, decisions out — so the planner, the schedule
+// workflow, the store's transactions and the API reach the same answer from the same facts
+// (docs/schedules.md "How schedules fire").
 package scheduleplan
 
 import (

@@ -132,8 +132,8 @@ export async function taskPage(id) {
   let html = '<div data-region="head"><h2><a href="#tasks">Device tasks</a> / #' + t.id + ' <span class="badge status-' + esc(t.status) + '" id="task-status">' + esc(t.status) + "</span>" + temporalQuery('TickgateTask="' + t.id + '"') + "</h2>" +
     '<div class="toolbar">' + (["pending", "running"].includes(t.status) ? '<button type="button" id="task-cancel" class="danger">Cancel task…</button>' : "") + "</div>" +
     "<p><code>" + esc(JSON.stringify(t.payload)) + "</code>" + (t.error ? ' <span class="error">' + esc(t.error) + "</span>" : "") + "</p>" +
-    '<div id="task-progress">' + bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, canceled: c.cancelled }, execOrder, "executions") + "</div>" +
-    "<p>" + num(c.succeeded) + " succeeded, " + num(c.active) + " active, " + num(c.failed) + " failed, " + num(c.cancelled) + " canceled · at most " + t.max_attempts + " attempts each" +
+    '<div id="task-progress">' + bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, canceled: c.canceled }, execOrder, "executions") + "</div>" +
+    "<p>" + num(c.succeeded) + " succeeded, " + num(c.active) + " active, " + num(c.failed) + " failed, " + num(c.canceled) + " canceled · at most " + t.max_attempts + " attempts each" +
     (t.abort ? " · aborts once " + t.abort.min_executed + " are final and more than " + t.abort.failed_percent + "% failed" : "") + "</p>" +
     (t.rate ? '<p id="task-rate">Rate: ' + (t.rate.per_minute ? "at most " + t.rate.per_minute + " sent a minute" : "") +
       (t.rate.exponential ? (t.rate.per_minute ? "; " : "") + "from " + t.rate.exponential.base_per_minute + " a minute, ×" + t.rate.exponential.factor + " each " + t.rate.exponential.after_succeeded + " succeeded" : "") + "</p>" : "") +

@@ -40,7 +40,7 @@ export async function overview() {
   if (dt) {
     const c = dt.counts || {};
     html += '<p><a id="active-task" href="#task/' + dt.id + '">Task #' + dt.id + "</a> <code>" + esc(JSON.stringify(dt.payload)) + "</code></p>" +
-      bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, canceled: c.cancelled }, ["succeeded", "active", "failed", "canceled"], "executions");
+      bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, canceled: c.canceled }, ["succeeded", "active", "failed", "canceled"], "executions");
   } else {
     html += '<p class="muted">No device task is active. <a href="#tasks">Device tasks</a></p>';
   }
