@@ -155,7 +155,7 @@ func (s *Server) agentResult(c echo.Context) error {
 // PC.
 func (s *Server) recordSuccess(c echo.Context, id int64, req ResultRequest, p *Principal, kr *keyedRequest) (handled bool, pc string, err error) {
 	rep := store.SuccessReport{ID: id, Attempt: req.Attempt, ClaimNext: req.ClaimNext}
-	if p != nil && p.Role == store.RoleAgent {
+	if p != nil && p.Role == domain.RoleAgent {
 		rep.AgentPC = p.PC
 	}
 	if kr != nil {

@@ -49,7 +49,7 @@ func TestAgentResultCarriesTheNextExecutionAndReplaysItsFirstAnswer(t *testing.T
 	for i := 0; i < 3; i++ {
 		st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "np", "serial": fmt.Sprintf("np-%d", i)}, http.StatusCreated, nil)
 	}
-	agent := st.NewToken(t, store.RoleAgent, "np")
+	agent := st.NewToken(t, domain.RoleAgent, "np")
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"cmd": "flash"}}, http.StatusCreated, nil)
 
 	var page struct {
@@ -117,7 +117,7 @@ func TestAgentClaimLongPollWakesWhenWorkAppears(t *testing.T) {
 	st := deviceStack(t, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/pcs", map[string]any{"name": "lp", "device_capacity": 2}, http.StatusCreated, nil)
 	st.JSON(t, http.MethodPost, "/api/v1/devices", map[string]any{"pc": "lp", "serial": "lp-0"}, http.StatusCreated, nil)
-	agent := st.NewToken(t, store.RoleAgent, "lp")
+	agent := st.NewToken(t, domain.RoleAgent, "lp")
 
 	code, b, _ := agentPost(t, st, agent, "/api/v1/agent/pcs/lp/claim", "", `{"wait": "2m"}`)
 	require.Equal(t, http.StatusBadRequest, code, "%s", b)
@@ -166,7 +166,7 @@ func TestRevokedTokenIsRefusedByEveryAPIProcessOnItsNextRequest(t *testing.T) {
 	b.URL = srv.URL
 
 	for round := 0; round < 3; round++ {
-		row, viewer, err := a.Store.CreateToken(ctx, store.NewToken{Role: store.RoleViewer})
+		row, viewer, err := a.Store.CreateToken(ctx, store.NewToken{Role: domain.RoleViewer})
 		require.NoError(t, err)
 		for _, s := range []*teststack.Stack{a.As(viewer), b.As(viewer)} {
 			for i := 0; i < 3; i++ { // cached after the first

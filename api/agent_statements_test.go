@@ -86,7 +86,7 @@ func TestAgentSuccessCostsOneStatementOnItsPath(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.Advance(ctx, domain.DefaultDeviceSettings())
 	require.NoError(t, err)
-	_, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAgent, PC: "one"})
+	_, token, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAgent, PC: "one"})
 	require.NoError(t, err)
 
 	post := func(path, body string) []byte {

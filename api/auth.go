@@ -160,11 +160,11 @@ func PrincipalOf(c echo.Context) *Principal {
 // roleGrants says which plain permissions a role has; agent permissions are checked apart.
 func roleGrants(role domain.TokenRole, p Permission) bool {
 	switch role {
-	case store.RoleAdmin:
+	case domain.RoleAdmin:
 		return true
-	case store.RoleOperator, store.RoleDeployer:
+	case domain.RoleOperator, domain.RoleDeployer:
 		return p == PermRead || p == PermWrite
-	case store.RoleViewer:
+	case domain.RoleViewer:
 		return p == PermRead
 	}
 	return false
@@ -296,10 +296,10 @@ func unauthorized(c echo.Context, detail string) *Problem {
 func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error {
 	switch perm {
 	case PermAgentPC:
-		if p.Role == store.RoleAdmin {
+		if p.Role == domain.RoleAdmin {
 			return nil
 		}
-		if p.Role != store.RoleAgent {
+		if p.Role != domain.RoleAgent {
 			return forbidden(p, perm)
 		}
 		if c.Param("name") != p.PC {
@@ -307,10 +307,10 @@ func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error 
 		}
 		return nil
 	case PermAgentExecution, PermAgentResult:
-		if p.Role == store.RoleAdmin {
+		if p.Role == domain.RoleAdmin {
 			return nil
 		}
-		if p.Role != store.RoleAgent {
+		if p.Role != domain.RoleAgent {
 			return forbidden(p, perm)
 		}
 		id, err := pathID(c, "task_device")
@@ -328,7 +328,7 @@ func (s *Server) authorize(c echo.Context, p *Principal, perm Permission) error 
 // checkAgentExecution refuses an agent task_device id of another PC than its own; pc is
 // the execution's PC when the caller knows it already ("": read it).
 func (s *Server) checkAgentExecution(ctx context.Context, p *Principal, id int64, pc string) error {
-	if p == nil || p.Role != store.RoleAgent {
+	if p == nil || p.Role != domain.RoleAgent {
 		return nil
 	}
 	if pc == "" {
@@ -412,10 +412,10 @@ func (req TokenRequest) validate() error {
 	if !req.Role.Valid() {
 		return BadRequest("role", "must be admin, deployer, operator, viewer or agent, got %q", req.Role)
 	}
-	if req.Role == store.RoleAgent && !pcNameOK(req.PC) {
+	if req.Role == domain.RoleAgent && !pcNameOK(req.PC) {
 		return BadRequest("pc", "an agent token needs the name of its PC, got %q", req.PC)
 	}
-	if req.Role != store.RoleAgent && req.PC != "" {
+	if req.Role != domain.RoleAgent && req.PC != "" {
 		return BadRequest("pc", "only an agent token is bound to a PC")
 	}
 	if len(req.Note) > 200 {

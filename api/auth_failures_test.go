@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -106,7 +107,7 @@ func TestABadTokenCostsOneLookup(t *testing.T) {
 	require.EqualValues(t, 1, a.lookups.n.Load(), "from another address too")
 
 	// A revoked token is remembered as bad once its revocation is seen.
-	row, tok, err := a.st.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	row, tok, err := a.st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, a.get(t, "192.0.2.1", tok, "").Code)
 	_, err = a.st.RevokeToken(context.Background(), row.ID)
@@ -138,7 +139,7 @@ func requireTooMany(t *testing.T, rec *httptest.ResponseRecorder, retryAfter int
 func TestRepeatedFailuresFromAnAddressAreAnswered429(t *testing.T) {
 	t.Parallel()
 	a := newAuthFailureApp(t, func(s *api.Server) { s.AuthFailures = 5 })
-	_, good, err := a.st.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	_, good, err := a.st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
 
 	for range 5 {
@@ -179,7 +180,7 @@ func TestTrustedProxiesNameTheClient(t *testing.T) {
 		s.AuthFailures = 3
 		s.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}
 	})
-	_, good, err := a.st.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	_, good, err := a.st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
 	for range 3 {
 		require.Equal(t, http.StatusUnauthorized, a.get(t, "10.0.0.1", badToken(), "198.51.100.7").Code)
@@ -207,9 +208,9 @@ func TestAKnownTokenPassesARefusedAddress(t *testing.T) {
 	})
 	t.Cleanup(listener.Close)
 	require.Eventually(t, listener.Fresh, 10*time.Second, 10*time.Millisecond)
-	_, known, err := a.st.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	_, known, err := a.st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
-	_, unknown, err := a.st.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	_, unknown, err := a.st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, a.get(t, "192.0.2.30", known, "").Code) // now in the cache
 	for range 3 {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -113,12 +114,12 @@ func TestRouteRoleMatrix(t *testing.T) {
 
 	actors := []struct{ name, token string }{
 		{"anonymous", ""},
-		{"viewer", a.stack.NewToken(t, store.RoleViewer, "")},
-		{"operator", a.stack.NewToken(t, store.RoleOperator, "")},
-		{"deployer", a.stack.NewToken(t, store.RoleDeployer, "")},
+		{"viewer", a.stack.NewToken(t, domain.RoleViewer, "")},
+		{"operator", a.stack.NewToken(t, domain.RoleOperator, "")},
+		{"deployer", a.stack.NewToken(t, domain.RoleDeployer, "")},
 		{"admin", a.stack.AdminToken},
-		{"agent of the PC", a.stack.NewToken(t, store.RoleAgent, ownPC)},
-		{"agent of another PC", a.stack.NewToken(t, store.RoleAgent, otherPC)},
+		{"agent of the PC", a.stack.NewToken(t, domain.RoleAgent, ownPC)},
+		{"agent of another PC", a.stack.NewToken(t, domain.RoleAgent, otherPC)},
 	}
 	// documented is the outcome api.RoutePermissions promises actor on a route needing
 	// perm: 0 (allowed: neither 401 nor 403), 401 or 403.
@@ -194,7 +195,7 @@ func TestRouteRoleMatrix(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-	row, tok, err := a.stack.Store.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	row, tok, err := a.stack.Store.CreateToken(context.Background(), store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
 	status, _, _ = a.do(t, http.MethodGet, "/api/v1/schedules", tok, "")
 	require.Equal(t, http.StatusOK, status)
@@ -229,7 +230,7 @@ func TestAgentOnlyItsOwnPC(t *testing.T) {
 		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO task_devices (task_id, device_id, pc_id, slot, max_attempts) VALUES ($1, $2, $3, 1, 3) RETURNING id`,
 			taskID, devID, pcID).Scan(dst))
 	}
-	agentA := a.stack.NewToken(t, store.RoleAgent, "pc-a")
+	agentA := a.stack.NewToken(t, domain.RoleAgent, "pc-a")
 
 	status, b, _ := a.do(t, http.MethodPost, "/api/v1/agent/pcs/pc-b/claim", agentA, `{"max": 1}`)
 	require.Equal(t, http.StatusForbidden, status, "%s", b)

@@ -91,7 +91,7 @@ func TestDevicesEndToEndWithAgentSim(t *testing.T) {
 			out--
 		},
 		Logf:  t.Logf,
-		Token: st.NewToken(t, store.RoleAgent, "rack-1"), // the PC's own agent token
+		Token: st.NewToken(t, domain.RoleAgent, "rack-1"), // the PC's own agent token
 	})
 	defer fleet.Wait()
 	defer cancel()

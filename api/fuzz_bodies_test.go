@@ -29,7 +29,6 @@ import (
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/schedulespec"
-	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/workflows"
 )
 
@@ -139,7 +138,7 @@ func FuzzTokenRequest(f *testing.F) {
 			return
 		}
 		require.True(t, req.Role.Valid())
-		require.Equal(t, req.Role == store.RoleAgent, req.PC != "", "an agent token, and only one, names its PC")
+		require.Equal(t, req.Role == domain.RoleAgent, req.PC != "", "an agent token, and only one, names its PC")
 		require.LessOrEqual(t, len(req.Note), 200)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/starter"
@@ -31,7 +32,7 @@ func startPlainApp(t *testing.T) (string, []string, string) {
 	e := api.New(&api.Server{Store: st, Temporal: tc, Starter: &starter.Starter{Client: tc, TaskQueue: "tq-" + t.Name()}, Logf: t.Logf})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	_, tok, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleAdmin})
+	_, tok, err := st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleAdmin})
 	require.NoError(t, err)
 	var routes []string
 	for _, r := range e.Routes() {

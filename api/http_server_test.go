@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -50,7 +51,7 @@ func closedByServer(t *testing.T, conn net.Conn, r *bufio.Reader) {
 func TestSlowAndIdleClientsLoseTheirConnection(t *testing.T) {
 	t.Parallel()
 	addr, st := serveAPI(t, api.HTTPTimeouts{ReadHeader: 5 * time.Second, Read: 500 * time.Millisecond, Write: 5 * time.Second, Idle: 500 * time.Millisecond})
-	_, admin, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleAdmin})
+	_, admin, err := st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleAdmin})
 	require.NoError(t, err)
 
 	t.Run("trickled body", func(t *testing.T) {
@@ -103,7 +104,7 @@ func TestALongPollOutlivesTheWriteTimeout(t *testing.T) {
 	ctx := context.Background()
 	_, err := st.Pool.Exec(ctx, `INSERT INTO pcs (name, device_capacity) VALUES ('pc-lp', 1)`)
 	require.NoError(t, err)
-	_, agent, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAgent, PC: "pc-lp"})
+	_, agent, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAgent, PC: "pc-lp"})
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/agent/pcs/pc-lp/claim", strings.NewReader(`{"wait":"1500ms"}`))
 	require.NoError(t, err)
@@ -125,7 +126,7 @@ func TestALongPollOutlivesTheWriteTimeout(t *testing.T) {
 func TestAFeedLongPollOutlivesTheWriteTimeout(t *testing.T) {
 	t.Parallel()
 	addr, st := serveAPI(t, api.HTTPTimeouts{Write: 300 * time.Millisecond})
-	_, viewer, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	_, viewer, err := st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/events?after=now&wait=1500ms", nil)
 	require.NoError(t, err)

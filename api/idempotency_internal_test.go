@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -25,7 +26,7 @@ func TestIdempotencyKeepsTheKeyWhenTheDatabaseWentAwayMidRequest(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	tok, _, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin})
+	tok, _, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin})
 	require.NoError(t, err)
 	s := &Server{Store: st, Logf: t.Logf}
 	e := echo.New()
@@ -47,7 +48,7 @@ func TestIdempotencyKeepsTheKeyWhenTheDatabaseWentAwayMidRequest(t *testing.T) {
 		req.Header.Set(IdempotencyHeader, key)
 		rec := httptest.NewRecorder()
 		c := e.NewContext(req, rec)
-		c.Set(principalKey, &Principal{TokenID: tok.ID, Role: store.RoleAdmin})
+		c.Set(principalKey, &Principal{TokenID: tok.ID, Role: domain.RoleAdmin})
 		require.NoError(t, s.idempotency(func(echo.Context) error { return tc.err })(c), name)
 		require.Equal(t, tc.wantStatus, rec.Code, name)
 

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/starter"
-	"github.com/tickgate/tickgate/store"
 )
 
 // TestPathIDsAnswerAlike: every route with an {id} — read from the application's own
@@ -55,7 +55,7 @@ func TestPathIDsAnswerAlike(t *testing.T) {
 	}
 	_, err := st.Store.CreatePC(t.Context(), "ids-pc", 1)
 	require.NoError(t, err)
-	agent := st.As(st.NewToken(t, store.RoleAgent, "ids-pc"))
+	agent := st.As(st.NewToken(t, domain.RoleAgent, "ids-pc"))
 	for _, r := range routes {
 		method, pattern, _ := strings.Cut(r, " ")
 		callers := []*teststack.Stack{st}

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/store"
@@ -162,7 +163,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	// The served document is this one.
 	srv := httptest.NewServer(e)
 	defer srv.Close()
-	_, tok, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	_, tok, err := st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/openapi.yaml", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)

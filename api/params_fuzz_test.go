@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
 	"github.com/tickgate/tickgate/starter"
@@ -66,7 +67,7 @@ func FuzzRouteParams(f *testing.F) {
 			target += "?" + query
 		}
 		// A fresh token each time: the fuzzed DELETE /tokens/{id} may revoke the last one.
-		_, tok, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleAdmin, Note: "fuzz"})
+		_, tok, err := st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleAdmin, Note: "fuzz"})
 		if err != nil {
 			t.Fatalf("create token: %v", err)
 		}

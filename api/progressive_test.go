@@ -71,7 +71,7 @@ func TestRolloutWithAStrategyShowsItsWaves(t *testing.T) {
 func TestFreezeRoutesKeepWhoFrozeWhenAndWhy(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{NoWorker: true})
-	_, opToken, err := st.Store.CreateToken(context.Background(), store.NewToken{Role: store.RoleOperator, Note: "alice"})
+	_, opToken, err := st.Store.CreateToken(context.Background(), store.NewToken{Role: domain.RoleOperator, Note: "alice"})
 	require.NoError(t, err)
 	op := st.As(opToken)
 	var r api.RolloutView
@@ -93,7 +93,7 @@ func TestFreezeRoutesKeepWhoFrozeWhenAndWhy(t *testing.T) {
 	require.NotNil(t, got.Frozen, "every rollout shows the global freeze")
 	require.Equal(t, "incident 42", got.Frozen.Reason)
 
-	viewer := st.As(st.NewToken(t, store.RoleViewer, ""))
+	viewer := st.As(st.NewToken(t, domain.RoleViewer, ""))
 	status, _ = viewer.Do(t, http.MethodDelete, "/api/v1/freeze", nil)
 	require.Equal(t, http.StatusForbidden, status, "a viewer may not lift it")
 	st.JSON(t, http.MethodDelete, "/api/v1/freeze", nil, http.StatusOK, &fs)

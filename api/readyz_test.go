@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/api"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
@@ -31,9 +32,9 @@ func TestReadyzGivesDetailsOnlyToReaders(t *testing.T) {
 	failing.Store(&refused)
 	tr.Probe("archive", func(context.Context) error { return *failing.Load() })
 	e := api.New(&api.Server{Store: st, Temporal: testenv.TemporalClient(t), Logf: t.Logf, Readiness: tr})
-	_, viewer, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleViewer})
+	_, viewer, err := st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
-	_, agent, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleAgent, PC: "pc-1"})
+	_, agent, err := st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleAgent, PC: "pc-1"})
 	require.NoError(t, err)
 	readyz := func(token string) (int, map[string]any, string) {
 		req := httptest.NewRequest(http.MethodGet, "/readyz", nil)

@@ -198,9 +198,9 @@ func itoa(v any) string {
 func TestCLIDeviceFlowAndScheduleOps(t *testing.T) {
 	t.Parallel()
 	st := teststack.Start(t, teststack.Options{})
-	op := st.NewToken(t, store.RoleOperator, "")
-	agent := st.NewToken(t, store.RoleAgent, "pc-9")
-	other := st.NewToken(t, store.RoleAgent, "pc-8")
+	op := st.NewToken(t, domain.RoleOperator, "")
+	agent := st.NewToken(t, domain.RoleAgent, "pc-9")
+	other := st.NewToken(t, domain.RoleAgent, "pc-8")
 
 	require.Equal(t, 0, run(t, st, op, "pc", "create", "pc-9", "--capacity", "2").code)
 	require.Equal(t, 0, run(t, st, op, "device", "create", "phone-9", "--pc", "pc-9").code)

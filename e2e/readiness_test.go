@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	tickgate "github.com/tickgate/tickgate/client"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/config"
 	"github.com/tickgate/tickgate/internal/readiness"
 	"github.com/tickgate/tickgate/internal/testing/tcpproxy"
@@ -119,7 +120,7 @@ func TestReadinessWaitsForDependenciesAndFollowsOutages(t *testing.T) {
 	st, err := store.Open(context.Background(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
-	_, token, err := st.CreateToken(context.Background(), store.NewToken{Role: store.RoleAdmin, Note: "readiness e2e"})
+	_, token, err := st.CreateToken(context.Background(), store.NewToken{Role: domain.RoleAdmin, Note: "readiness e2e"})
 	require.NoError(t, err)
 	createSchedule := func(name string) {
 		t.Helper()

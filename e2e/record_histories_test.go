@@ -25,7 +25,6 @@ import (
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
-	"github.com/tickgate/tickgate/store"
 	"github.com/tickgate/tickgate/worker"
 	"github.com/tickgate/tickgate/workflows"
 )
@@ -223,7 +222,7 @@ func recordDevices(t *testing.T, st *teststack.Stack, rec *recorder) {
 			return agentsim.Succeed
 		},
 		Logf:  t.Logf,
-		Token: st.NewToken(t, store.RoleAgent, "rack-1"),
+		Token: st.NewToken(t, domain.RoleAgent, "rack-1"),
 	})
 	defer fleet.Wait()
 	defer cancel()

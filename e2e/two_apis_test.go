@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tickgate/tickgate/client"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/tcpproxy"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
@@ -64,7 +65,7 @@ func TestTwoAPIsAndTwoWorkersShareOneState(t *testing.T) {
 	st, err := store.Open(ctx, dbURL)
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
-	_, admin, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "two-apis e2e"})
+	_, admin, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin, Note: "two-apis e2e"})
 	require.NoError(t, err)
 
 	// Each API through the Go client, as a token's holder: every request sent once (no

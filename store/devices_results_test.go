@@ -121,7 +121,7 @@ func TestResultsChecksAndKeysInTheStatement(t *testing.T) {
 	activate(t, st, store.NewDeviceTask{})
 	a := claimed(t, st, "ka", 2)
 	b := claimed(t, st, "kb", 1)
-	tok, _, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAgent, PC: "ka"})
+	tok, _, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAgent, PC: "ka"})
 	require.NoError(t, err)
 	key := func(k string) store.IdempotencyKey {
 		return store.IdempotencyKey{TokenID: tok.ID, Key: k, Method: "POST", Path: fmt.Sprintf("/api/v1/agent/task-devices/%d/result", a[0].ID)}

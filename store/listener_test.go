@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -111,7 +112,7 @@ func TestTokenCacheTrustsOnlyAFreshListeningConnection(t *testing.T) {
 	l := viaProxy.StartListener(store.ListenerOptions{FreshFor: time.Second, Logf: t.Logf})
 	t.Cleanup(l.Close)
 
-	row, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleViewer})
+	row, token, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, err := l.Authenticate(ctx, st, token)
@@ -151,7 +152,7 @@ func TestTokenCacheIsDroppedWithItsListeningConnection(t *testing.T) {
 	st := testenv.Store(t)
 	l := st.StartListener(store.ListenerOptions{Logf: t.Logf})
 	t.Cleanup(l.Close)
-	row, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleViewer})
+	row, token, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleViewer})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return l.Fresh() }, 30*time.Second, 10*time.Millisecond)
 	_, err = l.Authenticate(ctx, st, token)
@@ -182,7 +183,7 @@ func TestTokenRevocationIsAcknowledgedByEveryListener(t *testing.T) {
 		t.Cleanup(l.Close)
 		stores, listeners = append(stores, st), append(listeners, l)
 	}
-	row, token, err := stores[0].CreateToken(ctx, store.NewToken{Role: store.RoleOperator})
+	row, token, err := stores[0].CreateToken(ctx, store.NewToken{Role: domain.RoleOperator})
 	require.NoError(t, err)
 	for i, l := range listeners {
 		require.Eventually(t, func() bool { return l.Fresh() }, 30*time.Second, 10*time.Millisecond)

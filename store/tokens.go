@@ -18,15 +18,6 @@ import (
 // Token is an api_tokens row (its hash, never the token itself).
 type Token = dbgen.ApiToken
 
-// Token roles (domain.TokenRole), named here too for the store's callers.
-const (
-	RoleAdmin    = domain.RoleAdmin
-	RoleDeployer = domain.RoleDeployer
-	RoleOperator = domain.RoleOperator
-	RoleViewer   = domain.RoleViewer
-	RoleAgent    = domain.RoleAgent
-)
-
 // TokenPrefix starts every API token, so a leaked one is easy to recognise (and to scan for).
 const TokenPrefix = "tg_"
 
@@ -57,7 +48,7 @@ func (s *Store) CreateToken(ctx context.Context, n NewToken) (Token, string, err
 	if !n.Role.Valid() {
 		return Token{}, "", fmt.Errorf("create token: unknown role %q (admin, deployer, operator, viewer, agent)", n.Role)
 	}
-	if (n.Role == RoleAgent) != (n.PC != "") {
+	if (n.Role == domain.RoleAgent) != (n.PC != "") {
 		return Token{}, "", errors.New("create token: an agent token needs a pc, and only an agent token may have one")
 	}
 	raw := make([]byte, 32)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -20,12 +21,12 @@ func TestTokenLifecycle(t *testing.T) {
 	st := testenv.Store(t)
 	ctx := context.Background()
 
-	row, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleOperator, Note: "ci"})
+	row, token, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleOperator, Note: "ci"})
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(token, store.TokenPrefix))
 	require.Greater(t, len(token), 40)
 	require.True(t, strings.HasPrefix(token, row.Prefix))
-	_, other, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleOperator})
+	_, other, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleOperator})
 	require.NoError(t, err)
 	require.NotEqual(t, token, other)
 
@@ -38,7 +39,7 @@ func TestTokenLifecycle(t *testing.T) {
 	got, err := st.Authenticate(ctx, token)
 	require.NoError(t, err)
 	require.Equal(t, row.ID, got.ID)
-	require.Equal(t, store.RoleOperator, got.Role)
+	require.Equal(t, domain.RoleOperator, got.Role)
 	_, err = st.Authenticate(ctx, token+"x")
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = st.Authenticate(ctx, "not-a-token")
@@ -52,12 +53,12 @@ func TestTokenLifecycle(t *testing.T) {
 	_, err = st.RevokeToken(ctx, 999999)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	agent, _, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAgent, PC: "pc-1"})
+	agent, _, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAgent, PC: "pc-1"})
 	require.NoError(t, err)
 	require.Equal(t, "pc-1", *agent.Pc)
-	_, _, err = st.CreateToken(ctx, store.NewToken{Role: store.RoleAgent})
+	_, _, err = st.CreateToken(ctx, store.NewToken{Role: domain.RoleAgent})
 	require.Error(t, err)
-	_, _, err = st.CreateToken(ctx, store.NewToken{Role: store.RoleViewer, PC: "pc-1"})
+	_, _, err = st.CreateToken(ctx, store.NewToken{Role: domain.RoleViewer, PC: "pc-1"})
 	require.Error(t, err)
 	_, _, err = st.CreateToken(ctx, store.NewToken{Role: "root"})
 	require.Error(t, err)
@@ -76,7 +77,7 @@ func TestIdempotencyKeyOneOwner(t *testing.T) {
 	t.Parallel()
 	st := testenv.Store(t)
 	ctx := context.Background()
-	tok, _, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin})
+	tok, _, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin})
 	require.NoError(t, err)
 	k := store.IdempotencyKey{TokenID: tok.ID, Key: "k1", Method: "POST", Path: "/api/v1/schedules"}
 	hash := []byte("body-hash")

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/metrics"
 	"github.com/tickgate/tickgate/store"
@@ -96,7 +97,7 @@ func run(ctx context.Context) error {
 		       'scheduled', 'SUCCEEDED', 'bench-' || g, now() FROM generate_series(1, $1::int) g`, *flagRuns); err != nil {
 		return err
 	}
-	_, admin, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "bench-api"})
+	_, admin, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin, Note: "bench-api"})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -105,7 +106,7 @@ func run(ctx context.Context) error {
 	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: &starter.Starter{Client: tc, TaskQueue: cfg.TaskQueue},
 		Logf: func(string, ...any) {}}))
 	defer srv.Close()
-	_, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "bench-apply"})
+	_, token, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin, Note: "bench-apply"})
 	if err != nil {
 		return err
 	}

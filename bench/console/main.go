@@ -21,6 +21,7 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/store"
 )
 
@@ -63,7 +64,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleViewer, Note: "bench-console"})
+	_, token, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleViewer, Note: "bench-console"})
 	if err != nil {
 		return err
 	}

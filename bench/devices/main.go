@@ -35,6 +35,7 @@ import (
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
 	"github.com/tickgate/tickgate/deviceengine"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/dev/agentsim"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -158,7 +159,7 @@ func run(ctx context.Context) (string, error) {
 	}))
 	defer srv.Close()
 	base := srv.URL + "/api/v1"
-	_, admin, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "bench-devices"})
+	_, admin, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin, Note: "bench-devices"})
 	if err != nil {
 		return "", err
 	}
@@ -181,7 +182,7 @@ func run(ctx context.Context) (string, error) {
 	// Each PC's agent holds its own agent token, bound to its PC.
 	agentTokens := map[string]string{}
 	for _, pc := range pcs {
-		_, tok, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAgent, PC: pc, Note: "bench agent"})
+		_, tok, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAgent, PC: pc, Note: "bench agent"})
 		if err != nil {
 			return "", err
 		}

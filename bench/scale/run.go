@@ -20,6 +20,7 @@ import (
 
 	"github.com/tickgate/tickgate/api"
 	"github.com/tickgate/tickgate/bench/internal/benchstack"
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/scheduleplan"
 	"github.com/tickgate/tickgate/starter"
 	"github.com/tickgate/tickgate/store"
@@ -104,7 +105,7 @@ func run(ctx context.Context) (string, error) {
 	srv := httptest.NewServer(api.New(&api.Server{Store: st, Temporal: tc, Starter: s, Listener: listener, Logf: func(string, ...any) {},
 		SchedulesResident: cfg.SchedulesResident}))
 	defer srv.Close()
-	_, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "bench-scale"})
+	_, token, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin, Note: "bench-scale"})
 	if err != nil {
 		return "", err
 	}

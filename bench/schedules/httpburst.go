@@ -112,7 +112,7 @@ func bulkCreate(ctx context.Context, e *env, items []api.CreateScheduleRequest) 
 	srv := httptest.NewServer(api.New(&api.Server{Store: e.st, Temporal: e.tc, Starter: e.starter(),
 		HTTPAllow: e.cfg.HTTPAllow, Logf: func(string, ...any) {}}))
 	defer srv.Close()
-	_, token, err := e.st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "bench-schedules"})
+	_, token, err := e.st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin, Note: "bench-schedules"})
 	if err != nil {
 		return err
 	}

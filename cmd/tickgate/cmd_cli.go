@@ -125,12 +125,12 @@ func writeDevAdminToken(ctx context.Context, databaseURL, devDir string) error {
 	defer st.Close()
 	token := ""
 	if b, err := os.ReadFile(path); err == nil { // #nosec G304 -- the dev stack's .dev/admin-token
-		if row, err := st.Authenticate(ctx, strings.TrimSpace(string(b))); err == nil && row.Role == store.RoleAdmin {
+		if row, err := st.Authenticate(ctx, strings.TrimSpace(string(b))); err == nil && row.Role == domain.RoleAdmin {
 			token = strings.TrimSpace(string(b))
 		}
 	}
 	if token == "" {
-		_, token, err = st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "make dev"})
+		_, token, err = st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin, Note: "make dev"})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/store"
 )
@@ -33,7 +34,7 @@ func TestDevAdminToken(t *testing.T) {
 	defer st.Close()
 	row, err := st.Authenticate(ctx, first)
 	require.NoError(t, err)
-	require.Equal(t, store.RoleAdmin, row.Role)
+	require.Equal(t, domain.RoleAdmin, row.Role)
 
 	require.NoError(t, writeDevAdminToken(ctx, dbURL, dir))
 	b, _ = os.ReadFile(filepath.Join(dir, "admin-token"))
@@ -54,7 +55,7 @@ func TestCreateTokenInDB(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := testenv.DatabaseURL(t)
-	id, token, err := createTokenInDB(ctx, dbURL, string(store.RoleAgent), "pc-1", "bootstrap")
+	id, token, err := createTokenInDB(ctx, dbURL, string(domain.RoleAgent), "pc-1", "bootstrap")
 	require.NoError(t, err)
 	require.Positive(t, id)
 	st, err := store.Open(ctx, dbURL)

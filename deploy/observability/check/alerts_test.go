@@ -25,9 +25,9 @@ import (
 	"github.com/prometheus/prometheus/util/teststorage"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/testing/testenv"
 	"github.com/tickgate/tickgate/internal/testing/teststack"
-	"github.com/tickgate/tickgate/store"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -286,7 +286,7 @@ func TestAlertsAgainstALiveStack(t *testing.T) {
 
 	// The condition made true on the live stack: the device's command fails for good.
 	st.JSON(t, http.MethodPost, "/api/v1/tasks", map[string]any{"payload": map[string]any{"firmware": "2.1"}}, http.StatusCreated, nil)
-	agent := st.As(st.NewToken(t, store.RoleAgent, "pc-alerts"))
+	agent := st.As(st.NewToken(t, domain.RoleAgent, "pc-alerts"))
 	var claimed struct {
 		Items []struct {
 			ID     int64  `json:"id"`

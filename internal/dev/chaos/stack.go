@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/dev/devstack"
 	"github.com/tickgate/tickgate/store"
 )
@@ -191,7 +192,7 @@ func startStack(ctx context.Context, dir, bin, shape string, logf func(string, .
 		return s, err
 	}
 	defer st.Close()
-	_, token, err := st.CreateToken(ctx, store.NewToken{Role: store.RoleAdmin, Note: "chaos run"})
+	_, token, err := st.CreateToken(ctx, store.NewToken{Role: domain.RoleAdmin, Note: "chaos run"})
 	if err != nil {
 		return s, fmt.Errorf("admin token: %w", err)
 	}

@@ -127,7 +127,7 @@ func Start(t *testing.T, opts Options) *Stack {
 	t.Cleanup(func() { require.NoError(t, engine.Close(context.Background())) })
 	t.Cleanup(srv.Close)
 	stack := &Stack{URL: srv.URL, Store: st, Temporal: tc, Config: cfg}
-	stack.AdminToken = stack.NewToken(t, store.RoleAdmin, "")
+	stack.AdminToken = stack.NewToken(t, domain.RoleAdmin, "")
 	stack.Headers = map[string]string{"Authorization": "Bearer " + stack.AdminToken}
 	return stack
 }
