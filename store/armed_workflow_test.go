@@ -154,3 +154,38 @@ func TestARetractedWorkflowFireStaysAsItsRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, dups, "a retraction does not count as a second fire of its tick")
 }
+
+// A retraction is idempotent: done again (a workflow task that retracted, then timed out
+// before its history was written, retracts again on its retry), it returns the ticks the
+// first one took back as long as nothing has decided them, so the workflow still learns they
+// are its own to decide. Once the tick is decided (a live run of it), it is not returned.
+// Found by the real-server chaos run: the retry's retraction returned nothing, the workflow
+// waited on the stopped delayed start, and the tick had no run (S2).
+func TestARetractionDoneAgainReturnsTheTicksItTookBack(t *testing.T) {
+	t.Parallel()
+	st := testenv.Store(t)
+	ctx := context.Background()
+	tick := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
+	s := newSchedule(t, st, "retract-twice")
+	armed, _, err := st.RecordFire(ctx, armedStart(s, tick))
+	require.NoError(t, err)
+
+	first, err := st.RetractArmed(ctx, s.ID, "a manual trigger started a run first; the tick is decided at its time")
+	require.NoError(t, err)
+	require.Equal(t, store.Retraction{Ticks: []time.Time{tick}, WorkflowIDs: []string{armed.WorkflowID}}, first)
+
+	again, err := st.RetractArmed(ctx, s.ID, "a manual trigger started a run first; the tick is decided at its time")
+	require.NoError(t, err)
+	require.Equal(t, []time.Time{tick}, again.Ticks, "the tick taken back is still the caller's to decide")
+	require.Empty(t, again.WorkflowIDs, "its delayed start was stopped the first time")
+
+	// Decided: the workflow records the tick's run itself.
+	f := armedStart(s, tick)
+	f.VisibleAt = nil // recorded by the workflow at its tick, not armed
+	_, created, err := st.RecordFire(ctx, f)
+	require.NoError(t, err)
+	require.True(t, created)
+	after, err := st.RetractArmed(ctx, s.ID, "again")
+	require.NoError(t, err)
+	require.Empty(t, after.Ticks, "a decided tick is not returned")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -306,6 +307,17 @@ func retractArmed(ctx context.Context, q *dbgen.Queries, scheduleID int64, keepD
 	for _, k := range kept {
 		r.Ticks = append(r.Ticks, k.ScheduledAt)
 		r.WorkflowIDs = append(r.WorkflowIDs, k.WorkflowID)
+	}
+	// Idempotent: the ticks an earlier retraction took back and nothing decided since are
+	// returned again (their delayed starts were stopped then, so no workflow id).
+	again, err := q.ListRetractedUndecidedTicks(ctx, dbgen.ListRetractedUndecidedTicksParams{ScheduleID: scheduleID, KeepDue: keepDue})
+	if err != nil {
+		return Retraction{}, fmt.Errorf("ticks retracted before of schedule %d: %w", scheduleID, mapErr(err))
+	}
+	for _, t := range again {
+		if !slices.ContainsFunc(r.Ticks, t.Equal) {
+			r.Ticks = append(r.Ticks, t)
+		}
 	}
 	for i := range r.Ticks {
 		r.Ticks[i] = r.Ticks[i].UTC()

@@ -1016,6 +1016,47 @@ func (q *Queries) ListBufferedRuns(ctx context.Context, scheduleID int64) ([]Sch
 	return items, nil
 }
 
+const listRetractedUndecidedTicks = `-- name: ListRetractedUndecidedTicks :many
+SELECT DISTINCT p.scheduled_at FROM schedule_runs p
+WHERE p.schedule_id = $1 AND p.retracted_at IS NOT NULL AND p.trigger IN ('scheduled', 'catchup')
+  AND p.visible_at > release_frontier() AND (NOT $2::boolean OR p.visible_at > now())
+  AND NOT EXISTS (SELECT 1 FROM schedule_runs l
+                  WHERE l.schedule_id = p.schedule_id AND l.scheduled_at = p.scheduled_at AND l.retracted_at IS NULL
+                    AND l.trigger IN ('scheduled', 'catchup'))
+ORDER BY p.scheduled_at
+`
+
+type ListRetractedUndecidedTicksParams struct {
+	ScheduleID int64
+	KeepDue    bool
+}
+
+// Retraction, part 4: the ticks of armed workflow fires an earlier retraction took back that
+// nothing has decided since (no live run of the tick) and that are not yet due. A retraction
+// returns them again, so that it is idempotent: a workflow task that retracted, then timed
+// out before its history was written, retracts again on its retry and must still learn that
+// those ticks are its own to decide (else it waits on the stopped delayed start, and the tick
+// is lost).
+func (q *Queries) ListRetractedUndecidedTicks(ctx context.Context, arg ListRetractedUndecidedTicksParams) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, listRetractedUndecidedTicks, arg.ScheduleID, arg.KeepDue)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []time.Time
+	for rows.Next() {
+		var scheduled_at time.Time
+		if err := rows.Scan(&scheduled_at); err != nil {
+			return nil, err
+		}
+		items = append(items, scheduled_at)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listRunningScheduleRuns = `-- name: ListRunningScheduleRuns :many
 SELECT id, schedule_id, scheduled_at, fired_at, trigger, status, reason, idempotency_key, workflow_id, error, finished_at, created_at, armed, visible_at, release_next_run_at, retracted_at, watched_until, trace_context, redrives FROM schedule_runs WHERE schedule_id = $1 AND status = 'RUNNING' ORDER BY id
 `

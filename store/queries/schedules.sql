@@ -163,6 +163,21 @@ WHERE schedule_id = @schedule_id AND armed AND workflow_id <> '' AND visible_at 
   AND (NOT @keep_due::boolean OR visible_at > now())
 RETURNING scheduled_at, workflow_id;
 
+-- name: ListRetractedUndecidedTicks :many
+-- Retraction, part 4: the ticks of armed workflow fires an earlier retraction took back that
+-- nothing has decided since (no live run of the tick) and that are not yet due. A retraction
+-- returns them again, so that it is idempotent: a workflow task that retracted, then timed
+-- out before its history was written, retracts again on its retry and must still learn that
+-- those ticks are its own to decide (else it waits on the stopped delayed start, and the tick
+-- is lost).
+SELECT DISTINCT p.scheduled_at FROM schedule_runs p
+WHERE p.schedule_id = @schedule_id AND p.retracted_at IS NOT NULL AND p.trigger IN ('scheduled', 'catchup')
+  AND p.visible_at > release_frontier() AND (NOT @keep_due::boolean OR p.visible_at > now())
+  AND NOT EXISTS (SELECT 1 FROM schedule_runs l
+                  WHERE l.schedule_id = p.schedule_id AND l.scheduled_at = p.scheduled_at AND l.retracted_at IS NULL
+                    AND l.trigger IN ('scheduled', 'catchup'))
+ORDER BY p.scheduled_at;
+
 -- name: ListArmedWorkflowRuns :many
 -- The delayed starts of a schedule's armed workflow fires not yet released (to terminate
 -- when it is deleted).
