@@ -2,10 +2,11 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -52,6 +53,11 @@ const (
 	// wait costs them (the start's wait holds the request's turn; the finish's holds nothing).
 	startGather  = 2 * time.Millisecond
 	finishGather = 20 * time.Millisecond
+	// While first attempts the sender holds are still to leave, answers are gathered for up
+	// to finishHold (finishBatch at most in one statement): recording them takes PostgreSQL
+	// from the requests still to leave, and nothing waits on them but their runs' status.
+	finishHold  = 2 * time.Second
+	finishBatch = 5000
 	// sendPoll is the longest a sender sleeps between two looks at the queue (its
 	// releaser nudges it as soon as a release of its process commits).
 	sendPoll = time.Second
@@ -90,6 +96,9 @@ type HTTPSender struct {
 
 	starts   chan startReq
 	finishes chan store.FirstAttemptOutcome
+	// unsent counts the first attempts claimed whose request has not left (nor been given
+	// up).
+	unsent atomic.Int64
 }
 
 // startReq asks the start recorder to record a first attempt as being sent, answering on
@@ -199,12 +208,8 @@ func (s *HTTPSender) Run(ctx context.Context) {
 	for {
 		room := maxHeld - s.Held()
 		if room > 0 && ctx.Err() == nil {
-			t0 := time.Now()
 			want := min(room, size)
 			claimed, err := s.Deliveries.Store.ClaimFirstAttempts(ctx, s.ID, s.lease(), want)
-			if debugSender && len(claimed) > 0 {
-				fmt.Printf("DBG %s claim %d in %s\n", time.Now().Format("15:04:05.000"), len(claimed), time.Since(t0))
-			}
 			if err != nil && ctx.Err() == nil {
 				s.Logger.Warn("claim first attempts of http fires", "error", err)
 			}
@@ -213,6 +218,7 @@ func (s *HTTPSender) Run(ctx context.Context) {
 				ids[i] = a.Target.RunID
 			}
 			s.hold(ids)
+			s.unsent.Add(int64(len(claimed)))
 			for _, a := range claimed {
 				sends.Add(1)
 				go func() {
@@ -246,6 +252,8 @@ func (s *HTTPSender) Run(ctx context.Context) {
 // stopping sender puts back what it has not sent), its record as being sent, the request,
 // and its answer to record (sendCtx: a request sent is answered and recorded).
 func (s *HTTPSender) send(ctx, sendCtx context.Context, a store.FirstAttempt) {
+	left := sync.OnceFunc(func() { s.unsent.Add(-1) })
+	defer left()
 	t := a.Target
 	if t.Unreadable != nil {
 		// What it sends cannot be read: its delivery workflow reads it again at each attempt
@@ -256,31 +264,48 @@ func (s *HTTPSender) send(ctx, sendCtx context.Context, a store.FirstAttempt) {
 	}
 	lim := s.Deliveries.limiter()
 	host := t.Action.Host()
-	slot, err := lim.Acquire(ctx, host, lim.LimitOf(host, t.Action.Limits))
+	ticket, err := lim.Join(ctx, host, lim.LimitOf(host, t.Action.Limits))
 	if err != nil {
-		// Stopping before its turn came: back to the queue, for any sender.
+		// Stopping before it came near its turn: back to the queue, for any sender.
 		s.requeue(sendCtx, t.RunID)
 		return
 	}
+	var slot *HostSlot
+	for {
+		// Near its turn: recorded as being sent while the requests ahead of it are in
+		// flight, so that its turn, when it comes, is not held waiting for the record.
+		if !s.recordStart(sendCtx, t.RunID) {
+			// Not recorded as being sent (stopped, swept, or the database failed): not sent.
+			ticket.Leave()
+			s.letGo(t.RunID)
+			return
+		}
+		// Recorded as being sent, it is sent: a stopping sender lets it have its turn within
+		// stopGrace (past that, the sweep takes it as lost and its delivery workflow sends it).
+		if slot, err = ticket.Turn(sendCtx); err == nil {
+			break
+		}
+		if !errors.Is(err, ErrHostSlowed) {
+			s.letGo(t.RunID)
+			return
+		}
+		// The host asked to be left alone (Retry-After) before its turn came: the record is
+		// taken back, and made again once the wait is over and its turn is near.
+		if err := s.Deliveries.Store.UnstartFirstAttempts(sendCtx, s.ID, []int64{t.RunID}); err != nil {
+			// Left recorded as being sent: the sweep takes it as lost, and its delivery
+			// workflow sends it.
+			s.Logger.Warn("take back a first attempt's record as being sent", "run", t.RunID, "error", err)
+			ticket.Leave()
+			s.letGo(t.RunID)
+			return
+		}
+		if err := ticket.Near(ctx); err != nil {
+			s.requeue(sendCtx, t.RunID) // stopping: back to the queue, for any sender
+			return
+		}
+	}
+	left()
 	at := s.Deliveries.now()
-	ok := make(chan bool, 1)
-	select {
-	case s.starts <- startReq{runID: t.RunID, at: at, ok: ok}:
-	case <-sendCtx.Done():
-		slot.Release()
-		return
-	}
-	var sent bool
-	select {
-	case sent = <-ok:
-	case <-sendCtx.Done():
-	}
-	if !sent {
-		// Not recorded as being sent (stopped, swept, or the database failed): not sent.
-		slot.Release()
-		s.letGo(t.RunID)
-		return
-	}
 	res := s.Deliveries.attempt(sendCtx, t, 1, at, slot)
 	s.trace(a, host, at, slot, res)
 	if res.Canceled {
@@ -315,6 +340,23 @@ func (s *HTTPSender) send(ctx, sendCtx context.Context, a store.FirstAttempt) {
 	case s.finishes <- out:
 	case <-sendCtx.Done():
 		s.letGo(t.RunID)
+	}
+}
+
+// recordStart has the start recorder record a first attempt as being sent, and answers
+// whether it was (only then may it be sent).
+func (s *HTTPSender) recordStart(ctx context.Context, runID int64) bool {
+	ok := make(chan bool, 1)
+	select {
+	case s.starts <- startReq{runID: runID, at: s.Deliveries.now(), ok: ok}:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case sent := <-ok:
+		return sent
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -384,11 +426,7 @@ func (s *HTTPSender) recordStarts(ctx context.Context) {
 		for i, r := range batch {
 			ids[i], at[i] = r.runID, r.at
 		}
-		t0 := time.Now()
 		recorded, err := s.Deliveries.Store.StartFirstAttempts(ctx, s.ID, ids, at)
-		if debugSender {
-			fmt.Printf("DBG %s start %d in %s\n", time.Now().Format("15:04:05.000"), len(ids), time.Since(t0))
-		}
 		if err != nil && ctx.Err() == nil {
 			s.Logger.Warn("record first attempts as sent", "attempts", len(ids), "error", err)
 		}
@@ -410,12 +448,17 @@ func (s *HTTPSender) recordFinishes(ctx context.Context) {
 			batch = append(batch, o)
 		}
 		gather := time.NewTimer(finishGather)
+		hold := time.Now().Add(finishHold)
 	more:
-		for len(batch) < recordBatch {
+		for len(batch) < finishBatch {
 			select {
 			case o := <-s.finishes:
 				batch = append(batch, o)
 			case <-gather.C:
+				if s.unsent.Load() > 0 && time.Now().Before(hold) {
+					gather.Reset(finishGather) // the burst's requests first
+					continue
+				}
 				break more
 			}
 		}
@@ -423,8 +466,6 @@ func (s *HTTPSender) recordFinishes(ctx context.Context) {
 		var handOver []int64
 		var ended []store.EndedRun
 		var err error
-		t0 := time.Now()
-		defer func() {}()
 		for try := 0; try < 5; try++ {
 			if handOver, ended, err = s.Deliveries.Store.FinishFirstAttempts(ctx, s.ID, batch); err == nil || ctx.Err() != nil {
 				break
@@ -433,9 +474,6 @@ func (s *HTTPSender) recordFinishes(ctx context.Context) {
 			if sleepCtx(ctx, time.Duration(try+1)*200*time.Millisecond) != nil {
 				break
 			}
-		}
-		if debugSender {
-			fmt.Printf("DBG %s finish %d in %s\n", time.Now().Format("15:04:05.000"), len(batch), time.Since(t0))
 		}
 		ids := make([]int64, len(batch))
 		for i, o := range batch {
@@ -574,8 +612,6 @@ func (s *HTTPSender) Sweep(ctx context.Context) {
 		s.handOver(ctx, swept.HandOver)
 	}
 }
-
-var debugSender = os.Getenv("TICKGATE_DEBUG_SENDER") != ""
 
 // SchedulePauser pauses a schedule whose auto_pause rule was met, through its workflow (the
 // one writer of its paused state), the pause command's identity saying it paused itself

@@ -37,16 +37,9 @@ type FirstAttempt struct {
 // under a lease of lease (renewed by RenewFirstAttemptLeases while it holds them), and reads
 // what each sends. A run that is no longer RUNNING by the time it is read is let go.
 func (s *Store) ClaimFirstAttempts(ctx context.Context, sender string, lease time.Duration, max int) ([]FirstAttempt, error) {
-	ids, err := s.Q.ClaimFirstAttempts(ctx, dbgen.ClaimFirstAttemptsParams{Sender: sender, LeaseSeconds: lease.Seconds(), MaxRows: int4(max)})
+	rows, err := s.Q.ClaimFirstAttempts(ctx, dbgen.ClaimFirstAttemptsParams{Sender: sender, LeaseSeconds: lease.Seconds(), MaxRows: int4(max)})
 	if err != nil {
 		return nil, fmt.Errorf("claim first attempts: %w", mapErr(err))
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rows, err := s.Q.FirstAttemptTargets(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("what %d first attempts send: %w", len(ids), mapErr(err))
 	}
 	out := make([]FirstAttempt, 0, len(rows))
 	var gone []int64
@@ -88,6 +81,16 @@ func (s *Store) StartFirstAttempts(ctx context.Context, sender string, runIDs []
 		out[id] = true
 	}
 	return out, nil
+}
+
+// UnstartFirstAttempts takes back the records as being sent of the first attempts given,
+// never sent: their host asked to be left alone before their turn came (see
+// activities.HostTicket). Only the rows sender still holds are touched.
+func (s *Store) UnstartFirstAttempts(ctx context.Context, sender string, runIDs []int64) error {
+	if err := s.Q.UnstartFirstAttempts(ctx, dbgen.UnstartFirstAttemptsParams{RunIds: runIDs, Sender: sender}); err != nil {
+		return fmt.Errorf("take back %d first attempts' records as being sent: %w", len(runIDs), mapErr(err))
+	}
+	return nil
 }
 
 // FirstAttemptOutcome is a first attempt's answer, and what it makes of its run.
@@ -132,6 +135,7 @@ func (s *Store) FinishFirstAttempts(ctx context.Context, sender string, outs []F
 		byID[o.RunID] = o
 		f.RunIds = append(f.RunIds, o.RunID)
 		f.Outcomes = append(f.Outcomes, o.Outcome)
+		f.StartedAt = append(f.StartedAt, o.StartedAt.UTC())
 		f.FinishedAt = append(f.FinishedAt, o.FinishedAt.UTC())
 		f.LatencyMs = append(f.LatencyMs, o.LatencyMs)
 		f.StatusCodes = append(f.StatusCodes, int4(o.StatusCode))

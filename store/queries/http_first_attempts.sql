@@ -1,43 +1,47 @@
 -- First attempts of http fires, sent by the worker that released them (docs/schedules.md "How
 -- an http fire is sent"; migrations/00170_http_first_attempts.sql).
+--
+-- A sender's rows are found by run id and then checked to be its own with `sender IS NOT
+-- DISTINCT FROM`, never `sender =`: a strict `=` lets the planner take the partial index of
+-- held rows (http_first_attempts_leased, which its statistics think nearly empty) and scan
+-- every row the sender holds once per run given — a thousand runs recorded as being sent
+-- took 800 ms of CPU in a 10,000-fire burst, against 8 ms by the primary key.
 
 -- name: ClaimFirstAttempts :many
 -- A sender takes up to @max_rows first attempts whose fires are released (their visible_at
 -- within the release frontier) and still RUNNING, oldest first, skipping the rows another
 -- sender holds or takes; it holds them until @lease_seconds from now, renewing the lease
--- while it does.
+-- while it does. In the same statement, what each sends (HTTPDeliveryOf's, for many runs):
+-- the run's tick key, status and times, its schedule's action, retry policy, secrets and
+-- header values.
 WITH c AS (
     SELECT q.run_id FROM http_first_attempts q JOIN schedule_runs r ON r.id = q.run_id
     WHERE q.sender IS NULL AND q.visible_at <= release_frontier() AND r.status = 'RUNNING'
     ORDER BY q.visible_at, q.run_id
     LIMIT @max_rows
     FOR UPDATE OF q SKIP LOCKED
+), claimed AS (
+    UPDATE http_first_attempts q SET sender = sqlc.arg(sender)::text, lease_until = now() + make_interval(secs => @lease_seconds::float8)
+    FROM c WHERE q.run_id = c.run_id
+    RETURNING q.run_id
 )
-UPDATE http_first_attempts q SET sender = sqlc.arg(sender)::text, lease_until = now() + make_interval(secs => @lease_seconds::float8)
-FROM c WHERE q.run_id = c.run_id
-RETURNING q.run_id;
-
--- name: NextFirstAttemptIn :one
--- How long until the next first attempt no sender holds comes due, by the database's clock
--- (+Inf: none queued).
-SELECT COALESCE(EXTRACT(EPOCH FROM min(visible_at) - clock_timestamp())::float8, 'Infinity'::float8)::float8 AS seconds
-FROM http_first_attempts WHERE sender IS NULL;
-
--- name: FirstAttemptTargets :many
--- What the first attempts of the runs given send, in one read (HTTPDeliveryOf's, for many
--- runs): the run's tick key, status and times, its schedule's action, retry policy, secrets
--- and header values.
 SELECT r.id AS run_id, r.schedule_id, r.workflow_id, r.idempotency_key, r.scheduled_at,
        COALESCE(r.visible_at, r.scheduled_at)::timestamptz AS visible_at, r.status, COALESCE(r.trace_context, '')::text AS trace_context,
        s.name AS schedule_name, s.action, s.retry,
        COALESCE(k.secret, '')::text AS secret,
        COALESCE(CASE WHEN k.previous_valid_until > now() THEN k.previous_secret END, '')::text AS previous_secret,
        COALESCE(h.header_values, '{}'::jsonb)::jsonb AS header_values
-FROM schedule_runs r
+FROM claimed
+JOIN schedule_runs r ON r.id = claimed.run_id
 JOIN schedules s ON s.id = r.schedule_id
 LEFT JOIN schedule_secrets k ON k.schedule_name = s.name
-LEFT JOIN schedule_header_values h ON h.schedule_name = s.name
-WHERE r.id = ANY(@run_ids::bigint[]);
+LEFT JOIN schedule_header_values h ON h.schedule_name = s.name;
+
+-- name: NextFirstAttemptIn :one
+-- How long until the next first attempt no sender holds comes due, by the database's clock
+-- (+Inf: none queued).
+SELECT COALESCE(EXTRACT(EPOCH FROM min(visible_at) - clock_timestamp())::float8, 'Infinity'::float8)::float8 AS seconds
+FROM http_first_attempts WHERE sender IS NULL;
 
 -- name: StartFirstAttempts :many
 -- Records first attempts as being sent, before they are: only for the rows sqlc.arg(sender)::text still
@@ -46,19 +50,29 @@ WHERE r.id = ANY(@run_ids::bigint[]);
 INSERT INTO schedule_run_attempts (run_id, workflow_id, attempt, redrive, started_at, latency_ms, outcome, direct)
 SELECT q.run_id, r.workflow_id, 1, r.redrives, s.started_at, 0, 'sending', true
 FROM (SELECT unnest(@run_ids::bigint[]) AS run_id, unnest(@started_at::timestamptz[]) AS started_at) s
-JOIN http_first_attempts q ON q.run_id = s.run_id AND q.sender = sqlc.arg(sender)::text
+JOIN http_first_attempts q ON q.run_id = s.run_id AND q.sender IS NOT DISTINCT FROM sqlc.arg(sender)::text
 JOIN schedule_runs r ON r.id = q.run_id AND r.status = 'RUNNING'
 ON CONFLICT (run_id, workflow_id, attempt) DO NOTHING
 RETURNING run_id;
 
+-- name: UnstartFirstAttempts :exec
+-- First attempts recorded as being sent whose host asked to be left alone (Retry-After)
+-- before their turn came: never sent, their record is taken back (and made again once their
+-- turn is near), for the rows sqlc.arg(sender)::text still holds.
+DELETE FROM schedule_run_attempts a USING http_first_attempts q
+WHERE a.run_id = ANY(@run_ids::bigint[]) AND a.direct AND a.attempt = 1 AND a.outcome = 'sending'
+  AND q.run_id = a.run_id AND q.sender IS NOT DISTINCT FROM sqlc.arg(sender)::text;
+
 -- name: FinishFirstAttempts :exec
 -- Records the answers of first attempts sent (or why none came). An attempt the sweep marked
 -- lost meanwhile (its sender was slow, not dead) takes its true outcome: a 2xx recorded late
--- still stops every later attempt.
+-- still stops every later attempt. started_at becomes when the request left (it was recorded
+-- as being sent shortly before, once near its host's turn).
 UPDATE schedule_run_attempts a
-SET outcome = f.outcome, finished_at = f.finished_at, latency_ms = f.latency_ms, status_code = NULLIF(f.status_code, 0),
+SET outcome = f.outcome, started_at = f.started_at, finished_at = f.finished_at, latency_ms = f.latency_ms, status_code = NULLIF(f.status_code, 0),
     error = f.error, response_start = f.response_start, retry_after_ms = NULLIF(f.retry_after_ms, 0)
-FROM (SELECT unnest(@run_ids::bigint[]) AS run_id, unnest(@outcomes::text[]) AS outcome, unnest(@finished_at::timestamptz[]) AS finished_at,
+FROM (SELECT unnest(@run_ids::bigint[]) AS run_id, unnest(@outcomes::text[]) AS outcome, unnest(@started_at::timestamptz[]) AS started_at,
+             unnest(@finished_at::timestamptz[]) AS finished_at,
              unnest(@latency_ms::bigint[]) AS latency_ms, unnest(@status_codes::int[]) AS status_code, unnest(@errors::text[]) AS error,
              unnest(@response_starts::text[]) AS response_start, unnest(@retry_after_ms::bigint[]) AS retry_after_ms) f
 WHERE a.run_id = f.run_id AND a.direct AND a.attempt = 1 AND a.outcome IN ('sending', 'lost');
@@ -67,7 +81,7 @@ WHERE a.run_id = f.run_id AND a.direct AND a.attempt = 1 AND a.outcome IN ('send
 -- The rows of the runs given that sqlc.arg(sender)::text still holds, locked: the runs whose outcome it may
 -- record (a row another process swept, or a run stopped, is not its any more).
 SELECT run_id FROM http_first_attempts
-WHERE run_id = ANY(@run_ids::bigint[]) AND sender = sqlc.arg(sender)::text
+WHERE run_id = ANY(@run_ids::bigint[]) AND sender IS NOT DISTINCT FROM sqlc.arg(sender)::text
 ORDER BY run_id
 FOR UPDATE;
 
@@ -111,7 +125,7 @@ WHERE s.id = e.schedule_id AND s.owner IS NULL AND (e.last_success IS NOT NULL O
 
 -- name: DeleteHeldFirstAttempts :exec
 -- The rows of runs decided, or handed over to their delivery workflow (started before this).
-DELETE FROM http_first_attempts WHERE run_id = ANY(@run_ids::bigint[]) AND sender = sqlc.arg(sender)::text;
+DELETE FROM http_first_attempts WHERE run_id = ANY(@run_ids::bigint[]) AND sender IS NOT DISTINCT FROM sqlc.arg(sender)::text;
 
 -- name: TakeExpiredFirstAttempts :many
 -- The sweep: rows whose sender's lease ran out (it died, or stalled past its lease) are taken
@@ -133,7 +147,7 @@ RETURNING q.run_id,
 
 -- name: RequeueFirstAttempts :exec
 -- Rows taken by the sweep whose attempt was never recorded: back to the queue, for any sender.
-UPDATE http_first_attempts SET sender = NULL, lease_until = NULL WHERE run_id = ANY(@run_ids::bigint[]) AND sender = sqlc.arg(sender)::text;
+UPDATE http_first_attempts SET sender = NULL, lease_until = NULL WHERE run_id = ANY(@run_ids::bigint[]) AND sender IS NOT DISTINCT FROM sqlc.arg(sender)::text;
 
 -- name: LoseFirstAttempts :exec
 -- Attempts recorded as being sent whose sender died before their answer was recorded: lost.
@@ -187,7 +201,7 @@ LIMIT 1;
 -- their delivery workflow (started before their row is deleted).
 SELECT q.run_id FROM http_first_attempts q
 JOIN schedule_run_attempts a ON a.run_id = q.run_id AND a.direct AND a.attempt = 1 AND a.outcome IN ('retryable', 'lost')
-WHERE q.run_id = ANY(@run_ids::bigint[]) AND q.sender = sqlc.arg(sender)::text;
+WHERE q.run_id = ANY(@run_ids::bigint[]) AND q.sender IS NOT DISTINCT FROM sqlc.arg(sender)::text;
 
 -- name: FirstAttemptQueued :one
 -- Whether the run's first attempt is still the sender's (no delivery workflow may start).
@@ -196,4 +210,4 @@ SELECT EXISTS (SELECT 1 FROM http_first_attempts WHERE run_id = @run_id)::boolea
 -- name: RenewHeldFirstAttempts :execrows
 -- A sender alive renews the leases of the rows it is working on.
 UPDATE http_first_attempts SET lease_until = now() + make_interval(secs => @lease_seconds::float8)
-WHERE run_id = ANY(@run_ids::bigint[]) AND sender = sqlc.arg(sender)::text;
+WHERE run_id = ANY(@run_ids::bigint[]) AND sender IS NOT DISTINCT FROM sqlc.arg(sender)::text;
