@@ -2,7 +2,6 @@ package activities_test
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,63 +161,4 @@ func TestHostRatePerMinuteSpacesRequests(t *testing.T) {
 	defer cancel()
 	_, err := l.Acquire(ctx, "api.example.com", lim)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "the third waits for its place (half a second on)")
-}
-
-// A request is told it is near its turn only within its host's window — here its limit of
-// one in flight, the host having had one turn — so that what comes before a request leaves
-// is done for the next one, not for the whole line. A Retry-After recalls the one told: its
-// Turn answers ErrHostSlowed and it keeps its place; once the wait is over and the request
-// in flight ends, it has its turn and the next is told.
-func TestHostLimiterTellsOnlyTheNextRequestsTheyAreNear(t *testing.T) {
-	t.Parallel()
-	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	l := &activities.HostLimiter{Now: clock.Now}
-	lim := domain.HostLimit{MaxInFlight: 1}
-	first, err := l.Acquire(context.Background(), "api.example.com", lim)
-	require.NoError(t, err)
-	near := make(chan *activities.HostTicket, 5)
-	for i := 0; i < 5; i++ {
-		go func() {
-			ticket, err := l.Join(context.Background(), "api.example.com", lim)
-			if assertNoError(t, err) {
-				near <- ticket
-			}
-		}()
-	}
-	told := <-near
-	require.Never(t, func() bool { return len(near) > 0 }, 100*time.Millisecond, 10*time.Millisecond,
-		"one in flight, one near: the other four wait to be told")
-
-	l.SlowDown("api.example.com", http.StatusTooManyRequests, 30*time.Second)
-	_, err = told.Turn(context.Background())
-	require.ErrorIs(t, err, activities.ErrHostSlowed, "the host asked to be left alone before the turn came")
-
-	clock.Add(31 * time.Second)
-	first.Release()
-	require.NoError(t, told.Near(context.Background()), "told again once the wait is over")
-	slot, err := told.Turn(context.Background())
-	require.NoError(t, err)
-	require.Contains(t, slot.Why, "slowed by its Retry-After (HTTP 429 Too Many Requests)")
-	next := <-near
-	require.Never(t, func() bool { return len(near) > 0 }, 100*time.Millisecond, 10*time.Millisecond, "the next one only")
-	slot.Release()
-	s2, err := next.Turn(context.Background())
-	require.NoError(t, err)
-	s2.Release()
-	// The rest, told as the line moves (the host's pace widens its window), each have their
-	// turn in the end.
-	var rest sync.WaitGroup
-	for i := 0; i < 3; i++ {
-		ticket := <-near
-		rest.Add(1)
-		go func() {
-			defer rest.Done()
-			s, err := ticket.Turn(context.Background())
-			if assertNoError(t, err) {
-				s.Release()
-			}
-		}()
-	}
-	rest.Wait()
-	require.Zero(t, l.InFlight("api.example.com"))
 }

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -264,48 +263,32 @@ func (s *HTTPSender) send(ctx, sendCtx context.Context, a store.FirstAttempt) {
 	}
 	lim := s.Deliveries.limiter()
 	host := t.Action.Host()
-	ticket, err := lim.Join(ctx, host, lim.LimitOf(host, t.Action.Limits))
+	slot, err := lim.Acquire(ctx, host, lim.LimitOf(host, t.Action.Limits))
 	if err != nil {
-		// Stopping before it came near its turn: back to the queue, for any sender.
+		// Stopping before its turn came: back to the queue, for any sender.
 		s.requeue(sendCtx, t.RunID)
 		return
 	}
-	var slot *HostSlot
-	for {
-		// Near its turn: recorded as being sent while the requests ahead of it are in
-		// flight, so that its turn, when it comes, is not held waiting for the record.
-		if !s.recordStart(sendCtx, t.RunID) {
-			// Not recorded as being sent (stopped, swept, or the database failed): not sent.
-			ticket.Leave()
-			s.letGo(t.RunID)
-			return
-		}
-		// Recorded as being sent, it is sent: a stopping sender lets it have its turn within
-		// stopGrace (past that, the sweep takes it as lost and its delivery workflow sends it).
-		if slot, err = ticket.Turn(sendCtx); err == nil {
-			break
-		}
-		if !errors.Is(err, ErrHostSlowed) {
-			s.letGo(t.RunID)
-			return
-		}
-		// The host asked to be left alone (Retry-After) before its turn came: the record is
-		// taken back, and made again once the wait is over and its turn is near.
-		if err := s.Deliveries.Store.UnstartFirstAttempts(sendCtx, s.ID, []int64{t.RunID}); err != nil {
-			// Left recorded as being sent: the sweep takes it as lost, and its delivery
-			// workflow sends it.
-			s.Logger.Warn("take back a first attempt's record as being sent", "run", t.RunID, "error", err)
-			ticket.Leave()
-			s.letGo(t.RunID)
-			return
-		}
-		if err := ticket.Near(ctx); err != nil {
-			s.requeue(sendCtx, t.RunID) // stopping: back to the queue, for any sender
-			return
-		}
+	at := s.Deliveries.now()
+	ok := make(chan bool, 1)
+	select {
+	case s.starts <- startReq{runID: t.RunID, at: at, ok: ok}:
+	case <-sendCtx.Done():
+		slot.Release()
+		return
+	}
+	var sent bool
+	select {
+	case sent = <-ok:
+	case <-sendCtx.Done():
+	}
+	if !sent {
+		// Not recorded as being sent (stopped, swept, or the database failed): not sent.
+		slot.Release()
+		s.letGo(t.RunID)
+		return
 	}
 	left()
-	at := s.Deliveries.now()
 	res := s.Deliveries.attempt(sendCtx, t, 1, at, slot)
 	s.trace(a, host, at, slot, res)
 	if res.Canceled {
@@ -340,23 +323,6 @@ func (s *HTTPSender) send(ctx, sendCtx context.Context, a store.FirstAttempt) {
 	case s.finishes <- out:
 	case <-sendCtx.Done():
 		s.letGo(t.RunID)
-	}
-}
-
-// recordStart has the start recorder record a first attempt as being sent, and answers
-// whether it was (only then may it be sent).
-func (s *HTTPSender) recordStart(ctx context.Context, runID int64) bool {
-	ok := make(chan bool, 1)
-	select {
-	case s.starts <- startReq{runID: runID, at: s.Deliveries.now(), ok: ok}:
-	case <-ctx.Done():
-		return false
-	}
-	select {
-	case sent := <-ok:
-		return sent
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -83,16 +83,6 @@ func (s *Store) StartFirstAttempts(ctx context.Context, sender string, runIDs []
 	return out, nil
 }
 
-// UnstartFirstAttempts takes back the records as being sent of the first attempts given,
-// never sent: their host asked to be left alone before their turn came (see
-// activities.HostTicket). Only the rows sender still holds are touched.
-func (s *Store) UnstartFirstAttempts(ctx context.Context, sender string, runIDs []int64) error {
-	if err := s.Q.UnstartFirstAttempts(ctx, dbgen.UnstartFirstAttemptsParams{RunIds: runIDs, Sender: sender}); err != nil {
-		return fmt.Errorf("take back %d first attempts' records as being sent: %w", len(runIDs), mapErr(err))
-	}
-	return nil
-}
-
 // FirstAttemptOutcome is a first attempt's answer, and what it makes of its run.
 type FirstAttemptOutcome struct {
 	RunID int64
@@ -135,7 +125,6 @@ func (s *Store) FinishFirstAttempts(ctx context.Context, sender string, outs []F
 		byID[o.RunID] = o
 		f.RunIds = append(f.RunIds, o.RunID)
 		f.Outcomes = append(f.Outcomes, o.Outcome)
-		f.StartedAt = append(f.StartedAt, o.StartedAt.UTC())
 		f.FinishedAt = append(f.FinishedAt, o.FinishedAt.UTC())
 		f.LatencyMs = append(f.LatencyMs, o.LatencyMs)
 		f.StatusCodes = append(f.StatusCodes, int4(o.StatusCode))

@@ -204,19 +204,17 @@ func (q *Queries) EndFirstAttemptRuns(ctx context.Context, arg EndFirstAttemptRu
 
 const finishFirstAttempts = `-- name: FinishFirstAttempts :exec
 UPDATE schedule_run_attempts a
-SET outcome = f.outcome, started_at = f.started_at, finished_at = f.finished_at, latency_ms = f.latency_ms, status_code = NULLIF(f.status_code, 0),
+SET outcome = f.outcome, finished_at = f.finished_at, latency_ms = f.latency_ms, status_code = NULLIF(f.status_code, 0),
     error = f.error, response_start = f.response_start, retry_after_ms = NULLIF(f.retry_after_ms, 0)
-FROM (SELECT unnest($1::bigint[]) AS run_id, unnest($2::text[]) AS outcome, unnest($3::timestamptz[]) AS started_at,
-             unnest($4::timestamptz[]) AS finished_at,
-             unnest($5::bigint[]) AS latency_ms, unnest($6::int[]) AS status_code, unnest($7::text[]) AS error,
-             unnest($8::text[]) AS response_start, unnest($9::bigint[]) AS retry_after_ms) f
+FROM (SELECT unnest($1::bigint[]) AS run_id, unnest($2::text[]) AS outcome, unnest($3::timestamptz[]) AS finished_at,
+             unnest($4::bigint[]) AS latency_ms, unnest($5::int[]) AS status_code, unnest($6::text[]) AS error,
+             unnest($7::text[]) AS response_start, unnest($8::bigint[]) AS retry_after_ms) f
 WHERE a.run_id = f.run_id AND a.direct AND a.attempt = 1 AND a.outcome IN ('sending', 'lost')
 `
 
 type FinishFirstAttemptsParams struct {
 	RunIds         []int64
 	Outcomes       []string
-	StartedAt      []time.Time
 	FinishedAt     []time.Time
 	LatencyMs      []int64
 	StatusCodes    []int32
@@ -227,13 +225,11 @@ type FinishFirstAttemptsParams struct {
 
 // Records the answers of first attempts sent (or why none came). An attempt the sweep marked
 // lost meanwhile (its sender was slow, not dead) takes its true outcome: a 2xx recorded late
-// still stops every later attempt. started_at becomes when the request left (it was recorded
-// as being sent shortly before, once near its host's turn).
+// still stops every later attempt.
 func (q *Queries) FinishFirstAttempts(ctx context.Context, arg FinishFirstAttemptsParams) error {
 	_, err := q.db.Exec(ctx, finishFirstAttempts,
 		arg.RunIds,
 		arg.Outcomes,
-		arg.StartedAt,
 		arg.FinishedAt,
 		arg.LatencyMs,
 		arg.StatusCodes,
@@ -618,23 +614,4 @@ func (q *Queries) TakeExpiredFirstAttempts(ctx context.Context, arg TakeExpiredF
 		return nil, err
 	}
 	return items, nil
-}
-
-const unstartFirstAttempts = `-- name: UnstartFirstAttempts :exec
-DELETE FROM schedule_run_attempts a USING http_first_attempts q
-WHERE a.run_id = ANY($1::bigint[]) AND a.direct AND a.attempt = 1 AND a.outcome = 'sending'
-  AND q.run_id = a.run_id AND q.sender IS NOT DISTINCT FROM $2::text
-`
-
-type UnstartFirstAttemptsParams struct {
-	RunIds []int64
-	Sender string
-}
-
-// First attempts recorded as being sent whose host asked to be left alone (Retry-After)
-// before their turn came: never sent, their record is taken back (and made again once their
-// turn is near), for the rows sqlc.arg(sender)::text still holds.
-func (q *Queries) UnstartFirstAttempts(ctx context.Context, arg UnstartFirstAttemptsParams) error {
-	_, err := q.db.Exec(ctx, unstartFirstAttempts, arg.RunIds, arg.Sender)
-	return err
 }

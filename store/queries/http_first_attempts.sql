@@ -55,24 +55,14 @@ JOIN schedule_runs r ON r.id = q.run_id AND r.status = 'RUNNING'
 ON CONFLICT (run_id, workflow_id, attempt) DO NOTHING
 RETURNING run_id;
 
--- name: UnstartFirstAttempts :exec
--- First attempts recorded as being sent whose host asked to be left alone (Retry-After)
--- before their turn came: never sent, their record is taken back (and made again once their
--- turn is near), for the rows sqlc.arg(sender)::text still holds.
-DELETE FROM schedule_run_attempts a USING http_first_attempts q
-WHERE a.run_id = ANY(@run_ids::bigint[]) AND a.direct AND a.attempt = 1 AND a.outcome = 'sending'
-  AND q.run_id = a.run_id AND q.sender IS NOT DISTINCT FROM sqlc.arg(sender)::text;
-
 -- name: FinishFirstAttempts :exec
 -- Records the answers of first attempts sent (or why none came). An attempt the sweep marked
 -- lost meanwhile (its sender was slow, not dead) takes its true outcome: a 2xx recorded late
--- still stops every later attempt. started_at becomes when the request left (it was recorded
--- as being sent shortly before, once near its host's turn).
+-- still stops every later attempt.
 UPDATE schedule_run_attempts a
-SET outcome = f.outcome, started_at = f.started_at, finished_at = f.finished_at, latency_ms = f.latency_ms, status_code = NULLIF(f.status_code, 0),
+SET outcome = f.outcome, finished_at = f.finished_at, latency_ms = f.latency_ms, status_code = NULLIF(f.status_code, 0),
     error = f.error, response_start = f.response_start, retry_after_ms = NULLIF(f.retry_after_ms, 0)
-FROM (SELECT unnest(@run_ids::bigint[]) AS run_id, unnest(@outcomes::text[]) AS outcome, unnest(@started_at::timestamptz[]) AS started_at,
-             unnest(@finished_at::timestamptz[]) AS finished_at,
+FROM (SELECT unnest(@run_ids::bigint[]) AS run_id, unnest(@outcomes::text[]) AS outcome, unnest(@finished_at::timestamptz[]) AS finished_at,
              unnest(@latency_ms::bigint[]) AS latency_ms, unnest(@status_codes::int[]) AS status_code, unnest(@errors::text[]) AS error,
              unnest(@response_starts::text[]) AS response_start, unnest(@retry_after_ms::bigint[]) AS retry_after_ms) f
 WHERE a.run_id = f.run_id AND a.direct AND a.attempt = 1 AND a.outcome IN ('sending', 'lost');
