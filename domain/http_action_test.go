@@ -3,12 +3,14 @@ package domain_test
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/schedulespec"
 )
@@ -159,8 +161,8 @@ func TestSplitHeadersKeepsNamesOnly(t *testing.T) {
 }
 
 // A receiver verifies a request with the schedule's secret, the webhook-* headers and the
-// body received: a changed body, another id (the same body replayed under another key),
-// another secret or an old timestamp fail.
+// body received (the client's verifier, as a user's receiver has): a changed body, another
+// id (the same body replayed under another key), another secret or an old timestamp fail.
 func TestWebhookSignatureVerifies(t *testing.T) {
 	secret := domain.SigningSecret([]byte("0123456789abcdef0123456789abcdef"))
 	require.True(t, strings.HasPrefix(secret, "whsec_"))
@@ -171,26 +173,38 @@ func TestWebhookSignatureVerifies(t *testing.T) {
 	sig, err := domain.WebhookSignature([]string{secret}, id, at, body)
 	require.NoError(t, err)
 	require.Regexp(t, `^v1,[A-Za-z0-9+/]{43}=$`, sig)
-	require.NoError(t, domain.VerifyWebhook(secret, id, ts, sig, body, at.Add(time.Minute), 0))
+	verify := func(secret, id, ts, sig string, body []byte, now time.Time) error {
+		v, err := client.NewWebhookVerifier(secret)
+		if err != nil {
+			return err
+		}
+		v.Now = func() time.Time { return now }
+		h := http.Header{}
+		h.Set(domain.WebhookIDHeader, id)
+		h.Set(domain.WebhookTimestampHeader, ts)
+		h.Set(domain.WebhookSignatureHeader, sig)
+		return v.Verify(body, h)
+	}
+	require.NoError(t, verify(secret, id, ts, sig, body, at.Add(time.Minute)))
 
 	other := domain.SigningSecret([]byte("another key of twenty-four bytes"))
-	require.ErrorIs(t, domain.VerifyWebhook(secret, id, ts, sig, []byte(`{"a":2}`), at, 0), domain.ErrBadSignature)
-	require.ErrorIs(t, domain.VerifyWebhook(secret, "42@manual/replayed", ts, sig, body, at, 0), domain.ErrBadSignature)
-	require.ErrorIs(t, domain.VerifyWebhook(other, id, ts, sig, body, at, 0), domain.ErrBadSignature)
-	require.ErrorIs(t, domain.VerifyWebhook(secret, id, ts, sig, body, at.Add(time.Hour), 0), domain.ErrBadSignature)
-	require.ErrorIs(t, domain.VerifyWebhook(secret, id, "soon", sig, body, at, 0), domain.ErrBadSignature)
-	require.ErrorIs(t, domain.VerifyWebhook("tgs_old", id, ts, sig, body, at, 0), domain.ErrBadSignature)
+	require.ErrorIs(t, verify(secret, id, ts, sig, []byte(`{"a":2}`), at), client.ErrWebhookSignature)
+	require.ErrorIs(t, verify(secret, "42@manual/replayed", ts, sig, body, at), client.ErrWebhookSignature)
+	require.ErrorIs(t, verify(other, id, ts, sig, body, at), client.ErrWebhookSignature)
+	require.ErrorIs(t, verify(secret, id, ts, sig, body, at.Add(time.Hour)), client.ErrWebhookTimestamp)
+	require.ErrorIs(t, verify(secret, id, "soon", sig, body, at), client.ErrWebhookTimestamp)
+	require.Error(t, verify("tgs_old", id, ts, sig, body, at))
 
 	// During a rotation's grace both secrets sign: a receiver holding either verifies.
 	both, err := domain.WebhookSignature([]string{other, secret}, id, at, body)
 	require.NoError(t, err)
 	require.Len(t, strings.Fields(both), 2)
-	require.NoError(t, domain.VerifyWebhook(secret, id, ts, both, body, at, 0))
-	require.NoError(t, domain.VerifyWebhook(other, id, ts, both, body, at, 0))
+	require.NoError(t, verify(secret, id, ts, both, body, at))
+	require.NoError(t, verify(other, id, ts, both, body, at))
 	// An empty body signs "<id>.<timestamp>." alone.
 	empty, err := domain.WebhookSignature([]string{secret}, id, at, nil)
 	require.NoError(t, err)
-	require.NoError(t, domain.VerifyWebhook(secret, id, ts, empty, nil, at, 0))
+	require.NoError(t, verify(secret, id, ts, empty, nil, at))
 	_, err = domain.WebhookSignature(nil, id, at, body)
 	require.Error(t, err)
 }

@@ -23,7 +23,10 @@ import (
 // rotation's grace period lasts, the old secret signs too: the header then carries two
 // signatures, space-separated, and a receiver holding either secret verifies the request.
 // Binding the key into what is signed means a request captured in flight cannot be sent
-// again under another key: the receiver deduplicates by the id it verified.
+// again under another key: the receiver deduplicates by the id it verified. What a receiver
+// does is client.WebhookVerifier (docs/webhooks.md): tickgate's own receivers — the dev
+// receiver, the chaos run, the tests — verify with it too, so one verifier is held to the
+// standard.
 
 // Standard Webhooks' headers.
 const (
@@ -43,10 +46,6 @@ const (
 	NewSigningKeyBytes = 32
 	MaxSigningKeyBytes = 64
 )
-
-// SignatureTolerance is how far a signature's timestamp may be from now for
-// VerifyWebhook (Standard Webhooks' libraries use the same 5 minutes).
-const SignatureTolerance = 5 * time.Minute
 
 // SigningSecret is the secret of key's bytes: whsec_ and their base64.
 func SigningSecret(key []byte) string {
@@ -95,39 +94,4 @@ func signatureOf(key []byte, id, ts string, body []byte) string {
 	mac.Write([]byte("."))
 	mac.Write(body)
 	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
-}
-
-// ErrBadSignature is wrapped by every verification failure.
-var ErrBadSignature = errors.New("bad webhook signature")
-
-// VerifyWebhook checks a request's Standard Webhooks headers against the body received,
-// with secret: the timestamp must be within tolerance of now (0: SignatureTolerance) and
-// one of the v1 signatures must match. It is what a receiver does (docs/webhooks.md); the
-// dev receiver and the chaos run use it, and a test holds it to the standard's own library.
-func VerifyWebhook(secret, id, timestamp, signature string, body []byte, now time.Time, tolerance time.Duration) error {
-	if tolerance <= 0 {
-		tolerance = SignatureTolerance
-	}
-	key, err := SigningKey(secret)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadSignature, err)
-	}
-	if id == "" {
-		return fmt.Errorf("%w: no %s", ErrBadSignature, WebhookIDHeader)
-	}
-	sec, err := strconv.ParseInt(timestamp, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: %s is not Unix seconds: %q", ErrBadSignature, WebhookTimestampHeader, timestamp)
-	}
-	if age := now.Sub(time.Unix(sec, 0)); age > tolerance || age < -tolerance {
-		return fmt.Errorf("%w: its timestamp is %s away from now (tolerance %s)", ErrBadSignature, age.Round(time.Second), tolerance)
-	}
-	want := signatureOf(key, id, timestamp, body)
-	for _, part := range strings.Fields(signature) {
-		version, sig, ok := strings.Cut(part, ",")
-		if ok && version == "v1" && hmac.Equal([]byte(sig), []byte(want)) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: no v1 signature matches", ErrBadSignature)
 }

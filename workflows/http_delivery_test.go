@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/tickgate/tickgate/activities"
+	tickgate "github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/domain"
 	"github.com/tickgate/tickgate/internal/outbound"
 	"github.com/tickgate/tickgate/internal/schedulespec"
@@ -197,8 +198,7 @@ func TestHTTPDeliveryRetriesUntilASuccess(t *testing.T) {
 		require.Equal(t, "billing", r.header.Get("X-Team"), "the action's own headers")
 		require.Equal(t, "application/json", r.header.Get("Content-Type"))
 		require.JSONEq(t, `{"invoice":42}`, string(r.body))
-		require.NoError(t, domain.VerifyWebhook(e.secret, r.header.Get("webhook-id"), r.header.Get("webhook-timestamp"), r.header.Get("webhook-signature"),
-			r.body, time.Now(), 0), "attempt %d is signed with the schedule's secret", i+1)
+		require.NoError(t, verifier(t, e.secret).Verify(r.body, r.header), "attempt %d is signed with the schedule's secret", i+1)
 		require.Empty(t, r.header.Get("Tickgate-Signature"), "Standard Webhooks' headers replace it")
 	}
 	require.Equal(t, []string{"retryable 503", "retryable 503", "succeeded 200"}, outcomes(e.attempts()))
@@ -339,7 +339,7 @@ func TestHTTPDeliverySignsWithBothSecretsDuringAGrace(t *testing.T) {
 	h := got[0].header
 	require.Len(t, strings.Fields(h.Get("webhook-signature")), 2)
 	for _, secret := range []string{e.secret, rotated} {
-		require.NoError(t, domain.VerifyWebhook(secret, h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature"), got[0].body, time.Now(), 0))
+		require.NoError(t, verifier(t, secret).Verify(got[0].body, h))
 	}
 	require.Equal(t, "billing", h.Get("X-Team"))
 }
@@ -413,4 +413,13 @@ func TestHTTPDeliveryActsOnWhatTheFirstAttemptSays(t *testing.T) {
 	require.Contains(t, failure(t, final.run()), "HTTP 404 (attempt 1; not retried)")
 	require.Len(t, final.attempts(), 1)
 	require.Len(t, rcv.requests(), 1, "only the lost one's retry reached the receiver")
+}
+
+// verifier is a receiver's Standard Webhooks verifier of secret (the client's, as a user's
+// receiver has).
+func verifier(t *testing.T, secret string) *tickgate.WebhookVerifier {
+	t.Helper()
+	v, err := tickgate.NewWebhookVerifier(secret)
+	require.NoError(t, err)
+	return v
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tickgate/tickgate/client"
 	"github.com/tickgate/tickgate/domain"
 )
 
@@ -102,9 +103,8 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	badSignature := false
 	if r.Secret != nil {
 		if secret, ok := r.Secret(schedule); ok {
-			id := req.Header.Get(domain.WebhookIDHeader)
-			badSignature = id != key || domain.VerifyWebhook(secret, id, req.Header.Get(domain.WebhookTimestampHeader),
-				req.Header.Get(domain.WebhookSignatureHeader), body, arrived, 0) != nil
+			v, err := client.NewWebhookVerifier(secret)
+			badSignature = req.Header.Get(domain.WebhookIDHeader) != key || err != nil || v.Verify(body, req.Header) != nil
 		}
 	}
 	r.mu.Lock()
