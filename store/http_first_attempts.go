@@ -35,19 +35,15 @@ type FirstAttempt struct {
 
 // ClaimFirstAttempts takes, for sender, up to max first attempts whose fires are released,
 // under a lease of lease (renewed by RenewFirstAttemptLeases while it holds them), and reads
-// what each sends. A run that is no longer RUNNING by the time it is read is let go.
+// what each sends. Only RUNNING runs are claimed, and what they send is read in the same
+// statement (one snapshot); a run stopped after is refused by StartFirstAttempts.
 func (s *Store) ClaimFirstAttempts(ctx context.Context, sender string, lease time.Duration, max int) ([]FirstAttempt, error) {
 	rows, err := s.Q.ClaimFirstAttempts(ctx, dbgen.ClaimFirstAttemptsParams{Sender: sender, LeaseSeconds: lease.Seconds(), MaxRows: int4(max)})
 	if err != nil {
 		return nil, fmt.Errorf("claim first attempts: %w", mapErr(err))
 	}
 	out := make([]FirstAttempt, 0, len(rows))
-	var gone []int64
 	for _, r := range rows {
-		if r.Status != domain.RunRunning {
-			gone = append(gone, r.RunID)
-			continue
-		}
 		t, err := deliveryTarget(dbgen.HTTPDeliveryOfRow{
 			RunID: r.RunID, ScheduleID: r.ScheduleID, WorkflowID: r.WorkflowID, IdempotencyKey: r.IdempotencyKey,
 			ScheduledAt: r.ScheduledAt, Status: r.Status, ScheduleName: r.ScheduleName, Action: r.Action, Retry: r.Retry,
@@ -59,11 +55,6 @@ func (s *Store) ClaimFirstAttempts(ctx context.Context, sender string, lease tim
 			t = HTTPDeliveryTarget{RunID: r.RunID, ScheduleID: r.ScheduleID, WorkflowID: r.WorkflowID, Schedule: r.ScheduleName, Unreadable: err}
 		}
 		out = append(out, FirstAttempt{Target: t, VisibleAt: r.VisibleAt.UTC(), TraceContext: r.TraceContext})
-	}
-	if len(gone) > 0 {
-		if err := s.Q.DeleteHeldFirstAttempts(ctx, dbgen.DeleteHeldFirstAttemptsParams{RunIds: gone, Sender: sender}); err != nil {
-			return out, fmt.Errorf("let go of %d first attempts of runs that ended: %w", len(gone), mapErr(err))
-		}
 	}
 	return out, nil
 }
