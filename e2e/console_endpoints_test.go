@@ -64,10 +64,10 @@ func TestConsoleShowsAScheduleThatPausedItselfAndRedrivesARange(t *testing.T) {
 	shot(t, ctx, root, "console-auto-paused.png")
 
 	failing.Store(false)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#nav-dead-letter`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#nav-dead-letter`)))
 	waitJS(t, ctx, 15*time.Second, `!!document.getElementById("redrive-range")`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#redrive-range`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-rr-since`))))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#redrive-range`), chromedp.WaitVisible(chromedp.CSS(`dialog #d-rr-since`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 30*time.Second, text("#runs-result")+`.includes("Redrive of the range")`)
 	result := jsValue[string](t, ctx, text("#runs-result"))
 	require.Contains(t, result, "redriven")
@@ -83,7 +83,7 @@ func TestConsoleShowsAScheduleThatPausedItselfAndRedrivesARange(t *testing.T) {
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(st.URL+"/#schedule/console-gone")))
 	waitJS(t, ctx, 15*time.Second, `!!document.getElementById("resume")`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#resume`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#resume`)))
 	waitJS(t, ctx, 15*time.Second, `!document.getElementById("paused-banner") && !!document.getElementById("pause")`)
 }
 

@@ -2,10 +2,13 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -54,9 +57,46 @@ func logIn(t *testing.T, ctx context.Context, url, token string) {
 		chromedp.Navigate(url),
 		chromedp.WaitVisible(chromedp.CSS(`#token`)),
 		chromedp.SendKeys(chromedp.CSS(`#token`), token),
-		chromedp.Click(chromedp.CSS(`#login-button`)),
+		clickCSS(`#login-button`),
 		chromedp.WaitVisible(chromedp.CSS(`#nav`)),
 	))
+}
+
+// clickCSS clicks the first visible element a CSS selector names, as a user does: the mouse
+// pressed and released at its centre (chromedp.Click). The console's live pages replace a
+// region when its content changed (a refresh, a re-render after a command), so the node the
+// query found can be gone by the time the click is aimed at it; the click is then aimed again
+// at the node now there, as a user clicks again. Nothing is clicked twice: that error comes
+// from locating the node, before the mouse is pressed.
+func clickCSS(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, target *chromedp.Target) (chromedp.Void, error) {
+		deadline := time.Now().Add(clickRetryFor)
+		for {
+			_, err := chromedp.Click(chromedp.CSS(sel))(ctx, target)
+			if err == nil || !nodeReplaced(err) || time.Now().After(deadline) {
+				return chromedp.Void{}, err
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// clickRetryFor bounds how long clickCSS aims again at a replaced node.
+const clickRetryFor = 5 * time.Second
+
+// nodeReplaced tells whether a browser error says the node found was detached from the page.
+func nodeReplaced(err error) bool {
+	var cdpErr *cdproto.Error
+	if !errors.As(err, &cdpErr) {
+		return false
+	}
+	return strings.Contains(cdpErr.Message, "Could not find node with given id") ||
+		strings.Contains(cdpErr.Message, "Node is detached from document") ||
+		strings.Contains(cdpErr.Message, "No node with given id found")
 }
 
 // waitJS waits (up to timeout) until the JavaScript expression is truthy in the page.

@@ -49,7 +49,7 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 
 	waitJS(t, ctx, 15*time.Second, text("#preview-description")+` !== ""`)
 	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`#f-name`), "console-hook"),
-		chromedp.Click(chromedp.CSS(`#f-actionkind-http`))))
+		clickCSS(`#f-actionkind-http`)))
 	waitJS(t, ctx, 5*time.Second, `!document.getElementById("http-fields").hidden && !document.getElementById("retry-fields").hidden`)
 	jsValue[bool](t, ctx, setField("f-url", rcv.URL()+"/console"))
 	jsValue[bool](t, ctx, setField("f-body", `{"from": "console"}`))
@@ -57,7 +57,7 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	jsValue[bool](t, ctx, setField("f-max-attempts", "2"))
 	jsValue[bool](t, ctx, setField("f-initial-backoff", "100ms"))
 	waitJS(t, ctx, 15*time.Second, text("#preview-description")+` !== "" && `+text("#f-url-error")+` === ""`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#save`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#save`)))
 	waitJS(t, ctx, 15*time.Second, `!!document.getElementById("secret-value")`)
 	shown := jsValue[string](t, ctx, `document.getElementById("secret-value").value`)
 	row, err := st.Store.GetSchedule(context.Background(), "console-hook")
@@ -66,7 +66,7 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, stored, shown, "the form showed the secret the schedule signs with")
 	shot(t, ctx, root, "console-http-secret.png")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedule/console-hook" && !!document.getElementById("rotate-secret")`)
 	require.Contains(t, jsValue[string](t, ctx, text("#retry")), "2 attempts at most")
 	require.NotContains(t, jsValue[string](t, ctx, `document.body.innerHTML`), shown, "the schedule's page never shows the secret")
@@ -74,13 +74,13 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	rcv.Secret = func(string) (string, bool) { return shown, true }
 
 	// An edit names the stored header without its value, and keeps it.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#edit`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#edit`)))
 	waitJS(t, ctx, 15*time.Second, `!!document.getElementById("f-header-names")`)
 	require.Equal(t, "Authorization", jsValue[string](t, ctx, `document.getElementById("f-header-names").value`))
 	require.NotContains(t, jsValue[string](t, ctx, `document.body.innerHTML`), "console-header-value")
 	jsValue[bool](t, ctx, setField("f-body", `{"from": "console", "edited": true}`))
 	waitJS(t, ctx, 15*time.Second, text("#preview-description")+` !== ""`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#save`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#save`)))
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedule/console-hook" && !!document.getElementById("rotate-secret")`)
 	values, err := st.Store.ScheduleHeaderValues(context.Background(), "console-hook")
 	require.NoError(t, err)
@@ -88,21 +88,21 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 
 	// A rotation with a grace period: the new secret is shown once, and the old one (which
 	// the receiver holds) signs too.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#rotate-secret`)), chromedp.WaitVisible(chromedp.CSS(`dialog #f-grace`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#rotate-secret`), chromedp.WaitVisible(chromedp.CSS(`dialog #f-grace`))))
 	jsValue[bool](t, ctx, setField("f-grace", "1h"))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 15*time.Second, `!!document.getElementById("secret-value")`)
 	rotated := jsValue[string](t, ctx, `document.getElementById("secret-value").value`)
 	require.NotEqual(t, shown, rotated)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`dialog button[type=submit]`)))
 	var hist struct{ Items []api.HistoryEntryView }
 	st.ScheduleHistory(t, "console-hook", &hist)
 	require.Equal(t, domain.HistoryRotateSecret, hist.Items[0].Kind)
 	require.Contains(t, hist.Items[0].Note, "signs too until")
 
 	// A manual run against the failing receiver: FAILED, in the dead letter with its attempts.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#trigger`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-overlap`)),
-		chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#trigger`), chromedp.WaitVisible(chromedp.CSS(`dialog #d-overlap`)),
+		clickCSS(`dialog button[type=submit]`)))
 	var runID int64
 	require.Eventually(t, func() bool {
 		var page struct{ Items []api.RunView }
@@ -114,13 +114,13 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 		return false
 	}, time.Minute, 200*time.Millisecond)
 	id := strconv.FormatInt(runID, 10)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#nav-dead-letter`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#nav-dead-letter`)))
 	waitJS(t, ctx, 15*time.Second, `!!document.querySelector('#all-runs tr[data-run="`+id+`"] button[data-redrive]')`)
 	require.Contains(t, jsValue[string](t, ctx, text(`#all-runs tr[data-run="`+id+`"] details.attempts summary`)), "2 attempts")
 	require.Contains(t, jsValue[string](t, ctx, text(`#all-runs tr[data-run="`+id+`"] .reason`)), "HTTP 502 Bad Gateway")
 	require.True(t, jsValue[bool](t, ctx, `document.getElementById("rf-dead").checked`))
 	// Opened, a run's attempts stay open while the page refreshes itself with a new row.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#all-runs tr[data-run="`+id+`"] details.attempts summary`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#all-runs tr[data-run="`+id+`"] details.attempts summary`)))
 	st.Trigger(t, "console-hook")
 	require.Eventually(t, func() bool {
 		var dead struct{ Items []api.ScheduleRunView }
@@ -133,7 +133,7 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	shot(t, ctx, root, "console-dead-letter.png")
 
 	failing.Store(false)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#all-runs tr[data-run="`+id+`"] button[data-redrive]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#all-runs tr[data-run="`+id+`"] button[data-redrive]`)))
 	waitJS(t, ctx, 15*time.Second, text("#runs-result")+`.includes("redriven: RUNNING")`)
 	waitJS(t, ctx, 30*time.Second, `!document.querySelector('#all-runs tr[data-run="`+id+`"]')`)
 	require.Eventually(t, func() bool {

@@ -31,7 +31,7 @@ func TestConsoleLabelsBulkPauseAndHistory(t *testing.T) {
 	// The form: a workflow schedule with a cap and labels.
 	waitJS(t, ctx, 15*time.Second, text("#preview-description")+`.includes("at minute 0 past every hour (UTC)")`)
 	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`#f-name`), "capped-report"),
-		chromedp.Click(chromedp.CSS(`#f-actionkind-workflow`))))
+		clickCSS(`#f-actionkind-workflow`)))
 	jsValue[bool](t, ctx, setField("f-wftype", "Report"))
 	jsValue[bool](t, ctx, setField("f-taskqueue", "reports"))
 	jsValue[bool](t, ctx, setField("f-overlap", "allow_all"))
@@ -40,7 +40,7 @@ func TestConsoleLabelsBulkPauseAndHistory(t *testing.T) {
 	waitJS(t, ctx, 15*time.Second, text("#f-labels-error")+` === "labels.tier: the value \"-gold\" must be empty or at most 63 characters: alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"`)
 	jsValue[bool](t, ctx, setField("f-labels", "team=billing\ntier=gold"))
 	waitJS(t, ctx, 15*time.Second, text("#f-labels-error")+` === ""`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#save`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#save`)))
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedule/capped-report"`)
 	waitJS(t, ctx, 15*time.Second, text("#max-concurrent")+` === "2 runs at once; a tick beyond waits"`)
 	require.Equal(t, "team=billing tier=gold", jsValue[string](t, ctx, text("#labels")))
@@ -60,8 +60,8 @@ func TestConsoleLabelsBulkPauseAndHistory(t *testing.T) {
 	shot(t, ctx, root, "console-schedules-selector.png")
 
 	// Pause every schedule the selector matches, with a note.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#bulk-pause`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-bulk-note`)),
-		chromedp.SendKeys(chromedp.CSS(`dialog #d-bulk-note`), "billing freeze"), chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#bulk-pause`), chromedp.WaitVisible(chromedp.CSS(`dialog #d-bulk-note`)),
+		chromedp.SendKeys(chromedp.CSS(`dialog #d-bulk-note`), "billing freeze"), clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 15*time.Second, text("#bulk-result")+` === "2 paused, 0 unchanged: bill-a paused, bill-b paused."`)
 	waitJS(t, ctx, 15*time.Second, text(`tr[data-schedule="bill-a"] .state`)+`.startsWith("Paused")`)
 	var ops api.ScheduleView
@@ -69,7 +69,7 @@ func TestConsoleLabelsBulkPauseAndHistory(t *testing.T) {
 	require.False(t, ops.Paused, "not matched, not paused")
 
 	// The schedule's page: who paused it, when and why.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`tr[data-schedule="bill-a"] a`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`tr[data-schedule="bill-a"] a`)))
 	waitJS(t, ctx, 15*time.Second, `document.querySelectorAll("#history tbody tr").length === 1`)
 	row := jsValue[string](t, ctx, text("#history tbody tr"))
 	require.Contains(t, row, "pause")

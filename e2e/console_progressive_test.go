@@ -71,11 +71,11 @@ func TestConsoleProgressiveRollout(t *testing.T) {
 	require.Equal(t, "3", jsValue[string](t, ctx, `document.querySelector('#tasks tr:last-child td:nth-child(3)').textContent`), "the task's wave")
 
 	// The freeze, from the banner that every page carries.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#freeze-set`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#freeze-set`)))
 	waitJS(t, ctx, 10*time.Second, `!!document.querySelector("dialog[open] #freeze-reason")`)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.CSS(`#freeze-reason`), "incident 42: checkout errors"),
-		chromedp.Click(chromedp.CSS(`dialog[open] button[type=submit]`)),
+		clickCSS(`dialog[open] button[type=submit]`),
 	))
 	waitJS(t, ctx, 10*time.Second, text("#freeze-banner .freeze-on")+`.includes("incident 42: checkout errors")`)
 	require.Regexp(t, `Frozen since .* by token \d+ \(teststack\): incident 42: checkout errors — nothing new starts`, jsValue[string](t, ctx, text("#freeze-banner .freeze-on")))
@@ -87,9 +87,9 @@ func TestConsoleProgressiveRollout(t *testing.T) {
 	waitJS(t, ctx, 10*time.Second, text("#freeze-banner .freeze-on")+`.includes("incident 42")`)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(st.URL+"/#freeze")))
 	waitJS(t, ctx, 10*time.Second, text(".freeze-now")+`.includes("incident 42")`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#freeze-lift`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#freeze-lift`)))
 	waitJS(t, ctx, 10*time.Second, `!!document.querySelector("dialog[open]")`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog[open] button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`dialog[open] button[type=submit]`)))
 	waitJS(t, ctx, 10*time.Second, `!!document.querySelector("#freeze-set")`)
 	waitJS(t, ctx, 10*time.Second, text("table.freezes tbody")+`.includes("incident 42")`)
 	require.Regexp(t, `token \d+ \(teststack\)`, jsValue[string](t, ctx, `document.querySelector("table.freezes tbody tr td:nth-child(6)").textContent`), "who lifted it")

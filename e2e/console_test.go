@@ -70,11 +70,11 @@ func TestConsoleOverview(t *testing.T) {
 	shot(t, ctx, root, "console-overview.png")
 
 	// A figure leads to what it counts.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#c-fired`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#c-fired`)))
 	waitJS(t, ctx, 15*time.Second, `document.querySelectorAll("#all-runs tbody tr").length >= 2`)
 	require.Contains(t, jsValue[string](t, ctx, text("#all-runs tbody")), "heartbeat")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[data-tab="overview"]`)), chromedp.WaitVisible(chromedp.CSS(`#c-rollouts`)),
-		chromedp.Click(chromedp.CSS(`#c-rollouts`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`a[data-tab="overview"]`), chromedp.WaitVisible(chromedp.CSS(`#c-rollouts`)),
+		clickCSS(`#c-rollouts`)))
 	waitJS(t, ctx, 15*time.Second, `!!document.querySelector('tr[data-rollout="`+strconv.FormatInt(ro.ID, 10)+`"]')`)
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(st.URL+"/#devices")))
@@ -100,7 +100,7 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	require.Equal(t, "true", jsValue[string](t, ctx, `document.getElementById("f-cron").getAttribute("aria-invalid")`))
 	shot(t, ctx, root, "console-schedule-form-error.png")
 
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#f-timing-interval`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#f-timing-interval`)))
 	jsValue[bool](t, ctx, setField("f-every", "1"))
 	jsValue[bool](t, ctx, setField("f-unit", "SECONDS"))
 	waitJS(t, ctx, 15*time.Second, text("#preview-description")+`.startsWith("every second from ")`)
@@ -108,7 +108,7 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	require.EqualValues(t, 10, jsValue[int](t, ctx, `document.querySelectorAll("#preview-times li").length`))
 	shot(t, ctx, root, "console-schedule-form.png")
 
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#save`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#save`)))
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedule/console-demo"`)
 	// Its ticks appear in the grid as they fire.
 	waitJS(t, ctx, 60*time.Second, `document.querySelectorAll("#tick-grid .tick.status-SUCCEEDED").length >= 3`)
@@ -118,11 +118,11 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	shot(t, ctx, root, "console-schedule.png")
 
 	// Edit: every 2 seconds.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#edit`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#edit`)))
 	waitJS(t, ctx, 15*time.Second, `document.getElementById("f-every") && document.getElementById("f-every").value === "1"`)
 	jsValue[bool](t, ctx, setField("f-every", "2"))
 	waitJS(t, ctx, 15*time.Second, text("#preview-description")+`.startsWith("every 2 seconds from ")`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#save`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#save`)))
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedule/console-demo" && `+text("#description")+`.startsWith("every 2 seconds")`)
 	var s api.ScheduleView
 	st.GetSchedule(t, "console-demo", &s)
@@ -130,39 +130,39 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	require.EqualValues(t, 2, s.Version)
 
 	// Trigger now with an overlap policy for this run, then reschedule the next fire.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#trigger`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-overlap`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#trigger`), chromedp.WaitVisible(chromedp.CSS(`dialog #d-overlap`))))
 	jsValue[bool](t, ctx, setField("d-overlap", "allow_all"))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 15*time.Second, text("#command-result")+` === "Triggered: SUCCEEDED"`)
 	waitJS(t, ctx, 15*time.Second, `Array.from(document.querySelectorAll("#tick-grid .tick")).some(c => c.title.includes(" · manual · SUCCEEDED"))`)
 	next := time.Now().UTC().Add(2 * time.Hour).Truncate(time.Second)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#reschedule`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-next`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#reschedule`), chromedp.WaitVisible(chromedp.CSS(`dialog #d-next`))))
 	jsValue[bool](t, ctx, setField("d-next", next.Format("2006-01-02T15:04:05")))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 15*time.Second, text("#command-result")+` === "Rescheduled." && `+text("#upcoming li:first-child time")+` === "`+next.Format("2006-01-02 15:04:05Z")+`"`)
 
 	// A dialog closes with Escape and changes nothing.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)), chromedp.KeyEvent(kb.Escape)))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#pause`), chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)), chromedp.KeyEvent(kb.Escape)))
 	waitJS(t, ctx, 5*time.Second, `!document.querySelector("dialog")`)
 	require.Equal(t, "Active", jsValue[string](t, ctx, text("#schedule-state")))
 
 	// Pause with a note.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)),
-		chromedp.SendKeys(chromedp.CSS(`dialog #d-note`), "maintenance window"), chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#pause`), chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)),
+		chromedp.SendKeys(chromedp.CSS(`dialog #d-note`), "maintenance window"), clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 15*time.Second, text("#schedule-state")+` === "Paused" && `+text("#pause-note")+` === "maintenance window"`)
 
 	// Backfill ticks of the anchored grid before the schedule existed: a bad range first,
 	// answered with the API's problem naming its field inside the dialog.
 	start := s.Spec.StartAt.Add(-20 * time.Second).UTC()
 	end := s.Spec.StartAt.Add(-11 * time.Second).UTC()
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#backfill`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-start`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#backfill`), chromedp.WaitVisible(chromedp.CSS(`dialog #d-start`))))
 	jsValue[bool](t, ctx, setField("d-start", end.Format("2006-01-02T15:04:05")))
 	jsValue[bool](t, ctx, setField("d-end", start.Format("2006-01-02T15:04:05")))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 15*time.Second, text("#d-end-error")+` === "end: must not be before start"`)
 	jsValue[bool](t, ctx, setField("d-start", start.Format("2006-01-02T15:04:05")))
 	jsValue[bool](t, ctx, setField("d-end", end.Format("2006-01-02T15:04:05")))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 15*time.Second, text("#command-result")+`.startsWith("Backfill accepted: 5 ticks")`)
 	shot(t, ctx, root, "console-schedule-paused-backfill.png")
 
@@ -170,15 +170,15 @@ func TestConsoleScheduleLifecycle(t *testing.T) {
 	// request, like a trigger) and show in the grid and in the runs filtered by trigger.
 	waitJS(t, ctx, 60*time.Second, `Array.from(document.querySelectorAll("#tick-grid .tick")).filter(c => c.title.includes(" · backfill · SUCCEEDED")).length === 5`)
 	require.Equal(t, "Paused", jsValue[string](t, ctx, text("#schedule-state")))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#resume`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#resume`)))
 	waitJS(t, ctx, 15*time.Second, text("#schedule-state")+` === "Active"`)
 	jsValue[bool](t, ctx, setField("r-trigger", "backfill"))
 	waitJS(t, ctx, 15*time.Second, `(rows => rows.length === 5 && rows.every(r => r.children[4].textContent === "backfill"))(Array.from(document.querySelectorAll("#runs tbody tr")))`)
 	shot(t, ctx, root, "console-schedule-backfilled.png")
 
 	// Delete, confirmed by typing the name.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#delete`)), chromedp.WaitVisible(chromedp.CSS(`dialog #d-confirm`)),
-		chromedp.SendKeys(chromedp.CSS(`dialog #d-confirm`), "console-demo"), chromedp.Click(chromedp.CSS(`dialog button[type=submit]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#delete`), chromedp.WaitVisible(chromedp.CSS(`dialog #d-confirm`)),
+		chromedp.SendKeys(chromedp.CSS(`dialog #d-confirm`), "console-demo"), clickCSS(`dialog button[type=submit]`)))
 	waitJS(t, ctx, 15*time.Second, `location.hash === "#schedules" && !!document.getElementById("no-schedules")`)
 	_, err := st.Client(t).GetScheduleWithResponse(t.Context(), "console-demo")
 	require.True(t, client.IsNotFound(err), "deleted: %v", err)
@@ -198,11 +198,11 @@ func TestConsoleScheduleListTenThousand(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(`#view h2`)), chromedp.KeyEvent(kb.Tab)))
 	require.Equal(t, "new-schedule", jsValue[string](t, ctx, `document.activeElement.id`))
 	require.Equal(t, "solid", jsValue[string](t, ctx, `getComputedStyle(document.activeElement).outlineStyle`))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedules-page-next`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#schedules-page-next`)))
 	waitJS(t, ctx, 15*time.Second, `(r => r[0] === "fleet-00051")(`+rows+`) && `+text("#page-number")+` === "Page 2"`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedules-page-next`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#schedules-page-next`)))
 	waitJS(t, ctx, 15*time.Second, `(r => r[0] === "fleet-00101")(`+rows+`)`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#schedules-page-prev`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#schedules-page-prev`)))
 	waitJS(t, ctx, 15*time.Second, `(r => r[0] === "fleet-00051")(`+rows+`)`)
 
 	jsValue[bool](t, ctx, setField("f-state", "paused"))
@@ -252,12 +252,12 @@ func TestConsoleRolloutTimeline(t *testing.T) {
 	require.Contains(t, chips, "run at")
 	require.Contains(t, chips, "version")
 	shot(t, ctx, root, "console-rollout-waiting.png")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#rollout-pause`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#rollout-pause`)))
 	waitJS(t, ctx, 15*time.Second, text("h2 .rollout-status")+` === "PAUSED"`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#rollout-resume`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#rollout-resume`)))
 	waitJS(t, ctx, 15*time.Second, text("h2 .rollout-status")+` === "RUNNING"`)
 	// Skip the task held by its run-at time: the next version is no longer blocked and runs.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#tasks tbody tr:first-child .task-skip`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`#tasks tbody tr:first-child .task-skip`)))
 	waitJS(t, ctx, 60*time.Second, text("h2 .rollout-status")+` === "DONE" && `+text("#tasks tbody tr:first-child td:nth-child(5)")+` === "SKIPPED"`)
 }
 
@@ -305,7 +305,7 @@ func TestConsolePCSlotGridRefill(t *testing.T) {
 	// The task's page: progress by status and the finished device's attempts.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(st.URL+"/#task/"+strconv.FormatInt(task.ID, 10))))
 	waitJS(t, ctx, 15*time.Second, `!!document.querySelector('#executions tr[data-execution="`+inSlot1+`"]')`)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button.attempts[data-id="`+inSlot1+`"]`))))
+	require.NoError(t, chromedp.Do(ctx, clickCSS(`button.attempts[data-id="`+inSlot1+`"]`)))
 	waitJS(t, ctx, 15*time.Second, text(`tr[data-history="`+inSlot1+`"]`)+`.includes("SUCCEEDED")`)
 	require.Contains(t, jsValue[string](t, ctx, text("#task-progress")), "succeeded 1")
 	shot(t, ctx, root, "console-device-task.png")

@@ -39,7 +39,7 @@ func TestDashboardRolloutStatus(t *testing.T) {
 		chromedp.Navigate(st.URL+"/#rollouts"),
 		chromedp.WaitVisible(chromedp.CSS(`#token`)),
 		chromedp.SendKeys(chromedp.CSS(`#token`), viewer),
-		chromedp.Click(chromedp.CSS(`#login-button`)),
+		clickCSS(`#login-button`),
 		chromedp.WaitVisible(chromedp.CSS(row+` .rollout-status`)),
 	))
 	listed, err := chromedp.Run(b, chromedp.Text(chromedp.CSS(row+` .rollout-status`)))

@@ -51,16 +51,16 @@ func TestDashboardPauseByClick(t *testing.T) {
 		chromedp.Navigate(st.URL+"/#schedules"),
 		chromedp.WaitVisible(chromedp.CSS(`#token`)),
 		chromedp.SendKeys(chromedp.CSS(`#token`), operator),
-		chromedp.Click(chromedp.CSS(`#login-button`)),
+		clickCSS(`#login-button`),
 		chromedp.WaitVisible(chromedp.CSS(row+` td.state`)),
 	))
 	before, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(row+` td.state`)))
 	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(row+` button.pause`)),
+		clickCSS(row+` button.pause`),
 		chromedp.WaitVisible(chromedp.CSS(`dialog #d-note`)),
 		chromedp.SendKeys(chromedp.CSS(`dialog #d-note`), "paused from the dashboard"),
-		chromedp.Click(chromedp.CSS(`dialog button[type=submit]`)),
+		clickCSS(`dialog button[type=submit]`),
 		chromedp.WaitVisible(chromedp.CSS(row+` td.state-paused`)),
 	))
 	after, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(row+` td.state`)))
@@ -146,7 +146,7 @@ func TestDashboardViews(t *testing.T) {
 		chromedp.Navigate(st.URL+"/#schedule/hourly"),
 		chromedp.WaitVisible(chromedp.CSS(`#token`)),
 		chromedp.SendKeys(chromedp.CSS(`#token`), viewer),
-		chromedp.Click(chromedp.CSS(`#login-button`)),
+		clickCSS(`#login-button`),
 		chromedp.WaitVisible(chromedp.CSS(`#runs td.reason`)),
 	))
 	runs, err := chromedp.Run(b, chromedp.Text(chromedp.CSS(`#runs tbody`)))

@@ -126,13 +126,16 @@ export async function schedulePage(name) {
   const pol = s.policies || {};
   const state = stateLabel(s);
   latest = s;
-  let html = '<div data-region="head"><h2><a href="#schedules">Schedules</a> / ' + esc(name) + ' <span id="schedule-state" class="badge state-' + state.toLowerCase() + '">' + state + "</span>" + temporalLink(s.workflow_id) + "</h2>";
-  html += '<div class="toolbar" role="toolbar" aria-label="commands"><a class="button" id="edit" href="#schedule/' + enc + '/edit">Edit</a>' +
+  let html = '<div data-region="head"><h2><a href="#schedules">Schedules</a> / ' + esc(name) + ' <span id="schedule-state" class="badge state-' + state.toLowerCase() + '">' + state + "</span>" + temporalLink(s.workflow_id) + "</h2></div>";
+  // The commands are a region of their own: a refresh that changed the heading (the state, the
+  // workflow's link) or the banner leaves the button under the user's pointer in place.
+  html += '<div data-region="commands"><div class="toolbar" role="toolbar" aria-label="commands"><a class="button" id="edit" href="#schedule/' + enc + '/edit">Edit</a>' +
     (s.paused ? '<button type="button" id="resume">Resume</button>' : '<button type="button" id="pause">Pause</button>') +
     '<button type="button" id="trigger">Trigger…</button><button type="button" id="backfill">Backfill…</button>' +
     '<button type="button" id="reschedule"' + (s.paused ? " disabled title=\"resume it first\"" : "") + ">Reschedule…</button>" +
     (s.action && s.action.kind === "http" ? '<button type="button" id="rotate-secret">Rotate secret…</button>' : "") +
-    '<button type="button" id="delete" class="danger">Delete…</button></div>' + pausedBanner(s) + "</div>";
+    '<button type="button" id="delete" class="danger">Delete…</button></div></div>';
+  html += '<div data-region="banner">' + pausedBanner(s) + "</div>";
   html += '<p class="form-error error" role="alert" id="command-result"></p>';
   html += '<div class="columns"><section class="panel" data-region="spec"><h3>Spec and policies</h3><dl class="facts">' +
     "<dt>When</dt><dd id=\"description\">" + esc(described.get(dKey) || "") + (s.spec && s.spec.cron ? "<br>" + timing(s.spec) : "") + "</dd>" +
