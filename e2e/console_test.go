@@ -310,10 +310,24 @@ func TestConsolePCSlotGridRefill(t *testing.T) {
 	require.Contains(t, jsValue[string](t, ctx, text("#task-progress")), "succeeded 1")
 	shot(t, ctx, root, "console-device-task.png")
 
+	// The live refresh that shows the progress move leaves the Cancel button in place (the
+	// same node, so a click made while the refresh lands is not lost). The node is marked by
+	// a property, not an attribute, which would change the region's HTML.
+	jsValue[bool](t, ctx, `(document.getElementById("task-cancel").keptAcrossRefresh = true)`)
+	var inSlot2 string
+	for _, c := range claimed.Items {
+		if id := strconv.FormatInt(c.ID, 10); id != inSlot1 {
+			inSlot2 = id
+		}
+	}
+	agent.JSON(t, http.MethodPost, "/api/v1/agent/task-devices/"+inSlot2+"/result", map[string]any{"status": "succeeded"}, http.StatusOK, nil)
+	waitJS(t, ctx, 30*time.Second, text("#task-progress")+`.includes("succeeded 2")`)
+	require.True(t, jsValue[bool](t, ctx, `document.getElementById("task-cancel").keptAcrossRefresh === true`), "the refresh replaced the Cancel button")
+
 	// Canceled, the task's executions in flight are counted canceled (the API's
 	// counts.canceled) in its progress bar and its summary line.
 	st.JSON(t, http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/cancel", task.ID), nil, http.StatusOK, nil)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Reload()))
-	waitJS(t, ctx, 15*time.Second, `!!document.querySelector("#task-progress") && document.querySelector("#task-progress").textContent.includes("canceled 2")`)
-	require.Contains(t, jsValue[string](t, ctx, `document.querySelector("#task-progress").nextElementSibling.textContent`), "1 succeeded, 0 active, 0 failed, 2 canceled")
+	waitJS(t, ctx, 15*time.Second, `!!document.querySelector("#task-progress") && document.querySelector("#task-progress").textContent.includes("canceled 1")`)
+	require.Contains(t, jsValue[string](t, ctx, `document.querySelector("#task-progress").nextElementSibling.textContent`), "2 succeeded, 0 active, 0 failed, 1 canceled")
 }
