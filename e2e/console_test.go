@@ -314,6 +314,10 @@ func TestConsolePCSlotGridRefill(t *testing.T) {
 	// same node, so a click made while the refresh lands is not lost). The node is marked by
 	// a property, not an attribute, which would change the region's HTML.
 	jsValue[bool](t, ctx, `(document.getElementById("task-cancel").keptAcrossRefresh = true)`)
+	// Within a region that changes, what did not change stays too: the row of the execution
+	// still waiting (phone-c's) keeps its Attempts button while another row turns SUCCEEDED.
+	waitingRow := `Array.from(document.querySelectorAll("#executions tr[data-execution]")).find(r => r.children[1].textContent === "phone-c").querySelector("button.attempts")`
+	jsValue[bool](t, ctx, `(`+waitingRow+`.keptAcrossRefresh = true)`)
 	var inSlot2 string
 	for _, c := range claimed.Items {
 		if id := strconv.FormatInt(c.ID, 10); id != inSlot1 {
@@ -323,6 +327,9 @@ func TestConsolePCSlotGridRefill(t *testing.T) {
 	agent.JSON(t, http.MethodPost, "/api/v1/agent/task-devices/"+inSlot2+"/result", map[string]any{"status": "succeeded"}, http.StatusOK, nil)
 	waitJS(t, ctx, 30*time.Second, text("#task-progress")+`.includes("succeeded 2")`)
 	require.True(t, jsValue[bool](t, ctx, `document.getElementById("task-cancel").keptAcrossRefresh === true`), "the refresh replaced the Cancel button")
+	require.True(t, jsValue[bool](t, ctx, waitingRow+`.keptAcrossRefresh === true`), "the refresh replaced an unchanged execution's row")
+	require.True(t, jsValue[bool](t, ctx, `Array.from(document.querySelectorAll("#task-progress [data-width]")).every(e => Math.abs(parseFloat(e.style.width) - parseFloat(e.dataset.width)) < 0.01)`),
+		"the refreshed progress bar is sized")
 
 	// Canceled, the task's executions in flight are counted canceled (the API's
 	// counts.canceled) in its progress bar and its summary line.

@@ -145,11 +145,16 @@ export function select(id, dataField, options, value) {
     }).join("") + "</select>";
 }
 
-// patchRegions replaces, in root, each [data-region] whose markup changed in html, and
-// keeps the rest (charts, open disclosures, focus) as it is: how a live page refreshes.
+// patchRegions brings each [data-region] of root to its markup in html and keeps the rest
+// (charts, open disclosures, focus) as it is: how a live page refreshes. Within a region only
+// what changed is replaced (patchChildren): a node whose markup is unchanged stays the same
+// node, so a refresh never takes the button from under the user's pointer (a click pressed on
+// the old node and released on its copy is lost) nor the text from a field being typed in.
+// It answers false when a region of html is not on the page (the caller renders it anew).
 export function patchRegions(root, html) {
   const next = document.createElement("template");
   next.innerHTML = html;
+  sizeBars(next.content); // sized as on the page, so that an unchanged bar compares equal
   const focusedID = document.activeElement && document.activeElement.id;
   let changed = false;
   for (const region of $$("[data-region]", next.content)) {
@@ -160,16 +165,42 @@ export function patchRegions(root, html) {
       const twin = $('details[data-keep="' + CSS.escape(d.dataset.keep) + '"]', region);
       if (twin) twin.open = true;
     }
-    if (cur.innerHTML !== region.innerHTML) {
-      cur.innerHTML = region.innerHTML;
-      sizeBars(cur);
-    }
+    patchChildren(cur, region);
   }
   if (focusedID && document.activeElement !== document.getElementById(focusedID)) {
     const el = document.getElementById(focusedID);
     if (el) el.focus();
   }
   return !changed;
+}
+
+// patchChildren makes cur's children those of next: a child whose markup is the same is kept,
+// an element whose own tag and attributes are the same is patched in turn, anything else is
+// replaced by its new version.
+function patchChildren(cur, next) {
+  const had = Array.from(cur.childNodes);
+  const want = Array.from(next.childNodes);
+  if (had.length !== want.length) {
+    cur.replaceChildren(...want);
+    return;
+  }
+  for (let i = 0; i < had.length; i++) {
+    const x = had[i], y = want[i];
+    if (x.nodeType !== y.nodeType || x.nodeName !== y.nodeName) cur.replaceChild(y, x);
+    else if (x.nodeType !== Node.ELEMENT_NODE) { if (x.nodeValue !== y.nodeValue) x.nodeValue = y.nodeValue; }
+    else if (x.outerHTML === y.outerHTML) continue;
+    else if (sameAttributes(x, y)) patchChildren(x, y);
+    else cur.replaceChild(y, x);
+  }
+}
+
+// sameAttributes tells whether two elements carry the same attributes with the same values.
+function sameAttributes(a, b) {
+  if (a.attributes.length !== b.attributes.length) return false;
+  for (const { name, value } of a.attributes) {
+    if (b.getAttribute(name) !== value) return false;
+  }
+  return true;
 }
 
 // toISO reads a datetime-local input's value as UTC.
