@@ -119,8 +119,10 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	require.Contains(t, jsValue[string](t, ctx, text(`#all-runs tr[data-run="`+id+`"] details.attempts summary`)), "2 attempts")
 	require.Contains(t, jsValue[string](t, ctx, text(`#all-runs tr[data-run="`+id+`"] .reason`)), "HTTP 502 Bad Gateway")
 	require.True(t, jsValue[bool](t, ctx, `document.getElementById("rf-dead").checked`))
-	// Opened, a run's attempts stay open while the page refreshes itself with a new row.
+	// Opened, a run's attempts stay open while the page refreshes itself with a new row, and
+	// its row stays the same element (its Redrive button under the pointer is not replaced).
 	require.NoError(t, chromedp.Do(ctx, clickCSS(`#all-runs tr[data-run="`+id+`"] details.attempts summary`)))
+	jsValue[bool](t, ctx, `(document.querySelector('#all-runs tr[data-run="`+id+`"] button[data-redrive]').keptAcrossRefresh = true)`)
 	st.Trigger(t, "console-hook")
 	require.Eventually(t, func() bool {
 		var dead struct{ Items []api.ScheduleRunView }
@@ -130,6 +132,8 @@ func TestConsoleHTTPActionDeadLetter(t *testing.T) {
 	waitJS(t, ctx, 15*time.Second, `document.querySelectorAll("#all-runs > tbody > tr").length === 2`)
 	require.True(t, jsValue[bool](t, ctx, `document.querySelector('#all-runs tr[data-run="`+id+`"] details.attempts').open`))
 	require.EqualValues(t, 2, jsValue[int](t, ctx, `document.querySelectorAll('#all-runs tr[data-run="`+id+`"] details.attempts tbody tr').length`))
+	require.True(t, jsValue[bool](t, ctx, `document.querySelector('#all-runs tr[data-run="`+id+`"] button[data-redrive]').keptAcrossRefresh === true`),
+		"the refresh that added a row above replaced the run's row")
 	shot(t, ctx, root, "console-dead-letter.png")
 
 	failing.Store(false)

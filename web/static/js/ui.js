@@ -176,12 +176,19 @@ export function patchRegions(root, html) {
 
 // patchChildren makes cur's children those of next: a child whose markup is the same is kept,
 // an element whose own tag and attributes are the same is patched in turn, anything else is
-// replaced by its new version.
+// replaced by its new version. When the children are more or fewer (a list that gained or
+// lost rows) each unchanged element is kept wherever it moved, and the rest is new.
 function patchChildren(cur, next) {
   const had = Array.from(cur.childNodes);
   const want = Array.from(next.childNodes);
   if (had.length !== want.length) {
-    cur.replaceChildren(...want);
+    const unchanged = new Map();
+    for (const x of had) {
+      if (x.nodeType !== Node.ELEMENT_NODE) continue;
+      if (!unchanged.has(x.outerHTML)) unchanged.set(x.outerHTML, []);
+      unchanged.get(x.outerHTML).push(x);
+    }
+    cur.replaceChildren(...want.map(y => (y.nodeType === Node.ELEMENT_NODE && (unchanged.get(y.outerHTML) || []).shift()) || y));
     return;
   }
   for (let i = 0; i < had.length; i++) {
