@@ -129,11 +129,9 @@ export async function taskPage(id) {
   for (const key of attemptsOpen.keys()) {
     attemptsOpen.set(key, await api("GET", "/task-devices/" + key + "/events"));
   }
-  let html = '<div data-region="head"><h2><a href="#tasks">Device tasks</a> / #' + t.id + ' <span class="badge status-' + esc(t.status) + '" id="task-status">' + esc(t.status) + "</span>" + temporalQuery('TickgateTask="' + t.id + '"') + "</h2></div>" +
-    // The command is a region apart from the progress, which changes at every refresh of a
-    // running task: replacing the button with it would lose a click made while it lands.
-    '<div data-region="commands"><div class="toolbar">' + (["pending", "running"].includes(t.status) ? '<button type="button" id="task-cancel" class="danger">Cancel task…</button>' : "") + "</div></div>" +
-    '<div data-region="progress"><p><code>' + esc(JSON.stringify(t.payload)) + "</code>" + (t.error ? ' <span class="error">' + esc(t.error) + "</span>" : "") + "</p>" +
+  let html = '<div data-region="head"><h2><a href="#tasks">Device tasks</a> / #' + t.id + ' <span class="badge status-' + esc(t.status) + '" id="task-status">' + esc(t.status) + "</span>" + temporalQuery('TickgateTask="' + t.id + '"') + "</h2>" +
+    '<div class="toolbar">' + (["pending", "running"].includes(t.status) ? '<button type="button" id="task-cancel" class="danger">Cancel task…</button>' : "") + "</div>" +
+    "<p><code>" + esc(JSON.stringify(t.payload)) + "</code>" + (t.error ? ' <span class="error">' + esc(t.error) + "</span>" : "") + "</p>" +
     '<div id="task-progress">' + bar({ succeeded: c.succeeded, active: c.active, failed: c.failed, canceled: c.canceled }, execOrder, "executions") + "</div>" +
     "<p>" + num(c.succeeded) + " succeeded, " + num(c.active) + " active, " + num(c.failed) + " failed, " + num(c.canceled) + " canceled · at most " + t.max_attempts + " attempts each" +
     (t.abort ? " · aborts once " + t.abort.min_executed + " are final and more than " + t.abort.failed_percent + "% failed" : "") + "</p>" +

@@ -165,14 +165,12 @@ export async function rolloutPage(id) {
   let html = '<div data-region="head"><h2><a href="#rollouts">Rollouts</a> / ' + esc(r.name) + " " + rolloutStatus(r) + temporalLink("rollout/" + r.id) + "</h2>" +
     (r.status_reason ? '<p class="status-reason" id="rollout-reason">' + esc(r.status_reason) + "</p>" : "") +
     (r.frozen ? '<p class="rollout-frozen" id="rollout-frozen"><strong>Frozen</strong> ' + (own ? "" : "(everything) ") + "since " + when(r.frozen.frozen_at) + " by " +
-      esc(r.frozen.frozen_by) + ": " + esc(r.frozen.reason) + "</p>" : "") + "</div>" +
-    // The commands, their result and the progress are regions apart: the progress changes at
-    // every refresh of a running rollout, and replacing the buttons with it would lose a click
-    // (Pause) made while the refresh lands, and the result of the last command.
-    '<div data-region="commands"><div class="toolbar" role="toolbar" aria-label="rollout commands">' +
+      esc(r.frozen.frozen_by) + ": " + esc(r.frozen.reason) + "</p>" : "") +
+    '<div class="toolbar" role="toolbar" aria-label="rollout commands">' +
     (r.status === "PAUSED" ? '<button type="button" id="rollout-resume">Resume</button>' : '<button type="button" id="rollout-pause"' + (active ? "" : " disabled") + ">Pause</button>") +
     (own ? '<button type="button" id="rollout-unfreeze">Unfreeze</button>' : '<button type="button" id="rollout-freeze"' + (active ? "" : " disabled") + ">Freeze…</button>") +
     '<button type="button" id="rollout-cancel" class="danger"' + (active ? "" : " disabled") + ">Cancel rollout…</button></div></div>" +
+    // The result of the last command is outside every region, so that a refresh keeps it.
     '<p class="form-error error" role="alert" id="rollout-result"></p>' +
     '<div data-region="progress">' + bar(r.counts || {}, order, "tasks") +
     "<p>" + num(r.progress.finished) + " of " + num(r.progress.total) + " tasks finished · parallel limit " + r.parallel_limit +
